@@ -1,0 +1,345 @@
+"""Shared fixtures: the app on SQLite and PostgreSQL, a real Redis, a real SMTP server,
+a live HTTP server, a worker process, and Chromium through Playwright.
+
+Expensive things are made once per session (a migrated SQLite template file, a migrated
+PostgreSQL database, the SMTP server); each test gets a clean copy or clean tables.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from flask import Flask
+from flask_migrate import upgrade
+from redis import Redis
+from werkzeug.serving import make_server
+
+from tests.smtp_server import SmtpServer, free_port
+from webapp import REPO_ROOT, create_app
+from webapp.extensions import db
+
+POSTGRES_URL = os.environ.get("BROADSIDE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("BROADSIDE_TEST_REDIS", "redis://127.0.0.1:6379/0")
+SECRET_KEY = "test-secret-key-0123456789"
+OWNER_EMAIL = "owner@example.com"
+OWNER_PASSWORD = "correct horse battery"
+RUN_ID = uuid.uuid4().hex[:8]
+
+
+def _base_config(tmp_path: Path, database_url: str, namespace: str) -> dict:
+    return {
+        "TESTING": True,
+        "INSTANCE_PATH": str(tmp_path / "instance"),
+        "DATABASE_URL": database_url,
+        "REDIS_URL": REDIS_URL,
+        "SECRET_KEY": SECRET_KEY,
+        "BROADSIDE_NAMESPACE": namespace,
+        "SEND_DELAY_MS": "0",
+    }
+
+
+# ---------------------------------------------------------------- databases (made once)
+
+@pytest.fixture(scope="session")
+def redis_client() -> Iterator[Redis]:
+    client = Redis.from_url(REDIS_URL)
+    client.ping()
+    yield client
+    for key in client.scan_iter(f"*bstest-{RUN_ID}*", count=1000):
+        client.delete(key)
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("sqlite-template")
+    path = root / "template.db"
+    app = create_app(_base_config(root, f"sqlite:///{path}", f"bstest-{RUN_ID}-t"), environ={})
+    with app.app_context():
+        upgrade()
+        db.engine.dispose()
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_database(tmp_path_factory) -> Iterator[str]:
+    """A private, migrated database for this run, dropped at the end."""
+    name = f"broadside_test_{RUN_ID}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
+    root = tmp_path_factory.mktemp("pg-template")
+    app = create_app(_base_config(root, url, f"bstest-{RUN_ID}-t"), environ={})
+    with app.app_context():
+        upgrade()
+        db.engine.dispose()
+    yield url
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _truncate_postgres(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                "AND tablename <> 'alembic_version'"
+            )
+        ]
+        conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def database_url(request, backend, tmp_path) -> str:
+    if backend == "sqlite":
+        template = request.getfixturevalue("sqlite_template")
+        path = tmp_path / "broadside.db"
+        shutil.copyfile(template, path)
+        return f"sqlite:///{path}"
+    url = request.getfixturevalue("postgres_database")
+    _truncate_postgres(url)
+    return url
+
+
+@pytest.fixture
+def namespace(redis_client) -> Iterator[str]:
+    """A private Redis namespace per test (queues, lease, throttles), deleted afterwards."""
+    ns = f"bstest-{RUN_ID}-{uuid.uuid4().hex[:6]}"
+    yield ns
+    for key in redis_client.scan_iter(f"*{ns}*", count=1000):
+        redis_client.delete(key)
+
+
+# ---------------------------------------------------------------- the app
+
+@pytest.fixture
+def app_config(tmp_path, database_url, namespace) -> dict:
+    """Tests may change this mapping before asking for `app`."""
+    return _base_config(tmp_path, database_url, namespace)
+
+
+@pytest.fixture
+def app(app_config) -> Iterator[Flask]:
+    app = create_app(app_config, environ={})
+    with app.app_context():
+        yield app
+        db.session.remove()
+        db.engine.dispose()
+
+
+@pytest.fixture
+def db_session(app):
+    return db.session
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def owner(app):
+    from webapp.accounts import create_owner
+
+    return create_owner(db.session, OWNER_EMAIL, OWNER_PASSWORD)
+
+
+def csrf_token_from(html: str) -> str:
+    import re
+
+    match = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', html) or re.search(
+        r'name="csrf_token" value="([^"]+)"', html
+    )
+    assert match, "no CSRF token on the page"
+    return match.group(1)
+
+
+@pytest.fixture
+def logged_in_client(client, owner):
+    """A test client signed in as the owner, through the real login form."""
+    page = client.get("/login")
+    response = client.post(
+        "/login",
+        data={"email": OWNER_EMAIL, "password": OWNER_PASSWORD, "csrf_token": csrf_token_from(page.text)},
+    )
+    assert response.status_code == 302, response.text
+    return client
+
+
+@pytest.fixture
+def api_headers(app, owner) -> dict[str, str]:
+    from webapp.accounts import create_token
+
+    _, plain = create_token(db.session, owner.id, "tests")
+    return {"Authorization": f"Bearer {plain}"}
+
+
+# ---------------------------------------------------------------- SMTP
+
+@pytest.fixture(scope="session")
+def _smtp_server_session() -> Iterator[SmtpServer]:
+    server = SmtpServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def smtp_server(_smtp_server_session) -> SmtpServer:
+    """The shared recording SMTP server, emptied and un-scripted for this test."""
+    _smtp_server_session.reset()
+    return _smtp_server_session
+
+
+# ---------------------------------------------------------------- processes
+
+class LiveServer:
+    def __init__(self, app: Flask) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server = make_server("127.0.0.1", self.port, app, threaded=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def start(self) -> LiveServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._thread.join(5)
+
+
+@pytest.fixture
+def live_server(app) -> Iterator[LiveServer]:
+    """The app served over real HTTP on a free loopback port."""
+    server = LiveServer(app).start()
+    yield server
+    server.stop()
+
+
+class WorkerProcess:
+    """`flask --app webapp worker` as a real subprocess, configured like the test app."""
+
+    def __init__(self, app_config: dict, extra_env: dict[str, str] | None = None) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "PYTEST_"))}
+        env.update(
+            DATABASE_URL=app_config["DATABASE_URL"],
+            REDIS_URL=app_config["REDIS_URL"],
+            SECRET_KEY=app_config["SECRET_KEY"],
+            BROADSIDE_NAMESPACE=app_config["BROADSIDE_NAMESPACE"],
+            BROADSIDE_INSTANCE_PATH=app_config["INSTANCE_PATH"],
+            SEND_DELAY_MS=str(app_config.get("SEND_DELAY_MS", "0")),
+            SMTP_URL=str(app_config.get("SMTP_URL", "")),
+            BASE_URL=str(app_config.get("BASE_URL", "http://localhost:5000")),
+            PYTHONUNBUFFERED="1",
+        )
+        env.update(extra_env or {})
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.log_path = Path(app_config["INSTANCE_PATH"]) / f"worker-{uuid.uuid4().hex[:6]}.log"
+
+    def start(self) -> WorkerProcess:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "flask", "--app", "webapp", "worker"],
+            cwd=REPO_ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    @property
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self, group: bool = False) -> None:
+        """SIGKILL the main process (or its whole process group)."""
+        assert self.proc is not None
+        if group:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        else:
+            self.proc.kill()
+        self.proc.wait(10)
+
+    def terminate(self, timeout: float = 30) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+        if hasattr(self, "_log"):
+            self._log.close()
+
+
+@pytest.fixture
+def worker_factory(app_config, smtp_server) -> Iterator:
+    """Start real worker processes; all are killed at the end of the test."""
+    workers: list[WorkerProcess] = []
+    app_config.setdefault("SMTP_URL", smtp_server.url)
+
+    def start(**extra_env: str) -> WorkerProcess:
+        config = {**app_config}
+        config.setdefault("SMTP_URL", smtp_server.url)
+        worker = WorkerProcess(config, extra_env).start()
+        workers.append(worker)
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.stop()
+
+
+def wait_until(condition, timeout: float = 20.0, interval: float = 0.05, message: str = ""):
+    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(message or f"condition not met within {timeout}s")
+
+
+# ---------------------------------------------------------------- browser
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    # Debian's Chromium; never `playwright install` (it downloads a browser and fails here).
+    return {
+        **browser_type_launch_args,
+        "executable_path": os.environ.get("BROADSIDE_CHROMIUM", "/usr/bin/chromium"),
+        "args": [
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        ],
+    }
+
+
+@pytest.fixture
+def screenshot_dir() -> Path:
+    """Screenshots for reviewers, in a git-ignored folder."""
+    path = REPO_ROOT / "test-artifacts" / "screenshots"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

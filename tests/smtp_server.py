@@ -1,0 +1,138 @@
+"""A real SMTP server for tests: aiosmtpd on a free loopback port that records every message
+and can answer chosen recipients with chosen replies."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from email import message_from_bytes, policy
+from email.message import EmailMessage
+
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Received:
+    mail_from: str
+    rcpt_tos: list[str]
+    data: bytes
+    at: float  # time.monotonic() when DATA began arriving
+
+    @property
+    def message(self) -> EmailMessage:
+        return message_from_bytes(self.data, policy=policy.default)  # type: ignore[return-value]
+
+
+@dataclass
+class Script:
+    """What the server answers. Keys are lower-cased recipient addresses."""
+
+    # rcpt -> list of replies to give to successive RCPT TOs for that address, then accept
+    rcpt_replies: dict[str, list[str]] = field(default_factory=dict)
+    # replies to give at the end of DATA, one per message, before accepting again
+    data_replies: list[str] = field(default_factory=list)
+    # recipients whose DATA is accepted and then the connection cut before the reply
+    drop_after_data: set[str] = field(default_factory=set)
+    # called at the start of DATA with the envelope (to slow the server down, say)
+    on_data: Callable[[object], None] | None = None
+
+
+class RecordingHandler:
+    def __init__(self, server: SmtpServer) -> None:
+        self.server = server
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        replies = self.server.script.rcpt_replies.get(address.lower())
+        if replies:
+            reply = replies.pop(0)
+            with self.server.lock:
+                self.server.rcpt_rejections.append((address.lower(), reply))
+            return reply
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        started = time.monotonic()
+        script = self.server.script
+        if script.on_data:
+            script.on_data(envelope)
+        if script.data_replies:
+            return script.data_replies.pop(0)
+        record = Received(envelope.mail_from, list(envelope.rcpt_tos), envelope.content, started)
+        with self.server.lock:
+            self.server.messages.append(record)
+        if any(r.lower() in script.drop_after_data for r in envelope.rcpt_tos):
+            # The message was taken, but the client never hears so: the ambiguous case.
+            server.transport.abort()
+            return "250 OK"
+        return "250 OK queued"
+
+
+class SmtpServer:
+    """Start with `start()`; `reset()` between tests; `messages` holds what was accepted."""
+
+    def __init__(self, auth: tuple[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.host = "127.0.0.1"
+        self.lock = threading.Lock()
+        self.messages: list[Received] = []
+        self.rcpt_rejections: list[tuple[str, str]] = []
+        self.script = Script()
+        self.auth = auth
+        kwargs: dict = {}
+        if auth is not None:
+            kwargs = {"authenticator": self._authenticate, "auth_require_tls": False,
+                      "auth_required": True}
+        self.controller = Controller(
+            RecordingHandler(self), hostname=self.host, port=self.port, **kwargs
+        )
+
+    def _authenticate(self, server, session, envelope, mechanism, auth_data):
+        ok = isinstance(auth_data, LoginPassword) and (
+            auth_data.login.decode(), auth_data.password.decode()
+        ) == self.auth
+        # handled=False makes aiosmtpd answer a real 535 on failure.
+        return AuthResult(success=ok, handled=False)
+
+    @property
+    def url(self) -> str:
+        if self.auth:
+            return f"smtp://{self.auth[0]}:{self.auth[1]}@{self.host}:{self.port}"
+        return f"smtp://{self.host}:{self.port}"
+
+    def start(self) -> SmtpServer:
+        self.controller.start()
+        return self
+
+    def stop(self) -> None:
+        self.controller.stop()
+
+    def reset(self) -> None:
+        with self.lock:
+            self.messages.clear()
+            self.rcpt_rejections.clear()
+        self.script = Script()
+
+    def recipients(self) -> list[str]:
+        with self.lock:
+            return [r.lower() for m in self.messages for r in m.rcpt_tos]
+
+    def wait_for(self, count: int, timeout: float = 20.0) -> list[Received]:
+        """Wait until at least `count` messages arrived (a condition, not a sleep)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.messages) >= count:
+                    return list(self.messages)
+            time.sleep(0.02)
+        raise AssertionError(f"expected {count} messages, got {len(self.messages)}")

@@ -1,0 +1,76 @@
+import subprocess
+import sys
+
+import pytest
+
+from webapp import REPO_ROOT, create_app
+from webapp.config import ConfigError
+
+
+def make(tmp_path, **env):
+    return create_app({"INSTANCE_PATH": str(tmp_path)}, environ=env)
+
+
+def test_defaults(tmp_path):
+    app = make(tmp_path)
+    assert app.config["DATABASE_URL"] == f"sqlite:///{tmp_path / 'broadside.db'}"
+    assert app.config["REDIS_URL"] == "redis://localhost:6379/0"
+    assert app.config["BASE_URL"] == "http://localhost:5000"
+    assert app.config["SEND_DELAY_MS"] == 200
+    assert app.config["SMTP_URL"] == ""
+    assert app.template_folder == str(REPO_ROOT / "templates")
+    assert app.static_folder == str(REPO_ROOT / "static")
+
+
+def test_generated_secret_key_is_kept_across_restarts(tmp_path):
+    first = make(tmp_path).config["SECRET_KEY"]
+    second = make(tmp_path).config["SECRET_KEY"]
+    assert first == second and len(first) >= 32
+    assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize("url", ["postgres://u:p@db:5432/x", "postgresql://u:p@db:5432/x"])
+def test_postgres_urls_use_psycopg3(tmp_path, url):
+    assert make(tmp_path, DATABASE_URL=url).config["DATABASE_URL"] == "postgresql+psycopg://u:p@db:5432/x"
+
+
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("SEND_DELAY_MS", "fast"),
+        ("SEND_DELAY_MS", "-5"),
+        ("DATABASE_URL", "mysql://x/y"),
+        ("DATABASE_URL", "not a url"),
+        ("REDIS_URL", "http://localhost"),
+        ("BASE_URL", "localhost:5000"),
+        ("SMTP_URL", "smtp://host:port"),
+        ("SMTP_URL", "ftp://host"),
+        ("MAIL_FROM", "nobody"),
+        ("SECRET_KEY", "short"),
+        ("LOG_FORMAT", "xml"),
+    ],
+)
+def test_malformed_value_names_the_variable(tmp_path, variable, value):
+    with pytest.raises(ConfigError) as excinfo:
+        make(tmp_path, **{variable: value})
+    assert variable in str(excinfo.value.code)
+
+
+def test_bad_value_stops_the_cli_with_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "webapp", "routes"],
+        env={"PATH": "/usr/bin:/bin", "SEND_DELAY_MS": "soon", "BROADSIDE_INSTANCE_PATH": str(tmp_path)},
+        cwd=REPO_ROOT, capture_output=True, text=True,
+    )
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[-1] == "broadside: configuration error: SEND_DELAY_MS must be a whole number, got 'soon'"
+    assert "Traceback" not in result.stderr
+
+
+def test_secure_cookies_follow_https_base_url(tmp_path):
+    app = make(tmp_path, BASE_URL="https://news.example.com")
+    assert app.config["SESSION_COOKIE_SECURE"] is True
+    assert app.config["SESSION_COOKIE_HTTPONLY"] is True
+    assert app.config["SESSION_COOKIE_SAMESITE"] == "Lax"
+    assert make(tmp_path / "b").config["SESSION_COOKIE_SECURE"] is False

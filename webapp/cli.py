@@ -1,0 +1,84 @@
+"""`flask --app webapp ...` commands: owner, tokens, worker (and `db` from Flask-Migrate)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from flask import Flask
+from flask.cli import AppGroup
+from sqlalchemy import select
+
+from webapp import accounts
+from webapp.errors import DomainError
+from webapp.extensions import db
+from webapp.models import ApiToken, Owner
+
+owner_cli = AppGroup("owner", help="Manage owner accounts.")
+tokens_cli = AppGroup("tokens", help="Manage API tokens.")
+
+
+@owner_cli.command("create")
+@click.argument("email")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+def owner_create(email: str, password_stdin: bool) -> None:
+    """Create an owner who can sign in to the dashboard."""
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    try:
+        owner = accounts.create_owner(db.session, email, password)
+    except DomainError as exc:
+        raise click.ClickException(exc.message) from None
+    click.echo(f"Created owner {owner.email}.")
+
+
+@tokens_cli.command("create")
+@click.argument("name")
+@click.option("--owner", "owner_email", help="Owner the token belongs to (default: the first).")
+def tokens_create(name: str, owner_email: str | None) -> None:
+    """Create an API token; the token itself is the last line printed."""
+    query = select(Owner).order_by(Owner.id)
+    if owner_email:
+        query = query.where(Owner.email == owner_email.strip().lower())
+    owner = db.session.scalars(query).first()
+    if owner is None:
+        raise click.ClickException("No such owner: create one with `flask --app webapp owner create`.")
+    try:
+        token, plain = accounts.create_token(db.session, owner.id, name)
+    except DomainError as exc:
+        raise click.ClickException(exc.message) from None
+    click.echo(f"Token {token.name!r} (id {token.id}) for {owner.email}. It is shown only once:")
+    click.echo(plain)
+
+
+@tokens_cli.command("list")
+def tokens_list() -> None:
+    """List tokens (never their values)."""
+    for token in db.session.scalars(select(ApiToken).order_by(ApiToken.id)):
+        state = "revoked" if token.revoked_at else "active"
+        click.echo(f"{token.id}\t{token.name}\t{token.prefix}…\t{state}")
+
+
+@tokens_cli.command("revoke")
+@click.argument("token_id", type=int)
+def tokens_revoke(token_id: int) -> None:
+    try:
+        accounts.revoke_token(db.session, token_id)
+    except DomainError as exc:
+        raise click.ClickException(exc.message) from None
+    click.echo(f"Token {token_id} revoked.")
+
+
+def register_cli(app: Flask) -> None:
+    app.cli.add_command(owner_cli)
+    app.cli.add_command(tokens_cli)
+
+    @app.cli.command("worker")
+    @click.option("--burst", is_flag=True, help="Exit when the queues are empty (for tests).")
+    def worker_command(burst: bool) -> None:
+        """Run the one sending worker (RQ, concurrency 1)."""
+        from jobs.worker import run_worker
+
+        sys.exit(run_worker(app, burst=burst))

@@ -1,0 +1,159 @@
+"""Configuration from the environment (12-factor), validated once at start.
+
+Order: built-in defaults, then the environment (with `.env` honoured), then the mapping a
+caller (a test) passes to `create_app`. A malformed value stops start-up with one line that
+names the variable: `ConfigError` is a `SystemExit`, so the Flask CLI and gunicorn print the
+message and exit instead of dumping a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+
+class ConfigError(SystemExit):
+    """A configuration value is missing or malformed; the message names the variable."""
+
+    def __init__(self, variable: str, problem: str) -> None:
+        self.variable = variable
+        super().__init__(f"broadside: configuration error: {variable} {problem}")
+
+
+# Every variable Broadside reads, its default, and what it is for (the README repeats this).
+ENV_VARS = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "SECRET_KEY",
+    "BASE_URL",
+    "SMTP_URL",
+    "MAIL_FROM",
+    "SEND_DELAY_MS",
+    "SEND_HOURLY_LIMIT",
+    "MAX_IMPORT_BYTES",
+    "WEBHOOK_SECRET",
+    "METRICS_TOKEN",
+    "LOG_FORMAT",
+    "BROADSIDE_NAMESPACE",
+)
+
+
+def normalise_database_url(value: str) -> str:
+    """Accept sqlite and postgres URLs; postgres ones are pinned to the psycopg 3 driver."""
+    if value.startswith("postgres://"):
+        value = "postgresql://" + value[len("postgres://") :]
+    try:
+        url = make_url(value)
+    except ArgumentError as exc:
+        raise ConfigError("DATABASE_URL", f"is not a database URL ({exc})") from None
+    backend = url.get_backend_name()
+    if backend == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")
+    elif backend != "sqlite":
+        raise ConfigError("DATABASE_URL", "must be a sqlite:/// or postgresql:// URL")
+    return url.render_as_string(hide_password=False)
+
+
+def _check_url(variable: str, value: str, schemes: tuple[str, ...]) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in schemes or not parts.netloc:
+        raise ConfigError(variable, f"must be a {' or '.join(s + '://' for s in schemes)} URL")
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a non-numeric port
+    except ValueError:
+        raise ConfigError(variable, "has a port that is not a number") from None
+    return value
+
+
+def _int(variable: str, value: Any, minimum: int = 0) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ConfigError(variable, f"must be a whole number, got {value!r}") from None
+    if number < minimum:
+        raise ConfigError(variable, f"must be at least {minimum}, got {number}")
+    return number
+
+
+def _secret_key(instance_path: Path) -> str:
+    """A random key generated once and kept, so links and sessions survive restarts."""
+    path = instance_path / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    key = secrets.token_urlsafe(48)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key)
+    return key
+
+
+def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapping[str, Any]) -> dict:
+    """Merge defaults, the environment and overrides, then validate every value."""
+    instance_path.mkdir(parents=True, exist_ok=True)
+    raw: dict[str, Any] = {
+        "DATABASE_URL": f"sqlite:///{instance_path / 'broadside.db'}",
+        "REDIS_URL": "redis://localhost:6379/0",
+        "BASE_URL": "http://localhost:5000",
+        "SMTP_URL": "",
+        "MAIL_FROM": "Broadside <newsletter@localhost>",
+        "SEND_DELAY_MS": "200",
+        "SEND_HOURLY_LIMIT": "0",
+        "MAX_IMPORT_BYTES": str(50 * 1024 * 1024),
+        "WEBHOOK_SECRET": "",
+        "METRICS_TOKEN": "",
+        "LOG_FORMAT": "plain",
+        "BROADSIDE_NAMESPACE": "broadside",
+    }
+    raw.update({k: v for k, v in environ.items() if k in ENV_VARS and v != ""})
+    raw.update(overrides)
+
+    config: dict[str, Any] = dict(overrides)
+    config["DATABASE_URL"] = normalise_database_url(str(raw["DATABASE_URL"]))
+    config["REDIS_URL"] = _check_url("REDIS_URL", str(raw["REDIS_URL"]), ("redis", "rediss", "unix"))
+    base_url = _check_url("BASE_URL", str(raw["BASE_URL"]), ("http", "https")).rstrip("/")
+    config["BASE_URL"] = base_url
+    smtp_url = str(raw["SMTP_URL"] or "")
+    if smtp_url:
+        _check_url("SMTP_URL", smtp_url, ("smtp", "smtp+starttls", "smtps"))
+    config["SMTP_URL"] = smtp_url
+    mail_from = str(raw["MAIL_FROM"])
+    if "@" not in mail_from:
+        raise ConfigError("MAIL_FROM", f"must contain an email address, got {mail_from!r}")
+    config["MAIL_FROM"] = mail_from
+    config["SEND_DELAY_MS"] = _int("SEND_DELAY_MS", raw["SEND_DELAY_MS"])
+    config["SEND_HOURLY_LIMIT"] = _int("SEND_HOURLY_LIMIT", raw["SEND_HOURLY_LIMIT"])
+    config["MAX_IMPORT_BYTES"] = _int("MAX_IMPORT_BYTES", raw["MAX_IMPORT_BYTES"], minimum=1)
+    config["WEBHOOK_SECRET"] = str(raw["WEBHOOK_SECRET"] or "")
+    config["METRICS_TOKEN"] = str(raw["METRICS_TOKEN"] or "")
+    log_format = str(raw["LOG_FORMAT"]).lower()
+    if log_format not in ("plain", "json"):
+        raise ConfigError("LOG_FORMAT", f"must be 'plain' or 'json', got {log_format!r}")
+    config["LOG_FORMAT"] = log_format
+    namespace = str(raw["BROADSIDE_NAMESPACE"])
+    if not namespace.replace("-", "").replace("_", "").isalnum():
+        raise ConfigError("BROADSIDE_NAMESPACE", "may hold only letters, digits, - and _")
+    config["BROADSIDE_NAMESPACE"] = namespace
+
+    secret = raw.get("SECRET_KEY") or _secret_key(instance_path)
+    if len(str(secret)) < 16:
+        raise ConfigError("SECRET_KEY", "must be at least 16 characters long")
+    config["SECRET_KEY"] = str(secret)
+
+    is_https = base_url.startswith("https://")
+    config.setdefault("SQLALCHEMY_DATABASE_URI", config["DATABASE_URL"])
+    config.setdefault("SESSION_COOKIE_HTTPONLY", True)
+    config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
+    config.setdefault("SESSION_COOKIE_SECURE", is_https)
+    config.setdefault("REMEMBER_COOKIE_HTTPONLY", True)
+    config.setdefault("REMEMBER_COOKIE_SAMESITE", "Lax")
+    config.setdefault("REMEMBER_COOKIE_SECURE", is_https)
+    config.setdefault("MAX_CONTENT_LENGTH", config["MAX_IMPORT_BYTES"] + 64 * 1024)
+    config.setdefault("WTF_CSRF_TIME_LIMIT", None)
+    return config

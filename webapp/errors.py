@@ -1,0 +1,69 @@
+"""Domain exceptions, and the one place that maps them (and HTTP errors) to responses."""
+
+from __future__ import annotations
+
+from flask import Flask, jsonify, render_template, request
+from flask_wtf.csrf import CSRFError
+from werkzeug.exceptions import HTTPException
+
+
+class DomainError(Exception):
+    """An error a domain function raises; the message is safe to show to the user."""
+
+    status_code = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ValidationError(DomainError):
+    status_code = 422
+
+
+class NotFound(DomainError):
+    status_code = 404
+
+
+class Conflict(DomainError):
+    status_code = 409
+
+
+def _wants_json() -> bool:
+    return request.path.startswith("/api/") or request.path.startswith("/webhooks/")
+
+
+def _error_response(status: int, message: str):
+    if _wants_json():
+        return jsonify(error=message), status
+    return render_template("error.html", status=status, message=message), status
+
+
+def register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(DomainError)
+    def domain_error(exc: DomainError):
+        return _error_response(exc.status_code, exc.message)
+
+    @app.errorhandler(CSRFError)
+    def csrf_error(exc: CSRFError):
+        return _error_response(400, "This form has expired or was not sent from Broadside. "
+                                    "Reload the page and try again.")
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException):
+        messages = {
+            400: "The request could not be understood.",
+            401: "Authentication required.",
+            403: "You are not allowed to do that.",
+            404: "There is nothing here.",
+            405: "That method is not allowed here.",
+            413: "That upload is larger than this server accepts.",
+            429: "Too many attempts. Wait a little and try again.",
+        }
+        message = exc.description if exc.code in (400, 422) and exc.description else None
+        return _error_response(exc.code or 500, message or messages.get(exc.code or 500, exc.name))
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception):
+        app.logger.exception("unhandled error on %s %s", request.method, request.path)
+        return _error_response(500, "Something went wrong on our side. It has been logged.")

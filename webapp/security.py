@@ -1,0 +1,71 @@
+"""Default-deny access control and the security headers sent with every response.
+
+Every endpoint needs a signed-in owner unless its view is marked `@public` (login, the
+unsubscribe pages, webhooks, health) or it belongs to the API, which authenticates by bearer
+token instead. A new route therefore cannot forget to require login.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from flask import Flask, Response, redirect, request, url_for
+from flask_login import current_user
+
+from webapp.extensions import db, login_manager
+
+F = TypeVar("F", bound=Callable)
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+
+def public(view: F) -> F:
+    """Mark a view as reachable without signing in."""
+    view.broadside_public = True  # type: ignore[attr-defined]
+    return view
+
+
+def is_public_endpoint(app: Flask, endpoint: str | None) -> bool:
+    if endpoint is None or endpoint == "static":
+        return True
+    if endpoint.startswith("api."):
+        return True  # the API authenticates every request with a bearer token instead
+    view = app.view_functions.get(endpoint)
+    return bool(getattr(view, "broadside_public", False))
+
+
+def install_security(app: Flask) -> None:
+    from webapp.models import Owner
+
+    login_manager.login_view = "auth.login"
+    login_manager.login_message = "Please sign in to continue."
+    login_manager.login_message_category = "info"
+
+    @login_manager.user_loader
+    def load_owner(owner_id: str) -> Owner | None:
+        if not owner_id.isdigit():
+            return None
+        return db.session.get(Owner, int(owner_id))
+
+    @app.before_request
+    def require_owner() -> Response | None:
+        if is_public_endpoint(app, request.endpoint) or current_user.is_authenticated:
+            return None
+        if request.headers.get("HX-Request"):
+            # An expired session during an HTMX poll: send the whole page to the login form.
+            response = Response(status=401)
+            response.headers["HX-Redirect"] = url_for("auth.login")
+            return response
+        return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
+
+    @app.after_request
+    def security_headers(response: Response) -> Response:
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
