@@ -1,0 +1,52 @@
+"""Signed, non-expiring unsubscribe tokens: subscriber, list and (for the record) broadcast.
+
+A link in a two-year-old email must still work, so the token carries no timestamp; it is
+signed with SECRET_KEY (itsdangerous) and URL-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import current_app
+from itsdangerous import BadSignature, URLSafeSerializer
+
+SALT = "broadside.unsubscribe.v1"
+
+
+@dataclass(frozen=True)
+class UnsubscribeClaim:
+    subscriber_id: int
+    list_id: int
+    broadcast_id: int | None
+
+
+def _serializer(secret_key: str | None = None) -> URLSafeSerializer:
+    return URLSafeSerializer(secret_key or current_app.config["SECRET_KEY"], salt=SALT)
+
+
+def make_token(subscriber_id: int, list_id: int, broadcast_id: int | None = None,
+               secret_key: str | None = None) -> str:
+    return _serializer(secret_key).dumps([subscriber_id, list_id, broadcast_id])
+
+
+def read_token(token: str) -> UnsubscribeClaim | None:
+    """The claim in a token, or None when it is tampered, truncated or garbage."""
+    if not token or len(token) > 512:
+        return None
+    try:
+        data = _serializer().loads(token)
+    except BadSignature:
+        return None
+    if (
+        not isinstance(data, list)
+        or len(data) != 3
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in data[:2])
+        or not (data[2] is None or (isinstance(data[2], int) and not isinstance(data[2], bool)))
+    ):
+        return None
+    return UnsubscribeClaim(data[0], data[1], data[2])
+
+
+def unsubscribe_url(token: str, base_url: str | None = None) -> str:
+    return f"{(base_url or current_app.config['BASE_URL']).rstrip('/')}/u/{token}"
