@@ -1,0 +1,71 @@
+"""Invariant 1, one consumer: the sending worker holds a lease in Redis while alive.
+
+A second worker started beside it waits (saying who holds the lease) instead of doubling
+the send rate. The lease expires `TTL_MS` after the holder's last renewal, so a worker killed
+with SIGKILL is replaced within seconds. The sender re-checks the lease before every claim,
+so a worker that lost it (Redis flushed, a long stall) stops sending at once.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+
+from redis import Redis
+
+TTL_MS = 8_000
+RENEW_EVERY_S = 2.0
+LEASE_KEY = "worker:lease"
+SINCE_KEY = "worker:lease:since"
+HEARTBEAT_KEY = "worker:heartbeat"
+
+# Renew or release only if we still hold it (compare-and-set, atomic in Redis).
+_RENEW = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1])
+end
+return 0
+"""
+
+
+class Lease:
+    def __init__(self, redis: Redis, namespace: str, identity: str | None = None) -> None:
+        self.redis = redis
+        self.key = f"{namespace}:{LEASE_KEY}"
+        self.since_key = f"{namespace}:{SINCE_KEY}"
+        self.heartbeat_key = f"{namespace}:{HEARTBEAT_KEY}"
+        self.identity = identity or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._renew = redis.register_script(_RENEW)
+        self._release = redis.register_script(_RELEASE)
+
+    def holder(self) -> str | None:
+        value = self.redis.get(self.key)
+        return value.decode() if value else None
+
+    def try_acquire(self) -> bool:
+        if self.redis.set(self.key, self.identity, nx=True, px=TTL_MS):
+            now = str(time.time())
+            self.redis.set(self.since_key, now)
+            self.redis.set(self.heartbeat_key, now)
+            return True
+        return False
+
+    def renew(self) -> bool:
+        ok = bool(self._renew(keys=[self.key], args=[self.identity, TTL_MS]))
+        if ok:
+            self.redis.set(self.heartbeat_key, str(time.time()))
+        return ok
+
+    def still_mine(self) -> bool:
+        return self.redis.get(self.key) == self.identity.encode()
+
+    def release(self) -> None:
+        self._release(keys=[self.key], args=[self.identity])

@@ -1,0 +1,36 @@
+"""What one worker process shares between jobs: the lease, the pacer, the transport, flags.
+
+Set up once by `jobs.worker.run_worker`; the RQ job functions in `jobs.tasks` read it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobs.hourly import HourlyCap
+from jobs.lease import Lease
+from jobs.pacing import Pacer
+
+
+@dataclass
+class Runtime:
+    lease: Lease
+    pacer: Pacer
+    transport: Any
+    hourly: HourlyCap
+    config: dict[str, Any]
+    stop: threading.Event = field(default_factory=threading.Event)
+    running_broadcast: int | None = None
+    # Connection failures in a row, across recipients: past a bound the channel is down.
+    connection_failures: int = 0
+
+
+current: Runtime | None = None
+
+
+def get() -> Runtime:
+    if current is None:
+        raise RuntimeError("jobs run inside `flask --app webapp worker`, which sets up the runtime")
+    return current

@@ -1,0 +1,431 @@
+"""One slice of a broadcast: send for a few seconds from the rows still pending, then hand over.
+
+Invariant 7 (resume, never restart): each slice continues from the rows still `pending` and
+enqueues its continuation, so a deploy, a SIGTERM or a SIGKILL loses at most the rows in
+flight, and transactional mail waits at most one slice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import formataddr
+from typing import Any
+
+from redis.exceptions import RedisError
+from sqlalchemy import and_, exists, func, select, update
+from sqlalchemy.orm import Session
+
+from jobs.classify import MAX_ATTEMPTS, Verdict, backoff, classify
+from jobs.runtime import Runtime
+from jobs.transports import DeliveryError
+from webapp.broadcasts import ledger
+from webapp.models import Broadcast, Delivery, Revision, Subscriber, Subscription
+from webapp.timeutil import utcnow
+from webapp.unsubscribe.tokens import make_token, unsubscribe_url
+
+log = logging.getLogger("broadside.worker")
+
+SLICE_SECONDS = 3.0
+SLICE_MAX_SENDS = 1000
+MAX_BATCH = 200
+# Connection failures in a row (refused, reset, timed out) before the broadcast pauses.
+MAX_CONNECTION_FAILURES = 5
+
+
+@dataclass
+class SliceResult:
+    outcome: str  # continue | finished | stopped | paused | lost-lease | nothing
+    attempts: int = 0
+    skipped: int = 0
+
+
+@dataclass
+class Outcome:
+    target: str
+    change: ledger.Change
+
+
+@dataclass
+class Batch:
+    """The rows this slice claimed and what became of each, flushed together."""
+
+    broadcast_id: int
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def add(self, target: str, delivery_id: int, subscriber_id: int | None,
+            values: dict[str, Any] | None = None, detail: str = "",
+            data: dict[str, Any] | None = None) -> None:
+        self.outcomes.append(Outcome(target, ledger.Change(delivery_id, subscriber_id,
+                                                           values or {}, detail, data)))
+
+    def flush(self, session: Session) -> None:
+        """Record every outcome with an UPDATE guarded by status = 'sending', then commit."""
+        now = utcnow()
+        by_target: dict[str, list[ledger.Change]] = {}
+        for outcome in self.outcomes:
+            by_target.setdefault(outcome.target, []).append(outcome.change)
+        for target, changes in by_target.items():
+            ledger.transition(session, self.broadcast_id, changes, source="sending",
+                              target=target, now=now)
+        delivered = [c.subscriber_id for c in by_target.get("sent", []) if c.subscriber_id]
+        if delivered:
+            # A delivery that went through ends a run of soft bounces.
+            session.execute(
+                update(Subscriber)
+                .where(Subscriber.id.in_(delivered), Subscriber.soft_bounce_count > 0)
+                .values(soft_bounce_count=0)
+            )
+        session.commit()
+        self.outcomes.clear()
+
+
+def message_id_for(delivery_id: int, broadcast_id: int, from_email: str) -> str:
+    """Stable per delivery: a manual resend carries the same Message-ID."""
+    domain = from_email.rpartition("@")[2] or "localhost"
+    return f"<broadside.d{delivery_id}.b{broadcast_id}@{domain}>"
+
+
+def recipient_state(session: Session, broadcast_id: int, list_id: int | None,
+                    subscriber_id: int | None):
+    """Invariant 3, ask again at send time: one indexed query for the broadcast's state and
+    this person's subscription and suppression, read just before their send."""
+    return session.execute(
+        select(Broadcast.status, Subscriber.email, Subscriber.name, Subscriber.attributes,
+               Subscriber.suppression, Subscription.status)
+        .select_from(Broadcast)
+        .outerjoin(Subscriber, Subscriber.id == subscriber_id)
+        .outerjoin(Subscription, and_(Subscription.subscriber_id == Subscriber.id,
+                                      Subscription.list_id == list_id))
+        .where(Broadcast.id == broadcast_id)
+    ).one()
+
+
+def skip_reason(email: str | None, suppression: str | None, subscription: str | None) -> str | None:
+    if email is None:
+        return "subscriber erased"
+    if suppression is not None:
+        return f"suppressed: {suppression}"
+    if subscription is None:
+        return "no longer on the list"
+    if subscription != "active":
+        return subscription  # unsubscribed, or unconfirmed again
+    return None
+
+
+def _start(session: Session, broadcast_id: int) -> Broadcast | None:
+    now = utcnow()
+    started = session.execute(
+        update(Broadcast).where(Broadcast.id == broadcast_id, Broadcast.status == "queued")
+        .values(status="sending", started_at=func.coalesce(Broadcast.started_at, now),
+                updated_at=now)
+    ).rowcount
+    if started:
+        ledger.broadcast_event(session, broadcast_id, "started")
+        log.info("broadcast started")
+    session.commit()
+    broadcast = session.get(Broadcast, broadcast_id)
+    if broadcast is not None:
+        session.refresh(broadcast)
+    return broadcast
+
+
+def finish_if_done(session: Session, broadcast_id: int) -> bool:
+    """sending -> sent, only when no row is pending or in flight (a guarded UPDATE)."""
+    now = utcnow()
+    done = session.execute(
+        update(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status == "sending",
+               ~exists().where(Delivery.broadcast_id == broadcast_id,
+                               Delivery.status.in_(("pending", "sending"))))
+        .values(status="sent", finished_at=now, notice=None, updated_at=now)
+    ).rowcount
+    if done:
+        ledger.broadcast_event(session, broadcast_id, "finished")
+        log.info("broadcast finished")
+    session.commit()
+    return bool(done)
+
+
+def pause(session: Session, broadcast_id: int, reason: str) -> None:
+    changed = session.execute(
+        update(Broadcast).where(Broadcast.id == broadcast_id, Broadcast.status.in_(("queued", "sending")))
+        .values(status="paused", pause_reason=reason, notice=None, updated_at=utcnow())
+    ).rowcount
+    if changed:
+        ledger.broadcast_event(session, broadcast_id, "paused", reason)
+        log.warning("broadcast paused: %s", reason)
+    session.commit()
+
+
+def _set_notice(session: Session, broadcast_id: int, notice: str | None) -> None:
+    session.execute(update(Broadcast).where(Broadcast.id == broadcast_id).values(notice=notice))
+    session.commit()
+
+
+class Slice:
+    def __init__(self, session: Session, runtime: Runtime, broadcast_id: int) -> None:
+        self.session = session
+        self.rt = runtime
+        self.broadcast_id = broadcast_id
+        self.batch = Batch(broadcast_id)
+        self.attempts = 0
+        self.skipped = 0
+        self.batch_size = 1 if runtime.pacer.delay >= 1 else 10
+
+    # -------------------------------------------------------------- the loop
+
+    def run(self) -> SliceResult:
+        broadcast = _start(self.session, self.broadcast_id)
+        if broadcast is None or broadcast.status != "sending":
+            return SliceResult("nothing")
+        revision = self.session.scalar(select(Revision).where(Revision.broadcast_id == broadcast.id))
+        if revision is None:
+            pause(self.session, broadcast.id, "This broadcast has no frozen content; duplicate it and send the copy.")
+            return SliceResult("paused")
+        from webapp.rendering import CompiledRevision
+
+        self.list_id = broadcast.list_id
+        self.revision = revision
+        # Compiled once per slice, rendered per recipient.
+        self.compiled = CompiledRevision(subject=revision.subject, html_template=revision.html_template,
+                                         text_template=revision.text_template)
+        self.from_header = formataddr((revision.from_name, revision.from_email))
+        started = time.monotonic()
+        deadline = started + float(self.rt.config.get("SLICE_SECONDS", SLICE_SECONDS))
+        try:
+            outcome = self._loop(deadline)
+        finally:
+            if self.batch.outcomes:
+                self.batch.flush(self.session)
+        elapsed = max(time.monotonic() - started, 1e-6)
+        if self.attempts:
+            self.session.execute(update(Broadcast).where(Broadcast.id == self.broadcast_id)
+                                 .values(send_rate=round(self.attempts / elapsed, 2)))
+            self.session.commit()
+        log.info("slice done: %s, %d sent or attempted, %d skipped in %.2fs",
+                 outcome, self.attempts, self.skipped, elapsed)
+        return SliceResult(outcome, self.attempts, self.skipped)
+
+    def _loop(self, deadline: float) -> str:
+        while True:
+            if self.rt.stop.is_set() or time.monotonic() >= deadline \
+                    or self.attempts >= SLICE_MAX_SENDS:
+                return "continue"
+            if not self._lease_ok():
+                return "lost-lease"
+            if not self._hourly_room(deadline):
+                return "continue"
+            rows = self._due_rows()
+            if not rows:
+                if finish_if_done(self.session, self.broadcast_id):
+                    return "finished"
+                if not self._wait_for_due(deadline):
+                    return "continue"
+                continue
+            # Invariant 4, claim before send: pending -> sending, committed before any SMTP.
+            claimed = ledger.claim(self.session, self.broadcast_id, rows)
+            self.session.commit()
+            stop = self._send_claimed([r for r in rows if r[0] in set(claimed)])
+            self.batch.flush(self.session)
+            if stop:
+                return stop
+            self._adapt_batch()
+
+    def _due_rows(self) -> list[tuple[int, int | None]]:
+        now = utcnow()
+        return [tuple(r) for r in self.session.execute(
+            select(Delivery.id, Delivery.subscriber_id)
+            .where(Delivery.broadcast_id == self.broadcast_id, Delivery.status == "pending",
+                   (Delivery.next_attempt_at.is_(None)) | (Delivery.next_attempt_at <= now))
+            .order_by(Delivery.id)
+            .limit(self.batch_size)
+        ).all()]
+
+    def _wait_for_due(self, deadline: float) -> bool:
+        """Rows wait for their retry time: sleep until the first is due, within this slice."""
+        earliest = self.session.scalar(
+            select(func.min(Delivery.next_attempt_at))
+            .where(Delivery.broadcast_id == self.broadcast_id, Delivery.status == "pending")
+        )
+        self.session.commit()
+        if earliest is None:
+            return False  # nothing pending at all; rows in flight belong to a crashed run
+        wait = (earliest - utcnow()).total_seconds()
+        if time.monotonic() + wait >= deadline:
+            self._sleep(max(0.0, deadline - time.monotonic()))
+            return False
+        self._sleep(max(wait, 0.0))
+        return True
+
+    def _sleep(self, seconds: float) -> None:
+        self.rt.stop.wait(seconds)
+
+    def _adapt_batch(self) -> None:
+        """Claim about one second of sends at a time: a crash exposes at most that."""
+        if self.rt.pacer.delay > 0:
+            per_second = 1.0 / self.rt.pacer.delay
+        else:
+            per_second = MAX_BATCH
+        self.batch_size = max(1, min(MAX_BATCH, int(per_second)))
+
+    def _lease_ok(self) -> bool:
+        try:
+            return self.rt.lease.still_mine()
+        except RedisError:
+            return False
+
+    def _hourly_room(self, deadline: float) -> bool:
+        cap = self.rt.hourly
+        if cap.limit <= 0:
+            return True
+        try:
+            free_at = cap.free_at()
+        except RedisError:
+            return True
+        if free_at is None:
+            return True
+        when = datetime.fromtimestamp(free_at, UTC).strftime("%H:%M UTC")
+        _set_notice(self.session, self.broadcast_id,
+                    f"Waiting for the hourly limit ({cap.limit} per hour): sending resumes at {when}.")
+        self._sleep(max(0.0, min(free_at - time.time(), deadline - time.monotonic())))
+        if cap.free_at() is None:
+            _set_notice(self.session, self.broadcast_id, None)
+            return True
+        return False
+
+    # -------------------------------------------------------------- one batch
+
+    def _send_claimed(self, rows: list[tuple[int, int | None]]) -> str | None:
+        for index, (delivery_id, subscriber_id) in enumerate(rows):
+            state = recipient_state(self.session, self.broadcast_id, self.list_id, subscriber_id)
+            status, email, name, attributes, suppression, subscription = state
+            if status != "sending":
+                self._release(rows[index:], cancelled=(status == "cancelled"))
+                return "stopped"
+            reason = skip_reason(email, suppression, subscription)
+            if reason is not None:
+                # Skipped at send time: no SMTP, no pause.
+                self.batch.add("skipped", delivery_id, subscriber_id, {"reason": reason},
+                               detail=reason)
+                self.skipped += 1
+                continue
+            if not self._lease_ok():
+                self._release(rows[index:], cancelled=False)
+                return "lost-lease"
+            stop = self._attempt(delivery_id, subscriber_id, email, name, attributes or {})
+            if stop:
+                self._release(rows[index + 1:], cancelled=False)
+                return stop
+        return None
+
+    def _release(self, rows: list[tuple[int, int | None]], *, cancelled: bool) -> None:
+        """Claimed but never attempted: back to pending (or skipped when cancelled)."""
+        for delivery_id, subscriber_id in rows:
+            if cancelled:
+                self.batch.add("skipped", delivery_id, subscriber_id, {"reason": "cancelled"},
+                               detail="cancelled")
+            else:
+                self.batch.add("pending", delivery_id, subscriber_id,
+                               {"attempts": Delivery.attempts - 1}, detail="released, not attempted")
+
+    def _attempt(self, delivery_id: int, subscriber_id: int | None, email: str, name: str,
+                 attributes: dict) -> str | None:
+        from webapp.rendering import build_message
+
+        rt = self.rt
+        token = make_token(subscriber_id or 0, self.list_id or 0, self.broadcast_id,
+                           secret_key=rt.config["SECRET_KEY"])
+        link = unsubscribe_url(token, rt.config["BASE_URL"])
+        rendered = self.compiled.render(email=email, name=name or "", attributes=attributes,
+                                        unsubscribe_url=link)
+        message_id = message_id_for(delivery_id, self.broadcast_id, self.revision.from_email)
+        message = build_message(
+            rendered, from_addr=self.from_header, to_addr=email, message_id=message_id,
+            headers={"List-Unsubscribe": f"<{link}>",
+                     "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"},
+        )
+        payload = message.as_bytes()
+        # Invariant 2: pace the side effect; only real attempts wait, skips never do.
+        rt.pacer.wait()
+        self.attempts += 1
+        try:
+            rt.hourly.record()
+        except RedisError:
+            pass
+        try:
+            result = rt.transport.send(self.revision.from_email, email, payload)
+        except DeliveryError as error:
+            return self._failed(delivery_id, subscriber_id, classify(error), message_id)
+        except Exception as error:  # noqa: BLE001 - unexpected: we cannot know if it went out
+            log.exception("unexpected error while sending")
+            verdict = Verdict("ambiguous", None, f"unexpected error: {error!r}")
+            return self._failed(delivery_id, subscriber_id, verdict, message_id)
+        rt.connection_failures = 0
+        self.batch.add("sent", delivery_id, subscriber_id,
+                       {"sent_at": utcnow(), "smtp_code": result.code, "reason": result.reply[:500],
+                        "message_id": message_id, "error_class": None},
+                       detail=f"{result.code} {result.reply}"[:500])
+        return None
+
+    def _failed(self, delivery_id: int, subscriber_id: int | None, verdict: Verdict,
+                message_id: str) -> str | None:
+        rt = self.rt
+        values = {"smtp_code": verdict.code, "reason": verdict.summary[:500],
+                  "message_id": message_id, "error_class": verdict.kind}
+        if verdict.kind == "ambiguous":
+            log.warning("delivery %s unknown: %s", delivery_id, verdict.summary)
+            self.batch.add("unknown", delivery_id, subscriber_id, values,
+                           detail=f"connection lost after the message was sent: {verdict.summary}")
+            return None
+        if verdict.kind == "recipient":
+            rt.connection_failures = 0
+            log.info("delivery %s failed: %s", delivery_id, verdict.summary)
+            self.batch.add("failed", delivery_id, subscriber_id, values, detail=verdict.summary)
+            return None
+        if verdict.kind == "transient":
+            if verdict.network:
+                rt.connection_failures += 1
+                if rt.connection_failures >= MAX_CONNECTION_FAILURES:
+                    self._pause_for_channel(delivery_id, subscriber_id, values,
+                        f"The mail server could not be reached {rt.connection_failures} times in a "
+                        f"row ({verdict.summary}). Check SMTP_URL and that the server is up, then "
+                        f"press Resume.")
+                    return "paused"
+            attempts = self._attempts_of(delivery_id)
+            if attempts >= MAX_ATTEMPTS:
+                values["reason"] = f"retry budget exhausted after {attempts} attempts: {verdict.summary}"[:500]
+                self.batch.add("failed", delivery_id, subscriber_id, values, detail=values["reason"])
+                return None
+            base = float(rt.config.get("RETRY_BASE_SECONDS", 30))
+            values["next_attempt_at"] = utcnow() + backoff(attempts, base)
+            self.batch.add("pending", delivery_id, subscriber_id, values,
+                           detail=f"will retry: {verdict.summary}")
+            return None
+        self._pause_for_channel(delivery_id, subscriber_id, values, channel_reason(verdict))
+        return "paused"
+
+    def _pause_for_channel(self, delivery_id: int, subscriber_id: int | None,
+                           values: dict[str, Any], reason: str) -> None:
+        # Not accepted (the failure came before the end of DATA): the row waits for resume.
+        values = {**values, "next_attempt_at": None}
+        self.batch.add("pending", delivery_id, subscriber_id, values, detail=reason)
+        self.batch.flush(self.session)
+        pause(self.session, self.broadcast_id, reason)
+
+    def _attempts_of(self, delivery_id: int) -> int:
+        return int(self.session.scalar(select(Delivery.attempts).where(Delivery.id == delivery_id)) or 0)
+
+
+def channel_reason(verdict: Verdict) -> str:
+    """Words a non-engineer can act on."""
+    code = verdict.code
+    if code in (530, 534, 535, 538):
+        return (f"The mail server refused our login ({verdict.summary}). Check the user name and "
+                "password in SMTP_URL, restart the worker, then press Resume.")
+    if code is None and "TLS" in verdict.reply:
+        return f"A secure connection to the mail server failed ({verdict.summary}). Check SMTP_URL, then press Resume."
+    return (f"The mail server refused this broadcast ({verdict.summary}). Nothing more will be "
+            "sent until you fix the cause (often the sender address or the account) and press Resume.")

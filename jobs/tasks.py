@@ -1,0 +1,49 @@
+"""RQ entry points. Safe to import; they take ids, never ORM objects, and run inside the app
+context the worker pushes for every job."""
+
+from __future__ import annotations
+
+from redis.exceptions import RedisError
+from sqlalchemy import update
+
+from jobs import queues, runtime
+from webapp.extensions import db
+from webapp.logs import log_context
+from webapp.models import Broadcast
+
+
+def send_broadcast_slice(broadcast_id: int) -> str:
+    from jobs.sending import Slice
+
+    rt = runtime.get()
+    with log_context(broadcast_id=broadcast_id):
+        rt.running_broadcast = broadcast_id
+        try:
+            queues.clear_marker("slice", broadcast_id)
+            result = Slice(db.session, rt, broadcast_id).run()
+            if result.attempts:
+                # Progress ends a run of automatic resumptions.
+                db.session.execute(update(Broadcast)
+                                   .where(Broadcast.id == broadcast_id, Broadcast.auto_resumes > 0)
+                                   .values(auto_resumes=0))
+                db.session.commit()
+            if result.outcome == "continue":
+                try:
+                    queues.enqueue_slice(broadcast_id)
+                except RedisError:
+                    pass  # the orphan repair enqueues it once Redis is back
+            return result.outcome
+        finally:
+            rt.running_broadcast = None
+            db.session.remove()
+
+
+def send_transactional(message_id: int) -> str:
+    from jobs.transactional import send_transactional as send
+
+    rt = runtime.get()
+    try:
+        queues.clear_marker("transactional", message_id)
+        return send(db.session, rt, message_id)
+    finally:
+        db.session.remove()

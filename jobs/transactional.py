@@ -1,0 +1,101 @@
+"""Transactional mail (test sends, confirmations): the same claim, pace and guards as broadcasts."""
+
+from __future__ import annotations
+
+import logging
+from email.utils import formataddr, parseaddr
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from jobs.classify import MAX_ATTEMPTS, backoff, classify
+from jobs.runtime import Runtime
+from jobs.transports import DeliveryError
+from webapp.models import TransactionalMessage
+from webapp.site_settings import get_settings
+from webapp.timeutil import utcnow
+
+log = logging.getLogger("broadside.worker")
+
+
+def _finish(session: Session, message_id: int, status: str, **values) -> None:
+    session.execute(
+        update(TransactionalMessage)
+        .where(TransactionalMessage.id == message_id, TransactionalMessage.status == "sending")
+        .values(status=status, **values)
+    )
+    session.commit()
+
+
+def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
+    now = utcnow()
+    # Claim before send (invariant 4): a duplicated job finds the row gone from `pending`.
+    claimed = session.execute(
+        update(TransactionalMessage)
+        .where(TransactionalMessage.id == message_id, TransactionalMessage.status == "pending",
+               or_(TransactionalMessage.next_attempt_at.is_(None),
+                   TransactionalMessage.next_attempt_at <= now))
+        .values(status="sending", attempts=TransactionalMessage.attempts + 1)
+    ).rowcount
+    session.commit()
+    if claimed != 1:
+        return "nothing"
+    message = session.get(TransactionalMessage, message_id)
+    session.refresh(message)
+    if not rt.lease.still_mine():
+        _finish(session, message_id, "pending", attempts=message.attempts - 1)
+        return "lost-lease"
+    from webapp.rendering import RenderedEmail, build_message
+
+    headers = dict(message.headers or {})
+    from_name, from_email = headers.pop("From-Name", None), headers.pop("From-Email", None)
+    if not from_email:
+        settings = get_settings(session)
+        session.commit()
+        if settings.sender_email:
+            from_name, from_email = settings.sender_name, settings.sender_email
+        else:
+            from_name, from_email = parseaddr(rt.config["MAIL_FROM"])
+    domain = from_email.rpartition("@")[2] or "localhost"
+    msgid = f"<broadside.t{message.id}@{domain}>"
+    headers["X-Broadside-Kind"] = message.kind
+    email = build_message(
+        RenderedEmail(subject=message.subject, html=message.html, text=message.text),
+        from_addr=formataddr((from_name or "", from_email)), to_addr=message.to_email,
+        message_id=msgid, headers=headers,
+    )
+    rt.pacer.wait()
+    try:
+        rt.hourly.record()
+    except Exception:  # noqa: BLE001 - the cap is advisory when Redis hiccups
+        pass
+    try:
+        result = rt.transport.send(from_email, message.to_email, email.as_bytes())
+    except DeliveryError as error:
+        verdict = classify(error)
+        if verdict.kind == "ambiguous":
+            _finish(session, message_id, "unknown", reason=verdict.summary, message_id=msgid)
+            return "unknown"
+        if verdict.kind == "recipient" or message.attempts >= MAX_ATTEMPTS:
+            _finish(session, message_id, "failed", reason=verdict.summary, message_id=msgid)
+            log.warning("transactional message %s failed: %s", message_id, verdict.summary)
+            return "failed"
+        base = float(rt.config.get("RETRY_BASE_SECONDS", 30))
+        _finish(session, message_id, "pending", reason=verdict.summary,
+                next_attempt_at=utcnow() + backoff(message.attempts, base))
+        return "retry"
+    _finish(session, message_id, "sent", sent_at=utcnow(), message_id=msgid,
+            reason=f"{result.code} {result.reply}"[:500])
+    log.info("transactional message %s (%s) sent", message_id, message.kind)
+    return "sent"
+
+
+def due_transactional(session: Session) -> list[int]:
+    now = utcnow()
+    return list(session.scalars(
+        select(TransactionalMessage.id)
+        .where(TransactionalMessage.status == "pending",
+               or_(TransactionalMessage.next_attempt_at.is_(None),
+                   TransactionalMessage.next_attempt_at <= now))
+        .order_by(TransactionalMessage.id).limit(500)
+    ))

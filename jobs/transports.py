@@ -1,0 +1,242 @@
+"""Transports: SMTP (plain, STARTTLS, implicit TLS) with one reused connection, and the outbox.
+
+The SMTP conversation is driven step by step (MAIL, RCPT, DATA, body, final reply) so that
+every failure says *where* it happened: a failure before the body is on the wire proves the
+message was not accepted; a failure after it is ambiguous (invariant 5).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import smtplib
+import socket
+import ssl
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+CRLF = b"\r\n"
+
+
+@dataclass(frozen=True)
+class SendResult:
+    code: int
+    reply: str
+
+
+class DeliveryError(Exception):
+    """A send that did not (provably or possibly) succeed.
+
+    phase: connect | tls | auth | mail | rcpt | data-command | data-body | data-end
+    network: True when the connection failed (refused, reset, timed out) rather than replied.
+    """
+
+    def __init__(self, phase: str, code: int | None, reply: str, *, network: bool = False) -> None:
+        super().__init__(f"{phase}: {code or ''} {reply}".strip())
+        self.phase = phase
+        self.code = code
+        self.reply = reply
+        self.network = network
+
+
+def _text(reply: bytes | str) -> str:
+    return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
+
+
+class SmtpTransport:
+    def __init__(self, url: str, timeout: float = 30.0, local_hostname: str | None = None) -> None:
+        parts = urlsplit(url)
+        self.scheme = parts.scheme
+        self.host = parts.hostname or "localhost"
+        default_port = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}[self.scheme]
+        self.port = parts.port or default_port
+        self.username = unquote(parts.username) if parts.username else None
+        self.password = unquote(parts.password) if parts.password else None
+        self.timeout = timeout
+        self.local_hostname = local_hostname
+        self.conn: smtplib.SMTP | None = None
+
+    @property
+    def description(self) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+    def _connect(self) -> smtplib.SMTP:
+        context = ssl.create_default_context()
+        try:
+            if self.scheme == "smtps":
+                conn: smtplib.SMTP = smtplib.SMTP_SSL(
+                    self.host, self.port, timeout=self.timeout, context=context,
+                    local_hostname=self.local_hostname)
+            else:
+                conn = smtplib.SMTP(self.host, self.port, timeout=self.timeout,
+                                    local_hostname=self.local_hostname)
+        except ssl.SSLError as exc:
+            raise DeliveryError("tls", None, f"TLS handshake failed: {exc}") from None
+        except smtplib.SMTPConnectError as exc:
+            raise DeliveryError("connect", exc.smtp_code, _text(exc.smtp_error), network=True) from None
+        except (OSError, smtplib.SMTPException) as exc:
+            raise DeliveryError("connect", None, f"could not connect to {self.description}: {exc}",
+                                network=True) from None
+        try:
+            conn.ehlo_or_helo_if_needed()
+            if self.scheme == "smtp+starttls":
+                if not conn.has_extn("starttls"):
+                    raise DeliveryError("tls", None, "the server does not offer STARTTLS")
+                conn.starttls(context=context)
+                conn.ehlo()
+            if self.username is not None:
+                conn.login(self.username, self.password or "")
+        except DeliveryError:
+            self._close(conn)
+            raise
+        except smtplib.SMTPAuthenticationError as exc:
+            self._close(conn)
+            raise DeliveryError("auth", exc.smtp_code, _text(exc.smtp_error)) from None
+        except smtplib.SMTPNotSupportedError as exc:
+            self._close(conn)
+            raise DeliveryError("auth", None, f"the server does not support this: {exc}") from None
+        except ssl.SSLError as exc:
+            self._close(conn)
+            raise DeliveryError("tls", None, f"TLS failed: {exc}") from None
+        except smtplib.SMTPResponseException as exc:
+            self._close(conn)
+            raise DeliveryError("connect", exc.smtp_code, _text(exc.smtp_error)) from None
+        except (OSError, smtplib.SMTPException) as exc:
+            self._close(conn)
+            raise DeliveryError("connect", None, f"connection lost while greeting: {exc}",
+                                network=True) from None
+        return conn
+
+    @staticmethod
+    def _close(conn: smtplib.SMTP | None) -> None:
+        if conn is None:
+            return
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001 - closing a broken socket may fail in any way
+            pass
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.quit()
+            except Exception:  # noqa: BLE001
+                pass
+            self._close(self.conn)
+            self.conn = None
+
+    def _drop(self) -> None:
+        self._close(self.conn)
+        self.conn = None
+
+    def _reset(self) -> None:
+        """RSET after a refused step so the reused connection starts clean."""
+        try:
+            assert self.conn is not None
+            self.conn.rset()
+        except Exception:  # noqa: BLE001
+            self._drop()
+
+    def _step(self, phase: str, command) -> tuple[int, str]:
+        try:
+            code, reply = command()
+        except (smtplib.SMTPServerDisconnected, OSError) as exc:
+            self._drop()
+            raise DeliveryError(phase, None, f"connection lost: {exc}", network=True) from None
+        return code, _text(reply)
+
+    def send(self, mail_from: str, rcpt: str, message: bytes) -> SendResult:
+        reused = self.conn is not None
+        if self.conn is None:
+            self.conn = self._connect()
+        try:
+            code, reply = self._step("mail", lambda: self.conn.mail(mail_from))
+        except DeliveryError:
+            if not reused:
+                raise
+            # The idle connection was closed by the server; nothing was sent: reconnect once.
+            self.conn = self._connect()
+            code, reply = self._step("mail", lambda: self.conn.mail(mail_from))
+        if code != 250:
+            self._after_refusal(code)
+            raise DeliveryError("mail", code, reply)
+        code, reply = self._step("rcpt", lambda: self.conn.rcpt(rcpt))
+        if code not in (250, 251):
+            self._after_refusal(code)
+            raise DeliveryError("rcpt", code, reply)
+        code, reply = self._step("data-command", lambda: self.conn.docmd("data"))
+        if code != 354:
+            self._after_refusal(code)
+            raise DeliveryError("data-command", code, reply)
+        # From here the message is on the wire: a lost connection is ambiguous.
+        body = re.sub(rb"(?m)^\.", b"..", message)
+        if not body.endswith(CRLF):
+            body += CRLF
+        try:
+            self.conn.send(body + b"." + CRLF)
+            code, raw = self.conn.getreply()
+        except (smtplib.SMTPServerDisconnected, OSError) as exc:
+            self._drop()
+            raise DeliveryError("data-body", None, f"connection lost after DATA: {exc}",
+                                network=True) from None
+        reply = _text(raw)
+        if code != 250:
+            self._after_refusal(code)
+            raise DeliveryError("data-end", code, reply)
+        return SendResult(code, reply)
+
+    def _after_refusal(self, code: int) -> None:
+        if code == 421:
+            self._drop()  # the server is closing the channel
+        else:
+            self._reset()
+
+    def check(self) -> str:
+        """Connect, EHLO, STARTTLS/TLS and AUTH as configured, send nothing (for `doctor`)."""
+        conn = self._connect()
+        try:
+            name = _text(conn.ehlo_resp or b"").splitlines()[0] if conn.ehlo_resp else self.host
+        finally:
+            try:
+                conn.quit()
+            except Exception:  # noqa: BLE001
+                pass
+            self._close(conn)
+        return name
+
+
+class OutboxTransport:
+    """No SMTP configured: each message becomes an .eml file under instance/outbox/."""
+
+    description = "outbox"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+
+    def send(self, mail_from: str, rcpt: str, message: bytes) -> SendResult:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        safe_rcpt = re.sub(r"[^A-Za-z0-9@._-]", "_", rcpt)[:80]
+        fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(message)
+        final = self.folder / f"{stamp}-{time.time_ns() % 10**9:09d}-{safe_rcpt}.eml"
+        os.replace(tmp, final)  # atomic: a reader never sees half a message
+        return SendResult(250, f"written to {final.name}")
+
+    def close(self) -> None:
+        pass
+
+    def check(self) -> str:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return f"outbox at {self.folder}"
+
+
+def make_transport(config: dict, instance_path: str):
+    if config.get("SMTP_URL"):
+        return SmtpTransport(config["SMTP_URL"], timeout=float(config.get("SMTP_TIMEOUT", 30)),
+                             local_hostname=socket.getfqdn() or None)
+    return OutboxTransport(Path(instance_path) / "outbox")
