@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from jobs.classify import MAX_ATTEMPTS, Verdict, backoff, classify
 from jobs.runtime import Runtime
-from jobs.transports import DeliveryError
+from jobs.transports import DeliveryError, wire_bytes
 from webapp.broadcasts import ledger
 from webapp.models import Broadcast, Delivery, Revision, Subscriber, Subscription
 from webapp.timeutil import utcnow
@@ -347,7 +347,7 @@ class Slice:
             headers={"List-Unsubscribe": f"<{link}>",
                      "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"},
         )
-        payload = message.as_bytes()
+        payload = wire_bytes(message)
         # Invariant 2: pace the side effect; only real attempts wait, skips never do.
         rt.pacer.wait()
         self.attempts += 1

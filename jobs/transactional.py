@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from jobs.classify import MAX_ATTEMPTS, backoff, classify
 from jobs.runtime import Runtime
-from jobs.transports import DeliveryError
+from jobs.transports import DeliveryError, wire_bytes
 from webapp.models import TransactionalMessage
 from webapp.site_settings import get_settings
 from webapp.timeutil import utcnow
@@ -70,7 +70,7 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
     except Exception:  # noqa: BLE001 - the cap is advisory when Redis hiccups
         pass
     try:
-        result = rt.transport.send(from_email, message.to_email, email.as_bytes())
+        result = rt.transport.send(from_email, message.to_email, wire_bytes(email))
     except DeliveryError as error:
         verdict = classify(error)
         if verdict.kind == "ambiguous":

@@ -15,10 +15,21 @@ import ssl
 import tempfile
 import time
 from dataclasses import dataclass
+from email.message import EmailMessage
+from email.policy import SMTP
+
+# CRLF line endings; headers are folded only past SMTP's hard limit, so List-Unsubscribe's
+# long URL stays on one line (some clients mishandle a folded one).
+SMTP_POLICY = SMTP.clone(max_line_length=998)
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 CRLF = b"\r\n"
+
+
+def wire_bytes(message: EmailMessage) -> bytes:
+    """The message as SMTP wants it: CRLF line endings, headers folded."""
+    return message.as_bytes(policy=SMTP_POLICY)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ class Received:
     mail_from: str
     rcpt_tos: list[str]
     data: bytes
-    at: float  # time.monotonic() when DATA began arriving
+    at: float  # time.monotonic() when the conversation for it began (MAIL FROM)
 
     @property
     def message(self) -> EmailMessage:
@@ -51,6 +51,12 @@ class RecordingHandler:
     def __init__(self, server: SmtpServer) -> None:
         self.server = server
 
+    async def handle_MAIL(self, server, session, envelope, address, mail_options):
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        envelope.broadside_mail_at = time.monotonic()
+        return "250 OK"
+
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         replies = self.server.script.rcpt_replies.get(address.lower())
         if replies:
@@ -62,7 +68,7 @@ class RecordingHandler:
         return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
-        started = time.monotonic()
+        started = getattr(envelope, "broadside_mail_at", time.monotonic())
         script = self.server.script
         if script.on_data:
             script.on_data(envelope)
@@ -122,6 +128,12 @@ class SmtpServer:
             self.messages.clear()
             self.rcpt_rejections.clear()
         self.script = Script()
+
+    def gaps(self) -> list[float]:
+        """Seconds between the starts of consecutive accepted conversations."""
+        with self.lock:
+            times = sorted(m.at for m in self.messages)
+        return [b - a for a, b in zip(times, times[1:], strict=False)]
 
     def recipients(self) -> list[str]:
         with self.lock:

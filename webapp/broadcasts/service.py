@@ -114,7 +114,7 @@ def send_broadcast(session: Session, broadcast_id: int, *, default_from: str,
     try:
         freeze_revision(session, broadcast, default_from)
         # The snapshot: the list's active, unsuppressed subscribers, in one statement.
-        snapshot = session.execute(
+        session.execute(
             insert(Delivery).from_select(
                 ["broadcast_id", "subscriber_id", "status", "attempts"],
                 select(
@@ -129,7 +129,9 @@ def send_broadcast(session: Session, broadcast_id: int, *, default_from: str,
                             Subscriber.suppression.is_(None))),
             )
         )
-        total = snapshot.rowcount
+        # (Counted in the same transaction: psycopg reports no rowcount for INSERT ... SELECT.)
+        total = session.scalar(select(func.count()).select_from(Delivery)
+                               .where(Delivery.broadcast_id == broadcast_id))
         session.execute(
             update(Broadcast).where(Broadcast.id == broadcast_id)
             .values(total=total, pending_count=total)

@@ -1,0 +1,243 @@
+"""The sending pipeline end to end: a real worker, real Redis, a real SMTP server."""
+
+from __future__ import annotations
+
+from email import message_from_bytes, policy
+
+from sqlalchemy import select, update
+
+from tests.jobs.conftest import counters, make_list, start_broadcast, statuses
+from webapp.extensions import db
+from webapp.models import Broadcast, Delivery, Event, Subscription
+
+
+def test_broadcast_reaches_every_active_subscriber_once(app, smtp_server, run_worker_burst):
+    weekly = make_list(db.session, 12)
+    broadcast = start_broadcast(app, weekly)
+    assert broadcast.status == "queued" and broadcast.total == 12
+
+    assert run_worker_burst() == 0
+
+    received = smtp_server.recipients()
+    assert sorted(received) == sorted(f"reader{i:05d}@example.com" for i in range(12))
+    assert statuses(broadcast.id) == {"sent": 12}
+    assert counters(broadcast.id) == {"sent": 12}
+    db.session.refresh(broadcast)
+    assert broadcast.status == "sent" and broadcast.finished_at is not None
+
+
+def test_message_has_unsubscribe_headers_merge_fields_and_stable_message_id(app, smtp_server, run_worker_burst):
+    weekly = make_list(db.session, 1)
+    broadcast = start_broadcast(app, weekly)
+    run_worker_burst()
+    message = message_from_bytes(smtp_server.messages[0].data, policy=policy.default)
+    assert message["Subject"] == "Hello Reader 0"
+    assert message["List-Unsubscribe"].startswith("<http://localhost:5000/u/")
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert message.get_content_type() == "multipart/alternative"
+    delivery = db.session.scalars(select(Delivery)).one()
+    assert message["Message-ID"] == delivery.message_id
+    assert message["Message-ID"] == f"<broadside.d{delivery.id}.b{broadcast.id}@localhost>"
+
+
+def test_every_delivery_change_leaves_evidence(app, smtp_server, run_worker_burst):
+    weekly = make_list(db.session, 3)
+    broadcast = start_broadcast(app, weekly)
+    run_worker_burst()
+    kinds = db.session.scalars(select(Event.kind).where(Event.broadcast_id == broadcast.id)
+                               .order_by(Event.id)).all()
+    assert kinds.count("claimed") == 3 and kinds.count("sent") == 3
+    assert kinds[0] == "queued" and "started" in kinds and kinds[-1] == "finished"
+
+
+def test_unsubscribe_between_snapshot_and_send_is_skipped(app, smtp_server, run_worker_burst):
+    weekly = make_list(db.session, 5)
+    broadcast = start_broadcast(app, weekly)
+    leaver = db.session.scalars(select(Delivery.subscriber_id).where(
+        Delivery.broadcast_id == broadcast.id).order_by(Delivery.id).offset(2)).first()
+    db.session.execute(update(Subscription).where(Subscription.subscriber_id == leaver)
+                       .values(status="unsubscribed"))
+    db.session.commit()
+
+    run_worker_burst()
+
+    assert "reader00002@example.com" not in smtp_server.recipients()
+    assert len(smtp_server.recipients()) == 4
+    skipped = db.session.scalars(select(Delivery).where(Delivery.status == "skipped")).one()
+    assert skipped.subscriber_id == leaver and skipped.reason == "unsubscribed"
+
+
+def test_unsubscribe_during_the_send_is_honoured_at_that_persons_turn(app, smtp_server, run_worker_burst):
+    """The check happens just before each send, not once per slice or per batch."""
+    weekly = make_list(db.session, 6)
+    start_broadcast(app, weekly)
+    last = db.session.scalars(select(Subscription.id).order_by(Subscription.id.desc())).first()
+    engine = db.engine
+
+    def unsubscribe_last_on_first_message(envelope):
+        if envelope.rcpt_tos == ["reader00000@example.com"]:
+            with engine.begin() as connection:
+                connection.execute(update(Subscription).where(Subscription.id == last)
+                                   .values(status="unsubscribed"))
+
+    smtp_server.script.on_data = unsubscribe_last_on_first_message
+    run_worker_burst()
+    assert "reader00005@example.com" not in smtp_server.recipients()
+    assert len(smtp_server.recipients()) == 5
+
+
+def test_suppressed_and_erased_people_are_skipped_with_reason(app, smtp_server, run_worker_burst):
+    from webapp.models import Subscriber
+
+    weekly = make_list(db.session, 3)
+    broadcast = start_broadcast(app, weekly)
+    db.session.execute(update(Subscriber).where(Subscriber.email == "reader00000@example.com")
+                       .values(suppression="bounced"))
+    erased = db.session.scalars(select(Subscriber).where(Subscriber.email == "reader00001@example.com")).one()
+    db.session.delete(erased)
+    db.session.commit()
+    run_worker_burst()
+    assert smtp_server.recipients() == ["reader00002@example.com"]
+    reasons = sorted(r for (r,) in db.session.execute(
+        select(Delivery.reason).where(Delivery.broadcast_id == broadcast.id, Delivery.status == "skipped")))
+    assert reasons == ["subscriber erased", "suppressed: bounced"]
+    assert counters(broadcast.id) == {"sent": 1, "skipped": 2}
+
+
+def test_transient_replies_retry_then_succeed(app, smtp_server, run_worker_burst):
+    weekly = make_list(db.session, 3)
+    broadcast = start_broadcast(app, weekly)
+    smtp_server.script.rcpt_replies = {
+        "reader00000@example.com": ["451 4.3.0 Try again later", "421 4.7.0 Too busy"],
+        "reader00001@example.com": ["452 4.2.2 Mailbox full right now"],
+    }
+    run_worker_burst()
+    assert sorted(smtp_server.recipients()) == [f"reader{i:05d}@example.com" for i in range(3)]
+    attempts = dict(db.session.execute(select(Delivery.subscriber_id, Delivery.attempts)
+                                       .order_by(Delivery.id)).all())
+    assert sorted(attempts.values()) == [1, 2, 3]
+    assert statuses(broadcast.id) == {"sent": 3}
+    retries = db.session.scalars(select(Event.detail).where(Event.kind == "retry")).all()
+    assert len(retries) == 3 and "451" in retries[0]
+
+
+def test_retry_budget_is_bounded(app, smtp_server, run_worker_burst):
+    weekly = make_list(db.session, 2)
+    broadcast = start_broadcast(app, weekly)
+    smtp_server.script.rcpt_replies = {"reader00000@example.com": ["451 4.3.0 later"] * 10}
+    run_worker_burst()
+    failed = db.session.scalars(select(Delivery).where(Delivery.status == "failed")).one()
+    assert failed.attempts == 5 and failed.error_class == "transient"
+    assert failed.reason.startswith("retry budget exhausted")
+    assert counters(broadcast.id) == {"sent": 1, "failed": 1}
+
+
+def test_permanent_recipient_error_fails_one_row_and_the_rest_go(app, smtp_server, run_worker_burst):
+    weekly = make_list(db.session, 4)
+    broadcast = start_broadcast(app, weekly)
+    smtp_server.script.rcpt_replies = {"reader00001@example.com": ["550 5.1.1 No such user"]}
+    run_worker_burst()
+    assert len(smtp_server.recipients()) == 3
+    failed = db.session.scalars(select(Delivery).where(Delivery.status == "failed")).one()
+    assert failed.smtp_code == 550 and "No such user" in failed.reason
+    assert failed.error_class == "recipient"
+    db.session.refresh(broadcast)
+    assert broadcast.status == "sent"
+
+
+def test_channel_error_pauses_with_reason_and_resume_completes(app, smtp_server, run_worker_burst):
+    from webapp.broadcasts.service import resume_broadcast
+
+    weekly = make_list(db.session, 4)
+    broadcast = start_broadcast(app, weekly)
+    smtp_server.script.rcpt_replies = {"reader00001@example.com": ["554 5.7.1 Sender blocked by policy"]}
+    run_worker_burst()
+    db.session.refresh(broadcast)
+    assert broadcast.status == "paused"
+    assert "refused this broadcast" in broadcast.pause_reason and "554" in broadcast.pause_reason
+    assert smtp_server.recipients() == ["reader00000@example.com"]
+    assert counters(broadcast.id) == {"sent": 1, "pending": 3}
+
+    resume_broadcast(db.session, broadcast.id)
+    run_worker_burst()
+    db.session.refresh(broadcast)
+    assert broadcast.status == "sent"
+    assert sorted(smtp_server.recipients()) == [f"reader{i:05d}@example.com" for i in range(4)]
+
+
+def test_connection_lost_after_data_is_unknown_and_never_resent(app, smtp_server, run_worker_burst):
+    weekly = make_list(db.session, 3)
+    broadcast = start_broadcast(app, weekly)
+    smtp_server.script.drop_after_data = {"reader00001@example.com"}
+    run_worker_burst()
+    unknown = db.session.scalars(select(Delivery).where(Delivery.status == "unknown")).one()
+    assert unknown.error_class == "ambiguous"
+    # The server did take it, once; nobody gets a second copy, and the send finished.
+    assert sorted(smtp_server.recipients()) == [f"reader{i:05d}@example.com" for i in range(3)]
+    run_worker_burst()
+    assert len(smtp_server.recipients()) == 3
+    assert counters(broadcast.id) == {"sent": 2, "unknown": 1}
+
+
+def test_owner_can_send_unknown_rows_again_explicitly(app, smtp_server, run_worker_burst):
+    from webapp.broadcasts.service import retry_deliveries
+
+    weekly = make_list(db.session, 2)
+    broadcast = start_broadcast(app, weekly)
+    smtp_server.script.drop_after_data = {"reader00001@example.com"}
+    run_worker_burst()
+    smtp_server.script.drop_after_data = set()
+    assert retry_deliveries(db.session, broadcast.id, which="unknown") == 1
+    run_worker_burst()
+    assert smtp_server.recipients().count("reader00001@example.com") == 2
+    assert counters(broadcast.id) == {"sent": 2}
+
+
+def test_pause_and_cancel_by_owner(app, smtp_server, run_worker_burst):
+    from webapp.broadcasts.service import cancel_broadcast, pause_broadcast, resume_broadcast
+
+    weekly = make_list(db.session, 5)
+    broadcast = start_broadcast(app, weekly)
+    pause_broadcast(db.session, broadcast.id)
+    run_worker_burst()
+    assert smtp_server.recipients() == []
+    resume_broadcast(db.session, broadcast.id)
+    cancel_broadcast(db.session, broadcast.id)
+    run_worker_burst()
+    assert smtp_server.recipients() == []
+    assert counters(broadcast.id) == {"skipped": 5}
+    assert set(db.session.scalars(select(Delivery.reason))) == {"cancelled"}
+    db.session.refresh(broadcast)
+    assert broadcast.status == "cancelled"
+
+
+def test_pause_arriving_mid_send_stops_within_one_send(app, smtp_server, run_worker_burst):
+    weekly = make_list(db.session, 8)
+    broadcast = start_broadcast(app, weekly)
+    engine = db.engine
+
+    def pause_on_third(envelope):
+        if envelope.rcpt_tos == ["reader00002@example.com"]:
+            with engine.begin() as connection:
+                connection.execute(update(Broadcast).where(Broadcast.id == broadcast.id)
+                                   .values(status="paused", pause_reason="owner"))
+
+    smtp_server.script.on_data = pause_on_third
+    run_worker_burst()
+    assert len(smtp_server.recipients()) == 3
+    assert counters(broadcast.id) == {"sent": 3, "pending": 5}
+
+
+def test_transactional_test_send_is_marked_and_delivered(app, smtp_server, run_worker_burst):
+    from webapp.broadcasts.service import send_test
+
+    weekly = make_list(db.session, 0)
+    from webapp.broadcasts.drafts import create_draft
+
+    draft = create_draft(db.session, list_id=weekly.id, subject="Draft {{ name }}", body="Body")
+    send_test(db.session, draft.id, "Tester@Example.com", default_from=app.config["MAIL_FROM"])
+    run_worker_burst()
+    message = smtp_server.messages[0].message
+    assert smtp_server.recipients() == ["tester@example.com"]
+    assert message["Subject"].startswith("[Test] Draft")
+    assert message["X-Broadside-Kind"] == "test"
