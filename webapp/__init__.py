@@ -81,9 +81,11 @@ def _register_blueprints(app: Flask) -> None:
 def _register_feature_blueprints(app: Flask) -> None:
     """Feature blueprints, each with its entry in the top navigation (endpoint, label)."""
     features: list[tuple[Any, tuple[str, str] | None]] = []
+    from webapp.unsubscribe.owner import bp as suppression_bp
     from webapp.unsubscribe.views import bp as unsubscribe_bp
 
     features.append((unsubscribe_bp, None))
+    features.append((suppression_bp, None))
     for blueprint, nav in features:
         app.register_blueprint(blueprint)
         if nav:
