@@ -83,9 +83,11 @@ def _register_feature_blueprints(app: Flask) -> None:
     features: list[tuple[Any, tuple[str, str] | None]] = []
     from webapp.unsubscribe.owner import bp as suppression_bp
     from webapp.unsubscribe.views import bp as unsubscribe_bp
+    from webapp.webhooks.views import bp as webhooks_bp
 
     features.append((unsubscribe_bp, None))
     features.append((suppression_bp, None))
+    features.append((webhooks_bp, None))
     for blueprint, nav in features:
         app.register_blueprint(blueprint)
         if nav:

@@ -1,0 +1,356 @@
+"""POST /webhooks/ses: Amazon SES notifications through SNS, with real RSA signatures.
+
+Tests cannot reach AWS, so they make their own RSA key and self-signed certificate, sign real
+SNS messages with them (SignatureVersion 1 = SHA1, 2 = SHA256), and serve the certificate
+through the app's injectable SNS_HTTP_GET, which also records the SubscribeURL visit. The
+canonical string is written out here independently of the app's code, from AWS's docs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.x509.oid import NameOID
+from sqlalchemy import select
+
+from tests.webapp.test_unsubscribe import add_broadcast, add_list, add_subscriber, events, http
+from webapp.extensions import db
+from webapp.models import Delivery, Subscriber
+from webapp.webhooks import sns
+
+TOPIC = "arn:aws:sns:eu-west-1:123456789012:ses-feedback"
+CERT_URL = "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-0000.pem"
+SUBSCRIBE_URL = (
+    "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription"
+    f"&TopicArn={TOPIC}&Token=2336412f37"
+)
+
+
+def _certificate(key: rsa.RSAPrivateKey, not_before: datetime, not_after: datetime) -> bytes:
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sns.amazonaws.com")])
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(not_before).not_valid_after(not_after)
+        .sign(key, hashes.SHA256())
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM)
+
+
+@pytest.fixture(scope="session")
+def signing_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture(scope="session")
+def certificate_pem(signing_key) -> bytes:
+    now = datetime.now(UTC)
+    return _certificate(signing_key, now - timedelta(days=1), now + timedelta(days=30))
+
+
+class FakeAws:
+    """SNS_HTTP_GET for tests: serves certificates by URL and records every GET."""
+
+    def __init__(self, certificates: dict[str, bytes]) -> None:
+        self.certificates = certificates
+        self.fetched: list[str] = []
+
+    def __call__(self, url: str) -> bytes:
+        self.fetched.append(url)
+        if url in self.certificates:
+            return self.certificates[url]
+        if "Action=ConfirmSubscription" in url:
+            return b"<ConfirmSubscriptionResponse/>"
+        raise OSError(f"no route to {url}")
+
+
+@pytest.fixture
+def aws(certificate_pem) -> FakeAws:
+    return FakeAws({CERT_URL: certificate_pem})
+
+
+@pytest.fixture
+def app_config(app_config, aws):
+    return {**app_config, "SNS_HTTP_GET": aws, "SNS_TOPIC_ARNS": f"{TOPIC}, arn:aws:sns:x:1:other"}
+
+
+def canonical(message: dict) -> bytes:
+    """Straight from AWS's documentation, kept separate from the app's implementation."""
+    if message["Type"] == "Notification":
+        keys = ["Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"]
+    else:
+        keys = ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"]
+    text = ""
+    for key in keys:
+        if key in message:
+            text += key + "\n" + message[key] + "\n"
+    return text.encode()
+
+
+def signed(message: dict, key: rsa.RSAPrivateKey, version: str = "1", cert_url: str = CERT_URL):
+    algorithm = hashes.SHA1() if version == "1" else hashes.SHA256()
+    signature = key.sign(canonical(message), padding.PKCS1v15(), algorithm)
+    return {**message, "SignatureVersion": version, "SigningCertURL": cert_url,
+            "Signature": base64.b64encode(signature).decode()}
+
+
+def notification(inner: dict, subject: str | None = None, topic: str = TOPIC) -> dict:
+    message = {
+        "Type": "Notification", "MessageId": str(uuid.uuid4()), "TopicArn": topic,
+        "Message": json.dumps(inner), "Timestamp": "2026-11-30T10:00:00.000Z",
+        "UnsubscribeURL": "https://sns.eu-west-1.amazonaws.com/?Action=Unsubscribe",
+    }
+    if subject is not None:
+        message["Subject"] = subject
+    return message
+
+
+def ses_bounce(*addresses: str, bounce_type="Permanent", sub_type="General",
+               message_id="<m1@broadside.test>") -> dict:
+    return {
+        "notificationType": "Bounce",
+        "bounce": {
+            "bounceType": bounce_type, "bounceSubType": sub_type,
+            "bouncedRecipients": [{"emailAddress": a, "action": "failed", "status": "5.1.1",
+                                   "diagnosticCode": "smtp; 550 5.1.1 user unknown"}
+                                  for a in addresses],
+            "timestamp": "2026-11-30T10:00:00.000Z", "feedbackId": "0100-feedback",
+        },
+        "mail": {
+            "timestamp": "2026-11-30T09:59:58.000Z", "messageId": "0100-ses-id",
+            "source": "news@example.com", "destination": list(addresses),
+            "headersTruncated": False,
+            "headers": [{"name": "Message-ID", "value": message_id}],
+            "commonHeaders": {"messageId": message_id, "subject": "Hello"},
+        },
+    }
+
+
+def ses_complaint(address: str) -> dict:
+    return {
+        "notificationType": "Complaint",
+        "complaint": {"complainedRecipients": [{"emailAddress": address}],
+                      "complaintFeedbackType": "abuse", "timestamp": "2026-11-30T10:00:00Z",
+                      "feedbackId": "0100-complaint"},
+        "mail": {"messageId": "0100-ses-id-2", "commonHeaders": {"messageId": "<m9@b.test>"}},
+    }
+
+
+def post(client, message: dict):
+    return client.post("/webhooks/ses", data=json.dumps(message),
+                       headers={"Content-Type": "text/plain; charset=UTF-8",
+                                "x-amz-sns-message-type": message.get("Type", "")})
+
+
+def state(subscriber_id: int) -> tuple[str | None, int]:
+    db.session.rollback()
+    row = db.session.execute(select(Subscriber.suppression, Subscriber.soft_bounce_count)
+                             .where(Subscriber.id == subscriber_id)).one()
+    return row.suppression, row.soft_bounce_count
+
+
+# ------------------------------------------------------------------ the handshake
+
+def test_subscription_confirmation_is_verified_then_confirmed_over_real_http(
+    app, live_server, aws, signing_key
+):
+    message = signed({
+        "Type": "SubscriptionConfirmation", "MessageId": str(uuid.uuid4()), "Token": "2336412f37",
+        "TopicArn": TOPIC, "Message": "You have chosen to subscribe to the topic ...",
+        "SubscribeURL": SUBSCRIBE_URL, "Timestamp": "2026-11-30T10:00:00.000Z",
+    }, signing_key, version="1")
+
+    status, headers, text = http("POST", live_server.url + "/webhooks/ses",
+                                 json.dumps(message).encode(), {"Content-Type": "text/plain"})
+
+    assert status == 200 and json.loads(text) == {"status": "subscribed"}
+    assert "Set-Cookie" not in headers
+    assert aws.fetched == [CERT_URL, SUBSCRIBE_URL]
+
+
+def test_a_confirmation_whose_subscribe_url_is_not_amazon_is_not_visited(client, aws, signing_key):
+    message = signed({
+        "Type": "SubscriptionConfirmation", "MessageId": "m-1", "Token": "t", "TopicArn": TOPIC,
+        "Message": "m", "SubscribeURL": "https://evil.example/confirm",
+        "Timestamp": "2026-11-30T10:00:00.000Z",
+    }, signing_key)
+    assert post(client, message).status_code == 400
+    assert "https://evil.example/confirm" not in aws.fetched
+
+
+def test_an_unsigned_confirmation_is_refused_without_visiting_anything(client, aws):
+    message = {"Type": "SubscriptionConfirmation", "MessageId": "m-2", "Token": "t",
+               "TopicArn": TOPIC, "Message": "m", "SubscribeURL": SUBSCRIBE_URL,
+               "Timestamp": "2026-11-30T10:00:00.000Z"}
+    assert post(client, message).status_code == 401
+    assert aws.fetched == []
+
+
+# ------------------------------------------------------------------ notifications
+
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_signed_bounce_notification_over_real_http_suppresses_and_links(
+    app, live_server, signing_key, version
+):
+    weekly = add_list()
+    alice = add_subscriber("alice@example.com", {weekly: "active"})
+    bob = add_subscriber("bob@example.com", {weekly: "active"})
+    broadcast = add_broadcast(weekly)
+    delivery = Delivery(broadcast_id=broadcast, subscriber_id=alice, status="sent",
+                        message_id="<m1@broadside.test>")
+    db.session.add(delivery)
+    db.session.commit()
+    message = signed(notification(ses_bounce("alice@example.com", "Bob@Example.com")),
+                     signing_key, version)
+
+    status, _, text = http("POST", live_server.url + "/webhooks/ses",
+                           json.dumps(message).encode(), {"Content-Type": "text/plain"})
+
+    assert status == 200 and json.loads(text) == {"status": "processed"}
+    assert state(alice)[0] == state(bob)[0] == "bounced"
+    alice_bounce = events("bounce", alice)[0]
+    assert alice_bounce.delivery_id == delivery.id and alice_bounce.broadcast_id == broadcast
+    assert "Permanent/General" in alice_bounce.detail and "550 5.1.1" in alice_bounce.detail
+    assert alice_bounce.data["source"] == "ses"
+    assert events("bounce", bob)[0].delivery_id is None  # Alice's Message-ID is not Bob's
+
+
+def test_a_notification_with_a_subject_is_verified_with_it(client, signing_key):
+    alice = add_subscriber("alice@example.com")
+    message = signed(notification(ses_complaint("alice@example.com"), subject="Complaint"),
+                     signing_key, "2")
+    assert post(client, message).status_code == 200
+    assert state(alice)[0] == "complained"
+    tampered = signed(notification(ses_complaint("alice@example.com"), subject="A"), signing_key)
+    tampered["Subject"] = "B"
+    assert post(client, tampered).status_code == 401
+
+
+def test_transient_bounces_count_and_a_delivery_resets_them(client, signing_key):
+    alice = add_subscriber("alice@example.com")
+    transient = ses_bounce("alice@example.com", bounce_type="Transient", sub_type="MailboxFull")
+    for _ in range(2):
+        assert post(client, signed(notification(transient), signing_key)).status_code == 200
+    assert state(alice) == (None, 2)
+    delivered = {"notificationType": "Delivery", "mail": {"messageId": "x"},
+                 "delivery": {"recipients": ["alice@example.com"], "smtpResponse": "250 ok"}}
+    assert post(client, signed(notification(delivered), signing_key)).status_code == 200
+    assert state(alice) == (None, 0)
+    for _ in range(3):
+        post(client, signed(notification(transient), signing_key))
+    assert state(alice) == ("bounced", 3)
+
+
+def test_sns_redelivering_the_same_message_counts_it_once(client, signing_key):
+    alice = add_subscriber("alice@example.com")
+    message = signed(notification(ses_bounce("alice@example.com", bounce_type="Transient")),
+                     signing_key)
+    answers = [post(client, message).json["status"] for _ in range(3)]
+    assert answers == ["processed", "duplicate", "duplicate"]
+    assert state(alice) == (None, 1)
+    assert len(events("bounce")) == 1
+
+
+def test_wrongly_signed_notifications_get_401_and_change_nothing(client, aws, signing_key):
+    alice = add_subscriber("alice@example.com")
+    good = signed(notification(ses_complaint("alice@example.com")), signing_key)
+    other_key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+    cases = {
+        "tampered message": {**good, "Message": json.dumps(ses_complaint("bob@example.com"))},
+        "tampered timestamp": {**good, "Timestamp": "2026-12-01T00:00:00.000Z"},
+        "other key": signed(notification(ses_complaint("alice@example.com")), other_key),
+        "garbage signature": {**good, "Signature": "!!!not base64!!!"},
+        "no signature": {k: v for k, v in good.items() if k != "Signature"},
+        "unknown version": {**good, "SignatureVersion": "3"},
+        "http certificate": {**good, "SigningCertURL": CERT_URL.replace("https", "http")},
+        "foreign host": {**good, "SigningCertURL": "https://sns.eu-west-1.evil.example/c.pem"},
+        "lookalike host": {**good, "SigningCertURL": "https://sns.eu-west-1.amazonaws.com.evil.example/c.pem"},
+        "credentials in URL": {**good, "SigningCertURL": "https://x@sns.eu-west-1.amazonaws.com/c.pem"},
+        "odd port": {**good, "SigningCertURL": "https://sns.eu-west-1.amazonaws.com:8443/c.pem"},
+    }
+    for name, message in cases.items():
+        response = post(client, message)
+        assert response.status_code == 401, name
+        assert "error" in response.json
+    assert all(url == CERT_URL for url in aws.fetched)  # nothing else was ever fetched
+    assert state(alice) == (None, 0)
+    assert events() == []
+
+
+def test_topics_not_listed_in_sns_topic_arns_are_refused_before_any_fetch(app, client, aws,
+                                                                          signing_key):
+    alice = add_subscriber("alice@example.com")
+    foreign = signed(notification(ses_complaint("alice@example.com"),
+                                  topic="arn:aws:sns:eu-west-1:666:attacker"), signing_key)
+    assert post(client, foreign).status_code == 403
+    app.config["SNS_TOPIC_ARNS"] = ""
+    ours = signed(notification(ses_complaint("alice@example.com")), signing_key)
+    assert post(client, ours).status_code == 403
+    assert aws.fetched == []
+    assert state(alice) == (None, 0)
+
+
+def test_the_certificate_is_fetched_once_and_cached(client, aws, signing_key):
+    add_subscriber("alice@example.com")
+    for _ in range(3):
+        message = signed(notification(ses_complaint("alice@example.com")), signing_key)
+        assert post(client, message).status_code == 200
+    assert aws.fetched == [CERT_URL]
+
+
+def test_an_unreachable_certificate_is_503_so_sns_retries(client, aws, signing_key):
+    alice = add_subscriber("alice@example.com")
+    missing = CERT_URL.replace("0000", "1111")
+    message = signed(notification(ses_complaint("alice@example.com")), signing_key,
+                     cert_url=missing)
+    assert post(client, message).status_code == 503
+    assert state(alice) == (None, 0)
+
+
+def test_an_expired_certificate_is_refused(client, aws, signing_key):
+    alice = add_subscriber("alice@example.com")
+    old_url = CERT_URL.replace("0000", "2016")
+    now = datetime.now(UTC)
+    aws.certificates[old_url] = _certificate(signing_key, now - timedelta(days=400),
+                                             now - timedelta(days=35))
+    message = signed(notification(ses_complaint("alice@example.com")), signing_key,
+                     cert_url=old_url)
+    assert post(client, message).status_code == 401
+    assert state(alice) == (None, 0)
+
+
+@pytest.mark.parametrize("body", [
+    b"not json", b"[]", b'{"Type": "Shout"}',
+    b'{"Type": "Notification", "MessageId": "x"}',
+])
+def test_malformed_sns_bodies_get_400_json(client, body):
+    response = client.post("/webhooks/ses", data=body, content_type="text/plain")
+    assert response.status_code == 400 and "error" in response.json
+
+
+def test_a_signed_message_that_is_not_an_ses_notification_gets_400(client, signing_key):
+    message = signed({**notification({}), "Message": "plain text, not SES"}, signing_key)
+    assert post(client, message).status_code == 400
+    assert events() == []
+
+
+def test_other_ses_event_types_are_accepted_and_ignored(client, signing_key):
+    add_subscriber("alice@example.com")
+    message = signed(notification({"eventType": "Open", "mail": {}, "open": {}}), signing_key)
+    assert post(client, message).status_code == 200
+    assert events() == []
+
+
+def test_canonical_string_matches_the_documented_layout():
+    message = {"Type": "Notification", "MessageId": "id", "TopicArn": "arn", "Message": "hi",
+               "Timestamp": "t", "Subject": "s", "UnsubscribeURL": "u", "SignatureVersion": "1"}
+    assert sns.canonical_string(message) == (
+        b"Message\nhi\nMessageId\nid\nSubject\ns\nTimestamp\nt\nTopicArn\narn\nType\nNotification\n"
+    )

@@ -1,0 +1,1 @@
+"""Delivery events from the mail provider: bounces and complaints that suppress addresses."""
