@@ -88,6 +88,9 @@ def _register_feature_blueprints(app: Flask) -> None:
     features.append((unsubscribe_bp, None))
     features.append((suppression_bp, None))
     features.append((webhooks_bp, None))
+    from webapp.broadcasts.views import bp as broadcasts_bp
+
+    features.append((broadcasts_bp, ("broadcasts.index", "Broadcasts")))
     for blueprint, nav in features:
         app.register_blueprint(blueprint)
         if nav:

@@ -1,0 +1,208 @@
+"""Broadcast pages: the list, new drafts, the editor with its live preview, duplicate.
+
+The preview is the real email from webapp.rendering, shown in a sandboxed iframe whose
+document has its own, relaxed Content-Security-Policy (the email's CSS is inline by nature);
+our own pages keep the strict one.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    flash,
+    g,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from flask_login import current_user
+from flask_wtf import FlaskForm
+from wtforms import SelectField, StringField, TextAreaField
+
+from webapp.broadcasts import drafts
+from webapp.errors import Conflict, ValidationError
+from webapp.extensions import db
+from webapp.site_settings import get_settings
+
+bp = Blueprint("broadcasts", __name__, url_prefix="/broadcasts")
+
+# The preview document is the email itself: inline styles and https images, nothing else.
+PREVIEW_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; "
+               "base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
+
+
+def _optional_int(value: object) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+class NewDraftForm(FlaskForm):
+    list_id = SelectField("Send to list", coerce=_optional_int, validate_choice=False)
+
+
+class ComposeForm(FlaskForm):
+    list_id = SelectField("Send to list", coerce=_optional_int, validate_choice=False)
+    subject = StringField("Subject")
+    preheader = StringField("Preheader")
+    body = TextAreaField("Body (Markdown)")
+
+
+class EmptyForm(FlaskForm):
+    """Only the CSRF token, for buttons that change state."""
+
+
+def _with_lists(form):
+    form.list_id.choices = [(None, "Choose a list…")] + drafts.list_options(db.session)
+    return form
+
+
+def _sample_email() -> str:
+    return current_user.email
+
+
+def _default_from() -> str:
+    return current_app.config["MAIL_FROM"]
+
+
+@bp.context_processor
+def _helpers() -> dict:
+    def local_time(moment: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
+        """A stored (naive UTC) time in the owner's time zone, from Settings."""
+        if moment is None:
+            return ""
+        if "owner_tz" not in g:
+            g.owner_tz = get_settings(db.session).time_zone or "UTC"
+        zone = ZoneInfo(g.owner_tz)
+        return moment.replace(tzinfo=UTC).astimezone(zone).strftime(fmt)
+
+    return {"local_time": local_time}
+
+
+@bp.route("/")
+def index():
+    return _render_index(NewDraftForm(formdata=None))
+
+
+def _render_index(new_form: NewDraftForm, status: int = 200):
+    listing = drafts.list_broadcasts(db.session, page=request.args.get("page", 1, type=int))
+    return render_template("broadcasts/index.html", listing=listing,
+                           new_form=_with_lists(new_form), action_form=EmptyForm()), status
+
+
+@bp.route("/new", methods=["POST"])
+def new():
+    form = _with_lists(NewDraftForm())
+    try:
+        broadcast = drafts.create_draft(db.session, list_id=form.list_id.data)
+    except ValidationError as exc:
+        form.list_id.errors = [exc.message]
+        return _render_index(form, 422)
+    return redirect(url_for(".edit", broadcast_id=broadcast.id))
+
+
+@bp.route("/<int:broadcast_id>")
+def show(broadcast_id: int):
+    preview = drafts.preview_email(db.session, broadcast_id, sample_email=_sample_email(),
+                                   default_from=_default_from())
+    if preview.broadcast.status == "draft":
+        return redirect(url_for(".edit", broadcast_id=broadcast_id))
+    return render_template("broadcasts/show.html", preview=preview, broadcast=preview.broadcast,
+                           list_name=drafts.list_name(db.session, preview.broadcast.list_id),
+                           action_form=EmptyForm())
+
+
+@bp.route("/<int:broadcast_id>/edit")
+def edit(broadcast_id: int):
+    preview = drafts.preview_email(db.session, broadcast_id, sample_email=_sample_email(),
+                                   default_from=_default_from())
+    if preview.broadcast.status != "draft":
+        flash("This broadcast has been sent, so it can no longer change. "
+              "Duplicate it to write a new one.", "info")
+        return redirect(url_for(".show", broadcast_id=broadcast_id))
+    form = _with_lists(ComposeForm(formdata=None, obj=preview.broadcast))
+    return _render_edit(form, preview)
+
+
+def _render_edit(form: ComposeForm, preview: drafts.DraftPreview, error: str | None = None,
+                 status: int = 200):
+    return render_template("broadcasts/edit.html", form=form, preview=preview,
+                           broadcast=preview.broadcast, settings=get_settings(db.session),
+                           error=error, action_form=EmptyForm()), status
+
+
+@bp.route("/<int:broadcast_id>/edit", methods=["POST"])
+def save(broadcast_id: int):
+    """The Save button (and the whole editor without JavaScript)."""
+    form = _with_lists(ComposeForm())
+    try:
+        drafts.update_draft(db.session, broadcast_id, list_id=form.list_id.data,
+                            subject=form.subject.data or "", preheader=form.preheader.data or "",
+                            body=form.body.data or "")
+    except Conflict as exc:
+        flash(exc.message, "error")
+        return redirect(url_for(".show", broadcast_id=broadcast_id))
+    except ValidationError as exc:
+        db.session.rollback()
+        preview = drafts.preview_email(db.session, broadcast_id, sample_email=_sample_email(),
+                                       default_from=_default_from())
+        return _render_edit(form, preview, error=exc.message, status=422)
+    flash("Draft saved.", "success")
+    return redirect(url_for(".edit", broadcast_id=broadcast_id))
+
+
+@bp.route("/<int:broadcast_id>/autosave", methods=["POST"])
+def autosave(broadcast_id: int):
+    """HTMX: save as the owner types, answer with the refreshed preview pane."""
+    form = ComposeForm()
+    try:
+        preview = drafts.autosave(
+            db.session, broadcast_id, list_id=form.list_id.data,
+            subject=form.subject.data or "", preheader=form.preheader.data or "",
+            body=form.body.data or "", sample_email=_sample_email(),
+            default_from=_default_from())
+    except (ValidationError, Conflict) as exc:
+        db.session.rollback()
+        response = make_response(
+            render_template("broadcasts/_save_status.html", error=exc.message),
+            exc.status_code)
+        # Keep the last good preview on screen; show the problem next to the Save button.
+        response.headers["HX-Retarget"] = "#save-status"
+        response.headers["HX-Reswap"] = "outerHTML"
+        return response
+    return render_template("broadcasts/_preview.html", preview=preview,
+                           broadcast=preview.broadcast, settings=get_settings(db.session),
+                           saved=True)
+
+
+@bp.route("/<int:broadcast_id>/preview")
+def preview_frame(broadcast_id: int) -> Response:
+    """The email for the sample recipient, as a document of its own for the iframe."""
+    preview = drafts.preview_email(db.session, broadcast_id, sample_email=_sample_email(),
+                                   default_from=_default_from())
+    if preview.rendered is not None:
+        response = make_response(preview.rendered.html)
+    else:
+        response = make_response(render_template("broadcasts/preview_problem.html",
+                                                  problem=preview.problem))
+    response.headers["Content-Security-Policy"] = PREVIEW_CSP
+    response.headers["X-Frame-Options"] = "SAMEORIGIN"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.route("/<int:broadcast_id>/duplicate", methods=["POST"])
+def duplicate(broadcast_id: int):
+    copy = drafts.duplicate(db.session, broadcast_id)
+    flash("This is a new draft copied from the original; nothing has been sent.", "success")
+    return redirect(url_for(".edit", broadcast_id=copy.id))
