@@ -30,7 +30,9 @@ log = logging.getLogger("broadside.worker")
 
 SLICE_SECONDS = 3.0
 SLICE_MAX_SENDS = 1000
-MAX_BATCH = 200
+# At most this many rows are claimed (and exposed to a crash) at once: about a second of
+# sends at the default pace, a fraction of one when the pace is fast.
+MAX_BATCH = 20
 # Connection failures in a row (refused, reset, timed out) before the broadcast pauses.
 MAX_CONNECTION_FAILURES = 5
 
@@ -348,15 +350,15 @@ class Slice:
                      "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"},
         )
         payload = wire_bytes(message)
-        # Invariant 2: pace the side effect; only real attempts wait, skips never do.
-        rt.pacer.wait()
         self.attempts += 1
         try:
             rt.hourly.record()
         except RedisError:
             pass
         try:
-            result = rt.transport.send(self.revision.from_email, email, payload)
+            # Invariant 2: pace the side effect (inside the transport, right before MAIL FROM);
+            # only real attempts wait, skipped recipients never do.
+            result = rt.transport.send(self.revision.from_email, email, payload, pace=rt.pacer.wait)
         except DeliveryError as error:
             return self._failed(delivery_id, subscriber_id, classify(error), message_id)
         except Exception as error:  # noqa: BLE001 - unexpected: we cannot know if it went out

@@ -64,13 +64,13 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
         from_addr=formataddr((from_name or "", from_email)), to_addr=message.to_email,
         message_id=msgid, headers=headers,
     )
-    rt.pacer.wait()
     try:
         rt.hourly.record()
     except Exception:  # noqa: BLE001 - the cap is advisory when Redis hiccups
         pass
     try:
-        result = rt.transport.send(from_email, message.to_email, wire_bytes(email))
+        result = rt.transport.send(from_email, message.to_email, wire_bytes(email),
+                                   pace=rt.pacer.wait)
     except DeliveryError as error:
         verdict = classify(error)
         if verdict.kind == "ambiguous":

@@ -14,6 +14,7 @@ import socket
 import ssl
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.policy import SMTP
@@ -159,10 +160,18 @@ class SmtpTransport:
             raise DeliveryError(phase, None, f"connection lost: {exc}", network=True) from None
         return code, _text(reply)
 
-    def send(self, mail_from: str, rcpt: str, message: bytes) -> SendResult:
+    def send(self, mail_from: str, rcpt: str, message: bytes,
+             pace: Callable[[], object] = lambda: None) -> SendResult:
+        """One mail transaction. `pace()` runs right before MAIL FROM, after any (re)connect,
+        so the spacing the pacer promises is the spacing the server sees."""
         reused = self.conn is not None
         if self.conn is None:
-            self.conn = self._connect()
+            try:
+                self.conn = self._connect()
+            finally:
+                pace()  # a failed connection attempt is paced like any other attempt
+        else:
+            pace()
         try:
             code, reply = self._step("mail", lambda: self.conn.mail(mail_from))
         except DeliveryError:
@@ -170,6 +179,7 @@ class SmtpTransport:
                 raise
             # The idle connection was closed by the server; nothing was sent: reconnect once.
             self.conn = self._connect()
+            pace()
             code, reply = self._step("mail", lambda: self.conn.mail(mail_from))
         if code != 250:
             self._after_refusal(code)
@@ -227,7 +237,9 @@ class OutboxTransport:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
 
-    def send(self, mail_from: str, rcpt: str, message: bytes) -> SendResult:
+    def send(self, mail_from: str, rcpt: str, message: bytes,
+             pace: Callable[[], object] = lambda: None) -> SendResult:
+        pace()
         self.folder.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         safe_rcpt = re.sub(r"[^A-Za-z0-9@._-]", "_", rcpt)[:80]

@@ -27,6 +27,7 @@ class Received:
     rcpt_tos: list[str]
     data: bytes
     at: float  # time.monotonic() when the conversation for it began (MAIL FROM)
+    peer: tuple = ()  # the client's (host, port): which connection, so which sender
 
     @property
     def message(self) -> EmailMessage:
@@ -74,7 +75,8 @@ class RecordingHandler:
             script.on_data(envelope)
         if script.data_replies:
             return script.data_replies.pop(0)
-        record = Received(envelope.mail_from, list(envelope.rcpt_tos), envelope.content, started)
+        record = Received(envelope.mail_from, list(envelope.rcpt_tos), envelope.content, started,
+                          tuple(session.peer or ()))
         with self.server.lock:
             self.server.messages.append(record)
         if any(r.lower() in script.drop_after_data for r in envelope.rcpt_tos):

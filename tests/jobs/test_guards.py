@@ -1,0 +1,176 @@
+"""Invariant 4 on its own: every delivery write is guarded, so a duplicated job changes nothing."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from sqlalchemy import select
+
+from jobs.classify import Verdict, backoff, classify
+from jobs.hourly import HourlyCap
+from jobs.lease import Lease
+from jobs.pacing import Pacer
+from jobs.runtime import Runtime
+from jobs.sending import Slice
+from jobs.transports import DeliveryError, SmtpTransport
+from tests.jobs.conftest import counters, make_list, start_broadcast
+from webapp.broadcasts import ledger
+from webapp.extensions import db
+from webapp.models import Delivery
+
+
+def test_a_second_claim_of_the_same_rows_claims_nothing(app):
+    weekly = make_list(db.session, 3)
+    broadcast = start_broadcast(app, weekly, enqueue=False)
+    rows = db.session.execute(select(Delivery.id, Delivery.subscriber_id)).all()
+    assert len(ledger.claim(db.session, broadcast.id, rows)) == 3
+    db.session.commit()
+    assert ledger.claim(db.session, broadcast.id, rows) == []
+    db.session.commit()
+    assert counters(broadcast.id) == {"sending": 3}
+
+
+def test_recording_an_outcome_twice_changes_nothing(app):
+    weekly = make_list(db.session, 1)
+    broadcast = start_broadcast(app, weekly, enqueue=False)
+    (delivery_id, subscriber_id), = db.session.execute(select(Delivery.id, Delivery.subscriber_id)).all()
+    ledger.claim(db.session, broadcast.id, [(delivery_id, subscriber_id)])
+    change = ledger.Change(delivery_id, subscriber_id, {"smtp_code": 250})
+    assert ledger.transition(db.session, broadcast.id, [change], source="sending", target="sent") == [delivery_id]
+    assert ledger.transition(db.session, broadcast.id, [change], source="sending", target="sent") == []
+    assert ledger.transition(db.session, broadcast.id, [change], source="sending", target="unknown") == []
+    db.session.commit()
+    assert counters(broadcast.id) == {"sent": 1}
+
+
+def _runtime(app, smtp_server, identity: str) -> Runtime:
+    redis = app.extensions["broadside_redis"]
+    namespace = app.config["BROADSIDE_NAMESPACE"]
+    return Runtime(
+        lease=Lease(redis, namespace, identity=identity), pacer=Pacer(0),
+        transport=SmtpTransport(smtp_server.url), hourly=HourlyCap(redis, namespace, 0),
+        config={**app.config, "SLICE_SECONDS": 30},
+    )
+
+
+@pytest.fixture
+def make_runtime(app, smtp_server):
+    made: list[Runtime] = []
+
+    def make(identity: str) -> Runtime:
+        made.append(_runtime(app, smtp_server, identity))
+        return made[-1]
+
+    yield make
+    for runtime in made:
+        runtime.transport.close()
+
+
+def test_two_slices_racing_on_one_broadcast_never_send_twice(app, smtp_server, make_runtime):
+    """What the lease normally prevents, the guarded claim still survives: two senders at
+    once (say, a duplicated job on a stalled worker) each claim disjoint rows."""
+    weekly = make_list(db.session, 60)
+    broadcast = start_broadcast(app, weekly, enqueue=False)
+    assert make_runtime("racer").lease.try_acquire()
+    results = []
+
+    def race() -> None:
+        with app.app_context():
+            rt = _runtime(app, smtp_server, "racer")
+            results.append(Slice(db.session, rt, broadcast.id).run())
+            rt.transport.close()
+            db.session.remove()
+
+    threads = [threading.Thread(target=race) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    received = smtp_server.recipients()
+    assert len(received) == 60 and len(set(received)) == 60
+    assert counters(broadcast.id) == {"sent": 60}
+    assert sum(r.attempts for r in results) == 60
+
+
+def test_a_worker_that_lost_the_lease_sends_nothing(app, smtp_server, make_runtime):
+    weekly = make_list(db.session, 3)
+    broadcast = start_broadcast(app, weekly, enqueue=False)
+    runtime = make_runtime("me")
+    other = make_runtime("someone-else")
+    assert other.lease.try_acquire()
+    result = Slice(db.session, runtime, broadcast.id).run()
+    assert result.outcome == "lost-lease" and smtp_server.recipients() == []
+    assert counters(broadcast.id) == {"pending": 3}
+
+
+def test_skipped_rows_cost_no_delay_while_sent_and_failed_rows_do(app, smtp_server, make_runtime):
+    from sqlalchemy import update
+
+    from webapp.models import Subscription
+
+    weekly = make_list(db.session, 6)
+    broadcast = start_broadcast(app, weekly, enqueue=False)
+    db.session.execute(update(Subscription).where(Subscription.subscriber_id.in_(
+        select(Delivery.subscriber_id).order_by(Delivery.id).limit(3).scalar_subquery()))
+        .values(status="unsubscribed"))
+    db.session.commit()
+    smtp_server.script.rcpt_replies = {"reader00005@example.com": ["550 5.1.1 no such user"]}
+    runtime = make_runtime("pacer-test")
+    runtime.lease.try_acquire()
+    clock = [0.0]
+    sleeps: list[float] = []
+    runtime.pacer = Pacer(100, margin=0, clock=lambda: clock[0],
+                          sleep=lambda s: (sleeps.append(s), clock.__setitem__(0, clock[0] + s)))
+    Slice(db.session, runtime, broadcast.id).run()
+    assert counters(broadcast.id) == {"sent": 2, "failed": 1, "skipped": 3}
+    # Three real attempts (two sent, one failed): two waits of the full delay between them.
+    assert sleeps == [pytest.approx(0.1), pytest.approx(0.1)]
+
+
+def test_pacer_spaces_the_starts_of_attempts():
+    clock = [0.0]
+    sleeps: list[float] = []
+    pacer = Pacer(50, margin=0, clock=lambda: clock[0],
+                  sleep=lambda s: (sleeps.append(s), clock.__setitem__(0, clock[0] + s)))
+    starts = []
+    for work in (0.0, 0.01, 0.2, 0.0):
+        starts.append(pacer.wait())
+        clock[0] += work  # the SMTP conversation itself
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert all(gap >= 0.05 - 1e-9 for gap in gaps)
+    assert gaps[2] == pytest.approx(0.2)  # a slow send already spent the delay: no extra wait
+    assert Pacer(50).margin > 0 and Pacer(0).margin == 0
+
+
+def test_classifier_decides_once():
+    def verdict(phase, code, reply="x", network=False):
+        return classify(DeliveryError(phase, code, reply, network=network)).kind
+
+    assert verdict("rcpt", 550, "5.1.1 no such user") == "recipient"
+    assert verdict("rcpt", 551) == "recipient"
+    assert verdict("rcpt", 553) == "recipient"
+    assert verdict("rcpt", 451) == "transient"
+    assert verdict("mail", 421) == "transient"
+    assert verdict("data-end", 452) == "transient"
+    assert verdict("connect", None, "refused", network=True) == "transient"
+    assert verdict("rcpt", None, "timed out", network=True) == "transient"
+    assert verdict("auth", 535) == "channel"
+    assert verdict("rcpt", 530) == "channel"
+    assert verdict("mail", 550, "sender rejected") == "channel"
+    assert verdict("tls", None, "handshake failed") == "channel"
+    assert verdict("data-end", 554, "content rejected") == "channel"
+    assert verdict("rcpt", 599, "something new") == "channel"  # unrecognised: permanent
+    assert verdict("data-body", None, "reset", network=True) == "ambiguous"
+    assert isinstance(classify(DeliveryError("rcpt", 550, "x")), Verdict)
+
+
+def test_backoff_grows_with_jitter_and_is_bounded():
+    import random
+
+    rng = random.Random(7)
+    delays = [backoff(n, 10, rng).total_seconds() for n in range(1, 6)]
+    for n, delay in enumerate(delays, start=1):
+        assert 10 * 2 ** (n - 1) * 0.5 <= delay <= 10 * 2 ** (n - 1)
+    assert backoff(30, 10, rng).total_seconds() <= 3600
