@@ -14,6 +14,8 @@ The signed token is the only credential. These pages use their own layout, which
 
 from __future__ import annotations
 
+import logging
+
 from flask import Blueprint, current_app, make_response, render_template, request
 from redis.exceptions import RedisError
 
@@ -23,6 +25,8 @@ from webapp.extensions import csrf, db
 from webapp.security import public
 from webapp.unsubscribe import service
 from webapp.unsubscribe.tokens import UnsubscribeClaim, read_token
+
+log = logging.getLogger("broadside.unsubscribe")
 
 bp = Blueprint("unsubscribe", __name__)
 
@@ -53,7 +57,7 @@ def _within_limit(bucket: str, limit: int) -> bool:
     try:
         return throttle.hit(bucket, limit, WINDOW_SECONDS)
     except RedisError:
-        current_app.logger.warning("unsubscribe throttle unavailable (Redis error); allowing")
+        log.warning("unsubscribe throttle unavailable (Redis error); allowing")
         return True
 
 
