@@ -2,17 +2,41 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, redirect, render_template, url_for
+from collections import defaultdict
+
+from flask import Blueprint, current_app, flash, redirect, render_template, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
-from wtforms import StringField
+from wtforms import SelectField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length
 
 from webapp import accounts
 from webapp.errors import DomainError
 from webapp.extensions import db
+from webapp.site_settings import SettingsError, get_settings, time_zones, update_settings
 
 bp = Blueprint("settings", __name__, url_prefix="/settings")
+
+
+def _time_zone_choices() -> dict[str, list[tuple[str, str]]]:
+    """Time zones grouped by region for an <optgroup>ed select; UTC first."""
+    groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for name in sorted(time_zones()):
+        region = name.split("/", 1)[0] if "/" in name else "Other"
+        groups[region].append((name, name.replace("_", " ")))
+    return {"Universal": [("UTC", "UTC")], **{r: z for r, z in sorted(groups.items())}}
+
+
+class SenderForm(FlaskForm):
+    sender_name = StringField("Sender name", description="Shown as the sender in inboxes, "
+                              "for example “Acme Weekly”.")
+    sender_email = StringField("Sender address", render_kw={"type": "email",
+                                                             "autocomplete": "email"})
+    postal_address = TextAreaField("Postal address", render_kw={"rows": 4},
+                                   description="Printed in the footer of every email: "
+                                   "the law (CAN-SPAM) asks for a valid postal address.")
+    time_zone = SelectField("Time zone", validate_choice=False,
+                            description="Times on the pages and scheduled sends use it.")
 
 
 class TokenForm(FlaskForm):
@@ -23,15 +47,55 @@ class EmptyForm(FlaskForm):
     """A form with only the CSRF token, for buttons that change state."""
 
 
-@bp.route("/")
-def index():
+def _sender_form(*, from_request: bool = False) -> SenderForm:
+    if from_request:
+        form = SenderForm()
+    else:
+        form = SenderForm(formdata=None, obj=get_settings(db.session))
+    form.time_zone.choices = _time_zone_choices()
+    return form
+
+
+def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | None = None,
+            new_token: str | None = None, status: int = 200):
+    config = current_app.config
+    delay = config["SEND_DELAY_MS"]
     return render_template(
         "settings/index.html",
         tokens=accounts.list_tokens(db.session),
-        token_form=TokenForm(),
+        token_form=token_form or TokenForm(formdata=None),
         action_form=EmptyForm(),
-        new_token=None,
-    )
+        new_token=new_token,
+        sender_form=sender_form or _sender_form(),
+        mail_from=config["MAIL_FROM"],
+        send_delay_ms=delay,
+        # The delay bounds the rate; the SMTP conversation itself makes it a little slower.
+        pace_per_second=f"{1000 / delay:,.3g}" if delay else "",
+        pace_per_hour=f"{3_600_000 // delay:,}" if delay else "",
+        hourly_limit=config["SEND_HOURLY_LIMIT"],
+    ), status
+
+
+@bp.route("/")
+def index():
+    return _render()
+
+
+@bp.route("/sender", methods=["POST"])
+def update_sender():
+    form = _sender_form(from_request=True)
+    try:
+        update_settings(db.session, sender_name=form.sender_name.data or "",
+                        sender_email=form.sender_email.data or "",
+                        postal_address=form.postal_address.data or "",
+                        time_zone=form.time_zone.data or "")
+    except SettingsError as exc:
+        db.session.rollback()
+        getattr(form, exc.field).errors = [exc.message]
+        return _render(sender_form=form, status=422)
+    flash("Settings saved. New drafts and previews use them now; broadcasts already sent keep "
+          "what they were sent with.", "success")
+    return redirect(url_for("settings.index") + "#sender")
 
 
 @bp.route("/tokens", methods=["POST"])
@@ -43,14 +107,9 @@ def create_token():
             _, new_token = accounts.create_token(db.session, current_user.id, form.name.data)
         except DomainError as exc:
             form.name.errors.append(exc.message)
-    status = 201 if new_token else 422
-    return render_template(
-        "settings/index.html",
-        tokens=accounts.list_tokens(db.session),
-        token_form=TokenForm(formdata=None) if new_token else form,
-        action_form=EmptyForm(),
-        new_token=new_token,
-    ), status
+    if new_token:
+        return _render(new_token=new_token, status=201)
+    return _render(token_form=form, status=422)
 
 
 @bp.route("/tokens/<int:token_id>/revoke", methods=["POST"])
