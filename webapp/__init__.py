@@ -88,6 +88,13 @@ def _register_feature_blueprints(app: Flask) -> None:
     features.append((unsubscribe_bp, None))
     features.append((suppression_bp, None))
     features.append((webhooks_bp, None))
+    from webapp.lists.views import bp as lists_bp
+    from webapp.signup.views import bp as signup_bp
+    from webapp.subscribers.views import bp as subscribers_bp
+
+    features.append((lists_bp, ("lists.index", "Lists")))
+    features.append((subscribers_bp, ("subscribers.index", "Subscribers")))
+    features.append((signup_bp, None))
     from webapp.broadcasts.views import bp as broadcasts_bp
 
     features.append((broadcasts_bp, ("broadcasts.index", "Broadcasts")))

@@ -1,0 +1,256 @@
+"""CSV import: every rejection reason, whole-file errors, upserts that never re-activate
+anyone, idempotent re-imports, and the background job with its progress bar."""
+
+import io
+from pathlib import Path
+
+import pytest
+from rq import SimpleWorker
+from sqlalchemy import func, select
+
+from jobs.queues import get_queue
+from tests.conftest import csrf_token_from
+from webapp.extensions import db
+from webapp.lists import service as lists
+from webapp.models import Event, Import, ImportRejection, Subscriber, Subscription
+
+
+def count(model) -> int:
+    return db.session.scalar(select(func.count()).select_from(model))
+
+
+def upload(client, list_id: int, content: bytes, filename: str = "people.csv"):
+    page = client.get(f"/subscribers/import?list={list_id}")
+    return client.post(
+        "/subscribers/import",
+        data={"list_id": str(list_id), "file": (io.BytesIO(content), filename),
+              "csrf_token": csrf_token_from(page.text)},
+        content_type="multipart/form-data",
+    )
+
+
+def statuses(list_id: int) -> dict[str, str]:
+    return dict(db.session.execute(
+        select(Subscriber.email, Subscription.status)
+        .join(Subscription, Subscription.subscriber_id == Subscriber.id)
+        .where(Subscription.list_id == list_id)
+    ).all())
+
+
+@pytest.fixture
+def weekly(app):
+    return lists.create_list(db.session, "Weekly")
+
+
+def last_import() -> Import:
+    db.session.expire_all()
+    return db.session.scalars(select(Import).order_by(Import.id.desc())).first()
+
+
+BAD_FILE = (
+    "email,name,city\n"                                   # 1
+    "ann@example.com,Ann,Paris\n"                         # 2
+    "not-an-address,Bob,Rome\n"                           # 3
+    ",No Email,Oslo\n"                                    # 4
+    "ANN@Example.com,Ann again,Lyon\n"                    # 5 duplicate of line 2
+    + "x" * 310 + "@example.com,Long,Oslo\n"              # 6 email too long
+    "carl@example.com," + "N" * 201 + ",Bern\n"           # 7 name too long
+    "dora@example.com,Dora," + "c" * 1001 + "\n"          # 8 attribute too long
+).encode() + b"eve@example.com,\xe9ve,Caf\xe9\n" + (     # 9 not UTF-8 (Latin-1)
+    b"finn@example.com,Finn,Kiel,extra\n"                  # 10 more fields than the header
+    b'"gus@example.com","Gus\nMultiline",Graz\n'           # 11-12 one record over two lines
+    b"\n"                                                  # 13 blank: ignored
+    b"hal@example.com,Hal\n"                               # 14 missing trailing column: fine
+)
+
+
+def test_every_bad_row_is_rejected_with_its_line_and_reason_and_the_rest_imports(
+        logged_in_client, weekly):
+    response = upload(logged_in_client, weekly.id, BAD_FILE)
+    assert response.status_code == 302
+    record = last_import()
+    assert (record.status, record.imported, record.updated, record.rejected) == ("done", 3, 0, 8)
+    reasons = dict(db.session.execute(
+        select(ImportRejection.line, ImportRejection.reason).order_by(ImportRejection.line)
+    ).all())
+    assert list(reasons) == [3, 4, 5, 6, 7, 8, 9, 10]
+    assert "not a valid email address" in reasons[3]
+    assert reasons[4] == "missing email address"
+    assert reasons[5] == "duplicate of line 2 (the same address)"
+    assert reasons[6] == "email address longer than 320 characters"
+    assert reasons[7] == "name longer than 200 characters"
+    assert reasons[8] == "the value in column 'city' is longer than 1000 characters"
+    assert "not valid UTF-8" in reasons[9]
+    assert reasons[10] == "the row has 4 fields but the header has 3"
+    people = {s.email: s for s in db.session.scalars(select(Subscriber))}
+    assert set(people) == {"ann@example.com", "gus@example.com", "hal@example.com"}
+    assert people["ann@example.com"].attributes == {"city": "Paris"}
+    assert people["gus@example.com"].name == "Gus Multiline"
+    assert people["hal@example.com"].attributes == {}
+    assert set(statuses(weekly.id).values()) == {"active"}
+
+    summary = logged_in_client.get(response.headers["Location"])
+    assert "The import is finished" in summary.text and "duplicate of line 2" in summary.text
+    assert "hx-trigger" not in summary.text  # finished: nothing polls
+    download = logged_in_client.get(f"/subscribers/imports/{record.id}/rejections.csv")
+    assert download.headers["Content-Disposition"].startswith("attachment")
+    lines = download.text.splitlines()
+    assert lines[0] == "line,reason" and len(lines) == 9
+    assert lines[3] == "5,duplicate of line 2 (the same address)"
+
+
+def test_bom_semicolons_crlf_and_quoted_fields_are_read(logged_in_client, weekly):
+    content = "\ufeffEmail;Name;Plan\r\nzoe@example.com;\"Zoe; Jr\";gold\r\n".encode()
+    assert upload(logged_in_client, weekly.id, content).status_code == 302
+    zoe = db.session.scalar(select(Subscriber))
+    assert (zoe.email, zoe.name, zoe.attributes) == ("zoe@example.com", "Zoe; Jr", {"Plan": "gold"})
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"", "The file is empty."),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", "not a CSV file"),
+    (b"name,city\nAnn,Paris\n", "must be a header with an &#39;email&#39; column"),
+    (b"email,name\n\n\n", "has a header row but no subscribers"),
+    ("email,name\nann@example.com,Ann\n".encode("utf-16"), "UTF-16"),
+    (b"em\xe9il,name\nann@example.com,Ann\n", "header row is not UTF-8"),
+    (b"email,Email\nann@example.com,x\n", "more than once"),
+])
+def test_a_file_that_is_not_a_usable_csv_gets_a_clear_error_and_writes_nothing(
+        logged_in_client, weekly, app, content, message):
+    response = upload(logged_in_client, weekly.id, content)
+    assert response.status_code == 422
+    assert message in response.text
+    assert count(Import) == count(Subscriber) == count(Subscription) == 0
+    assert list((Path(app.instance_path) / "imports").glob("*")) == []
+
+
+@pytest.fixture
+def small_limit(app_config):
+    app_config["MAX_IMPORT_BYTES"] = 1000
+
+
+def test_a_file_over_the_limit_is_refused_and_writes_nothing(small_limit, logged_in_client,
+                                                             weekly, app):
+    body = b"email\n" + b"".join(b"p%d@example.com\n" % i for i in range(100))
+    response = upload(logged_in_client, weekly.id, body)
+    assert response.status_code == 422 and "larger than the import limit" in response.text
+    huge = upload(logged_in_client, weekly.id, body * 100)  # past MAX_CONTENT_LENGTH as well
+    assert huge.status_code == 413 and "larger than the import limit" in huge.text
+    assert count(Import) == count(Subscriber) == 0
+    assert list((Path(app.instance_path) / "imports").glob("*")) == []
+
+
+def test_reimporting_the_same_file_changes_nothing(logged_in_client, weekly):
+    content = b"email,name,plan\na@example.com,A,gold\nb@example.com,B,\n"
+    upload(logged_in_client, weekly.id, content)
+    first = last_import()
+    assert (first.imported, first.updated) == (2, 0)
+    events = count(Event)
+    upload(logged_in_client, weekly.id, content)
+    again = last_import()
+    assert (again.imported, again.updated, again.rejected) == (0, 2, 0)
+    assert count(Subscriber) == 2 and count(Subscription) == 2 and count(Event) == events
+
+
+def test_existing_people_gain_the_list_but_nobody_is_reactivated(logged_in_client, weekly):
+    other = lists.create_list(db.session, "Other")
+    upload(logged_in_client, other.id, b"email,name\nknown@example.com,Known\n")
+    upload(logged_in_client, weekly.id,
+           b"email\nleft@example.com\nblocked@example.com\npending@example.com\n")
+    subs = {s.email: s for s in db.session.scalars(select(Subscriber))}
+    db.session.execute(
+        Subscription.__table__.update()
+        .where(Subscription.subscriber_id == subs["left@example.com"].id)
+        .values(status="unsubscribed", unsubscribe_source="one-click")
+    )
+    db.session.execute(
+        Subscription.__table__.update()
+        .where(Subscription.subscriber_id == subs["pending@example.com"].id)
+        .values(status="unconfirmed")
+    )
+    subs["blocked@example.com"].suppression = "complained"
+    db.session.commit()
+
+    content = (b"email,name,plan\nknown@example.com,Known Better,gold\nleft@example.com,,\n"
+               b"blocked@example.com,,\npending@example.com,,\nnew@example.com,,\n")
+    upload(logged_in_client, weekly.id, content)
+    upload(logged_in_client, other.id, b"email\nblocked-too@example.com\n")
+    record = last_import()
+    assert (record.imported, record.updated) == (1, 0)
+    db.session.execute(Subscriber.__table__.update()
+                       .where(Subscriber.email == "blocked-too@example.com")
+                       .values(suppression="bounced"))
+    db.session.commit()
+    upload(logged_in_client, weekly.id, b"email\nblocked-too@example.com\n")
+
+    assert statuses(weekly.id) == {
+        "known@example.com": "active", "left@example.com": "unsubscribed",
+        "blocked@example.com": "active", "pending@example.com": "unconfirmed",
+        "new@example.com": "active",
+    }
+    assert statuses(other.id)["known@example.com"] == "active"
+    known = db.session.scalar(select(Subscriber).where(Subscriber.email == "known@example.com"))
+    assert (known.name, known.attributes) == ("Known Better", {"plan": "gold"})
+    blocked = db.session.scalar(select(Subscriber).where(Subscriber.email == "blocked@example.com"))
+    assert blocked.suppression == "complained"
+    # A suppressed person is not put on a list they were not on.
+    record = last_import()
+    assert (record.imported, record.updated) == (0, 1)
+
+
+@pytest.fixture
+def always_background(app_config):
+    app_config["IMPORT_INLINE_MAX_BYTES"] = 0
+
+
+def run_imports_queue(app) -> None:
+    queue = get_queue("imports")
+    SimpleWorker([queue], connection=app.extensions["broadside_redis"]).work(burst=True)
+
+
+def test_big_imports_run_in_the_background_job_with_a_progress_bar(
+        always_background, logged_in_client, weekly, app):
+    content = b"email,name\n" + b"".join(b"p%d@example.com,P %d\n" % (i, i) for i in range(2500))
+    response = upload(logged_in_client, weekly.id, content)
+    assert response.status_code == 302
+    record = last_import()
+    assert record.status == "queued"
+    assert (Path(app.instance_path) / "imports" / f"{record.id}.csv").exists()
+    page = logged_in_client.get(response.headers["Location"])
+    assert 'hx-trigger="every 1s"' in page.text and "<progress" in page.text
+    polling = logged_in_client.get(f"/subscribers/imports/{record.id}/progress")
+    assert polling.status_code == 200 and "Waiting for the worker" in polling.text
+    assert "of about 2," in polling.text  # estimated from the first 64 KB
+
+    run_imports_queue(app)
+
+    record = last_import()
+    assert (record.status, record.imported, record.processed_rows) == ("done", 2500, 2500)
+    done = logged_in_client.get(f"/subscribers/imports/{record.id}/progress")
+    assert done.status_code == 286  # htmx stops polling
+    assert "The import is finished" in done.text
+    assert not (Path(app.instance_path) / "imports" / f"{record.id}.csv").exists()
+    assert count(Subscription) == 2500
+
+
+def test_a_duplicated_import_job_does_nothing_the_second_time(always_background,
+                                                              logged_in_client, weekly, app):
+    upload(logged_in_client, weekly.id, b"email\none@example.com\ntwo@example.com\n")
+    record = last_import()
+    get_queue("imports").enqueue("jobs.imports.run_import_job", record.id, result_ttl=0)
+    run_imports_queue(app)
+    record = last_import()
+    assert (record.status, record.imported, record.updated) == ("done", 2, 0)
+    assert count(Event) == 2
+
+
+def test_an_import_into_a_deleted_list_fails_visibly(always_background, logged_in_client,
+                                                     weekly, app):
+    upload(logged_in_client, weekly.id, b"email\none@example.com\n")
+    record_id = last_import().id
+    lists.delete_list(db.session, weekly.id)
+    run_imports_queue(app)
+    record = db.session.get(Import, record_id)
+    assert record.status == "failed" and "deleted" in record.error
+    page = logged_in_client.get(f"/subscribers/imports/{record_id}")
+    assert "The import failed" in page.text

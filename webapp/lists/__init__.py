@@ -1,0 +1,1 @@
+"""Mailing lists: the owner's pages (views) and the domain functions (service)."""

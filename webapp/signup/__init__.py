@@ -1,0 +1,1 @@
+"""The public, double opt-in sign-up form of a list and its confirmation link."""

@@ -1,0 +1,70 @@
+"""Public sign-up pages (no login, no CSRF token: the form is embedded on other sites, so a
+honeypot field and a per-IP throttle keep bots out instead)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, current_app, render_template, request
+
+from webapp import throttle
+from webapp.errors import ValidationError
+from webapp.extensions import csrf, db
+from webapp.security import public
+from webapp.signup import service
+
+bp = Blueprint("signup", __name__)
+
+HONEYPOT_FIELD = "website"
+DEFAULT_IP_LIMIT = 10
+DEFAULT_IP_WINDOW_SECONDS = 600
+
+
+@bp.route("/join/<int:list_id>", methods=["GET"])
+@public
+def join(list_id: int):
+    mailing_list = service.public_list(db.session, list_id)
+    return render_template("signup/join.html", list=mailing_list, email="", name="", error=None)
+
+
+@bp.route("/join/<int:list_id>", methods=["POST"])
+@public
+@csrf.exempt
+def join_post(list_id: int):
+    mailing_list = service.public_list(db.session, list_id)
+    config = current_app.config
+    allowed = throttle.hit(
+        f"signup:ip:{request.remote_addr or 'unknown'}",
+        int(config.get("SIGNUP_IP_LIMIT", DEFAULT_IP_LIMIT)),
+        int(config.get("SIGNUP_IP_WINDOW_SECONDS", DEFAULT_IP_WINDOW_SECONDS)),
+    )
+    if not allowed:
+        return render_template("signup/throttled.html", list=mailing_list), 429
+    if request.form.get(HONEYPOT_FIELD):
+        # A bot filled the field people cannot see: answer as usual, do nothing.
+        return render_template("signup/check_inbox.html", list=mailing_list)
+    email = request.form.get("email", "")
+    name = request.form.get("name", "")
+    try:
+        service.sign_up(db.session, list_id, email, name)
+    except ValidationError as exc:
+        db.session.rollback()
+        return render_template(
+            "signup/join.html", list=mailing_list, email=email[:320], name=name[:200],
+            error=exc.message,
+        ), 422
+    return render_template("signup/check_inbox.html", list=mailing_list)
+
+
+@bp.route("/join/confirm/<token>", methods=["GET"])
+@public
+def confirm_page(token: str):
+    # A GET changes nothing: mail scanners follow links. The reader presses Confirm.
+    mailing_list, active = service.confirmation_page(db.session, token)
+    return render_template("signup/confirm.html", list=mailing_list, active=active, token=token)
+
+
+@bp.route("/join/confirm/<token>", methods=["POST"])
+@public
+@csrf.exempt
+def confirm(token: str):
+    mailing_list = service.confirm(db.session, token)
+    return render_template("signup/confirmed.html", list=mailing_list)

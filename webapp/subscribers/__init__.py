@@ -1,0 +1,1 @@
+"""Subscribers: the table, the subscriber page, CSV import (importer) and export (export)."""

@@ -1,0 +1,126 @@
+"""CSV in and out: the import form, its progress and summary, and the streamed exports."""
+
+from __future__ import annotations
+
+import re
+
+from flask import (
+    Response,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    stream_with_context,
+    url_for,
+)
+from flask_wtf import FlaskForm
+from flask_wtf.file import FileField, FileRequired
+from werkzeug.exceptions import RequestEntityTooLarge
+from wtforms import SelectField
+
+from jobs.queues import get_queue
+from webapp.errors import DomainError
+from webapp.extensions import db
+from webapp.lists.service import all_lists, get_list
+from webapp.subscribers import export, importer
+from webapp.subscribers.views import bp, current_filters
+
+# Files up to this size are imported during the upload request; bigger ones go to the worker.
+DEFAULT_INLINE_IMPORT_BYTES = 1024 * 1024
+
+
+class ImportForm(FlaskForm):
+    list_id = SelectField("Into list", coerce=int)
+    file = FileField("CSV file", validators=[FileRequired("Choose a CSV file to upload.")])
+
+
+def enqueue_import(import_id: int) -> None:
+    get_queue("imports").enqueue(
+        "jobs.imports.run_import_job", import_id, job_timeout=3600, result_ttl=0,
+        description=f"import {import_id}",
+    )
+
+
+def _import_form(formdata: bool = True) -> ImportForm:
+    # After a 413 the request body cannot be read again: build the form without it.
+    form = ImportForm() if formdata else ImportForm(formdata=None)
+    form.list_id.choices = [(item.id, item.name) for item in all_lists(db.session)]
+    if request.method == "GET" and request.args.get("list", "").isdigit():
+        form.list_id.data = int(request.args["list"])
+    return form
+
+
+def _render_import(form: ImportForm, status: int = 200):
+    return render_template(
+        "subscribers/import.html", form=form,
+        max_bytes=current_app.config["MAX_IMPORT_BYTES"],
+    ), status
+
+
+@bp.route("/import", methods=["GET", "POST"])
+def import_csv():
+    form = _import_form()
+    if form.validate_on_submit():
+        upload = form.file.data
+        try:
+            record = importer.start_import(
+                db.session, form.list_id.data, upload.filename or "", upload.stream,
+                instance_path=current_app.instance_path,
+                max_bytes=current_app.config["MAX_IMPORT_BYTES"],
+                inline_max_bytes=current_app.config.get(
+                    "IMPORT_INLINE_MAX_BYTES", DEFAULT_INLINE_IMPORT_BYTES),
+                enqueue=enqueue_import,
+            )
+        except DomainError as exc:
+            db.session.rollback()
+            form.file.errors.append(exc.message)
+        else:
+            return redirect(url_for("subscribers.import_status", import_id=record.id))
+    return _render_import(form, 422 if form.errors else 200)
+
+
+@bp.errorhandler(RequestEntityTooLarge)
+def upload_too_large(_exc):
+    form = _import_form(formdata=False)
+    limit = current_app.config["MAX_IMPORT_BYTES"]
+    form.file.errors = [f"The file is larger than the import limit of {limit / 1048576:.0f} MB."]
+    return _render_import(form, 413)
+
+
+@bp.route("/imports/<int:import_id>")
+def import_status(import_id: int):
+    state = importer.progress(db.session, import_id, current_app.instance_path)
+    return render_template("subscribers/import_status.html", state=state,
+                           rejections=importer.first_rejections(db.session, import_id))
+
+
+@bp.route("/imports/<int:import_id>/progress")
+def import_progress(import_id: int):
+    state = importer.progress(db.session, import_id, current_app.instance_path)
+    html = render_template("subscribers/_import_progress.html", state=state)
+    # 286 tells htmx to stop polling: the import is over.
+    return html, 286 if state.finished else 200
+
+
+def _csv_response(chunks, filename: str) -> Response:
+    response = Response(stream_with_context(chunks), mimetype="text/csv")
+    response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.route("/imports/<int:import_id>/rejections.csv")
+def import_rejections(import_id: int):
+    importer.get_import(db.session, import_id)
+    return _csv_response(export.export_rejections(db.session, import_id),
+                         f"import-{import_id}-rejections.csv")
+
+
+@bp.route("/export.csv")
+def export_csv():
+    filters = current_filters()
+    name = "subscribers"
+    if filters.list_id:
+        slug = re.sub(r"[^a-z0-9]+", "-", get_list(db.session, filters.list_id).name.lower())
+        name = f"{name}-{slug.strip('-') or filters.list_id}"
+    return _csv_response(export.export_subscribers(db.session, filters), f"{name}.csv")

@@ -1,0 +1,175 @@
+"""Owner pages for subscribers: the searchable table, add, edit, unsubscribe, suppress, erase."""
+
+from __future__ import annotations
+
+from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
+from flask_wtf import FlaskForm
+from wtforms import SelectField, SelectMultipleField, StringField, TextAreaField
+from wtforms.validators import DataRequired, Length
+from wtforms.widgets import CheckboxInput, ListWidget
+
+from webapp.errors import DomainError
+from webapp.extensions import db
+from webapp.lists.service import all_lists
+from webapp.subscribers import search, service
+
+bp = Blueprint("subscribers", __name__, url_prefix="/subscribers")
+
+ATTRIBUTES_HELP = "One per line, as name = value."
+
+
+class SubscriberForm(FlaskForm):
+    email = StringField("Email", validators=[DataRequired(), Length(max=service.MAX_EMAIL)])
+    name = StringField("Name", validators=[Length(max=service.MAX_NAME)])
+    attributes = TextAreaField("Attributes")
+
+
+class NewSubscriberForm(SubscriberForm):
+    lists = SelectMultipleField("Lists", coerce=int, widget=ListWidget(prefix_label=False),
+                                option_widget=CheckboxInput())
+
+
+class AddToListForm(FlaskForm):
+    list_id = SelectField("Add to list", coerce=int)
+
+
+class SuppressForm(FlaskForm):
+    detail = StringField("Reason (kept with the suppression)", validators=[Length(max=1000)])
+
+
+class ConfirmForm(FlaskForm):
+    """Only the CSRF token: for buttons that change state."""
+
+
+def _int_arg(name: str) -> int | None:
+    value = request.args.get(name, "")
+    return int(value) if value.isdigit() else None
+
+
+def current_filters() -> search.Filters:
+    return search.Filters.parse(request.args.get("q"), request.args.get("match"),
+                                request.args.get("list"), request.args.get("status"))
+
+
+@bp.route("/")
+def index():
+    filters = current_filters()
+    page = search.search(db.session, filters, before=_int_arg("before"), after=_int_arg("after"))
+    # HTMX search swaps only the results; without JavaScript the same URL is the whole page.
+    partial = request.headers.get("HX-Request") == "true" and not (
+        request.headers.get("HX-Boosted") or request.headers.get("HX-History-Restore-Request"))
+    template = "subscribers/_table.html" if partial else "subscribers/index.html"
+    response = make_response(render_template(
+        template, page=page, filters=filters, lists=all_lists(db.session),
+        statuses=search.STATUS_FILTERS, partial=partial,
+    ))
+    response.headers["Vary"] = "HX-Request"
+    return response
+
+
+@bp.route("/new", methods=["GET", "POST"])
+def new():
+    form = NewSubscriberForm()
+    form.lists.choices = [(item.id, item.name) for item in all_lists(db.session)]
+    if request.method == "GET" and request.args.get("list", "").isdigit():
+        form.lists.data = [int(request.args["list"])]
+    if form.validate_on_submit():
+        try:
+            subscriber, created = service.save_subscriber(
+                db.session, email=form.email.data, name=form.name.data,
+                attributes=service.parse_attribute_lines(form.attributes.data),
+                list_ids=form.lists.data or [],
+            )
+        except DomainError as exc:
+            db.session.rollback()
+            form.email.errors.append(exc.message)
+        else:
+            flash(f"{subscriber.email} was added." if created else
+                  f"{subscriber.email} was already known: their details and lists are updated.",
+                  "success")
+            return redirect(url_for("subscribers.show", subscriber_id=subscriber.id))
+    return render_template("subscribers/new.html", form=form, attributes_help=ATTRIBUTES_HELP), \
+        422 if form.errors else 200
+
+
+@bp.route("/<int:subscriber_id>")
+def show(subscriber_id: int):
+    detail = service.subscriber_detail(db.session, subscriber_id)
+    on = {row.list_id for row in detail.subscriptions}
+    add_form = AddToListForm()
+    add_form.list_id.choices = [(i.id, i.name) for i in all_lists(db.session) if i.id not in on]
+    return render_template("subscribers/show.html", detail=detail, add_form=add_form,
+                           suppress_form=SuppressForm(formdata=None), form=ConfirmForm(),
+                           subscriber=detail.subscriber)
+
+
+@bp.route("/<int:subscriber_id>/edit", methods=["GET", "POST"])
+def edit(subscriber_id: int):
+    subscriber = service.get_subscriber(db.session, subscriber_id)
+    form = SubscriberForm(data={
+        "email": subscriber.email, "name": subscriber.name,
+        "attributes": service.format_attribute_lines(subscriber.attributes),
+    })
+    if form.validate_on_submit():
+        try:
+            service.update_subscriber(
+                db.session, subscriber_id, email=form.email.data, name=form.name.data,
+                attributes=service.parse_attribute_lines(form.attributes.data),
+            )
+        except DomainError as exc:
+            db.session.rollback()
+            form.email.errors.append(exc.message)
+        else:
+            flash("Saved.", "success")
+            return redirect(url_for("subscribers.show", subscriber_id=subscriber_id))
+    return render_template("subscribers/edit.html", form=form, subscriber=subscriber,
+                           attributes_help=ATTRIBUTES_HELP), 422 if form.errors else 200
+
+
+@bp.route("/<int:subscriber_id>/lists", methods=["POST"])
+def add_to_list(subscriber_id: int):
+    form = AddToListForm()
+    form.list_id.choices = [(i.id, i.name) for i in all_lists(db.session)]
+    if form.validate_on_submit():
+        if service.join_list(db.session, subscriber_id, form.list_id.data):
+            flash("Added to the list as active.", "success")
+        else:
+            flash("They are already on that list; their status there is unchanged.", "info")
+    return redirect(url_for("subscribers.show", subscriber_id=subscriber_id))
+
+
+@bp.route("/<int:subscriber_id>/lists/<int:list_id>/unsubscribe", methods=["POST"])
+def unsubscribe(subscriber_id: int, list_id: int):
+    if ConfirmForm().validate_on_submit():
+        changed = service.unsubscribe(db.session, subscriber_id, list_id, source="owner")
+        flash("Unsubscribed from the list." if changed else "They were already unsubscribed.",
+              "success")
+    return redirect(url_for("subscribers.show", subscriber_id=subscriber_id))
+
+
+@bp.route("/<int:subscriber_id>/suppress", methods=["POST"])
+def suppress(subscriber_id: int):
+    form = SuppressForm()
+    if form.validate_on_submit():
+        changed = service.suppress(db.session, subscriber_id, form.detail.data)
+        flash("Blocked: they will get no more mail from any list." if changed else
+              "They were already suppressed.", "success")
+    return redirect(url_for("subscribers.show", subscriber_id=subscriber_id))
+
+
+@bp.route("/<int:subscriber_id>/delete")
+def confirm_delete(subscriber_id: int):
+    subscriber = service.get_subscriber(db.session, subscriber_id)
+    return render_template("subscribers/delete.html", subscriber=subscriber, form=ConfirmForm())
+
+
+@bp.route("/<int:subscriber_id>/delete", methods=["POST"])
+def delete(subscriber_id: int):
+    if not ConfirmForm().validate_on_submit():
+        return redirect(url_for("subscribers.confirm_delete", subscriber_id=subscriber_id))
+    email = service.erase(db.session, subscriber_id)
+    flash(f"{email} is erased: their data and history are gone.", "success")
+    return redirect(url_for("subscribers.index"))
+
+
+from webapp.subscribers import transfer_views  # noqa: E402,F401 - import/export routes on `bp`
