@@ -81,4 +81,8 @@ def test_compose_with_live_preview_then_save(page: Page, live_server, owner, scr
     # Element shots: a full-page capture leaves the (out-of-process) sandboxed frame blank.
     page.locator(".compose-preview").screenshot(
         path=str(screenshot_dir / "compose-phone-preview.png"))
+    for path in ("/broadcasts/", "/settings/"):
+        page.goto(live_server.url + path)
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{path} scrolls sideways by {overflow}px on a phone"
     assert csp_errors == []

@@ -192,7 +192,7 @@ def test_sent_broadcast_page_shows_counts_and_what_was_sent(logged_in_client, dr
     db.session.commit()
     page = logged_in_client.get(f"/broadcasts/{broadcast.id}")
     assert page.status_code == 200
-    assert "What was sent" in page.text
+    assert "Frozen when Send was pressed" in page.text
     for figure, label in (("7", "recipients"), ("4", "sent"), ("1", "skipped"), ("1", "failed")):
         assert f"<strong>{figure}</strong> {label}" in page.text
     frame = logged_in_client.get(f"/broadcasts/{broadcast.id}/preview")
