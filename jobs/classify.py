@@ -47,8 +47,11 @@ def classify(error: DeliveryError) -> Verdict:
         return verdict("channel")
     if error.network or code is None:
         # Refused, reset or timed out before the body was sent: not accepted, try again.
-        return verdict("transient") if phase in ("connect", "mail", "rcpt", "data-command") \
+        return (
+            verdict("transient")
+            if phase in ("connect", "mail", "rcpt", "data-command")
             else verdict("channel")
+        )
     if 400 <= code < 500:
         return verdict("transient")
     if phase == "rcpt" and (code in RECIPIENT_CODES or error.reply.lstrip().startswith("5.1.")):

@@ -27,27 +27,34 @@ MAX_AUTO_RESUMES = 10
 STALE_CLAIM = timedelta(seconds=60)
 
 
-def mark_orphans_unknown(session: Session, *, exclude_broadcast: int | None,
-                         older_than: timedelta | None) -> int:
+def mark_orphans_unknown(
+    session: Session, *, exclude_broadcast: int | None, older_than: timedelta | None
+) -> int:
     """Rows left in `sending` by a sender that is gone become `unknown`."""
     query = select(Delivery.broadcast_id, Delivery.id, Delivery.subscriber_id).where(
-        Delivery.status == "sending")
+        Delivery.status == "sending"
+    )
     if exclude_broadcast is not None:
         query = query.where(Delivery.broadcast_id != exclude_broadcast)
     if older_than is not None:
         query = query.where(Delivery.claimed_at < utcnow() - older_than)
     by_broadcast: dict[int, list[ledger.Change]] = {}
     for broadcast_id, delivery_id, subscriber_id in session.execute(query).all():
-        by_broadcast.setdefault(broadcast_id, []).append(ledger.Change(
-            delivery_id, subscriber_id,
-            {"error_class": "ambiguous",
-             "reason": "The worker stopped while sending this message; it may or may not have "
-                       "been delivered, so it is not sent again automatically."},
-            detail="worker stopped mid-send"))
+        by_broadcast.setdefault(broadcast_id, []).append(
+            ledger.Change(
+                delivery_id,
+                subscriber_id,
+                {
+                    "error_class": "ambiguous",
+                    "reason": "The worker stopped while sending this message; it may or may not have "
+                    "been delivered, so it is not sent again automatically.",
+                },
+                detail="worker stopped mid-send",
+            )
+        )
     moved = 0
     for broadcast_id, changes in by_broadcast.items():
-        moved += len(ledger.transition(session, broadcast_id, changes, source="sending",
-                                       target="unknown"))
+        moved += len(ledger.transition(session, broadcast_id, changes, source="sending", target="unknown"))
     tx_query = update(TransactionalMessage).where(TransactionalMessage.status == "sending")
     session.execute(tx_query.values(status="unknown", reason="the worker stopped mid-send"))
     session.commit()
@@ -61,18 +68,27 @@ def ensure_jobs(app: Flask, session: Session, rt: Runtime) -> None:
     from webapp.broadcasts.service import send_broadcast
 
     now = utcnow()
-    for broadcast_id in session.scalars(select(Broadcast.id).where(
-            Broadcast.status == "scheduled", Broadcast.scheduled_at <= now)):
+    for broadcast_id in session.scalars(
+        select(Broadcast.id).where(Broadcast.status == "scheduled", Broadcast.scheduled_at <= now)
+    ):
         try:
-            send_broadcast(session, broadcast_id, default_from=rt.config["MAIL_FROM"],
-                           allowed_from=("scheduled",), enqueue=False)
+            send_broadcast(
+                session,
+                broadcast_id,
+                default_from=rt.config["MAIL_FROM"],
+                allowed_from=("scheduled",),
+                enqueue=False,
+            )
             log.info("scheduled broadcast %s started", broadcast_id)
         except Exception as exc:  # noqa: BLE001 - one bad schedule must not stop the others
             session.rollback()
             log.warning("scheduled broadcast %s could not start: %s", broadcast_id, exc)
 
-    active = session.execute(select(Broadcast.id, Broadcast.status, Broadcast.auto_resumes).where(
-        Broadcast.status.in_(("queued", "sending")))).all()
+    active = session.execute(
+        select(Broadcast.id, Broadcast.status, Broadcast.auto_resumes).where(
+            Broadcast.status.in_(("queued", "sending"))
+        )
+    ).all()
     session.commit()
     for broadcast_id, status, auto_resumes in active:
         if broadcast_id == rt.running_broadcast or queues.has_marker("slice", broadcast_id, app):
@@ -82,13 +98,21 @@ def ensure_jobs(app: Flask, session: Session, rt: Runtime) -> None:
             if auto_resumes >= MAX_AUTO_RESUMES:
                 from jobs.sending import pause
 
-                pause(session, broadcast_id,
-                      f"Sending stopped {auto_resumes} times in a row without progress, so "
-                      "Broadside paused it. Check the System page and the worker log, then press Resume.")
+                pause(
+                    session,
+                    broadcast_id,
+                    f"Sending stopped {auto_resumes} times in a row without progress, so "
+                    "Broadside paused it. Check the System page and the worker log, then press Resume.",
+                )
                 continue
-            session.execute(update(Broadcast).where(Broadcast.id == broadcast_id)
-                            .values(auto_resumes=Broadcast.auto_resumes + 1))
-            ledger.broadcast_event(session, broadcast_id, "resumed", "automatically, after the worker restarted")
+            session.execute(
+                update(Broadcast)
+                .where(Broadcast.id == broadcast_id)
+                .values(auto_resumes=Broadcast.auto_resumes + 1)
+            )
+            ledger.broadcast_event(
+                session, broadcast_id, "resumed", "automatically, after the worker restarted"
+            )
             session.commit()
             log.info("broadcast %s had no job: resuming it", broadcast_id)
         queues.enqueue_slice(broadcast_id, app)

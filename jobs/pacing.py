@@ -18,8 +18,13 @@ class Pacer:
     # true at the server, at a cost of 1 ms per send (2% of the rate at a 50 ms pace).
     MARGIN_S = 0.001
 
-    def __init__(self, delay_ms: int, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep, margin: float | None = None) -> None:
+    def __init__(
+        self,
+        delay_ms: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        margin: float | None = None,
+    ) -> None:
         self.delay = delay_ms / 1000.0
         self.margin = (self.MARGIN_S if margin is None else margin) if delay_ms > 0 else 0.0
         self.clock = clock

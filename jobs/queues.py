@@ -44,14 +44,19 @@ def has_marker(kind: str, object_id: int, app: Flask | None = None) -> bool:
     return bool(app.extensions["broadside_redis"].exists(marker_key(app, kind, object_id)))
 
 
-def _enqueue_once(app: Flask, queue: str, kind: str, object_id: int, func: str,
-                  timeout: int) -> bool:
+def _enqueue_once(app: Flask, queue: str, kind: str, object_id: int, func: str, timeout: int) -> bool:
     redis = app.extensions["broadside_redis"]
     if not redis.set(marker_key(app, kind, object_id), "1", nx=True, ex=MARKER_TTL_SECONDS):
         return False
     try:
-        get_queue(queue, app).enqueue(func, object_id, job_timeout=timeout, result_ttl=0,
-                                      failure_ttl=86400, description=f"{kind} {object_id}")
+        get_queue(queue, app).enqueue(
+            func,
+            object_id,
+            job_timeout=timeout,
+            result_ttl=0,
+            failure_ttl=86400,
+            description=f"{kind} {object_id}",
+        )
     except Exception:
         redis.delete(marker_key(app, kind, object_id))
         raise
@@ -60,11 +65,11 @@ def _enqueue_once(app: Flask, queue: str, kind: str, object_id: int, func: str,
 
 def enqueue_transactional(message_id: int, app: Flask | None = None) -> bool:
     app = app or current_app._get_current_object()  # type: ignore[attr-defined]
-    return _enqueue_once(app, TRANSACTIONAL, "transactional", message_id,
-                         "jobs.tasks.send_transactional", 120)
+    return _enqueue_once(
+        app, TRANSACTIONAL, "transactional", message_id, "jobs.tasks.send_transactional", 120
+    )
 
 
 def enqueue_slice(broadcast_id: int, app: Flask | None = None) -> bool:
     app = app or current_app._get_current_object()  # type: ignore[attr-defined]
-    return _enqueue_once(app, BROADCASTS, "slice", broadcast_id,
-                         "jobs.tasks.send_broadcast_slice", 600)
+    return _enqueue_once(app, BROADCASTS, "slice", broadcast_id, "jobs.tasks.send_broadcast_slice", 600)

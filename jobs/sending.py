@@ -57,11 +57,18 @@ class Batch:
     broadcast_id: int
     outcomes: list[Outcome] = field(default_factory=list)
 
-    def add(self, target: str, delivery_id: int, subscriber_id: int | None,
-            values: dict[str, Any] | None = None, detail: str = "",
-            data: dict[str, Any] | None = None) -> None:
-        self.outcomes.append(Outcome(target, ledger.Change(delivery_id, subscriber_id,
-                                                           values or {}, detail, data)))
+    def add(
+        self,
+        target: str,
+        delivery_id: int,
+        subscriber_id: int | None,
+        values: dict[str, Any] | None = None,
+        detail: str = "",
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        self.outcomes.append(
+            Outcome(target, ledger.Change(delivery_id, subscriber_id, values or {}, detail, data))
+        )
 
     def flush(self, session: Session) -> None:
         """Record every outcome with an UPDATE guarded by status = 'sending', then commit."""
@@ -70,8 +77,7 @@ class Batch:
         for outcome in self.outcomes:
             by_target.setdefault(outcome.target, []).append(outcome.change)
         for target, changes in by_target.items():
-            ledger.transition(session, self.broadcast_id, changes, source="sending",
-                              target=target, now=now)
+            ledger.transition(session, self.broadcast_id, changes, source="sending", target=target, now=now)
         delivered = [c.subscriber_id for c in by_target.get("sent", []) if c.subscriber_id]
         if delivered:
             # A delivery that went through ends a run of soft bounces.
@@ -90,17 +96,23 @@ def message_id_for(delivery_id: int, broadcast_id: int, from_email: str) -> str:
     return f"<broadside.d{delivery_id}.b{broadcast_id}@{domain}>"
 
 
-def recipient_state(session: Session, broadcast_id: int, list_id: int | None,
-                    subscriber_id: int | None):
+def recipient_state(session: Session, broadcast_id: int, list_id: int | None, subscriber_id: int | None):
     """Invariant 3, ask again at send time: one indexed query for the broadcast's state and
     this person's subscription and suppression, read just before their send."""
     return session.execute(
-        select(Broadcast.status, Subscriber.email, Subscriber.name, Subscriber.attributes,
-               Subscriber.suppression, Subscription.status)
+        select(
+            Broadcast.status,
+            Subscriber.email,
+            Subscriber.name,
+            Subscriber.attributes,
+            Subscriber.suppression,
+            Subscription.status,
+        )
         .select_from(Broadcast)
         .outerjoin(Subscriber, Subscriber.id == subscriber_id)
-        .outerjoin(Subscription, and_(Subscription.subscriber_id == Subscriber.id,
-                                      Subscription.list_id == list_id))
+        .outerjoin(
+            Subscription, and_(Subscription.subscriber_id == Subscriber.id, Subscription.list_id == list_id)
+        )
         .where(Broadcast.id == broadcast_id)
     ).one()
 
@@ -120,9 +132,9 @@ def skip_reason(email: str | None, suppression: str | None, subscription: str | 
 def _start(session: Session, broadcast_id: int) -> Broadcast | None:
     now = utcnow()
     started = session.execute(
-        update(Broadcast).where(Broadcast.id == broadcast_id, Broadcast.status == "queued")
-        .values(status="sending", started_at=func.coalesce(Broadcast.started_at, now),
-                updated_at=now)
+        update(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status == "queued")
+        .values(status="sending", started_at=func.coalesce(Broadcast.started_at, now), updated_at=now)
     ).rowcount
     if started:
         ledger.broadcast_event(session, broadcast_id, "started")
@@ -139,9 +151,13 @@ def finish_if_done(session: Session, broadcast_id: int) -> bool:
     now = utcnow()
     done = session.execute(
         update(Broadcast)
-        .where(Broadcast.id == broadcast_id, Broadcast.status == "sending",
-               ~exists().where(Delivery.broadcast_id == broadcast_id,
-                               Delivery.status.in_(("pending", "sending"))))
+        .where(
+            Broadcast.id == broadcast_id,
+            Broadcast.status == "sending",
+            ~exists().where(
+                Delivery.broadcast_id == broadcast_id, Delivery.status.in_(("pending", "sending"))
+            ),
+        )
         .values(status="sent", finished_at=now, notice=None, updated_at=now)
     ).rowcount
     if done:
@@ -153,7 +169,8 @@ def finish_if_done(session: Session, broadcast_id: int) -> bool:
 
 def pause(session: Session, broadcast_id: int, reason: str) -> None:
     changed = session.execute(
-        update(Broadcast).where(Broadcast.id == broadcast_id, Broadcast.status.in_(("queued", "sending")))
+        update(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status.in_(("queued", "sending")))
         .values(status="paused", pause_reason=reason, notice=None, updated_at=utcnow())
     ).rowcount
     if changed:
@@ -185,15 +202,22 @@ class Slice:
             return SliceResult("nothing")
         revision = self.session.scalar(select(Revision).where(Revision.broadcast_id == broadcast.id))
         if revision is None:
-            pause(self.session, broadcast.id, "This broadcast has no frozen content; duplicate it and send the copy.")
+            pause(
+                self.session,
+                broadcast.id,
+                "This broadcast has no frozen content; duplicate it and send the copy.",
+            )
             return SliceResult("paused")
         from webapp.rendering import CompiledRevision
 
         self.list_id = broadcast.list_id
         self.revision = revision
         # Compiled once per slice, rendered per recipient.
-        self.compiled = CompiledRevision(subject=revision.subject, html_template=revision.html_template,
-                                         text_template=revision.text_template)
+        self.compiled = CompiledRevision(
+            subject=revision.subject,
+            html_template=revision.html_template,
+            text_template=revision.text_template,
+        )
         self.from_header = formataddr((revision.from_name, revision.from_email))
         started = time.monotonic()
         deadline = started + float(self.rt.config.get("SLICE_SECONDS", SLICE_SECONDS))
@@ -204,17 +228,24 @@ class Slice:
                 self.batch.flush(self.session)
         elapsed = max(time.monotonic() - started, 1e-6)
         if self.attempts:
-            self.session.execute(update(Broadcast).where(Broadcast.id == self.broadcast_id)
-                                 .values(send_rate=round(self.attempts / elapsed, 2)))
+            self.session.execute(
+                update(Broadcast)
+                .where(Broadcast.id == self.broadcast_id)
+                .values(send_rate=round(self.attempts / elapsed, 2))
+            )
             self.session.commit()
-        log.info("slice done: %s, %d sent or attempted, %d skipped in %.2fs",
-                 outcome, self.attempts, self.skipped, elapsed)
+        log.info(
+            "slice done: %s, %d sent or attempted, %d skipped in %.2fs",
+            outcome,
+            self.attempts,
+            self.skipped,
+            elapsed,
+        )
         return SliceResult(outcome, self.attempts, self.skipped)
 
     def _loop(self, deadline: float) -> str:
         while True:
-            if self.rt.stop.is_set() or time.monotonic() >= deadline \
-                    or self.attempts >= SLICE_MAX_SENDS:
+            if self.rt.stop.is_set() or time.monotonic() >= deadline or self.attempts >= SLICE_MAX_SENDS:
                 return "continue"
             if not self._lease_ok():
                 return "lost-lease"
@@ -238,19 +269,26 @@ class Slice:
 
     def _due_rows(self) -> list[tuple[int, int | None]]:
         now = utcnow()
-        return [tuple(r) for r in self.session.execute(
-            select(Delivery.id, Delivery.subscriber_id)
-            .where(Delivery.broadcast_id == self.broadcast_id, Delivery.status == "pending",
-                   (Delivery.next_attempt_at.is_(None)) | (Delivery.next_attempt_at <= now))
-            .order_by(Delivery.id)
-            .limit(self.batch_size)
-        ).all()]
+        return [
+            tuple(r)
+            for r in self.session.execute(
+                select(Delivery.id, Delivery.subscriber_id)
+                .where(
+                    Delivery.broadcast_id == self.broadcast_id,
+                    Delivery.status == "pending",
+                    (Delivery.next_attempt_at.is_(None)) | (Delivery.next_attempt_at <= now),
+                )
+                .order_by(Delivery.id)
+                .limit(self.batch_size)
+            ).all()
+        ]
 
     def _wait_for_due(self, deadline: float) -> bool:
         """Rows wait for their retry time: sleep until the first is due, within this slice."""
         earliest = self.session.scalar(
-            select(func.min(Delivery.next_attempt_at))
-            .where(Delivery.broadcast_id == self.broadcast_id, Delivery.status == "pending")
+            select(func.min(Delivery.next_attempt_at)).where(
+                Delivery.broadcast_id == self.broadcast_id, Delivery.status == "pending"
+            )
         )
         self.session.commit()
         if earliest is None:
@@ -290,8 +328,11 @@ class Slice:
         if free_at is None:
             return True
         when = datetime.fromtimestamp(free_at, UTC).strftime("%H:%M UTC")
-        _set_notice(self.session, self.broadcast_id,
-                    f"Waiting for the hourly limit ({cap.limit} per hour): sending resumes at {when}.")
+        _set_notice(
+            self.session,
+            self.broadcast_id,
+            f"Waiting for the hourly limit ({cap.limit} per hour): sending resumes at {when}.",
+        )
         self._sleep(max(0.0, min(free_at - time.time(), deadline - time.monotonic())))
         if cap.free_at() is None:
             _set_notice(self.session, self.broadcast_id, None)
@@ -310,8 +351,7 @@ class Slice:
             reason = skip_reason(email, suppression, subscription)
             if reason is not None:
                 # Skipped at send time: no SMTP, no pause.
-                self.batch.add("skipped", delivery_id, subscriber_id, {"reason": reason},
-                               detail=reason)
+                self.batch.add("skipped", delivery_id, subscriber_id, {"reason": reason}, detail=reason)
                 self.skipped += 1
                 continue
             if not self._lease_ok():
@@ -319,7 +359,7 @@ class Slice:
                 return "lost-lease"
             stop = self._attempt(delivery_id, subscriber_id, email, name, attributes or {})
             if stop:
-                self._release(rows[index + 1:], cancelled=False)
+                self._release(rows[index + 1 :], cancelled=False)
                 return stop
         return None
 
@@ -327,27 +367,38 @@ class Slice:
         """Claimed but never attempted: back to pending (or skipped when cancelled)."""
         for delivery_id, subscriber_id in rows:
             if cancelled:
-                self.batch.add("skipped", delivery_id, subscriber_id, {"reason": "cancelled"},
-                               detail="cancelled")
+                self.batch.add(
+                    "skipped", delivery_id, subscriber_id, {"reason": "cancelled"}, detail="cancelled"
+                )
             else:
-                self.batch.add("pending", delivery_id, subscriber_id,
-                               {"attempts": Delivery.attempts - 1}, detail="released, not attempted")
+                self.batch.add(
+                    "pending",
+                    delivery_id,
+                    subscriber_id,
+                    {"attempts": Delivery.attempts - 1},
+                    detail="released, not attempted",
+                )
 
-    def _attempt(self, delivery_id: int, subscriber_id: int | None, email: str, name: str,
-                 attributes: dict) -> str | None:
+    def _attempt(
+        self, delivery_id: int, subscriber_id: int | None, email: str, name: str, attributes: dict
+    ) -> str | None:
         from webapp.rendering import build_message
 
         rt = self.rt
-        token = make_token(subscriber_id or 0, self.list_id or 0, self.broadcast_id,
-                           secret_key=rt.config["SECRET_KEY"])
+        token = make_token(
+            subscriber_id or 0, self.list_id or 0, self.broadcast_id, secret_key=rt.config["SECRET_KEY"]
+        )
         link = unsubscribe_url(token, rt.config["BASE_URL"])
-        rendered = self.compiled.render(email=email, name=name or "", attributes=attributes,
-                                        unsubscribe_url=link)
+        rendered = self.compiled.render(
+            email=email, name=name or "", attributes=attributes, unsubscribe_url=link
+        )
         message_id = message_id_for(delivery_id, self.broadcast_id, self.revision.from_email)
         message = build_message(
-            rendered, from_addr=self.from_header, to_addr=email, message_id=message_id,
-            headers={"List-Unsubscribe": f"<{link}>",
-                     "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"},
+            rendered,
+            from_addr=self.from_header,
+            to_addr=email,
+            message_id=message_id,
+            headers={"List-Unsubscribe": f"<{link}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"},
         )
         payload = wire_bytes(message)
         self.attempts += 1
@@ -366,21 +417,40 @@ class Slice:
             verdict = Verdict("ambiguous", None, f"unexpected error: {error!r}")
             return self._failed(delivery_id, subscriber_id, verdict, message_id)
         rt.connection_failures = 0
-        self.batch.add("sent", delivery_id, subscriber_id,
-                       {"sent_at": utcnow(), "smtp_code": result.code, "reason": result.reply[:500],
-                        "message_id": message_id, "error_class": None},
-                       detail=f"{result.code} {result.reply}"[:500])
+        self.batch.add(
+            "sent",
+            delivery_id,
+            subscriber_id,
+            {
+                "sent_at": utcnow(),
+                "smtp_code": result.code,
+                "reason": result.reply[:500],
+                "message_id": message_id,
+                "error_class": None,
+            },
+            detail=f"{result.code} {result.reply}"[:500],
+        )
         return None
 
-    def _failed(self, delivery_id: int, subscriber_id: int | None, verdict: Verdict,
-                message_id: str) -> str | None:
+    def _failed(
+        self, delivery_id: int, subscriber_id: int | None, verdict: Verdict, message_id: str
+    ) -> str | None:
         rt = self.rt
-        values = {"smtp_code": verdict.code, "reason": verdict.summary[:500],
-                  "message_id": message_id, "error_class": verdict.kind}
+        values = {
+            "smtp_code": verdict.code,
+            "reason": verdict.summary[:500],
+            "message_id": message_id,
+            "error_class": verdict.kind,
+        }
         if verdict.kind == "ambiguous":
             log.warning("delivery %s unknown: %s", delivery_id, verdict.summary)
-            self.batch.add("unknown", delivery_id, subscriber_id, values,
-                           detail=f"connection lost after the message was sent: {verdict.summary}")
+            self.batch.add(
+                "unknown",
+                delivery_id,
+                subscriber_id,
+                values,
+                detail=f"connection lost after the message was sent: {verdict.summary}",
+            )
             return None
         if verdict.kind == "recipient":
             rt.connection_failures = 0
@@ -391,26 +461,34 @@ class Slice:
             if verdict.network:
                 rt.connection_failures += 1
                 if rt.connection_failures >= MAX_CONNECTION_FAILURES:
-                    self._pause_for_channel(delivery_id, subscriber_id, values,
+                    self._pause_for_channel(
+                        delivery_id,
+                        subscriber_id,
+                        values,
                         f"The mail server could not be reached {rt.connection_failures} times in a "
                         f"row ({verdict.summary}). Check SMTP_URL and that the server is up, then "
-                        f"press Resume.")
+                        f"press Resume.",
+                    )
                     return "paused"
             attempts = self._attempts_of(delivery_id)
             if attempts >= MAX_ATTEMPTS:
-                values["reason"] = f"retry budget exhausted after {attempts} attempts: {verdict.summary}"[:500]
+                values["reason"] = f"retry budget exhausted after {attempts} attempts: {verdict.summary}"[
+                    :500
+                ]
                 self.batch.add("failed", delivery_id, subscriber_id, values, detail=values["reason"])
                 return None
             base = float(rt.config.get("RETRY_BASE_SECONDS", 30))
             values["next_attempt_at"] = utcnow() + backoff(attempts, base)
-            self.batch.add("pending", delivery_id, subscriber_id, values,
-                           detail=f"will retry: {verdict.summary}")
+            self.batch.add(
+                "pending", delivery_id, subscriber_id, values, detail=f"will retry: {verdict.summary}"
+            )
             return None
         self._pause_for_channel(delivery_id, subscriber_id, values, channel_reason(verdict))
         return "paused"
 
-    def _pause_for_channel(self, delivery_id: int, subscriber_id: int | None,
-                           values: dict[str, Any], reason: str) -> None:
+    def _pause_for_channel(
+        self, delivery_id: int, subscriber_id: int | None, values: dict[str, Any], reason: str
+    ) -> None:
         # Not accepted (the failure came before the end of DATA): the row waits for resume.
         values = {**values, "next_attempt_at": None}
         self.batch.add("pending", delivery_id, subscriber_id, values, detail=reason)
@@ -425,9 +503,16 @@ def channel_reason(verdict: Verdict) -> str:
     """Words a non-engineer can act on."""
     code = verdict.code
     if code in (530, 534, 535, 538):
-        return (f"The mail server refused our login ({verdict.summary}). Check the user name and "
-                "password in SMTP_URL, restart the worker, then press Resume.")
+        return (
+            f"The mail server refused our login ({verdict.summary}). Check the user name and "
+            "password in SMTP_URL, restart the worker, then press Resume."
+        )
     if code is None and "TLS" in verdict.reply:
-        return f"A secure connection to the mail server failed ({verdict.summary}). Check SMTP_URL, then press Resume."
-    return (f"The mail server refused this broadcast ({verdict.summary}). Nothing more will be "
-            "sent until you fix the cause (often the sender address or the account) and press Resume.")
+        return (
+            f"A secure connection to the mail server failed ({verdict.summary}). "
+            "Check SMTP_URL, then press Resume."
+        )
+    return (
+        f"The mail server refused this broadcast ({verdict.summary}). Nothing more will be "
+        "sent until you fix the cause (often the sender address or the account) and press Resume."
+    )

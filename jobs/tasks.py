@@ -23,9 +23,11 @@ def send_broadcast_slice(broadcast_id: int) -> str:
             result = Slice(db.session, rt, broadcast_id).run()
             if result.attempts:
                 # Progress ends a run of automatic resumptions.
-                db.session.execute(update(Broadcast)
-                                   .where(Broadcast.id == broadcast_id, Broadcast.auto_resumes > 0)
-                                   .values(auto_resumes=0))
+                db.session.execute(
+                    update(Broadcast)
+                    .where(Broadcast.id == broadcast_id, Broadcast.auto_resumes > 0)
+                    .values(auto_resumes=0)
+                )
                 db.session.commit()
             if result.outcome == "continue":
                 try:

@@ -32,9 +32,11 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
     # Claim before send (invariant 4): a duplicated job finds the row gone from `pending`.
     claimed = session.execute(
         update(TransactionalMessage)
-        .where(TransactionalMessage.id == message_id, TransactionalMessage.status == "pending",
-               or_(TransactionalMessage.next_attempt_at.is_(None),
-                   TransactionalMessage.next_attempt_at <= now))
+        .where(
+            TransactionalMessage.id == message_id,
+            TransactionalMessage.status == "pending",
+            or_(TransactionalMessage.next_attempt_at.is_(None), TransactionalMessage.next_attempt_at <= now),
+        )
         .values(status="sending", attempts=TransactionalMessage.attempts + 1)
     ).rowcount
     session.commit()
@@ -61,16 +63,17 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
     headers["X-Broadside-Kind"] = message.kind
     email = build_message(
         RenderedEmail(subject=message.subject, html=message.html, text=message.text),
-        from_addr=formataddr((from_name or "", from_email)), to_addr=message.to_email,
-        message_id=msgid, headers=headers,
+        from_addr=formataddr((from_name or "", from_email)),
+        to_addr=message.to_email,
+        message_id=msgid,
+        headers=headers,
     )
     try:
         rt.hourly.record()
     except Exception:  # noqa: BLE001 - the cap is advisory when Redis hiccups
         pass
     try:
-        result = rt.transport.send(from_email, message.to_email, wire_bytes(email),
-                                   pace=rt.pacer.wait)
+        result = rt.transport.send(from_email, message.to_email, wire_bytes(email), pace=rt.pacer.wait)
     except DeliveryError as error:
         verdict = classify(error)
         if verdict.kind == "ambiguous":
@@ -81,21 +84,39 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
             log.warning("transactional message %s failed: %s", message_id, verdict.summary)
             return "failed"
         base = float(rt.config.get("RETRY_BASE_SECONDS", 30))
-        _finish(session, message_id, "pending", reason=verdict.summary,
-                next_attempt_at=utcnow() + backoff(message.attempts, base))
+        _finish(
+            session,
+            message_id,
+            "pending",
+            reason=verdict.summary,
+            next_attempt_at=utcnow() + backoff(message.attempts, base),
+        )
         return "retry"
-    _finish(session, message_id, "sent", sent_at=utcnow(), message_id=msgid,
-            reason=f"{result.code} {result.reply}"[:500])
+    _finish(
+        session,
+        message_id,
+        "sent",
+        sent_at=utcnow(),
+        message_id=msgid,
+        reason=f"{result.code} {result.reply}"[:500],
+    )
     log.info("transactional message %s (%s) sent", message_id, message.kind)
     return "sent"
 
 
 def due_transactional(session: Session) -> list[int]:
     now = utcnow()
-    return list(session.scalars(
-        select(TransactionalMessage.id)
-        .where(TransactionalMessage.status == "pending",
-               or_(TransactionalMessage.next_attempt_at.is_(None),
-                   TransactionalMessage.next_attempt_at <= now))
-        .order_by(TransactionalMessage.id).limit(500)
-    ))
+    return list(
+        session.scalars(
+            select(TransactionalMessage.id)
+            .where(
+                TransactionalMessage.status == "pending",
+                or_(
+                    TransactionalMessage.next_attempt_at.is_(None),
+                    TransactionalMessage.next_attempt_at <= now,
+                ),
+            )
+            .order_by(TransactionalMessage.id)
+            .limit(500)
+        )
+    )

@@ -18,12 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.policy import SMTP
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 # CRLF line endings; headers are folded only past SMTP's hard limit, so List-Unsubscribe's
 # long URL stays on one line (some clients mishandle a folded one).
 SMTP_POLICY = SMTP.clone(max_line_length=998)
-from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 CRLF = b"\r\n"
 
@@ -80,18 +80,24 @@ class SmtpTransport:
         try:
             if self.scheme == "smtps":
                 conn: smtplib.SMTP = smtplib.SMTP_SSL(
-                    self.host, self.port, timeout=self.timeout, context=context,
-                    local_hostname=self.local_hostname)
+                    self.host,
+                    self.port,
+                    timeout=self.timeout,
+                    context=context,
+                    local_hostname=self.local_hostname,
+                )
             else:
-                conn = smtplib.SMTP(self.host, self.port, timeout=self.timeout,
-                                    local_hostname=self.local_hostname)
+                conn = smtplib.SMTP(
+                    self.host, self.port, timeout=self.timeout, local_hostname=self.local_hostname
+                )
         except ssl.SSLError as exc:
             raise DeliveryError("tls", None, f"TLS handshake failed: {exc}") from None
         except smtplib.SMTPConnectError as exc:
             raise DeliveryError("connect", exc.smtp_code, _text(exc.smtp_error), network=True) from None
         except (OSError, smtplib.SMTPException) as exc:
-            raise DeliveryError("connect", None, f"could not connect to {self.description}: {exc}",
-                                network=True) from None
+            raise DeliveryError(
+                "connect", None, f"could not connect to {self.description}: {exc}", network=True
+            ) from None
         try:
             conn.ehlo_or_helo_if_needed()
             if self.scheme == "smtp+starttls":
@@ -118,8 +124,9 @@ class SmtpTransport:
             raise DeliveryError("connect", exc.smtp_code, _text(exc.smtp_error)) from None
         except (OSError, smtplib.SMTPException) as exc:
             self._close(conn)
-            raise DeliveryError("connect", None, f"connection lost while greeting: {exc}",
-                                network=True) from None
+            raise DeliveryError(
+                "connect", None, f"connection lost while greeting: {exc}", network=True
+            ) from None
         return conn
 
     @staticmethod
@@ -160,8 +167,9 @@ class SmtpTransport:
             raise DeliveryError(phase, None, f"connection lost: {exc}", network=True) from None
         return code, _text(reply)
 
-    def send(self, mail_from: str, rcpt: str, message: bytes,
-             pace: Callable[[], object] = lambda: None) -> SendResult:
+    def send(
+        self, mail_from: str, rcpt: str, message: bytes, pace: Callable[[], object] = lambda: None
+    ) -> SendResult:
         """One mail transaction. `pace()` runs right before MAIL FROM, after any (re)connect,
         so the spacing the pacer promises is the spacing the server sees."""
         reused = self.conn is not None
@@ -201,8 +209,9 @@ class SmtpTransport:
             code, raw = self.conn.getreply()
         except (smtplib.SMTPServerDisconnected, OSError) as exc:
             self._drop()
-            raise DeliveryError("data-body", None, f"connection lost after DATA: {exc}",
-                                network=True) from None
+            raise DeliveryError(
+                "data-body", None, f"connection lost after DATA: {exc}", network=True
+            ) from None
         reply = _text(raw)
         if code != 250:
             self._after_refusal(code)
@@ -237,8 +246,9 @@ class OutboxTransport:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
 
-    def send(self, mail_from: str, rcpt: str, message: bytes,
-             pace: Callable[[], object] = lambda: None) -> SendResult:
+    def send(
+        self, mail_from: str, rcpt: str, message: bytes, pace: Callable[[], object] = lambda: None
+    ) -> SendResult:
         pace()
         self.folder.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
@@ -260,6 +270,9 @@ class OutboxTransport:
 
 def make_transport(config: dict, instance_path: str):
     if config.get("SMTP_URL"):
-        return SmtpTransport(config["SMTP_URL"], timeout=float(config.get("SMTP_TIMEOUT", 30)),
-                             local_hostname=socket.getfqdn() or None)
+        return SmtpTransport(
+            config["SMTP_URL"],
+            timeout=float(config.get("SMTP_TIMEOUT", 30)),
+            local_hostname=socket.getfqdn() or None,
+        )
     return OutboxTransport(Path(instance_path) / "outbox")

@@ -67,8 +67,11 @@ def wait_for_schema(app: Flask, stop: threading.Event) -> bool:
         except SQLAlchemyError as exc:
             current = f"unreachable ({exc.__class__.__name__})"
         if not said:
-            log.info("waiting for the database schema (at %s, need %s): run `flask --app webapp db upgrade`",
-                     current, head)
+            log.info(
+                "waiting for the database schema (at %s, need %s): run `flask --app webapp db upgrade`",
+                current,
+                head,
+            )
             said = True
         stop.wait(1.0)
     return False
@@ -123,8 +126,9 @@ class Maintenance(threading.Thread):
     def tick(self) -> None:
         try:
             with self.app.app_context():
-                mark_orphans_unknown(db.session, exclude_broadcast=self.rt.running_broadcast,
-                                     older_than=STALE_CLAIM)
+                mark_orphans_unknown(
+                    db.session, exclude_broadcast=self.rt.running_broadcast, older_than=STALE_CLAIM
+                )
                 ensure_jobs(self.app, db.session, self.rt)
                 db.session.remove()
         except (RedisError, SQLAlchemyError) as exc:
@@ -147,15 +151,19 @@ def run_worker(app: Flask, burst: bool = False) -> int:
         return 0
     transport = make_transport(config, app.instance_path)
     rt = runtime.Runtime(
-        lease=lease, pacer=Pacer(config["SEND_DELAY_MS"]), transport=transport,
+        lease=lease,
+        pacer=Pacer(config["SEND_DELAY_MS"]),
+        transport=transport,
         hourly=HourlyCap(redis, config["BROADSIDE_NAMESPACE"], config["SEND_HOURLY_LIMIT"]),
-        config=config, stop=stop,
+        config=config,
+        stop=stop,
     )
     runtime.current = rt
     for sig, handler in previous.items():
         signal.signal(sig, handler)
-    log.info("worker ready: transport %s, %d ms between sends", transport.description,
-             config["SEND_DELAY_MS"])
+    log.info(
+        "worker ready: transport %s, %d ms between sends", transport.description, config["SEND_DELAY_MS"]
+    )
 
     exit_code = 0
     lost = threading.Event()

@@ -18,21 +18,31 @@ def make_list(session, size: int, name: str = "Weekly", domain: str = "example.c
     session.add(mailing_list)
     session.flush()
     if size:
-        session.execute(insert(Subscriber), [
-            {"email": f"reader{i:05d}@{domain}", "name": f"Reader {i}", "attributes": {}}
-            for i in range(size)
-        ])
-        ids = session.scalars(select(Subscriber.id).where(Subscriber.email.like(f"%@{domain}"))
-                              .order_by(Subscriber.id)).all()
-        session.execute(insert(Subscription), [
-            {"subscriber_id": sid, "list_id": mailing_list.id, "status": "active"} for sid in ids
-        ])
+        session.execute(
+            insert(Subscriber),
+            [
+                {"email": f"reader{i:05d}@{domain}", "name": f"Reader {i}", "attributes": {}}
+                for i in range(size)
+            ],
+        )
+        ids = session.scalars(
+            select(Subscriber.id).where(Subscriber.email.like(f"%@{domain}")).order_by(Subscriber.id)
+        ).all()
+        session.execute(
+            insert(Subscription),
+            [{"subscriber_id": sid, "list_id": mailing_list.id, "status": "active"} for sid in ids],
+        )
     session.commit()
     return mailing_list
 
 
-def start_broadcast(app, mailing_list: MailingList, subject: str = "Hello {{ name }}",
-                    body: str = "Hi **{{ name }}**, this is the news.", enqueue: bool = True) -> Broadcast:
+def start_broadcast(
+    app,
+    mailing_list: MailingList,
+    subject: str = "Hello {{ name }}",
+    body: str = "Hi **{{ name }}**, this is the news.",
+    enqueue: bool = True,
+) -> Broadcast:
     draft = create_draft(db.session, list_id=mailing_list.id, subject=subject, body=body)
     return send_broadcast(db.session, draft.id, default_from=app.config["MAIL_FROM"], enqueue=enqueue)
 
@@ -40,7 +50,8 @@ def start_broadcast(app, mailing_list: MailingList, subject: str = "Hello {{ nam
 def statuses(broadcast_id: int) -> dict[str, int]:
     db.session.commit()
     rows = db.session.execute(
-        select(Delivery.status, func.count()).where(Delivery.broadcast_id == broadcast_id)
+        select(Delivery.status, func.count())
+        .where(Delivery.broadcast_id == broadcast_id)
         .group_by(Delivery.status)
     ).all()
     return {status: count for status, count in rows}
@@ -49,10 +60,18 @@ def statuses(broadcast_id: int) -> dict[str, int]:
 def counters(broadcast_id: int) -> dict[str, int]:
     db.session.expire_all()
     b = db.session.get(Broadcast, broadcast_id)
-    return {k: v for k, v in {
-        "pending": b.pending_count, "sending": b.sending_count, "sent": b.sent_count,
-        "skipped": b.skipped_count, "failed": b.failed_count, "unknown": b.unknown_count,
-    }.items() if v}
+    return {
+        k: v
+        for k, v in {
+            "pending": b.pending_count,
+            "sending": b.sending_count,
+            "sent": b.sent_count,
+            "skipped": b.skipped_count,
+            "failed": b.failed_count,
+            "unknown": b.unknown_count,
+        }.items()
+        if v
+    }
 
 
 @pytest.fixture

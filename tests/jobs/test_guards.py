@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from sqlalchemy import select
 
 from jobs.classify import Verdict, backoff, classify
@@ -35,10 +34,12 @@ def test_a_second_claim_of_the_same_rows_claims_nothing(app):
 def test_recording_an_outcome_twice_changes_nothing(app):
     weekly = make_list(db.session, 1)
     broadcast = start_broadcast(app, weekly, enqueue=False)
-    (delivery_id, subscriber_id), = db.session.execute(select(Delivery.id, Delivery.subscriber_id)).all()
+    ((delivery_id, subscriber_id),) = db.session.execute(select(Delivery.id, Delivery.subscriber_id)).all()
     ledger.claim(db.session, broadcast.id, [(delivery_id, subscriber_id)])
     change = ledger.Change(delivery_id, subscriber_id, {"smtp_code": 250})
-    assert ledger.transition(db.session, broadcast.id, [change], source="sending", target="sent") == [delivery_id]
+    assert ledger.transition(db.session, broadcast.id, [change], source="sending", target="sent") == [
+        delivery_id
+    ]
     assert ledger.transition(db.session, broadcast.id, [change], source="sending", target="sent") == []
     assert ledger.transition(db.session, broadcast.id, [change], source="sending", target="unknown") == []
     db.session.commit()
@@ -49,8 +50,10 @@ def _runtime(app, smtp_server, identity: str) -> Runtime:
     redis = app.extensions["broadside_redis"]
     namespace = app.config["BROADSIDE_NAMESPACE"]
     return Runtime(
-        lease=Lease(redis, namespace, identity=identity), pacer=Pacer(0),
-        transport=SmtpTransport(smtp_server.url), hourly=HourlyCap(redis, namespace, 0),
+        lease=Lease(redis, namespace, identity=identity),
+        pacer=Pacer(0),
+        transport=SmtpTransport(smtp_server.url),
+        hourly=HourlyCap(redis, namespace, 0),
         config={**app.config, "SLICE_SECONDS": 30},
     )
 
@@ -112,17 +115,27 @@ def test_skipped_rows_cost_no_delay_while_sent_and_failed_rows_do(app, smtp_serv
 
     weekly = make_list(db.session, 6)
     broadcast = start_broadcast(app, weekly, enqueue=False)
-    db.session.execute(update(Subscription).where(Subscription.subscriber_id.in_(
-        select(Delivery.subscriber_id).order_by(Delivery.id).limit(3).scalar_subquery()))
-        .values(status="unsubscribed"))
+    db.session.execute(
+        update(Subscription)
+        .where(
+            Subscription.subscriber_id.in_(
+                select(Delivery.subscriber_id).order_by(Delivery.id).limit(3).scalar_subquery()
+            )
+        )
+        .values(status="unsubscribed")
+    )
     db.session.commit()
     smtp_server.script.rcpt_replies = {"reader00005@example.com": ["550 5.1.1 no such user"]}
     runtime = make_runtime("pacer-test")
     runtime.lease.try_acquire()
     clock = [0.0]
     sleeps: list[float] = []
-    runtime.pacer = Pacer(100, margin=0, clock=lambda: clock[0],
-                          sleep=lambda s: (sleeps.append(s), clock.__setitem__(0, clock[0] + s)))
+    runtime.pacer = Pacer(
+        100,
+        margin=0,
+        clock=lambda: clock[0],
+        sleep=lambda s: (sleeps.append(s), clock.__setitem__(0, clock[0] + s)),
+    )
     Slice(db.session, runtime, broadcast.id).run()
     assert counters(broadcast.id) == {"sent": 2, "failed": 1, "skipped": 3}
     # Three real attempts (two sent, one failed): two waits of the full delay between them.
@@ -132,8 +145,12 @@ def test_skipped_rows_cost_no_delay_while_sent_and_failed_rows_do(app, smtp_serv
 def test_pacer_spaces_the_starts_of_attempts():
     clock = [0.0]
     sleeps: list[float] = []
-    pacer = Pacer(50, margin=0, clock=lambda: clock[0],
-                  sleep=lambda s: (sleeps.append(s), clock.__setitem__(0, clock[0] + s)))
+    pacer = Pacer(
+        50,
+        margin=0,
+        clock=lambda: clock[0],
+        sleep=lambda s: (sleeps.append(s), clock.__setitem__(0, clock[0] + s)),
+    )
     starts = []
     for work in (0.0, 0.01, 0.2, 0.0):
         starts.append(pacer.wait())

@@ -26,7 +26,9 @@ def test_broadcast_reaches_every_active_subscriber_once(app, smtp_server, run_wo
     assert broadcast.status == "sent" and broadcast.finished_at is not None
 
 
-def test_message_has_unsubscribe_headers_merge_fields_and_stable_message_id(app, smtp_server, run_worker_burst):
+def test_message_has_unsubscribe_headers_merge_fields_and_stable_message_id(
+    app, smtp_server, run_worker_burst
+):
     weekly = make_list(db.session, 1)
     broadcast = start_broadcast(app, weekly)
     run_worker_burst()
@@ -44,8 +46,9 @@ def test_every_delivery_change_leaves_evidence(app, smtp_server, run_worker_burs
     weekly = make_list(db.session, 3)
     broadcast = start_broadcast(app, weekly)
     run_worker_burst()
-    kinds = db.session.scalars(select(Event.kind).where(Event.broadcast_id == broadcast.id)
-                               .order_by(Event.id)).all()
+    kinds = db.session.scalars(
+        select(Event.kind).where(Event.broadcast_id == broadcast.id).order_by(Event.id)
+    ).all()
     assert kinds.count("claimed") == 3 and kinds.count("sent") == 3
     assert kinds[0] == "queued" and "started" in kinds and kinds[-1] == "finished"
 
@@ -53,10 +56,15 @@ def test_every_delivery_change_leaves_evidence(app, smtp_server, run_worker_burs
 def test_unsubscribe_between_snapshot_and_send_is_skipped(app, smtp_server, run_worker_burst):
     weekly = make_list(db.session, 5)
     broadcast = start_broadcast(app, weekly)
-    leaver = db.session.scalars(select(Delivery.subscriber_id).where(
-        Delivery.broadcast_id == broadcast.id).order_by(Delivery.id).offset(2)).first()
-    db.session.execute(update(Subscription).where(Subscription.subscriber_id == leaver)
-                       .values(status="unsubscribed"))
+    leaver = db.session.scalars(
+        select(Delivery.subscriber_id)
+        .where(Delivery.broadcast_id == broadcast.id)
+        .order_by(Delivery.id)
+        .offset(2)
+    ).first()
+    db.session.execute(
+        update(Subscription).where(Subscription.subscriber_id == leaver).values(status="unsubscribed")
+    )
     db.session.commit()
 
     run_worker_burst()
@@ -77,8 +85,9 @@ def test_unsubscribe_during_the_send_is_honoured_at_that_persons_turn(app, smtp_
     def unsubscribe_last_on_first_message(envelope):
         if envelope.rcpt_tos == ["reader00000@example.com"]:
             with engine.begin() as connection:
-                connection.execute(update(Subscription).where(Subscription.id == last)
-                                   .values(status="unsubscribed"))
+                connection.execute(
+                    update(Subscription).where(Subscription.id == last).values(status="unsubscribed")
+                )
 
     smtp_server.script.on_data = unsubscribe_last_on_first_message
     run_worker_burst()
@@ -91,15 +100,20 @@ def test_suppressed_and_erased_people_are_skipped_with_reason(app, smtp_server, 
 
     weekly = make_list(db.session, 3)
     broadcast = start_broadcast(app, weekly)
-    db.session.execute(update(Subscriber).where(Subscriber.email == "reader00000@example.com")
-                       .values(suppression="bounced"))
+    db.session.execute(
+        update(Subscriber).where(Subscriber.email == "reader00000@example.com").values(suppression="bounced")
+    )
     erased = db.session.scalars(select(Subscriber).where(Subscriber.email == "reader00001@example.com")).one()
     db.session.delete(erased)
     db.session.commit()
     run_worker_burst()
     assert smtp_server.recipients() == ["reader00002@example.com"]
-    reasons = sorted(r for (r,) in db.session.execute(
-        select(Delivery.reason).where(Delivery.broadcast_id == broadcast.id, Delivery.status == "skipped")))
+    reasons = sorted(
+        r
+        for (r,) in db.session.execute(
+            select(Delivery.reason).where(Delivery.broadcast_id == broadcast.id, Delivery.status == "skipped")
+        )
+    )
     assert reasons == ["subscriber erased", "suppressed: bounced"]
     assert counters(broadcast.id) == {"sent": 1, "skipped": 2}
 
@@ -113,8 +127,9 @@ def test_transient_replies_retry_then_succeed(app, smtp_server, run_worker_burst
     }
     run_worker_burst()
     assert sorted(smtp_server.recipients()) == [f"reader{i:05d}@example.com" for i in range(3)]
-    attempts = dict(db.session.execute(select(Delivery.subscriber_id, Delivery.attempts)
-                                       .order_by(Delivery.id)).all())
+    attempts = dict(
+        db.session.execute(select(Delivery.subscriber_id, Delivery.attempts).order_by(Delivery.id)).all()
+    )
     assert sorted(attempts.values()) == [1, 2, 3]
     assert statuses(broadcast.id) == {"sent": 3}
     retries = db.session.scalars(select(Event.detail).where(Event.kind == "retry")).all()
@@ -219,8 +234,11 @@ def test_pause_arriving_mid_send_stops_within_one_send(app, smtp_server, run_wor
     def pause_on_third(envelope):
         if envelope.rcpt_tos == ["reader00002@example.com"]:
             with engine.begin() as connection:
-                connection.execute(update(Broadcast).where(Broadcast.id == broadcast.id)
-                                   .values(status="paused", pause_reason="owner"))
+                connection.execute(
+                    update(Broadcast)
+                    .where(Broadcast.id == broadcast.id)
+                    .values(status="paused", pause_reason="owner")
+                )
 
     smtp_server.script.on_data = pause_on_third
     run_worker_burst()

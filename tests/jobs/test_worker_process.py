@@ -31,7 +31,8 @@ def assert_no_duplicates(smtp_server) -> list[str]:
 
 
 def test_sigkill_mid_broadcast_then_restart_finishes_without_duplicates(
-        app, app_config, smtp_server, worker_factory):
+    app, app_config, smtp_server, worker_factory
+):
     app_config["SEND_DELAY_MS"] = 10
     weekly = make_list(db.session, 120)
     broadcast = start_broadcast(app, weekly)
@@ -43,8 +44,11 @@ def test_sigkill_mid_broadcast_then_restart_finishes_without_duplicates(
 
     worker_factory()
     # Sending resumes within 15 seconds of the restart.
-    wait_until(lambda: len(smtp_server.recipients()) > at_kill + 1, timeout=15,
-               message="sending did not resume within 15 s of the restart")
+    wait_until(
+        lambda: len(smtp_server.recipients()) > at_kill + 1,
+        timeout=15,
+        message="sending did not resume within 15 s of the restart",
+    )
     assert time.monotonic() - killed_at < 15
     wait_until(lambda: broadcast_status(broadcast.id) == "sent", timeout=60)
 
@@ -58,7 +62,8 @@ def test_sigkill_mid_broadcast_then_restart_finishes_without_duplicates(
 
 
 def test_sigterm_finishes_quickly_loses_nothing_and_restart_continues(
-        app, app_config, smtp_server, worker_factory):
+    app, app_config, smtp_server, worker_factory
+):
     app_config["SEND_DELAY_MS"] = 20
     weekly = make_list(db.session, 100)
     broadcast = start_broadcast(app, weekly)
@@ -79,7 +84,8 @@ def test_sigterm_finishes_quickly_loses_nothing_and_restart_continues(
 
 
 def test_a_second_worker_waits_for_the_lease_and_never_sends_beside_the_first(
-        app, app_config, smtp_server, worker_factory):
+    app, app_config, smtp_server, worker_factory
+):
     app_config["SEND_DELAY_MS"] = 30
     weekly = make_list(db.session, 60)
     broadcast = start_broadcast(app, weekly)
@@ -126,8 +132,9 @@ def test_worker_at_start_repairs_rows_left_in_flight(app, app_config, smtp_serve
     weekly = make_list(db.session, 4)
     broadcast = start_broadcast(app, weekly, enqueue=False)
     # A crash between claim and outcome: two rows claimed, then the process died.
-    rows = db.session.execute(select(Delivery.id, Delivery.subscriber_id).order_by(Delivery.id)
-                              .limit(2)).all()
+    rows = db.session.execute(
+        select(Delivery.id, Delivery.subscriber_id).order_by(Delivery.id).limit(2)
+    ).all()
     ledger.claim(db.session, broadcast.id, rows)
     db.session.execute(update(Broadcast).where(Broadcast.id == broadcast.id).values(status="sending"))
     db.session.commit()

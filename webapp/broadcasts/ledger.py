@@ -105,8 +105,9 @@ def transition(
     return [c.delivery_id for c in moved]
 
 
-def claim(session: Session, broadcast_id: int, rows: Sequence[tuple[int, int | None]],
-          now: datetime | None = None) -> list[int]:
+def claim(
+    session: Session, broadcast_id: int, rows: Sequence[tuple[int, int | None]], now: datetime | None = None
+) -> list[int]:
     """pending -> sending for a small batch; the caller commits before any SMTP conversation."""
     now = now or utcnow()
     changes = [
@@ -116,9 +117,11 @@ def claim(session: Session, broadcast_id: int, rows: Sequence[tuple[int, int | N
     return transition(session, broadcast_id, changes, source="pending", target="sending", now=now)
 
 
-def broadcast_event(session: Session, broadcast_id: int, kind: str, detail: str = "",
-                    data: dict[str, Any] | None = None) -> None:
+def broadcast_event(
+    session: Session, broadcast_id: int, kind: str, detail: str = "", data: dict[str, Any] | None = None
+) -> None:
     session.execute(
-        insert(Event).values(kind=kind, broadcast_id=broadcast_id, detail=detail, data=data,
-                             created_at=utcnow())
+        insert(Event).values(
+            kind=kind, broadcast_id=broadcast_id, detail=detail, data=data, created_at=utcnow()
+        )
     )

@@ -80,21 +80,36 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
     settings = get_settings(session)
     from_name, from_email = sender_identity(session, default_from)
     frozen = freeze_content(
-        subject=broadcast.subject, preheader=broadcast.preheader, body_markdown=broadcast.body,
-        from_name=from_name, from_email=from_email, postal_address=settings.postal_address,
+        subject=broadcast.subject,
+        preheader=broadcast.preheader,
+        body_markdown=broadcast.body,
+        from_name=from_name,
+        from_email=from_email,
+        postal_address=settings.postal_address,
     )
     revision = Revision(
-        broadcast_id=broadcast.id, subject=broadcast.subject, preheader=broadcast.preheader,
-        body_markdown=broadcast.body, html_template=frozen.html_template,
-        text_template=frozen.text_template, from_name=from_name, from_email=from_email,
+        broadcast_id=broadcast.id,
+        subject=broadcast.subject,
+        preheader=broadcast.preheader,
+        body_markdown=broadcast.body,
+        html_template=frozen.html_template,
+        text_template=frozen.text_template,
+        from_name=from_name,
+        from_email=from_email,
         postal_address=settings.postal_address,
     )
     session.add(revision)
     return revision
 
 
-def send_broadcast(session: Session, broadcast_id: int, *, default_from: str,
-                   allowed_from: tuple[str, ...] = ("draft",), enqueue: bool = True) -> Broadcast:
+def send_broadcast(
+    session: Session,
+    broadcast_id: int,
+    *,
+    default_from: str,
+    allowed_from: tuple[str, ...] = ("draft",),
+    enqueue: bool = True,
+) -> Broadcast:
     """Freeze the content, snapshot the audience into pending deliveries, queue it."""
     broadcast = get_broadcast(session, broadcast_id)
     if not broadcast.subject.strip():
@@ -124,17 +139,21 @@ def send_broadcast(session: Session, broadcast_id: int, *, default_from: str,
                     literal(0, Delivery.attempts.type),
                 )
                 .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
-                .where(and_(Subscription.list_id == broadcast.list_id,
-                            Subscription.status == "active",
-                            Subscriber.suppression.is_(None))),
+                .where(
+                    and_(
+                        Subscription.list_id == broadcast.list_id,
+                        Subscription.status == "active",
+                        Subscriber.suppression.is_(None),
+                    )
+                ),
             )
         )
         # (Counted in the same transaction: psycopg reports no rowcount for INSERT ... SELECT.)
-        total = session.scalar(select(func.count()).select_from(Delivery)
-                               .where(Delivery.broadcast_id == broadcast_id))
+        total = session.scalar(
+            select(func.count()).select_from(Delivery).where(Delivery.broadcast_id == broadcast_id)
+        )
         session.execute(
-            update(Broadcast).where(Broadcast.id == broadcast_id)
-            .values(total=total, pending_count=total)
+            update(Broadcast).where(Broadcast.id == broadcast_id).values(total=total, pending_count=total)
         )
         ledger.broadcast_event(session, broadcast_id, "queued", f"{total} recipients")
         session.commit()
@@ -151,7 +170,8 @@ def schedule_broadcast(session: Session, broadcast_id: int, at_utc: datetime) ->
     if at_utc <= utcnow():
         raise ValidationError("Choose a time in the future.")
     changed = session.execute(
-        update(Broadcast).where(Broadcast.id == broadcast_id, Broadcast.status == "draft")
+        update(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status == "draft")
         .values(status="scheduled", scheduled_at=at_utc, updated_at=utcnow())
     ).rowcount
     if changed != 1:
@@ -165,7 +185,8 @@ def schedule_broadcast(session: Session, broadcast_id: int, at_utc: datetime) ->
 
 def unschedule_broadcast(session: Session, broadcast_id: int) -> Broadcast:
     changed = session.execute(
-        update(Broadcast).where(Broadcast.id == broadcast_id, Broadcast.status == "scheduled")
+        update(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status == "scheduled")
         .values(status="draft", scheduled_at=None, updated_at=utcnow())
     ).rowcount
     if changed != 1:
@@ -179,7 +200,8 @@ def unschedule_broadcast(session: Session, broadcast_id: int) -> Broadcast:
 
 def pause_broadcast(session: Session, broadcast_id: int, reason: str = PAUSE_BY_OWNER) -> Broadcast:
     changed = session.execute(
-        update(Broadcast).where(Broadcast.id == broadcast_id, Broadcast.status.in_(ACTIVE))
+        update(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status.in_(ACTIVE))
         .values(status="paused", pause_reason=reason, notice=None, updated_at=utcnow())
     ).rowcount
     if changed != 1:
@@ -194,7 +216,8 @@ def pause_broadcast(session: Session, broadcast_id: int, reason: str = PAUSE_BY_
 def resume_broadcast(session: Session, broadcast_id: int) -> Broadcast:
     """Continue from the rows still pending; never restart (invariant 7)."""
     changed = session.execute(
-        update(Broadcast).where(Broadcast.id == broadcast_id, Broadcast.status == "paused")
+        update(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status == "paused")
         .values(status="queued", pause_reason=None, auto_resumes=0, updated_at=utcnow())
     ).rowcount
     if changed != 1:
@@ -212,8 +235,9 @@ def cancel_broadcast(session: Session, broadcast_id: int) -> Broadcast:
     now = utcnow()
     changed = session.execute(
         update(Broadcast)
-        .where(Broadcast.id == broadcast_id,
-               Broadcast.status.in_(("scheduled", "queued", "sending", "paused")))
+        .where(
+            Broadcast.id == broadcast_id, Broadcast.status.in_(("scheduled", "queued", "sending", "paused"))
+        )
         .values(status="cancelled", finished_at=now, notice=None, updated_at=now)
     ).rowcount
     if changed != 1:
@@ -224,10 +248,14 @@ def cancel_broadcast(session: Session, broadcast_id: int) -> Broadcast:
     session.execute(
         insert(Event).from_select(
             ["kind", "broadcast_id", "delivery_id", "subscriber_id", "detail", "created_at"],
-            select(literal("skipped", Event.kind.type), Delivery.broadcast_id, Delivery.id,
-                   Delivery.subscriber_id, literal("cancelled", Event.detail.type),
-                   literal(now, Event.created_at.type))
-            .where(Delivery.broadcast_id == broadcast_id, Delivery.status == "pending"),
+            select(
+                literal("skipped", Event.kind.type),
+                Delivery.broadcast_id,
+                Delivery.id,
+                Delivery.subscriber_id,
+                literal("cancelled", Event.detail.type),
+                literal(now, Event.created_at.type),
+            ).where(Delivery.broadcast_id == broadcast_id, Delivery.status == "pending"),
         )
     )
     moved = session.execute(
@@ -258,11 +286,17 @@ def retry_deliveries(session: Session, broadcast_id: int, *, which: str) -> int:
         raise Conflict("Only a broadcast that has been sent can send again.")
     now = utcnow()
     rows = session.execute(
-        select(Delivery.id, Delivery.subscriber_id)
-        .where(Delivery.broadcast_id == broadcast_id, condition)
+        select(Delivery.id, Delivery.subscriber_id).where(Delivery.broadcast_id == broadcast_id, condition)
     ).all()
-    changes = [ledger.Change(d, s, {"attempts": 0, "next_attempt_at": None, "error_class": None},
-                             detail=f"sent again by the owner (was {source})") for d, s in rows]
+    changes = [
+        ledger.Change(
+            d,
+            s,
+            {"attempts": 0, "next_attempt_at": None, "error_class": None},
+            detail=f"sent again by the owner (was {source})",
+        )
+        for d, s in rows
+    ]
     moved = ledger.transition(session, broadcast_id, changes, source=source, target="pending", now=now)
     if moved:
         session.execute(
@@ -292,8 +326,11 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
     else:
         from_name, from_email = sender_identity(session, default_from)
         frozen = freeze_content(
-            subject=broadcast.subject, preheader=broadcast.preheader,
-            body_markdown=broadcast.body, from_name=from_name, from_email=from_email,
+            subject=broadcast.subject,
+            preheader=broadcast.preheader,
+            body_markdown=broadcast.body,
+            from_name=from_name,
+            from_email=from_email,
             postal_address=get_settings(session).postal_address,
         )
         subject, html_t, text_t = broadcast.subject, frozen.html_template, frozen.text_template
@@ -301,8 +338,12 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
         email=address, name="", attributes={}, unsubscribe_url="#test-send"
     )
     message = queue_transactional(
-        session, kind="test", to_email=address, subject=f"[Test] {rendered.subject}",
-        html=rendered.html, text=rendered.text,
+        session,
+        kind="test",
+        to_email=address,
+        subject=f"[Test] {rendered.subject}",
+        html=rendered.html,
+        text=rendered.text,
         headers={"From-Name": from_name, "From-Email": from_email},
         broadcast_id=broadcast_id,
     )
