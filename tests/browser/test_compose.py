@@ -2,6 +2,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import OWNER_EMAIL, OWNER_PASSWORD
+from webapp.broadcasts import drafts
 from webapp.extensions import db
 from webapp.models import Broadcast, MailingList
 from webapp.site_settings import update_settings
@@ -86,3 +87,32 @@ def test_compose_with_live_preview_then_save(page: Page, live_server, owner, scr
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"{path} scrolls sideways by {overflow}px on a phone"
     assert csp_errors == []
+
+
+def test_leaving_before_autosave_asks_first(page: Page, live_server, owner):
+    mailing_list = MailingList(name="Monthly news")
+    db.session.add(mailing_list)
+    db.session.commit()
+    draft = drafts.create_draft(db.session, list_id=mailing_list.id, subject="Draft")
+    sign_in(page, live_server.url)
+    page.goto(f"{live_server.url}/broadcasts/{draft.id}/edit")
+    expect(page.locator("#save-status")).to_contain_text("Saved at")
+    dialogs: list[str] = []
+
+    def dismiss(dialog):
+        dialogs.append(dialog.type)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
+    # Leaving within the autosave delay: the browser asks, and staying keeps the text.
+    page.get_by_label("Body (Markdown)").fill("Words not stored yet")
+    with page.expect_event("dialog"):
+        page.get_by_role("link", name="All broadcasts").click(no_wait_after=True)
+    assert dialogs == ["beforeunload"]
+    expect(page).to_have_url(f"{live_server.url}/broadcasts/{draft.id}/edit")
+    expect(page.get_by_label("Body (Markdown)")).to_have_value("Words not stored yet")
+    # Once autosave has stored them, leaving is silent.
+    expect(page.frame_locator("#preview-frame").get_by_text("Words not stored yet")).to_be_visible()
+    page.get_by_role("link", name="All broadcasts").click()
+    expect(page.get_by_role("heading", name="Broadcasts", exact=True)).to_be_visible()
+    assert dialogs == ["beforeunload"]
