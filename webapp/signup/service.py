@@ -50,7 +50,8 @@ def _serializer() -> URLSafeTimedSerializer:
 
 
 def _stamp(moment: datetime) -> int:
-    return calendar.timegm(moment.timetuple())
+    """Microseconds since the epoch: both databases keep confirmation_sent_at to the µs."""
+    return calendar.timegm(moment.timetuple()) * 1_000_000 + moment.microsecond
 
 
 def make_token(subscriber_id: int, list_id: int, sent_at: datetime) -> str:
