@@ -33,6 +33,13 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     if environ is None:
         environ = {**dotenv_values(REPO_ROOT / ".env"), **os.environ}
     app.config.update(load_config(Path(app.instance_path), environ, overrides))
+    if app.config["TRUSTED_PROXY_COUNT"]:
+        # Behind a reverse proxy: take the client address from X-Forwarded-For, so per-IP
+        # limits (login, sign-up, unsubscribe) count clients, not the proxy.
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        count = app.config["TRUSTED_PROXY_COUNT"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=count, x_proto=count, x_host=count)  # type: ignore[method-assign]
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(REPO_ROOT / "migrations"), render_as_batch=True, compare_type=True)

@@ -42,6 +42,9 @@ ENV_VARS = (
     "METRICS_TOKEN",
     "LOG_FORMAT",
     "BROADSIDE_NAMESPACE",
+    "SNS_TOPIC_ARNS",
+    "TRUSTED_PROXY_COUNT",
+    "RETRY_BASE_SECONDS",
 )
 
 
@@ -110,6 +113,9 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "METRICS_TOKEN": "",
         "LOG_FORMAT": "plain",
         "BROADSIDE_NAMESPACE": "broadside",
+        "SNS_TOPIC_ARNS": "",
+        "TRUSTED_PROXY_COUNT": "0",
+        "RETRY_BASE_SECONDS": "30",
     }
     raw.update({k: v for k, v in environ.items() if k in ENV_VARS and v != ""})
     raw.update(overrides)
@@ -140,6 +146,20 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     if not namespace.replace("-", "").replace("_", "").isalnum():
         raise ConfigError("BROADSIDE_NAMESPACE", "may hold only letters, digits, - and _")
     config["BROADSIDE_NAMESPACE"] = namespace
+
+    arns = [a.strip() for a in str(raw["SNS_TOPIC_ARNS"] or "").split(",") if a.strip()]
+    for arn in arns:
+        if not arn.startswith("arn:aws:sns:") or arn.count(":") != 5:
+            raise ConfigError("SNS_TOPIC_ARNS", f"must be comma-separated SNS topic ARNs, got {arn!r}")
+    config["SNS_TOPIC_ARNS"] = ",".join(arns)
+    config["TRUSTED_PROXY_COUNT"] = _int("TRUSTED_PROXY_COUNT", raw["TRUSTED_PROXY_COUNT"])
+    try:
+        retry_base = float(str(raw["RETRY_BASE_SECONDS"]))
+    except ValueError:
+        raise ConfigError("RETRY_BASE_SECONDS", f"must be a number of seconds, got {raw['RETRY_BASE_SECONDS']!r}") from None
+    if not 0 < retry_base <= 3600:
+        raise ConfigError("RETRY_BASE_SECONDS", "must be between 0 and 3600")
+    config["RETRY_BASE_SECONDS"] = retry_base
 
     secret = raw.get("SECRET_KEY") or _secret_key(instance_path)
     if len(str(secret)) < 16:

@@ -98,3 +98,32 @@ def test_security_headers_on_pages(client):
     assert "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp
     assert response.headers["X-Content-Type-Options"] == "nosniff"
     assert response.headers["Referrer-Policy"]
+
+
+def test_anonymous_error_pages_set_no_cookie(client, owner):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 404
+    assert "Set-Cookie" not in response.headers
+    response = client.get("/u/garbage-token")
+    assert "Set-Cookie" not in response.headers
+
+
+def test_proxy_count_makes_per_ip_limits_count_clients(app_config):
+    from webapp import create_app
+    from webapp.extensions import db
+
+    app = create_app({**app_config, "TRUSTED_PROXY_COUNT": "1"}, environ={})
+    seen = []
+
+    @app.route("/whoami-ip")
+    def whoami_ip():
+        from flask import request
+
+        seen.append(request.remote_addr)
+        return "ok"
+
+    whoami_ip.broadside_public = True
+    app.test_client().get("/whoami-ip", headers={"X-Forwarded-For": "203.0.113.9"})
+    with app.app_context():
+        db.engine.dispose()
+    assert seen == ["203.0.113.9"]

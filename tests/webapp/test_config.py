@@ -48,6 +48,9 @@ def test_postgres_urls_use_psycopg3(tmp_path, url):
         ("MAIL_FROM", "nobody"),
         ("SECRET_KEY", "short"),
         ("LOG_FORMAT", "xml"),
+        ("SNS_TOPIC_ARNS", "not-an-arn"),
+        ("TRUSTED_PROXY_COUNT", "two"),
+        ("RETRY_BASE_SECONDS", "0"),
     ],
 )
 def test_malformed_value_names_the_variable(tmp_path, variable, value):
