@@ -136,7 +136,9 @@ def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_nam
     """Render the layout once, leaving merge fields for `CompiledRevision.render`.
 
     Raises ValidationError (MergeError) with a message naming the field and line when the
-    subject, preheader or body has merge syntax that is wrong or not allowed.
+    subject, preheader or body has merge syntax that is wrong or not allowed. `from_email` is
+    part of the frozen identity (the worker's envelope and From); the layout prints only the
+    name and the postal address.
     """
     check_merge_fields(subject, "subject")
     check_merge_fields(preheader, "preheader")
