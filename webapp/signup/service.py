@@ -97,8 +97,9 @@ def sign_up(session: Session, list_id: int, email: str | None, name: str | None 
         .values(subscriber_id=subscriber.id, list_id=list_id, status="unconfirmed",
                 created_at=utcnow())
         .on_conflict_do_nothing(index_elements=["subscriber_id", "list_id"])
-    )
-    if inserted.rowcount:
+        .returning(Subscription.__table__.c.id)
+    ).first()
+    if inserted is not None:
         record_event(session, "subscribed", subscriber.id, list_id,
                      detail="sign-up form, waiting for confirmation")
     now = utcnow()

@@ -24,7 +24,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
-from webapp.errors import NotFound, ValidationError
+from webapp.errors import DomainError, NotFound, ValidationError
 from webapp.models import Event, Import, ImportRejection, MailingList, Subscriber, Subscription
 from webapp.subscribers.csvfile import (
     HEADER_SNIFF_BYTES,
@@ -40,6 +40,10 @@ from webapp.timeutil import utcnow
 BATCH_SIZE = 1000
 CHUNK = 1024 * 1024
 log = logging.getLogger(__name__)
+
+
+class FileTooLarge(DomainError):
+    status_code = 413
 
 
 def import_dir(instance_path: str | Path) -> Path:
@@ -62,7 +66,7 @@ def receive_upload(session: Session, list_id: int, filename: str, stream: IO[byt
             while chunk := stream.read(CHUNK):
                 size += len(chunk)
                 if size > max_bytes:
-                    raise ValidationError(
+                    raise FileTooLarge(
                         f"The file is larger than the import limit of {_human(max_bytes)}."
                     )
                 out.write(chunk)

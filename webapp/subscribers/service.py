@@ -130,13 +130,14 @@ def get_or_create_subscriber(session: Session, email: str, name: str = "",
                              attributes: dict[str, Any] | None = None) -> tuple[Subscriber, bool]:
     """The subscriber with this (normalised) address, created if new; race-safe."""
     table = Subscriber.__table__
-    result = session.execute(
+    # RETURNING says whether this INSERT made the row (rowcount is -1 on psycopg here).
+    created = session.execute(
         dialect_insert(session, table)
         .values(email=email, name=name, attributes=attributes or {}, created_at=utcnow(),
                 soft_bounce_count=0)
         .on_conflict_do_nothing(index_elements=["email"])
-    )
-    created = bool(result.rowcount)
+        .returning(table.c.id)
+    ).first() is not None
     subscriber = session.scalar(
         select(Subscriber).where(Subscriber.email == email)
         .execution_options(populate_existing=True)
@@ -160,12 +161,13 @@ def add_to_lists(session: Session, subscriber_id: int, list_ids: list[int], *,
     for list_id in dict.fromkeys(list_ids):
         if list_id in existing:
             continue
-        result = session.execute(
+        inserted = session.execute(
             dialect_insert(session, Subscription.__table__)
             .values(subscriber_id=subscriber_id, list_id=list_id, status=status, created_at=now)
             .on_conflict_do_nothing(index_elements=["subscriber_id", "list_id"])
-        )
-        if result.rowcount:
+            .returning(Subscription.__table__.c.id)
+        ).first()
+        if inserted is not None:
             created.append(list_id)
             record_event(session, "subscribed", subscriber_id, list_id, detail=f"added by {source}")
     return created

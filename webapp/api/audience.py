@@ -1,0 +1,125 @@
+"""The audience API: lists, subscribers and CSV import (contract in issue 3).
+
+- POST /api/lists {"name"} -> 201 {"id", "name"}
+- GET /api/lists -> 200 [{"id", "name", "counts": {"active", "unconfirmed", "unsubscribed"}}]
+- POST /api/subscribers {"email", "name"?, "lists": [int], "attributes"?}
+  -> 201 {"id", "email"} (new) or 200 (known address; the lists are added as active)
+- GET /api/subscribers/<id>, DELETE /api/subscribers/<id> (erases)
+- POST /api/lists/<id>/import (multipart `file`) -> 200 {"imported", "updated", "rejected": [...]}
+Bad input is 422 {"error"}, unknown ids 404 {"error"}.
+"""
+
+from __future__ import annotations
+
+from flask import current_app, jsonify, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from webapp.api import bp, json_body
+from webapp.errors import ValidationError
+from webapp.extensions import db
+from webapp.lists import service as lists
+from webapp.subscribers import importer
+from webapp.subscribers import service as subscribers
+
+# The API imports synchronously, so it takes smaller files than the web form.
+DEFAULT_API_IMPORT_BYTES = 10 * 1024 * 1024
+
+
+def _iso(moment) -> str | None:
+    return moment.isoformat() + "Z" if moment else None
+
+
+def _int_list(value) -> list[int]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        raise ValidationError('"lists" must be an array of list ids (integers).')
+    return value
+
+
+def _optional_str(data: dict, key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValidationError(f'"{key}" must be a string.')
+    return value
+
+
+@bp.route("/lists", methods=["POST"])
+def api_create_list():
+    data = json_body()
+    name = _optional_str(data, "name")
+    created = lists.create_list(db.session, name, _optional_str(data, "description") or "")
+    return jsonify(id=created.id, name=created.name), 201
+
+
+@bp.route("/lists", methods=["GET"])
+def api_lists():
+    return jsonify([
+        {"id": s.list.id, "name": s.list.name, "counts": {
+            "active": s.counts["active"], "unconfirmed": s.counts["unconfirmed"],
+            "unsubscribed": s.counts["unsubscribed"]}}
+        for s in lists.list_summaries(db.session)
+    ])
+
+
+@bp.route("/subscribers", methods=["POST"])
+def api_save_subscriber():
+    data = json_body()
+    email = data.get("email")
+    if not isinstance(email, str):
+        raise ValidationError('"email" is required and must be a string.')
+    subscriber, created = subscribers.save_subscriber(
+        db.session, email=email, name=_optional_str(data, "name"),
+        attributes=data.get("attributes"), list_ids=_int_list(data.get("lists", [])),
+        source="api",
+    )
+    return jsonify(id=subscriber.id, email=subscriber.email), 201 if created else 200
+
+
+@bp.route("/subscribers/<int:subscriber_id>", methods=["GET"])
+def api_subscriber(subscriber_id: int):
+    subscriber = subscribers.get_subscriber(db.session, subscriber_id)
+    return jsonify(
+        id=subscriber.id, email=subscriber.email, name=subscriber.name,
+        attributes=subscriber.attributes or {}, created_at=_iso(subscriber.created_at),
+        suppression=subscriber.suppression, suppressed_at=_iso(subscriber.suppressed_at),
+        subscriptions=[
+            {"list_id": s.list_id, "list": s.list_name, "status": s.status,
+             "created_at": _iso(s.created_at), "confirmed_at": _iso(s.confirmed_at),
+             "unsubscribed_at": _iso(s.unsubscribed_at), "unsubscribe_source": s.unsubscribe_source}
+            for s in subscribers.subscriptions_of(db.session, subscriber_id)
+        ],
+    )
+
+
+@bp.route("/subscribers/<int:subscriber_id>", methods=["DELETE"])
+def api_erase_subscriber(subscriber_id: int):
+    subscribers.erase(db.session, subscriber_id)
+    return "", 204
+
+
+@bp.route("/lists/<int:list_id>/import", methods=["POST"])
+def api_import(list_id: int):
+    lists.get_list(db.session, list_id)
+    limit = min(current_app.config["MAX_IMPORT_BYTES"],
+                int(current_app.config.get("API_IMPORT_MAX_BYTES", DEFAULT_API_IMPORT_BYTES)))
+    too_large = importer.FileTooLarge(
+        f"The file is larger than the API import limit of {limit:,} bytes; "
+        "use the import page for bigger files."
+    )
+    if request.content_length and request.content_length > limit + 64 * 1024:
+        raise too_large
+    try:
+        upload = request.files.get("file")
+    except RequestEntityTooLarge:
+        raise too_large from None
+    if upload is None:
+        raise ValidationError('Send the CSV as a multipart form field named "file".')
+    record, rejections = importer.import_now(
+        db.session, list_id, upload.filename or "", upload.stream,
+        instance_path=current_app.instance_path, max_bytes=limit,
+    )
+    return jsonify(
+        imported=record.imported, updated=record.updated,
+        rejected=[{"line": r.line, "reason": r.reason} for r in rejections],
+    )
