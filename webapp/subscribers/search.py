@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import and_, exists, func, or_, select, text
+from sqlalchemy import and_, exists, or_, select, text
 from sqlalchemy.orm import Session
 
 from webapp.models import MailingList, Subscriber, Subscription
@@ -96,15 +96,20 @@ def filter_clauses(session: Session, filters: Filters) -> list:
     if filters.q:
         needle = filters.q.lower()
         pattern = _escape_like(needle)
+        # Addresses are stored lower-cased. For names, SQLite's LIKE already ignores ASCII case
+        # (as its lower() would: both are ASCII-only) and costs half as much without lower();
+        # PostgreSQL has ILIKE.
+        sqlite = session.get_bind().dialect.name == "sqlite"
+        name_like = Subscriber.name.like if sqlite else Subscriber.name.ilike
         if filters.match == "prefix":
             email_match = Subscriber.email.like(pattern + "%", escape="\\")
             if _ordered_collation(session):
                 email_match = and_(Subscriber.email >= needle,
                                    Subscriber.email < _prefix_upper_bound(needle), email_match)
-            name_match = func.lower(Subscriber.name).like(pattern + "%", escape="\\")
+            name_match = name_like(pattern + "%", escape="\\")
         else:
             email_match = Subscriber.email.like("%" + pattern + "%", escape="\\")
-            name_match = func.lower(Subscriber.name).like("%" + pattern + "%", escape="\\")
+            name_match = name_like("%" + pattern + "%", escape="\\")
         # An "@" never appears in a name: search the (indexed) address alone.
         clauses.append(email_match if "@" in needle else or_(email_match, name_match))
     status = filters.status
