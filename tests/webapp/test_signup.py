@@ -180,3 +180,24 @@ def test_the_list_page_offers_an_embeddable_form(logged_in_client, weekly):
     assert "&lt;form method=&#34;post&#34; action=&#34;http://localhost:5000/join/" in snippet \
         or '&lt;form method="post" action="http://localhost:5000/join/' in snippet
     assert "website" in snippet and "<form" not in snippet
+
+
+def test_public_pages_set_no_cookie(client, weekly):
+    assert "Set-Cookie" not in client.get(f"/join/{weekly}").headers
+    response = join(client, weekly, "reader@example.com")
+    assert "Set-Cookie" not in response.headers
+    [link] = confirmation_links()
+    assert "Set-Cookie" not in client.get(link).headers
+    assert "Set-Cookie" not in client.post(link).headers
+
+
+@pytest.fixture
+def redis_down(app_config):
+    app_config["REDIS_URL"] = "redis://127.0.0.1:1/0"  # nothing listens there
+
+
+def test_sign_up_still_works_while_redis_is_down(redis_down, client, weekly):
+    response = join(client, weekly, "reader@example.com")
+    assert response.status_code == 200 and "Check your inbox" in response.text
+    # The confirmation waits as a pending row; the worker sends pending rows when it starts.
+    assert db.session.scalar(select(TransactionalMessage.status)) == "pending"
