@@ -8,8 +8,10 @@ a duplicated or retried job does nothing; the uploaded file is deleted when the 
 from __future__ import annotations
 
 from flask import current_app
+from sqlalchemy import select, update
 
 from webapp.extensions import db
+from webapp.models import Import
 from webapp.subscribers import importer
 
 
@@ -19,3 +21,38 @@ def run_import_job(import_id: int) -> None:
         importer.process(db.session, import_id, path)
     finally:
         db.session.remove()
+
+
+def enqueue_import(import_id: int) -> None:
+    from jobs.queues import get_queue
+
+    get_queue("imports").enqueue(
+        "jobs.imports.run_import_job", import_id, job_timeout=3600, result_ttl=0,
+        description=f"import {import_id}",
+    )
+
+
+def recover_interrupted_imports() -> int:
+    """Re-queue imports a dead worker left `queued` or `running`; returns how many.
+
+    Call it only when the worker starts, while it holds the sending lease: then no import can
+    really be running. Re-running is safe (every write is an upsert); the rows imported before
+    the interruption are counted as "updated" the second time. An import whose file is gone
+    is marked failed with a message saying to upload it again.
+    """
+    session = db.session
+    count = 0
+    stuck = session.scalars(
+        select(Import.id).where(Import.status.in_(("queued", "running")))
+    ).all()
+    for import_id in stuck:
+        if not importer.import_path(current_app.instance_path, import_id).exists():
+            importer.fail_import(session, import_id, "The import was interrupted and its file "
+                                                     "is gone; upload the file again.")
+            continue
+        session.execute(update(Import).where(Import.id == import_id, Import.status == "running")
+                        .values(status="queued"))
+        session.commit()
+        enqueue_import(import_id)
+        count += 1
+    return count

@@ -254,3 +254,25 @@ def test_an_import_into_a_deleted_list_fails_visibly(always_background, logged_i
     assert record.status == "failed" and "deleted" in record.error
     page = logged_in_client.get(f"/subscribers/imports/{record_id}")
     assert "The import failed" in page.text
+
+
+def test_imports_a_dead_worker_left_behind_are_recovered_at_worker_start(
+        always_background, logged_in_client, weekly, app):
+    from jobs.imports import recover_interrupted_imports
+
+    upload(logged_in_client, weekly.id, b"email\none@example.com\ntwo@example.com\n")
+    upload(logged_in_client, weekly.id, b"email\nthree@example.com\n")
+    interrupted, lost = (r.id for r in db.session.scalars(select(Import).order_by(Import.id)))
+    # Simulate a worker killed mid-import: one row claimed, the queue emptied, one file lost.
+    db.session.execute(Import.__table__.update().where(Import.id == interrupted)
+                       .values(status="running"))
+    db.session.commit()
+    get_queue("imports").empty()
+    (Path(app.instance_path) / "imports" / f"{lost}.csv").unlink()
+
+    assert recover_interrupted_imports() == 1
+    run_imports_queue(app)
+    db.session.expire_all()
+    done, failed = db.session.get(Import, interrupted), db.session.get(Import, lost)
+    assert (done.status, done.imported) == ("done", 2)
+    assert failed.status == "failed" and "upload the file again" in failed.error

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Table, delete, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from webapp.accounts import normalise_email
@@ -217,7 +218,11 @@ def update_subscriber(session: Session, subscriber_id: int, *, email: str | None
     subscriber.email = email
     subscriber.name = name
     subscriber.attributes = attributes
-    session.commit()
+    try:
+        session.commit()
+    except IntegrityError:  # the address was taken between the check and the write
+        session.rollback()
+        raise Conflict(f"Another subscriber already has the address {email}.") from None
     return subscriber
 
 

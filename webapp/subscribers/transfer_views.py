@@ -18,7 +18,7 @@ from flask_wtf.file import FileField, FileRequired
 from werkzeug.exceptions import RequestEntityTooLarge
 from wtforms import SelectField
 
-from jobs.queues import get_queue
+from jobs.imports import enqueue_import
 from webapp.errors import DomainError
 from webapp.extensions import db
 from webapp.lists.service import all_lists, get_list
@@ -32,13 +32,6 @@ DEFAULT_INLINE_IMPORT_BYTES = 1024 * 1024
 class ImportForm(FlaskForm):
     list_id = SelectField("Into list", coerce=int)
     file = FileField("CSV file", validators=[FileRequired("Choose a CSV file to upload.")])
-
-
-def enqueue_import(import_id: int) -> None:
-    get_queue("imports").enqueue(
-        "jobs.imports.run_import_job", import_id, job_timeout=3600, result_ttl=0,
-        description=f"import {import_id}",
-    )
 
 
 def _import_form(formdata: bool = True) -> ImportForm:
