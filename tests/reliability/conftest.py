@@ -1,0 +1,172 @@
+"""The reliability suite's tools: a private Redis that can be flushed and restarted, an SMTP
+server that can go away and come back on the same port, and the checks every chaos test ends
+with (nobody got two copies, every row is final, every `sent` row was received, the counters
+agree with the rows)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiosmtpd.controller import Controller
+from redis import Redis
+from redis.exceptions import RedisError
+from sqlalchemy import select
+
+from tests.jobs.conftest import counters, statuses
+from tests.smtp_server import RecordingHandler, SmtpServer, free_port
+from webapp.extensions import db
+from webapp.models import Broadcast, Delivery, Subscriber
+
+TERMINAL = {"sent", "skipped", "failed", "unknown"}
+
+
+# ---------------------------------------------------------------- checks
+
+def broadcast_row(broadcast_id: int) -> Broadcast:
+    db.session.expire_all()
+    broadcast = db.session.get(Broadcast, broadcast_id)
+    db.session.commit()
+    return broadcast
+
+
+def broadcast_status(broadcast_id: int) -> str:
+    db.session.expire_all()
+    status = db.session.scalar(select(Broadcast.status).where(Broadcast.id == broadcast_id))
+    db.session.commit()
+    return status
+
+
+def emails_by_status(broadcast_id: int) -> dict[str, set[str]]:
+    db.session.expire_all()
+    rows = db.session.execute(
+        select(Delivery.status, Subscriber.email)
+        .join(Subscriber, Subscriber.id == Delivery.subscriber_id)
+        .where(Delivery.broadcast_id == broadcast_id)
+    ).all()
+    db.session.commit()
+    result: dict[str, set[str]] = {}
+    for status, email in rows:
+        result.setdefault(status, set()).add(email)
+    return result
+
+
+def assert_nobody_twice(received: list[str]) -> None:
+    seen: set[str] = set()
+    twice = sorted({r for r in received if r in seen or seen.add(r)})
+    assert not twice, f"{len(twice)} addresses received two copies, e.g. {twice[:5]}"
+
+
+def assert_ledger_consistent(broadcast_id: int, received: list[str]) -> dict[str, int]:
+    """Every row final, every `sent` row really received, counters == GROUP BY of the rows."""
+    result = statuses(broadcast_id)
+    assert set(result) <= TERMINAL, f"rows not in a final state: {result}"
+    by_status = emails_by_status(broadcast_id)
+    missing = by_status.get("sent", set()) - set(received)
+    assert not missing, f"rows marked sent that the server never received: {sorted(missing)[:5]}"
+    for status in ("skipped", "failed"):
+        wrongly = by_status.get(status, set()) & set(received)
+        assert not wrongly, f"rows marked {status} that were received: {sorted(wrongly)[:5]}"
+    assert counters(broadcast_id) == result, "the broadcast's counters disagree with its rows"
+    total = broadcast_row(broadcast_id).total
+    assert sum(result.values()) == total
+    return result
+
+
+# ---------------------------------------------------------------- a private Redis
+
+class PrivateRedis:
+    """A `redis-server` of our own on a free port: these tests flush and kill it, which the
+    shared Redis on 6379 (other tests' queues and leases) must never suffer."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port = free_port()
+        self.folder = folder
+        self.proc: subprocess.Popen | None = None
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._log = None
+
+    def start(self) -> PrivateRedis:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.folder / f"redis-{self.port}.log", "ab")  # noqa: SIM115 - closed in kill()
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.folder)],
+            stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 10
+        with self.client() as client:
+            while True:
+                try:
+                    client.ping()
+                    break
+                except RedisError:
+                    if time.monotonic() > deadline or self.proc.poll() is not None:
+                        raise AssertionError("the private redis-server did not start") from None
+                    time.sleep(0.02)
+        return self
+
+    def client(self) -> Redis:
+        return Redis.from_url(self.url, socket_timeout=5)
+
+    def flushall(self) -> None:
+        with self.client() as client:
+            client.flushall()
+
+    def kill(self) -> None:
+        """SIGKILL: everything in it is gone (no persistence), like a crashed Redis."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+
+@pytest.fixture
+def private_redis(tmp_path) -> Iterator[PrivateRedis]:
+    server = PrivateRedis(tmp_path / "redis").start()
+    yield server
+    server.kill()
+
+
+# ---------------------------------------------------------------- an SMTP server that can return
+
+class SmtpOnPort(SmtpServer):
+    """The recording SMTP server, on a port of our choosing: stop() it and start a new one on
+    the same port to make the mail server go away and come back (a Controller cannot restart)."""
+
+    def __init__(self, port: int | None = None, auth: tuple[str, str] | None = None) -> None:
+        super().__init__(auth=auth)
+        if port is not None:
+            self.port = port
+            kwargs: dict = {}
+            if auth is not None:
+                kwargs = {"authenticator": self._authenticate, "auth_require_tls": False,
+                          "auth_required": True}
+            self.controller = Controller(RecordingHandler(self), hostname=self.host, port=port, **kwargs)
+
+
+@pytest.fixture
+def own_smtp() -> Iterator:
+    """Make SMTP servers for one test (`own_smtp(port=..., auth=...)`); all stopped at the end."""
+    servers: list[SmtpOnPort] = []
+
+    def make(port: int | None = None, auth: tuple[str, str] | None = None) -> SmtpOnPort:
+        server = SmtpOnPort(port, auth).start()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        try:
+            server.stop()
+        except (AssertionError, RuntimeError):
+            pass  # already stopped by the test
