@@ -59,18 +59,27 @@ def child(workdir: Path, csv_path: Path) -> None:
     app = create_app(config(workdir), environ={})
     with app.app_context():
         mailing_list = create_list(db.session, "Bench")
-        started = time.perf_counter()
-        with open(csv_path, "rb") as stream:
-            record = importer.receive_upload(
-                db.session, mailing_list.id, csv_path.name, stream,
-                importer.import_dir(app.instance_path), app.config["MAX_IMPORT_BYTES"],
-            )
-        record = importer.process(db.session, record.id,
-                                  importer.import_path(app.instance_path, record.id))
-        elapsed = time.perf_counter() - started
+        baseline = peak_rss_mb()
+
+        def run_once():
+            started = time.perf_counter()
+            with open(csv_path, "rb") as stream:
+                record = importer.receive_upload(
+                    db.session, mailing_list.id, csv_path.name, stream,
+                    importer.import_dir(app.instance_path), app.config["MAX_IMPORT_BYTES"],
+                )
+            record = importer.process(db.session, record.id,
+                                      importer.import_path(app.instance_path, record.id))
+            return time.perf_counter() - started, record
+
+        elapsed, record = run_once()
+        peak = peak_rss_mb()
+        again, second = run_once()  # the same file again: every row already on the list
         print(json.dumps({
-            "seconds": elapsed, "peak_mb": peak_rss_mb(), "status": record.status,
-            "imported": record.imported, "rejected": record.rejected,
+            "seconds": elapsed, "peak_mb": peak, "baseline_mb": baseline,
+            "status": record.status, "imported": record.imported, "rejected": record.rejected,
+            "again_seconds": again, "again_updated": second.updated,
+            "again_imported": second.imported,
         }))
 
 
@@ -80,6 +89,7 @@ def main() -> int:
         workdir = Path(tmp)
         csv_path = workdir / "readers.csv"
         generate(csv_path, rows)
+        size_mb = csv_path.stat().st_size / 1e6
         from flask_migrate import upgrade
 
         from webapp import create_app
@@ -98,14 +108,16 @@ def main() -> int:
             print(result.stderr, file=sys.stderr)
             return 1
         figures = json.loads(result.stdout.strip().splitlines()[-1])
-    size_mb = rows * 45 / 1e6
     ok = (figures["seconds"] <= TARGET_SECONDS and figures["peak_mb"] < TARGET_MB
           and figures["imported"] == rows)
-    print(f"rows: {rows:,} (~{size_mb:.1f} MB CSV) status: {figures['status']}, "
+    print(f"rows: {rows:,} ({size_mb:.1f} MB CSV) status: {figures['status']}, "
           f"imported {figures['imported']:,}, rejected {figures['rejected']:,}")
     print(f"time: {figures['seconds']:.2f} s (target <= {TARGET_SECONDS:.0f} s)")
     print(f"peak RSS of the importing process: {figures['peak_mb']:.0f} MB "
-          f"(target < {TARGET_MB:.0f} MB)")
+          f"(target < {TARGET_MB:.0f} MB; {figures['baseline_mb']:.0f} MB before the import began)")
+    print(f"re-import of the same file: {figures['again_seconds']:.2f} s, "
+          f"{figures['again_imported']:,} imported, {figures['again_updated']:,} updated "
+          "(not a target; shows re-imports are idempotent and cheap)")
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

