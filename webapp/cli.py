@@ -82,3 +82,10 @@ def register_cli(app: Flask) -> None:
         from jobs.worker import run_worker
 
         sys.exit(run_worker(app, burst=burst))
+
+    @app.cli.command("doctor")
+    def doctor_command() -> None:
+        """Check configuration, database, Redis, worker, SMTP and BASE_URL; exit 0 only if all pass."""
+        from webapp.doctor import report
+
+        sys.exit(report(app, echo=click.echo))
