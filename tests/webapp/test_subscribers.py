@@ -241,3 +241,10 @@ def test_erase_asks_first_then_deletes_the_person_and_their_history(logged_in_cl
 def test_pages_for_an_unknown_subscriber_are_404(logged_in_client, app):
     for path in ("/subscribers/999", "/subscribers/999/edit", "/subscribers/999/delete"):
         assert logged_in_client.get(path).status_code == 404
+
+
+def test_attributes_from_the_api_show_as_json_on_the_page(logged_in_client, app):
+    subscriber, _ = service.save_subscriber(
+        db.session, email="api@example.com", attributes={"age": 41, "tags": ["a", "<b>"]})
+    page = logged_in_client.get(f"/subscribers/{subscriber.id}")
+    assert "<td>41</td>" in page.text and '["a", "\\u003cb\\u003e"]' in page.text
