@@ -9,7 +9,7 @@ from rq import SimpleWorker
 from sqlalchemy import func, select
 
 from jobs.queues import get_queue
-from tests.conftest import csrf_token_from
+from tests.conftest import csrf_token_from, wait_until
 from webapp.extensions import db
 from webapp.lists import service as lists
 from webapp.models import Event, Import, ImportRejection, Subscriber, Subscription
@@ -276,3 +276,23 @@ def test_imports_a_dead_worker_left_behind_are_recovered_at_worker_start(
     done, failed = db.session.get(Import, interrupted), db.session.get(Import, lost)
     assert (done.status, done.imported) == ("done", 2)
     assert failed.status == "failed" and "upload the file again" in failed.error
+
+
+def test_the_real_worker_process_runs_a_background_import(always_background, logged_in_client,
+                                                          weekly, app, worker_factory):
+    content = b"email\n" + b"".join(b"w%d@example.com\n" % i for i in range(1500))
+    upload(logged_in_client, weekly.id, content)
+    record_id = last_import().id
+    worker = worker_factory()
+
+    def finished():
+        db.session.expire_all()
+        return db.session.get(Import, record_id).status in ("done", "failed")
+
+    try:
+        wait_until(finished, timeout=30, message="the worker did not finish the import")
+    except AssertionError:
+        print(worker.output)
+        raise
+    record = db.session.get(Import, record_id)
+    assert (record.status, record.imported) == ("done", 1500), record.error
