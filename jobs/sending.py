@@ -333,7 +333,15 @@ class Slice:
             self.broadcast_id,
             f"Waiting for the hourly limit ({cap.limit} per hour): sending resumes at {when}.",
         )
+        waited_from = time.monotonic()
         self._sleep(max(0.0, min(free_at - time.time(), deadline - time.monotonic())))
+        try:  # metrics (issue 8): a running total in Redis of the time spent waiting for the cap
+            from webapp.metrics import add_wait_seconds
+
+            add_wait_seconds(cap.redis, self.rt.config["BROADSIDE_NAMESPACE"], "hourly",
+                             time.monotonic() - waited_from)
+        except RedisError:
+            pass
         if cap.free_at() is None:
             _set_notice(self.session, self.broadcast_id, None)
             return True

@@ -103,6 +103,7 @@ class Maintenance(threading.Thread):
         self.rt = rt
         self.on_lost = on_lost
         self.done = threading.Event()
+        self.pace_wait_flushed = 0.0
 
     def run(self) -> None:
         last_check = 0.0
@@ -131,8 +132,19 @@ class Maintenance(threading.Thread):
                 )
                 ensure_jobs(self.app, db.session, self.rt)
                 db.session.remove()
+            self.flush_pace_wait()
         except (RedisError, SQLAlchemyError) as exc:
             log.warning("maintenance skipped: %s", exc)
+
+    def flush_pace_wait(self) -> None:
+        """Metrics (issue 8): add the pacer's waiting since the last flush to a running total in
+        Redis, so /metrics reports it across worker restarts."""
+        from webapp.metrics import add_wait_seconds
+
+        waited = self.rt.pacer.waited_seconds
+        add_wait_seconds(self.rt.lease.redis, self.app.config["BROADSIDE_NAMESPACE"], "pace",
+                         waited - self.pace_wait_flushed)
+        self.pace_wait_flushed = waited
 
 
 def run_worker(app: Flask, burst: bool = False) -> int:
@@ -204,6 +216,10 @@ def run_worker(app: Flask, burst: bool = False) -> int:
     finally:
         maintenance.done.set()
         maintenance.join(5)
+        try:
+            maintenance.flush_pace_wait()  # metrics (issue 8): the last few seconds' waiting
+        except RedisError:
+            pass
         transport.close()
         if lost.is_set():
             exit_code = 1

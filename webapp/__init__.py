@@ -105,6 +105,9 @@ def _register_feature_blueprints(app: Flask) -> None:
     from webapp.broadcasts.views import bp as broadcasts_bp
 
     features.append((broadcasts_bp, ("broadcasts.index", "Broadcasts")))
+    from webapp.metrics import bp as metrics_bp
+
+    features.append((metrics_bp, None))
     for blueprint, nav in features:
         app.register_blueprint(blueprint)
         if nav:

@@ -1,0 +1,321 @@
+"""`GET /metrics`: Prometheus text format, read from the database and Redis at scrape time.
+
+Nothing is counted in process memory, so the figures survive a restart of the web process
+(and are the same whichever gunicorn worker answers). Sends by outcome come from the
+deliveries table, where every delivery records how it ended; the waiting times are running
+totals the worker adds to Redis.
+
+Access: with METRICS_TOKEN set, `Authorization: Bearer <METRICS_TOKEN>`; without it, only
+clients on this machine (a loopback peer that forwards for someone else does not count).
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from flask import Blueprint, Response, current_app, request
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+from redis import Redis
+from redis.exceptions import RedisError
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
+from rq.queue import Queue
+from sqlalchemy import case, func, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from jobs import queues
+from jobs.hourly import HourlyCap
+from webapp.doctor import last_smtp_check, worker_info
+from webapp.extensions import db, get_redis
+from webapp.models import Broadcast, Delivery, Event, Subscriber, TransactionalMessage
+from webapp.models.sending import BROADCAST_STATUSES
+from webapp.security import public
+
+bp = Blueprint("metrics", __name__)
+
+# Running totals the worker adds to (INCRBYFLOAT), in the installation's namespace.
+WAIT_KEYS = {"pace": "metrics:pace_wait_seconds", "hourly": "metrics:hourly_wait_seconds"}
+
+OUTCOMES = ("sent", "skipped", "failed", "unknown")
+# Skip reasons the pipeline writes (jobs.sending.skip_reason, cancel); anything else is "other",
+# so a free-text reason can never explode the number of series.
+SKIP_REASONS = (
+    "unsubscribed", "unconfirmed", "no longer on the list", "subscriber erased", "cancelled",
+    "suppressed: bounced", "suppressed: complained", "suppressed: blocked",
+)
+ATTEMPT_BUCKETS = (1, 2, 3, 4, 5)
+LOOPBACK = ("127.0.0.1", "::1")
+
+
+def add_wait_seconds(redis: Redis, namespace: str, kind: str, seconds: float) -> None:
+    """Called by the worker: time spent waiting for the pace ("pace") or the hourly cap."""
+    if seconds > 0:
+        redis.incrbyfloat(f"{namespace}:{WAIT_KEYS[kind]}", round(seconds, 6))
+
+
+def _skip_label(reason: str | None) -> str:
+    return reason if reason in SKIP_REASONS else "other"
+
+
+class BroadsideCollector(Collector):
+    """Reads everything at scrape time; a part whose source is down reports `broadside_up 0`."""
+
+    def __init__(self, session: Session, redis: Redis, config: Mapping[str, Any]) -> None:
+        self.session = session
+        self.redis = redis
+        self.config = config
+        self.namespace = config["BROADSIDE_NAMESPACE"]
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("broadside_up", "Whether a source of these metrics answered.",
+                               labels=["component"])
+        database: list[Metric] = []
+        try:
+            database = [*self._deliveries(), *self._broadcasts(), *self._audience(),
+                        *self._transactional()]
+            up.add_metric(["database"], 1)
+        except SQLAlchemyError:
+            self.session.rollback()
+            up.add_metric(["database"], 0)
+        finally:
+            self.session.commit()  # end the read transaction
+        from_redis: list[Metric] = []
+        try:
+            from_redis = list(self._redis())
+            up.add_metric(["redis"], 1)
+        except RedisError:
+            up.add_metric(["redis"], 0)
+        yield up
+        yield from database
+        yield from from_redis
+
+    # ------------------------------------------------------------ database
+
+    def _deliveries(self) -> Iterator[Metric]:
+        skipped_reason = case((Delivery.status == "skipped", Delivery.reason), else_=None)
+        sent_attempts = case((Delivery.status == "sent", Delivery.attempts), else_=None)
+        # One pass over the deliveries table, grouped finely, then summed here.
+        rows = self.session.execute(
+            select(Delivery.status, Delivery.error_class, skipped_reason, Delivery.smtp_code,
+                   sent_attempts, func.count())
+            .group_by(Delivery.status, Delivery.error_class, skipped_reason, Delivery.smtp_code,
+                      sent_attempts)
+        ).all()
+        outcomes = dict.fromkeys(OUTCOMES, 0)
+        in_flight = {"pending": 0, "sending": 0, "retrying": 0}
+        skipped: dict[str, int] = {}
+        failed: dict[str, int] = {}
+        codes: dict[str, int] = {}
+        attempts: dict[int, int] = {}
+        for status, error_class, reason, code, tries, count in rows:
+            if status in outcomes:
+                outcomes[status] += count
+            elif status in in_flight:
+                in_flight[status] += count
+                if status == "pending" and error_class:
+                    in_flight["retrying"] += count
+            if status == "skipped":
+                label = _skip_label(reason)
+                skipped[label] = skipped.get(label, 0) + count
+            elif status == "failed":
+                label = error_class or "unclassified"
+                failed[label] = failed.get(label, 0) + count
+            if code is not None:
+                codes[str(code)] = codes.get(str(code), 0) + count
+            if status == "sent":
+                tries = int(tries or 1)
+                attempts[tries] = attempts.get(tries, 0) + count
+
+        family = CounterMetricFamily(
+            "broadside_deliveries", "Broadcast deliveries by how they ended.", labels=["outcome"])
+        for outcome, count in outcomes.items():
+            family.add_metric([outcome], count)
+        yield family
+        family = CounterMetricFamily(
+            "broadside_deliveries_skipped", "Deliveries skipped at send time, by reason.",
+            labels=["reason"])
+        for reason, count in sorted(skipped.items()):
+            family.add_metric([reason], count)
+        yield family
+        family = CounterMetricFamily(
+            "broadside_deliveries_failed", "Deliveries that failed for good, by error class "
+            "(recipient: refused this address; transient: retries exhausted).", labels=["error_class"])
+        for error_class, count in sorted(failed.items()):
+            family.add_metric([error_class], count)
+        yield family
+        family = GaugeMetricFamily(
+            "broadside_deliveries_in_flight", "Deliveries not finished yet (retrying: pending "
+            "after a transient error).", labels=["status"])
+        for status, count in in_flight.items():
+            family.add_metric([status], count)
+        yield family
+        family = CounterMetricFamily(
+            "broadside_smtp_replies", "The last SMTP reply code recorded on each delivery.",
+            labels=["code"])
+        for code, count in sorted(codes.items()):
+            family.add_metric([code], count)
+        yield family
+        buckets = [(floatToGoString(bound), sum(n for tries, n in attempts.items() if tries <= bound))
+                   for bound in ATTEMPT_BUCKETS]
+        buckets.append(("+Inf", sum(attempts.values())))
+        yield HistogramMetricFamily(
+            "broadside_attempts_per_sent_message", "SMTP attempts each accepted message took.",
+            buckets=buckets, sum_value=sum(tries * n for tries, n in attempts.items()))
+
+    def _broadcasts(self) -> Iterator[Metric]:
+        counts = dict(self.session.execute(
+            select(Broadcast.status, func.count()).group_by(Broadcast.status)).all())
+        family = GaugeMetricFamily("broadside_broadcasts", "Broadcasts by state.", labels=["state"])
+        for status in BROADCAST_STATUSES:
+            family.add_metric([status], counts.get(status, 0))
+        yield family
+
+    def _audience(self) -> Iterator[Metric]:
+        bounce_type = case(
+            (Event.detail.like("hard bounce%"), "hard"),
+            (Event.detail.like("soft bounce%"), "soft"),
+            else_="other",
+        )
+        rows = self.session.execute(
+            select(Event.kind, bounce_type, func.count())
+            .where(Event.kind.in_(("bounce", "complaint")))
+            .group_by(Event.kind, bounce_type)
+        ).all()
+        bounces = {"hard": 0, "soft": 0}
+        complaints = 0
+        for kind, kind_type, count in rows:
+            if kind == "complaint":
+                complaints += count
+            else:
+                bounces[kind_type] = bounces.get(kind_type, 0) + count
+        family = CounterMetricFamily("broadside_bounces", "Bounces reported by the provider, by type.",
+                                     labels=["type"])
+        for kind_type, count in bounces.items():
+            family.add_metric([kind_type], count)
+        yield family
+        yield CounterMetricFamily("broadside_complaints", "Spam complaints reported by the provider.",
+                                  value=complaints)
+        suppressed = dict(self.session.execute(
+            select(Subscriber.suppression, func.count())
+            .where(Subscriber.suppression.is_not(None))
+            .group_by(Subscriber.suppression)
+        ).all())
+        family = GaugeMetricFamily("broadside_suppressed_subscribers",
+                                   "Subscribers no email goes to, by reason.", labels=["reason"])
+        for reason in ("bounced", "complained", "blocked"):
+            family.add_metric([reason], suppressed.get(reason, 0))
+        yield family
+
+    def _transactional(self) -> Iterator[Metric]:
+        counts = dict(self.session.execute(
+            select(TransactionalMessage.status, func.count()).group_by(TransactionalMessage.status)
+        ).all())
+        family = GaugeMetricFamily("broadside_transactional_messages",
+                                   "Transactional mail (test sends, confirmations) by state.",
+                                   labels=["state"])
+        for status in ("pending", "sending", "sent", "failed", "unknown"):
+            family.add_metric([status], counts.get(status, 0))
+        yield family
+
+    # ------------------------------------------------------------ Redis
+
+    def _redis(self) -> Iterator[Metric]:
+        ns = self.namespace
+        pace, hourly = self.redis.mget(f"{ns}:{WAIT_KEYS['pace']}", f"{ns}:{WAIT_KEYS['hourly']}")
+        wait = CounterMetricFamily("broadside_wait_seconds",
+                                   "Time the worker spent waiting before sends, by cause.",
+                                   labels=["cause"])
+        wait.add_metric(["pace"], float(pace or 0))
+        wait.add_metric(["hourly_cap"], float(hourly or 0))
+
+        length = GaugeMetricFamily("broadside_queue_length", "Jobs waiting in each queue.",
+                                   labels=["queue"])
+        oldest = GaugeMetricFamily("broadside_queue_oldest_job_age_seconds",
+                                   "Age of the oldest waiting job in each queue (0 when empty).",
+                                   labels=["queue"])
+        now = time.time()
+        for name in queues.LISTENED:
+            queue = Queue(f"{ns}:{name}", connection=self.redis)
+            length.add_metric([name], queue.count)
+            oldest.add_metric([name], oldest_job_age(queue, now))
+
+        info = worker_info(self.redis, ns)
+        lease = GaugeMetricFamily("broadside_worker_lease_held", "1 when a worker holds the sending lease.",
+                                  value=int(info.holder is not None))
+        cap = HourlyCap(self.redis, ns, int(self.config["SEND_HOURLY_LIMIT"]))
+        used = GaugeMetricFamily("broadside_hourly_cap_used", "Send attempts in the rolling hour.",
+                                 value=cap.used(now))
+        limit = GaugeMetricFamily("broadside_hourly_cap_limit", "SEND_HOURLY_LIMIT (0: no limit).",
+                                  value=cap.limit)
+        yield from (wait, length, oldest, lease, used, limit)
+        age = info.heartbeat_age(now) if info.holder else None
+        if age is not None:
+            yield GaugeMetricFamily("broadside_worker_heartbeat_age_seconds",
+                                    "Seconds since the lease holder last renewed it.", value=age)
+        last = last_smtp_check(self.redis, ns, self.config)
+        if last is not None:
+            yield GaugeMetricFamily("broadside_smtp_last_check_ok",
+                                    "1 when the last SMTP check (doctor, System page) passed.",
+                                    value=int(last.ok))
+            yield GaugeMetricFamily("broadside_smtp_last_check_timestamp_seconds",
+                                    "When the last SMTP check ran.", value=last.at)
+
+
+def oldest_job_age(queue: Queue, now: float) -> float:
+    for job_id in queue.get_job_ids(0, 1):
+        try:
+            enqueued = Job.fetch(job_id, connection=queue.connection).enqueued_at
+        except NoSuchJobError:
+            return 0.0
+        return max(0.0, now - enqueued.timestamp()) if enqueued else 0.0
+    return 0.0
+
+
+def render_metrics(session: Session, redis: Redis, config: Mapping[str, Any]) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BroadsideCollector(session, redis, config))
+    return generate_latest(registry)
+
+
+def metrics_refusal(config: Mapping[str, Any], remote_addr: str | None,
+                    headers: Mapping[str, str]) -> tuple[int, str] | None:
+    """None when this client may read the metrics; else the status and a one-line reason."""
+    token = config.get("METRICS_TOKEN") or ""
+    if token:
+        given = headers.get("Authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode()):
+            return None
+        return 401, "metrics need Authorization: Bearer <METRICS_TOKEN>\n"
+    # A proxy on this machine forwards other people's requests from 127.0.0.1; unless it is a
+    # trusted proxy (then remote_addr is already the real client), they are not local.
+    forwarded = headers.get("X-Forwarded-For") or headers.get("Forwarded")
+    if remote_addr in LOOPBACK and not (forwarded and not config.get("TRUSTED_PROXY_COUNT")):
+        return None
+    return 403, "metrics are served to this machine only; set METRICS_TOKEN to read them remotely\n"
+
+
+@bp.route("/metrics")
+@public  # it authenticates on its own: a bearer token, or loopback only
+def metrics() -> Response:
+    refusal = metrics_refusal(current_app.config, request.remote_addr, request.headers)
+    if refusal is not None:
+        status, message = refusal
+        response = Response(message, status=status, content_type="text/plain; charset=utf-8")
+        if status == 401:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    body = render_metrics(db.session, get_redis(), current_app.config)
+    return Response(body, content_type=CONTENT_TYPE_LATEST)
