@@ -13,6 +13,7 @@ from tests.conftest import csrf_token_from, wait_until
 from webapp.extensions import db
 from webapp.lists import service as lists
 from webapp.models import Event, Import, ImportRejection, Subscriber, Subscription
+from webapp.subscribers.csvfile import records
 
 
 def count(model) -> int:
@@ -99,6 +100,15 @@ def test_every_bad_row_is_rejected_with_its_line_and_reason_and_the_rest_imports
     assert lines[3] == "5,duplicate of line 2 (the same address)"
 
 
+def test_a_line_over_1_mb_is_rejected_without_being_read_in(tmp_path):
+    # Straight to the reader: the test client leaks its spooled upload file past 500 KB.
+    path = tmp_path / "long.csv"
+    path.write_bytes(b"email,notes\nann@example.com,short\nbob@example.com," + b"x" * 1_100_000
+                     + b"\ncy@example.com,short\n")
+    assert [(line, reason) for line, _, reason in records(path)] == [
+        (2, None), (3, "the line is longer than 1 MB"), (4, None)]
+
+
 def test_bom_semicolons_crlf_and_quoted_fields_are_read(logged_in_client, weekly):
     content = "\ufeffEmail;Name;Plan\r\nzoe@example.com;\"Zoe; Jr\";gold\r\n".encode()
     assert upload(logged_in_client, weekly.id, content).status_code == 302
@@ -114,6 +124,8 @@ def test_bom_semicolons_crlf_and_quoted_fields_are_read(logged_in_client, weekly
     ("email,name\nann@example.com,Ann\n".encode("utf-16"), "UTF-16"),
     (b"em\xe9il,name\nann@example.com,Ann\n", "header row is not UTF-8"),
     (b"email,Email\nann@example.com,x\n", "more than once"),
+    (b"email,name\rann@example.com,Ann\r", "CR only"),
+    (b"email" + b"x" * 70000 + b"\n", "not a CSV file"),
 ])
 def test_a_file_that_is_not_a_usable_csv_gets_a_clear_error_and_writes_nothing(
         logged_in_client, weekly, app, content, message):

@@ -23,6 +23,9 @@ HEADER_SNIFF_BYTES = 64 * 1024
 # Spreadsheet-safe exports prefix these with an apostrophe; importing strips it again.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 NOT_UTF8 = "the line is not valid UTF-8 text (save the file as \"CSV UTF-8\")"
+# No real row comes near this; a longer "line" is not CSV and must not be read into memory.
+MAX_LINE_BYTES = 1024 * 1024
+LINE_TOO_LONG = "the line is longer than 1 MB"
 
 
 def unescape_cell(value: str) -> str:
@@ -125,6 +128,9 @@ def check_file(path: Path) -> Header:
         sample = raw.read(HEADER_SNIFF_BYTES)
         if b"\x00" in sample and not sample.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
             raise ValidationError("This is not a CSV file (it contains binary data).")
+        if b"\r" in sample and b"\n" not in sample:
+            raise ValidationError('The lines of this file end with CR only (an old Mac format); '
+                                  'save it as "CSV UTF-8" and upload it again.')
         raw.seek(0)
         first_line = raw.readline(HEADER_SNIFF_BYTES)
         if not first_line.strip():
@@ -133,29 +139,45 @@ def check_file(path: Path) -> Header:
         if not first_line.endswith(b"\n") and len(first_line) >= HEADER_SNIFF_BYTES:
             raise ValidationError("This is not a CSV file (its first line is not a header).")
         header = parse_header(first_line)
-        for line in raw:
+        for line, _ in _bounded_lines(raw):
             if line.strip():
                 return header
     raise ValidationError("The file has a header row but no subscribers under it.")
 
+
+def _bounded_lines(raw: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
+    """(physical line, too long) pairs; a line over MAX_LINE_BYTES is skipped, not read in."""
+    while line := raw.readline(MAX_LINE_BYTES):
+        if len(line) < MAX_LINE_BYTES or line.endswith(b"\n"):
+            yield line, False
+            continue
+        while (rest := raw.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+            pass
+        yield b"\n", True
+
+
 class _Lines:
-    """Decoded lines of a binary file; remembers which physical lines were not UTF-8."""
+    """Decoded lines of a binary file; remembers which physical lines were not UTF-8 text
+    or too long, so the record they belong to can be rejected with that reason."""
 
     def __init__(self, raw: IO[bytes]) -> None:
         self.raw = raw
         self.number = 0
-        self.bad: set[int] = set()
+        self.bad: dict[int, str] = {}
 
     def __iter__(self) -> Iterator[str]:
-        for chunk in self.raw:
+        for chunk, too_long in _bounded_lines(self.raw):
             self.number += 1
+            if too_long:
+                self.bad[self.number] = LINE_TOO_LONG
             if self.number == 1 and chunk.startswith(codecs.BOM_UTF8):
                 chunk = chunk[len(codecs.BOM_UTF8):]
             try:
                 yield chunk.decode("utf-8")
             except UnicodeDecodeError:
-                self.bad.add(self.number)
+                self.bad[self.number] = NOT_UTF8
                 yield chunk.decode("utf-8", "replace")
+
 
 def records(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
     """(line where the record starts, fields or None, reason when rejected) for each record."""
@@ -178,13 +200,16 @@ def records(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
                 yield start, None, f"malformed CSV: {exc}"
                 continue
             end = reader.line_num
+            if lines.bad:
+                reasons = [lines.bad.pop(n) for n in range(start, end + 1) if n in lines.bad]
+                if reasons:
+                    yield start, None, reasons[0]
+                    continue
             if not any(f.strip() for f in fields):
                 continue
-            if lines.bad and any(n in lines.bad for n in range(start, end + 1)):
-                lines.bad.difference_update(range(start, end + 1))
-                yield start, None, NOT_UTF8
-                continue
             yield start, fields, None
+
+
 
 
 def validate_record(header: Header, fields: list[str],

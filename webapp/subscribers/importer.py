@@ -53,6 +53,7 @@ def import_dir(instance_path: str | Path) -> Path:
 def import_path(instance_path: str | Path, import_id: int) -> Path:
     return import_dir(instance_path) / f"{import_id}.csv"
 
+
 def receive_upload(session: Session, list_id: int, filename: str, stream: IO[bytes],
                    dest_dir: Path, max_bytes: int) -> Import:
     """Copy an upload to disk and check it; only a usable file creates an Import row."""
@@ -86,12 +87,14 @@ def receive_upload(session: Session, list_id: int, filename: str, stream: IO[byt
 def _human(size: int) -> str:
     return f"{size / 1024 / 1024:.0f} MB" if size >= 1024 * 1024 else f"{size:,} bytes"
 
+
 @dataclass
 class Tally:
     processed: int = 0
     imported: int = 0
     updated: int = 0
     rejected: int = 0
+
 
 def run_import(session: Session, import_id: int, path: Path,
                on_batch: Callable[[Tally], None] | None = None) -> Import:
