@@ -106,7 +106,9 @@ def _register_feature_blueprints(app: Flask) -> None:
 
     features.append((broadcasts_bp, ("broadcasts.index", "Broadcasts")))
     from webapp.metrics import bp as metrics_bp
+    from webapp.system.views import bp as system_bp
 
+    features.append((system_bp, ("system.index", "System")))
     features.append((metrics_bp, None))
     for blueprint, nav in features:
         app.register_blueprint(blueprint)

@@ -1,0 +1,210 @@
+"""What the System page shows: the worker, the queues, the pace, the hourly cap, recent errors,
+the doctor's checks and the outbox. Plain functions of the app, a session and Redis."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from flask import Flask
+from redis import Redis
+from redis.exceptions import RedisError
+from rq.queue import Queue
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session
+
+from jobs import queues
+from jobs.hourly import HourlyCap
+from webapp.doctor import (
+    Check,
+    WorkerInfo,
+    check_smtp,
+    last_smtp_check,
+    run_checks,
+    smtp_check_as_check,
+    smtp_target,
+    worker_info,
+)
+from webapp.errors import DomainError
+from webapp.metrics import oldest_job_age
+from webapp.models import Broadcast, Delivery, Event, Subscriber
+from webapp.site_settings import get_settings
+from webapp.system.outbox import OutboxEntry, list_outbox, outbox_folder
+from webapp.timeutil import utcnow
+
+log = logging.getLogger("broadside.system")
+
+ERRORS_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    name: str
+    length: int
+    oldest_age: float
+
+
+@dataclass(frozen=True)
+class SendingBroadcast:
+    id: int
+    subject: str
+    send_rate: float
+    sent: int
+    total: int
+    notice: str | None
+
+
+@dataclass
+class LiveStatus:
+    """The part of the page that refreshes itself every few seconds."""
+
+    redis_ok: bool
+    worker: WorkerInfo | None
+    queues: list[QueueInfo]
+    send_delay_ms: int
+    sending: list[SendingBroadcast]
+    hourly_limit: int
+    hourly_used: int | None
+    hourly_reset_at: datetime | None
+    now: float = field(default_factory=time.time)
+
+    @property
+    def pace_per_second(self) -> float | None:
+        return 1000 / self.send_delay_ms if self.send_delay_ms else None
+
+    @property
+    def achieved_rate(self) -> float | None:
+        rates = [b.send_rate for b in self.sending if b.send_rate]
+        return max(rates) if rates else None
+
+
+@dataclass(frozen=True)
+class ErrorRow:
+    delivery_id: int
+    status: str
+    error_class: str | None
+    smtp_code: int | None
+    reason: str | None
+    at: datetime | None
+    attempts: int
+    broadcast_id: int
+    subject: str
+    email: str | None
+
+
+@dataclass
+class Overview:
+    live: LiveStatus
+    checks: list[Check]
+    errors: list[ErrorRow]
+    outbox: list[OutboxEntry] | None  # None when SMTP is configured
+
+
+def live_status(session: Session, redis: Redis, config) -> LiveStatus:
+    namespace = config["BROADSIDE_NAMESPACE"]
+    limit = int(config["SEND_HOURLY_LIMIT"])
+    sending = [
+        SendingBroadcast(*row)
+        for row in session.execute(
+            select(Broadcast.id, Broadcast.subject, Broadcast.send_rate, Broadcast.sent_count,
+                   Broadcast.total, Broadcast.notice)
+            .where(Broadcast.status.in_(("queued", "sending")))
+            .order_by(Broadcast.id)
+        ).all()
+    ]
+    settings = get_settings(session)
+    reset_at = settings.hourly_window_reset_at
+    session.commit()
+    try:
+        worker = worker_info(redis, namespace)
+        now = time.time()
+        queue_info = []
+        for name in queues.LISTENED:
+            queue = Queue(f"{namespace}:{name}", connection=redis)
+            queue_info.append(QueueInfo(name, queue.count, oldest_job_age(queue, now)))
+        used = HourlyCap(redis, namespace, limit).used() if limit else None
+    except RedisError:
+        return LiveStatus(False, None, [], config["SEND_DELAY_MS"], sending, limit, None, reset_at)
+    return LiveStatus(True, worker, queue_info, config["SEND_DELAY_MS"], sending, limit, used, reset_at)
+
+
+def last_errors(session: Session, limit: int = ERRORS_SHOWN) -> list[ErrorRow]:
+    """Deliveries that failed, ended unknown, or wait to retry after an error; newest first."""
+    rows = session.execute(
+        select(Delivery.id, Delivery.status, Delivery.error_class, Delivery.smtp_code,
+               Delivery.reason, Delivery.updated_at, Delivery.attempts, Broadcast.id,
+               Broadcast.subject, Subscriber.email)
+        .join(Broadcast, Broadcast.id == Delivery.broadcast_id)
+        .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
+        .where(or_(Delivery.status.in_(("failed", "unknown")),
+                   and_(Delivery.status == "pending", Delivery.error_class.is_not(None))))
+        .order_by(Delivery.updated_at.desc(), Delivery.id.desc())
+        .limit(limit)
+    ).all()
+    session.commit()
+    return [ErrorRow(*row) for row in rows]
+
+
+def page_checks(app: Flask) -> list[Check]:
+    """The doctor's checks, with the last stored SMTP result instead of a new conversation."""
+    checks = run_checks(app, smtp=False)
+    try:
+        last = last_smtp_check(app.extensions["broadside_redis"], app.config["BROADSIDE_NAMESPACE"],
+                               app.config)
+    except RedisError:
+        last = None
+    if last is not None:
+        smtp = smtp_check_as_check(last)
+        checked = time.strftime("%H:%M:%S UTC", time.gmtime(last.at))
+        smtp = Check(smtp.name, smtp.ok, f"{smtp.summary} (checked {checked})", smtp.advice)
+    else:
+        name = "outbox" if smtp_target(app.config) == "outbox" else "SMTP"
+        smtp = Check(name, None, "not checked yet: press “Check SMTP now”")
+    checks.insert(-1, smtp)  # before BASE_URL, in the CLI's order
+    return checks
+
+
+def system_overview(app: Flask, session: Session) -> Overview:
+    redis = app.extensions["broadside_redis"]
+    outbox = None
+    if smtp_target(app.config) == "outbox":
+        outbox = list_outbox(outbox_folder(app.instance_path))
+    return Overview(
+        live=live_status(session, redis, app.config),
+        checks=page_checks(app),
+        errors=last_errors(session),
+        outbox=outbox,
+    )
+
+
+def check_smtp_now(app: Flask) -> list[Check]:
+    """The "Check SMTP now" button: a real conversation (nothing sent), stored for the send page."""
+    result = check_smtp(app)
+    log.info("SMTP check by the owner: %s", "ok" if result.ok else f"failed: {result.summary}")
+    return page_checks(app)
+
+
+def reset_hourly_cap(session: Session, redis: Redis, config) -> int:
+    """Forget the sends counted in the rolling hour (Redis); the database keeps every send.
+
+    Returns how many were forgotten. Records when (SiteSettings) and an `hourly_reset` event.
+    """
+    limit = int(config["SEND_HOURLY_LIMIT"])
+    if limit <= 0:
+        raise DomainError("There is no hourly limit to reset (SEND_HOURLY_LIMIT is 0).")
+    cap = HourlyCap(redis, config["BROADSIDE_NAMESPACE"], limit)
+    try:
+        forgotten = cap.used()
+        cap.reset()
+    except RedisError:
+        raise DomainError("Redis is unreachable, so the hourly count cannot be reset now.") from None
+    now = utcnow()
+    get_settings(session).hourly_window_reset_at = now
+    session.add(Event(kind="hourly_reset", created_at=now,
+                      detail=f"hourly limit reset by the owner; {forgotten} of {limit} sends forgotten"))
+    session.commit()
+    log.info("hourly cap reset by the owner (%d of %d sends forgotten)", forgotten, limit)
+    return forgotten
+

@@ -1,0 +1,128 @@
+"""The System page (owner only): is the sender running, how fast, what failed, the outbox."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    flash,
+    g,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from flask_wtf import FlaskForm
+
+from webapp.broadcasts.views import PREVIEW_CSP
+from webapp.errors import DomainError, NotFound
+from webapp.extensions import db, get_redis
+from webapp.site_settings import get_settings
+from webapp.system import overview
+from webapp.system.outbox import outbox_folder, read_outbox_message
+
+bp = Blueprint("system", __name__, url_prefix="/system")
+
+
+class EmptyForm(FlaskForm):
+    """Only the CSRF token, for buttons that change state."""
+
+
+@bp.context_processor
+def _helpers() -> dict:
+    def zone() -> ZoneInfo:
+        if "owner_tz" not in g:
+            g.owner_tz = get_settings(db.session).time_zone or "UTC"
+        return ZoneInfo(g.owner_tz)
+
+    def local_time(moment: datetime | None, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+        """A stored (naive UTC) time in the owner's time zone, from Settings."""
+        if moment is None:
+            return ""
+        return moment.replace(tzinfo=UTC).astimezone(zone()).strftime(fmt + " %Z")
+
+    def epoch_time(epoch: float | None, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+        if epoch is None:
+            return ""
+        return local_time(datetime.fromtimestamp(epoch, UTC).replace(tzinfo=None), fmt)
+
+    def seconds(value: float | None) -> str:
+        if value is None:
+            return "–"
+        if value < 90:
+            return f"{value:.1f} s"
+        if value < 5400:
+            return f"{value / 60:.0f} min"
+        return f"{value / 3600:.1f} h"
+
+    return {"local_time": local_time, "epoch_time": epoch_time, "seconds": seconds,
+            "smtp_configured": bool(current_app.config["SMTP_URL"])}
+
+
+@bp.route("/")
+def index():
+    return render_template("system/index.html", view=overview.system_overview(current_app, db.session),
+                           action_form=EmptyForm())
+
+
+@bp.route("/live")
+def live():
+    """HTMX: the worker, queues, pace and cap, polled every few seconds."""
+    status = overview.live_status(db.session, get_redis(), current_app.config)
+    return render_template("system/_live.html", live=status, action_form=EmptyForm())
+
+
+@bp.route("/smtp-check", methods=["POST"])
+def smtp_check():
+    checks = overview.check_smtp_now(current_app)
+    if request.headers.get("HX-Request"):
+        return render_template("system/_checks.html", checks=checks, checked_now=True)
+    smtp = next(c for c in checks if c.name in ("SMTP", "outbox"))
+    flash(f"{smtp.name} check: {smtp.summary}", "success" if smtp.ok else "error")
+    return redirect(url_for(".index") + "#checks")
+
+
+@bp.route("/hourly-reset", methods=["POST"])
+def hourly_reset():
+    try:
+        forgotten = overview.reset_hourly_cap(db.session, get_redis(), current_app.config)
+    except DomainError as exc:
+        flash(exc.message, "error")
+        return redirect(url_for(".index") + "#sending")
+    flash(f"The hourly count was reset ({forgotten} sends forgotten); sending may continue at once.",
+          "success")
+    return redirect(url_for(".index") + "#sending")
+
+
+def _outbox_message(name: str):
+    if current_app.config["SMTP_URL"]:
+        raise NotFound("There is no outbox: messages go to the SMTP server in SMTP_URL.")
+    return read_outbox_message(outbox_folder(current_app.instance_path), name)
+
+
+@bp.route("/outbox/<name>")
+def outbox_message(name: str):
+    return render_template("system/outbox_message.html", message=_outbox_message(name))
+
+
+@bp.route("/outbox/<name>/html")
+def outbox_html(name: str) -> Response:
+    """The HTML part as a document of its own, for the sandboxed iframe (its own relaxed CSP,
+    as the broadcast preview: the email's CSS is inline by nature)."""
+    message = _outbox_message(name)
+    response = make_response(message.html or "<p>This message has no HTML part.</p>")
+    response.headers["Content-Security-Policy"] = PREVIEW_CSP
+    response.headers["X-Frame-Options"] = "SAMEORIGIN"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.app_template_global()
+def system_now() -> float:
+    return time.time()
