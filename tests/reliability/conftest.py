@@ -139,19 +139,33 @@ def private_redis(tmp_path) -> Iterator[PrivateRedis]:
 
 # ---------------------------------------------------------------- an SMTP server that can return
 
+class _EveryAttemptHandler(RecordingHandler):
+    async def handle_MAIL(self, server, session, envelope, address, mail_options):
+        self.server.mail_times.append(time.monotonic())
+        return await super().handle_MAIL(server, session, envelope, address, mail_options)
+
+
 class SmtpOnPort(SmtpServer):
     """The recording SMTP server, on a port of our choosing: stop() it and start a new one on
-    the same port to make the mail server go away and come back (a Controller cannot restart)."""
+    the same port to make the mail server go away and come back (a Controller cannot restart).
+    `mail_times` records the start (MAIL FROM) of every attempt, refused ones included."""
 
     def __init__(self, port: int | None = None, auth: tuple[str, str] | None = None) -> None:
         super().__init__(auth=auth)
-        if port is not None:
-            self.port = port
-            kwargs: dict = {}
-            if auth is not None:
-                kwargs = {"authenticator": self._authenticate, "auth_require_tls": False,
-                          "auth_required": True}
-            self.controller = Controller(RecordingHandler(self), hostname=self.host, port=port, **kwargs)
+        self.controller.loop.close()  # the parent's controller is replaced, never started
+        self.mail_times: list[float] = []
+        self.port = port or self.port
+        kwargs: dict = {}
+        if auth is not None:
+            kwargs = {"authenticator": self._authenticate, "auth_require_tls": False,
+                      "auth_required": True}
+        self.controller = Controller(_EveryAttemptHandler(self), hostname=self.host, port=self.port,
+                                     **kwargs)
+
+    def attempt_gaps(self) -> list[float]:
+        """Seconds between the starts of consecutive attempts, accepted or refused."""
+        times = sorted(self.mail_times)
+        return [b - a for a, b in zip(times, times[1:], strict=False)]
 
 
 @pytest.fixture

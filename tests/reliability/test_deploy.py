@@ -26,6 +26,12 @@ from webapp.models import Delivery, Subscriber
 
 pytestmark = pytest.mark.slow
 
+
+@pytest.fixture(params=["sqlite"])
+def backend(request) -> str:
+    """Signals do not depend on the database; the crash tests run on both."""
+    return request.param
+
 SLOW_REPLY_S = 2.5
 
 
