@@ -51,6 +51,9 @@ def test_page_says_no_worker_then_names_the_lease_holder(logged_in_client, redis
     live = page_text(logged_in_client.get("/system/live").text)
     assert "Worker running. box:123:abcdef holds the sending lease since" in live
     assert "last heartbeat 0." in live
+    checks = logged_in_client.get("/system/checks").text
+    assert checks.lstrip().startswith('<div id="checks"')
+    assert "✓ passed: worker: box:123:abcdef holds the lease" in page_text(checks)
 
 
 def test_queues_pace_and_achieved_rate(app, logged_in_client):
@@ -78,7 +81,7 @@ def test_check_smtp_now_swaps_in_the_result_and_feeds_the_send_page(app, logged_
         app.config["SMTP_URL"] = f"smtp://mailer:wrong-password@127.0.0.1:{server.port}"
         response = logged_in_client.post("/system/smtp-check", headers=htmx_headers(logged_in_client))
         assert response.status_code == 200
-        assert response.text.lstrip().startswith('<div id="checks">')
+        assert response.text.lstrip().startswith('<div id="checks"')
         text = page_text(response.text)
         assert "✗ failed: SMTP: auth: 535" in text
         assert "password in SMTP_URL" in text

@@ -78,6 +78,12 @@ def live():
     return render_template("system/_live.html", live=status, action_form=EmptyForm())
 
 
+@bp.route("/checks")
+def checks():
+    """HTMX: the doctor's checks (the SMTP line from the last stored check), polled."""
+    return render_template("system/_checks.html", checks=overview.page_checks(current_app))
+
+
 @bp.route("/smtp-check", methods=["POST"])
 def smtp_check():
     checks = overview.check_smtp_now(current_app)
