@@ -236,3 +236,14 @@ def test_with_smtp_configured_there_is_no_outbox(app, logged_in_client, smtp_ser
     (folder / name).write_bytes(b"Subject: old\r\n\r\nold\r\n")
     assert 'id="outbox"' not in logged_in_client.get("/system/").text
     assert logged_in_client.get(f"/system/outbox/{name}").status_code == 404
+
+
+def test_dashboard_banner_warns_when_the_last_smtp_check_failed(app, logged_in_client, redis_client,
+                                                                 namespace):
+    Lease(redis_client, namespace).try_acquire()
+    assert "Sending will fail" not in logged_in_client.get("/").text
+    app.config["SMTP_URL"] = f"smtp://127.0.0.1:{free_port()}"
+    assert not check_smtp(app).ok
+    text = page_text(logged_in_client.get("/").text)
+    assert ("Sending will fail: the last SMTP check failed (connect: could not connect to "
+            "smtp://127.0.0.1:") in text
