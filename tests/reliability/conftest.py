@@ -16,7 +16,11 @@ from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy import select
 
-from tests.jobs.conftest import counters, statuses
+from tests.jobs.conftest import (
+    counters,
+    run_worker_burst,  # noqa: F401 - the fixture, shared from tests/jobs
+    statuses,
+)
 from tests.smtp_server import RecordingHandler, SmtpServer, free_port
 from webapp.extensions import db
 from webapp.models import Broadcast, Delivery, Subscriber
