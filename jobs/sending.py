@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from jobs.classify import MAX_ATTEMPTS, Verdict, backoff, classify
 from jobs.runtime import Runtime
-from jobs.transports import DeliveryError, wire_bytes
+from jobs.transports import DeliveryError
 from webapp.broadcasts import ledger
 from webapp.models import Broadcast, Delivery, Revision, Subscriber, Subscription
 from webapp.timeutil import utcnow
@@ -390,25 +390,31 @@ class Slice:
     def _attempt(
         self, delivery_id: int, subscriber_id: int | None, email: str, name: str, attributes: dict
     ) -> str | None:
-        from webapp.rendering import build_message
+        from webapp.rendering import MergeError, message_bytes
 
         rt = self.rt
         token = make_token(
             subscriber_id or 0, self.list_id or 0, self.broadcast_id, secret_key=rt.config["SECRET_KEY"]
         )
         link = unsubscribe_url(token, rt.config["BASE_URL"])
-        rendered = self.compiled.render(
-            email=email, name=name or "", attributes=attributes, unsubscribe_url=link
-        )
+        try:
+            rendered = self.compiled.render(
+                email=email, name=name or "", attributes=attributes, unsubscribe_url=link
+            )
+        except MergeError as error:
+            # This person's values break a merge field: nothing was sent; fail just this row.
+            reason = f"could not fill in the merge fields: {error.message}"[:500]
+            self.batch.add("failed", delivery_id, subscriber_id,
+                           {"reason": reason, "error_class": "recipient"}, detail=reason)
+            return None
         message_id = message_id_for(delivery_id, self.broadcast_id, self.revision.from_email)
-        message = build_message(
+        payload = message_bytes(
             rendered,
             from_addr=self.from_header,
             to_addr=email,
             message_id=message_id,
             headers={"List-Unsubscribe": f"<{link}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"},
         )
-        payload = wire_bytes(message)
         self.attempts += 1
         try:
             rt.hourly.record()

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from jobs.classify import MAX_ATTEMPTS, backoff, classify
 from jobs.runtime import Runtime
-from jobs.transports import DeliveryError, wire_bytes
+from jobs.transports import DeliveryError
 from webapp.models import TransactionalMessage
 from webapp.site_settings import get_settings
 from webapp.timeutil import utcnow
@@ -47,7 +47,7 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
     if not rt.lease.still_mine():
         _finish(session, message_id, "pending", attempts=message.attempts - 1)
         return "lost-lease"
-    from webapp.rendering import RenderedEmail, build_message
+    from webapp.rendering import RenderedEmail, message_bytes
 
     headers = dict(message.headers or {})
     from_name, from_email = headers.pop("From-Name", None), headers.pop("From-Email", None)
@@ -61,7 +61,7 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
     domain = from_email.rpartition("@")[2] or "localhost"
     msgid = f"<broadside.t{message.id}@{domain}>"
     headers["X-Broadside-Kind"] = message.kind
-    email = build_message(
+    payload = message_bytes(
         RenderedEmail(subject=message.subject, html=message.html, text=message.text),
         from_addr=formataddr((from_name or "", from_email)),
         to_addr=message.to_email,
@@ -73,7 +73,7 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
     except Exception:  # noqa: BLE001 - the cap is advisory when Redis hiccups
         pass
     try:
-        result = rt.transport.send(from_email, message.to_email, wire_bytes(email), pace=rt.pacer.wait)
+        result = rt.transport.send(from_email, message.to_email, payload, pace=rt.pacer.wait)
     except DeliveryError as error:
         verdict = classify(error)
         if verdict.kind == "ambiguous":

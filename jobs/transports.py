@@ -16,21 +16,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from email.message import EmailMessage
-from email.policy import SMTP
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-# CRLF line endings; headers are folded only past SMTP's hard limit, so List-Unsubscribe's
-# long URL stays on one line (some clients mishandle a folded one).
-SMTP_POLICY = SMTP.clone(max_line_length=998)
-
 CRLF = b"\r\n"
-
-
-def wire_bytes(message: EmailMessage) -> bytes:
-    """The message as SMTP wants it: CRLF line endings, headers folded."""
-    return message.as_bytes(policy=SMTP_POLICY)
 
 
 @dataclass(frozen=True)

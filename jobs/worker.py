@@ -16,6 +16,7 @@ import time
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from flask import Flask
+from redis import Redis
 from redis.exceptions import RedisError
 from rq import SimpleWorker
 from rq.job import Job
@@ -188,15 +189,23 @@ def run_worker(app: Flask, burst: bool = False) -> int:
             worker._stop_requested = True
 
     with app.app_context():
+        from jobs.imports import recover_interrupted_imports
+
         mark_orphans_unknown(db.session, exclude_broadcast=None, older_than=None)
         ensure_jobs(app, db.session, rt)
+        # Holding the lease, no import can really be running: requeue the interrupted ones.
+        recover_interrupted_imports()
         db.session.remove()
     maintenance = Maintenance(app, rt, on_lost)
     maintenance.start()
+    # RQ blocks in BLPOP for minutes at a time: its connection must not have the app's
+    # 5-second socket timeout, or every idle wait ends in a "Redis connection timeout".
+    rq_redis = Redis.from_url(config["REDIS_URL"], socket_connect_timeout=5, socket_keepalive=True,
+                              health_check_interval=30)
     try:
         while not stop.is_set():
             names = [queues.queue_name(app, q) for q in queues.LISTENED]
-            worker = BroadsideWorker([Queue(n, connection=redis) for n in names], connection=redis)
+            worker = BroadsideWorker([Queue(n, connection=rq_redis) for n in names], connection=rq_redis)
             worker.flask_app = app
             current_worker[:] = [worker]
             try:
@@ -209,7 +218,7 @@ def run_worker(app: Flask, burst: bool = False) -> int:
             log.warning("job loop ended unexpectedly; restarting it")
             while not stop.is_set():
                 try:
-                    redis.ping()
+                    rq_redis.ping()
                     break
                 except RedisError:
                     stop.wait(1.0)
@@ -221,6 +230,7 @@ def run_worker(app: Flask, burst: bool = False) -> int:
         except RedisError:
             pass
         transport.close()
+        rq_redis.close()
         if lost.is_set():
             exit_code = 1
         else:

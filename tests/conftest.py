@@ -46,6 +46,7 @@ def _base_config(tmp_path: Path, database_url: str, namespace: str) -> dict:
         "SECRET_KEY": SECRET_KEY,
         "BROADSIDE_NAMESPACE": namespace,
         "SEND_DELAY_MS": "0",
+        "RETRY_BASE_SECONDS": "0.05",
     }
 
 
@@ -247,6 +248,7 @@ class WorkerProcess:
             SEND_DELAY_MS=str(app_config.get("SEND_DELAY_MS", "0")),
             SMTP_URL=str(app_config.get("SMTP_URL", "")),
             BASE_URL=str(app_config.get("BASE_URL", "http://localhost:5000")),
+            RETRY_BASE_SECONDS=str(app_config.get("RETRY_BASE_SECONDS", "0.05")),
             PYTHONUNBUFFERED="1",
         )
         env.update(extra_env or {})

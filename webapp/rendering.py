@@ -20,10 +20,13 @@ once (per slice), and `render` fills them in with autoescaping on for HTML and o
 
 from __future__ import annotations
 
+import binascii
+import email.policy
 import email.utils
 import re
 import secrets
 from dataclasses import dataclass
+from email.header import Header
 from email.headerregistry import Address
 from email.message import EmailMessage
 from pathlib import Path
@@ -228,19 +231,57 @@ def format_address(name: str, address: str) -> str:
     return str(Address(display_name=name, addr_spec=address))
 
 
+def _header_value(value: str) -> str:
+    """One line, and RFC 2047-encoded when not ASCII: merge fields (a subscriber's name in the
+    subject) can never inject a header."""
+    value = " ".join(str(value).replace("\r", " ").replace("\n", " ").split())
+    if value.isascii():
+        return value
+    return Header(value, "utf-8", maxlinelen=998).encode(linesep="\r\n")
+
+
+def _address_header(value: str) -> str:
+    name, address = email.utils.parseaddr(value.replace("\r", " ").replace("\n", " "))
+    return email.utils.formataddr((name, address), charset="utf-8") if name else address
+
+
+def _qp_part(content_type: str, body: str) -> bytes:
+    normalised = body.replace("\r\n", "\n").replace("\r", "\n")
+    encoded = binascii.b2a_qp(normalised.encode("utf-8"), istext=True).replace(b"\n", b"\r\n")
+    return (f"Content-Type: {content_type}; charset=\"utf-8\"\r\n"
+            "Content-Transfer-Encoding: quoted-printable\r\n\r\n").encode() + encoded
+
+
+def message_bytes(rendered: RenderedEmail, *, from_addr: str, to_addr: str, message_id: str,
+                  headers: dict[str, str]) -> bytes:
+    """The wire form of a multipart/alternative message (text/plain first, then text/html:
+    RFC 2046 order, clients show the last part they understand), CRLF line endings.
+
+    Assembled directly rather than through `email.message`, whose header handling cost
+    ~3 ms a message: this is the worker's per-recipient hot path.
+    """
+    boundary = f"=_broadside_{secrets.token_hex(12)}"
+    lines = [
+        f"Subject: {_header_value(rendered.subject)}",
+        f"From: {_address_header(from_addr)}",
+        f"To: {_address_header(to_addr)}",
+        f"Date: {email.utils.formatdate(usegmt=True)}",
+        f"Message-ID: {message_id if message_id.startswith('<') else f'<{message_id}>'}",
+        "MIME-Version: 1.0",
+        *(f"{name}: {_header_value(value)}" for name, value in headers.items()),
+        f'Content-Type: multipart/alternative; boundary="{boundary}"',
+    ]
+    delimiter = f"\r\n--{boundary}\r\n".encode()
+    return b"".join([
+        "\r\n".join(lines).encode("ascii"), b"\r\n", delimiter,
+        _qp_part("text/plain", rendered.text), delimiter,
+        _qp_part("text/html", rendered.html), f"\r\n--{boundary}--\r\n".encode(),
+    ])
+
+
 def build_message(rendered: RenderedEmail, *, from_addr: str, to_addr: str, message_id: str,
                   headers: dict[str, str]) -> EmailMessage:
-    """A multipart/alternative message: text/plain first, then text/html (RFC 2046 order:
-    clients show the last part they understand)."""
-    message = EmailMessage()
-    message["Subject"] = rendered.subject
-    message["From"] = from_addr
-    message["To"] = to_addr
-    message["Date"] = email.utils.formatdate(usegmt=True)
-    message["Message-ID"] = message_id if message_id.startswith("<") else f"<{message_id}>"
-    for name, value in headers.items():
-        message[name] = value
-    message.set_content(rendered.text)
-    message.add_alternative(rendered.html, subtype="html")
-    return message
-
+    """The same message as `message_bytes`, parsed back into an object (for previews, tests)."""
+    raw = message_bytes(rendered, from_addr=from_addr, to_addr=to_addr, message_id=message_id,
+                        headers=headers)
+    return email.message_from_bytes(raw, policy=email.policy.default)  # type: ignore[return-value]

@@ -80,7 +80,6 @@ def run_worker_burst(app, smtp_server):
     from jobs.worker import run_worker
 
     app.config["SMTP_URL"] = app.config.get("SMTP_URL") or smtp_server.url
-    app.config.setdefault("RETRY_BASE_SECONDS", 0.01)
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     def run() -> int:
