@@ -166,65 +166,86 @@ def send_broadcast(
     return broadcast
 
 
-def schedule_broadcast(session: Session, broadcast_id: int, at_utc: datetime) -> Broadcast:
-    if at_utc <= utcnow():
-        raise ValidationError("Choose a time in the future.")
+def _move(
+    session: Session,
+    broadcast_id: int,
+    allowed_from: tuple[str, ...],
+    values: dict[str, Any],
+    refusal: str,
+    event: str | None,
+    detail: str = "",
+) -> None:
+    """A broadcast's state change: guarded by the states it may leave, with its event.
+
+    Does not commit; raises NotFound or Conflict (after a rollback) when the guard refuses.
+    """
     changed = session.execute(
         update(Broadcast)
-        .where(Broadcast.id == broadcast_id, Broadcast.status == "draft")
-        .values(status="scheduled", scheduled_at=at_utc, updated_at=utcnow())
+        .where(Broadcast.id == broadcast_id, Broadcast.status.in_(allowed_from))
+        .values(updated_at=utcnow(), **values)
     ).rowcount
     if changed != 1:
         session.rollback()
         get_broadcast(session, broadcast_id)
-        raise Conflict("Only a draft can be scheduled.")
-    ledger.broadcast_event(session, broadcast_id, "scheduled", at_utc.isoformat() + "Z")
+        raise Conflict(refusal)
+    if event:
+        ledger.broadcast_event(session, broadcast_id, event, detail)
+
+
+def schedule_broadcast(session: Session, broadcast_id: int, at_utc: datetime) -> Broadcast:
+    if at_utc <= utcnow():
+        raise ValidationError("Choose a time in the future.")
+    _move(
+        session,
+        broadcast_id,
+        ("draft",),
+        {"status": "scheduled", "scheduled_at": at_utc},
+        "Only a draft can be scheduled.",
+        "scheduled",
+        at_utc.isoformat() + "Z",
+    )
     session.commit()
     return get_broadcast(session, broadcast_id)
 
 
 def unschedule_broadcast(session: Session, broadcast_id: int) -> Broadcast:
-    changed = session.execute(
-        update(Broadcast)
-        .where(Broadcast.id == broadcast_id, Broadcast.status == "scheduled")
-        .values(status="draft", scheduled_at=None, updated_at=utcnow())
-    ).rowcount
-    if changed != 1:
-        session.rollback()
-        get_broadcast(session, broadcast_id)
-        raise Conflict("This broadcast is not scheduled.")
-    ledger.broadcast_event(session, broadcast_id, "unscheduled")
+    _move(
+        session,
+        broadcast_id,
+        ("scheduled",),
+        {"status": "draft", "scheduled_at": None},
+        "This broadcast is not scheduled.",
+        "unscheduled",
+    )
     session.commit()
     return get_broadcast(session, broadcast_id)
 
 
 def pause_broadcast(session: Session, broadcast_id: int, reason: str = PAUSE_BY_OWNER) -> Broadcast:
-    changed = session.execute(
-        update(Broadcast)
-        .where(Broadcast.id == broadcast_id, Broadcast.status.in_(ACTIVE))
-        .values(status="paused", pause_reason=reason, notice=None, updated_at=utcnow())
-    ).rowcount
-    if changed != 1:
-        session.rollback()
-        get_broadcast(session, broadcast_id)
-        raise Conflict("Only a queued or sending broadcast can be paused.")
-    ledger.broadcast_event(session, broadcast_id, "paused", reason)
+    _move(
+        session,
+        broadcast_id,
+        ACTIVE,
+        {"status": "paused", "pause_reason": reason, "notice": None},
+        "Only a queued or sending broadcast can be paused.",
+        "paused",
+        reason,
+    )
     session.commit()
     return get_broadcast(session, broadcast_id)
 
 
 def resume_broadcast(session: Session, broadcast_id: int) -> Broadcast:
     """Continue from the rows still pending; never restart (invariant 7)."""
-    changed = session.execute(
-        update(Broadcast)
-        .where(Broadcast.id == broadcast_id, Broadcast.status == "paused")
-        .values(status="queued", pause_reason=None, auto_resumes=0, updated_at=utcnow())
-    ).rowcount
-    if changed != 1:
-        session.rollback()
-        get_broadcast(session, broadcast_id)
-        raise Conflict("Only a paused broadcast can be resumed.")
-    ledger.broadcast_event(session, broadcast_id, "resumed", "by the owner")
+    _move(
+        session,
+        broadcast_id,
+        ("paused",),
+        {"status": "queued", "pause_reason": None, "auto_resumes": 0},
+        "Only a paused broadcast can be resumed.",
+        "resumed",
+        "by the owner",
+    )
     session.commit()
     _enqueue(broadcast_id)
     return get_broadcast(session, broadcast_id)
@@ -233,17 +254,14 @@ def resume_broadcast(session: Session, broadcast_id: int) -> Broadcast:
 def cancel_broadcast(session: Session, broadcast_id: int) -> Broadcast:
     """Stop for good: every row still pending becomes skipped ("cancelled")."""
     now = utcnow()
-    changed = session.execute(
-        update(Broadcast)
-        .where(
-            Broadcast.id == broadcast_id, Broadcast.status.in_(("scheduled", "queued", "sending", "paused"))
-        )
-        .values(status="cancelled", finished_at=now, notice=None, updated_at=now)
-    ).rowcount
-    if changed != 1:
-        session.rollback()
-        get_broadcast(session, broadcast_id)
-        raise Conflict("Only a scheduled, queued, sending or paused broadcast can be cancelled.")
+    _move(
+        session,
+        broadcast_id,
+        ("scheduled", "queued", "sending", "paused"),
+        {"status": "cancelled", "finished_at": now, "notice": None},
+        "Only a scheduled, queued, sending or paused broadcast can be cancelled.",
+        None,
+    )
     # Evidence first (one event per row that is about to move), then the guarded move.
     session.execute(
         insert(Event).from_select(
