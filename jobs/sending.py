@@ -261,7 +261,7 @@ class Slice:
             # Invariant 4, claim before send: pending -> sending, committed before any SMTP.
             claimed = ledger.claim(self.session, self.broadcast_id, rows)
             self.session.commit()
-            stop = self._send_claimed([r for r in rows if r[0] in set(claimed)])
+            stop = self._send_claimed([r for r in rows if r[0] in set(claimed)], deadline)
             self.batch.flush(self.session)
             if stop:
                 return stop
@@ -349,7 +349,7 @@ class Slice:
 
     # -------------------------------------------------------------- one batch
 
-    def _send_claimed(self, rows: list[tuple[int, int | None]]) -> str | None:
+    def _send_claimed(self, rows: list[tuple[int, int | None]], deadline: float) -> str | None:
         for index, (delivery_id, subscriber_id) in enumerate(rows):
             state = recipient_state(self.session, self.broadcast_id, self.list_id, subscriber_id)
             status, email, name, attributes, suppression, subscription = state
@@ -365,6 +365,9 @@ class Slice:
             if not self._lease_ok():
                 self._release(rows[index:], cancelled=False)
                 return "lost-lease"
+            if not self._hourly_room(deadline):
+                self._release(rows[index:], cancelled=False)
+                return "continue"
             stop = self._attempt(delivery_id, subscriber_id, email, name, attributes or {})
             if stop:
                 self._release(rows[index + 1 :], cancelled=False)

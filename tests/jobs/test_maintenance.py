@@ -1,0 +1,111 @@
+"""Orphan repair, schedules and the hourly cap: what the one worker does besides sending."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select, update
+
+from jobs import queues
+from jobs.hourly import HourlyCap
+from jobs.lease import Lease
+from jobs.maintenance import MAX_AUTO_RESUMES, ensure_jobs
+from jobs.pacing import Pacer
+from jobs.runtime import Runtime
+from jobs.sending import Slice
+from jobs.transports import SmtpTransport
+from tests.jobs.conftest import counters, make_list, start_broadcast
+from webapp.broadcasts.drafts import create_draft
+from webapp.extensions import db
+from webapp.models import Broadcast, TransactionalMessage
+from webapp.timeutil import utcnow
+
+
+@pytest.fixture
+def runtime(app, smtp_server):
+    redis = app.extensions["broadside_redis"]
+    namespace = app.config["BROADSIDE_NAMESPACE"]
+    rt = Runtime(lease=Lease(redis, namespace, "test"), pacer=Pacer(0),
+                 transport=SmtpTransport(smtp_server.url), hourly=HourlyCap(redis, namespace, 0),
+                 config=dict(app.config))
+    assert rt.lease.try_acquire()
+    yield rt
+    rt.transport.close()
+
+
+def queued_broadcast_ids(app) -> list[int]:
+    return [job.args[0] for job in queues.get_queue(queues.BROADCASTS).get_jobs()]
+
+
+def test_a_due_schedule_starts_even_if_the_worker_was_down_at_that_moment(app, runtime):
+    weekly = make_list(db.session, 3)
+    draft = create_draft(db.session, list_id=weekly.id, subject="Later", body="x")
+    db.session.execute(update(Broadcast).where(Broadcast.id == draft.id)
+                       .values(status="scheduled", scheduled_at=utcnow() - timedelta(hours=2)))
+    future = create_draft(db.session, list_id=weekly.id, subject="Not yet", body="x")
+    db.session.execute(update(Broadcast).where(Broadcast.id == future.id)
+                       .values(status="scheduled", scheduled_at=utcnow() + timedelta(hours=2)))
+    db.session.commit()
+    ensure_jobs(app, db.session, runtime)
+    db.session.expire_all()
+    assert db.session.get(Broadcast, draft.id).status == "queued"
+    assert db.session.get(Broadcast, draft.id).total == 3
+    assert db.session.get(Broadcast, future.id).status == "scheduled"
+    assert queued_broadcast_ids(app) == [draft.id]
+
+
+def test_active_broadcast_without_a_job_gets_exactly_one(app, runtime):
+    weekly = make_list(db.session, 2)
+    broadcast = start_broadcast(app, weekly, enqueue=False)
+    ensure_jobs(app, db.session, runtime)
+    ensure_jobs(app, db.session, runtime)  # the marker stops a second job
+    assert queued_broadcast_ids(app) == [broadcast.id]
+    db.session.refresh(broadcast)
+    assert broadcast.auto_resumes == 0  # queued, never started: not a resumption
+
+
+def test_automatic_resumption_is_bounded_then_paused_with_reason(app, runtime):
+    weekly = make_list(db.session, 2)
+    broadcast = start_broadcast(app, weekly, enqueue=False)
+    db.session.execute(update(Broadcast).where(Broadcast.id == broadcast.id).values(status="sending"))
+    db.session.commit()
+    for attempt in range(1, MAX_AUTO_RESUMES + 1):
+        ensure_jobs(app, db.session, runtime)
+        queues.clear_marker("slice", broadcast.id)  # as if the job died again
+        db.session.expire_all()
+        assert db.session.get(Broadcast, broadcast.id).auto_resumes == attempt
+    ensure_jobs(app, db.session, runtime)
+    db.session.expire_all()
+    stopped = db.session.get(Broadcast, broadcast.id)
+    assert stopped.status == "paused"
+    assert "without progress" in stopped.pause_reason
+
+
+def test_pending_transactional_mail_without_a_job_gets_one(app, runtime):
+    message = TransactionalMessage(kind="confirmation", to_email="a@example.com", subject="s",
+                                   html="<p>x</p>", text="x", status="pending")
+    db.session.add(message)
+    db.session.commit()
+    ensure_jobs(app, db.session, runtime)
+    jobs = queues.get_queue(queues.TRANSACTIONAL).get_jobs()
+    assert [job.args[0] for job in jobs] == [message.id]
+
+
+def test_hourly_cap_holds_sending_and_says_so_until_reset(app, runtime, smtp_server):
+    runtime.hourly = HourlyCap(runtime.hourly.redis, app.config["BROADSIDE_NAMESPACE"], 3)
+    runtime.config["SLICE_SECONDS"] = 0.3
+    weekly = make_list(db.session, 5)
+    broadcast = start_broadcast(app, weekly, enqueue=False)
+
+    assert Slice(db.session, runtime, broadcast.id).run().outcome == "continue"
+    assert len(smtp_server.recipients()) == 3
+    db.session.expire_all()
+    assert "hourly limit (3 per hour)" in db.session.get(Broadcast, broadcast.id).notice
+
+    runtime.hourly.reset()  # the owner's reset moves the window; nothing is deleted
+    runtime.config["SLICE_SECONDS"] = 5
+    assert Slice(db.session, runtime, broadcast.id).run().outcome == "finished"
+    assert len(smtp_server.recipients()) == 5
+    assert counters(broadcast.id) == {"sent": 5}
+    assert db.session.scalar(select(Broadcast.notice).where(Broadcast.id == broadcast.id)) is None
