@@ -1,0 +1,216 @@
+"""Every benchmark in one run, one table, PASS/FAIL against the targets the issues state.
+
+    .venv/bin/python bench/run_all.py            # the full set (about 6-8 minutes)
+    .venv/bin/python bench/run_all.py --quick    # a reduced set (under about 2 minutes)
+    .venv/bin/python bench/run_all.py --markdown # also print the table as Markdown
+
+Needs Redis on 127.0.0.1:6379 and PostgreSQL on 127.0.0.1:5432 (user postgres, database
+test), like the test suite. Everything is private to the run and removed afterwards: a temp
+folder (SQLite files, logs), a PostgreSQL database created and dropped, a Redis key namespace.
+Results go to bench/results/latest.json (git-ignored). Exit status 1 when any target FAILs.
+
+Machines are shared and noisy, so each figure that has a peer is measured side by side with
+it in the same run and reported as a ratio (the worker against a bare smtplib loop sending the
+same bytes to the same server). See BENCHMARKS.md for the figures and what they mean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pipeline
+import scale
+from harness import Bench, populate
+from report import Figure, as_json, load_average, machine, markdown_table, table
+from smtp_sink import Sink
+
+RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
+
+
+@dataclass(frozen=True)
+class Plan:
+    throughput_sizes: tuple[int, ...]
+    repeats_1k: int  # worker/bare pairs at 1k (the median is reported)
+    ceiling_size: int
+    ceiling_backends: tuple[str, ...]
+    pacing: tuple[tuple[int, int], ...]  # (SEND_DELAY_MS, recipients)
+    pacing_aiosmtpd: int  # recipients for the 50 ms run timed by aiosmtpd's handler (0 = skip)
+    recovery_size: int
+    postgres_snapshot: bool
+    memory_complete: tuple[int, ...]
+    memory_bounded_sends: int
+    page_seconds: float
+    import_rows: int
+
+
+FULL = Plan(
+    throughput_sizes=(1_000, 10_000), repeats_1k=3,
+    ceiling_size=10_000, ceiling_backends=("sqlite", "postgresql"),
+    pacing=((20, 100), (50, 60), (200, 20)), pacing_aiosmtpd=200,
+    recovery_size=1_000, postgres_snapshot=True,
+    memory_complete=(1_000, 10_000), memory_bounded_sends=10_000,
+    page_seconds=12.0, import_rows=100_000,
+)
+QUICK = Plan(
+    throughput_sizes=(1_000,), repeats_1k=1,
+    ceiling_size=1_000, ceiling_backends=("sqlite",),
+    pacing=((20, 50), (50, 40), (200, 10)), pacing_aiosmtpd=0,
+    recovery_size=1_000, postgres_snapshot=False,
+    memory_complete=(1_000,), memory_bounded_sends=2_000,
+    page_seconds=4.0, import_rows=100_000,
+)
+
+
+class Run:
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.figures: list[Figure] = []
+        self.started = time.monotonic()
+
+    def say(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.started:6.1f} s] {text}", file=sys.stderr, flush=True)
+
+    def phase(self, area: str, name: str, function, *args, **kwargs):
+        """Run one benchmark; a crash becomes an ERROR row instead of ending the run."""
+        self.say(f"{area}: {name}")
+        try:
+            result = function(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - reported in the table, with the traceback above it
+            traceback.print_exc()
+            self.figures.append(Figure(area, name, None, "", "", False, repr(exc)[:300], error=True))
+            return None
+        figures = result[0] if isinstance(result, tuple) else result
+        self.figures.extend(figures)
+        return result
+
+
+def pipeline_benchmarks(run: Run, bench: Bench, sinks: dict[str, Sink], backend: str) -> None:
+    record, discard = sinks["record"], sinks["discard"]
+    plan = run.plan
+    url = bench.sqlite_url("pipeline") if backend == "sqlite" else bench.postgres_url("pipeline")
+    app = bench.app(url)
+    lists = {f"throughput {n}": n for n in plan.throughput_sizes}
+    lists[f"ceiling {plan.ceiling_size}"] = plan.ceiling_size
+    people = max(plan.throughput_sizes + (plan.ceiling_size,))
+    if backend == "sqlite":
+        lists.update({f"pacing {d}": n for d, n in plan.pacing})
+        lists["pacing aiosmtpd"] = plan.pacing_aiosmtpd
+        lists["recovery"] = plan.recovery_size
+    if backend == "postgresql" and plan.postgres_snapshot:
+        lists.update({f"snapshot {n}": n for n in scale.SIZES})
+        people = max(people, *scale.SIZES)
+    run.say(f"{backend}: {people:,} subscribers on {len(lists)} lists")
+    ids = populate(app, people, lists)
+
+    sent_messages: list = []
+    for size in plan.throughput_sizes:
+        result = run.phase("throughput", f"{size:,} recipients, {backend}", pipeline.throughput,
+                           bench, app, url, backend, record, ids[f"throughput {size}"], size,
+                           plan.repeats_1k if size <= 1_000 else 1)
+        if result:
+            sent_messages = result[1]
+    if backend in plan.ceiling_backends and sent_messages:
+        run.phase("ceiling", f"{plan.ceiling_size:,} recipients, {backend}", pipeline.ceiling,
+                  bench, app, url, backend, discard, ids[f"ceiling {plan.ceiling_size}"],
+                  plan.ceiling_size, sent_messages[: plan.ceiling_size])
+    if backend == "sqlite":
+        runs = [(d, n, ids[f"pacing {d}"]) for d, n in plan.pacing]
+        run.phase("pacing", "SEND_DELAY_MS " + "/".join(str(d) for d, _ in plan.pacing),
+                  pipeline.pacing, bench, app, url, sinks["stamp"], runs)
+        if plan.pacing_aiosmtpd:
+            run.phase("pacing", "50 ms as aiosmtpd's handler sees it", pipeline.pacing_seen_by_aiosmtpd,
+                      bench, app, url, record, ids["pacing aiosmtpd"], plan.pacing_aiosmtpd)
+        run.phase("recovery", "SIGKILL and restart", pipeline.recovery, bench, app, url, record,
+                  ids["recovery"])
+    if backend == "postgresql" and plan.postgres_snapshot:
+        run.phase("scale", "snapshot, postgresql", scale.snapshot, app, "postgresql",
+                  {n: ids[f"snapshot {n}"] for n in scale.SIZES})
+
+
+def scale_benchmarks(run: Run, bench: Bench, discard: Sink) -> None:
+    plan = run.plan
+    run.say("scale: building the 100k database (bench/subscriber_table.py's population)")
+    workdir, url, app, lists = scale.prepare_scale_database(bench)
+    result = run.phase("scale", "snapshot, sqlite", scale.snapshot, app, "sqlite", lists)
+    if result is None:
+        return
+    broadcasts = result[1]
+    run.phase("scale", "worker memory", scale.memory, bench, app, url, discard, broadcasts,
+              plan.memory_bounded_sends, plan.memory_complete)
+    run.phase("pages", "page latency at 100k", scale.pages, bench, workdir, app,
+              broadcasts[max(broadcasts)], plan.page_seconds)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a reduced set, under ~2 minutes")
+    parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
+    args = parser.parse_args()
+    plan = QUICK if args.quick else FULL
+    run = Run(plan)
+
+    def on_term(signum, frame):
+        raise SystemExit(f"stopped by signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
+    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load_before = load_average()
+    bench = Bench()
+    sinks: dict[str, Sink] = {}
+    try:
+        for kind in ("record", "discard", "stamp"):
+            sinks[kind] = Sink(kind)
+        run.say(f"run {bench.run_id}: Redis namespace {bench.namespace}, files in {bench.workdir}")
+        for backend in ("sqlite", "postgresql"):
+            run.phase("setup", f"sending benchmarks on {backend}", lambda b=backend: (
+                pipeline_benchmarks(run, bench, sinks, b) or []))
+        run.phase("setup", "scale benchmarks", lambda: scale_benchmarks(run, bench, sinks["discard"]) or [])
+        run.phase("scale", f"CSV import of {plan.import_rows:,} rows", scale.csv_import, bench,
+                  plan.import_rows)
+    finally:
+        for sink in sinks.values():
+            sink.close()
+        bench.close()
+    seconds = time.monotonic() - run.started
+    info = machine()
+    results = {
+        "date": date,
+        "mode": "quick" if args.quick else "full",
+        "seconds": round(seconds, 1),
+        "machine": info,
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+        "figures": as_json(run.figures),
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2))
+
+    print()
+    print(f"Broadside benchmarks, {results['mode']} run, {date}, {seconds:.0f} s")
+    print(f"{info['cpu']}, {info['cores']} cores, {info.get('ram_gb', '?')} GB RAM; Python "
+          f"{info['python']}, SQLite {info['sqlite']}, PostgreSQL {info['postgresql']}, "
+          f"Redis {info['redis']}; load average {load_before} before, "
+          f"{results['load_average_after']} after")
+    print()
+    print(table(run.figures))
+    if args.markdown:
+        print()
+        print(markdown_table(run.figures))
+    failed = [f for f in run.figures if f.ok is False]
+    passed = [f for f in run.figures if f.ok]
+    print()
+    print(f"{len(passed)} PASS, {len(failed)} FAIL/ERROR; results in {RESULTS.relative_to(Path.cwd())}"
+          if RESULTS.is_relative_to(Path.cwd()) else f"results in {RESULTS}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
