@@ -5,10 +5,14 @@ agree with the rows)."""
 
 from __future__ import annotations
 
+import http.cookiejar
 import subprocess
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.error import HTTPError
 
 import pytest
 from aiosmtpd.controller import Controller
@@ -188,3 +192,40 @@ def own_smtp() -> Iterator:
             server.stop()
         except (AssertionError, RuntimeError):
             pass  # already stopped by the test
+
+
+# ---------------------------------------------------------------- a browser without a browser
+
+class Browser:
+    """urllib with a cookie jar: a signed-in owner's session, over real HTTP."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def request(self, method: str, path: str, data: bytes | None = None,
+                headers: dict | None = None) -> tuple[int, str]:
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers=headers or {})
+        try:
+            with self.opener.open(request, timeout=15) as response:
+                return response.status, response.read().decode()
+        except HTTPError as error:
+            with error:
+                return error.code, error.read().decode()
+
+    def submit(self, path: str, fields: dict[str, str]) -> tuple[int, str]:
+        """POST a form (redirects followed, as a browser would): (status, page)."""
+        body = urllib.parse.urlencode(fields).encode()
+        return self.request("POST", path, body, {"Content-Type": "application/x-www-form-urlencoded"})
+
+    def form(self, path: str, fields: dict[str, str]) -> int:
+        return self.submit(path, fields)[0]
+
+    def sign_in(self, email: str, password: str) -> Browser:
+        from tests.conftest import csrf_token_from
+
+        token = csrf_token_from(self.request("GET", "/login")[1])
+        assert self.form("/login", {"email": email, "password": password, "csrf_token": token}) == 200
+        return self

@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import http.cookiejar
 import json
 import subprocess
-import urllib.parse
-import urllib.request
 import uuid
-from urllib.error import HTTPError
 
 import pytest
 from itsdangerous import URLSafeSerializer
 
 from tests.conftest import OWNER_EMAIL, OWNER_PASSWORD, WorkerProcess, csrf_token_from, wait_until
 from tests.jobs.conftest import make_list
-from tests.reliability.conftest import broadcast_status
+from tests.reliability.conftest import Browser, broadcast_status
 from tests.smtp_server import free_port
 from tests.webapp.test_logging import procfile_gunicorn
 from webapp import REPO_ROOT, accounts
@@ -56,30 +52,6 @@ def backend(request) -> str:
 def app_config(app_config):
     app_config.update(SECRET_KEY=SECRET_KEY, WEBHOOK_SECRET=WEBHOOK_SECRET)
     return app_config
-
-
-class Browser:
-    """urllib with a cookie jar: a signed-in owner's session, over real HTTP."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.jar = http.cookiejar.CookieJar()
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
-
-    def request(self, method: str, path: str, data: bytes | None = None,
-                headers: dict | None = None) -> tuple[int, str]:
-        request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers=headers or {})
-        try:
-            with self.opener.open(request, timeout=15) as response:
-                return response.status, response.read().decode()
-        except HTTPError as error:
-            with error:
-                return error.code, error.read().decode()
-
-    def form(self, path: str, fields: dict[str, str]) -> int:
-        body = urllib.parse.urlencode(fields).encode()
-        return self.request("POST", path, body, {"Content-Type": "application/x-www-form-urlencoded"})[0]
 
 
 @pytest.fixture

@@ -10,22 +10,26 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import threading
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from jobs import queues
-from tests.conftest import wait_until
+from tests.conftest import OWNER_EMAIL, OWNER_PASSWORD, csrf_token_from, wait_until
 from tests.jobs.conftest import make_list, start_broadcast, statuses
 from tests.reliability.conftest import (
+    Browser,
     assert_ledger_consistent,
     assert_nobody_twice,
     broadcast_row,
     broadcast_status,
 )
 from tests.webapp.test_unsubscribe import http, one_click
+from webapp.broadcasts.drafts import create_draft
 from webapp.extensions import db
-from webapp.models import Delivery, Subscriber
+from webapp.models import Delivery, Event, Subscriber
+from webapp.site_settings import update_settings
 
 pytestmark = pytest.mark.slow
 
@@ -128,6 +132,39 @@ def test_pause_over_the_api_stops_within_one_send_and_quick_pause_resume_cycles_
     received = smtp_server.recipients()
     assert_nobody_twice(received)
     assert assert_ledger_consistent(broadcast.id, received) == {"sent": 300}
+
+
+def test_four_owners_pressing_send_on_one_draft_at_once_send_it_once(app, live_server, owner):
+    """Through the owner's own page (the API's version is in tests/jobs/test_api_broadcasts.py)."""
+    if "broadcasts.send" not in app.view_functions:
+        pytest.skip("the owner's send page does not exist yet")
+    update_settings(db.session, sender_name="Acme", sender_email="news@example.com",
+                    postal_address="1 Main Street, Springfield", time_zone="UTC")
+    weekly = make_list(db.session, 50)
+    draft_id = create_draft(db.session, list_id=weekly.id, subject="Race", body="Hello").id
+    owners = [Browser(live_server.url).sign_in(OWNER_EMAIL, OWNER_PASSWORD) for _ in range(4)]
+    tokens = [csrf_token_from(b.request("GET", f"/broadcasts/{draft_id}/send")[1]) for b in owners]
+    barrier = threading.Barrier(len(owners))
+    pages: list[tuple[int, str]] = []
+
+    def press_send(browser: Browser, token: str) -> None:
+        barrier.wait()
+        # No worker runs here, so the page asks to confirm queueing anyway.
+        pages.append(browser.submit(f"/broadcasts/{draft_id}/send",
+                                    {"csrf_token": token, "queue_anyway": "y"}))
+
+    threads = [threading.Thread(target=press_send, args=pair) for pair in zip(owners, tokens, strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert [status for status, _ in pages] == [200] * 4
+    assert sum("Sending to 50 subscribers" in text for _, text in pages) == 1
+    db.session.expire_all()
+    assert db.session.scalar(select(func.count()).select_from(Delivery)) == 50
+    assert db.session.scalar(select(func.count()).select_from(Event).where(
+        Event.broadcast_id == draft_id, Event.kind == "queued")) == 1
+    assert broadcast_status(draft_id) == "queued"
 
 
 def test_the_same_slice_job_queued_several_times_sends_each_person_once(
