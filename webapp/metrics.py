@@ -12,6 +12,7 @@ clients on this machine (a loopback peer that forwards for someone else does not
 from __future__ import annotations
 
 import hmac
+import json
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -57,6 +58,12 @@ SKIP_REASONS = (
 )
 ATTEMPT_BUCKETS = (1, 2, 3, 4, 5)
 LOOPBACK = ("127.0.0.1", "::1")
+# Scrape-time caches in Redis (see _delivery_groups and _bounce_counts).
+DELIVERY_CACHE_KEY = "metrics:deliveries"
+BOUNCE_CACHE_KEY = "metrics:bounces"
+CACHE_TTL_SECONDS = 7 * 24 * 3600
+BOUNCE_RECOUNT_SECONDS = 300
+MAX_BROADCASTS_PER_QUERY = 500
 
 
 def add_wait_seconds(redis: Redis, namespace: str, kind: str, seconds: float) -> None:
@@ -103,16 +110,68 @@ class BroadsideCollector(Collector):
 
     # ------------------------------------------------------------ database
 
-    def _deliveries(self) -> Iterator[Metric]:
+    def _delivery_groups(self) -> list[tuple]:
+        """(status, error_class, skip reason, smtp_code, attempts if sent, count) groups.
+
+        A settled broadcast (nothing pending or in flight) changes no more, so its groups are
+        cached in Redis under a stamp of its counters; only active or changed broadcasts are
+        counted again, through the (broadcast_id, status) index. A scrape thus costs the
+        active broadcasts' rows, not the whole table.
+        """
         skipped_reason = case((Delivery.status == "skipped", Delivery.reason), else_=None)
         sent_attempts = case((Delivery.status == "sent", Delivery.attempts), else_=None)
-        # One pass over the deliveries table, grouped finely, then summed here.
-        rows = self.session.execute(
-            select(Delivery.status, Delivery.error_class, skipped_reason, Delivery.smtp_code,
-                   sent_attempts, func.count())
-            .group_by(Delivery.status, Delivery.error_class, skipped_reason, Delivery.smtp_code,
-                      sent_attempts)
+        broadcasts = self.session.execute(
+            select(Broadcast.id, Broadcast.pending_count, Broadcast.sending_count, Broadcast.sent_count,
+                   Broadcast.skipped_count, Broadcast.failed_count, Broadcast.unknown_count,
+                   Broadcast.updated_at)
         ).all()
+        keys = [f"{self.namespace}:{DELIVERY_CACHE_KEY}:{row[0]}" for row in broadcasts]
+        try:
+            cached = self.redis.mget(keys) if keys else []
+        except RedisError:
+            cached = [None] * len(keys)
+        groups: list[tuple] = []
+        stale: dict[int, tuple[str, bool]] = {}
+        for row, raw in zip(broadcasts, cached, strict=True):
+            broadcast_id, pending, sending = row[0], row[1], row[2]
+            stamp = "|".join(str(v) for v in row[1:])
+            settled = pending == 0 and sending == 0
+            if settled and raw:
+                data = json.loads(raw)
+                if data.get("stamp") == stamp:
+                    groups.extend(tuple(g) for g in data["groups"])
+                    continue
+            stale[broadcast_id] = (stamp, settled)
+        if not stale:
+            return groups
+        query = (
+            select(Delivery.broadcast_id, Delivery.status, Delivery.error_class, skipped_reason,
+                   Delivery.smtp_code, sent_attempts, func.count())
+            .group_by(Delivery.broadcast_id, Delivery.status, Delivery.error_class, skipped_reason,
+                      Delivery.smtp_code, sent_attempts)
+        )
+        if len(stale) <= MAX_BROADCASTS_PER_QUERY:
+            query = query.where(Delivery.broadcast_id.in_(stale))
+        fresh: dict[int, list[tuple]] = {}
+        for broadcast_id, *group in self.session.execute(query).all():
+            if broadcast_id in stale:
+                fresh.setdefault(broadcast_id, []).append(tuple(group))
+        try:
+            with self.redis.pipeline(transaction=False) as pipe:
+                for broadcast_id, (stamp, settled) in stale.items():
+                    if settled:
+                        payload = json.dumps({"stamp": stamp, "groups": fresh.get(broadcast_id, [])})
+                        pipe.set(f"{self.namespace}:{DELIVERY_CACHE_KEY}:{broadcast_id}", payload,
+                                 ex=CACHE_TTL_SECONDS)
+                pipe.execute()
+        except RedisError:
+            pass  # the figures are right; the next scrape counts again
+        for found in fresh.values():
+            groups.extend(found)
+        return groups
+
+    def _deliveries(self) -> Iterator[Metric]:
+        rows = self._delivery_groups()
         outcomes = dict.fromkeys(OUTCOMES, 0)
         in_flight = {"pending": 0, "sending": 0, "retrying": 0}
         skipped: dict[str, int] = {}
@@ -182,24 +241,52 @@ class BroadsideCollector(Collector):
             family.add_metric([status], counts.get(status, 0))
         yield family
 
-    def _audience(self) -> Iterator[Metric]:
+    def _count_bounces(self, since_id: int | None, up_to_id: int | None) -> dict[str, int]:
         bounce_type = case(
             (Event.detail.like("hard bounce%"), "hard"),
             (Event.detail.like("soft bounce%"), "soft"),
             else_="other",
         )
-        rows = self.session.execute(
-            select(Event.kind, bounce_type, func.count())
-            .where(Event.kind.in_(("bounce", "complaint")))
-            .group_by(Event.kind, bounce_type)
-        ).all()
-        bounces = {"hard": 0, "soft": 0}
-        complaints = 0
-        for kind, kind_type, count in rows:
-            if kind == "complaint":
-                complaints += count
-            else:
-                bounces[kind_type] = bounces.get(kind_type, 0) + count
+        query = select(Event.kind, bounce_type, func.count()).where(Event.kind.in_(("bounce", "complaint")))
+        if since_id is not None:
+            query = query.where(Event.id > since_id)
+        if up_to_id is not None:
+            query = query.where(Event.id <= up_to_id)
+        counts: dict[str, int] = {}
+        for kind, kind_type, count in self.session.execute(query.group_by(Event.kind, bounce_type)).all():
+            label = "complaint" if kind == "complaint" else kind_type
+            counts[label] = counts.get(label, 0) + count
+        return counts
+
+    def _bounce_counts(self) -> dict[str, int]:
+        """Bounce and complaint events by type. Events are only ever appended, so a full count
+        (a scan of the events table) is kept in Redis with the highest event id it covered and
+        redone every few minutes; in between, a scrape counts only the newer events (a range
+        of the primary key)."""
+        key = f"{self.namespace}:{BOUNCE_CACHE_KEY}"
+        try:
+            raw = self.redis.get(key)
+        except RedisError:
+            raw = None
+        if raw:
+            base = json.loads(raw)
+            recent = self._count_bounces(since_id=base["max_id"], up_to_id=None)
+            labels = set(base["counts"]) | set(recent)
+            return {label: base["counts"].get(label, 0) + recent.get(label, 0) for label in labels}
+        max_id = self.session.scalar(select(func.max(Event.id))) or 0
+        counts = self._count_bounces(since_id=None, up_to_id=max_id)
+        try:
+            self.redis.set(key, json.dumps({"max_id": max_id, "counts": counts}), ex=BOUNCE_RECOUNT_SECONDS)
+        except RedisError:
+            pass
+        return counts
+
+    def _audience(self) -> Iterator[Metric]:
+        counts = self._bounce_counts()
+        bounces = {"hard": counts.get("hard", 0), "soft": counts.get("soft", 0)}
+        if counts.get("other"):
+            bounces["other"] = counts["other"]
+        complaints = counts.get("complaint", 0)
         family = CounterMetricFamily("broadside_bounces", "Bounces reported by the provider, by type.",
                                      labels=["type"])
         for kind_type, count in bounces.items():

@@ -173,3 +173,33 @@ def test_metrics_still_answer_when_redis_is_down(app_config):
     assert value(samples, "broadside_up", component="redis") == 0
     assert value(samples, "broadside_up", component="database") == 1
     assert value(samples, "broadside_deliveries_total", outcome="sent") == 0
+
+
+def test_cached_figures_follow_later_changes(app, client, smtp_server, redis_client, namespace,
+                                             run_worker_burst):  # noqa: F811
+    from webapp.broadcasts.service import retry_deliveries
+
+    weekly = make_list(db.session, 3)
+    broadcast = start_broadcast(app, weekly)
+    smtp_server.script.drop_after_data = {"reader00001@example.com"}
+    run_worker_burst()
+    samples = scrape(client)
+    assert value(samples, "broadside_deliveries_total", outcome="unknown") == 1
+    assert value(samples, "broadside_bounces_total", type="soft") == 0
+    # The settled broadcast's figures and the bounce count are now cached in Redis...
+    assert redis_client.exists(f"{namespace}:metrics:deliveries:{broadcast.id}")
+    assert redis_client.exists(f"{namespace}:metrics:bounces")
+
+    # ...and still follow what happens next: the owner sends the unknown row again,
+    retry_deliveries(db.session, broadcast.id, which="unknown")
+    samples = scrape(client)
+    assert value(samples, "broadside_deliveries_total", outcome="unknown") == 0
+    assert value(samples, "broadside_deliveries_in_flight", status="pending") == 1
+    smtp_server.script.drop_after_data = set()
+    run_worker_burst()
+    record_bounce(db.session, "reader00002@example.com", "soft", detail="mailbox full")
+    samples = scrape(client)
+    assert value(samples, "broadside_deliveries_total", outcome="sent") == 3
+    assert value(samples, "broadside_deliveries_total", outcome="unknown") == 0
+    assert value(samples, "broadside_deliveries_in_flight", status="pending") == 0
+    assert value(samples, "broadside_bounces_total", type="soft") == 1
