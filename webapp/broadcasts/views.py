@@ -117,15 +117,28 @@ def show(broadcast_id: int):
                                    default_from=_default_from())
     if preview.broadcast.status == "draft":
         return redirect(url_for(".edit", broadcast_id=broadcast_id))
+    from webapp.broadcasts import evidence
+    from webapp.broadcasts.progress import read_progress
+    from webapp.dashboard.status import sending_status
+
+    progress = read_progress(db.session, broadcast_id,
+                             send_delay_ms=int(current_app.config.get("SEND_DELAY_MS") or 0))
+    # Only while it could move: "the worker is not running" beats a bar that never moves.
+    stopped = sending_status().problem if progress.status in ("scheduled", "queued", "sending") else None
     return render_template("broadcasts/show.html", preview=preview, broadcast=preview.broadcast,
                            list_name=drafts.list_name(db.session, preview.broadcast.list_id),
-                           action_form=EmptyForm())
+                           action_form=EmptyForm(), p=progress, sending_problem=stopped,
+                           settings=get_settings(db.session),
+                           page=evidence.delivery_page(db.session, broadcast_id))
 
 
 @bp.route("/<int:broadcast_id>/edit")
 def edit(broadcast_id: int):
     preview = drafts.preview_email(db.session, broadcast_id, sample_email=_sample_email(),
                                    default_from=_default_from())
+    if preview.broadcast.status == "scheduled":
+        flash("This broadcast is scheduled. Cancel the schedule to edit it again.", "info")
+        return redirect(url_for(".show", broadcast_id=broadcast_id))
     if preview.broadcast.status != "draft":
         flash("This broadcast has been sent, so it can no longer change. "
               "Duplicate it to write a new one.", "info")
@@ -206,3 +219,6 @@ def duplicate(broadcast_id: int):
     copy = drafts.duplicate(db.session, broadcast_id)
     flash("This is a new draft copied from the original; nothing has been sent.", "success")
     return redirect(url_for(".edit", broadcast_id=copy.id))
+
+
+from webapp.broadcasts import sending_views  # noqa: E402,F401 - send, progress and evidence routes on `bp`

@@ -1,0 +1,294 @@
+"""Broadcast pages, part two: send (test, confirm, schedule), watch (progress), steer
+(pause, resume, cancel), and the evidence (deliveries, timelines, send again).
+
+Registered on the broadcasts blueprint (imported at the end of views.py). Every button works
+as a plain form without JavaScript; htmx upgrades some of them to swap a fragment in place.
+"""
+
+from __future__ import annotations
+
+from flask import (
+    Response,
+    current_app,
+    flash,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from flask_wtf import FlaskForm
+from wtforms import BooleanField, StringField
+
+from webapp.broadcasts import evidence, launch, service
+from webapp.broadcasts.progress import Progress, read_progress
+from webapp.broadcasts.views import EmptyForm, bp
+from webapp.errors import Conflict, DomainError, ValidationError
+from webapp.extensions import db
+
+
+class TestSendForm(FlaskForm):
+    to_email = StringField("Send a test to", render_kw={"type": "email", "autocomplete": "email"})
+
+
+class SendForm(FlaskForm):
+    queue_anyway = BooleanField("Queue it anyway: it starts as soon as sending works again")
+
+
+class ScheduleForm(FlaskForm):
+    send_at = StringField("Date and time", render_kw={"type": "datetime-local"})
+
+
+def _htmx() -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def _vary(response: Response) -> Response:
+    # The same URL answers a fragment to htmx and a page to everyone else.
+    response.headers["Vary"] = "HX-Request"
+    return response
+
+
+def _progress(broadcast_id: int) -> Progress:
+    return read_progress(db.session, broadcast_id,
+                         send_delay_ms=int(current_app.config.get("SEND_DELAY_MS") or 0))
+
+
+@bp.context_processor
+def _sending_helpers() -> dict:
+    def num(value: int | float | None) -> str:
+        return f"{value or 0:,}"
+
+    return {"num": num}
+
+
+# ---------------------------------------------------------------- send a test
+
+@bp.route("/<int:broadcast_id>/test", methods=["POST"])
+def send_test(broadcast_id: int):
+    """One copy to any address, through the transactional queue (ahead of broadcasts)."""
+    form = TestSendForm()
+    address = (form.to_email.data or "").strip()
+    error = None
+    try:
+        service.send_test(db.session, broadcast_id, address,
+                          default_from=current_app.config["MAIL_FROM"])
+    except ValidationError as exc:
+        db.session.rollback()
+        error = exc.message
+    if _htmx():
+        return render_template("broadcasts/_test_status.html", error=error, address=address)
+    if error:
+        flash(f"Test not sent: {error}", "error")
+    else:
+        flash(f"Test queued for {address.lower()}: it arrives within a few seconds while the "
+              "worker runs.", "success")
+    return redirect(request.referrer if _same_site(request.referrer)
+                    else url_for(".show", broadcast_id=broadcast_id))
+
+
+def _same_site(url: str | None) -> bool:
+    return bool(url) and url.startswith(request.host_url)
+
+
+# ---------------------------------------------------------------- send and schedule
+
+def _readiness() -> list[str]:
+    """Why sending would not happen now (Redis, worker, last SMTP check); [] when it would."""
+    from webapp.system.readiness import sending_readiness
+
+    return sending_readiness(current_app._get_current_object())
+
+
+def _render_confirm(broadcast_id: int, *, error: str | None = None, status: int = 200,
+                    send_form: SendForm | None = None, schedule_form: ScheduleForm | None = None):
+    plan = launch.send_plan(db.session, broadcast_id)
+    if plan.broadcast.status != "draft":
+        return redirect(url_for(".show", broadcast_id=broadcast_id))
+    not_ready = _readiness()
+    name, address = service.sender_identity(db.session, current_app.config["MAIL_FROM"])
+    from webapp.broadcasts import drafts
+
+    return render_template(
+        "broadcasts/send_confirm.html", plan=plan, broadcast=plan.broadcast,
+        list_name=drafts.list_name(db.session, plan.broadcast.list_id),
+        not_ready=not_ready, from_name=name, from_email=address, error=error,
+        send_form=send_form or SendForm(formdata=None),
+        schedule_form=schedule_form or ScheduleForm(formdata=None),
+    ), status
+
+
+@bp.route("/<int:broadcast_id>/send")
+def confirm_send(broadcast_id: int):
+    """The confirmation: who would receive it, who would be skipped and why."""
+    return _render_confirm(broadcast_id)
+
+
+@bp.route("/<int:broadcast_id>/send", methods=["POST"])
+def send(broadcast_id: int):
+    form = SendForm()
+    not_ready = _readiness()
+    try:
+        broadcast = launch.send_now(db.session, broadcast_id,
+                                    default_from=current_app.config["MAIL_FROM"],
+                                    not_ready=not_ready, queue_anyway=bool(form.queue_anyway.data))
+    except (ValidationError, Conflict) as exc:
+        db.session.rollback()
+        if isinstance(exc, Conflict):
+            flash(exc.message, "error")
+            return redirect(url_for(".show", broadcast_id=broadcast_id))
+        return _render_confirm(broadcast_id, error=exc.message, status=exc.status_code,
+                               send_form=form)
+    flash(f"Sending to {broadcast.total:,} subscribers. You can leave this page: the worker "
+          "carries on.", "success")
+    return redirect(url_for(".show", broadcast_id=broadcast_id))
+
+
+@bp.route("/<int:broadcast_id>/schedule", methods=["POST"])
+def schedule(broadcast_id: int):
+    form = ScheduleForm()
+    try:
+        broadcast = launch.schedule_at(db.session, broadcast_id, form.send_at.data or "")
+    except (ValidationError, Conflict) as exc:
+        db.session.rollback()
+        if isinstance(exc, Conflict):
+            flash(exc.message, "error")
+            return redirect(url_for(".show", broadcast_id=broadcast_id))
+        return _render_confirm(broadcast_id, error=exc.message, status=exc.status_code,
+                               schedule_form=form)
+    flash("Scheduled. You can cancel the schedule until it starts.", "success")
+    return redirect(url_for(".show", broadcast_id=broadcast.id))
+
+
+@bp.route("/<int:broadcast_id>/unschedule", methods=["POST"])
+def unschedule(broadcast_id: int):
+    try:
+        service.unschedule_broadcast(db.session, broadcast_id)
+    except Conflict as exc:
+        flash(exc.message, "error")
+        return redirect(url_for(".show", broadcast_id=broadcast_id))
+    flash("The schedule is cancelled: this is a draft again and nothing was sent.", "success")
+    return redirect(url_for(".edit", broadcast_id=broadcast_id))
+
+
+# ---------------------------------------------------------------- watch and steer
+
+@bp.route("/<int:broadcast_id>/progress")
+def progress(broadcast_id: int):
+    """HTMX, every 1.5 s while sending: one row read, never a COUNT over deliveries."""
+    p = _progress(broadcast_id)
+    response = make_response(render_template("broadcasts/_progress.html", p=p,
+                                             action_form=EmptyForm()))
+    if p.poll_every is None and _htmx():
+        response.status_code = 286  # htmx: stop polling (the fragment has no trigger either)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _steer(broadcast_id: int, action, done: str):
+    """Pause, resume or cancel: the fragment for htmx, a redirect for a plain form."""
+    message = None
+    try:
+        action(db.session, broadcast_id)
+    except Conflict as exc:
+        db.session.rollback()
+        message = exc.message
+    if _htmx():
+        return render_template("broadcasts/_progress.html", p=_progress(broadcast_id),
+                               action_form=EmptyForm(), message=message)
+    flash(message or done, "error" if message else "success")
+    return redirect(url_for(".show", broadcast_id=broadcast_id))
+
+
+@bp.route("/<int:broadcast_id>/pause", methods=["POST"])
+def pause(broadcast_id: int):
+    return _steer(broadcast_id, service.pause_broadcast,
+                  "Paused. Nothing more is sent until you press Resume.")
+
+
+@bp.route("/<int:broadcast_id>/resume", methods=["POST"])
+def resume(broadcast_id: int):
+    return _steer(broadcast_id, service.resume_broadcast,
+                  "Resumed: sending continues from where it stopped.")
+
+
+@bp.route("/<int:broadcast_id>/cancel", methods=["POST"])
+def cancel(broadcast_id: int):
+    if request.form.get("confirm") != "yes":
+        # Without JavaScript (no hx-confirm dialog) the owner confirms on a page first.
+        broadcast = service.get_broadcast(db.session, broadcast_id)
+        return render_template("broadcasts/cancel_confirm.html", broadcast=broadcast,
+                               p=_progress(broadcast_id), action_form=EmptyForm())
+    return _steer(broadcast_id, service.cancel_broadcast,
+                  "Cancelled. Nobody else will receive it; what was sent stays sent.")
+
+
+# ---------------------------------------------------------------- evidence
+
+def _int_arg(name: str) -> int | None:
+    value = request.args.get(name, "")
+    return int(value) if value.isdigit() else None
+
+
+@bp.route("/<int:broadcast_id>/deliveries")
+def deliveries(broadcast_id: int):
+    """The deliveries table: a fragment for htmx, a page of its own without JavaScript."""
+    try:
+        page = evidence.delivery_page(db.session, broadcast_id, status=request.args.get("status"),
+                                      query=request.args.get("q", ""), after=_int_arg("after"),
+                                      before=_int_arg("before"))
+        error = None
+    except ValidationError as exc:
+        page = evidence.delivery_page(db.session, broadcast_id)
+        error = exc.message
+    broadcast = service.get_broadcast(db.session, broadcast_id)
+    if _htmx():
+        return _vary(make_response(render_template(
+            "broadcasts/_delivery_results.html", page=page, broadcast=broadcast, error=error)))
+    return _vary(make_response(render_template(
+        "broadcasts/deliveries.html", page=page, broadcast=broadcast, error=error,
+        p=_progress(broadcast_id)), 422 if error else 200))
+
+
+@bp.route("/<int:broadcast_id>/deliveries/<int:delivery_id>")
+def timeline(broadcast_id: int, delivery_id: int):
+    """One recipient's timeline: an expanded table row for htmx, else a small page."""
+    if _htmx() and request.args.get("closed"):
+        return _vary(make_response(render_template("broadcasts/_timeline_row.html",
+                                                   delivery_id=delivery_id, timeline=None)))
+    found = evidence.delivery_timeline(db.session, broadcast_id, delivery_id)
+    broadcast = service.get_broadcast(db.session, broadcast_id)
+    template = "broadcasts/_timeline_row.html" if _htmx() else "broadcasts/timeline.html"
+    return _vary(make_response(render_template(template, timeline=found, broadcast=broadcast,
+                                               delivery_id=delivery_id)))
+
+
+RETRY_WHICH = ("unknown", "transient")
+
+
+@bp.route("/<int:broadcast_id>/retry/<which>")
+def confirm_retry(broadcast_id: int, which: str):
+    """Ask first: an `unknown` row may already be in the inbox (invariant 5)."""
+    plan = evidence.retry_plan(db.session, broadcast_id, which)
+    broadcast = service.get_broadcast(db.session, broadcast_id)
+    return render_template("broadcasts/retry_confirm.html", plan=plan, broadcast=broadcast,
+                           action_form=EmptyForm(), explanation=evidence.UNKNOWN_EXPLANATION)
+
+
+@bp.route("/<int:broadcast_id>/retry/<which>", methods=["POST"])
+def retry(broadcast_id: int, which: str):
+    if which not in RETRY_WHICH:
+        raise ValidationError("Choose which deliveries to send again: unknown or transient.")
+    if request.form.get("confirm") != "yes":
+        return redirect(url_for(".confirm_retry", broadcast_id=broadcast_id, which=which))
+    try:
+        moved = service.retry_deliveries(db.session, broadcast_id, which=which)
+    except DomainError as exc:
+        db.session.rollback()
+        flash(exc.message, "error")
+        return redirect(url_for(".show", broadcast_id=broadcast_id))
+    if moved:
+        flash(f"Sending again to {moved:,} recipient{'s' if moved != 1 else ''}.", "success")
+    else:
+        flash("There was nothing left to send again.", "info")
+    return redirect(url_for(".show", broadcast_id=broadcast_id))
