@@ -3,7 +3,9 @@
 Nothing is counted in process memory, so the figures survive a restart of the web process
 (and are the same whichever gunicorn worker answers). Sends by outcome come from the
 deliveries table, where every delivery records how it ended; the waiting times are running
-totals the worker adds to Redis.
+totals the worker adds to Redis. So that a scrape does not re-read all history, a settled
+broadcast's figures and the bounce count are cached in Redis (see `_delivery_groups` and
+`_bounce_counts`); losing Redis loses only the cache.
 
 Access: with METRICS_TOKEN set, `Authorization: Bearer <METRICS_TOKEN>`; without it, only
 clients on this machine (a loopback peer that forwards for someone else does not count).
@@ -61,7 +63,6 @@ LOOPBACK = ("127.0.0.1", "::1")
 # Scrape-time caches in Redis (see _delivery_groups and _bounce_counts).
 DELIVERY_CACHE_KEY = "metrics:deliveries"
 BOUNCE_CACHE_KEY = "metrics:bounces"
-CACHE_TTL_SECONDS = 7 * 24 * 3600
 BOUNCE_RECOUNT_SECONDS = 300
 MAX_BROADCASTS_PER_QUERY = 500
 
@@ -161,8 +162,10 @@ class BroadsideCollector(Collector):
                 for broadcast_id, (stamp, settled) in stale.items():
                     if settled:
                         payload = json.dumps({"stamp": stamp, "groups": fresh.get(broadcast_id, [])})
-                        pipe.set(f"{self.namespace}:{DELIVERY_CACHE_KEY}:{broadcast_id}", payload,
-                                 ex=CACHE_TTL_SECONDS)
+                        # No expiry: a recount of every settled broadcast at once is the slow
+                        # case (seconds at a million deliveries), so it happens only after Redis
+                        # loses the keys. One small key per broadcast.
+                        pipe.set(f"{self.namespace}:{DELIVERY_CACHE_KEY}:{broadcast_id}", payload)
                 pipe.execute()
         except RedisError:
             pass  # the figures are right; the next scrape counts again

@@ -29,7 +29,7 @@ from webapp.doctor import (
 )
 from webapp.errors import DomainError
 from webapp.metrics import oldest_job_age
-from webapp.models import Broadcast, Delivery, Event, Subscriber
+from webapp.models import Broadcast, Delivery, Event, SiteSettings, Subscriber
 from webapp.site_settings import get_settings
 from webapp.system.outbox import OutboxEntry, list_outbox, outbox_folder
 from webapp.timeutil import utcnow
@@ -114,8 +114,8 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
             .order_by(Broadcast.id)
         ).all()
     ]
-    settings = get_settings(session)
-    reset_at = settings.hourly_window_reset_at
+    settings = session.get(SiteSettings, 1)  # read only: a polled GET creates nothing
+    reset_at = settings.hourly_window_reset_at if settings else None
     session.commit()
     try:
         worker = worker_info(redis, namespace)
