@@ -10,11 +10,19 @@ from typing import Any
 from dotenv import dotenv_values
 from flask import Flask
 from redis import Redis
+from werkzeug.routing import IntegerConverter
 
 from webapp.config import load_config
 from webapp.extensions import csrf, db, login_manager, migrate
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+MAX_DATABASE_ID = 2**31 - 1
+
+
+class DatabaseIdConverter(IntegerConverter):
+    def __init__(self, map, *args, **kwargs) -> None:  # noqa: A002 - werkzeug's signature
+        kwargs.setdefault("max", MAX_DATABASE_ID)
+        super().__init__(map, *args, **kwargs)
 
 
 def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None) -> Flask:
@@ -40,6 +48,10 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
 
         count = app.config["TRUSTED_PROXY_COUNT"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=count, x_proto=count, x_host=count)  # type: ignore[method-assign]
+
+    # Ids in URLs are database integers: anything beyond their range is simply not found
+    # (without this bound, a huge id made SQLite and PostgreSQL raise, answering 500).
+    app.url_map.converters["int"] = DatabaseIdConverter
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(REPO_ROOT / "migrations"), render_as_batch=True, compare_type=True)

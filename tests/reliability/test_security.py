@@ -233,11 +233,6 @@ def test_security_headers_on_every_page(app, client, logged_in_client, one_of_ev
     assert checked >= 25
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (every <int:...> route): Flask's int converter has no maximum, and an id beyond the "
-    "database's integer range makes the lookup raise (SQLite OverflowError, PostgreSQL integer "
-    "out of range), so the answer is a 500 instead of a 404, on owner pages, the API and the "
-    "public sign-up page alike. Fix: a bounded int converter (max=2**31-1) registered app-wide."))
 def test_an_id_beyond_the_database_range_is_a_404_not_a_500(app, logged_in_client, api_headers):
     anonymous = app.test_client()
     failures = []

@@ -38,11 +38,15 @@ def read_token(token: str) -> UnsubscribeClaim | None:
         data = _serializer().loads(token)
     except BadSignature:
         return None
+    def is_id(value: object) -> bool:
+        # A database id: an int (not a bool) within the columns' range.
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31
+
     if (
         not isinstance(data, list)
         or len(data) != 3
-        or not all(isinstance(v, int) and not isinstance(v, bool) for v in data[:2])
-        or not (data[2] is None or (isinstance(data[2], int) and not isinstance(data[2], bool)))
+        or not all(is_id(v) for v in data[:2])
+        or not (data[2] is None or is_id(data[2]))
     ):
         return None
     return UnsubscribeClaim(data[0], data[1], data[2])
