@@ -39,7 +39,7 @@ def value(samples, name: str, **labels) -> float:
 
 @pytest.fixture
 def paced(app_config):
-    app_config["SEND_DELAY_MS"] = 20
+    app_config["SEND_DELAY_MS"] = 100
     app_config["RETRY_BASE_SECONDS"] = 0.01
 
 
@@ -89,8 +89,9 @@ def test_metrics_match_a_real_send_and_survive_a_restart(
     assert value(samples, "broadside_complaints_total") == 1
     assert value(samples, "broadside_suppressed_subscribers", reason="bounced") == 1
     assert value(samples, "broadside_suppressed_subscribers", reason="complained") == 1
-    # Five real attempts 20 ms apart: the pacer waited, and the worker kept the total in Redis.
-    assert 0.02 < value(samples, "broadside_wait_seconds_total", cause="pace") < 5
+    # Five real attempts at least 100 ms apart: the pacer waited (at most 4 gaps' worth, less
+    # the time each SMTP conversation took), and the worker kept the running total in Redis.
+    assert 0 < value(samples, "broadside_wait_seconds_total", cause="pace") < 4 * 0.102
     assert value(samples, "broadside_wait_seconds_total", cause="hourly_cap") == 0
     assert value(samples, "broadside_worker_lease_held") == 0  # the burst worker has stopped
     assert value(samples, "broadside_queue_length", queue="broadcasts") == 0
@@ -133,10 +134,10 @@ def test_time_waiting_for_the_hourly_cap_is_counted(app, client, redis_client, n
     rt = Runtime(lease=Lease(redis_client, namespace), pacer=Pacer(0),
                  transport=OutboxTransport(app.instance_path), hourly=cap, config=dict(app.config))
     started = time.monotonic()
-    assert Slice(db.session, rt, broadcast.id)._hourly_room(deadline=time.monotonic() + 0.3) is False
+    assert Slice(db.session, rt, broadcast.id)._hourly_room(deadline=time.monotonic() + 0.5) is False
     waited = time.monotonic() - started
     counted = value(scrape(client), "broadside_wait_seconds_total", cause="hourly_cap")
-    assert 0.25 < counted <= waited
+    assert 0.1 < counted <= waited  # the sleep, without the notice written before it
 
 
 def test_a_token_is_required_when_metrics_token_is_set(app, client):
