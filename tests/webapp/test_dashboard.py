@@ -1,0 +1,90 @@
+"""The dashboard home: recent broadcasts with state and progress, list sizes, and the banner
+that says sending is stopped."""
+
+from __future__ import annotations
+
+import re
+
+from redis import Redis
+from sqlalchemy import event, update
+
+from tests.jobs.conftest import make_list, start_broadcast
+from webapp.broadcasts import drafts
+from webapp.extensions import db, namespaced
+from webapp.models import Broadcast, MailingList, Subscriber, Subscription
+
+HTMX = {"HX-Request": "true"}
+
+
+def test_banner_says_sending_is_stopped_when_no_worker_holds_the_lease(logged_in_client, redis_client):
+    page = logged_in_client.get("/")
+    assert 'id="sending-banner"' in page.text
+    assert "Sending is stopped: the worker is not running." in page.text
+    redis_client.set(namespaced("worker:lease"), "worker-1", ex=30)  # what a live worker holds
+    page = logged_in_client.get("/")
+    assert "Sending is stopped" not in page.text
+
+
+def test_banner_says_so_when_redis_is_unreachable(app, logged_in_client):
+    working = app.extensions["broadside_redis"]
+    app.extensions["broadside_redis"] = Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=1)
+    try:
+        page = logged_in_client.get("/")
+    finally:
+        app.extensions["broadside_redis"].close()
+        app.extensions["broadside_redis"] = working
+    assert page.status_code == 200
+    assert "Sending is stopped: Redis is unreachable" in page.text
+
+
+def test_list_sizes_count_who_a_send_would_reach_in_one_grouped_query(logged_in_client):
+    weekly = make_list(db.session, 5)
+    make_list(db.session, 0, name="Empty")
+    db.session.execute(update(Subscription).where(Subscription.subscriber_id.in_([1, 2]))
+                       .values(status="unsubscribed"))
+    db.session.execute(update(Subscriber).where(Subscriber.id == 3).values(suppression="bounced"))
+    db.session.commit()
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        seen.append(statement.lower())
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        page = logged_in_client.get("/")
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    assert re.search(rf'id="list-size-{weekly.id}">2</td>', page.text)  # 5 - 2 left - 1 bounced
+    assert ">Empty</a>" in page.text
+    assert len([s for s in seen if "subscriptions" in s]) == 1
+    assert len([s for s in seen if "group by" in s]) == 1
+
+
+def test_recent_broadcasts_show_state_and_progress_and_poll_only_while_sending(app, logged_in_client):
+    weekly = make_list(db.session, 10)
+    drafts.create_draft(db.session, list_id=weekly.id, subject="Still a draft")
+    moving = start_broadcast(app, weekly, subject="Going out now", enqueue=False)
+    db.session.execute(update(Broadcast).where(Broadcast.id == moving.id).values(
+        status="sending", pending_count=6, sent_count=4))
+    db.session.commit()
+    page = logged_in_client.get("/").text
+    assert "Going out now" in page and "Still a draft" in page
+    assert '<span class="badge badge-sending">sending</span>' in page
+    assert re.search(r'<progress max="10" value="4"\s+aria-label="Progress of Going out now">', page)
+    assert "4 sent of 10" in page and "not sent yet" in page
+    assert 'hx-get="/dashboard/recent" hx-trigger="every 3s"' in page
+
+    db.session.execute(update(Broadcast).where(Broadcast.id == moving.id).values(
+        status="sent", pending_count=0, sent_count=10))
+    db.session.commit()
+    fragment = logged_in_client.get("/dashboard/recent", headers=HTMX)
+    assert fragment.status_code == 286 and "hx-trigger" not in fragment.text
+    assert '<span class="badge badge-sent">sent</span>' in fragment.text
+
+
+def test_dashboard_shows_names_as_text(logged_in_client):
+    db.session.add(MailingList(name="<script>alert('list')</script>"))
+    db.session.commit()
+    page = logged_in_client.get("/").text
+    assert "<script>alert(" not in page
+    assert "&lt;script&gt;alert(&#39;list&#39;)&lt;/script&gt;" in page
