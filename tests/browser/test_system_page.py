@@ -21,7 +21,7 @@ def test_system_page_follows_the_worker_starting_and_stopping(
     console: list[str] = []
     page.on("console", lambda msg: console.append(msg.text) if msg.type == "error" else None)
     sign_in(page, live_server.url)
-    page.get_by_role("link", name="System").click()
+    page.get_by_role("navigation").get_by_role("link", name="System", exact=True).click()
     expect(page.get_by_role("heading", name="System", exact=True)).to_be_visible()
     state = page.locator("#worker-state")
     expect(state).to_contain_text("No worker is running")
