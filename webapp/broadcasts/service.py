@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from webapp.broadcasts import ledger
 from webapp.errors import Conflict, NotFound, ValidationError
+from webapp.logs import owner_action
 from webapp.models import Broadcast, Delivery, Event, Revision, Subscriber, Subscription
 from webapp.site_settings import get_settings
 from webapp.timeutil import utcnow
@@ -161,6 +162,7 @@ def send_broadcast(
         session.rollback()
         raise
     session.refresh(broadcast)
+    owner_action("broadcast queued", broadcast_id=broadcast_id, recipients=broadcast.total)
     if enqueue:
         _enqueue(broadcast_id)
     return broadcast
@@ -205,6 +207,7 @@ def schedule_broadcast(session: Session, broadcast_id: int, at_utc: datetime) ->
         at_utc.isoformat() + "Z",
     )
     session.commit()
+    owner_action("broadcast scheduled", broadcast_id=broadcast_id)
     return get_broadcast(session, broadcast_id)
 
 
@@ -218,6 +221,7 @@ def unschedule_broadcast(session: Session, broadcast_id: int) -> Broadcast:
         "unscheduled",
     )
     session.commit()
+    owner_action("broadcast unscheduled", broadcast_id=broadcast_id)
     return get_broadcast(session, broadcast_id)
 
 
@@ -232,6 +236,7 @@ def pause_broadcast(session: Session, broadcast_id: int, reason: str = PAUSE_BY_
         reason,
     )
     session.commit()
+    owner_action("broadcast paused", broadcast_id=broadcast_id)
     return get_broadcast(session, broadcast_id)
 
 
@@ -247,6 +252,7 @@ def resume_broadcast(session: Session, broadcast_id: int) -> Broadcast:
         "by the owner",
     )
     session.commit()
+    owner_action("broadcast resumed", broadcast_id=broadcast_id)
     _enqueue(broadcast_id)
     return get_broadcast(session, broadcast_id)
 
@@ -284,6 +290,7 @@ def cancel_broadcast(session: Session, broadcast_id: int) -> Broadcast:
     ledger.move_counters(session, broadcast_id, {("pending", "skipped"): moved})
     ledger.broadcast_event(session, broadcast_id, "cancelled", f"{moved} pending recipients skipped")
     session.commit()
+    owner_action("broadcast cancelled", broadcast_id=broadcast_id, skipped=moved)
     return get_broadcast(session, broadcast_id)
 
 
@@ -325,6 +332,7 @@ def retry_deliveries(session: Session, broadcast_id: int, *, which: str) -> int:
         ledger.broadcast_event(session, broadcast_id, "resent", f"{len(moved)} {source} rows")
     session.commit()
     if moved:
+        owner_action("broadcast sending again", broadcast_id=broadcast_id, rows=len(moved), which=source)
         _enqueue(broadcast_id)
     return len(moved)
 
