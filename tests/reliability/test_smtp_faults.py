@@ -120,7 +120,7 @@ def test_the_pace_holds_for_every_attempt_through_refusals_retries_and_reconnect
     """Invariant 2 counts refused attempts too: the server never sees two MAIL FROMs closer
     than SEND_DELAY_MS, even around a 421 that closes the channel or a cut connection."""
     server = own_smtp()
-    delay = 0.060
+    delay = 0.100
     app_config["SEND_DELAY_MS"] = int(delay * 1000)
     weekly = make_list(db.session, 30)
     broadcast = start_broadcast(app, weekly)
@@ -132,15 +132,17 @@ def test_the_pace_holds_for_every_attempt_through_refusals_retries_and_reconnect
     }
     server.script.drop_after_data = {addr(12)}
     worker_factory(SMTP_URL=server.url, RETRY_BASE_SECONDS="0.1")
-    # Polled slowly: the server's clock runs in this process, and a busy test thread holding
-    # the GIL would delay its timestamps.
-    wait_until(lambda: broadcast_status(broadcast.id) == "sent", timeout=30, interval=0.25)
+    attempts = 30 + 1 + 1 + 2  # every row once, plus four retries
+    # The server's clock runs in this process: wait without touching the database (a busy
+    # test thread holding the GIL would delay the server thread's timestamps).
+    wait_until(lambda: len(server.mail_times) >= attempts, timeout=30, interval=0.5)
+    wait_until(lambda: broadcast_status(broadcast.id) == "sent", timeout=10)
 
     assert statuses(broadcast.id) == {"sent": 28, "failed": 1, "unknown": 1}
-    assert len(server.mail_times) == 30 + 1 + 1 + 2  # every row once, plus four retries
-    # 5 ms for the server thread's own scheduling (the GIL's switch interval); the benchmark
-    # in bench/ measures the true minimum gap without it.
-    assert min(server.attempt_gaps()) >= delay - 0.005, sorted(server.attempt_gaps())[:3]
+    assert len(server.mail_times) == attempts
+    # 10% for the server thread's own scheduling on a busy machine (the pipeline tests allow
+    # the same); the benchmark in bench/ measures the true minimum gap.
+    assert min(server.attempt_gaps()) >= delay * 0.9, sorted(server.attempt_gaps())[:3]
 
 
 # aiosmtpd warns that AUTH without TLS is unsafe: true, and fine on loopback in a test.
@@ -243,19 +245,19 @@ def test_a_mail_server_gone_for_good_pauses_after_bounded_failures_and_resume_co
 def test_a_connection_cut_after_data_is_unknown_and_never_sent_again(
     app, app_config, smtp_server, worker_factory
 ):
-    app_config["SEND_DELAY_MS"] = 5
+    app_config["SEND_DELAY_MS"] = 20
     weekly = make_list(db.session, 60)
     broadcast = start_broadcast(app, weekly)
-    cut = {addr(i) for i in (5, 6, 33)}  # two in a row: the reconnect itself is fine
+    cut = {addr(i) for i in (5, 6, 45)}  # two in a row: the reconnect itself is fine
     smtp_server.script.drop_after_data = cut
-    worker = worker_factory()
+    first = worker_factory()
+    smtp_server.wait_for(20, timeout=30)
+    # A deploy while unknown rows exist: the next worker's orphan repair and its slices only
+    # ever take `pending` rows, so the two cut messages are not sent again.
+    assert first.terminate(timeout=15) == 0
+    assert {addr(5), addr(6)} <= emails_by_status(broadcast.id)["unknown"]
+    worker_factory()
     wait_until(lambda: broadcast_status(broadcast.id) == "sent", timeout=30)
-    assert worker.terminate(timeout=15) == 0
-    # A restart repairs orphans and re-queues what is unfinished: unknown is neither.
-    smtp_server.script.drop_after_data = set()
-    again = worker_factory()
-    wait_until(lambda: "worker ready" in again.output, timeout=20)
-    wait_until(lambda: db.session.scalar(select(Event.id).where(Event.kind == "finished")), timeout=5)
 
     received = smtp_server.recipients()
     assert_nobody_twice(received)
