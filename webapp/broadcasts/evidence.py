@@ -78,7 +78,8 @@ class DeliveryRow:
         """What happened to this row, in words the owner can act on."""
         reason = self.reason or ""
         if self.status == "sent":
-            return f"Accepted by the mail server ({reason})" if reason else "Accepted by the mail server"
+            reply = " ".join(str(part) for part in (self.smtp_code, reason) if part)
+            return f"Accepted by the mail server ({reply})" if reply else "Accepted by the mail server"
         if self.status == "skipped":
             return f"Not sent: {skip_words(self.reason)}."
         if self.status == "unknown":

@@ -22,7 +22,7 @@ from wtforms import BooleanField, StringField
 
 from webapp.broadcasts import evidence, launch, service
 from webapp.broadcasts.progress import Progress, read_progress
-from webapp.broadcasts.views import EmptyForm, bp
+from webapp.broadcasts.views import bp
 from webapp.errors import Conflict, DomainError, ValidationError
 from webapp.extensions import db
 
@@ -177,8 +177,7 @@ def unschedule(broadcast_id: int):
 def progress(broadcast_id: int):
     """HTMX, every 1.5 s while sending: one row read, never a COUNT over deliveries."""
     p = _progress(broadcast_id)
-    response = make_response(render_template("broadcasts/_progress.html", p=p,
-                                             action_form=EmptyForm()))
+    response = make_response(render_template("broadcasts/_progress.html", p=p, oob_badge=True))
     if p.poll_every is None and _htmx():
         response.status_code = 286  # htmx: stop polling (the fragment has no trigger either)
     response.headers["Cache-Control"] = "no-store"
@@ -195,7 +194,7 @@ def _steer(broadcast_id: int, action, done: str):
         message = exc.message
     if _htmx():
         return render_template("broadcasts/_progress.html", p=_progress(broadcast_id),
-                               action_form=EmptyForm(), message=message)
+                               message=message, oob_badge=True)
     flash(message or done, "error" if message else "success")
     return redirect(url_for(".show", broadcast_id=broadcast_id))
 
@@ -218,7 +217,7 @@ def cancel(broadcast_id: int):
         # Without JavaScript (no hx-confirm dialog) the owner confirms on a page first.
         broadcast = service.get_broadcast(db.session, broadcast_id)
         return render_template("broadcasts/cancel_confirm.html", broadcast=broadcast,
-                               p=_progress(broadcast_id), action_form=EmptyForm())
+                               p=_progress(broadcast_id))
     return _steer(broadcast_id, service.cancel_broadcast,
                   "Cancelled. Nobody else will receive it; what was sent stays sent.")
 
@@ -272,7 +271,7 @@ def confirm_retry(broadcast_id: int, which: str):
     plan = evidence.retry_plan(db.session, broadcast_id, which)
     broadcast = service.get_broadcast(db.session, broadcast_id)
     return render_template("broadcasts/retry_confirm.html", plan=plan, broadcast=broadcast,
-                           action_form=EmptyForm(), explanation=evidence.UNKNOWN_EXPLANATION)
+                           explanation=evidence.UNKNOWN_EXPLANATION)
 
 
 @bp.route("/<int:broadcast_id>/retry/<which>", methods=["POST"])

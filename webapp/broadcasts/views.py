@@ -129,7 +129,7 @@ def show(broadcast_id: int):
                            list_name=drafts.list_name(db.session, preview.broadcast.list_id),
                            action_form=EmptyForm(), p=progress, sending_problem=stopped,
                            settings=get_settings(db.session),
-                           page=evidence.delivery_page(db.session, broadcast_id))
+                           page=evidence.delivery_page(db.session, broadcast_id, per_page=20))
 
 
 @bp.route("/<int:broadcast_id>/edit")
