@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -185,6 +185,7 @@ def main() -> int:
         "date": date,
         "mode": "quick" if args.quick else "full",
         "seconds": round(seconds, 1),
+        "plan": asdict(plan),
         "machine": info,
         "load_average_before": load_before,
         "load_average_after": load_average(),
