@@ -130,17 +130,18 @@ def test_sigterm_while_waiting_to_retry_stops_at_once_and_the_retry_happens_afte
     weekly = make_list(db.session, 40)
     broadcast = start_broadcast(app, weekly)
     # The last three are refused once (451): everyone else is sent, then the slice waits for
-    # their retry time (a few seconds with RETRY_BASE_SECONDS=4).
+    # their retry time (4 to 8 seconds with RETRY_BASE_SECONDS=8).
     later = [f"reader{i:05d}@example.com" for i in (37, 38, 39)]
     smtp_server.script.rcpt_replies = {a: ["451 4.3.0 Try again later"] for a in later}
-    worker = worker_factory(RETRY_BASE_SECONDS="4")
+    worker = worker_factory(RETRY_BASE_SECONDS="8")
     # Outcomes are recorded a batch at a time: wait for the database, not the server.
     wait_until(lambda: statuses(broadcast.id) == {"sent": 37, "pending": 3}, timeout=40)
     assert len(smtp_server.rcpt_rejections) == 3 and len(smtp_server.recipients()) == 37
 
     started = time.monotonic()
-    assert worker.terminate(timeout=10) == 0
-    assert time.monotonic() - started < 1.5, "the retry wait must not hold up a deploy"
+    assert worker.terminate(timeout=15) == 0
+    took = time.monotonic() - started
+    assert took < 3, f"stopping took {took:.1f}s: the retry wait must not hold up a deploy"
     db.session.expire_all()
     due = db.session.execute(
         select(Subscriber.email, Delivery.attempts, Delivery.next_attempt_at)
