@@ -117,7 +117,12 @@ def test_send_a_test_then_watch_a_send_with_pause_resume_and_an_unsubscribe(
     assert overflow <= 0, f"the broadcast page scrolls sideways by {overflow}px on a phone"
     phone.close()
 
-    page.get_by_role("button", name="Pause").click()
+    # A keyboard user on the Pause button keeps focus while the bar updates around it.
+    page.locator("#pause-button").focus()
+    with page.expect_response(lambda response: response.url.endswith("/progress")):
+        pass
+    expect(page.locator("#pause-button")).to_be_focused()
+    page.keyboard.press("Enter")
     expect(page.locator("#state-words")).to_have_text("Paused")
     expect(page.get_by_role("button", name="Resume")).to_be_visible()
     expect(page.locator("#pause-note")).to_contain_text("Paused by the owner.")
@@ -179,4 +184,52 @@ def test_send_a_test_then_watch_a_send_with_pause_resume_and_an_unsubscribe(
     expect(page.locator("#delivery-results tbody tr.delivery-row")).to_have_count(1)
     expect(page.locator("#delivery-results")).to_contain_text("Accepted by the mail server")
     page.screenshot(path=str(screenshot_dir / "broadcast-finished.png"), full_page=True)
+    page.get_by_role("link", name="Dashboard").click()
+    expect(page.locator(".recent-table")).to_contain_text("Autumn news for {{ name }}")
+    expect(page.locator(f"#list-size-{weekly.id}")).to_have_text("298")
+    page.screenshot(path=str(screenshot_dir / "dashboard-after-send.png"), full_page=True)
     assert not [p for p in problems if "Content Security Policy" in p or "Refused" in p], problems
+
+
+def test_broadcast_pages_read_and_steer_without_javascript(browser, app, live_server, owner, screenshot_dir):
+    """Progressive enhancement: with JavaScript off the page still shows the bar, the counts
+    and the table, and Pause, Cancel (after a confirmation page), filters and timelines work
+    as plain links and forms."""
+    from tests.jobs.conftest import start_broadcast
+
+    update_settings(db.session, sender_name="Acme", sender_email="news@acme.example",
+                    postal_address="1 Main Street", time_zone="UTC")
+    broadcast = start_broadcast(app, make_list(db.session, 30), subject="Quiet <b>launch</b>",
+                                enqueue=False)
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        sign_in(page, live_server.url)
+        page.goto(f"{live_server.url}/broadcasts/{broadcast.id}")
+        expect(page.get_by_role("heading", name="Quiet <b>launch</b>")).to_be_visible()
+        expect(page.locator("#progress-bar")).to_have_attribute("max", "30")
+        expect(page.locator("#count-pending strong")).to_have_text("30")
+        expect(page.locator("#delivery-results tbody tr.delivery-row")).to_have_count(20)
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the broadcast page scrolls sideways by {overflow}px on a phone"
+
+        page.get_by_role("button", name="Pause").click()
+        expect(page.get_by_text("Paused. Nothing more is sent until you press Resume.")).to_be_visible()
+        page.get_by_role("button", name="Cancel broadcast").click()
+        expect(page.get_by_role("heading", name="Cancel “Quiet <b>launch</b>”?")).to_be_visible()
+        page.screenshot(path=str(screenshot_dir / "cancel-confirm-nojs-phone.png"))
+        page.get_by_role("button", name="Yes, cancel it").click()
+        expect(page.locator("#state-words")).to_contain_text("Cancelled at")
+
+        page.get_by_label("Status", exact=True).select_option("skipped")
+        page.get_by_role("button", name="Show").click()
+        expect(page.get_by_role("heading", name="Deliveries of “Quiet <b>launch</b>”")).to_be_visible()
+        expect(page.locator("tr.delivery-row")).to_have_count(30)
+        page.locator("tr.delivery-row").first.get_by_role("link", name="Timeline").click()
+        expect(page.get_by_text("Skipped: the broadcast was cancelled")).to_be_visible()
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the timeline page scrolls sideways by {overflow}px on a phone"
+        db.session.expire_all()
+        assert db.session.get(Broadcast, broadcast.id).status == "cancelled"
+    finally:
+        context.close()
