@@ -207,6 +207,9 @@ def test_cancelling_a_schedule_makes_it_a_draft_again(logged_in_client, draft):
     broadcast = db.session.get(Broadcast, draft.id)
     assert (broadcast.status, broadcast.scheduled_at) == ("draft", None)
     assert "The schedule is cancelled" in logged_in_client.get(response.headers["Location"]).text
+    # A page still polling the scheduled broadcast learns it is a draft again, and stops.
+    poll = logged_in_client.get(f"/broadcasts/{draft.id}/progress", headers=HTMX)
+    assert poll.status_code == 286 and "This is a draft again" in poll.text
 
 
 def test_bad_schedule_times_are_refused_with_a_message_and_change_nothing(logged_in_client, draft):
