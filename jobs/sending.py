@@ -30,8 +30,10 @@ log = logging.getLogger("broadside.worker")
 
 SLICE_SECONDS = 3.0
 SLICE_MAX_SENDS = 1000
-# At most this many rows are claimed (and exposed to a crash) at once: about a second of
-# sends at the default pace, a fraction of one when the pace is fast.
+# Rows claimed (and so exposed to a crash) at once: about EXPOSURE_SECONDS of sends, at most
+# MAX_BATCH. At the default pace (200 ms) that is one row: a crash loses at most the row in
+# flight. Only at fast paces are claims and outcomes batched, to keep up with the server.
+EXPOSURE_SECONDS = 0.2
 MAX_BATCH = 20
 # Connection failures in a row (refused, reset, timed out) before the broadcast pauses.
 MAX_CONNECTION_FAILURES = 5
@@ -88,6 +90,12 @@ class Batch:
             )
         session.commit()
         self.outcomes.clear()
+
+
+def batch_size_for(delay_seconds: float) -> int:
+    if delay_seconds <= 0:
+        return MAX_BATCH
+    return max(1, min(MAX_BATCH, int(EXPOSURE_SECONDS / delay_seconds)))
 
 
 def message_id_for(delivery_id: int, broadcast_id: int, from_email: str) -> str:
@@ -192,7 +200,8 @@ class Slice:
         self.batch = Batch(broadcast_id)
         self.attempts = 0
         self.skipped = 0
-        self.batch_size = 1 if runtime.pacer.delay >= 1 else 10
+        self.batch_size = batch_size_for(runtime.pacer.delay)
+        self.pause_reason: str | None = None
 
     # -------------------------------------------------------------- the loop
 
@@ -304,12 +313,7 @@ class Slice:
         self.rt.stop.wait(seconds)
 
     def _adapt_batch(self) -> None:
-        """Claim about one second of sends at a time: a crash exposes at most that."""
-        if self.rt.pacer.delay > 0:
-            per_second = 1.0 / self.rt.pacer.delay
-        else:
-            per_second = MAX_BATCH
-        self.batch_size = max(1, min(MAX_BATCH, int(per_second)))
+        self.batch_size = batch_size_for(self.rt.pacer.delay)
 
     def _lease_ok(self) -> bool:
         try:
@@ -371,6 +375,10 @@ class Slice:
             stop = self._attempt(delivery_id, subscriber_id, email, name, attributes or {})
             if stop:
                 self._release(rows[index + 1 :], cancelled=False)
+                if self.pause_reason:
+                    # Every claimed row is back to pending before the owner sees "paused".
+                    self.batch.flush(self.session)
+                    pause(self.session, self.broadcast_id, self.pause_reason)
                 return stop
         return None
 
@@ -507,10 +515,10 @@ class Slice:
         self, delivery_id: int, subscriber_id: int | None, values: dict[str, Any], reason: str
     ) -> None:
         # Not accepted (the failure came before the end of DATA): the row waits for resume.
+        # The broadcast pauses once the rest of the batch is released too (see _send_claimed).
         values = {**values, "next_attempt_at": None}
         self.batch.add("pending", delivery_id, subscriber_id, values, detail=reason)
-        self.batch.flush(self.session)
-        pause(self.session, self.broadcast_id, reason)
+        self.pause_reason = reason
 
     def _attempts_of(self, delivery_id: int) -> int:
         return int(self.session.scalar(select(Delivery.attempts).where(Delivery.id == delivery_id)) or 0)
