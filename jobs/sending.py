@@ -15,7 +15,7 @@ from email.utils import formataddr
 from typing import Any
 
 from redis.exceptions import RedisError
-from sqlalchemy import and_, exists, func, select, update
+from sqlalchemy import and_, bindparam, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from jobs.classify import MAX_ATTEMPTS, Verdict, backoff, classify
@@ -104,24 +104,32 @@ def message_id_for(delivery_id: int, broadcast_id: int, from_email: str) -> str:
     return f"<broadside.d{delivery_id}.b{broadcast_id}@{domain}>"
 
 
+_RECIPIENT_STATE = (
+    select(
+        Broadcast.status,
+        Subscriber.email,
+        Subscriber.name,
+        Subscriber.attributes,
+        Subscriber.suppression,
+        Subscription.status,
+    )
+    .select_from(Broadcast)
+    .outerjoin(Subscriber, Subscriber.id == bindparam("subscriber_id"))
+    .outerjoin(
+        Subscription,
+        and_(Subscription.subscriber_id == Subscriber.id, Subscription.list_id == bindparam("list_id")),
+    )
+    .where(Broadcast.id == bindparam("broadcast_id"))
+)
+
+
 def recipient_state(session: Session, broadcast_id: int, list_id: int | None, subscriber_id: int | None):
     """Invariant 3, ask again at send time: one indexed query for the broadcast's state and
-    this person's subscription and suppression, read just before their send."""
+    this person's subscription and suppression, read just before their send (the statement
+    is built once; only its parameters change)."""
     return session.execute(
-        select(
-            Broadcast.status,
-            Subscriber.email,
-            Subscriber.name,
-            Subscriber.attributes,
-            Subscriber.suppression,
-            Subscription.status,
-        )
-        .select_from(Broadcast)
-        .outerjoin(Subscriber, Subscriber.id == subscriber_id)
-        .outerjoin(
-            Subscription, and_(Subscription.subscriber_id == Subscriber.id, Subscription.list_id == list_id)
-        )
-        .where(Broadcast.id == broadcast_id)
+        _RECIPIENT_STATE,
+        {"broadcast_id": broadcast_id, "list_id": list_id, "subscriber_id": subscriber_id},
     ).one()
 
 
@@ -342,8 +350,9 @@ class Slice:
         try:  # metrics (issue 8): a running total in Redis of the time spent waiting for the cap
             from webapp.metrics import add_wait_seconds
 
-            add_wait_seconds(cap.redis, self.rt.config["BROADSIDE_NAMESPACE"], "hourly",
-                             time.monotonic() - waited_from)
+            add_wait_seconds(
+                cap.redis, self.rt.config["BROADSIDE_NAMESPACE"], "hourly", time.monotonic() - waited_from
+            )
         except RedisError:
             pass
         if cap.free_at() is None:
@@ -394,7 +403,7 @@ class Slice:
                     "pending",
                     delivery_id,
                     subscriber_id,
-                    {"attempts": Delivery.attempts - 1},
+                    {ledger.ATTEMPTS_DELTA: -1},
                     detail="released, not attempted",
                 )
 
@@ -415,8 +424,13 @@ class Slice:
         except MergeError as error:
             # This person's values break a merge field: nothing was sent; fail just this row.
             reason = f"could not fill in the merge fields: {error.message}"[:500]
-            self.batch.add("failed", delivery_id, subscriber_id,
-                           {"reason": reason, "error_class": "recipient"}, detail=reason)
+            self.batch.add(
+                "failed",
+                delivery_id,
+                subscriber_id,
+                {"reason": reason, "error_class": "recipient"},
+                detail=reason,
+            )
             return None
         message_id = message_id_for(delivery_id, self.broadcast_id, self.revision.from_email)
         payload = message_bytes(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import binascii
 import email.policy
 import email.utils
+import functools
 import re
 import secrets
 from dataclasses import dataclass
@@ -240,7 +241,13 @@ def _header_value(value: str) -> str:
     return Header(value, "utf-8", maxlinelen=998).encode(linesep="\r\n")
 
 
+_PLAIN_ADDRESS = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9.-]+")
+
+
+@functools.lru_cache(maxsize=64)
 def _address_header(value: str) -> str:
+    if _PLAIN_ADDRESS.fullmatch(value):
+        return value  # the usual To: a bare, already validated address
     name, address = email.utils.parseaddr(value.replace("\r", " ").replace("\n", " "))
     return email.utils.formataddr((name, address), charset="utf-8") if name else address
 

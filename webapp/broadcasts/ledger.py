@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, update
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm import Session
 
 from webapp.models import Broadcast, Delivery, Event
@@ -62,6 +62,51 @@ def move_counters(session: Session, broadcast_id: int, moves: dict[tuple[str, st
         session.execute(update(Broadcast).where(Broadcast.id == broadcast_id).values(**values))
 
 
+_DELIVERIES = Delivery.__table__
+_EVENTS = Event.__table__
+# `values` key meaning "add this to attempts" (claim: +1; a release of an unattempted row: -1).
+ATTEMPTS_DELTA = "attempts_delta"
+_statements: dict[tuple[str, ...], Any] = {}
+
+
+def _move_statement(keys: tuple[str, ...]):
+    """One compiled-once UPDATE per set of columns: this runs for every recipient."""
+    statement = _statements.get(keys)
+    if statement is None:
+        values: dict[str, Any] = {"status": bindparam("_target"), "updated_at": bindparam("_now")}
+        for key in keys:
+            if key == ATTEMPTS_DELTA:
+                values["attempts"] = _DELIVERIES.c.attempts + bindparam(ATTEMPTS_DELTA)
+            else:
+                values[key] = bindparam(key)
+        statement = (
+            update(_DELIVERIES)
+            .where(_DELIVERIES.c.id == bindparam("_id"), _DELIVERIES.c.status == bindparam("_source"))
+            .values(values)
+        )
+        _statements[keys] = statement
+    return statement
+
+
+def _record(session: Session, broadcast_id: int, moved: Sequence[Change], kind: str, now: datetime) -> None:
+    session.connection().execute(
+        insert(_EVENTS),
+        [
+            {
+                "kind": kind,
+                "broadcast_id": broadcast_id,
+                "delivery_id": c.delivery_id,
+                "subscriber_id": c.subscriber_id,
+                "list_id": None,
+                "detail": c.detail,
+                "data": c.data,
+                "created_at": now,
+            }
+            for c in moved
+        ],
+    )
+
+
 def transition(
     session: Session,
     broadcast_id: int,
@@ -76,45 +121,56 @@ def transition(
     Returns the ids that moved. Does not commit: the caller owns the transaction.
     """
     now = now or utcnow()
+    connection = session.connection()
     moved: list[Change] = []
     for change in changes:
-        result = session.execute(
-            update(Delivery)
-            .where(Delivery.id == change.delivery_id, Delivery.status == source)
-            .values(status=target, updated_at=now, **change.values)
-        )
-        if result.rowcount == 1:
+        statement = _move_statement(tuple(sorted(change.values)))
+        params = {
+            "_id": change.delivery_id,
+            "_source": source,
+            "_target": target,
+            "_now": now,
+            **change.values,
+        }
+        if connection.execute(statement, params).rowcount == 1:
             moved.append(change)
     if moved:
         move_counters(session, broadcast_id, {(source, target): len(moved)})
-        session.execute(
-            insert(Event),
-            [
-                {
-                    "kind": EVENT_FOR[target],
-                    "broadcast_id": broadcast_id,
-                    "delivery_id": c.delivery_id,
-                    "subscriber_id": c.subscriber_id,
-                    "detail": c.detail,
-                    "data": c.data,
-                    "created_at": now,
-                }
-                for c in moved
-            ],
-        )
+        _record(session, broadcast_id, moved, EVENT_FOR[target], now)
     return [c.delivery_id for c in moved]
+
+
+_CLAIM = (
+    update(_DELIVERIES)
+    .where(_DELIVERIES.c.id.in_(bindparam("ids", expanding=True)), _DELIVERIES.c.status == "pending")
+    .values(
+        status="sending",
+        claimed_at=bindparam("now"),
+        updated_at=bindparam("now"),
+        attempts=_DELIVERIES.c.attempts + 1,
+    )
+    .returning(_DELIVERIES.c.id)
+)
 
 
 def claim(
     session: Session, broadcast_id: int, rows: Sequence[tuple[int, int | None]], now: datetime | None = None
 ) -> list[int]:
-    """pending -> sending for a small batch; the caller commits before any SMTP conversation."""
+    """pending -> sending for a small batch, in one guarded statement; the caller commits
+    before any SMTP conversation."""
+    if not rows:
+        return []
     now = now or utcnow()
-    changes = [
-        Change(delivery_id, subscriber_id, {"claimed_at": now, "attempts": Delivery.attempts + 1})
-        for delivery_id, subscriber_id in rows
-    ]
-    return transition(session, broadcast_id, changes, source="pending", target="sending", now=now)
+    claimed = set(
+        session.connection()
+        .execute(_CLAIM, {"ids": [delivery_id for delivery_id, _ in rows], "now": now})
+        .scalars()
+    )
+    moved = [Change(d, s) for d, s in rows if d in claimed]
+    if moved:
+        move_counters(session, broadcast_id, {("pending", "sending"): len(moved)})
+        _record(session, broadcast_id, moved, EVENT_FOR["sending"], now)
+    return [c.delivery_id for c in moved]
 
 
 def broadcast_event(
