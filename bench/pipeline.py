@@ -30,8 +30,14 @@ def _send_with_worker(bench: Bench, app, database_url: str, sink: Sink, list_id:
     sink.reset()
     broadcast_id, _ = press_send(app, list_id)
     worker = bench.worker(database_url, smtp_url=sink.url, delay_ms=delay_ms, burst=True, label=label)
-    worker.wait(timeout=60 + size / 20)
-    state = broadcast_state(app, broadcast_id)
+    try:
+        worker.wait(timeout=60 + size / 20)
+    finally:
+        state = broadcast_state(app, broadcast_id)
+        if state["status"] in ("queued", "sending", "paused"):
+            # Unfinished: cancel it, or the next worker's orphan repair would send the rest
+            # into another benchmark's figures.
+            steer(app, broadcast_id, "cancel")
     stats = sink.stats()
     if state["status"] != "sent" or stats["count"] != size:
         raise RuntimeError(f"{label}: expected {size} messages and a sent broadcast, got "
