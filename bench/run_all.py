@@ -1,6 +1,6 @@
 """Every benchmark in one run, one table, PASS/FAIL against the targets the issues state.
 
-    .venv/bin/python bench/run_all.py            # the full set (about 9-10 minutes)
+    .venv/bin/python bench/run_all.py            # the full set (6-10 minutes)
     .venv/bin/python bench/run_all.py --quick    # a reduced set (under about 2 minutes)
     .venv/bin/python bench/run_all.py --markdown # also print the table as Markdown
 
