@@ -24,7 +24,7 @@ from jobs.transports import DeliveryError
 from webapp.broadcasts import ledger
 from webapp.models import Broadcast, Delivery, Revision, Subscriber, Subscription
 from webapp.timeutil import utcnow
-from webapp.unsubscribe.tokens import make_token, unsubscribe_url
+from webapp.unsubscribe.tokens import token_serializer, unsubscribe_url
 
 log = logging.getLogger("broadside.worker")
 
@@ -127,10 +127,14 @@ def recipient_state(session: Session, broadcast_id: int, list_id: int | None, su
     """Invariant 3, ask again at send time: one indexed query for the broadcast's state and
     this person's subscription and suppression, read just before their send (the statement
     is built once; only its parameters change)."""
-    return session.execute(
-        _RECIPIENT_STATE,
-        {"broadcast_id": broadcast_id, "list_id": list_id, "subscriber_id": subscriber_id},
-    ).one()
+    return (
+        session.connection()
+        .execute(
+            _RECIPIENT_STATE,
+            {"broadcast_id": broadcast_id, "list_id": list_id, "subscriber_id": subscriber_id},
+        )
+        .one()
+    )
 
 
 def skip_reason(email: str | None, suppression: str | None, subscription: str | None) -> str | None:
@@ -236,6 +240,7 @@ class Slice:
             text_template=revision.text_template,
         )
         self.from_header = formataddr((revision.from_name, revision.from_email))
+        self.tokens = token_serializer(self.rt.config["SECRET_KEY"])  # one per slice
         started = time.monotonic()
         deadline = started + float(self.rt.config.get("SLICE_SECONDS", SLICE_SECONDS))
         try:
@@ -412,33 +417,39 @@ class Slice:
         from webapp.rendering import MergeError, message_bytes
 
         rt = self.rt
-        token = make_token(
-            subscriber_id or 0, self.list_id or 0, self.broadcast_id, secret_key=rt.config["SECRET_KEY"]
-        )
+        token = self.tokens.dumps([subscriber_id or 0, self.list_id or 0, self.broadcast_id])
         link = unsubscribe_url(token, rt.config["BASE_URL"])
+        message_id = message_id_for(delivery_id, self.broadcast_id, self.revision.from_email)
         try:
             rendered = self.compiled.render(
                 email=email, name=name or "", attributes=attributes, unsubscribe_url=link
             )
-        except MergeError as error:
-            # This person's values break a merge field: nothing was sent; fail just this row.
-            reason = f"could not fill in the merge fields: {error.message}"[:500]
+            payload = message_bytes(
+                rendered,
+                from_addr=self.from_header,
+                to_addr=email,
+                message_id=message_id,
+                headers={
+                    "List-Unsubscribe": f"<{link}>",
+                    "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+                },
+            )
+        except Exception as error:  # noqa: BLE001 - one person's message, not the whole send
+            # Nothing was sent: this person's values cannot make a message (a merge field that
+            # breaks on them, an address that cannot be written in a header). Fail just the row.
+            if isinstance(error, MergeError):
+                reason = f"could not fill in the merge fields: {error.message}"
+            else:
+                reason = f"could not build this person's message ({error.__class__.__name__}: {error})"
             self.batch.add(
                 "failed",
                 delivery_id,
                 subscriber_id,
-                {"reason": reason, "error_class": "recipient"},
-                detail=reason,
+                {"reason": reason[:500], "error_class": "recipient"},
+                detail=reason[:500],
             )
+            log.warning("delivery %s failed before sending: %s", delivery_id, reason)
             return None
-        message_id = message_id_for(delivery_id, self.broadcast_id, self.revision.from_email)
-        payload = message_bytes(
-            rendered,
-            from_addr=self.from_header,
-            to_addr=email,
-            message_id=message_id,
-            headers={"List-Unsubscribe": f"<{link}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"},
-        )
         self.attempts += 1
         try:
             rt.hourly.record()

@@ -291,3 +291,17 @@ def test_outbox_transport_writes_eml_files_when_no_smtp(app, smtp_server):
     files = sorted((Path(app.instance_path) / "outbox").glob("*.eml"))
     assert len(files) == 2 and smtp_server.recipients() == []
     assert b"List-Unsubscribe-Post: List-Unsubscribe=One-Click" in files[0].read_bytes()
+
+
+def test_an_address_the_sender_cannot_put_on_the_wire_fails_only_that_row(app, smtp_server, run_worker_burst):
+    from webapp.models import Subscriber
+
+    weekly = make_list(db.session, 3)
+    broadcast = start_broadcast(app, weekly)
+    db.session.execute(update(Subscriber).where(Subscriber.email == "reader00001@example.com")
+                       .values(email="rené@example.com"))
+    db.session.commit()
+    run_worker_burst()
+    failed = db.session.scalars(select(Delivery).where(Delivery.status == "failed")).one()
+    assert failed.error_class == "recipient" and "build this person's message" in failed.reason
+    assert counters(broadcast.id) == {"sent": 2, "failed": 1}

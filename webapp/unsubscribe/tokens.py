@@ -21,12 +21,17 @@ class UnsubscribeClaim:
     broadcast_id: int | None
 
 
-def _serializer(secret_key: str | None = None) -> URLSafeSerializer:
+def token_serializer(secret_key: str | None = None) -> URLSafeSerializer:
+    """Reusable: the worker makes one per slice rather than one per recipient."""
     return URLSafeSerializer(secret_key or current_app.config["SECRET_KEY"], salt=SALT)
 
 
-def make_token(subscriber_id: int, list_id: int, broadcast_id: int | None = None,
-               secret_key: str | None = None) -> str:
+_serializer = token_serializer
+
+
+def make_token(
+    subscriber_id: int, list_id: int, broadcast_id: int | None = None, secret_key: str | None = None
+) -> str:
     return _serializer(secret_key).dumps([subscriber_id, list_id, broadcast_id])
 
 
@@ -38,6 +43,7 @@ def read_token(token: str) -> UnsubscribeClaim | None:
         data = _serializer().loads(token)
     except BadSignature:
         return None
+
     def is_id(value: object) -> bool:
         # A database id: an int (not a bool) within the columns' range.
         return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31
