@@ -191,3 +191,21 @@ def test_backoff_grows_with_jitter_and_is_bounded():
     for n, delay in enumerate(delays, start=1):
         assert 10 * 2 ** (n - 1) * 0.5 <= delay <= 10 * 2 ** (n - 1)
     assert backoff(30, 10, rng).total_seconds() <= 3600
+
+
+def test_a_batched_outcome_moves_only_the_rows_still_in_flight(app):
+    """The outcome flush writes a batch at once; rows someone else moved meanwhile (another
+    worker's orphan repair, say) are neither moved again nor counted twice."""
+    weekly = make_list(db.session, 4)
+    broadcast = start_broadcast(app, weekly, enqueue=False)
+    rows = db.session.execute(select(Delivery.id, Delivery.subscriber_id).order_by(Delivery.id)).all()
+    ledger.claim(db.session, broadcast.id, rows)
+    db.session.commit()
+    taken = ledger.Change(rows[1][0], rows[1][1])
+    assert ledger.transition(db.session, broadcast.id, [taken], source="sending", target="unknown")
+    db.session.commit()
+    changes = [ledger.Change(d, s, {"smtp_code": 250}) for d, s in rows]
+    moved = ledger.transition(db.session, broadcast.id, changes, source="sending", target="sent")
+    db.session.commit()
+    assert moved == [rows[0][0], rows[2][0], rows[3][0]]
+    assert counters(broadcast.id) == {"sent": 3, "unknown": 1}

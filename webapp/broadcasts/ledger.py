@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from webapp.models import Broadcast, Delivery, Event
@@ -122,18 +122,40 @@ def transition(
     """
     now = now or utcnow()
     connection = session.connection()
-    moved: list[Change] = []
+    groups: dict[tuple[str, ...], list[Change]] = {}
     for change in changes:
-        statement = _move_statement(tuple(sorted(change.values)))
-        params = {
-            "_id": change.delivery_id,
-            "_source": source,
-            "_target": target,
-            "_now": now,
-            **change.values,
-        }
-        if connection.execute(statement, params).rowcount == 1:
-            moved.append(change)
+        groups.setdefault(tuple(sorted(change.values)), []).append(change)
+    moved: list[Change] = []
+    for keys, group in groups.items():
+        statement = _move_statement(keys)
+        params = [
+            {"_id": c.delivery_id, "_source": source, "_target": target, "_now": now, **c.values}
+            for c in group
+        ]
+        if len(group) == 1 or not connection.dialect.supports_sane_multi_rowcount:
+            moved.extend(
+                c
+                for c, p in zip(group, params, strict=True)
+                if connection.execute(statement, p).rowcount == 1
+            )
+            continue
+        # One executemany (a single round trip with psycopg's pipeline); each row is still
+        # guarded by its own WHERE status = source.
+        if connection.execute(statement, params).rowcount == len(group):
+            moved.extend(group)
+            continue
+        # Some rows had already left `source` (moved by someone else): the rows this call
+        # moved are the ones now in `target` carrying this call's exact timestamp.
+        ids = set(
+            connection.execute(
+                select(_DELIVERIES.c.id).where(
+                    _DELIVERIES.c.id.in_([c.delivery_id for c in group]),
+                    _DELIVERIES.c.status == target,
+                    _DELIVERIES.c.updated_at == now,
+                )
+            ).scalars()
+        )
+        moved.extend(c for c in group if c.delivery_id in ids)
     if moved:
         move_counters(session, broadcast_id, {(source, target): len(moved)})
         _record(session, broadcast_id, moved, EVENT_FOR[target], now)
