@@ -54,7 +54,9 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     app.url_map.converters["int"] = DatabaseIdConverter
 
     db.init_app(app)
-    migrate.init_app(app, db, directory=str(REPO_ROOT / "migrations"), render_as_batch=True, compare_type=True)
+    migrate.init_app(
+        app, db, directory=str(REPO_ROOT / "migrations"), render_as_batch=True, compare_type=True
+    )
     csrf.init_app(app)
     login_manager.init_app(app)
     app.extensions["broadside_redis"] = Redis.from_url(

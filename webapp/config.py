@@ -156,7 +156,9 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     try:
         retry_base = float(str(raw["RETRY_BASE_SECONDS"]))
     except ValueError:
-        raise ConfigError("RETRY_BASE_SECONDS", f"must be a number of seconds, got {raw['RETRY_BASE_SECONDS']!r}") from None
+        raise ConfigError(
+            "RETRY_BASE_SECONDS", f"must be a number of seconds, got {raw['RETRY_BASE_SECONDS']!r}"
+        ) from None
     if not 0 < retry_base <= 3600:
         raise ConfigError("RETRY_BASE_SECONDS", "must be between 0 and 3600")
     config["RETRY_BASE_SECONDS"] = retry_base

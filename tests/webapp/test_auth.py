@@ -10,10 +10,15 @@ def test_setup_creates_first_owner_then_disappears(client):
     assert client.get("/login").headers["Location"] == "/setup"
     page = client.get("/setup")
     assert page.status_code == 200
-    response = client.post("/setup", data={
-        "email": "Me@Example.com", "password": "long enough pw", "confirm": "long enough pw",
-        "csrf_token": csrf_token_from(page.text),
-    })
+    response = client.post(
+        "/setup",
+        data={
+            "email": "Me@Example.com",
+            "password": "long enough pw",
+            "confirm": "long enough pw",
+            "csrf_token": csrf_token_from(page.text),
+        },
+    )
     assert response.status_code == 302
     assert db.session.query(Owner).one().email == "me@example.com"
     assert client.get("/").status_code == 200
@@ -60,7 +65,9 @@ def test_login_is_throttled_per_account(client, owner):
     for _ in range(5):
         client.post("/login", data={"email": OWNER_EMAIL, "password": "nope", "csrf_token": token})
     # Even the right password is refused while the account is throttled.
-    response = client.post("/login", data={"email": OWNER_EMAIL, "password": OWNER_PASSWORD, "csrf_token": token})
+    response = client.post(
+        "/login", data={"email": OWNER_EMAIL, "password": OWNER_PASSWORD, "csrf_token": token}
+    )
     assert response.status_code == 429
     assert "Too many failed sign-ins" in response.text
 
