@@ -52,8 +52,7 @@ def test_create_token_in_browser_shows_it_once(logged_in_client):
     assert empty.status_code == 422
 
 
-def test_api_rejects_non_json_body(client, api_headers):
-    from webapp.api import bp  # noqa: F401 - json_body is exercised by feature routes
+def test_api_answers_a_wrong_method_with_a_json_error(client, api_headers):
     response = client.post("/api/whoami", headers=api_headers, data="x")
     assert response.status_code == 405
     assert response.json["error"]

@@ -215,9 +215,6 @@ def record_bounce(
     if bounce_type == "hard":
         suppressed = _suppress(session, subscriber_id, "bounced",
                                f"hard bounce: {detail}" if detail else "hard bounce", link)
-        count = session.scalar(
-            select(Subscriber.soft_bounce_count).where(Subscriber.id == subscriber_id)
-        )
     else:
         # Counted in the database, not read-then-written: concurrent webhooks both count.
         session.execute(
@@ -226,9 +223,8 @@ def record_bounce(
             .values(soft_bounce_count=Subscriber.soft_bounce_count + 1)
             .execution_options(synchronize_session=False)
         )
-        count = session.scalar(
-            select(Subscriber.soft_bounce_count).where(Subscriber.id == subscriber_id)
-        )
+    count = session.scalar(select(Subscriber.soft_bounce_count).where(Subscriber.id == subscriber_id))
+    if bounce_type == "soft":
         suppressed = count >= SOFT_BOUNCE_LIMIT and _suppress(
             session, subscriber_id, "bounced",
             f"{count} soft bounces in a row" + (f"; the last: {detail}" if detail else ""),

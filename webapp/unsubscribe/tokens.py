@@ -26,13 +26,10 @@ def token_serializer(secret_key: str | None = None) -> URLSafeSerializer:
     return URLSafeSerializer(secret_key or current_app.config["SECRET_KEY"], salt=SALT)
 
 
-_serializer = token_serializer
-
-
 def make_token(
     subscriber_id: int, list_id: int, broadcast_id: int | None = None, secret_key: str | None = None
 ) -> str:
-    return _serializer(secret_key).dumps([subscriber_id, list_id, broadcast_id])
+    return token_serializer(secret_key).dumps([subscriber_id, list_id, broadcast_id])
 
 
 def read_token(token: str) -> UnsubscribeClaim | None:
@@ -40,7 +37,7 @@ def read_token(token: str) -> UnsubscribeClaim | None:
     if not token or len(token) > 512:
         return None
     try:
-        data = _serializer().loads(token)
+        data = token_serializer().loads(token)
     except BadSignature:
         return None
 
