@@ -32,8 +32,10 @@ class Pacer:
         self._last_start: float | None = None
         self.waited_seconds = 0.0
 
-    def wait(self) -> float:
-        """Sleep until the next send may begin; returns the moment it begins."""
+    def settle(self) -> float:
+        """Sleep until the next send may begin, without starting it. The sender calls this
+        before its send-time re-check, so the check is made at the end of the wait, not at
+        its start (invariant 3: at a 200 ms pace, 200 ms fresher)."""
         now = self.clock()
         if self._last_start is not None:
             ready_at = self._last_start + self.delay + self.margin
@@ -44,5 +46,10 @@ class Pacer:
                 while now < ready_at:  # sleep() may wake early; the floor is a promise
                     self.sleep(ready_at - now)
                     now = self.clock()
+        return now
+
+    def wait(self) -> float:
+        """Sleep until the next send may begin; returns the moment it begins."""
+        now = self.settle()
         self._last_start = now
         return now

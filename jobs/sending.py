@@ -22,6 +22,7 @@ from jobs.classify import MAX_ATTEMPTS, Verdict, backoff, classify
 from jobs.runtime import Runtime
 from jobs.transports import DeliveryError
 from webapp.broadcasts import ledger
+from webapp.broadcasts.ledger import ATTEMPTS_DELTA
 from webapp.models import Broadcast, Delivery, Revision, Subscriber, Subscription
 from webapp.timeutil import utcnow
 from webapp.unsubscribe.tokens import token_serializer, unsubscribe_url
@@ -37,6 +38,33 @@ EXPOSURE_SECONDS = 0.2
 MAX_BATCH = 20
 # Connection failures in a row (refused, reset, timed out) before the broadcast pauses.
 MAX_CONNECTION_FAILURES = 5
+
+
+@dataclass(frozen=True)
+class Row:
+    """A due delivery, with the person's values as read when it was claimed."""
+
+    id: int
+    subscriber_id: int | None
+    email: str | None
+    name: str | None
+    attributes: dict | None
+
+    @property
+    def values(self) -> tuple[str, str, dict]:
+        return (self.email or "", self.name or "", self.attributes or {})
+
+
+@dataclass
+class Prepared:
+    """One person's message, built before their turn; `values` are what it was built from."""
+
+    delivery_id: int
+    subscriber_id: int | None
+    values: tuple[str, str, dict]
+    message_id: str
+    wire: bytes = b""
+    error: str | None = None  # their values cannot make a message: fail just this row
 
 
 @dataclass
@@ -120,6 +148,20 @@ _RECIPIENT_STATE = (
         and_(Subscription.subscriber_id == Subscriber.id, Subscription.list_id == bindparam("list_id")),
     )
     .where(Broadcast.id == bindparam("broadcast_id"))
+)
+
+
+_DUE_ROWS = (
+    select(Delivery.id, Delivery.subscriber_id, Subscriber.email, Subscriber.name, Subscriber.attributes)
+    .select_from(Delivery)
+    .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
+    .where(
+        Delivery.broadcast_id == bindparam("broadcast_id"),
+        Delivery.status == "pending",
+        (Delivery.next_attempt_at.is_(None)) | (Delivery.next_attempt_at <= bindparam("now")),
+    )
+    .order_by(Delivery.id)
+    .limit(bindparam("limit"))
 )
 
 
@@ -283,28 +325,22 @@ class Slice:
                     return "continue"
                 continue
             # Invariant 4, claim before send: pending -> sending, committed before any SMTP.
-            claimed = ledger.claim(self.session, self.broadcast_id, rows)
+            claimed = set(
+                ledger.claim(self.session, self.broadcast_id, [(r.id, r.subscriber_id) for r in rows])
+            )
             self.session.commit()
-            stop = self._send_claimed([r for r in rows if r[0] in set(claimed)], deadline)
+            stop = self._send_claimed([r for r in rows if r.id in claimed], deadline)
             self.batch.flush(self.session)
             if stop:
                 return stop
             self._adapt_batch()
 
-    def _due_rows(self) -> list[tuple[int, int | None]]:
-        now = utcnow()
+    def _due_rows(self) -> list[Row]:
         return [
-            tuple(r)
-            for r in self.session.execute(
-                select(Delivery.id, Delivery.subscriber_id)
-                .where(
-                    Delivery.broadcast_id == self.broadcast_id,
-                    Delivery.status == "pending",
-                    (Delivery.next_attempt_at.is_(None)) | (Delivery.next_attempt_at <= now),
-                )
-                .order_by(Delivery.id)
-                .limit(self.batch_size)
-            ).all()
+            Row(*r)
+            for r in self.session.connection().execute(
+                _DUE_ROWS, {"broadcast_id": self.broadcast_id, "now": utcnow(), "limit": self.batch_size}
+            )
         ]
 
     def _wait_for_due(self, deadline: float) -> bool:
@@ -369,9 +405,26 @@ class Slice:
 
     # -------------------------------------------------------------- one batch
 
-    def _send_claimed(self, rows: list[tuple[int, int | None]], deadline: float) -> str | None:
-        for index, (delivery_id, subscriber_id) in enumerate(rows):
-            state = recipient_state(self.session, self.broadcast_id, self.list_id, subscriber_id)
+    def _send_claimed(self, rows: list[Row], deadline: float) -> str | None:
+        """Each person in turn: wait out the pace, re-check, send, read the server's verdict.
+
+        The next person's message is built while the server is still taking the current one
+        (between the end of DATA and its reply), from the values read at claim time; their
+        re-check still comes after that reply, and a message built from values that changed
+        meanwhile is built again. So the server's work overlaps ours and nothing is sent, or
+        recorded, out of turn.
+        """
+        in_flight: Prepared | None = None
+        ahead: Prepared | None = None
+        for index, row in enumerate(rows):
+            if in_flight is not None:
+                stop = self._finish(in_flight)
+                in_flight = None
+                if stop:
+                    return self._stop(rows[index:], stop)
+            # The pace is waited out before the re-check, so the check is as late as it can be.
+            self.rt.pacer.settle()
+            state = recipient_state(self.session, self.broadcast_id, self.list_id, row.subscriber_id)
             status, email, name, attributes, suppression, subscription = state
             if status != "sending":
                 self._release(rows[index:], cancelled=(status == "cancelled"))
@@ -379,50 +432,84 @@ class Slice:
             reason = skip_reason(email, suppression, subscription)
             if reason is not None:
                 # Skipped at send time: no SMTP, no pause.
-                self.batch.add("skipped", delivery_id, subscriber_id, {"reason": reason}, detail=reason)
+                self.batch.add("skipped", row.id, row.subscriber_id, {"reason": reason}, detail=reason)
                 self.skipped += 1
                 continue
             if not self._hourly_room(deadline):
                 self._release(rows[index:], cancelled=False)
                 return "continue"
-            stop = self._attempt(delivery_id, subscriber_id, email, name, attributes or {})
+            values = (email, name or "", attributes or {})
+            current = ahead
+            if current is None or current.delivery_id != row.id or current.values != values:
+                current = self._prepare(row.id, row.subscriber_id, values)
+            if current.error is not None:
+                self.batch.add(
+                    "failed",
+                    row.id,
+                    row.subscriber_id,
+                    {"reason": current.error, "error_class": "recipient"},
+                    detail=current.error,
+                )
+                log.warning("delivery %s failed before sending: %s", row.id, current.error)
+                continue
+            on_the_wire, stop = self._start(current)
             if stop:
-                self._release(rows[index + 1 :], cancelled=False)
-                if self.pause_reason:
-                    # Every claimed row is back to pending before the owner sees "paused".
-                    self.batch.flush(self.session)
-                    pause(self.session, self.broadcast_id, self.pause_reason)
-                return stop
+                return self._stop(rows[index + 1 :], stop)
+            if not on_the_wire:
+                continue  # refused before the end of DATA: its outcome is recorded
+            in_flight = current
+            following = rows[index + 1] if index + 1 < len(rows) else None
+            ahead = (
+                self._prepare(following.id, following.subscriber_id, following.values)
+                if following is not None and following.email is not None
+                else None
+            )
+        if in_flight is not None:
+            stop = self._finish(in_flight)
+            if stop:
+                return self._stop([], stop)
         return None
 
-    def _release(self, rows: list[tuple[int, int | None]], *, cancelled: bool) -> None:
+    def _stop(self, unattempted: list[Row], stop: str) -> str:
+        self._release(unattempted, cancelled=False)
+        if self.pause_reason:
+            # Every claimed row is back to pending before the owner sees "paused".
+            self.batch.flush(self.session)
+            pause(self.session, self.broadcast_id, self.pause_reason)
+        return stop
+
+    def _release(self, rows: list[Row], *, cancelled: bool) -> None:
         """Claimed but never attempted: back to pending (or skipped when cancelled)."""
-        for delivery_id, subscriber_id in rows:
+        for row in rows:
             if cancelled:
                 self.batch.add(
-                    "skipped", delivery_id, subscriber_id, {"reason": "cancelled"}, detail="cancelled"
+                    "skipped", row.id, row.subscriber_id, {"reason": "cancelled"}, detail="cancelled"
                 )
             else:
                 self.batch.add(
                     "pending",
-                    delivery_id,
-                    subscriber_id,
-                    {ledger.ATTEMPTS_DELTA: -1},
+                    row.id,
+                    row.subscriber_id,
+                    {ATTEMPTS_DELTA: -1},
                     detail="released, not attempted",
                 )
 
-    def _attempt(
-        self, delivery_id: int, subscriber_id: int | None, email: str, name: str, attributes: dict
-    ) -> str | None:
+    def _prepare(
+        self, delivery_id: int, subscriber_id: int | None, values: tuple[str, str, dict]
+    ) -> Prepared:
+        """This person's message, ready for the wire; or why their values cannot make one
+        (a merge field that breaks on them, an address that cannot go in a header), which
+        fails just their row."""
         from webapp.rendering import MergeError, message_bytes
 
-        rt = self.rt
+        email, name, attributes = values
         token = self.tokens.dumps([subscriber_id or 0, self.list_id or 0, self.broadcast_id])
-        link = unsubscribe_url(token, rt.config["BASE_URL"])
+        link = unsubscribe_url(token, self.rt.config["BASE_URL"])
         message_id = message_id_for(delivery_id, self.broadcast_id, self.revision.from_email)
+        prepared = Prepared(delivery_id, subscriber_id, values, message_id)
         try:
             rendered = self.compiled.render(
-                email=email, name=name or "", attributes=attributes, unsubscribe_url=link
+                email=email, name=name, attributes=attributes, unsubscribe_url=link
             )
             payload = message_bytes(
                 rendered,
@@ -434,22 +521,20 @@ class Slice:
                     "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
                 },
             )
+            prepared.wire = self.rt.transport.wire(payload)
+        except MergeError as error:
+            prepared.error = f"could not fill in the merge fields: {error.message}"[:500]
         except Exception as error:  # noqa: BLE001 - one person's message, not the whole send
-            # Nothing was sent: this person's values cannot make a message (a merge field that
-            # breaks on them, an address that cannot be written in a header). Fail just the row.
-            if isinstance(error, MergeError):
-                reason = f"could not fill in the merge fields: {error.message}"
-            else:
-                reason = f"could not build this person's message ({error.__class__.__name__}: {error})"
-            self.batch.add(
-                "failed",
-                delivery_id,
-                subscriber_id,
-                {"reason": reason[:500], "error_class": "recipient"},
-                detail=reason[:500],
-            )
-            log.warning("delivery %s failed before sending: %s", delivery_id, reason)
-            return None
+            prepared.error = f"could not build this person's message ({error.__class__.__name__}: {error})"[
+                :500
+            ]
+        return prepared
+
+    def _start(self, message: Prepared) -> tuple[bool, str | None]:
+        """Pace, then the mail transaction up to the end of DATA. Returns whether the message
+        is on the wire awaiting the server's verdict (read by `_finish`), and the reason to
+        stop, if any; a refusal before that is recorded here."""
+        rt = self.rt
         self.attempts += 1
         try:
             rt.hourly.record()
@@ -458,28 +543,46 @@ class Slice:
         try:
             # Invariant 2: pace the side effect (inside the transport, right before MAIL FROM);
             # only real attempts wait, skipped recipients never do.
-            result = rt.transport.send(self.revision.from_email, email, payload, pace=rt.pacer.wait)
+            rt.transport.start(self.revision.from_email, message.values[0], message.wire, pace=rt.pacer.wait)
         except DeliveryError as error:
-            return self._failed(delivery_id, subscriber_id, classify(error), message_id)
+            verdict = classify(error)
+            return False, self._failed(
+                message.delivery_id, message.subscriber_id, verdict, message.message_id
+            )
         except Exception as error:  # noqa: BLE001 - unexpected: we cannot know if it went out
-            log.exception("unexpected error while sending")
-            verdict = Verdict("ambiguous", None, f"unexpected error: {error!r}")
-            return self._failed(delivery_id, subscriber_id, verdict, message_id)
+            return False, self._unexpected(message, error)
+        return True, None
+
+    def _finish(self, message: Prepared) -> str | None:
+        rt = self.rt
+        try:
+            result = rt.transport.finish()
+        except DeliveryError as error:
+            return self._failed(
+                message.delivery_id, message.subscriber_id, classify(error), message.message_id
+            )
+        except Exception as error:  # noqa: BLE001 - unexpected: we cannot know if it went out
+            return self._unexpected(message, error)
         rt.connection_failures = 0
         self.batch.add(
             "sent",
-            delivery_id,
-            subscriber_id,
+            message.delivery_id,
+            message.subscriber_id,
             {
                 "sent_at": utcnow(),
                 "smtp_code": result.code,
                 "reason": result.reply[:500],
-                "message_id": message_id,
+                "message_id": message.message_id,
                 "error_class": None,
             },
             detail=f"{result.code} {result.reply}"[:500],
         )
         return None
+
+    def _unexpected(self, message: Prepared, error: Exception) -> str | None:
+        log.exception("unexpected error while sending")
+        verdict = Verdict("ambiguous", None, f"unexpected error: {error!r}")
+        return self._failed(message.delivery_id, message.subscriber_id, verdict, message.message_id)
 
     def _failed(
         self, delivery_id: int, subscriber_id: int | None, verdict: Verdict, message_id: str

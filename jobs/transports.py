@@ -17,9 +17,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import unquote, urlsplit
 
 CRLF = b"\r\n"
+_LEADING_DOT = re.compile(rb"(?m)^\.")
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class SmtpTransport:
         self.timeout = timeout
         self.local_hostname = local_hostname
         self.conn: smtplib.SMTP | None = None
+        self._awaiting = False  # a message's final reply is still to be read
 
     @property
     def description(self) -> str:
@@ -139,6 +142,7 @@ class SmtpTransport:
     def _drop(self) -> None:
         self._close(self.conn)
         self.conn = None
+        self._awaiting = False
 
     def _reset(self) -> None:
         """RSET after a refused step so the reused connection starts clean."""
@@ -156,11 +160,32 @@ class SmtpTransport:
             raise DeliveryError(phase, None, f"connection lost: {exc}", network=True) from None
         return code, _text(reply)
 
+    @staticmethod
+    def wire(message: bytes) -> bytes:
+        """The DATA payload: dot-stuffed, ending with CRLF "." CRLF (RFC 5321 4.5.2)."""
+        body = _LEADING_DOT.sub(b"..", message)
+        if not body.endswith(CRLF):
+            body += CRLF
+        return body + b"." + CRLF
+
     def send(
         self, mail_from: str, rcpt: str, message: bytes, pace: Callable[[], object] = lambda: None
     ) -> SendResult:
-        """One mail transaction. `pace()` runs right before MAIL FROM, after any (re)connect,
-        so the spacing the pacer promises is the spacing the server sees."""
+        """One whole mail transaction (`start`, then `finish`)."""
+        self.start(mail_from, rcpt, self.wire(message), pace)
+        return self.finish()
+
+    def start(
+        self, mail_from: str, rcpt: str, wire: bytes, pace: Callable[[], object] = lambda: None
+    ) -> None:
+        """MAIL, RCPT, DATA and the body through its final dot (`wire` comes from `wire()`);
+        the server's verdict is read by `finish()`, so the caller can prepare the next message
+        while the server processes this one. `pace()` runs right before MAIL FROM, after any
+        (re)connect, so the spacing the pacer promises is the spacing the server sees."""
+        if self._awaiting:
+            # The previous message's reply was never read (its caller failed in between): the
+            # stream is out of step, so start on a fresh connection.
+            self._drop()
         reused = self.conn is not None
         if self.conn is None:
             try:
@@ -189,31 +214,39 @@ class SmtpTransport:
         if code != 354:
             self._after_refusal(code)
             raise DeliveryError("data-command", code, reply)
-        # From here the message is on the wire: a lost connection is ambiguous.
-        body = re.sub(rb"(?m)^\.", b"..", message)
-        if not body.endswith(CRLF):
-            body += CRLF
+        # From here the message is on the wire: a lost connection is ambiguous (invariant 5).
         try:
-            self.conn.send(body + b"." + CRLF)
+            self.conn.send(wire)
+        except (smtplib.SMTPServerDisconnected, OSError) as exc:
+            self._lost_after_data(exc)
+        self._awaiting = True
+
+    def finish(self) -> SendResult:
+        """The server's reply to the end of DATA of the message `start` wrote."""
+        assert self._awaiting and self.conn is not None, "finish() without start()"
+        self._awaiting = False
+        try:
             code, raw = self.conn.getreply()
         except (smtplib.SMTPServerDisconnected, OSError) as exc:
-            self._drop()
-            raise DeliveryError(
-                "data-body", None, f"connection lost after DATA: {exc}", network=True
-            ) from None
+            self._lost_after_data(exc)
         reply = _text(raw)
         if code != 250:
             self._after_refusal(code)
             raise DeliveryError("data-end", code, reply)
         return SendResult(code, reply)
 
+    def _lost_after_data(self, exc: Exception) -> NoReturn:
+        self._drop()
+        raise DeliveryError("data-body", None, f"connection lost after DATA: {exc}", network=True) from None
+
     def _command(self, argument: str, verb: str) -> tuple[int, bytes]:
         """MAIL/RCPT with addresses we validated ourselves (smtplib's own quoting re-parses
         each address, a noticeable cost per message)."""
         if "\r" in argument or "\n" in argument or not argument.isascii():
             # Refused before anything is sent, as a server without SMTPUTF8 would refuse it.
-            raise DeliveryError(verb, 553, "5.1.3 address not deliverable by this sender "
-                                           "(line break or non-ASCII characters)")
+            raise DeliveryError(
+                verb, 553, "5.1.3 address not deliverable by this sender (line break or non-ASCII characters)"
+            )
         assert self.conn is not None
         self.conn.putcmd(verb, argument)
         return self.conn.getreply()
@@ -245,6 +278,21 @@ class OutboxTransport:
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
+        self._result: SendResult | None = None
+
+    @staticmethod
+    def wire(message: bytes) -> bytes:
+        return message  # a file, not an SMTP stream: nothing to stuff
+
+    def start(
+        self, mail_from: str, rcpt: str, wire: bytes, pace: Callable[[], object] = lambda: None
+    ) -> None:
+        self._result = self.send(mail_from, rcpt, wire, pace)
+
+    def finish(self) -> SendResult:
+        assert self._result is not None, "finish() without start()"
+        result, self._result = self._result, None
+        return result
 
     def send(
         self, mail_from: str, rcpt: str, message: bytes, pace: Callable[[], object] = lambda: None

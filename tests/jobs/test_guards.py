@@ -14,7 +14,7 @@ from jobs.pacing import Pacer
 from jobs.runtime import Runtime
 from jobs.sending import Slice
 from jobs.transports import DeliveryError, SmtpTransport
-from tests.jobs.conftest import counters, make_list, start_broadcast
+from tests.jobs.conftest import counters, make_list, start_broadcast, while_the_server_takes
 from webapp.broadcasts import ledger
 from webapp.extensions import db
 from webapp.models import Delivery
@@ -142,6 +142,67 @@ def test_skipped_rows_cost_no_delay_while_sent_and_failed_rows_do(app, smtp_serv
     assert sleeps == [pytest.approx(0.1), pytest.approx(0.1)]
 
 
+def test_the_recheck_comes_after_the_pace_wait_not_before_it(app, smtp_server, make_runtime):
+    """Invariant 3 at a slow pace: someone who leaves while the worker waits out the delay
+    before their send is skipped (the re-check is made at the end of the wait)."""
+    from sqlalchemy import update
+
+    from webapp.models import Subscription
+
+    weekly = make_list(db.session, 3)
+    broadcast = start_broadcast(app, weekly, enqueue=False)
+    second = db.session.scalars(select(Delivery.subscriber_id).order_by(Delivery.id)).all()[1]
+    runtime = make_runtime("late-check")
+    runtime.lease.try_acquire()
+    clock = [0.0]
+    engine = db.engine
+
+    def sleep(seconds: float) -> None:
+        # The second person leaves during the wait that precedes their send.
+        with engine.begin() as connection:
+            connection.execute(
+                update(Subscription).where(Subscription.subscriber_id == second).values(status="unsubscribed")
+            )
+        clock[0] += seconds
+
+    runtime.pacer = Pacer(200, margin=0, clock=lambda: clock[0], sleep=sleep)
+    Slice(db.session, runtime, broadcast.id).run()
+    assert smtp_server.recipients() == ["reader00000@example.com", "reader00002@example.com"]
+    assert counters(broadcast.id) == {"sent": 2, "skipped": 1}
+
+
+def test_a_message_built_ahead_is_rebuilt_when_the_person_changed_before_their_turn(
+    app, smtp_server, make_runtime
+):
+    """The next message is built while the server takes the current one, from the values
+    read at claim time; the re-check at their turn decides, and sees the change."""
+    from email import message_from_bytes, policy
+
+    from sqlalchemy import update
+
+    from webapp.models import Subscriber
+
+    weekly = make_list(db.session, 3)
+    broadcast = start_broadcast(app, weekly, enqueue=False)
+    runtime = make_runtime("ahead")
+    runtime.lease.try_acquire()
+    while_the_server_takes(
+        smtp_server,
+        "reader00000@example.com",
+        update(Subscriber).where(Subscriber.email == "reader00001@example.com").values(name="Renamed Reader"),
+    )
+    Slice(db.session, runtime, broadcast.id).run()
+    subjects = {
+        m.rcpt_tos[0]: message_from_bytes(m.data, policy=policy.default)["Subject"]
+        for m in smtp_server.messages
+    }
+    assert subjects == {
+        "reader00000@example.com": "Hello Reader 0",
+        "reader00001@example.com": "Hello Renamed Reader",
+        "reader00002@example.com": "Hello Reader 2",
+    }
+
+
 def test_pacer_spaces_the_starts_of_attempts():
     clock = [0.0]
     sleeps: list[float] = []
@@ -209,3 +270,19 @@ def test_a_batched_outcome_moves_only_the_rows_still_in_flight(app):
     db.session.commit()
     assert moved == [rows[0][0], rows[2][0], rows[3][0]]
     assert counters(broadcast.id) == {"sent": 3, "unknown": 1}
+
+
+def test_a_transport_whose_last_reply_went_unread_starts_afresh(smtp_server):
+    """A caller that failed between writing a message and reading its verdict leaves the
+    stream out of step; the next message goes over a new connection instead of reading the
+    old reply as its own."""
+    transport = SmtpTransport(smtp_server.url)
+    try:
+        transport.start("news@example.com", "first@example.com", transport.wire(b"Subject: 1\r\n\r\none\r\n"))
+        first_connection = transport.conn
+        result = transport.send("news@example.com", "second@example.com", b"Subject: 2\r\n\r\ntwo\r\n")
+        assert result.code == 250 and transport.conn is not first_connection
+        smtp_server.wait_for(2)
+        assert sorted(smtp_server.recipients()) == ["first@example.com", "second@example.com"]
+    finally:
+        transport.close()

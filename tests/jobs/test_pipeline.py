@@ -6,7 +6,7 @@ from email import message_from_bytes, policy
 
 from sqlalchemy import select, update
 
-from tests.jobs.conftest import counters, make_list, start_broadcast, statuses
+from tests.jobs.conftest import counters, make_list, start_broadcast, statuses, while_the_server_takes
 from webapp.extensions import db
 from webapp.models import Broadcast, Delivery, Event, Subscription
 
@@ -80,16 +80,11 @@ def test_unsubscribe_during_the_send_is_honoured_at_that_persons_turn(app, smtp_
     weekly = make_list(db.session, 6)
     start_broadcast(app, weekly)
     last = db.session.scalars(select(Subscription.id).order_by(Subscription.id.desc())).first()
-    engine = db.engine
-
-    def unsubscribe_last_on_first_message(envelope):
-        if envelope.rcpt_tos == ["reader00000@example.com"]:
-            with engine.begin() as connection:
-                connection.execute(
-                    update(Subscription).where(Subscription.id == last).values(status="unsubscribed")
-                )
-
-    smtp_server.script.on_data = unsubscribe_last_on_first_message
+    while_the_server_takes(
+        smtp_server,
+        "reader00000@example.com",
+        update(Subscription).where(Subscription.id == last).values(status="unsubscribed"),
+    )
     run_worker_burst()
     assert "reader00005@example.com" not in smtp_server.recipients()
     assert len(smtp_server.recipients()) == 5
@@ -229,18 +224,11 @@ def test_pause_and_cancel_by_owner(app, smtp_server, run_worker_burst):
 def test_pause_arriving_mid_send_stops_within_one_send(app, smtp_server, run_worker_burst):
     weekly = make_list(db.session, 8)
     broadcast = start_broadcast(app, weekly)
-    engine = db.engine
-
-    def pause_on_third(envelope):
-        if envelope.rcpt_tos == ["reader00002@example.com"]:
-            with engine.begin() as connection:
-                connection.execute(
-                    update(Broadcast)
-                    .where(Broadcast.id == broadcast.id)
-                    .values(status="paused", pause_reason="owner")
-                )
-
-    smtp_server.script.on_data = pause_on_third
+    while_the_server_takes(
+        smtp_server,
+        "reader00002@example.com",
+        update(Broadcast).where(Broadcast.id == broadcast.id).values(status="paused", pause_reason="owner"),
+    )
     run_worker_burst()
     assert len(smtp_server.recipients()) == 3
     assert counters(broadcast.id) == {"sent": 3, "pending": 5}
@@ -298,8 +286,11 @@ def test_an_address_the_sender_cannot_put_on_the_wire_fails_only_that_row(app, s
 
     weekly = make_list(db.session, 3)
     broadcast = start_broadcast(app, weekly)
-    db.session.execute(update(Subscriber).where(Subscriber.email == "reader00001@example.com")
-                       .values(email="rené@example.com"))
+    db.session.execute(
+        update(Subscriber)
+        .where(Subscriber.email == "reader00001@example.com")
+        .values(email="rené@example.com")
+    )
     db.session.commit()
     run_worker_burst()
     failed = db.session.scalars(select(Delivery).where(Delivery.status == "failed")).one()
