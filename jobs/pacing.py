@@ -32,6 +32,10 @@ class Pacer:
         self._last_start: float | None = None
         self.waited_seconds = 0.0
 
+    def ready(self) -> bool:
+        """True when the next send may begin now (no wait left)."""
+        return self._last_start is None or self.clock() >= self._last_start + self.delay + self.margin
+
     def settle(self) -> float:
         """Sleep until the next send may begin, without starting it. The sender calls this
         before its send-time re-check, so the check is made at the end of the wait, not at

@@ -36,16 +36,18 @@ def make_list(session, size: int, name: str = "Weekly", domain: str = "example.c
     return mailing_list
 
 
-def while_the_server_takes(smtp_server, email: str, statement) -> None:
+def while_the_server_takes(smtp_server, email: str, statement, then=None) -> None:
     """Run `statement` (committed, on its own connection) while the SMTP server is taking the
     message to `email`, after the end of DATA and before its reply: something that happens at
-    that exact moment of a send."""
+    that exact moment of a send. `then()` runs right after the commit."""
     engine = db.engine
 
     def hook(envelope) -> None:
         if envelope.rcpt_tos == [email]:
             with engine.begin() as connection:
                 connection.execute(statement)
+            if then is not None:
+                then()
 
     smtp_server.script.on_data = hook
 

@@ -14,7 +14,7 @@ from jobs.pacing import Pacer
 from jobs.runtime import Runtime
 from jobs.sending import Slice
 from jobs.transports import DeliveryError, SmtpTransport
-from tests.jobs.conftest import counters, make_list, start_broadcast, while_the_server_takes
+from tests.jobs.conftest import counters, make_list, start_broadcast
 from webapp.broadcasts import ledger
 from webapp.extensions import db
 from webapp.models import Delivery
@@ -169,38 +169,6 @@ def test_the_recheck_comes_after_the_pace_wait_not_before_it(app, smtp_server, m
     Slice(db.session, runtime, broadcast.id).run()
     assert smtp_server.recipients() == ["reader00000@example.com", "reader00002@example.com"]
     assert counters(broadcast.id) == {"sent": 2, "skipped": 1}
-
-
-def test_a_message_built_ahead_is_rebuilt_when_the_person_changed_before_their_turn(
-    app, smtp_server, make_runtime
-):
-    """The next message is built while the server takes the current one, from the values
-    read at claim time; the re-check at their turn decides, and sees the change."""
-    from email import message_from_bytes, policy
-
-    from sqlalchemy import update
-
-    from webapp.models import Subscriber
-
-    weekly = make_list(db.session, 3)
-    broadcast = start_broadcast(app, weekly, enqueue=False)
-    runtime = make_runtime("ahead")
-    runtime.lease.try_acquire()
-    while_the_server_takes(
-        smtp_server,
-        "reader00000@example.com",
-        update(Subscriber).where(Subscriber.email == "reader00001@example.com").values(name="Renamed Reader"),
-    )
-    Slice(db.session, runtime, broadcast.id).run()
-    subjects = {
-        m.rcpt_tos[0]: message_from_bytes(m.data, policy=policy.default)["Subject"]
-        for m in smtp_server.messages
-    }
-    assert subjects == {
-        "reader00000@example.com": "Hello Reader 0",
-        "reader00001@example.com": "Hello Renamed Reader",
-        "reader00002@example.com": "Hello Reader 2",
-    }
 
 
 def test_pacer_spaces_the_starts_of_attempts():

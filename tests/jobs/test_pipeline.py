@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from email import message_from_bytes, policy
 
+import pytest
 from sqlalchemy import select, update
 
 from tests.jobs.conftest import counters, make_list, start_broadcast, statuses, while_the_server_takes
@@ -221,17 +223,28 @@ def test_pause_and_cancel_by_owner(app, smtp_server, run_worker_burst):
     assert broadcast.status == "cancelled"
 
 
-def test_pause_arriving_mid_send_stops_within_one_send(app, smtp_server, run_worker_burst):
+@pytest.mark.parametrize("delay_ms", [0, 20])
+def test_pause_arriving_mid_send_stops_within_one_send(app, smtp_server, run_worker_burst, delay_ms):
+    """The pause lands while the server takes the third message. At any pace, at most one
+    more message begins after the pause is committed. With a pace to wait out, the next
+    re-check comes after that wait, so none does; at SEND_DELAY_MS=0 the next person is
+    re-checked while the server takes the current message, so the fourth may go."""
+    app.config["SEND_DELAY_MS"] = delay_ms
     weekly = make_list(db.session, 8)
     broadcast = start_broadcast(app, weekly)
+    paused_at: list[float] = []
     while_the_server_takes(
         smtp_server,
         "reader00002@example.com",
         update(Broadcast).where(Broadcast.id == broadcast.id).values(status="paused", pause_reason="owner"),
+        then=lambda: paused_at.append(time.monotonic()),
     )
     run_worker_burst()
-    assert len(smtp_server.recipients()) == 3
-    assert counters(broadcast.id) == {"sent": 3, "pending": 5}
+    began_after_the_pause = [m for m in smtp_server.messages if m.at > paused_at[0]]
+    assert len(began_after_the_pause) <= (1 if delay_ms == 0 else 0)
+    sent = len(smtp_server.recipients())
+    assert sent == 3 + len(began_after_the_pause)
+    assert counters(broadcast.id) == {"sent": sent, "pending": 8 - sent}
 
 
 def test_transactional_test_send_is_marked_and_delivered(app, smtp_server, run_worker_burst):
@@ -296,3 +309,22 @@ def test_an_address_the_sender_cannot_put_on_the_wire_fails_only_that_row(app, s
     failed = db.session.scalars(select(Delivery).where(Delivery.status == "failed")).one()
     assert failed.error_class == "recipient" and "build this person's message" in failed.reason
     assert counters(broadcast.id) == {"sent": 2, "failed": 1}
+
+
+def test_a_delivery_that_goes_through_ends_a_run_of_soft_bounces(app, smtp_server, run_worker_burst):
+    from webapp.models import Subscriber
+
+    weekly = make_list(db.session, 3)
+    db.session.execute(
+        update(Subscriber).where(Subscriber.email == "reader00001@example.com").values(soft_bounce_count=2)
+    )
+    db.session.commit()
+    start_broadcast(app, weekly)
+    run_worker_burst()
+    assert len(smtp_server.recipients()) == 3
+    counts = dict(db.session.execute(select(Subscriber.email, Subscriber.soft_bounce_count)).all())
+    assert counts == {
+        "reader00000@example.com": 0,
+        "reader00001@example.com": 0,
+        "reader00002@example.com": 0,
+    }
