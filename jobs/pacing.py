@@ -36,13 +36,14 @@ class Pacer:
         """True when the next send may begin now (no wait left)."""
         return self._last_start is None or self.clock() >= self._last_start + self.delay + self.margin
 
-    def settle(self) -> float:
-        """Sleep until the next send may begin, without starting it. The sender calls this
-        before its send-time re-check, so the check is made at the end of the wait, not at
-        its start (invariant 3: at a 200 ms pace, 200 ms fresher)."""
+    def settle(self, lead: float = 0.0) -> float:
+        """Sleep until `lead` seconds before the next send may begin, without starting it.
+        The sender calls this before its send-time re-check, so the check is made at the end
+        of the wait, not at its start (invariant 3: at a 200 ms pace, 200 ms fresher); `lead`
+        is about how long the check and the message take, so the send is not late for them."""
         now = self.clock()
         if self._last_start is not None:
-            ready_at = self._last_start + self.delay + self.margin
+            ready_at = self._last_start + self.delay + self.margin - max(0.0, min(lead, self.delay))
             if ready_at > now:
                 self.sleep(ready_at - now)
                 self.waited_seconds += ready_at - now

@@ -25,6 +25,8 @@ class Runtime:
     running_broadcast: int | None = None
     # Connection failures in a row, across recipients: past a bound the channel is down.
     connection_failures: int = 0
+    # Rows per second the last batch of a broadcast achieved (sizes the next claim).
+    rows_per_second: float = 0.0
 
 
 current: Runtime | None = None

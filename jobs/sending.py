@@ -33,11 +33,14 @@ _SUBSCRIBERS = Subscriber.__table__
 
 SLICE_SECONDS = 3.0
 SLICE_MAX_SENDS = 1000
-# Rows claimed (and so exposed to a crash) at once: about EXPOSURE_SECONDS of sends, at most
-# MAX_BATCH. At the default pace (200 ms) that is one row: a crash loses at most the row in
-# flight. Only at fast paces are claims and outcomes batched, to keep up with the server.
+# Rows claimed (and so exposed to a crash) at once: about EXPOSURE_SECONDS of sends at the
+# rate the worker is achieving, at most MAX_BATCH. At the default pace (200 ms), or with a
+# slow server, that is one row: a crash loses at most the row in flight. Only when sends are
+# fast are claims and outcomes batched, to keep up with the server (each batch costs a few
+# fixed statements and commits).
 EXPOSURE_SECONDS = 0.2
-MAX_BATCH = 20
+MAX_BATCH = 100
+FIRST_BATCH = 20  # before any rate has been seen, at SEND_DELAY_MS=0
 # Connection failures in a row (refused, reset, timed out) before the broadcast pauses.
 MAX_CONNECTION_FAILURES = 5
 
@@ -131,10 +134,14 @@ class Batch:
         self.soft_bounced.clear()
 
 
-def batch_size_for(delay_seconds: float) -> int:
-    if delay_seconds <= 0:
-        return MAX_BATCH
-    return max(1, min(MAX_BATCH, int(EXPOSURE_SECONDS / delay_seconds)))
+def batch_size_for(rows_per_second: float) -> int:
+    """Rows to claim at once: about EXPOSURE_SECONDS of work at this rate."""
+    return max(1, min(MAX_BATCH, int(rows_per_second * EXPOSURE_SECONDS)))
+
+
+def pace_limit(delay_seconds: float) -> float:
+    """The fastest the pace allows, in sends per second."""
+    return 1.0 / delay_seconds if delay_seconds > 0 else float("inf")
 
 
 def message_id_for(delivery_id: int, broadcast_id: int, from_email: str) -> str:
@@ -295,7 +302,11 @@ class Slice:
         self.batch = Batch(broadcast_id)
         self.attempts = 0
         self.skipped = 0
-        self.batch_size = batch_size_for(runtime.pacer.delay)
+        # The rate the last batches achieved (kept by the runtime from slice to slice), never
+        # above what the pace allows.
+        rate = min(runtime.rows_per_second or FIRST_BATCH / EXPOSURE_SECONDS, pace_limit(runtime.pacer.delay))
+        self.batch_size = batch_size_for(rate)
+        self.decide_seconds = 0.0  # how long a re-check and build take (a moving average)
         self.pause_reason: str | None = None
         self.waited_for_cap = 0  # times this slice waited for the hourly limit
 
@@ -371,11 +382,12 @@ class Slice:
                 ledger.claim(self.session, self.broadcast_id, [(r.id, r.subscriber_id) for r in rows])
             )
             self.session.commit()
+            began = time.monotonic()
             stop = self._send_claimed([r for r in rows if r.id in claimed], deadline)
             self.batch.flush(self.session)
             if stop:
                 return stop
-            self._adapt_batch()
+            self._adapt_batch(len(claimed), time.monotonic() - began)
 
     def _due_rows(self) -> list[Row]:
         return [
@@ -405,8 +417,14 @@ class Slice:
     def _sleep(self, seconds: float) -> None:
         self.rt.stop.wait(seconds)
 
-    def _adapt_batch(self) -> None:
-        self.batch_size = batch_size_for(self.rt.pacer.delay)
+    def _adapt_batch(self, rows: int, seconds: float) -> None:
+        """Size the next claim to about EXPOSURE_SECONDS at the rate this batch achieved
+        (sends and skips, bookkeeping included), never above what the pace allows."""
+        if rows <= 0 or seconds <= 0:
+            return
+        rate = min(rows / seconds, pace_limit(self.rt.pacer.delay))
+        self.rt.rows_per_second = rate
+        self.batch_size = batch_size_for(rate)
 
     def _lease_ok(self) -> bool:
         try:
@@ -463,14 +481,26 @@ class Slice:
             decision = None
             if in_flight is not None:
                 if self.rt.pacer.ready():
-                    decision = self._decide(row)
+                    try:
+                        decision = self._decide(row)
+                    except Exception:
+                        self._finish(in_flight)  # its verdict is on the way: record it first
+                        raise
                 stop = self._finish(in_flight)
                 in_flight = None
                 if stop:
                     return self._stop(rows[index:], stop)
             if decision is None:
-                self.rt.pacer.settle()
+                # The pace is waited out first, so the re-check is as late as it can be: it
+                # starts just early enough to be done (with the message built) when the pace
+                # allows the send; the transport's own wait keeps the floor exact.
+                self.rt.pacer.settle(lead=2 * self.decide_seconds)
+                began = self.rt.pacer.clock()
                 decision = self._decide(row)
+                took = self.rt.pacer.clock() - began
+                self.decide_seconds = (
+                    took if not self.decide_seconds else 0.8 * self.decide_seconds + 0.2 * took
+                )
             if decision.stop is not None:
                 self._release(rows[index:], cancelled=(decision.stop == "cancelled"))
                 return "stopped"

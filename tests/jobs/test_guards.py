@@ -254,3 +254,15 @@ def test_a_transport_whose_last_reply_went_unread_starts_afresh(smtp_server):
         assert sorted(smtp_server.recipients()) == ["first@example.com", "second@example.com"]
     finally:
         transport.close()
+
+
+def test_claims_cover_about_a_fifth_of_a_second_of_sends_at_the_rate_achieved():
+    """The batch follows the rate (sends and skips per second, bookkeeping included) and the
+    pace's ceiling, so a crash exposes about 0.2 s of sends, whatever the speed."""
+    from jobs.sending import MAX_BATCH, batch_size_for, pace_limit
+
+    assert batch_size_for(min(300.0, pace_limit(0))) == 60  # full speed, 300 a second
+    assert batch_size_for(min(300.0, pace_limit(0.2))) == 1  # the default pace: one at a time
+    assert batch_size_for(min(300.0, pace_limit(0.05))) == 4
+    assert batch_size_for(min(8.0, pace_limit(0))) == 1  # a slow server: one at a time
+    assert batch_size_for(10_000.0) == MAX_BATCH

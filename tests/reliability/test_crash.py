@@ -15,7 +15,7 @@ import time
 import pytest
 from sqlalchemy import select
 
-from jobs.sending import MAX_BATCH
+from jobs.sending import batch_size_for, pace_limit
 from tests.conftest import wait_until
 from tests.jobs.conftest import make_list, start_broadcast
 from tests.reliability.conftest import assert_ledger_consistent, assert_nobody_twice, broadcast_status
@@ -60,7 +60,9 @@ def test_sigkill_at_random_moments_never_sends_twice_and_loses_at_most_a_batch_p
     assert_nobody_twice(received)
     result = assert_ledger_consistent(broadcast.id, received)
     assert set(result) <= {"sent", "unknown"}, note
-    assert result.get("unknown", 0) <= MAX_BATCH * len(KILLS), f"{result} {note}"
+    # A claim is about 0.2 s of sends at the rate achieved, which the 5 ms pace bounds.
+    most_per_kill = batch_size_for(pace_limit(0.005))
+    assert result.get("unknown", 0) <= most_per_kill * len(KILLS), f"{result} {note}"
     # Nothing was lost: every address is either received or shown to the owner as unknown.
     assert result["sent"] + result.get("unknown", 0) == LIST_SIZE
     # Each unknown row says why, and every one was repaired by a worker starting up (the rows

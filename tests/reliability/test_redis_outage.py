@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from jobs.sending import MAX_BATCH
+from jobs.sending import batch_size_for, pace_limit
 from tests.conftest import wait_until
 from tests.jobs.conftest import make_list, start_broadcast
 from tests.reliability.conftest import assert_ledger_consistent, assert_nobody_twice, broadcast_status
@@ -75,9 +75,10 @@ def test_redis_killed_and_restarted_mid_send_stops_sending_then_resumes_by_itsel
                message="the worker did not notice that Redis was gone")
     during = len(smtp_server.recipients())
     # The lease is re-checked before every claim (issue 4's rule), and one claim covers at
-    # most ~0.2 s of sends (MAX_BATCH rows): at most that batch completes once Redis is gone,
-    # and nothing after it until the lease is back.
-    assert during <= at_kill + MAX_BATCH, f"{during - at_kill} messages sent without a lease"
+    # most ~0.2 s of sends (20 rows at the 10 ms pace): at most that batch completes once Redis
+    # is gone, and nothing after it until the lease is back.
+    claim = batch_size_for(pace_limit(0.010))
+    assert during <= at_kill + claim, f"{during - at_kill} messages sent without a lease"
 
     private_redis.start()  # same port, empty: like a Redis restart without persistence
     restarted_at = time.monotonic()
