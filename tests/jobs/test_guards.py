@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import select
 
 from jobs.classify import Verdict, backoff, classify
@@ -266,3 +268,16 @@ def test_claims_cover_about_a_fifth_of_a_second_of_sends_at_the_rate_achieved():
     assert batch_size_for(min(300.0, pace_limit(0.05))) == 4
     assert batch_size_for(min(8.0, pace_limit(0))) == 1  # a slow server: one at a time
     assert batch_size_for(10_000.0) == MAX_BATCH
+
+
+@given(st.lists(st.sampled_from([b".", b"..", b"\r\n", b"\n", b"\r", b"a", b"From "]), max_size=16))
+def test_the_data_payload_is_dot_stuffed_as_rfc_5321_says(parts):
+    """Every line that begins with "." gets one more (RFC 5321 4.5.2), and the payload ends
+    with CRLF "." CRLF, so no line of the message can end the transaction early."""
+    import re
+
+    message = b"".join(parts)
+    expected = re.sub(rb"(?m)^\.", b"..", message)
+    if not expected.endswith(b"\r\n"):
+        expected += b"\r\n"
+    assert SmtpTransport.wire(message) == expected + b".\r\n"
