@@ -311,3 +311,27 @@ def test_line_breaks_in_a_value_cannot_add_headers():
                             message_id="<1@example.com>", headers={})
     parsed = email.message_from_bytes(message.as_bytes(), policy=email.policy.default)
     assert parsed["Bcc"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding"),
+    [
+        ("Plain ASCII, short lines.", "7bit"),
+        ("Caf\u00e9 and \u201cquotes\u201d", "quoted-printable"),
+        ("x" * 1200, "quoted-printable"),  # a line over SMTP's 998-octet limit
+    ],
+)
+def test_each_part_is_sent_as_is_when_it_can_be_and_quoted_printable_otherwise(body, encoding):
+    """Like the email package: 7bit for ASCII in short lines (no encoding work, and no "=3D"
+    for every "=" of the HTML), quoted-printable when it must; the reader sees the same text."""
+    from webapp.rendering import RenderedEmail, message_bytes
+
+    rendered = RenderedEmail(subject="S", html=f"<p>{body}</p>\n", text=f"{body}\n")
+    raw = message_bytes(rendered, from_addr="a@example.com", to_addr="b@example.com",
+                        message_id="<1@example.com>", headers={})
+    parsed = email.message_from_bytes(raw, policy=email.policy.default)
+    parts = list(parsed.iter_parts())
+    assert [p["Content-Transfer-Encoding"] for p in parts] == [encoding, encoding]
+    assert parts[0].get_content().replace("\r\n", "\n") == f"{body}\n"
+    assert parts[1].get_content().replace("\r\n", "\n") == f"<p>{body}</p>\n"
+    assert all(len(line) <= 998 for line in raw.split(b"\r\n"))
