@@ -262,6 +262,24 @@ def test_transactional_test_send_is_marked_and_delivered(app, smtp_server, run_w
     assert message["X-Broadside-Kind"] == "test"
 
 
+def test_a_test_send_to_a_subscriber_fills_in_their_merge_fields(app, smtp_server, run_worker_burst):
+    """An owner testing on their own subscription sees what they would receive; any other
+    address gets the fields' defaults."""
+    from webapp.broadcasts.drafts import create_draft
+    from webapp.broadcasts.service import send_test
+
+    weekly = make_list(db.session, 1)
+    draft = create_draft(db.session, list_id=weekly.id, subject='Hello {{ name or "friend" }}', body="Body")
+    send_test(db.session, draft.id, "reader00000@example.com", default_from=app.config["MAIL_FROM"])
+    send_test(db.session, draft.id, "someone@example.org", default_from=app.config["MAIL_FROM"])
+    run_worker_burst()
+    subjects = {m.rcpt_tos[0]: m.message["Subject"] for m in smtp_server.messages}
+    assert subjects == {
+        "reader00000@example.com": "[Test] Hello Reader 0",
+        "someone@example.org": "[Test] Hello friend",
+    }
+
+
 def test_gaps_between_sends_at_the_server_respect_the_delay(app, smtp_server, run_worker_burst):
     app.config["SEND_DELAY_MS"] = 50
     weekly = make_list(db.session, 8)

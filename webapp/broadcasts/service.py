@@ -338,7 +338,8 @@ def retry_deliveries(session: Session, broadcast_id: int, *, which: str) -> int:
 
 
 def send_test(session: Session, broadcast_id: int, to_email: str, *, default_from: str) -> int:
-    """One copy to any address through the transactional queue, marked as a test."""
+    """One copy to any address through the transactional queue, marked as a test (its
+    unsubscribe link goes nowhere: a test reader is not unsubscribed by clicking it)."""
     from webapp.accounts import normalise_email
     from webapp.outbound import queue_transactional
     from webapp.rendering import CompiledRevision, freeze_content
@@ -360,8 +361,16 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
             postal_address=get_settings(session).postal_address,
         )
         subject, html_t, text_t = broadcast.subject, frozen.html_template, frozen.text_template
+    # Merge fields are filled in as that person would see them when the address is one of the
+    # subscribers (an owner testing on their own subscription), and with their defaults if not.
+    person = session.execute(
+        select(Subscriber.name, Subscriber.attributes).where(Subscriber.email == address)
+    ).first()
     rendered = CompiledRevision(subject=subject, html_template=html_t, text_template=text_t).render(
-        email=address, name="", attributes={}, unsubscribe_url="#test-send"
+        email=address,
+        name=person.name or "" if person else "",
+        attributes=person.attributes or {} if person else {},
+        unsubscribe_url="#test-send",
     )
     message = queue_transactional(
         session,
