@@ -324,16 +324,12 @@ class Slice:
                 "This broadcast has no frozen content; duplicate it and send the copy.",
             )
             return SliceResult("paused")
-        from webapp.rendering import CompiledRevision
+        from webapp.rendering import compiled_revision
 
         self.list_id = broadcast.list_id
         self.revision = revision
-        # Compiled once per slice, rendered per recipient.
-        self.compiled = CompiledRevision(
-            subject=revision.subject,
-            html_template=revision.html_template,
-            text_template=revision.text_template,
-        )
+        # Compiled once per worker process (the revision never changes), rendered per recipient.
+        self.compiled = compiled_revision(revision.subject, revision.html_template, revision.text_template)
         self.from_header = formataddr((revision.from_name, revision.from_email))
         self.tokens = token_serializer(self.rt.config["SECRET_KEY"])  # one per slice
         started = time.monotonic()

@@ -335,3 +335,15 @@ def test_each_part_is_sent_as_is_when_it_can_be_and_quoted_printable_otherwise(b
     assert parts[0].get_content().replace("\r\n", "\n") == f"{body}\n"
     assert parts[1].get_content().replace("\r\n", "\n") == f"<p>{body}</p>\n"
     assert all(len(line) <= 998 for line in raw.split(b"\r\n"))
+
+
+def test_a_frozen_revision_is_compiled_once_per_process_and_never_confused_with_another():
+    from webapp.rendering import compiled_revision
+
+    frozen = freeze("Hello {{ name }}")
+    first = compiled_revision("Subject", frozen.html_template, frozen.text_template)
+    assert compiled_revision("Subject", frozen.html_template, frozen.text_template) is first
+    other = compiled_revision("Subject", freeze("Bye {{ name }}").html_template, frozen.text_template)
+    assert other is not first
+    assert "Bye Alex" in other.render(email="a@example.com", name="Alex", attributes={},
+                                      unsubscribe_url=UNSUBSCRIBE).html

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from webapp.errors import Conflict, NotFound, ValidationError
 from webapp.models import Broadcast, MailingList, Revision
-from webapp.rendering import CompiledRevision, RenderedEmail, freeze_content
+from webapp.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
 from webapp.timeutil import utcnow
 
 MAX_SUBJECT = 300
@@ -148,9 +148,8 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
     sample = {"email": sample_email, "name": "Alex", "attributes": {}, "unsubscribe_url": "#"}
     try:
         if revision is not None:
-            compiled = CompiledRevision(subject=revision.subject,
-                                        html_template=revision.html_template,
-                                        text_template=revision.text_template)
+            compiled = compiled_revision(revision.subject, revision.html_template,
+                                         revision.text_template)
             return DraftPreview(broadcast, revision.from_name, revision.from_email,
                                 revision.postal_address, compiled.render(**sample), None, True)
         from_name, from_email = sender_identity(session, default_from)
