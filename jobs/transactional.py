@@ -18,10 +18,11 @@ from webapp.timeutil import utcnow
 log = logging.getLogger("broadside.worker")
 
 
-def _finish(session: Session, message_id: int, status: str, **values) -> None:
+def _finish(session: Session, row_id: int, status: str, **values) -> None:
+    # `row_id`, not `message_id`: that is a column written through **values (the Message-ID).
     session.execute(
         update(TransactionalMessage)
-        .where(TransactionalMessage.id == message_id, TransactionalMessage.status == "sending")
+        .where(TransactionalMessage.id == row_id, TransactionalMessage.status == "sending")
         .values(status=status, **values)
     )
     session.commit()

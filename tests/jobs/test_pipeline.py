@@ -260,6 +260,11 @@ def test_transactional_test_send_is_marked_and_delivered(app, smtp_server, run_w
     assert smtp_server.recipients() == ["tester@example.com"]
     assert message["Subject"].startswith("[Test] Draft")
     assert message["X-Broadside-Kind"] == "test"
+    from webapp.models import TransactionalMessage
+
+    row = db.session.scalars(select(TransactionalMessage)).one()
+    assert (row.status, row.message_id) == ("sent", message["Message-ID"])
+    assert row.sent_at is not None and row.reason.startswith("250")
 
 
 def test_a_test_send_to_a_subscriber_fills_in_their_merge_fields(app, smtp_server, run_worker_burst):

@@ -178,6 +178,27 @@ def test_last_errors_show_broadcast_and_recipient_newest_first(app, logged_in_cl
     assert "reader00000@example.com" not in table
 
 
+def test_failed_test_sends_and_confirmations_show_among_the_errors(app, logged_in_client, smtp_server,
+                                                                  run_worker_burst):  # noqa: F811
+    """Transactional mail goes through the same server: when it fails, the owner looks here."""
+    from webapp.broadcasts.drafts import create_draft
+    from webapp.broadcasts.service import send_test
+    from webapp.outbound import queue_transactional
+
+    weekly = make_list(db.session, 0)
+    draft = create_draft(db.session, list_id=weekly.id, subject="November letter", body="Body")
+    send_test(db.session, draft.id, "typo@example.com", default_from=app.config["MAIL_FROM"])
+    queue_transactional(db.session, kind="confirmation", to_email="gone@example.org",
+                        subject="Please confirm", html="<p>x</p>", text="x")
+    smtp_server.script.rcpt_replies = {"typo@example.com": ["550 5.1.1 No such user"],
+                                       "gone@example.org": ["550 5.1.1 Mailbox unavailable"]}
+    run_worker_burst()
+    table = page_text(logged_in_client.get("/system/").text.split('id="error-table"')[1].split("</table>")[0])
+    assert "Test send: [Test] November letter" in table and "typo@example.com" in table
+    assert "Sign-up confirmation: Please confirm" in table and "gone@example.org" in table
+    assert "550 5.1.1 No such user" in table and "550 5.1.1 Mailbox unavailable" in table
+
+
 def run_outbox_worker(app) -> None:
     from jobs.worker import run_worker
 

@@ -29,7 +29,7 @@ from webapp.doctor import (
 )
 from webapp.errors import DomainError
 from webapp.metrics import oldest_job_age
-from webapp.models import Broadcast, Delivery, Event, SiteSettings, Subscriber
+from webapp.models import Broadcast, Delivery, Event, SiteSettings, Subscriber, TransactionalMessage
 from webapp.site_settings import get_settings
 from webapp.system.outbox import OutboxEntry, list_outbox, outbox_folder
 from webapp.timeutil import utcnow
@@ -82,16 +82,17 @@ class LiveStatus:
 
 @dataclass(frozen=True)
 class ErrorRow:
-    delivery_id: int
+    delivery_id: int | None  # None for transactional mail
     status: str
     error_class: str | None
     smtp_code: int | None
     reason: str | None
     at: datetime | None
     attempts: int
-    broadcast_id: int
+    broadcast_id: int | None
     subject: str
     email: str | None
+    kind: str = "broadcast"  # broadcast | test | confirmation (transactional mail)
 
 
 @dataclass
@@ -131,7 +132,8 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
 
 
 def last_errors(session: Session, limit: int = ERRORS_SHOWN) -> list[ErrorRow]:
-    """Deliveries that failed, ended unknown, or wait to retry after an error; newest first."""
+    """Deliveries and transactional mail (test sends, sign-up confirmations) that failed,
+    ended unknown, or wait to retry after an error; newest first."""
     rows = session.execute(
         select(Delivery.id, Delivery.status, Delivery.error_class, Delivery.smtp_code,
                Delivery.reason, Delivery.updated_at, Delivery.attempts, Broadcast.id,
@@ -143,8 +145,23 @@ def last_errors(session: Session, limit: int = ERRORS_SHOWN) -> list[ErrorRow]:
         .order_by(Delivery.updated_at.desc(), Delivery.id.desc())
         .limit(limit)
     ).all()
+    errors = [ErrorRow(*row) for row in rows]
+    # Transactional mail keeps no update time: it is tried within seconds of being queued
+    # (retries within minutes), so the time it was queued stands for when it failed.
+    mail = TransactionalMessage
+    for row in session.execute(
+        select(mail.status, mail.reason, mail.created_at, mail.attempts, mail.broadcast_id,
+               mail.subject, mail.to_email, mail.kind)
+        .where(or_(mail.status.in_(("failed", "unknown")),
+                   and_(mail.status == "pending", mail.attempts > 0, mail.reason.is_not(None))))
+        .order_by(mail.created_at.desc(), mail.id.desc())
+        .limit(limit)
+    ).all():
+        errors.append(ErrorRow(None, row.status, None, None, row.reason, row.created_at, row.attempts,
+                               row.broadcast_id, row.subject, row.to_email, row.kind))
     session.commit()
-    return [ErrorRow(*row) for row in rows]
+    errors.sort(key=lambda e: e.at or datetime.min, reverse=True)
+    return errors[:limit]
 
 
 def page_checks(app: Flask) -> list[Check]:
