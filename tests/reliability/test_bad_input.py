@@ -218,6 +218,22 @@ def test_adding_a_subscriber_with_any_address_adds_them_or_writes_nothing(app, r
     db.session.rollback()
 
 
+@pytest.mark.parametrize("fields", [
+    {"name": "Ann\x00"},
+    {"attributes": {"city": "Bern\x00"}},
+    {"attributes": {"ci\x00ty": "Bern"}},
+    {"attributes": {"tags": ["a", {"b": "\x00"}]}},
+])
+def test_a_nul_character_is_refused_with_a_message_and_writes_nothing(app, fields):
+    """Found by the fuzz test above on PostgreSQL, which refuses NUL in text: the write failed
+    with a database error instead of a message."""
+    before = snapshot()
+    with pytest.raises(DomainError, match="NUL"):
+        subscribers.save_subscriber(db.session, email="ann@example.com", **fields)
+    db.session.rollback()
+    assert snapshot() == before
+
+
 # ---------------------------------------------------------------- Markdown bodies
 
 HOSTILE = [

@@ -221,6 +221,9 @@ def validate_record(header: Header, fields: list[str],
             f"the row has {len(fields)} fields but the header has {len(header.columns)}"
         )
 
+    if any("\x00" in field for field in fields):  # PostgreSQL refuses NUL in text
+        raise ValidationError("a NUL character in the row")
+
     def cell(index: int | None) -> str:
         if index is None or index >= len(fields):
             return ""

@@ -48,6 +48,8 @@ def clean_name(name: str | None) -> str:
     name = " ".join((name or "").split())
     if len(name) > MAX_NAME:
         raise ValidationError(f"A name can be at most {MAX_NAME} characters.")
+    if "\x00" in name:  # PostgreSQL refuses NUL in text: say so instead of failing the write
+        raise ValidationError("A name cannot contain a NUL character.")
     return name
 
 
@@ -55,6 +57,16 @@ def clean_email(email: str | None) -> str:
     if email is not None and len(email.strip()) > MAX_EMAIL:
         raise ValidationError(f"An email address can be at most {MAX_EMAIL} characters.")
     return normalise_email(email or "")
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def clean_attributes(attributes: Any) -> dict[str, Any]:
@@ -75,6 +87,8 @@ def clean_attributes(attributes: Any) -> dict[str, Any]:
             raise ValidationError(
                 f"The value of {key!r} is longer than {MAX_ATTRIBUTE_VALUE} characters."
             )
+        if _has_nul(key) or _has_nul(value):
+            raise ValidationError(f"The attribute {key!r} cannot contain a NUL character.")
         cleaned[key] = value
     if len(json.dumps(cleaned)) > MAX_ATTRIBUTES_JSON:
         raise ValidationError(f"Attributes can take at most {MAX_ATTRIBUTES_JSON} characters.")
