@@ -38,11 +38,11 @@ def per_row_us(seconds: float, rows: int) -> float:
 def measure(app, list_id: int, rows: int) -> dict[str, float]:
     from sqlalchemy import and_, bindparam, func, insert, select, update
 
+    from broadside.broadcasts import ledger
+    from broadside.models import Delivery, Event, Subscriber, Subscription
+    from broadside.timeutil import utcnow
     from jobs.sending import Batch, recipient_state
-    from webapp.broadcasts import ledger
     from webapp.extensions import db
-    from webapp.models import Delivery, Event, Subscriber, Subscription
-    from webapp.timeutil import utcnow
 
     figures: dict[str, float] = {}
     deliveries = Delivery.__table__
@@ -141,7 +141,7 @@ def measure(app, list_id: int, rows: int) -> dict[str, float]:
         figures["re-check as the code does it (recipient_state)"] = per_row_us(
             time.perf_counter() - started, len(rows))
         subscribers, subscriptions = Subscriber.__table__, Subscription.__table__
-        from webapp.models import Broadcast
+        from broadside.models import Broadcast
 
         broadcasts = Broadcast.__table__
         state_stmt = (
@@ -179,9 +179,9 @@ def measure(app, list_id: int, rows: int) -> dict[str, float]:
 def per_message_cpu(app, rows: int) -> dict[str, float]:
     from render import BODY
 
-    from jobs.lease import Lease
-    from webapp.rendering import CompiledRevision, freeze_content, message_bytes
-    from webapp.unsubscribe.tokens import make_token, unsubscribe_url
+    from broadside.lease import Lease
+    from broadside.rendering import CompiledRevision, freeze_content, message_bytes
+    from broadside.unsubscribe.tokens import make_token, unsubscribe_url
 
     figures: dict[str, float] = {}
     redis = app.extensions["broadside_redis"]

@@ -243,8 +243,8 @@ def populate(app, subscribers: int, lists: dict[str, int], domain: str = "bench.
     all `active`. Returns {list name: list id}."""
     from sqlalchemy import insert, literal, select
 
+    from broadside.models import MailingList, Subscriber, Subscription
     from webapp.extensions import db
-    from webapp.models import MailingList, Subscriber, Subscription
 
     with app.app_context():
         session = db.session
@@ -284,16 +284,16 @@ def press_send(app, list_id: int, *, enqueue: bool = True, subject: str | None =
     queue). Returns the broadcast id and the seconds `send_broadcast` took."""
     from render import BODY  # bench/render.py: the 4 KB newsletter the renderer is timed on
 
-    from webapp.broadcasts.drafts import create_draft
-    from webapp.broadcasts.service import send_broadcast
-    from webapp.extensions import db
+    from broadside.broadcasts.drafts import create_draft
+    from broadside.broadcasts.service import send_broadcast
+    from webapp.extensions import db, get_jobs
 
     with app.app_context():
         draft = create_draft(db.session, list_id=list_id,
                              subject=subject or "News for {{ name or \"you\" }}", body=BODY)
         started = time.perf_counter()
         broadcast = send_broadcast(db.session, draft.id, default_from="Bench <news@bench.example>",
-                                   enqueue=enqueue)
+                                   jobs=get_jobs() if enqueue else None)
         seconds = time.perf_counter() - started
         broadcast_id = broadcast.id
         db.session.remove()
@@ -303,8 +303,8 @@ def press_send(app, list_id: int, *, enqueue: bool = True, subject: str | None =
 def broadcast_state(app, broadcast_id: int) -> dict:
     from sqlalchemy import func, select
 
+    from broadside.models import Broadcast, Delivery
     from webapp.extensions import db
-    from webapp.models import Broadcast, Delivery
 
     with app.app_context():
         broadcast = db.session.get(Broadcast, broadcast_id)
@@ -319,7 +319,7 @@ def broadcast_state(app, broadcast_id: int) -> dict:
 
 def steer(app, broadcast_id: int, action: str) -> None:
     """pause / resume / cancel through the same domain functions the pages call."""
-    from webapp.broadcasts import service
+    from broadside.broadcasts import service
     from webapp.extensions import db
 
     with app.app_context():

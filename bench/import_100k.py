@@ -1,6 +1,6 @@
 """Benchmark: import a generated 100,000-row CSV into an empty SQLite database.
 
-Targets (issue 3): at most 10 s, and the importing process's peak memory under 200 MB.
+Targets: at most 10 s, and the importing process's peak memory under 200 MB.
 The import runs in a fresh subprocess (the real code path: receive the upload from a file
 stream, then the same `process` the web request and the worker call), which reports its own
 peak RSS (VmHWM). Run: .venv/bin/python bench/import_100k.py [rows]
@@ -51,10 +51,10 @@ def generate(path: Path, rows: int) -> None:
 
 
 def child(workdir: Path, csv_path: Path) -> None:
+    from broadside.lists.service import create_list
+    from broadside.subscribers import importer
     from webapp import create_app
     from webapp.extensions import db
-    from webapp.lists.service import create_list
-    from webapp.subscribers import importer
 
     app = create_app(config(workdir), environ={})
     with app.app_context():

@@ -89,7 +89,7 @@ def timed(fn, repeat: int = 5) -> tuple[float, float]:
 
 def measure(bench: Bench, backend: str, deliveries: int) -> None:
     from webapp.extensions import db
-    from webapp.metrics import render_metrics
+    from webapp.metrics.collector import render_metrics
     from webapp.system.overview import last_errors, page_checks
 
     url = bench.sqlite_url(f"m{deliveries}") if backend == "sqlite" else bench.postgres_url(f"m{deliveries}")

@@ -1,6 +1,6 @@
 """Benchmark: the live progress fragment of a 100,000-recipient broadcast, mid-send.
 
-Target (issue 6): p95 under 20 ms. A temporary database gets 100,000 subscribers on one list
+Target: p95 under 20 ms. A temporary database gets 100,000 subscribers on one list
 and a broadcast sent to it through the real send path (send_broadcast: one INSERT ... SELECT
 snapshot of 100,000 deliveries); the app runs under gunicorn as the Procfile's `web` line
 (2 workers x 4 threads); an owner signs in through the login form; client threads, each on its
@@ -55,12 +55,12 @@ def populate(app) -> int:
     from flask_migrate import upgrade
     from sqlalchemy import insert, select, update
 
-    from webapp.accounts import create_owner
-    from webapp.broadcasts.drafts import create_draft
-    from webapp.broadcasts.service import send_broadcast
+    from broadside.accounts import create_owner
+    from broadside.broadcasts.drafts import create_draft
+    from broadside.broadcasts.service import send_broadcast
+    from broadside.models import Broadcast, MailingList, Subscriber, Subscription
+    from broadside.site_settings import update_settings
     from webapp.extensions import db
-    from webapp.models import Broadcast, MailingList, Subscriber, Subscription
-    from webapp.site_settings import update_settings
 
     with app.app_context():
         upgrade()
@@ -82,7 +82,7 @@ def populate(app) -> int:
         db.session.commit()
         draft = create_draft(db.session, list_id=weekly.id, subject="Hello {{ name }}", body="News.")
         broadcast = send_broadcast(db.session, draft.id, default_from="Bench <news@bench.example>",
-                                   enqueue=False)
+                                   jobs=None)
         db.session.execute(update(Broadcast).where(Broadcast.id == broadcast.id)
                            .values(status="sending", send_rate=45.0))
         db.session.commit()
@@ -104,10 +104,10 @@ class Writer(threading.Thread):
     def run(self) -> None:
         from sqlalchemy import select
 
-        from webapp.broadcasts import ledger
+        from broadside.broadcasts import ledger
+        from broadside.models import Delivery
+        from broadside.timeutil import utcnow
         from webapp.extensions import db
-        from webapp.models import Delivery
-        from webapp.timeutil import utcnow
 
         with self.app.app_context():
             while not self.stop.wait(0.05):

@@ -25,10 +25,10 @@ from harness import REDIS_URL, ROOT, Bench, broadcast_state, press_send, steer
 from report import Figure, below, median, percentile
 from smtp_sink import Sink
 
-SNAPSHOT_TARGET_S = 3.0  # issue 4: 100,000 pending rows in under 3 s on SQLite
-MEMORY_TARGET_MB = 20.0  # issue 4: 1k vs 100k recipients, less than 20 MB apart
-TABLE_P95_MS = subscriber_table.TARGET_P95_MS  # issue 3: 100 ms
-FRAGMENT_P95_MS = 20.0  # issue 6: the progress fragment at a 100k broadcast
+SNAPSHOT_TARGET_S = 3.0  # 100,000 pending rows in under 3 s on SQLite
+MEMORY_TARGET_MB = 20.0  # 1k vs 100k recipients, less than 20 MB apart
+TABLE_P95_MS = subscriber_table.TARGET_P95_MS  # 100 ms
+FRAGMENT_P95_MS = 20.0  # the progress fragment at a 100k broadcast
 SIZES = (1_000, 10_000, 100_000)
 # One client thread per core, as bench/subscriber_table.py does by default: p95 is then the
 # latency of a request, not the queueing of a saturated machine.
@@ -45,8 +45,8 @@ def prepare_scale_database(bench: Bench) -> tuple[Path, str, object, dict[int, i
     """Returns (workdir, database url, app, {size: list id})."""
     from sqlalchemy import func, insert, literal, select
 
+    from broadside.models import MailingList, Subscriber, Subscription
     from webapp.extensions import db
-    from webapp.models import MailingList, Subscriber, Subscription
 
     workdir = bench.workdir / "scale"
     workdir.mkdir()
@@ -193,7 +193,7 @@ def csv_import(bench: Bench, rows: int) -> list[Figure]:
 # ---------------------------------------------------------------- pages
 
 def progress_fragment_path(app, broadcast_id: int) -> str | None:
-    """The progress fragment's URL, if this checkout has the route (issue 6 builds it)."""
+    """The progress fragment's URL, if this checkout has the route."""
     for rule in app.url_map.iter_rules():
         if (rule.endpoint.startswith("broadcasts.") and "progress" in (rule.rule + rule.endpoint)
                 and "GET" in (rule.methods or ()) and "broadcast_id" in rule.arguments):
@@ -319,7 +319,7 @@ def _broadcast_pages(app, port: int, cookie: str, broadcast_id: int, seconds: fl
     if fragment is None:
         figures.append(Figure(
             "pages", "progress fragment at 100k, p95", None, "ms", f"< {FRAGMENT_P95_MS:.0f} ms",
-            None, "no progress-fragment route in this checkout yet (issue 6 builds it); "
+            None, "no progress-fragment route in this checkout yet; "
                   "bench/scale.py finds it by name and measures it once it exists", missing=True))
     else:
         timings, count, wall = _load(port, cookie, [("fragment", fragment, True)], seconds / 2, threads)

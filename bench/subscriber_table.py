@@ -1,6 +1,6 @@
 """Benchmark: the subscriber table page at 100,000 subscribers, searching included.
 
-Target (issue 3): p95 under 100 ms. A temporary SQLite database is filled with 100,000
+Target: p95 under 100 ms. A temporary SQLite database is filled with 100,000
 subscribers on three lists; the app runs under gunicorn exactly as the Procfile's `web` line
 (2 workers x 4 threads); a small pool of client threads (2 by default, one per core of
 these machines; `--threads 4` saturates them and measures queueing too), each with its own

@@ -47,11 +47,11 @@ def bench_http(workdir: Path, subscribers: int, posts: int) -> None:
     from sqlalchemy import func, insert, select
     from werkzeug.serving import make_server
 
+    from broadside.models import Event, MailingList, Subscriber, Subscription
+    from broadside.unsubscribe.tokens import make_token
     from tests.smtp_server import free_port
     from webapp import create_app
     from webapp.extensions import db, get_redis
-    from webapp.models import Event, MailingList, Subscriber, Subscription
-    from webapp.unsubscribe.tokens import make_token
 
     app = create_app({
         "INSTANCE_PATH": str(workdir / "instance"),
@@ -72,7 +72,8 @@ def bench_http(workdir: Path, subscribers: int, posts: int) -> None:
         db.session.execute(insert(Subscription), [
             {"subscriber_id": i, "list_id": weekly.id, "status": "active"} for i in ids])
         db.session.commit()
-        tokens = [make_token(i, weekly.id) for i in ids[:posts * 2]]
+        secret = app.config["SECRET_KEY"]
+        tokens = [make_token(i, weekly.id, None, secret_key=secret) for i in ids[:posts * 2]]
         list_id = weekly.id
 
     port = free_port()
@@ -116,7 +117,7 @@ def bench_sns(iterations: int = 2000) -> None:
     from cryptography.hazmat.primitives.asymmetric import padding, rsa
     from cryptography.x509.oid import NameOID
 
-    from webapp.webhooks import sns
+    from broadside.webhooks import sns
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sns.amazonaws.com")])

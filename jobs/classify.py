@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass
 from datetime import timedelta
 
-from jobs.transports import DeliveryError
+from broadside.transports import DeliveryError
 
 MAX_ATTEMPTS = 5
 RECIPIENT_CODES = {550, 551, 552, 553}

@@ -1,38 +1,31 @@
 """The background CSV import: one job per Import row, on the `imports` queue.
 
 Safe to import (no app, no connections at import time). The worker pushes an app context
-before running any job. The Import row is claimed queued -> running with a guarded UPDATE, so
-a duplicated or retried job does nothing; the uploaded file is deleted when the run ends.
+before running any job; uploads are found under the runtime's instance folder. The Import row
+is claimed queued -> running with a guarded UPDATE, so a duplicated or retried job does
+nothing; the uploaded file is deleted when the run ends.
 """
 
 from __future__ import annotations
 
-from flask import current_app
 from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
-from webapp.extensions import db
-from webapp.models import Import
-from webapp.subscribers import importer
+from broadside.db import db
+from broadside.models import Import
+from broadside.subscribers import importer
+from jobs import runtime
 
 
 def run_import_job(import_id: int) -> None:
-    path = importer.import_path(current_app.instance_path, import_id)
+    path = importer.import_path(runtime.get().instance_path, import_id)
     try:
         importer.process(db.session, import_id, path)
     finally:
         db.session.remove()
 
 
-def enqueue_import(import_id: int) -> None:
-    from jobs.queues import get_queue
-
-    get_queue("imports").enqueue(
-        "jobs.imports.run_import_job", import_id, job_timeout=3600, result_ttl=0,
-        description=f"import {import_id}",
-    )
-
-
-def recover_interrupted_imports() -> int:
+def recover_interrupted_imports(session: Session, rt: runtime.Runtime) -> int:
     """Re-queue imports a dead worker left `queued` or `running`; returns how many.
 
     Call it only when the worker starts, while it holds the sending lease: then no import can
@@ -40,19 +33,18 @@ def recover_interrupted_imports() -> int:
     the interruption are counted as "updated" the second time. An import whose file is gone
     is marked failed with a message saying to upload it again.
     """
-    session = db.session
     count = 0
     stuck = session.scalars(
         select(Import.id).where(Import.status.in_(("queued", "running")))
     ).all()
     for import_id in stuck:
-        if not importer.import_path(current_app.instance_path, import_id).exists():
+        if not importer.import_path(rt.instance_path, import_id).exists():
             importer.fail_import(session, import_id, "The import was interrupted and its file "
                                                      "is gone; upload the file again.")
             continue
         session.execute(update(Import).where(Import.id == import_id, Import.status == "running")
                         .values(status="queued"))
         session.commit()
-        enqueue_import(import_id)
+        rt.jobs.enqueue_import(import_id)
         count += 1
     return count

@@ -10,16 +10,16 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from flask import Flask
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from jobs import queues
+from broadside.broadcasts import ledger
+from broadside.broadcasts.service import send_broadcast
+from broadside.models import Broadcast, Delivery, TransactionalMessage
+from broadside.timeutil import utcnow
 from jobs.runtime import Runtime
+from jobs.sending import pause
 from jobs.transactional import due_transactional
-from webapp.broadcasts import ledger
-from webapp.models import Broadcast, Delivery, TransactionalMessage
-from webapp.timeutil import utcnow
 
 log = logging.getLogger("broadside.worker")
 
@@ -63,9 +63,8 @@ def mark_orphans_unknown(
     return moved
 
 
-def ensure_jobs(app: Flask, session: Session, rt: Runtime) -> None:
+def ensure_jobs(session: Session, rt: Runtime) -> None:
     """Give every active broadcast, due schedule and pending transactional message a job."""
-    from webapp.broadcasts.service import send_broadcast
 
     now = utcnow()
     for broadcast_id in session.scalars(
@@ -76,8 +75,8 @@ def ensure_jobs(app: Flask, session: Session, rt: Runtime) -> None:
                 session,
                 broadcast_id,
                 default_from=rt.config["MAIL_FROM"],
+                jobs=None,
                 allowed_from=("scheduled",),
-                enqueue=False,
             )
             log.info("scheduled broadcast %s started", broadcast_id)
         except Exception as exc:  # noqa: BLE001 - one bad schedule must not stop the others
@@ -91,13 +90,11 @@ def ensure_jobs(app: Flask, session: Session, rt: Runtime) -> None:
     ).all()
     session.commit()
     for broadcast_id, status, auto_resumes in active:
-        if broadcast_id == rt.running_broadcast or queues.has_marker("slice", broadcast_id, app):
+        if broadcast_id == rt.running_broadcast or rt.jobs.has_marker("slice", broadcast_id):
             continue
         if status == "sending":
             # It was sending and lost its job (a crash, a Redis flush): resume, boundedly.
             if auto_resumes >= MAX_AUTO_RESUMES:
-                from jobs.sending import pause
-
                 pause(
                     session,
                     broadcast_id,
@@ -115,8 +112,8 @@ def ensure_jobs(app: Flask, session: Session, rt: Runtime) -> None:
             )
             session.commit()
             log.info("broadcast %s had no job: resuming it", broadcast_id)
-        queues.enqueue_slice(broadcast_id, app)
+        rt.jobs.enqueue_slice(broadcast_id)
 
     for message_id in due_transactional(session):
-        queues.enqueue_transactional(message_id, app)
+        rt.jobs.enqueue_transactional(message_id)
     session.commit()

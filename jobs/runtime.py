@@ -9,8 +9,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.hourly import HourlyCap
-from jobs.lease import Lease
+from broadside.hourly import HourlyCap
+from broadside.lease import Lease
+from broadside.queues import Jobs
 from jobs.pacing import Pacer
 
 
@@ -21,6 +22,8 @@ class Runtime:
     transport: Any
     hourly: HourlyCap
     config: dict[str, Any]
+    jobs: Jobs
+    instance_path: str
     stop: threading.Event = field(default_factory=threading.Event)
     running_broadcast: int | None = None
     # Connection failures in a row, across recipients: past a bound the channel is down.

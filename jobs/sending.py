@@ -19,14 +19,16 @@ from redis.exceptions import RedisError
 from sqlalchemy import and_, bindparam, exists, func, select, update
 from sqlalchemy.orm import Session
 
+from broadside.broadcasts import ledger
+from broadside.broadcasts.ledger import ATTEMPTS_DELTA
+from broadside.models import Broadcast, Delivery, Revision, Subscriber, Subscription
+from broadside.rendering import MergeError, compiled_revision, message_bytes
+from broadside.timeutil import utcnow
+from broadside.transports import DeliveryError
+from broadside.unsubscribe.tokens import token_serializer, unsubscribe_url
+from broadside.waits import add_wait_seconds
 from jobs.classify import MAX_ATTEMPTS, Verdict, backoff, classify
 from jobs.runtime import Runtime
-from jobs.transports import DeliveryError
-from webapp.broadcasts import ledger
-from webapp.broadcasts.ledger import ATTEMPTS_DELTA
-from webapp.models import Broadcast, Delivery, Revision, Subscriber, Subscription
-from webapp.timeutil import utcnow
-from webapp.unsubscribe.tokens import token_serializer, unsubscribe_url
 
 log = logging.getLogger("broadside.worker")
 _SUBSCRIBERS = Subscriber.__table__
@@ -324,7 +326,6 @@ class Slice:
                 "This broadcast has no frozen content; duplicate it and send the copy.",
             )
             return SliceResult("paused")
-        from webapp.rendering import compiled_revision
 
         self.list_id = broadcast.list_id
         self.revision = revision
@@ -447,8 +448,7 @@ class Slice:
         waited_from = time.monotonic()
         self.waited_for_cap += 1
         self._sleep(max(0.0, min(free_at - time.time(), deadline - time.monotonic())))
-        try:  # metrics (issue 8): a running total in Redis of the time spent waiting for the cap
-            from webapp.metrics import add_wait_seconds
+        try:  # a running total in Redis of the time spent waiting for the cap, for /metrics
 
             add_wait_seconds(
                 cap.redis, self.rt.config["BROADSIDE_NAMESPACE"], "hourly", time.monotonic() - waited_from
@@ -580,7 +580,6 @@ class Slice:
         """This person's message, ready for the wire; or why their values cannot make one
         (a merge field that breaks on them, an address that cannot go in a header), which
         fails just their row."""
-        from webapp.rendering import MergeError, message_bytes
 
         token = self.tokens.dumps([row.subscriber_id or 0, self.list_id or 0, self.broadcast_id])
         link = unsubscribe_url(token, self.rt.config["BASE_URL"])

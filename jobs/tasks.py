@@ -6,20 +6,20 @@ from __future__ import annotations
 from redis.exceptions import RedisError
 from sqlalchemy import update
 
-from jobs import queues, runtime
-from webapp.extensions import db
-from webapp.logs import log_context
-from webapp.models import Broadcast
+from broadside.db import db
+from broadside.logs import log_context
+from broadside.models import Broadcast
+from jobs import runtime
+from jobs.sending import Slice
+from jobs.transactional import send_transactional as send
 
 
 def send_broadcast_slice(broadcast_id: int) -> str:
-    from jobs.sending import Slice
-
     rt = runtime.get()
     with log_context(broadcast_id=broadcast_id):
         rt.running_broadcast = broadcast_id
         try:
-            queues.clear_marker("slice", broadcast_id)
+            rt.jobs.clear_marker("slice", broadcast_id)
             result = Slice(db.session, rt, broadcast_id).run()
             if result.attempts:
                 # Progress ends a run of automatic resumptions.
@@ -31,7 +31,7 @@ def send_broadcast_slice(broadcast_id: int) -> str:
                 db.session.commit()
             if result.outcome == "continue":
                 try:
-                    queues.enqueue_slice(broadcast_id)
+                    rt.jobs.enqueue_slice(broadcast_id)
                 except RedisError:
                     pass  # the orphan repair enqueues it once Redis is back
             return result.outcome
@@ -41,11 +41,9 @@ def send_broadcast_slice(broadcast_id: int) -> str:
 
 
 def send_transactional(message_id: int) -> str:
-    from jobs.transactional import send_transactional as send
-
     rt = runtime.get()
     try:
-        queues.clear_marker("transactional", message_id)
+        rt.jobs.clear_marker("transactional", message_id)
         return send(db.session, rt, message_id)
     finally:
         db.session.remove()

@@ -8,12 +8,13 @@ from email.utils import formataddr, parseaddr
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from broadside.models import TransactionalMessage
+from broadside.rendering import RenderedEmail, message_bytes
+from broadside.site_settings import get_settings
+from broadside.timeutil import utcnow
+from broadside.transports import DeliveryError
 from jobs.classify import MAX_ATTEMPTS, backoff, classify
 from jobs.runtime import Runtime
-from jobs.transports import DeliveryError
-from webapp.models import TransactionalMessage
-from webapp.site_settings import get_settings
-from webapp.timeutil import utcnow
 
 log = logging.getLogger("broadside.worker")
 
@@ -48,7 +49,6 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
     if not rt.lease.still_mine():
         _finish(session, message_id, "pending", attempts=message.attempts - 1)
         return "lost-lease"
-    from webapp.rendering import RenderedEmail, message_bytes
 
     headers = dict(message.headers or {})
     from_name, from_email = headers.pop("From-Name", None), headers.pop("From-Email", None)

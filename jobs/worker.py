@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 import time
 
+import click
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from flask import Flask
+from flask import Flask, current_app
+from flask.cli import with_appcontext
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import SimpleWorker
@@ -23,14 +26,18 @@ from rq.job import Job
 from rq.queue import Queue
 from sqlalchemy.exc import SQLAlchemyError
 
-from jobs import queues, runtime
-from jobs.hourly import HourlyCap
-from jobs.lease import RENEW_EVERY_S, Lease
+from broadside import queues
+from broadside.db import db
+from broadside.hourly import HourlyCap
+from broadside.lease import RENEW_EVERY_S, Lease
+from broadside.logs import log_context
+from broadside.queues import Jobs
+from broadside.transports import make_transport
+from broadside.waits import add_wait_seconds
+from jobs import runtime
+from jobs.imports import recover_interrupted_imports
 from jobs.maintenance import STALE_CLAIM, ensure_jobs, mark_orphans_unknown
 from jobs.pacing import Pacer
-from jobs.transports import make_transport
-from webapp.extensions import db
-from webapp.logs import log_context
 
 log = logging.getLogger("broadside.worker")
 
@@ -131,16 +138,15 @@ class Maintenance(threading.Thread):
                 mark_orphans_unknown(
                     db.session, exclude_broadcast=self.rt.running_broadcast, older_than=STALE_CLAIM
                 )
-                ensure_jobs(self.app, db.session, self.rt)
+                ensure_jobs(db.session, self.rt)
                 db.session.remove()
             self.flush_pace_wait()
         except (RedisError, SQLAlchemyError) as exc:
             log.warning("maintenance skipped: %s", exc)
 
     def flush_pace_wait(self) -> None:
-        """Metrics (issue 8): add the pacer's waiting since the last flush to a running total in
-        Redis, so /metrics reports it across worker restarts."""
-        from webapp.metrics import add_wait_seconds
+        """Add the pacer's waiting since the last flush to a running total in Redis, so
+        /metrics reports it across worker restarts."""
 
         waited = self.rt.pacer.waited_seconds
         add_wait_seconds(self.rt.lease.redis, self.app.config["BROADSIDE_NAMESPACE"], "pace",
@@ -169,6 +175,8 @@ def run_worker(app: Flask, burst: bool = False) -> int:
         transport=transport,
         hourly=HourlyCap(redis, config["BROADSIDE_NAMESPACE"], config["SEND_HOURLY_LIMIT"]),
         config=config,
+        jobs=Jobs(redis, config["BROADSIDE_NAMESPACE"]),
+        instance_path=app.instance_path,
         stop=stop,
     )
     runtime.current = rt
@@ -189,12 +197,10 @@ def run_worker(app: Flask, burst: bool = False) -> int:
             worker._stop_requested = True
 
     with app.app_context():
-        from jobs.imports import recover_interrupted_imports
-
         mark_orphans_unknown(db.session, exclude_broadcast=None, older_than=None)
-        ensure_jobs(app, db.session, rt)
+        ensure_jobs(db.session, rt)
         # Holding the lease, no import can really be running: requeue the interrupted ones.
-        recover_interrupted_imports()
+        recover_interrupted_imports(db.session, rt)
         db.session.remove()
     maintenance = Maintenance(app, rt, on_lost)
     maintenance.start()
@@ -204,7 +210,7 @@ def run_worker(app: Flask, burst: bool = False) -> int:
                               health_check_interval=30)
     try:
         while not stop.is_set():
-            names = [queues.queue_name(app, q) for q in queues.LISTENED]
+            names = [rt.jobs.queue_name(q) for q in queues.LISTENED]
             worker = BroadsideWorker([Queue(n, connection=rq_redis) for n in names], connection=rq_redis)
             worker.flask_app = app
             current_worker[:] = [worker]
@@ -226,7 +232,7 @@ def run_worker(app: Flask, burst: bool = False) -> int:
         maintenance.done.set()
         maintenance.join(5)
         try:
-            maintenance.flush_pace_wait()  # metrics (issue 8): the last few seconds' waiting
+            maintenance.flush_pace_wait()  # the last few seconds' waiting, for /metrics
         except RedisError:
             pass
         transport.close()
@@ -241,3 +247,11 @@ def run_worker(app: Flask, burst: bool = False) -> int:
                 pass
         runtime.current = None
     return exit_code
+
+
+@click.command("worker")
+@click.option("--burst", is_flag=True, help="Exit when the queues are empty (for tests).")
+@with_appcontext
+def worker_command(burst: bool) -> None:
+    """Run the one sending worker (RQ, concurrency 1)."""
+    sys.exit(run_worker(current_app._get_current_object(), burst=burst))  # type: ignore[attr-defined]

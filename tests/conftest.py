@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,15 +24,14 @@ from flask_migrate import upgrade
 from redis import Redis
 from werkzeug.serving import make_server
 
+from jobs.worker import run_worker
+from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, SECRET_KEY, csrf_token_from
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT, create_app
 from webapp.extensions import db
 
 POSTGRES_URL = os.environ.get("BROADSIDE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("BROADSIDE_TEST_REDIS", "redis://127.0.0.1:6379/0")
-SECRET_KEY = "test-secret-key-0123456789"
-OWNER_EMAIL = "owner@example.com"
-OWNER_PASSWORD = "correct horse battery"
 RUN_ID = uuid.uuid4().hex[:8]
 
 
@@ -157,19 +155,9 @@ def client(app):
 
 @pytest.fixture
 def owner(app):
-    from webapp.accounts import create_owner
+    from broadside.accounts import create_owner
 
     return create_owner(db.session, OWNER_EMAIL, OWNER_PASSWORD)
-
-
-def csrf_token_from(html: str) -> str:
-    import re
-
-    match = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', html) or re.search(
-        r'name="csrf_token" value="([^"]+)"', html
-    )
-    assert match, "no CSRF token on the page"
-    return match.group(1)
 
 
 @pytest.fixture
@@ -186,7 +174,7 @@ def logged_in_client(client, owner):
 
 @pytest.fixture
 def api_headers(app, owner) -> dict[str, str]:
-    from webapp.accounts import create_token
+    from broadside.accounts import create_token
 
     _, plain = create_token(db.session, owner.id, "tests")
     return {"Authorization": f"Bearer {plain}"}
@@ -313,17 +301,6 @@ def worker_factory(app_config, smtp_server) -> Iterator:
         worker.stop()
 
 
-def wait_until(condition, timeout: float = 20.0, interval: float = 0.05, message: str = ""):
-    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(interval)
-    raise AssertionError(message or f"condition not met within {timeout}s")
-
-
 # ---------------------------------------------------------------- browser
 
 @pytest.fixture(scope="session")
@@ -345,3 +322,21 @@ def screenshot_dir() -> Path:
     path = REPO_ROOT / "test-artifacts" / "screenshots"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.fixture
+def run_worker_burst(app, smtp_server):
+    """Run the real worker in this process until the queues are empty (RQ burst mode)."""
+    app.config["SMTP_URL"] = app.config.get("SMTP_URL") or smtp_server.url
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def run() -> int:
+        try:
+            return run_worker(app, burst=True)
+        finally:
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
+            db.session.expire_all()
+
+    return run
+

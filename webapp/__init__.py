@@ -1,4 +1,4 @@
-"""Broadside's web app: `create_app()` builds it from the environment (see webapp.config)."""
+"""Broadside's web app: `create_app()` builds it from the environment (see broadside.config)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,36 @@ from pathlib import Path
 from typing import Any
 
 from dotenv import dotenv_values
-from flask import Flask
+from flask import Blueprint, Flask
+from flask.logging import default_handler
 from redis import Redis
+from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.routing import IntegerConverter
 
-from webapp.config import load_config
+from broadside import models  # noqa: F401 - registers the tables with the metadata
+from broadside.config import load_config
+from broadside.logs import configure_logging
+from broadside.queues import Jobs
+from webapp.api import audience, broadcasts  # noqa: F401 - their routes attach to the API blueprint
+from webapp.api import bp as api_bp
+from webapp.auth.views import bp as auth_bp
+from webapp.broadcasts import bp as broadcasts_bp
+from webapp.broadcasts import sending_views, views  # noqa: F401 - they add their routes to the blueprint
+from webapp.cli import register_cli
+from webapp.dashboard.views import bp as dashboard_bp
+from webapp.errors import register_error_handlers
 from webapp.extensions import csrf, db, login_manager, migrate
+from webapp.health import bp as health_bp
+from webapp.lists.views import bp as lists_bp
+from webapp.metrics.views import bp as metrics_bp
+from webapp.security import install_security
+from webapp.settings.views import bp as settings_bp
+from webapp.signup.views import bp as signup_bp
+from webapp.subscribers.views import bp as subscribers_bp
+from webapp.system.views import bp as system_bp
+from webapp.unsubscribe.owner import bp as suppression_bp
+from webapp.unsubscribe.views import bp as unsubscribe_bp
+from webapp.webhooks.views import bp as webhooks_bp
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MAX_DATABASE_ID = 2**31 - 1
@@ -44,8 +68,6 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     if app.config["TRUSTED_PROXY_COUNT"]:
         # Behind a reverse proxy: take the client address from X-Forwarded-For, so per-IP
         # limits (login, sign-up, unsubscribe) count clients, not the proxy.
-        from werkzeug.middleware.proxy_fix import ProxyFix
-
         count = app.config["TRUSTED_PROXY_COUNT"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=count, x_proto=count, x_host=count)  # type: ignore[method-assign]
 
@@ -59,72 +81,44 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     )
     csrf.init_app(app)
     login_manager.init_app(app)
-    app.extensions["broadside_redis"] = Redis.from_url(
-        app.config["REDIS_URL"], socket_timeout=5, socket_connect_timeout=2
-    )
+    redis = Redis.from_url(app.config["REDIS_URL"], socket_timeout=5, socket_connect_timeout=2)
+    app.extensions["broadside_redis"] = redis
+    app.extensions["broadside_jobs"] = Jobs(redis, app.config["BROADSIDE_NAMESPACE"])
 
-    from webapp import models  # noqa: F401 - registers the tables with the metadata
-    from webapp.logs import configure_logging
-    from webapp.security import install_security
-
-    configure_logging(app)
+    configure_logging(app.config)
+    app.logger.removeHandler(default_handler)
     install_security(app)
     _register_blueprints(app)
-
-    from webapp.cli import register_cli
-    from webapp.errors import register_error_handlers
 
     register_error_handlers(app)
     register_cli(app)
     return app
 
 
-def _register_blueprints(app: Flask) -> None:
-    from webapp.api import bp as api_bp
-    from webapp.auth.views import bp as auth_bp
-    from webapp.dashboard.views import bp as dashboard_bp
-    from webapp.health import bp as health_bp
-    from webapp.settings.views import bp as settings_bp
+# Every blueprint, with its entry in the top navigation (endpoint, label) when it has one.
+BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
+    (auth_bp, None),
+    (dashboard_bp, None),
+    (health_bp, None),
+    (settings_bp, None),
+    (api_bp, None),
+    (unsubscribe_bp, None),
+    (suppression_bp, None),
+    (webhooks_bp, None),
+    (lists_bp, ("lists.index", "Lists")),
+    (subscribers_bp, ("subscribers.index", "Subscribers")),
+    (signup_bp, None),
+    (broadcasts_bp, ("broadcasts.index", "Broadcasts")),
+    (system_bp, ("system.index", "System")),
+    (metrics_bp, None),
+)
 
-    for blueprint in (auth_bp, dashboard_bp, health_bp, settings_bp, api_bp):
+
+def _register_blueprints(app: Flask) -> None:
+    nav = [entry for blueprint, entry in BLUEPRINTS if entry]
+    for blueprint, _ in BLUEPRINTS:
         app.register_blueprint(blueprint)
-    app.extensions["broadside_nav"] = []
-    _register_feature_blueprints(app)
 
     @app.context_processor
     def navigation() -> dict[str, Any]:
-        return {
-            "nav_links": app.extensions["broadside_nav"],
-            "url_map_endpoints": set(app.view_functions),
-        }
-
-
-def _register_feature_blueprints(app: Flask) -> None:
-    """Feature blueprints, each with its entry in the top navigation (endpoint, label)."""
-    features: list[tuple[Any, tuple[str, str] | None]] = []
-    from webapp.unsubscribe.owner import bp as suppression_bp
-    from webapp.unsubscribe.views import bp as unsubscribe_bp
-    from webapp.webhooks.views import bp as webhooks_bp
-
-    features.append((unsubscribe_bp, None))
-    features.append((suppression_bp, None))
-    features.append((webhooks_bp, None))
-    from webapp.lists.views import bp as lists_bp
-    from webapp.signup.views import bp as signup_bp
-    from webapp.subscribers.views import bp as subscribers_bp
-
-    features.append((lists_bp, ("lists.index", "Lists")))
-    features.append((subscribers_bp, ("subscribers.index", "Subscribers")))
-    features.append((signup_bp, None))
-    from webapp.broadcasts.views import bp as broadcasts_bp
-
-    features.append((broadcasts_bp, ("broadcasts.index", "Broadcasts")))
-    from webapp.metrics import bp as metrics_bp
-    from webapp.system.views import bp as system_bp
-
-    features.append((system_bp, ("system.index", "System")))
-    features.append((metrics_bp, None))
-    for blueprint, nav in features:
-        app.register_blueprint(blueprint)
-        if nav:
-            app.extensions["broadside_nav"].append(nav)
+        return {"nav_links": nav, "url_map_endpoints": set(app.view_functions)}

@@ -9,10 +9,10 @@ from flask import Flask
 from flask.cli import AppGroup
 from sqlalchemy import select
 
-from webapp import accounts
-from webapp.errors import DomainError
+from broadside import accounts
+from broadside.errors import DomainError
+from broadside.models import ApiToken, Owner
 from webapp.extensions import db
-from webapp.models import ApiToken, Owner
 
 owner_cli = AppGroup("owner", help="Manage owner accounts.")
 tokens_cli = AppGroup("tokens", help="Manage API tokens.")
@@ -75,13 +75,8 @@ def register_cli(app: Flask) -> None:
     app.cli.add_command(owner_cli)
     app.cli.add_command(tokens_cli)
 
-    @app.cli.command("worker")
-    @click.option("--burst", is_flag=True, help="Exit when the queues are empty (for tests).")
-    def worker_command(burst: bool) -> None:
-        """Run the one sending worker (RQ, concurrency 1)."""
-        from jobs.worker import run_worker
-
-        sys.exit(run_worker(app, burst=burst))
+    # `flask --app webapp worker` comes from the `jobs` package itself, through pyproject's
+    # `flask.commands` entry point: the web side never imports the worker.
 
     @app.cli.command("doctor")
     def doctor_command() -> None:

@@ -31,9 +31,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from jobs.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY
-from jobs.transports import DeliveryError, OutboxTransport, SmtpTransport
-from webapp.config import ENV_VARS
+from broadside.broadcasts.service import sender_identity
+from broadside.config import ENV_VARS
+from broadside.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY
+from broadside.transports import DeliveryError, OutboxTransport, SmtpTransport
+from webapp.extensions import db
 
 CHECK_TIMEOUT_S = 4.0
 SMTP_LAST_CHECK_KEY = "smtp:last_check"
@@ -187,7 +189,7 @@ def _epoch(raw: bytes | None) -> float | None:
 
 
 def worker_info(redis: Redis, namespace: str) -> WorkerInfo:
-    """Who holds the sending lease (jobs.lease), since when, and its last renewal."""
+    """Who holds the sending lease (broadside.lease), since when, and its last renewal."""
     holder, since, heartbeat = redis.mget(
         f"{namespace}:{LEASE_KEY}", f"{namespace}:{SINCE_KEY}", f"{namespace}:{HEARTBEAT_KEY}"
     )
@@ -335,8 +337,6 @@ def smtp_check_as_check(result: SmtpCheck) -> Check:
 
 def sender_address(app: Flask, *, ask_database: bool = True) -> str | None:
     """The envelope sender broadcasts use: Settings' sender address, else MAIL_FROM."""
-    from webapp.broadcasts.service import sender_identity
-    from webapp.extensions import db
 
     if ask_database:
         try:

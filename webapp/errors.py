@@ -1,4 +1,4 @@
-"""Domain exceptions, and the one place that maps them (and HTTP errors) to responses."""
+"""The one place that maps domain exceptions (`broadside.errors`) and HTTP errors to responses."""
 
 from __future__ import annotations
 
@@ -6,27 +6,7 @@ from flask import Flask, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
-
-class DomainError(Exception):
-    """An error a domain function raises; the message is safe to show to the user."""
-
-    status_code = 400
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class ValidationError(DomainError):
-    status_code = 422
-
-
-class NotFound(DomainError):
-    status_code = 404
-
-
-class Conflict(DomainError):
-    status_code = 409
+from broadside.errors import DomainError
 
 
 def _wants_json() -> bool:

@@ -5,48 +5,21 @@ Nothing here connects to anything at import time.
 
 from __future__ import annotations
 
-import sqlite3
-
 from flask import current_app
 from flask_login import LoginManager
 from flask_migrate import Migrate
-from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
 from redis import Redis
-from sqlalchemy import MetaData, event
-from sqlalchemy.engine import Engine
-from sqlalchemy.orm import DeclarativeBase
+
+from broadside.db import db
+from broadside.queues import Jobs
+
+__all__ = ["csrf", "db", "get_jobs", "get_redis", "login_manager", "migrate", "namespaced"]
 
 
-class Base(DeclarativeBase):
-    # Named constraints, so later migrations can alter them on SQLite (batch mode).
-    metadata = MetaData(
-        naming_convention={
-            "ix": "ix_%(column_0_label)s",
-            "uq": "uq_%(table_name)s_%(column_0_name)s",
-            "ck": "ck_%(table_name)s_%(constraint_name)s",
-            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-            "pk": "pk_%(table_name)s",
-        }
-    )
-
-
-db = SQLAlchemy(model_class=Base)
 migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()
-
-
-@event.listens_for(Engine, "connect")
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
-    # WAL and a busy timeout let the web process and the worker write at the same time.
-    if isinstance(dbapi_connection, sqlite3.Connection):
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=15000")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.close()
 
 
 def get_redis() -> Redis:
@@ -57,3 +30,8 @@ def get_redis() -> Redis:
 def namespaced(key: str) -> str:
     """A Redis key inside this installation's namespace (tests use a private one)."""
     return f"{current_app.config['BROADSIDE_NAMESPACE']}:{key}"
+
+
+def get_jobs() -> Jobs:
+    """Where this app enqueues the worker's jobs (built in `create_app`)."""
+    return current_app.extensions["broadside_jobs"]

@@ -13,6 +13,7 @@ from typing import TypeVar
 from flask import Flask, Response, redirect, request, url_for
 from flask_login import current_user
 
+from broadside.models import Owner
 from webapp.extensions import db, login_manager
 
 F = TypeVar("F", bound=Callable)
@@ -39,8 +40,6 @@ def is_public_endpoint(app: Flask, endpoint: str | None) -> bool:
 
 
 def install_security(app: Flask) -> None:
-    from webapp.models import Owner
-
     login_manager.login_view = "auth.login"
     login_manager.login_message = "Please sign in to continue."
     login_manager.login_message_category = "info"

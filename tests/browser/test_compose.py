@@ -1,11 +1,11 @@
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.conftest import OWNER_EMAIL, OWNER_PASSWORD
-from webapp.broadcasts import drafts
+from broadside.broadcasts import drafts
+from broadside.models import Broadcast, MailingList
+from broadside.site_settings import update_settings
+from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD
 from webapp.extensions import db
-from webapp.models import Broadcast, MailingList
-from webapp.site_settings import update_settings
 
 pytestmark = pytest.mark.browser
 

@@ -11,13 +11,11 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
-from tests.conftest import OWNER_EMAIL, OWNER_PASSWORD, wait_until
-from tests.jobs.conftest import make_list
-from webapp.broadcasts import drafts
+from broadside.broadcasts import drafts
+from broadside.models import Broadcast, Subscriber, Subscription
+from broadside.site_settings import update_settings
+from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, make_list, make_token, unsubscribe_url, wait_until
 from webapp.extensions import db
-from webapp.models import Broadcast, Subscriber, Subscription
-from webapp.site_settings import update_settings
-from webapp.unsubscribe.tokens import make_token, unsubscribe_url
 
 pytestmark = pytest.mark.browser
 
@@ -196,7 +194,7 @@ def test_broadcast_pages_read_and_steer_without_javascript(browser, app, live_se
     """Progressive enhancement: with JavaScript off the page still shows the bar, the counts
     and the table, and Pause, Cancel (after a confirmation page), filters and timelines work
     as plain links and forms."""
-    from tests.jobs.conftest import start_broadcast
+    from tests.helpers import start_broadcast
 
     update_settings(db.session, sender_name="Acme", sender_email="news@acme.example",
                     postal_address="1 Main Street", time_zone="UTC")

@@ -7,10 +7,10 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
-from tests.conftest import OWNER_EMAIL, OWNER_PASSWORD
+from broadside.lists import service as lists
+from broadside.models import Subscriber, Subscription, TransactionalMessage
+from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD
 from webapp.extensions import db
-from webapp.lists import service as lists
-from webapp.models import Subscriber, Subscription, TransactionalMessage
 
 pytestmark = pytest.mark.browser
 

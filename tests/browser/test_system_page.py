@@ -1,7 +1,7 @@
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.conftest import OWNER_EMAIL, OWNER_PASSWORD
+from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD
 
 pytestmark = pytest.mark.browser
 

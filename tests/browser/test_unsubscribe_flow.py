@@ -3,8 +3,8 @@
 import pytest
 from playwright.sync_api import Browser, expect
 
+from tests.helpers import make_token, unsubscribe_url
 from tests.webapp.test_unsubscribe import add_list, add_subscriber, events, subscription
-from webapp.unsubscribe.tokens import make_token, unsubscribe_url
 
 pytestmark = pytest.mark.browser
 

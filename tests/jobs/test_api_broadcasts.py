@@ -1,10 +1,10 @@
-"""The broadcast API's exact contract (issue 4), over the test client with a bearer token."""
+"""The broadcast API's exact contract, over the test client with a bearer token."""
 
 from __future__ import annotations
 
 import threading
 
-from tests.jobs.conftest import make_list
+from tests.helpers import make_list
 from webapp.extensions import db
 
 
@@ -57,7 +57,7 @@ def test_pause_resume_cancel_and_conflicts(app, client, api_headers):
 
 
 def test_bad_input_gets_clear_errors_and_writes_nothing(app, client, api_headers):
-    from webapp.models import Broadcast
+    from broadside.models import Broadcast
 
     weekly = make_list(db.session, 1)
     for payload in (
@@ -102,7 +102,7 @@ def test_two_concurrent_sends_of_one_draft_exactly_one_wins(app, api_headers, li
     import urllib.request
 
     weekly = make_list(db.session, 50)
-    from webapp.broadcasts.drafts import create_draft
+    from broadside.broadcasts.drafts import create_draft
 
     draft_id = create_draft(db.session, list_id=weekly.id, subject="Race", body="x").id
     codes: list[int] = []
@@ -127,7 +127,7 @@ def test_two_concurrent_sends_of_one_draft_exactly_one_wins(app, api_headers, li
     for thread in threads:
         thread.join(30)
     assert sorted(codes) == [202, 409, 409, 409]
-    from webapp.models import Delivery
+    from broadside.models import Delivery
 
     db.session.expire_all()
     assert db.session.query(Delivery).count() == 50

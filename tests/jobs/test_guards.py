@@ -9,17 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import select
 
+from broadside.broadcasts import ledger
+from broadside.models import Delivery
+from broadside.transports import DeliveryError, SmtpTransport
 from jobs.classify import Verdict, backoff, classify
-from jobs.hourly import HourlyCap
-from jobs.lease import Lease
 from jobs.pacing import Pacer
 from jobs.runtime import Runtime
 from jobs.sending import Slice
-from jobs.transports import DeliveryError, SmtpTransport
-from tests.jobs.conftest import counters, make_list, start_broadcast
-from webapp.broadcasts import ledger
+from tests.helpers import counters, make_list, start_broadcast, worker_runtime
 from webapp.extensions import db
-from webapp.models import Delivery
 
 
 def test_a_second_claim_of_the_same_rows_claims_nothing(app):
@@ -49,15 +47,7 @@ def test_recording_an_outcome_twice_changes_nothing(app):
 
 
 def _runtime(app, smtp_server, identity: str) -> Runtime:
-    redis = app.extensions["broadside_redis"]
-    namespace = app.config["BROADSIDE_NAMESPACE"]
-    return Runtime(
-        lease=Lease(redis, namespace, identity=identity),
-        pacer=Pacer(0),
-        transport=SmtpTransport(smtp_server.url),
-        hourly=HourlyCap(redis, namespace, 0),
-        config={**app.config, "SLICE_SECONDS": 30},
-    )
+    return worker_runtime(app, SmtpTransport(smtp_server.url), identity=identity, SLICE_SECONDS=30)
 
 
 @pytest.fixture
@@ -113,7 +103,7 @@ def test_a_worker_that_lost_the_lease_sends_nothing(app, smtp_server, make_runti
 def test_skipped_rows_cost_no_delay_while_sent_and_failed_rows_do(app, smtp_server, make_runtime):
     from sqlalchemy import update
 
-    from webapp.models import Subscription
+    from broadside.models import Subscription
 
     weekly = make_list(db.session, 6)
     broadcast = start_broadcast(app, weekly, enqueue=False)
@@ -149,7 +139,7 @@ def test_the_recheck_comes_after_the_pace_wait_not_before_it(app, smtp_server, m
     before their send is skipped (the re-check is made at the end of the wait)."""
     from sqlalchemy import update
 
-    from webapp.models import Subscription
+    from broadside.models import Subscription
 
     weekly = make_list(db.session, 3)
     broadcast = start_broadcast(app, weekly, enqueue=False)

@@ -7,35 +7,28 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from jobs import queues
-from jobs.hourly import HourlyCap
-from jobs.lease import Lease
+from broadside import queues
+from broadside.broadcasts.drafts import create_draft
+from broadside.hourly import HourlyCap
+from broadside.models import Broadcast, TransactionalMessage
+from broadside.timeutil import utcnow
+from broadside.transports import SmtpTransport
 from jobs.maintenance import MAX_AUTO_RESUMES, ensure_jobs
-from jobs.pacing import Pacer
-from jobs.runtime import Runtime
 from jobs.sending import Slice
-from jobs.transports import SmtpTransport
-from tests.jobs.conftest import counters, make_list, start_broadcast
-from webapp.broadcasts.drafts import create_draft
-from webapp.extensions import db
-from webapp.models import Broadcast, TransactionalMessage
-from webapp.timeutil import utcnow
+from tests.helpers import counters, make_list, start_broadcast, worker_runtime
+from webapp.extensions import db, get_jobs
 
 
 @pytest.fixture
 def runtime(app, smtp_server):
-    redis = app.extensions["broadside_redis"]
-    namespace = app.config["BROADSIDE_NAMESPACE"]
-    rt = Runtime(lease=Lease(redis, namespace, "test"), pacer=Pacer(0),
-                 transport=SmtpTransport(smtp_server.url), hourly=HourlyCap(redis, namespace, 0),
-                 config=dict(app.config))
+    rt = worker_runtime(app, SmtpTransport(smtp_server.url), identity="test")
     assert rt.lease.try_acquire()
     yield rt
     rt.transport.close()
 
 
 def queued_broadcast_ids(app) -> list[int]:
-    return [job.args[0] for job in queues.get_queue(queues.BROADCASTS).get_jobs()]
+    return [job.args[0] for job in get_jobs().queue(queues.BROADCASTS).get_jobs()]
 
 
 def test_a_due_schedule_starts_even_if_the_worker_was_down_at_that_moment(app, runtime):
@@ -47,7 +40,7 @@ def test_a_due_schedule_starts_even_if_the_worker_was_down_at_that_moment(app, r
     db.session.execute(update(Broadcast).where(Broadcast.id == future.id)
                        .values(status="scheduled", scheduled_at=utcnow() + timedelta(hours=2)))
     db.session.commit()
-    ensure_jobs(app, db.session, runtime)
+    ensure_jobs(db.session, runtime)
     db.session.expire_all()
     assert db.session.get(Broadcast, draft.id).status == "queued"
     assert db.session.get(Broadcast, draft.id).total == 3
@@ -58,8 +51,8 @@ def test_a_due_schedule_starts_even_if_the_worker_was_down_at_that_moment(app, r
 def test_active_broadcast_without_a_job_gets_exactly_one(app, runtime):
     weekly = make_list(db.session, 2)
     broadcast = start_broadcast(app, weekly, enqueue=False)
-    ensure_jobs(app, db.session, runtime)
-    ensure_jobs(app, db.session, runtime)  # the marker stops a second job
+    ensure_jobs(db.session, runtime)
+    ensure_jobs(db.session, runtime)  # the marker stops a second job
     assert queued_broadcast_ids(app) == [broadcast.id]
     db.session.refresh(broadcast)
     assert broadcast.auto_resumes == 0  # queued, never started: not a resumption
@@ -71,11 +64,11 @@ def test_automatic_resumption_is_bounded_then_paused_with_reason(app, runtime):
     db.session.execute(update(Broadcast).where(Broadcast.id == broadcast.id).values(status="sending"))
     db.session.commit()
     for attempt in range(1, MAX_AUTO_RESUMES + 1):
-        ensure_jobs(app, db.session, runtime)
-        queues.clear_marker("slice", broadcast.id)  # as if the job died again
+        ensure_jobs(db.session, runtime)
+        get_jobs().clear_marker("slice", broadcast.id)  # as if the job died again
         db.session.expire_all()
         assert db.session.get(Broadcast, broadcast.id).auto_resumes == attempt
-    ensure_jobs(app, db.session, runtime)
+    ensure_jobs(db.session, runtime)
     db.session.expire_all()
     stopped = db.session.get(Broadcast, broadcast.id)
     assert stopped.status == "paused"
@@ -87,8 +80,8 @@ def test_pending_transactional_mail_without_a_job_gets_one(app, runtime):
                                    html="<p>x</p>", text="x", status="pending")
     db.session.add(message)
     db.session.commit()
-    ensure_jobs(app, db.session, runtime)
-    jobs = queues.get_queue(queues.TRANSACTIONAL).get_jobs()
+    ensure_jobs(db.session, runtime)
+    jobs = get_jobs().queue(queues.TRANSACTIONAL).get_jobs()
     assert [job.args[0] for job in jobs] == [message.id]
 
 

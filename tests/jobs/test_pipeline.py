@@ -8,9 +8,9 @@ from email import message_from_bytes, policy
 import pytest
 from sqlalchemy import select, update
 
-from tests.jobs.conftest import counters, make_list, start_broadcast, statuses, while_the_server_takes
-from webapp.extensions import db
-from webapp.models import Broadcast, Delivery, Event, Subscription
+from broadside.models import Broadcast, Delivery, Event, Subscription
+from tests.helpers import counters, make_list, start_broadcast, statuses, while_the_server_takes
+from webapp.extensions import db, get_jobs
 
 
 def test_broadcast_reaches_every_active_subscriber_once(app, smtp_server, run_worker_burst):
@@ -93,7 +93,7 @@ def test_unsubscribe_during_the_send_is_honoured_at_that_persons_turn(app, smtp_
 
 
 def test_suppressed_and_erased_people_are_skipped_with_reason(app, smtp_server, run_worker_burst):
-    from webapp.models import Subscriber
+    from broadside.models import Subscriber
 
     weekly = make_list(db.session, 3)
     broadcast = start_broadcast(app, weekly)
@@ -158,7 +158,7 @@ def test_permanent_recipient_error_fails_one_row_and_the_rest_go(app, smtp_serve
 
 
 def test_channel_error_pauses_with_reason_and_resume_completes(app, smtp_server, run_worker_burst):
-    from webapp.broadcasts.service import resume_broadcast
+    from broadside.broadcasts.service import resume_broadcast
 
     weekly = make_list(db.session, 4)
     broadcast = start_broadcast(app, weekly)
@@ -170,7 +170,7 @@ def test_channel_error_pauses_with_reason_and_resume_completes(app, smtp_server,
     assert smtp_server.recipients() == ["reader00000@example.com"]
     assert counters(broadcast.id) == {"sent": 1, "pending": 3}
 
-    resume_broadcast(db.session, broadcast.id)
+    resume_broadcast(db.session, broadcast.id, jobs=get_jobs())
     run_worker_burst()
     db.session.refresh(broadcast)
     assert broadcast.status == "sent"
@@ -192,28 +192,28 @@ def test_connection_lost_after_data_is_unknown_and_never_resent(app, smtp_server
 
 
 def test_owner_can_send_unknown_rows_again_explicitly(app, smtp_server, run_worker_burst):
-    from webapp.broadcasts.service import retry_deliveries
+    from broadside.broadcasts.service import retry_deliveries
 
     weekly = make_list(db.session, 2)
     broadcast = start_broadcast(app, weekly)
     smtp_server.script.drop_after_data = {"reader00001@example.com"}
     run_worker_burst()
     smtp_server.script.drop_after_data = set()
-    assert retry_deliveries(db.session, broadcast.id, which="unknown") == 1
+    assert retry_deliveries(db.session, broadcast.id, which="unknown", jobs=get_jobs()) == 1
     run_worker_burst()
     assert smtp_server.recipients().count("reader00001@example.com") == 2
     assert counters(broadcast.id) == {"sent": 2}
 
 
 def test_pause_and_cancel_by_owner(app, smtp_server, run_worker_burst):
-    from webapp.broadcasts.service import cancel_broadcast, pause_broadcast, resume_broadcast
+    from broadside.broadcasts.service import cancel_broadcast, pause_broadcast, resume_broadcast
 
     weekly = make_list(db.session, 5)
     broadcast = start_broadcast(app, weekly)
     pause_broadcast(db.session, broadcast.id)
     run_worker_burst()
     assert smtp_server.recipients() == []
-    resume_broadcast(db.session, broadcast.id)
+    resume_broadcast(db.session, broadcast.id, jobs=get_jobs())
     cancel_broadcast(db.session, broadcast.id)
     run_worker_burst()
     assert smtp_server.recipients() == []
@@ -248,19 +248,20 @@ def test_pause_arriving_mid_send_stops_within_one_send(app, smtp_server, run_wor
 
 
 def test_transactional_test_send_is_marked_and_delivered(app, smtp_server, run_worker_burst):
-    from webapp.broadcasts.service import send_test
+    from broadside.broadcasts.service import send_test
 
     weekly = make_list(db.session, 0)
-    from webapp.broadcasts.drafts import create_draft
+    from broadside.broadcasts.drafts import create_draft
 
     draft = create_draft(db.session, list_id=weekly.id, subject="Draft {{ name }}", body="Body")
-    send_test(db.session, draft.id, "Tester@Example.com", default_from=app.config["MAIL_FROM"])
+    send_test(db.session, draft.id, "Tester@Example.com", default_from=app.config["MAIL_FROM"],
+              jobs=get_jobs())
     run_worker_burst()
     message = smtp_server.messages[0].message
     assert smtp_server.recipients() == ["tester@example.com"]
     assert message["Subject"].startswith("[Test] Draft")
     assert message["X-Broadside-Kind"] == "test"
-    from webapp.models import TransactionalMessage
+    from broadside.models import TransactionalMessage
 
     row = db.session.scalars(select(TransactionalMessage)).one()
     assert (row.status, row.message_id) == ("sent", message["Message-ID"])
@@ -270,13 +271,15 @@ def test_transactional_test_send_is_marked_and_delivered(app, smtp_server, run_w
 def test_a_test_send_to_a_subscriber_fills_in_their_merge_fields(app, smtp_server, run_worker_burst):
     """An owner testing on their own subscription sees what they would receive; any other
     address gets the fields' defaults."""
-    from webapp.broadcasts.drafts import create_draft
-    from webapp.broadcasts.service import send_test
+    from broadside.broadcasts.drafts import create_draft
+    from broadside.broadcasts.service import send_test
 
     weekly = make_list(db.session, 1)
     draft = create_draft(db.session, list_id=weekly.id, subject='Hello {{ name or "friend" }}', body="Body")
-    send_test(db.session, draft.id, "reader00000@example.com", default_from=app.config["MAIL_FROM"])
-    send_test(db.session, draft.id, "someone@example.org", default_from=app.config["MAIL_FROM"])
+    send_test(db.session, draft.id, "reader00000@example.com", default_from=app.config["MAIL_FROM"],
+              jobs=get_jobs())
+    send_test(db.session, draft.id, "someone@example.org", default_from=app.config["MAIL_FROM"],
+              jobs=get_jobs())
     run_worker_burst()
     subjects = {m.rcpt_tos[0]: m.message["Subject"] for m in smtp_server.messages}
     assert subjects == {
@@ -318,7 +321,7 @@ def test_outbox_transport_writes_eml_files_when_no_smtp(app, smtp_server):
 
 
 def test_an_address_the_sender_cannot_put_on_the_wire_fails_only_that_row(app, smtp_server, run_worker_burst):
-    from webapp.models import Subscriber
+    from broadside.models import Subscriber
 
     weekly = make_list(db.session, 3)
     broadcast = start_broadcast(app, weekly)
@@ -335,7 +338,7 @@ def test_an_address_the_sender_cannot_put_on_the_wire_fails_only_that_row(app, s
 
 
 def test_a_delivery_that_goes_through_ends_a_run_of_soft_bounces(app, smtp_server, run_worker_burst):
-    from webapp.models import Subscriber
+    from broadside.models import Subscriber
 
     weekly = make_list(db.session, 3)
     db.session.execute(

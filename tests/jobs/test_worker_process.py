@@ -7,11 +7,10 @@ import time
 import pytest
 from sqlalchemy import select
 
+from broadside.models import Broadcast
 from jobs.sending import batch_size_for, pace_limit
-from tests.conftest import wait_until
-from tests.jobs.conftest import counters, make_list, start_broadcast, statuses
-from webapp.extensions import db
-from webapp.models import Broadcast
+from tests.helpers import counters, make_list, start_broadcast, statuses, wait_until
+from webapp.extensions import db, get_jobs
 
 pytestmark = pytest.mark.slow
 
@@ -105,8 +104,8 @@ def test_a_second_worker_waits_for_the_lease_and_never_sends_beside_the_first(
 
 
 def test_transactional_mail_overtakes_a_long_broadcast(app, app_config, smtp_server, worker_factory):
-    from webapp.broadcasts.drafts import create_draft
-    from webapp.broadcasts.service import send_test
+    from broadside.broadcasts.drafts import create_draft
+    from broadside.broadcasts.service import send_test
 
     app_config["SEND_DELAY_MS"] = 20
     weekly = make_list(db.session, 300)
@@ -115,7 +114,8 @@ def test_transactional_mail_overtakes_a_long_broadcast(app, app_config, smtp_ser
     smtp_server.wait_for(5, timeout=60)
     draft = create_draft(db.session, list_id=weekly.id, subject="Test", body="x")
     queued_at = time.monotonic()
-    send_test(db.session, draft.id, "editor@example.com", default_from=app.config["MAIL_FROM"])
+    send_test(db.session, draft.id, "editor@example.com", default_from=app.config["MAIL_FROM"],
+              jobs=get_jobs())
     wait_until(lambda: "editor@example.com" in smtp_server.recipients(), timeout=30)
     waited = time.monotonic() - queued_at
     position = smtp_server.recipients().index("editor@example.com")
@@ -127,8 +127,8 @@ def test_transactional_mail_overtakes_a_long_broadcast(app, app_config, smtp_ser
 def test_worker_at_start_repairs_rows_left_in_flight(app, app_config, smtp_server, worker_factory):
     from sqlalchemy import update
 
-    from webapp.broadcasts import ledger
-    from webapp.models import Delivery
+    from broadside.broadcasts import ledger
+    from broadside.models import Delivery
 
     weekly = make_list(db.session, 4)
     broadcast = start_broadcast(app, weekly, enqueue=False)

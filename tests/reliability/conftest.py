@@ -20,14 +20,13 @@ from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy import select
 
-from tests.jobs.conftest import (
+from broadside.models import Broadcast, Delivery, Subscriber
+from tests.helpers import (
     counters,
-    run_worker_burst,  # noqa: F401 - the fixture, shared from tests/jobs
     statuses,
 )
 from tests.smtp_server import RecordingHandler, SmtpServer, free_port
 from webapp.extensions import db
-from webapp.models import Broadcast, Delivery, Subscriber
 
 TERMINAL = {"sent", "skipped", "failed", "unknown"}
 
@@ -224,7 +223,7 @@ class Browser:
         return self.submit(path, fields)[0]
 
     def sign_in(self, email: str, password: str) -> Browser:
-        from tests.conftest import csrf_token_from
+        from tests.helpers import csrf_token_from
 
         token = csrf_token_from(self.request("GET", "/login")[1])
         assert self.form("/login", {"email": email, "password": password, "csrf_token": token}) == 200

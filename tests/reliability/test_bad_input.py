@@ -21,20 +21,20 @@ from hypothesis import strategies as st
 from itsdangerous import URLSafeSerializer
 from sqlalchemy import func, select
 
-from tests.conftest import SECRET_KEY
+from broadside.accounts import normalise_email
+from broadside.errors import DomainError, ValidationError
+from broadside.lists import service as lists
+from broadside.models import Event, Import, ImportRejection, MailingList, Subscriber, Subscription
+from broadside.rendering import CompiledRevision, freeze_content
+from broadside.subscribers import service as subscribers
+from broadside.subscribers.csvfile import FORMULA_PREFIXES
+from broadside.subscribers.export import export_subscribers
+from broadside.subscribers.importer import import_dir, import_path, process, receive_upload
+from broadside.subscribers.search import Filters
+from broadside.unsubscribe.tokens import SALT
+from tests.helpers import SECRET_KEY, make_token, read_token
 from tests.webapp.test_rendering import Elements
-from webapp.accounts import normalise_email
-from webapp.errors import DomainError, ValidationError
 from webapp.extensions import db
-from webapp.lists import service as lists
-from webapp.models import Event, Import, ImportRejection, MailingList, Subscriber, Subscription
-from webapp.rendering import CompiledRevision, freeze_content
-from webapp.subscribers import service as subscribers
-from webapp.subscribers.csvfile import FORMULA_PREFIXES
-from webapp.subscribers.export import export_subscribers
-from webapp.subscribers.importer import import_dir, import_path, process, receive_upload
-from webapp.subscribers.search import Filters
-from webapp.unsubscribe.tokens import SALT, make_token, read_token
 
 pytestmark = pytest.mark.slow
 

@@ -15,12 +15,11 @@ import time
 import pytest
 from sqlalchemy import select
 
+from broadside.models import Event
 from jobs.sending import batch_size_for, pace_limit
-from tests.conftest import wait_until
-from tests.jobs.conftest import make_list, start_broadcast
+from tests.helpers import make_list, start_broadcast, wait_until
 from tests.reliability.conftest import assert_ledger_consistent, assert_nobody_twice, broadcast_status
 from webapp.extensions import db
-from webapp.models import Event
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,9 @@ import time
 import pytest
 from sqlalchemy import select
 
+from broadside.models import Delivery, Subscriber
 from jobs.sending import batch_size_for, pace_limit
-from tests.conftest import wait_until
-from tests.jobs.conftest import make_list, start_broadcast, statuses
+from tests.helpers import make_list, start_broadcast, statuses, wait_until
 from tests.reliability.conftest import (
     assert_ledger_consistent,
     assert_nobody_twice,
@@ -23,7 +23,6 @@ from tests.reliability.conftest import (
     emails_by_status,
 )
 from webapp.extensions import db
-from webapp.models import Delivery, Subscriber
 
 pytestmark = pytest.mark.slow
 

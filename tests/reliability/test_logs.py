@@ -19,14 +19,15 @@ import uuid
 import pytest
 from itsdangerous import URLSafeSerializer
 
-from tests.conftest import OWNER_EMAIL, OWNER_PASSWORD, WorkerProcess, csrf_token_from, wait_until
-from tests.jobs.conftest import make_list
+from broadside import accounts
+from broadside.unsubscribe.tokens import SALT
+from tests.conftest import WorkerProcess
+from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, csrf_token_from, make_list, wait_until
 from tests.reliability.conftest import Browser, broadcast_status
 from tests.smtp_server import free_port
 from tests.webapp.test_logging import procfile_gunicorn
-from webapp import REPO_ROOT, accounts
+from webapp import REPO_ROOT
 from webapp.extensions import db
-from webapp.unsubscribe.tokens import SALT
 
 pytestmark = [
     pytest.mark.slow,

@@ -15,9 +15,19 @@ import threading
 import pytest
 from sqlalchemy import func, select
 
-from jobs import queues
-from tests.conftest import OWNER_EMAIL, OWNER_PASSWORD, csrf_token_from, wait_until
-from tests.jobs.conftest import make_list, start_broadcast, statuses
+from broadside import queues
+from broadside.broadcasts.drafts import create_draft
+from broadside.models import Delivery, Event, Subscriber
+from broadside.site_settings import update_settings
+from tests.helpers import (
+    OWNER_EMAIL,
+    OWNER_PASSWORD,
+    csrf_token_from,
+    make_list,
+    start_broadcast,
+    statuses,
+    wait_until,
+)
 from tests.reliability.conftest import (
     Browser,
     assert_ledger_consistent,
@@ -26,10 +36,7 @@ from tests.reliability.conftest import (
     broadcast_status,
 )
 from tests.webapp.test_unsubscribe import http, one_click
-from webapp.broadcasts.drafts import create_draft
-from webapp.extensions import db
-from webapp.models import Delivery, Event, Subscriber
-from webapp.site_settings import update_settings
+from webapp.extensions import db, get_jobs
 
 pytestmark = pytest.mark.slow
 
@@ -176,7 +183,7 @@ def test_the_same_slice_job_queued_several_times_sends_each_person_once(
     app_config["SEND_DELAY_MS"] = 5
     weekly = make_list(db.session, 300)
     broadcast = start_broadcast(app, weekly)
-    queue = queues.get_queue(queues.BROADCASTS, app)
+    queue = get_jobs().queue(queues.BROADCASTS)
     # Bypassing the "already queued" marker, as a retried enqueue or an operator's
     # `rq requeue` would: three jobs for one broadcast before the worker starts...
     for _ in range(2):

@@ -13,8 +13,7 @@ import time
 import pytest
 
 from jobs.sending import batch_size_for, pace_limit
-from tests.conftest import wait_until
-from tests.jobs.conftest import make_list, start_broadcast
+from tests.helpers import make_list, start_broadcast, wait_until
 from tests.reliability.conftest import assert_ledger_consistent, assert_nobody_twice, broadcast_status
 from webapp.extensions import db
 
@@ -74,7 +73,7 @@ def test_redis_killed_and_restarted_mid_send_stops_sending_then_resumes_by_itsel
     wait_until(lambda: worker.output.count("Redis unreachable") >= 2, timeout=15,
                message="the worker did not notice that Redis was gone")
     during = len(smtp_server.recipients())
-    # The lease is re-checked before every claim (issue 4's rule), and one claim covers at
+    # The lease is re-checked before every claim (the worker's lease rule), and one claim covers at
     # most ~0.2 s of sends (20 rows at the 10 ms pace): at most that batch completes once Redis
     # is gone, and nothing after it until the lease is back.
     claim = batch_size_for(pace_limit(0.010))

@@ -11,15 +11,13 @@ from flask import Flask
 from sqlalchemy import func, select
 from werkzeug.routing import IntegerConverter, Rule
 
-from tests.conftest import csrf_token_from
-from tests.jobs.conftest import make_list, start_broadcast
-from webapp import accounts
-from webapp.broadcasts.drafts import create_draft
+from broadside import accounts
+from broadside.broadcasts.drafts import create_draft
+from broadside.models import ApiToken, Broadcast, Event, MailingList, Subscriber, Subscription
+from broadside.subscribers.importer import import_dir, import_path, process, receive_upload
+from tests.helpers import csrf_token_from, make_list, make_token, start_broadcast
 from webapp.extensions import db
-from webapp.models import ApiToken, Broadcast, Event, MailingList, Subscriber, Subscription
 from webapp.security import is_public_endpoint
-from webapp.subscribers.importer import import_dir, import_path, process, receive_upload
-from webapp.unsubscribe.tokens import make_token
 
 pytestmark = pytest.mark.slow
 

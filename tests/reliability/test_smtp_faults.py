@@ -14,10 +14,10 @@ import socket
 import pytest
 from sqlalchemy import select
 
+from broadside.models import Delivery, Event, Subscriber
 from jobs.classify import MAX_ATTEMPTS
 from jobs.sending import MAX_CONNECTION_FAILURES
-from tests.conftest import wait_until
-from tests.jobs.conftest import counters, make_list, start_broadcast, statuses
+from tests.helpers import counters, make_list, start_broadcast, statuses, wait_until
 from tests.reliability.conftest import (
     assert_ledger_consistent,
     assert_nobody_twice,
@@ -26,7 +26,6 @@ from tests.reliability.conftest import (
     emails_by_status,
 )
 from webapp.extensions import db
-from webapp.models import Delivery, Event, Subscriber
 
 pytestmark = pytest.mark.slow
 

@@ -1,12 +1,12 @@
-"""The audience API, held to the exact contract of issue 3."""
+"""The audience API, held to its exact contract."""
 
 import io
 
 import pytest
 from sqlalchemy import func, select
 
+from broadside.models import Delivery, Event, Import, Subscriber, Subscription
 from webapp.extensions import db
-from webapp.models import Delivery, Event, Import, Subscriber, Subscription
 
 
 def count(model) -> int:
@@ -123,7 +123,7 @@ def test_delete_erases_and_unknown_ids_are_404(client, api_headers):
 
 
 def test_erase_keeps_delivery_rows_without_the_person(client, api_headers):
-    from webapp.models import Broadcast
+    from broadside.models import Broadcast
 
     weekly = new_list(client, api_headers)
     sid = client.post("/api/subscribers", headers=api_headers,

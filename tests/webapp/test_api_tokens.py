@@ -1,6 +1,6 @@
-from tests.conftest import csrf_token_from
+from broadside.models import ApiToken
+from tests.helpers import csrf_token_from
 from webapp.extensions import db
-from webapp.models import ApiToken
 
 
 def test_bearer_token_authenticates(client, api_headers):

@@ -1,8 +1,8 @@
 import pytest
 
-from tests.conftest import OWNER_EMAIL, OWNER_PASSWORD, csrf_token_from
+from broadside.models import Owner
+from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, csrf_token_from
 from webapp.extensions import db
-from webapp.models import Owner
 
 
 def test_setup_creates_first_owner_then_disappears(client):

@@ -6,15 +6,15 @@ import re
 
 import pytest
 
-from tests.conftest import OWNER_EMAIL, csrf_token_from
-from webapp.broadcasts import drafts
-from webapp.broadcasts.service import send_broadcast
+from broadside.broadcasts import drafts
+from broadside.broadcasts.service import send_broadcast
+from broadside.models import Broadcast, MailingList
+from broadside.rendering import CompiledRevision, freeze_content
+from broadside.site_settings import update_settings
+from tests.helpers import OWNER_EMAIL, csrf_token_from
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db
-from webapp.models import Broadcast, MailingList
-from webapp.rendering import CompiledRevision, freeze_content
 from webapp.security import CONTENT_SECURITY_POLICY
-from webapp.site_settings import update_settings
 
 HOSTILE = "<script>alert('x')</script>"
 
@@ -40,7 +40,7 @@ def form_data(page_html: str, **fields) -> dict:
 def sent(broadcast: Broadcast) -> Broadcast:
     """A broadcast frozen by the real send path (not enqueued: no worker in these tests)."""
     return send_broadcast(db.session, broadcast.id, default_from="Acme <news@example.com>",
-                          enqueue=False)
+                          jobs=None)
 
 
 def test_new_draft_from_the_list_page_opens_the_editor(logged_in_client, news):

@@ -3,8 +3,8 @@ import sys
 
 import pytest
 
+from broadside.config import ConfigError
 from webapp import REPO_ROOT, create_app
-from webapp.config import ConfigError
 
 
 def make(tmp_path, **env):

@@ -8,10 +8,10 @@ import re
 from redis import Redis
 from sqlalchemy import event, update
 
-from tests.jobs.conftest import make_list, start_broadcast
-from webapp.broadcasts import drafts
+from broadside.broadcasts import drafts
+from broadside.models import Broadcast, MailingList, Subscriber, Subscription
+from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db, namespaced
-from webapp.models import Broadcast, MailingList, Subscriber, Subscription
 
 HTMX = {"HX-Request": "true"}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.lease import Lease
+from broadside.lease import Lease
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT
 from webapp.doctor import (
@@ -85,8 +85,8 @@ def test_smtp_server_demanding_auth_without_credentials_fails_at_mail_from(app, 
 
 
 def test_smtp_check_names_the_sender_it_tried(app, smtp_server):
+    from broadside.site_settings import update_settings
     from webapp.extensions import db
-    from webapp.site_settings import update_settings
 
     update_settings(db.session, sender_name="Acme", sender_email="news@acme.example",
                     postal_address="1 Main St", time_zone="UTC")

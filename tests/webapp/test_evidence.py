@@ -9,13 +9,12 @@ import re
 import pytest
 from sqlalchemy import select, update
 
-from tests.conftest import csrf_token_from
-from tests.jobs.conftest import make_list, run_worker_burst, start_broadcast  # noqa: F401 - fixture
-from webapp.broadcasts import evidence
+from broadside.broadcasts import evidence
+from broadside.models import Broadcast, Delivery, Subscriber
+from broadside.unsubscribe.service import unsubscribe
+from broadside.unsubscribe.tokens import UnsubscribeClaim
+from tests.helpers import csrf_token_from, make_list, start_broadcast
 from webapp.extensions import db
-from webapp.models import Broadcast, Delivery, Subscriber
-from webapp.unsubscribe.service import unsubscribe
-from webapp.unsubscribe.tokens import UnsubscribeClaim
 
 HTMX = {"HX-Request": "true"}
 HOSTILE_SUBJECT = "<script>alert('subject')</script> News"
@@ -27,7 +26,7 @@ def email(i: int) -> str:
 
 
 @pytest.fixture
-def outcomes(app, smtp_server, run_worker_burst) -> Broadcast:  # noqa: F811 - the fixture
+def outcomes(app, smtp_server, run_worker_burst) -> Broadcast:
     """Six recipients, one of each fate: deferred until the budget ran out, refused, unsubscribed
     before their turn, dropped after DATA (unknown), and two delivered."""
     weekly = make_list(db.session, 6)

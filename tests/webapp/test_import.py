@@ -5,15 +5,14 @@ import io
 from pathlib import Path
 
 import pytest
-from rq import SimpleWorker
 from sqlalchemy import func, select
 
-from jobs.queues import get_queue
-from tests.conftest import csrf_token_from, wait_until
-from webapp.extensions import db
-from webapp.lists import service as lists
-from webapp.models import Event, Import, ImportRejection, Subscriber, Subscription
-from webapp.subscribers.csvfile import records
+from broadside.lists import service as lists
+from broadside.models import Event, Import, ImportRejection, Subscriber, Subscription
+from broadside.queues import IMPORTS
+from broadside.subscribers.csvfile import records
+from tests.helpers import csrf_token_from, wait_until
+from webapp.extensions import db, get_jobs
 
 
 def count(model) -> int:
@@ -167,7 +166,8 @@ def test_reimporting_the_same_file_changes_nothing(logged_in_client, weekly):
     assert count(Subscriber) == 2 and count(Subscription) == 2 and count(Event) == events
 
 
-def test_existing_people_gain_the_list_but_nobody_is_reactivated(logged_in_client, weekly):
+def test_existing_people_gain_the_list_but_nobody_is_reactivated(logged_in_client, weekly,
+                                                                 run_worker_burst):
     other = lists.create_list(db.session, "Other")
     upload(logged_in_client, other.id, b"email,name\nknown@example.com,Known\n")
     upload(logged_in_client, weekly.id,
@@ -218,13 +218,13 @@ def always_background(app_config):
     app_config["IMPORT_INLINE_MAX_BYTES"] = 0
 
 
-def run_imports_queue(app) -> None:
-    queue = get_queue("imports")
-    SimpleWorker([queue], connection=app.extensions["broadside_redis"]).work(burst=True)
+def run_imports_queue(run_worker_burst) -> None:
+    """The real worker, in this process, until its queues are empty."""
+    assert run_worker_burst() == 0
 
 
 def test_big_imports_run_in_the_background_job_with_a_progress_bar(
-        always_background, logged_in_client, weekly, app):
+        always_background, logged_in_client, weekly, app, run_worker_burst):
     content = b"email,name\n" + b"".join(b"p%d@example.com,P %d\n" % (i, i) for i in range(2500))
     response = upload(logged_in_client, weekly.id, content)
     assert response.status_code == 302
@@ -237,7 +237,7 @@ def test_big_imports_run_in_the_background_job_with_a_progress_bar(
     assert polling.status_code == 200 and "Waiting for the worker" in polling.text
     assert "of about 2," in polling.text  # estimated from the first 64 KB
 
-    run_imports_queue(app)
+    run_imports_queue(run_worker_burst)
 
     record = last_import()
     assert (record.status, record.imported, record.processed_rows) == ("done", 2500, 2500)
@@ -248,23 +248,24 @@ def test_big_imports_run_in_the_background_job_with_a_progress_bar(
     assert count(Subscription) == 2500
 
 
-def test_a_duplicated_import_job_does_nothing_the_second_time(always_background,
-                                                              logged_in_client, weekly, app):
+def test_a_duplicated_import_job_does_nothing_the_second_time( always_background,
+                                                              logged_in_client, weekly, app,
+                                                              run_worker_burst):
     upload(logged_in_client, weekly.id, b"email\none@example.com\ntwo@example.com\n")
     record = last_import()
-    get_queue("imports").enqueue("jobs.imports.run_import_job", record.id, result_ttl=0)
-    run_imports_queue(app)
+    get_jobs().enqueue_import(record.id)
+    run_imports_queue(run_worker_burst)
     record = last_import()
     assert (record.status, record.imported, record.updated) == ("done", 2, 0)
     assert count(Event) == 2
 
 
-def test_an_import_into_a_deleted_list_fails_visibly(always_background, logged_in_client,
-                                                     weekly, app):
+def test_an_import_into_a_deleted_list_fails_visibly( always_background, logged_in_client,
+                                                     weekly, app, run_worker_burst):
     upload(logged_in_client, weekly.id, b"email\none@example.com\n")
     record_id = last_import().id
     lists.delete_list(db.session, weekly.id)
-    run_imports_queue(app)
+    run_imports_queue(run_worker_burst)
     record = db.session.get(Import, record_id)
     assert record.status == "failed" and "deleted" in record.error
     page = logged_in_client.get(f"/subscribers/imports/{record_id}")
@@ -272,9 +273,7 @@ def test_an_import_into_a_deleted_list_fails_visibly(always_background, logged_i
 
 
 def test_imports_a_dead_worker_left_behind_are_recovered_at_worker_start(
-        always_background, logged_in_client, weekly, app):
-    from jobs.imports import recover_interrupted_imports
-
+        always_background, logged_in_client, weekly, app, run_worker_burst):
     upload(logged_in_client, weekly.id, b"email\none@example.com\ntwo@example.com\n")
     upload(logged_in_client, weekly.id, b"email\nthree@example.com\n")
     interrupted, lost = (r.id for r in db.session.scalars(select(Import).order_by(Import.id)))
@@ -282,11 +281,10 @@ def test_imports_a_dead_worker_left_behind_are_recovered_at_worker_start(
     db.session.execute(Import.__table__.update().where(Import.id == interrupted)
                        .values(status="running"))
     db.session.commit()
-    get_queue("imports").empty()
+    get_jobs().queue(IMPORTS).empty()
     (Path(app.instance_path) / "imports" / f"{lost}.csv").unlink()
 
-    assert recover_interrupted_imports() == 1
-    run_imports_queue(app)
+    run_imports_queue(run_worker_burst)  # the worker recovers both when it starts
     db.session.expire_all()
     done, failed = db.session.get(Import, interrupted), db.session.get(Import, lost)
     assert (done.status, done.imported) == ("done", 2)

@@ -8,15 +8,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
+from broadside.accounts import normalise_email
+from broadside.errors import ValidationError
+from broadside.lists import service as lists
+from broadside.models import Subscriber
+from broadside.subscribers import service
+from broadside.subscribers.csvfile import EmailNormaliser
+from broadside.subscribers.export import safe_cell
 from tests.webapp.test_import import upload
-from webapp.accounts import normalise_email
-from webapp.errors import ValidationError
 from webapp.extensions import db
-from webapp.lists import service as lists
-from webapp.models import Subscriber
-from webapp.subscribers import service
-from webapp.subscribers.csvfile import EmailNormaliser
-from webapp.subscribers.export import safe_cell
 
 
 def read_csv(text: str) -> list[dict[str, str]]:

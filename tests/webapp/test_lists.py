@@ -2,10 +2,10 @@
 
 from sqlalchemy import func, select
 
-from tests.conftest import csrf_token_from
+from broadside.lists import service
+from broadside.models import Broadcast, MailingList, Subscriber, Subscription
+from tests.helpers import csrf_token_from
 from webapp.extensions import db
-from webapp.lists import service
-from webapp.models import Broadcast, MailingList, Subscriber, Subscription
 
 
 def make_list(name="Weekly", **kwargs) -> MailingList:

@@ -18,14 +18,12 @@ from contextlib import contextmanager
 import pytest
 from sqlalchemy import select
 
-from tests.conftest import wait_until
-from tests.jobs.conftest import make_list, start_broadcast
+from broadside.logs import log_context, owner_action
+from broadside.models import Broadcast, Delivery
+from tests.helpers import make_list, make_token, start_broadcast, wait_until
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT
 from webapp.extensions import db
-from webapp.logs import log_context, owner_action
-from webapp.models import Broadcast, Delivery
-from webapp.unsubscribe.tokens import make_token
 
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning")
 

@@ -9,17 +9,15 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import update
 
-from jobs.hourly import HourlyCap
-from jobs.lease import Lease
-from jobs.pacing import Pacer
-from jobs.runtime import Runtime
+from broadside.hourly import HourlyCap
+from broadside.lease import Lease
+from broadside.models import Subscriber, Subscription
+from broadside.transports import OutboxTransport
+from broadside.unsubscribe.suppression import record_bounce, record_complaint
 from jobs.sending import Slice
-from jobs.transports import OutboxTransport
-from tests.jobs.conftest import make_list, run_worker_burst, start_broadcast  # noqa: F401 - a fixture
+from tests.helpers import make_list, start_broadcast, worker_runtime
 from webapp import create_app
-from webapp.extensions import db
-from webapp.models import Subscriber, Subscription
-from webapp.unsubscribe.suppression import record_bounce, record_complaint
+from webapp.extensions import db, get_jobs
 
 
 def scrape(client, **kwargs) -> dict[tuple[str, tuple], float]:
@@ -44,7 +42,7 @@ def paced(app_config):
 
 
 def test_metrics_match_a_real_send_and_survive_a_restart(
-    paced, app, app_config, client, smtp_server, run_worker_burst  # noqa: F811
+    paced, app, app_config, client, smtp_server, run_worker_burst
 ):
     weekly = make_list(db.session, 6)
     start_broadcast(app, weekly)
@@ -132,8 +130,7 @@ def test_time_waiting_for_the_hourly_cap_is_counted(app, client, redis_client, n
     broadcast = start_broadcast(app, weekly, enqueue=False)
     cap = HourlyCap(redis_client, namespace, limit=1)
     cap.record()  # the hour is full
-    rt = Runtime(lease=Lease(redis_client, namespace), pacer=Pacer(0),
-                 transport=OutboxTransport(app.instance_path), hourly=cap, config=dict(app.config))
+    rt = worker_runtime(app, OutboxTransport(app.instance_path), hourly=cap)
     started = time.monotonic()
     assert Slice(db.session, rt, broadcast.id)._hourly_room(deadline=time.monotonic() + 0.5) is False
     waited = time.monotonic() - started
@@ -178,8 +175,8 @@ def test_metrics_still_answer_when_redis_is_down(app_config):
 
 
 def test_cached_figures_follow_later_changes(app, client, smtp_server, redis_client, namespace,
-                                             run_worker_burst):  # noqa: F811
-    from webapp.broadcasts.service import retry_deliveries
+                                             run_worker_burst):
+    from broadside.broadcasts.service import retry_deliveries
 
     weekly = make_list(db.session, 3)
     broadcast = start_broadcast(app, weekly)
@@ -193,7 +190,7 @@ def test_cached_figures_follow_later_changes(app, client, smtp_server, redis_cli
     assert redis_client.exists(f"{namespace}:metrics:bounces")
 
     # ...and still follow what happens next: the owner sends the unknown row again,
-    retry_deliveries(db.session, broadcast.id, which="unknown")
+    retry_deliveries(db.session, broadcast.id, which="unknown", jobs=get_jobs())
     samples = scrape(client)
     assert value(samples, "broadside_deliveries_total", outcome="unknown") == 0
     assert value(samples, "broadside_deliveries_in_flight", status="pending") == 1

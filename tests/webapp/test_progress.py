@@ -9,11 +9,10 @@ from datetime import datetime
 import pytest
 from sqlalchemy import event, update
 
-from tests.conftest import csrf_token_from
-from tests.jobs.conftest import make_list, start_broadcast
-from webapp.broadcasts.progress import Progress, duration_words
+from broadside.broadcasts.progress import Progress, duration_words
+from broadside.models import Broadcast, Delivery
+from tests.helpers import csrf_token_from, make_list, start_broadcast
 from webapp.extensions import db
-from webapp.models import Broadcast, Delivery
 
 HTMX = {"HX-Request": "true"}
 

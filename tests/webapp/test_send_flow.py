@@ -7,12 +7,10 @@ from datetime import datetime
 import pytest
 from sqlalchemy import func, select
 
-from tests.conftest import OWNER_EMAIL, csrf_token_from
-from webapp.broadcasts import drafts
-from webapp.broadcasts.launch import local_to_utc
-from webapp.errors import ValidationError
-from webapp.extensions import db
-from webapp.models import (
+from broadside.broadcasts import drafts
+from broadside.broadcasts.launch import local_to_utc
+from broadside.errors import ValidationError
+from broadside.models import (
     Broadcast,
     Delivery,
     MailingList,
@@ -20,7 +18,9 @@ from webapp.models import (
     Subscription,
     TransactionalMessage,
 )
-from webapp.site_settings import update_settings
+from broadside.site_settings import update_settings
+from tests.helpers import OWNER_EMAIL, csrf_token_from
+from webapp.extensions import db
 
 HTMX = {"HX-Request": "true"}
 

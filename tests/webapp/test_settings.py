@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import csrf_token_from
-from webapp.broadcasts.service import sender_identity
-from webapp.errors import ValidationError
+from broadside.broadcasts.service import sender_identity
+from broadside.errors import ValidationError
+from broadside.site_settings import SettingsError, get_settings, update_settings
+from tests.helpers import csrf_token_from
 from webapp.extensions import db
-from webapp.site_settings import SettingsError, get_settings, update_settings
 
 
 def post_sender(client, **fields):

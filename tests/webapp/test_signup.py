@@ -10,12 +10,12 @@ import pytest
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 from sqlalchemy import func, select
 
-from tests.conftest import SECRET_KEY
+from broadside.lists import service as lists
+from broadside.models import Event, Subscriber, Subscription, TransactionalMessage
+from broadside.signup import service as signup
+from broadside.subscribers import service as subscribers
+from tests.helpers import SECRET_KEY
 from webapp.extensions import db
-from webapp.lists import service as lists
-from webapp.models import Event, Subscriber, Subscription, TransactionalMessage
-from webapp.signup import service as signup
-from webapp.subscribers import service as subscribers
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ def test_tampered_expired_and_foreign_links_are_refused(client, weekly):
         [sub.subscriber_id, weekly, signup._stamp(sub.confirmation_sent_at)])
     assert client.post(f"/join/confirm/{stale}").status_code == 404
     # The unsubscribe link's signature is not a confirmation.
-    from webapp.unsubscribe.tokens import make_token
+    from tests.helpers import make_token
     foreign = make_token(sub.subscriber_id, weekly)
     assert client.post(f"/join/confirm/{foreign}").status_code == 404
     assert subscription("reader@example.com", weekly).status == "unconfirmed"

@@ -6,10 +6,8 @@ import re
 import pytest
 from sqlalchemy import func, select
 
-from tests.conftest import csrf_token_from
-from webapp.extensions import db
-from webapp.lists import service as lists
-from webapp.models import (
+from broadside.lists import service as lists
+from broadside.models import (
     Broadcast,
     Delivery,
     Event,
@@ -17,8 +15,10 @@ from webapp.models import (
     Subscription,
     TransactionalMessage,
 )
-from webapp.subscribers import service
-from webapp.subscribers.search import Filters, search
+from broadside.subscribers import service
+from broadside.subscribers.search import Filters, search
+from tests.helpers import csrf_token_from
+from webapp.extensions import db
 
 
 def count(model) -> int:

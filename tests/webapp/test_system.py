@@ -11,16 +11,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from jobs.hourly import HourlyCap
-from jobs.lease import Lease
-from tests.conftest import csrf_token_from
-from tests.jobs.conftest import make_list, run_worker_burst, start_broadcast  # noqa: F401 - a fixture
+from broadside.hourly import HourlyCap
+from broadside.lease import Lease
+from broadside.models import Event, SiteSettings
+from tests.helpers import csrf_token_from, make_list, start_broadcast
 from tests.smtp_server import SmtpServer, free_port
 from webapp import create_app
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.doctor import check_smtp
-from webapp.extensions import db
-from webapp.models import Event, SiteSettings
+from webapp.extensions import db, get_jobs
 from webapp.system.readiness import sending_readiness
 
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning")
@@ -163,7 +162,7 @@ def test_hourly_reset_without_a_limit_changes_nothing(app, logged_in_client):
 
 
 def test_last_errors_show_broadcast_and_recipient_newest_first(app, logged_in_client, smtp_server,
-                                                               run_worker_burst):  # noqa: F811
+                                                               run_worker_burst):
     weekly = make_list(db.session, 4)
     start_broadcast(app, weekly, subject="October letter")
     smtp_server.script.rcpt_replies = {"reader00001@example.com": ["550 5.1.1 No such user"]}
@@ -179,16 +178,16 @@ def test_last_errors_show_broadcast_and_recipient_newest_first(app, logged_in_cl
 
 
 def test_failed_test_sends_and_confirmations_show_among_the_errors(app, logged_in_client, smtp_server,
-                                                                  run_worker_burst):  # noqa: F811
+                                                                  run_worker_burst):
     """Transactional mail goes through the same server: when it fails, the owner looks here."""
-    from webapp.broadcasts.drafts import create_draft
-    from webapp.broadcasts.service import send_test
-    from webapp.outbound import queue_transactional
+    from broadside.broadcasts.drafts import create_draft
+    from broadside.broadcasts.service import send_test
+    from broadside.outbound import queue_transactional
 
     weekly = make_list(db.session, 0)
     draft = create_draft(db.session, list_id=weekly.id, subject="November letter", body="Body")
-    send_test(db.session, draft.id, "typo@example.com", default_from=app.config["MAIL_FROM"])
-    queue_transactional(db.session, kind="confirmation", to_email="gone@example.org",
+    send_test(db.session, draft.id, "typo@example.com", default_from=app.config["MAIL_FROM"], jobs=get_jobs())
+    queue_transactional(db.session, get_jobs(), kind="confirmation", to_email="gone@example.org",
                         subject="Please confirm", html="<p>x</p>", text="x")
     smtp_server.script.rcpt_replies = {"typo@example.com": ["550 5.1.1 No such user"],
                                        "gone@example.org": ["550 5.1.1 Mailbox unavailable"]}

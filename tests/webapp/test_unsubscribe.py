@@ -12,10 +12,10 @@ from urllib.error import HTTPError
 
 from sqlalchemy import func, select
 
+from broadside.models import Broadcast, Event, MailingList, Subscriber, Subscription
+from broadside.timeutil import utcnow
+from tests.helpers import make_token, unsubscribe_url
 from webapp.extensions import db
-from webapp.models import Broadcast, Event, MailingList, Subscriber, Subscription
-from webapp.timeutil import utcnow
-from webapp.unsubscribe.tokens import make_token, unsubscribe_url
 
 ONE_CLICK = b"List-Unsubscribe=One-Click"
 

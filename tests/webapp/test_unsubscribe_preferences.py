@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from tests.helpers import make_token
 from tests.webapp.test_unsubscribe import (
     add_list,
     add_subscriber,
@@ -12,7 +13,6 @@ from tests.webapp.test_unsubscribe import (
     http,
     subscription,
 )
-from webapp.unsubscribe.tokens import make_token
 
 
 def _people():

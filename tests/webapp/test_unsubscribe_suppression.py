@@ -6,13 +6,12 @@ import pytest
 from flask import render_template_string
 from sqlalchemy import select
 
-from tests.conftest import csrf_token_from
+from broadside.errors import Conflict, ValidationError
+from broadside.models import Delivery, MailingList, Subscriber, TransactionalMessage
+from broadside.unsubscribe import service
+from tests.helpers import csrf_token_from, make_token
 from tests.webapp.test_unsubscribe import add_broadcast, add_list, add_subscriber, events
-from webapp.errors import Conflict, ValidationError
 from webapp.extensions import db
-from webapp.models import Delivery, MailingList, Subscriber, TransactionalMessage
-from webapp.unsubscribe import service
-from webapp.unsubscribe.tokens import make_token
 
 
 def subscriber(subscriber_id: int) -> Subscriber:
@@ -200,7 +199,7 @@ def test_suppression_panel_shows_when_and_why_and_the_history(app, owner):
 
 
 def _claim(subscriber_id: int, list_id: int):
-    from webapp.unsubscribe.tokens import read_token
+    from tests.helpers import read_token
 
     return read_token(make_token(subscriber_id, list_id))
 

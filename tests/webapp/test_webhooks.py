@@ -9,9 +9,9 @@ import json
 import pytest
 from sqlalchemy import select
 
+from broadside.models import Delivery, Subscriber
 from tests.webapp.test_unsubscribe import add_broadcast, add_list, add_subscriber, events, http
 from webapp.extensions import db
-from webapp.models import Delivery, Subscriber
 
 SECRET = "whsec-0123456789abcdef"
 

@@ -12,11 +12,10 @@ import json
 
 from sqlalchemy import select
 
-from tests.conftest import wait_until
-from tests.jobs.conftest import make_list, start_broadcast
+from broadside.models import Broadcast, Delivery, Subscriber, Subscription
+from tests.helpers import make_list, start_broadcast, wait_until
 from tests.webapp.test_unsubscribe import events, http, one_click
 from webapp.extensions import db
-from webapp.models import Broadcast, Delivery, Subscriber, Subscription
 
 SECRET = "whsec-during-broadcast"
 

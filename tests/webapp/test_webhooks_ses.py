@@ -20,10 +20,10 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.x509.oid import NameOID
 from sqlalchemy import select
 
+from broadside.models import Delivery, Subscriber
+from broadside.webhooks import sns
 from tests.webapp.test_unsubscribe import add_broadcast, add_list, add_subscriber, events, http
 from webapp.extensions import db
-from webapp.models import Delivery, Subscriber
-from webapp.webhooks import sns
 
 TOPIC = "arn:aws:sns:eu-west-1:123456789012:ses-feedback"
 CERT_URL = "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-0000.pem"

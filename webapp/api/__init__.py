@@ -9,8 +9,8 @@ from typing import Any
 
 from flask import Blueprint, g, jsonify, request
 
-from webapp import accounts
-from webapp.errors import ValidationError
+from broadside import accounts
+from broadside.errors import ValidationError
 from webapp.extensions import csrf, db
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -46,4 +46,3 @@ def whoami():
 
 
 # Feature routes register on `bp` when their modules are imported.
-from webapp.api import features  # noqa: E402,F401

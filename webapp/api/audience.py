@@ -1,4 +1,5 @@
-"""The audience API: lists, subscribers and CSV import (contract in issue 3).
+"""The audience API: lists, subscribers and CSV import (the contract is held by
+tests/webapp/test_api_audience.py).
 
 - POST /api/lists {"name"} -> 201 {"id", "name"}
 - GET /api/lists -> 200 [{"id", "name", "counts": {"active", "unconfirmed", "unsubscribed"}}]
@@ -14,12 +15,12 @@ from __future__ import annotations
 from flask import current_app, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from broadside.errors import ValidationError
+from broadside.lists import service as lists
+from broadside.subscribers import importer
+from broadside.subscribers import service as subscribers
 from webapp.api import bp, json_body
-from webapp.errors import ValidationError
 from webapp.extensions import db
-from webapp.lists import service as lists
-from webapp.subscribers import importer
-from webapp.subscribers import service as subscribers
 
 # The API imports synchronously, so it takes smaller files than the web form.
 DEFAULT_API_IMPORT_BYTES = 10 * 1024 * 1024

@@ -1,16 +1,17 @@
-"""Broadcast API (issue 4's exact contract): create, send, steer, read, test."""
+"""Broadcast API: create, send, steer, read, test (the contract is in the README's API section
+and held by tests/webapp/test_api_broadcasts.py)."""
 
 from __future__ import annotations
 
 from flask import current_app, jsonify, request
 from sqlalchemy import select
 
+from broadside.broadcasts import drafts, service
+from broadside.errors import ValidationError
+from broadside.models import Delivery, Subscriber
+from broadside.models.sending import DELIVERY_STATUSES
 from webapp.api import bp, json_body
-from webapp.broadcasts import drafts, service
-from webapp.errors import ValidationError
-from webapp.extensions import db
-from webapp.models import Delivery, Subscriber
-from webapp.models.sending import DELIVERY_STATUSES
+from webapp.extensions import db, get_jobs
 
 
 def _state(broadcast) -> dict:
@@ -37,7 +38,9 @@ def create_broadcast():
 
 @bp.route("/broadcasts/<int:broadcast_id>/send", methods=["POST"])
 def send(broadcast_id: int):
-    broadcast = service.send_broadcast(db.session, broadcast_id, default_from=current_app.config["MAIL_FROM"])
+    broadcast = service.send_broadcast(
+        db.session, broadcast_id, default_from=current_app.config["MAIL_FROM"], jobs=get_jobs()
+    )
     return jsonify(_state(broadcast)), 202
 
 
@@ -48,7 +51,7 @@ def pause(broadcast_id: int):
 
 @bp.route("/broadcasts/<int:broadcast_id>/resume", methods=["POST"])
 def resume(broadcast_id: int):
-    return jsonify(_state(service.resume_broadcast(db.session, broadcast_id)))
+    return jsonify(_state(service.resume_broadcast(db.session, broadcast_id, jobs=get_jobs())))
 
 
 @bp.route("/broadcasts/<int:broadcast_id>/cancel", methods=["POST"])
@@ -109,5 +112,7 @@ def test_send(broadcast_id: int):
     data = json_body()
     if not isinstance(data.get("email"), str):
         raise ValidationError("'email' is required.")
-    service.send_test(db.session, broadcast_id, data["email"], default_from=current_app.config["MAIL_FROM"])
+    service.send_test(
+        db.session, broadcast_id, data["email"], default_from=current_app.config["MAIL_FROM"], jobs=get_jobs()
+    )
     return jsonify({"id": broadcast_id, "test_to": data["email"].strip().lower()}), 202

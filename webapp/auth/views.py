@@ -10,8 +10,9 @@ from flask_wtf import FlaskForm
 from wtforms import EmailField, PasswordField
 from wtforms.validators import DataRequired, EqualTo, Length
 
-from webapp import accounts, throttle
-from webapp.errors import DomainError
+from broadside import accounts
+from broadside.errors import DomainError
+from webapp import throttle
 from webapp.extensions import db
 from webapp.security import public
 

@@ -7,6 +7,8 @@ as a plain form without JavaScript; htmx upgrades some of them to swap a fragmen
 
 from __future__ import annotations
 
+import functools
+
 from flask import (
     Response,
     current_app,
@@ -20,11 +22,12 @@ from flask import (
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, StringField
 
-from webapp.broadcasts import evidence, launch, service
-from webapp.broadcasts.progress import Progress, read_progress
-from webapp.broadcasts.views import bp
-from webapp.errors import Conflict, DomainError, ValidationError
-from webapp.extensions import db
+from broadside.broadcasts import drafts, evidence, launch, service
+from broadside.broadcasts.progress import Progress, read_progress
+from broadside.errors import Conflict, DomainError, ValidationError
+from webapp.broadcasts import bp
+from webapp.extensions import db, get_jobs
+from webapp.system.readiness import sending_readiness
 
 
 class TestSendForm(FlaskForm):
@@ -72,7 +75,7 @@ def send_test(broadcast_id: int):
     error = None
     try:
         service.send_test(db.session, broadcast_id, address,
-                          default_from=current_app.config["MAIL_FROM"])
+                          default_from=current_app.config["MAIL_FROM"], jobs=get_jobs())
     except ValidationError as exc:
         db.session.rollback()
         error = exc.message
@@ -95,7 +98,6 @@ def _same_site(url: str | None) -> bool:
 
 def _readiness() -> list[str]:
     """Why sending would not happen now (Redis, worker, last SMTP check); [] when it would."""
-    from webapp.system.readiness import sending_readiness
 
     return sending_readiness(current_app._get_current_object())
 
@@ -107,7 +109,6 @@ def _render_confirm(broadcast_id: int, *, error: str | None = None, status: int 
         return redirect(url_for(".show", broadcast_id=broadcast_id))
     not_ready = _readiness()
     name, address = service.sender_identity(db.session, current_app.config["MAIL_FROM"])
-    from webapp.broadcasts import drafts
 
     return render_template(
         "broadcasts/send_confirm.html", plan=plan, broadcast=plan.broadcast,
@@ -131,7 +132,8 @@ def send(broadcast_id: int):
     try:
         broadcast = launch.send_now(db.session, broadcast_id,
                                     default_from=current_app.config["MAIL_FROM"],
-                                    not_ready=not_ready, queue_anyway=bool(form.queue_anyway.data))
+                                    not_ready=not_ready, queue_anyway=bool(form.queue_anyway.data),
+                                    jobs=get_jobs())
     except (ValidationError, Conflict) as exc:
         db.session.rollback()
         if isinstance(exc, Conflict):
@@ -207,7 +209,7 @@ def pause(broadcast_id: int):
 
 @bp.route("/<int:broadcast_id>/resume", methods=["POST"])
 def resume(broadcast_id: int):
-    return _steer(broadcast_id, service.resume_broadcast,
+    return _steer(broadcast_id, functools.partial(service.resume_broadcast, jobs=get_jobs()),
                   "Resumed: sending continues from where it stopped.")
 
 
@@ -281,7 +283,7 @@ def retry(broadcast_id: int, which: str):
     if request.form.get("confirm") != "yes":
         return redirect(url_for(".confirm_retry", broadcast_id=broadcast_id, which=which))
     try:
-        moved = service.retry_deliveries(db.session, broadcast_id, which=which)
+        moved = service.retry_deliveries(db.session, broadcast_id, which=which, jobs=get_jobs())
     except DomainError as exc:
         db.session.rollback()
         flash(exc.message, "error")

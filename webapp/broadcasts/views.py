@@ -1,6 +1,6 @@
 """Broadcast pages: the list, new drafts, the editor with its live preview, duplicate.
 
-The preview is the real email from webapp.rendering, shown in a sandboxed iframe whose
+The preview is the real email from broadside.rendering, shown in a sandboxed iframe whose
 document has its own, relaxed Content-Security-Policy (the email's CSS is inline by nature);
 our own pages keep the strict one.
 """
@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from flask import (
-    Blueprint,
     Response,
     current_app,
     flash,
@@ -26,12 +25,13 @@ from flask_login import current_user
 from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField, TextAreaField
 
-from webapp.broadcasts import drafts
-from webapp.errors import Conflict, ValidationError
+from broadside.broadcasts import drafts, evidence
+from broadside.broadcasts.progress import read_progress
+from broadside.errors import Conflict, ValidationError
+from broadside.site_settings import get_settings
+from webapp.broadcasts import bp
+from webapp.dashboard.status import sending_status
 from webapp.extensions import db
-from webapp.site_settings import get_settings
-
-bp = Blueprint("broadcasts", __name__, url_prefix="/broadcasts")
 
 # The preview document is the email itself: inline styles and https images, nothing else.
 PREVIEW_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; "
@@ -117,9 +117,6 @@ def show(broadcast_id: int):
                                    default_from=_default_from())
     if preview.broadcast.status == "draft":
         return redirect(url_for(".edit", broadcast_id=broadcast_id))
-    from webapp.broadcasts import evidence
-    from webapp.broadcasts.progress import read_progress
-    from webapp.dashboard.status import sending_status
 
     progress = read_progress(db.session, broadcast_id,
                              send_delay_ms=int(current_app.config.get("SEND_DELAY_MS") or 0))
@@ -219,6 +216,3 @@ def duplicate(broadcast_id: int):
     copy = drafts.duplicate(db.session, broadcast_id)
     flash("This is a new draft copied from the original; nothing has been sent.", "success")
     return redirect(url_for(".edit", broadcast_id=copy.id))
-
-
-from webapp.broadcasts import sending_views  # noqa: E402,F401 - send, progress and evidence routes on `bp`

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
-from webapp.models import Broadcast, MailingList, Subscriber, Subscription
+from broadside.models import Broadcast, MailingList, Subscriber, Subscription
 
 RECENT = 8
 

@@ -7,10 +7,10 @@ from zoneinfo import ZoneInfo
 
 from flask import Blueprint, g, make_response, render_template, request
 
+from broadside.site_settings import get_settings
 from webapp.dashboard.home import home_overview, recent_broadcasts
 from webapp.dashboard.status import sending_status
 from webapp.extensions import db
-from webapp.site_settings import get_settings
 
 bp = Blueprint("dashboard", __name__)
 ACTIVE = ("queued", "sending")

@@ -7,9 +7,9 @@ from flask_wtf import FlaskForm
 from wtforms import BooleanField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length
 
-from webapp.errors import Conflict, DomainError
+from broadside.errors import Conflict, DomainError
+from broadside.lists import service
 from webapp.extensions import db
-from webapp.lists import service
 
 bp = Blueprint("lists", __name__, url_prefix="/lists")
 

@@ -10,10 +10,10 @@ from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length
 
-from webapp import accounts
-from webapp.errors import DomainError
+from broadside import accounts
+from broadside.errors import DomainError
+from broadside.site_settings import SettingsError, get_settings, time_zones, update_settings
 from webapp.extensions import db
-from webapp.site_settings import SettingsError, get_settings, time_zones, update_settings
 
 bp = Blueprint("settings", __name__, url_prefix="/settings")
 

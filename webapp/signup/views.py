@@ -8,11 +8,11 @@ import logging
 from flask import Blueprint, current_app, render_template, request
 from redis.exceptions import RedisError
 
+from broadside.errors import ValidationError
+from broadside.signup import service
 from webapp import throttle
-from webapp.errors import ValidationError
-from webapp.extensions import csrf, db
+from webapp.extensions import csrf, db, get_jobs
 from webapp.security import public
-from webapp.signup import service
 
 bp = Blueprint("signup", __name__)
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def join_post(list_id: int):
     email = request.form.get("email", "")
     name = request.form.get("name", "")
     try:
-        service.sign_up(db.session, list_id, email, name)
+        service.sign_up(db.session, list_id, email, name, links=_links(), jobs=get_jobs())
     except ValidationError as exc:
         db.session.rollback()
         return render_template(
@@ -71,7 +71,7 @@ def join_post(list_id: int):
 @public
 def confirm_page(token: str):
     # A GET changes nothing: mail scanners follow links. The reader presses Confirm.
-    mailing_list, active = service.confirmation_page(db.session, token)
+    mailing_list, active = service.confirmation_page(db.session, _links(), token)
     return render_template("signup/confirm.html", list=mailing_list, active=active, token=token)
 
 
@@ -79,5 +79,9 @@ def confirm_page(token: str):
 @public
 @csrf.exempt
 def confirm(token: str):
-    mailing_list = service.confirm(db.session, token)
+    mailing_list = service.confirm(db.session, _links(), token)
     return render_template("signup/confirmed.html", list=mailing_list)
+
+
+def _links() -> service.Links:
+    return service.Links(current_app.config["SECRET_KEY"], current_app.config["BASE_URL"])

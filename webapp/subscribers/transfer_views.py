@@ -18,11 +18,10 @@ from flask_wtf.file import FileField, FileRequired
 from werkzeug.exceptions import RequestEntityTooLarge
 from wtforms import SelectField
 
-from jobs.imports import enqueue_import
-from webapp.errors import DomainError
-from webapp.extensions import db
-from webapp.lists.service import all_lists, get_list
-from webapp.subscribers import export, importer
+from broadside.errors import DomainError
+from broadside.lists.service import all_lists, get_list
+from broadside.subscribers import export, importer
+from webapp.extensions import db, get_jobs
 from webapp.subscribers.views import bp, current_filters
 
 # Files up to this size are imported during the upload request; bigger ones go to the worker.
@@ -62,7 +61,7 @@ def import_csv():
                 max_bytes=current_app.config["MAX_IMPORT_BYTES"],
                 inline_max_bytes=current_app.config.get(
                     "IMPORT_INLINE_MAX_BYTES", DEFAULT_INLINE_IMPORT_BYTES),
-                enqueue=enqueue_import,
+                enqueue=get_jobs().enqueue_import,
             )
         except DomainError as exc:
             db.session.rollback()

@@ -8,10 +8,10 @@ from wtforms import SelectField, SelectMultipleField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length
 from wtforms.widgets import CheckboxInput, ListWidget
 
-from webapp.errors import DomainError
+from broadside.errors import DomainError
+from broadside.lists.service import all_lists
+from broadside.subscribers import search, service
 from webapp.extensions import db
-from webapp.lists.service import all_lists
-from webapp.subscribers import search, service
 
 bp = Blueprint("subscribers", __name__, url_prefix="/subscribers")
 

@@ -1,1 +1,1 @@
-"""The System page: what the sender is doing, what is wrong, and the outbox (issue 8)."""
+"""The System page: what the sender is doing, what is wrong, and the outbox."""

@@ -15,8 +15,13 @@ from rq.queue import Queue
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
-from jobs import queues
-from jobs.hourly import HourlyCap
+from broadside import queues
+from broadside.errors import DomainError
+from broadside.hourly import HourlyCap
+from broadside.models import Broadcast, Delivery, Event, SiteSettings, Subscriber, TransactionalMessage
+from broadside.site_settings import get_settings
+from broadside.system.outbox import OutboxEntry, list_outbox, outbox_folder
+from broadside.timeutil import utcnow
 from webapp.doctor import (
     Check,
     WorkerInfo,
@@ -27,12 +32,7 @@ from webapp.doctor import (
     smtp_target,
     worker_info,
 )
-from webapp.errors import DomainError
-from webapp.metrics import oldest_job_age
-from webapp.models import Broadcast, Delivery, Event, SiteSettings, Subscriber, TransactionalMessage
-from webapp.site_settings import get_settings
-from webapp.system.outbox import OutboxEntry, list_outbox, outbox_folder
-from webapp.timeutil import utcnow
+from webapp.metrics.collector import oldest_job_age
 
 log = logging.getLogger("broadside.system")
 

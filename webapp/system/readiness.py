@@ -15,9 +15,9 @@ from flask import Flask
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
+from broadside.models import SiteSettings
 from webapp.doctor import last_smtp_check, worker_info
 from webapp.extensions import db
-from webapp.models import SiteSettings
 
 _PHASE_WORDS = {
     "connect": "could not reach the mail server",

@@ -20,12 +20,12 @@ from flask import (
 )
 from flask_wtf import FlaskForm
 
+from broadside.errors import DomainError, NotFound
+from broadside.site_settings import get_settings
+from broadside.system.outbox import outbox_folder, read_outbox_message
 from webapp.broadcasts.views import PREVIEW_CSP
-from webapp.errors import DomainError, NotFound
 from webapp.extensions import db, get_redis
-from webapp.site_settings import get_settings
 from webapp.system import overview
-from webapp.system.outbox import outbox_folder, read_outbox_message
 
 bp = Blueprint("system", __name__, url_prefix="/system")
 

@@ -15,11 +15,11 @@ from flask_wtf import FlaskForm
 from wtforms import TextAreaField
 from wtforms.validators import Length
 
-from webapp.errors import DomainError, NotFound
+from broadside.errors import DomainError, NotFound
+from broadside.models import Subscriber
+from broadside.unsubscribe import departures, service
+from broadside.unsubscribe.suppression import MAX_NOTE_LENGTH
 from webapp.extensions import db
-from webapp.models import Subscriber
-from webapp.unsubscribe import departures, service
-from webapp.unsubscribe.suppression import MAX_NOTE_LENGTH
 
 bp = Blueprint("suppression", __name__)
 

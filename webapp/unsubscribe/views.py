@@ -19,12 +19,12 @@ import logging
 from flask import Blueprint, current_app, make_response, render_template, request
 from redis.exceptions import RedisError
 
+from broadside.errors import DomainError, ValidationError
+from broadside.unsubscribe import service
+from broadside.unsubscribe.tokens import UnsubscribeClaim, read_token
 from webapp import throttle
-from webapp.errors import DomainError, ValidationError
 from webapp.extensions import csrf, db
 from webapp.security import public
-from webapp.unsubscribe import service
-from webapp.unsubscribe.tokens import UnsubscribeClaim, read_token
 
 log = logging.getLogger("broadside.unsubscribe")
 
@@ -64,7 +64,7 @@ def _within_limit(bucket: str, limit: int) -> bool:
 def _claim(token: str) -> UnsubscribeClaim:
     """Check the signature (no database) and count the request against this IP."""
     ip = request.remote_addr or "unknown"
-    claim = read_token(token)
+    claim = read_token(token, secret_key=current_app.config["SECRET_KEY"])
     if claim is None:
         limit = int(current_app.config.get("UNSUBSCRIBE_BAD_TOKEN_LIMIT", DEFAULT_BAD_TOKEN_LIMIT))
         if not _within_limit(f"unsubscribe:bad:{ip}", limit):

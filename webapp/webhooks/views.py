@@ -19,9 +19,9 @@ import logging
 from flask import Blueprint, current_app, jsonify, request
 from redis.exceptions import RedisError
 
+from broadside.webhooks import payloads, service, sns
 from webapp.extensions import csrf, db, get_redis, namespaced
 from webapp.security import public
-from webapp.webhooks import payloads, service, sns
 
 log = logging.getLogger("broadside.webhooks")
 

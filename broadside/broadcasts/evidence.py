@@ -1,0 +1,277 @@
+"""Invariant 9 as the owner reads it: who got the broadcast, who did not, and why.
+
+A keyset-paginated deliveries table (filter by status, search by email), each row's timeline
+of events in words, and the rows the owner may choose to send again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from broadside.broadcasts import service
+from broadside.errors import NotFound, ValidationError
+from broadside.models import Delivery, Event, Subscriber
+from broadside.models.sending import DELIVERY_STATUSES
+
+PER_PAGE = 50
+MAX_QUERY = 320
+
+SKIP_REASONS = {
+    "unsubscribed": "they had unsubscribed",
+    "unconfirmed": "their subscription is no longer confirmed",
+    "suppressed: bounced": "their address bounced",
+    "suppressed: complained": "they marked an email from you as spam",
+    "suppressed: blocked": "you blocked this address",
+    "cancelled": "the broadcast was cancelled",
+    "subscriber erased": "the subscriber was erased",
+    "no longer on the list": "they are no longer on the list",
+}
+
+UNSUBSCRIBE_SOURCES = {
+    "one-click": "with the one-click button in their mail app",
+    "link": "with the link in an email",
+    "preferences": "on their preferences page",
+    "owner": "by you",
+    "api": "through the API",
+    "import": "by an import",
+}
+
+# Subscriber-level events that explain a delivery (someone left, bounced, complained...).
+PERSON_KINDS = ("unsubscribed", "resubscribed", "bounce", "complaint", "suppressed", "unsuppressed")
+
+UNKNOWN_EXPLANATION = (
+    "The message was handed to the mail server but the connection was lost before it "
+    "confirmed, so it may already be in the inbox. Broadside never sends these again on its "
+    "own: a second copy is worse than a missing one."
+)
+
+
+def skip_words(reason: str | None) -> str:
+    return SKIP_REASONS.get(reason or "", reason or "no reason recorded")
+
+
+@dataclass(frozen=True)
+class DeliveryRow:
+    id: int
+    subscriber_id: int | None
+    email: str | None
+    name: str | None
+    status: str
+    reason: str | None
+    smtp_code: int | None
+    error_class: str | None
+    attempts: int
+    next_attempt_at: datetime | None
+    sent_at: datetime | None
+    updated_at: datetime | None
+
+    @property
+    def who(self) -> str:
+        return self.email or "(erased subscriber)"
+
+    @property
+    def explanation(self) -> str:
+        """What happened to this row, in words the owner can act on."""
+        reason = self.reason or ""
+        if self.status == "sent":
+            reply = " ".join(str(part) for part in (self.smtp_code, reason) if part)
+            return f"Accepted by the mail server ({reply})" if reply else "Accepted by the mail server"
+        if self.status == "skipped":
+            return f"Not sent: {skip_words(self.reason)}."
+        if self.status == "unknown":
+            return ("Unknown: the connection was lost after the message was handed over, "
+                    "so it may have arrived.")
+        if self.status == "failed":
+            if self.error_class == "transient":
+                return f"Gave up after {self.attempts} attempts ({reason}). You can send it again."
+            if self.error_class == "recipient":
+                return (f"Refused for this address ({reason}). Check or fix {self.who} "
+                        "on the subscriber's page.")
+            return f"Failed: {reason}" if reason else "Failed."
+        if self.status == "sending":
+            return "Being sent right now."
+        if self.attempts and self.next_attempt_at:
+            return f"Waiting to try again ({reason})." if reason else "Waiting to try again."
+        return "Waiting its turn."
+
+
+@dataclass(frozen=True)
+class DeliveryPage:
+    rows: list[DeliveryRow]
+    status: str | None
+    query: str
+    first_id: int | None
+    last_id: int | None
+    has_next: bool
+    has_prev: bool
+
+
+def _columns():
+    return (Delivery.id, Delivery.subscriber_id, Subscriber.email, Subscriber.name, Delivery.status,
+            Delivery.reason, Delivery.smtp_code, Delivery.error_class, Delivery.attempts,
+            Delivery.next_attempt_at, Delivery.sent_at, Delivery.updated_at)
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def delivery_page(session: Session, broadcast_id: int, *, status: str | None = None,
+                  query: str = "", after: int | None = None, before: int | None = None,
+                  per_page: int = PER_PAGE) -> DeliveryPage:
+    """One page of a broadcast's deliveries in id order, by keyset (never OFFSET)."""
+    service.get_broadcast(session, broadcast_id)
+    status = status or None
+    if status is not None and status not in DELIVERY_STATUSES:
+        raise ValidationError(f"Filter by one of: {', '.join(DELIVERY_STATUSES)}.")
+    query = (query or "").strip().lower()
+    if len(query) > MAX_QUERY:
+        raise ValidationError(f"Search for at most {MAX_QUERY} characters.")
+    statement = (
+        select(*_columns())
+        .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
+        .where(Delivery.broadcast_id == broadcast_id)
+    )
+    if status:
+        statement = statement.where(Delivery.status == status)
+    if query:
+        statement = statement.where(Subscriber.email.like(f"%{_like_escape(query)}%", escape="\\"))
+    backwards = before is not None and after is None
+    if backwards:
+        statement = statement.where(Delivery.id < before).order_by(Delivery.id.desc())
+    else:
+        if after is not None:
+            statement = statement.where(Delivery.id > after)
+        statement = statement.order_by(Delivery.id)
+    found = [DeliveryRow(*row) for row in session.execute(statement.limit(per_page + 1))]
+    more = len(found) > per_page
+    rows = found[:per_page]
+    if backwards:
+        rows.reverse()
+        has_prev, has_next = more, True
+    else:
+        has_prev, has_next = after is not None and after > 0, more
+    return DeliveryPage(rows, status, query, rows[0].id if rows else None,
+                        rows[-1].id if rows else None, has_next, has_prev)
+
+
+@dataclass(frozen=True)
+class Moment:
+    at: datetime
+    kind: str
+    words: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    row: DeliveryRow
+    moments: list[Moment]
+
+
+def _delivery_words(kind: str, detail: str) -> tuple[str, str]:
+    """(headline, detail) for an event on the delivery itself."""
+    if kind == "claimed":
+        return "Picked up by the worker to send", ""
+    if kind == "sent":
+        return "Accepted by the mail server", detail
+    if kind == "skipped":
+        return f"Skipped: {skip_words(detail)}", ""
+    if kind == "failed":
+        return "Refused by the mail server", detail
+    if kind == "unknown":
+        return "Outcome unknown", detail
+    if kind == "retry":
+        if detail.startswith("will retry"):
+            return "Not accepted this time; will try again", detail.removeprefix("will retry: ")
+        if detail.startswith("sent again by the owner"):
+            return "Queued again by you", detail
+        if detail.startswith("released"):
+            return "Put back in the queue before any attempt", ""
+        return "Put back in the queue", detail
+    return kind.capitalize(), detail
+
+
+def _person_words(kind: str, detail: str) -> tuple[str, str]:
+    if kind == "unsubscribed":
+        return f"Unsubscribed {UNSUBSCRIBE_SOURCES.get(detail, '')}".strip(), ""
+    words = {
+        "resubscribed": "Subscribed again",
+        "bounce": "Their mail server reported a bounce",
+        "complaint": "Marked an email as spam",
+        "suppressed": "No more email to this address (suppressed)",
+        "unsuppressed": "Suppression lifted",
+    }
+    return words.get(kind, kind.capitalize()), detail
+
+
+def delivery_timeline(session: Session, broadcast_id: int, delivery_id: int) -> Timeline:
+    """Everything that happened to one recipient of this broadcast, oldest first."""
+    broadcast = service.get_broadcast(session, broadcast_id)
+    found = session.execute(
+        select(*_columns())
+        .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
+        .where(Delivery.id == delivery_id, Delivery.broadcast_id == broadcast_id)
+    ).first()
+    if found is None:
+        raise NotFound("This broadcast has no such delivery.")
+    row = DeliveryRow(*found)
+    moments = []
+    for at, kind, detail in session.execute(
+        select(Event.created_at, Event.kind, Event.detail)
+        .where(Event.delivery_id == delivery_id).order_by(Event.id).limit(200)
+    ):
+        words, extra = _delivery_words(kind, detail or "")
+        moments.append(Moment(at, kind, words, extra))
+    if row.subscriber_id is not None and broadcast.queued_at is not None:
+        # What the person did meanwhile: "unsubscribed at 10:42" explains "skipped".
+        for at, kind, detail in session.execute(
+            select(Event.created_at, Event.kind, Event.detail)
+            .where(
+                Event.subscriber_id == row.subscriber_id,
+                Event.delivery_id.is_(None),
+                Event.kind.in_(PERSON_KINDS),
+                Event.created_at >= broadcast.queued_at,
+                or_(Event.list_id.is_(None), Event.list_id == broadcast.list_id),
+            )
+            .order_by(Event.id).limit(50)
+        ):
+            words, extra = _person_words(kind, detail or "")
+            moments.append(Moment(at, kind, words, extra))
+    moments.sort(key=lambda m: m.at)
+    return Timeline(row, moments)
+
+
+def _retry_condition(which: str):
+    if which == "unknown":
+        return Delivery.status == "unknown"
+    if which == "transient":
+        return and_(Delivery.status == "failed", Delivery.error_class == "transient")
+    raise NotFound("There is nothing like that to send again.")
+
+
+@dataclass(frozen=True)
+class RetryPlan:
+    which: str
+    count: int
+    sample: list[DeliveryRow]
+
+
+def retry_plan(session: Session, broadcast_id: int, which: str, sample: int = 20) -> RetryPlan:
+    """The rows a confirmed "send again" would queue, counted, with the first few shown."""
+    service.get_broadcast(session, broadcast_id)
+    condition = _retry_condition(which)
+    count = session.scalar(
+        select(func.count()).select_from(Delivery).where(Delivery.broadcast_id == broadcast_id, condition)
+    ) or 0
+    rows = [DeliveryRow(*r) for r in session.execute(
+        select(*_columns())
+        .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
+        .where(Delivery.broadcast_id == broadcast_id, condition)
+        .order_by(Delivery.id).limit(sample)
+    )]
+    return RetryPlan(which, int(count), rows)

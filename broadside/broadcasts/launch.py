@@ -1,0 +1,132 @@
+"""The owner's "Send…" and "Schedule" from the pages: what a send would do, and the checks
+made before it starts.
+
+The pipeline's own rules live in broadside.broadcasts.service (send_broadcast, schedule_broadcast);
+this module adds what only the pages ask for: the audience in words, a postal address in the
+footer, and an explicit "queue anyway" when no worker could send right now.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sqlalchemy.orm import Session
+
+from broadside.broadcasts import service
+from broadside.errors import ValidationError
+from broadside.models import Broadcast
+from broadside.queues import Jobs
+from broadside.site_settings import get_settings
+
+# Why someone on the list would not receive it, in the owner's words.
+SKIP_WORDS = {
+    "unsubscribed": "unsubscribed",
+    "unconfirmed": "have not confirmed their subscription",
+    "bounced": "their address bounced before",
+    "complained": "marked an earlier email as spam",
+    "blocked": "blocked by you",
+}
+
+NO_POSTAL_ADDRESS = (
+    "Add your postal address in Settings first: it is printed in the footer of every email, "
+    "and the law in many places (CAN-SPAM in the US) requires one in a newsletter."
+)
+
+
+@dataclass(frozen=True)
+class SendPlan:
+    """What pressing Send would do now, and what stands in the way."""
+
+    broadcast: Broadcast
+    active: int
+    skipped: dict[str, int]
+    problems: list[str] = field(default_factory=list)  # block sending and scheduling
+    time_zone: str = "UTC"
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+    @property
+    def skipped_words(self) -> list[tuple[int, str]]:
+        return [(count, SKIP_WORDS.get(reason, reason))
+                for reason, count in sorted(self.skipped.items(), key=lambda kv: -kv[1])]
+
+
+def owner_zone(session: Session) -> ZoneInfo:
+    name = get_settings(session).time_zone or "UTC"
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def send_plan(session: Session, broadcast_id: int) -> SendPlan:
+    broadcast = service.get_broadcast(session, broadcast_id)
+    audience = service.audience_summary(session, broadcast.list_id)
+    settings = get_settings(session)
+    problems = []
+    if broadcast.list_id is None:
+        problems.append("Choose a list to send to.")
+    elif audience["active"] == 0:
+        problems.append("Nobody on this list would receive it: it has no active subscribers.")
+    if not broadcast.subject.strip():
+        problems.append("Give the broadcast a subject before sending it.")
+    # Our choice: the pages refuse to send without a postal address. The renderer would
+    # print an empty footer line; a newsletter without one breaks CAN-SPAM.
+    if not (settings.postal_address or "").strip():
+        problems.append(NO_POSTAL_ADDRESS)
+    return SendPlan(broadcast, audience["active"], audience["skipped"], problems,
+                    settings.time_zone or "UTC")
+
+
+def send_now(session: Session, broadcast_id: int, *, default_from: str, not_ready: list[str],
+             queue_anyway: bool, jobs: Jobs) -> Broadcast:
+    """Send after the confirmation page: refuse while a problem stands, or while sending is
+    not ready unless the owner chose to queue anyway."""
+    plan = send_plan(session, broadcast_id)
+    if plan.problems:
+        raise ValidationError(plan.problems[0])
+    if not_ready and not queue_anyway:
+        raise ValidationError("Sending is not ready right now (see below). Fix it, or tick "
+                              "“Queue it anyway” to send as soon as it is.")
+    return service.send_broadcast(session, broadcast_id, default_from=default_from, jobs=jobs)
+
+
+def local_to_utc(value: str, zone: ZoneInfo) -> datetime:
+    """A datetime-local field (owner's wall clock) as a naive UTC datetime.
+
+    A time the clocks skip (spring forward) is refused; a time that happens twice (fall back)
+    means the first of the two.
+    """
+    text = (value or "").strip()
+    if not text:
+        raise ValidationError("Choose the date and time to send at.")
+    try:
+        wall = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationError("Give the date and time as on the form, for example "
+                              "2026-12-01 09:00.") from None
+    if wall.tzinfo is not None:
+        raise ValidationError("Give the time without a time zone: it is read in yours.")
+    local = wall.replace(tzinfo=zone, fold=0)
+    moment = local.astimezone(UTC)
+    if moment.astimezone(zone).replace(tzinfo=None) != wall:
+        raise ValidationError(f"{wall:%Y-%m-%d %H:%M} does not exist in {zone.key}: the clocks "
+                              "go forward then. Choose another time.")
+    return moment.replace(tzinfo=None)
+
+
+def schedule_at(session: Session, broadcast_id: int, local_value: str, *,
+                now: datetime | None = None) -> Broadcast:
+    """Schedule at a wall-clock time in the owner's time zone (Settings)."""
+    plan = send_plan(session, broadcast_id)
+    if plan.problems:
+        raise ValidationError(plan.problems[0])
+    at_utc = local_to_utc(local_value, owner_zone(session))
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    if at_utc <= now:
+        raise ValidationError("Choose a time in the future.")
+    return service.schedule_broadcast(session, broadcast_id, at_utc)

@@ -1,0 +1,210 @@
+"""The one way a delivery changes state: a predicate-guarded UPDATE, its counters and its events.
+
+Invariant 4 (claim before send) and 9 (evidence) live here. Every transition names the status
+it expects (`WHERE id = ? AND status = ?`), so a retried or duplicated job that finds the row
+already moved changes nothing; there is no read-then-write. The broadcast's counters move by
+exactly the rows that changed, in the same transaction, so the progress bar never has to
+count the deliveries table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.orm import Session
+
+from broadside.models import Broadcast, Delivery, Event
+from broadside.timeutil import utcnow
+
+COUNTER = {
+    "pending": Broadcast.pending_count,
+    "sending": Broadcast.sending_count,
+    "sent": Broadcast.sent_count,
+    "skipped": Broadcast.skipped_count,
+    "failed": Broadcast.failed_count,
+    "unknown": Broadcast.unknown_count,
+}
+
+# The event kind recorded when a delivery enters each status.
+EVENT_FOR = {
+    "sending": "claimed",
+    "sent": "sent",
+    "skipped": "skipped",
+    "failed": "failed",
+    "unknown": "unknown",
+    "pending": "retry",
+}
+
+
+@dataclass
+class Change:
+    """One delivery's move, with the values to write and the event detail to record."""
+
+    delivery_id: int
+    subscriber_id: int | None
+    values: dict[str, Any] = field(default_factory=dict)
+    detail: str = ""
+    data: dict[str, Any] | None = None
+
+
+def move_counters(session: Session, broadcast_id: int, moves: dict[tuple[str, str], int]) -> None:
+    deltas: dict[str, int] = {}
+    for (source, target), count in moves.items():
+        if count:
+            deltas[source] = deltas.get(source, 0) - count
+            deltas[target] = deltas.get(target, 0) + count
+    values = {COUNTER[s].key: _BROADCASTS.c[COUNTER[s].key] + d for s, d in deltas.items() if d}
+    if values:
+        # On the table, not the entity: the ORM's bulk-update bookkeeping cost more than the
+        # statement, twice per batch of sends. Callers commit before reading the counters.
+        session.connection().execute(
+            update(_BROADCASTS).where(_BROADCASTS.c.id == broadcast_id).values(**values)
+        )
+
+
+_DELIVERIES = Delivery.__table__
+_BROADCASTS = Broadcast.__table__
+_EVENTS = Event.__table__
+# `values` key meaning "add this to attempts" (claim: +1; a release of an unattempted row: -1).
+ATTEMPTS_DELTA = "attempts_delta"
+_statements: dict[tuple[str, ...], Any] = {}
+
+
+def _move_statement(keys: tuple[str, ...]):
+    """One compiled-once UPDATE per set of columns: this runs for every recipient."""
+    statement = _statements.get(keys)
+    if statement is None:
+        values: dict[str, Any] = {"status": bindparam("_target"), "updated_at": bindparam("_now")}
+        for key in keys:
+            if key == ATTEMPTS_DELTA:
+                values["attempts"] = _DELIVERIES.c.attempts + bindparam(ATTEMPTS_DELTA)
+            else:
+                values[key] = bindparam(key)
+        statement = (
+            update(_DELIVERIES)
+            .where(_DELIVERIES.c.id == bindparam("_id"), _DELIVERIES.c.status == bindparam("_source"))
+            .values(values)
+        )
+        _statements[keys] = statement
+    return statement
+
+
+def _record(session: Session, broadcast_id: int, moved: Sequence[Change], kind: str, now: datetime) -> None:
+    session.connection().execute(
+        insert(_EVENTS),
+        [
+            {
+                "kind": kind,
+                "broadcast_id": broadcast_id,
+                "delivery_id": c.delivery_id,
+                "subscriber_id": c.subscriber_id,
+                "list_id": None,
+                "detail": c.detail,
+                "data": c.data,
+                "created_at": now,
+            }
+            for c in moved
+        ],
+    )
+
+
+def transition(
+    session: Session,
+    broadcast_id: int,
+    changes: Iterable[Change],
+    *,
+    source: str,
+    target: str,
+    now: datetime | None = None,
+) -> list[int]:
+    """Move each delivery from `source` to `target` if (and only if) it is still in `source`.
+
+    Returns the ids that moved. Does not commit: the caller owns the transaction.
+    """
+    now = now or utcnow()
+    connection = session.connection()
+    groups: dict[tuple[str, ...], list[Change]] = {}
+    for change in changes:
+        groups.setdefault(tuple(sorted(change.values)), []).append(change)
+    moved: list[Change] = []
+    for keys, group in groups.items():
+        statement = _move_statement(keys)
+        params = [
+            {"_id": c.delivery_id, "_source": source, "_target": target, "_now": now, **c.values}
+            for c in group
+        ]
+        if len(group) == 1 or not connection.dialect.supports_sane_multi_rowcount:
+            moved.extend(
+                c
+                for c, p in zip(group, params, strict=True)
+                if connection.execute(statement, p).rowcount == 1
+            )
+            continue
+        # One executemany (a single round trip with psycopg's pipeline); each row is still
+        # guarded by its own WHERE status = source.
+        if connection.execute(statement, params).rowcount == len(group):
+            moved.extend(group)
+            continue
+        # Some rows had already left `source` (moved by someone else): the rows this call
+        # moved are the ones now in `target` carrying this call's exact timestamp.
+        ids = set(
+            connection.execute(
+                select(_DELIVERIES.c.id).where(
+                    _DELIVERIES.c.id.in_([c.delivery_id for c in group]),
+                    _DELIVERIES.c.status == target,
+                    _DELIVERIES.c.updated_at == now,
+                )
+            ).scalars()
+        )
+        moved.extend(c for c in group if c.delivery_id in ids)
+    if moved:
+        move_counters(session, broadcast_id, {(source, target): len(moved)})
+        _record(session, broadcast_id, moved, EVENT_FOR[target], now)
+    return [c.delivery_id for c in moved]
+
+
+_CLAIM = (
+    update(_DELIVERIES)
+    .where(_DELIVERIES.c.id.in_(bindparam("ids", expanding=True)), _DELIVERIES.c.status == "pending")
+    .values(
+        status="sending",
+        claimed_at=bindparam("now"),
+        updated_at=bindparam("now"),
+        attempts=_DELIVERIES.c.attempts + 1,
+    )
+    .returning(_DELIVERIES.c.id)
+)
+
+
+def claim(
+    session: Session, broadcast_id: int, rows: Sequence[tuple[int, int | None]], now: datetime | None = None
+) -> list[int]:
+    """pending -> sending for a small batch, in one guarded statement; the caller commits
+    before any SMTP conversation."""
+    if not rows:
+        return []
+    now = now or utcnow()
+    claimed = set(
+        session.connection()
+        .execute(_CLAIM, {"ids": [delivery_id for delivery_id, _ in rows], "now": now})
+        .scalars()
+    )
+    moved = [Change(d, s) for d, s in rows if d in claimed]
+    if moved:
+        move_counters(session, broadcast_id, {("pending", "sending"): len(moved)})
+        _record(session, broadcast_id, moved, EVENT_FOR["sending"], now)
+    return [c.delivery_id for c in moved]
+
+
+def broadcast_event(
+    session: Session, broadcast_id: int, kind: str, detail: str = "", data: dict[str, Any] | None = None
+) -> None:
+    session.execute(
+        insert(Event).values(
+            kind=kind, broadcast_id=broadcast_id, detail=detail, data=data, created_at=utcnow()
+        )
+    )

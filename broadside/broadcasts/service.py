@@ -1,0 +1,385 @@
+"""Sending a broadcast and steering it: send, schedule, pause, resume, cancel, retry.
+
+Plain functions over a SQLAlchemy session; the pages, the API and the worker share them.
+Every state change of a broadcast is a predicate-guarded UPDATE naming the states it may
+leave, so two owners pressing "send" at once get exactly one send.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from email.utils import parseaddr
+from typing import Any
+
+from redis.exceptions import RedisError
+from sqlalchemy import and_, func, insert, literal, select, update
+from sqlalchemy.orm import Session
+
+from broadside.accounts import normalise_email
+from broadside.broadcasts import ledger
+from broadside.errors import Conflict, NotFound, ValidationError
+from broadside.logs import owner_action
+from broadside.models import Broadcast, Delivery, Event, Revision, Subscriber, Subscription
+from broadside.outbound import queue_transactional
+from broadside.queues import Jobs
+from broadside.rendering import CompiledRevision, freeze_content
+from broadside.site_settings import get_settings
+from broadside.timeutil import utcnow
+
+ACTIVE = ("queued", "sending")
+PAUSE_BY_OWNER = "Paused by the owner. Press Resume to continue from where it stopped."
+
+
+def get_broadcast(session: Session, broadcast_id: int) -> Broadcast:
+    broadcast = session.get(Broadcast, broadcast_id)
+    if broadcast is None:
+        raise NotFound("There is no such broadcast.")
+    return broadcast
+
+
+def _enqueue(jobs: Jobs, broadcast_id: int) -> None:
+    try:
+        jobs.enqueue_slice(broadcast_id)
+    except RedisError:
+        # Redis is down: the broadcast stays queued in the database and the worker's
+        # orphan repair gives it a job once Redis is back.
+        pass
+
+
+def sender_identity(session: Session, default_from: str) -> tuple[str, str]:
+    """(name, address) from the settings page, falling back to MAIL_FROM."""
+
+    settings = get_settings(session)
+    if settings.sender_email:
+        return settings.sender_name or "", settings.sender_email
+    name, address = parseaddr(default_from)
+    return name, address
+
+
+def audience_summary(session: Session, list_id: int | None) -> dict[str, Any]:
+    """Who a send to this list would reach now, and who would be skipped and why."""
+    if list_id is None:
+        return {"active": 0, "skipped": {}}
+    rows = session.execute(
+        select(Subscription.status, Subscriber.suppression, func.count())
+        .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
+        .where(Subscription.list_id == list_id)
+        .group_by(Subscription.status, Subscriber.suppression)
+    ).all()
+    active, skipped = 0, {}
+    for status, suppression, count in rows:
+        if status == "active" and suppression is None:
+            active += count
+        else:
+            reason = suppression or status
+            skipped[reason] = skipped.get(reason, 0) + count
+    return {"active": active, "skipped": skipped}
+
+
+def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -> Revision:
+    """Invariant 8: pressing send freezes subject, body, sender and rendered layout."""
+
+    settings = get_settings(session)
+    from_name, from_email = sender_identity(session, default_from)
+    frozen = freeze_content(
+        subject=broadcast.subject,
+        preheader=broadcast.preheader,
+        body_markdown=broadcast.body,
+        from_name=from_name,
+        from_email=from_email,
+        postal_address=settings.postal_address,
+    )
+    revision = Revision(
+        broadcast_id=broadcast.id,
+        subject=broadcast.subject,
+        preheader=broadcast.preheader,
+        body_markdown=broadcast.body,
+        html_template=frozen.html_template,
+        text_template=frozen.text_template,
+        from_name=from_name,
+        from_email=from_email,
+        postal_address=settings.postal_address,
+    )
+    session.add(revision)
+    return revision
+
+
+def send_broadcast(
+    session: Session,
+    broadcast_id: int,
+    *,
+    default_from: str,
+    jobs: Jobs | None,
+    allowed_from: tuple[str, ...] = ("draft",),
+) -> Broadcast:
+    """Freeze the content, snapshot the audience into pending deliveries, queue it (with
+    `jobs=None` the job is left to the worker's orphan repair)."""
+    broadcast = get_broadcast(session, broadcast_id)
+    if not broadcast.subject.strip():
+        raise ValidationError("Give the broadcast a subject before sending it.")
+    if broadcast.list_id is None:
+        raise ValidationError("Choose a list to send to.")
+    now = utcnow()
+    # The guarded UPDATE is the lock: of two concurrent sends, one moves the row, one gets 0.
+    won = session.execute(
+        update(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status.in_(allowed_from))
+        .values(status="queued", queued_at=now, updated_at=now, pause_reason=None)
+    ).rowcount
+    if won != 1:
+        session.rollback()
+        raise Conflict("This broadcast is not a draft any more; it has already been sent or queued.")
+    try:
+        freeze_revision(session, broadcast, default_from)
+        # The snapshot: the list's active, unsuppressed subscribers, in one statement.
+        session.execute(
+            insert(Delivery).from_select(
+                ["broadcast_id", "subscriber_id", "status", "attempts"],
+                select(
+                    literal(broadcast_id, Delivery.broadcast_id.type),
+                    Subscription.subscriber_id,
+                    literal("pending", Delivery.status.type),
+                    literal(0, Delivery.attempts.type),
+                )
+                .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
+                .where(
+                    and_(
+                        Subscription.list_id == broadcast.list_id,
+                        Subscription.status == "active",
+                        Subscriber.suppression.is_(None),
+                    )
+                ),
+            )
+        )
+        # (Counted in the same transaction: psycopg reports no rowcount for INSERT ... SELECT.)
+        total = session.scalar(
+            select(func.count()).select_from(Delivery).where(Delivery.broadcast_id == broadcast_id)
+        )
+        session.execute(
+            update(Broadcast).where(Broadcast.id == broadcast_id).values(total=total, pending_count=total)
+        )
+        ledger.broadcast_event(session, broadcast_id, "queued", f"{total} recipients")
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    session.refresh(broadcast)
+    owner_action("broadcast queued", broadcast_id=broadcast_id, recipients=broadcast.total)
+    if jobs is not None:
+        _enqueue(jobs, broadcast_id)
+    return broadcast
+
+
+def _move(
+    session: Session,
+    broadcast_id: int,
+    allowed_from: tuple[str, ...],
+    values: dict[str, Any],
+    refusal: str,
+    event: str | None,
+    detail: str = "",
+) -> None:
+    """A broadcast's state change: guarded by the states it may leave, with its event.
+
+    Does not commit; raises NotFound or Conflict (after a rollback) when the guard refuses.
+    """
+    changed = session.execute(
+        update(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status.in_(allowed_from))
+        .values(updated_at=utcnow(), **values)
+    ).rowcount
+    if changed != 1:
+        session.rollback()
+        get_broadcast(session, broadcast_id)
+        raise Conflict(refusal)
+    if event:
+        ledger.broadcast_event(session, broadcast_id, event, detail)
+
+
+def schedule_broadcast(session: Session, broadcast_id: int, at_utc: datetime) -> Broadcast:
+    if at_utc <= utcnow():
+        raise ValidationError("Choose a time in the future.")
+    _move(
+        session,
+        broadcast_id,
+        ("draft",),
+        {"status": "scheduled", "scheduled_at": at_utc},
+        "Only a draft can be scheduled.",
+        "scheduled",
+        at_utc.isoformat() + "Z",
+    )
+    session.commit()
+    owner_action("broadcast scheduled", broadcast_id=broadcast_id)
+    return get_broadcast(session, broadcast_id)
+
+
+def unschedule_broadcast(session: Session, broadcast_id: int) -> Broadcast:
+    _move(
+        session,
+        broadcast_id,
+        ("scheduled",),
+        {"status": "draft", "scheduled_at": None},
+        "This broadcast is not scheduled.",
+        "unscheduled",
+    )
+    session.commit()
+    owner_action("broadcast unscheduled", broadcast_id=broadcast_id)
+    return get_broadcast(session, broadcast_id)
+
+
+def pause_broadcast(session: Session, broadcast_id: int, reason: str = PAUSE_BY_OWNER) -> Broadcast:
+    _move(
+        session,
+        broadcast_id,
+        ACTIVE,
+        {"status": "paused", "pause_reason": reason, "notice": None},
+        "Only a queued or sending broadcast can be paused.",
+        "paused",
+        reason,
+    )
+    session.commit()
+    owner_action("broadcast paused", broadcast_id=broadcast_id)
+    return get_broadcast(session, broadcast_id)
+
+
+def resume_broadcast(session: Session, broadcast_id: int, *, jobs: Jobs) -> Broadcast:
+    """Continue from the rows still pending; never restart (invariant 7)."""
+    _move(
+        session,
+        broadcast_id,
+        ("paused",),
+        {"status": "queued", "pause_reason": None, "auto_resumes": 0},
+        "Only a paused broadcast can be resumed.",
+        "resumed",
+        "by the owner",
+    )
+    session.commit()
+    owner_action("broadcast resumed", broadcast_id=broadcast_id)
+    _enqueue(jobs, broadcast_id)
+    return get_broadcast(session, broadcast_id)
+
+
+def cancel_broadcast(session: Session, broadcast_id: int) -> Broadcast:
+    """Stop for good: every row still pending becomes skipped ("cancelled")."""
+    now = utcnow()
+    _move(
+        session,
+        broadcast_id,
+        ("scheduled", "queued", "sending", "paused"),
+        {"status": "cancelled", "finished_at": now, "notice": None},
+        "Only a scheduled, queued, sending or paused broadcast can be cancelled.",
+        None,
+    )
+    # Evidence first (one event per row that is about to move), then the guarded move.
+    session.execute(
+        insert(Event).from_select(
+            ["kind", "broadcast_id", "delivery_id", "subscriber_id", "detail", "created_at"],
+            select(
+                literal("skipped", Event.kind.type),
+                Delivery.broadcast_id,
+                Delivery.id,
+                Delivery.subscriber_id,
+                literal("cancelled", Event.detail.type),
+                literal(now, Event.created_at.type),
+            ).where(Delivery.broadcast_id == broadcast_id, Delivery.status == "pending"),
+        )
+    )
+    moved = session.execute(
+        update(Delivery)
+        .where(Delivery.broadcast_id == broadcast_id, Delivery.status == "pending")
+        .values(status="skipped", reason="cancelled", updated_at=now)
+    ).rowcount
+    ledger.move_counters(session, broadcast_id, {("pending", "skipped"): moved})
+    ledger.broadcast_event(session, broadcast_id, "cancelled", f"{moved} pending recipients skipped")
+    session.commit()
+    owner_action("broadcast cancelled", broadcast_id=broadcast_id, skipped=moved)
+    return get_broadcast(session, broadcast_id)
+
+
+def retry_deliveries(session: Session, broadcast_id: int, *, which: str, jobs: Jobs) -> int:
+    """The owner's confirmed "send again": `unknown` rows, or rows that ran out of retries.
+
+    Never automatic (invariant 5): an unknown row may already be in the inbox.
+    """
+    broadcast = get_broadcast(session, broadcast_id)
+    if which == "unknown":
+        source, condition = "unknown", Delivery.status == "unknown"
+    elif which == "transient":
+        source = "failed"
+        condition = and_(Delivery.status == "failed", Delivery.error_class == "transient")
+    else:
+        raise ValidationError("Choose which deliveries to send again: unknown or transient.")
+    if broadcast.status not in ("sent", "sending", "queued", "paused"):
+        raise Conflict("Only a broadcast that has been sent can send again.")
+    now = utcnow()
+    rows = session.execute(
+        select(Delivery.id, Delivery.subscriber_id).where(Delivery.broadcast_id == broadcast_id, condition)
+    ).all()
+    changes = [
+        ledger.Change(
+            d,
+            s,
+            {"attempts": 0, "next_attempt_at": None, "error_class": None},
+            detail=f"sent again by the owner (was {source})",
+        )
+        for d, s in rows
+    ]
+    moved = ledger.transition(session, broadcast_id, changes, source=source, target="pending", now=now)
+    if moved:
+        session.execute(
+            update(Broadcast)
+            .where(Broadcast.id == broadcast_id, Broadcast.status == "sent")
+            .values(status="queued", finished_at=None, updated_at=now)
+        )
+        ledger.broadcast_event(session, broadcast_id, "resent", f"{len(moved)} {source} rows")
+    session.commit()
+    if moved:
+        owner_action("broadcast sending again", broadcast_id=broadcast_id, rows=len(moved), which=source)
+        _enqueue(jobs, broadcast_id)
+    return len(moved)
+
+
+def send_test(session: Session, broadcast_id: int, to_email: str, *, default_from: str, jobs: Jobs) -> int:
+    """One copy to any address through the transactional queue, marked as a test (its
+    unsubscribe link goes nowhere: a test reader is not unsubscribed by clicking it)."""
+
+    address = normalise_email(to_email)
+    broadcast = get_broadcast(session, broadcast_id)
+    revision = session.scalar(select(Revision).where(Revision.broadcast_id == broadcast_id))
+    if revision is not None:
+        subject, html_t, text_t = revision.subject, revision.html_template, revision.text_template
+        from_name, from_email = revision.from_name, revision.from_email
+    else:
+        from_name, from_email = sender_identity(session, default_from)
+        frozen = freeze_content(
+            subject=broadcast.subject,
+            preheader=broadcast.preheader,
+            body_markdown=broadcast.body,
+            from_name=from_name,
+            from_email=from_email,
+            postal_address=get_settings(session).postal_address,
+        )
+        subject, html_t, text_t = broadcast.subject, frozen.html_template, frozen.text_template
+    # Merge fields are filled in as that person would see them when the address is one of the
+    # subscribers (an owner testing on their own subscription), and with their defaults if not.
+    person = session.execute(
+        select(Subscriber.name, Subscriber.attributes).where(Subscriber.email == address)
+    ).first()
+    rendered = CompiledRevision(subject=subject, html_template=html_t, text_template=text_t).render(
+        email=address,
+        name=person.name or "" if person else "",
+        attributes=person.attributes or {} if person else {},
+        unsubscribe_url="#test-send",
+    )
+    message = queue_transactional(
+        session,
+        jobs,
+        kind="test",
+        to_email=address,
+        subject=f"[Test] {rendered.subject}",
+        html=rendered.html,
+        text=rendered.text,
+        headers={"From-Name": from_name, "From-Email": from_email},
+        broadcast_id=broadcast_id,
+    )
+    return message.id

@@ -1,0 +1,28 @@
+"""The schema. Every change goes through a Flask-Migrate revision under `migrations/`."""
+
+from broadside.models.accounts import ApiToken, Owner, SiteSettings
+from broadside.models.audience import (
+    Import,
+    ImportRejection,
+    MailingList,
+    Subscriber,
+    Subscription,
+)
+from broadside.models.events import Event
+from broadside.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
+
+__all__ = [
+    "ApiToken",
+    "Broadcast",
+    "Delivery",
+    "Event",
+    "Import",
+    "ImportRejection",
+    "MailingList",
+    "Owner",
+    "Revision",
+    "SiteSettings",
+    "Subscriber",
+    "Subscription",
+    "TransactionalMessage",
+]

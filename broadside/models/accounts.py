@@ -1,0 +1,59 @@
+"""Owners (the people who sign in), their API tokens, and the installation's settings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from broadside.db import db
+from broadside.timeutil import utcnow
+
+
+class Owner(db.Model):
+    """An owner account. The three members below are what Flask-Login asks of a signed-in
+    user (written out rather than inherited, so the domain does not import the web's login)."""
+
+    __tablename__ = "owners"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    is_authenticated = True
+    is_active = True
+    is_anonymous = False
+
+    def get_id(self) -> str:
+        return str(self.id)
+
+
+class ApiToken(db.Model):
+    """A bearer token for `/api/...`; only its SHA-256 is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_used_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+
+class SiteSettings(db.Model):
+    """One row (id = 1): what the owner sets in the browser rather than the environment."""
+
+    __tablename__ = "site_settings"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sender_name: Mapped[str] = mapped_column(String(200), default="")
+    sender_email: Mapped[str] = mapped_column(String(320), default="")
+    postal_address: Mapped[str] = mapped_column(Text, default="")
+    time_zone: Mapped[str] = mapped_column(String(64), default="UTC")
+    # The hourly cap counts sends after this moment; "reset" moves it to now, deleting nothing.
+    hourly_window_reset_at: Mapped[datetime | None]

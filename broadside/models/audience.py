@@ -1,0 +1,102 @@
+"""Lists, subscribers, their per-list subscriptions, and CSV imports."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from broadside.db import db
+from broadside.timeutil import utcnow
+
+SUBSCRIPTION_STATUSES = ("unconfirmed", "active", "unsubscribed")
+SUPPRESSIONS = ("bounced", "complained", "blocked")
+
+
+class MailingList(db.Model):
+    __tablename__ = "mailing_lists"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    signup_enabled: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Subscriber(db.Model):
+    __tablename__ = "subscribers"
+    __table_args__ = (
+        CheckConstraint(
+            "suppression IS NULL OR suppression IN ('bounced', 'complained', 'blocked')",
+            name="suppression",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    # Stored normalised (lower-cased), so uniqueness is case-insensitive.
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    name: Mapped[str] = mapped_column(String(200), default="", index=True)
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Suppression applies to every list: bounced, complained, or blocked by the owner.
+    suppression: Mapped[str | None] = mapped_column(String(16))
+    suppressed_at: Mapped[datetime | None]
+    suppression_detail: Mapped[str | None] = mapped_column(Text)
+    soft_bounce_count: Mapped[int] = mapped_column(default=0)
+
+
+class Subscription(db.Model):
+    __tablename__ = "subscriptions"
+    __table_args__ = (
+        UniqueConstraint("subscriber_id", "list_id", name="uq_subscriptions_subscriber_list"),
+        CheckConstraint(
+            "status IN ('unconfirmed', 'active', 'unsubscribed')",
+            name="status",
+        ),
+        Index("ix_subscriptions_list_status", "list_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    subscriber_id: Mapped[int] = mapped_column(
+        ForeignKey("subscribers.id", ondelete="CASCADE"), index=True
+    )
+    list_id: Mapped[int] = mapped_column(ForeignKey("mailing_lists.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    confirmed_at: Mapped[datetime | None]
+    confirmation_sent_at: Mapped[datetime | None]
+    unsubscribed_at: Mapped[datetime | None]
+    # How they left: "one-click", "link", "preferences", "owner", "api", "import".
+    unsubscribe_source: Mapped[str | None] = mapped_column(String(32))
+
+
+class Import(db.Model):
+    """A CSV import into one list; large ones run as a background job with progress."""
+
+    __tablename__ = "imports"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    list_id: Mapped[int | None] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="SET NULL"), index=True
+    )
+    filename: Mapped[str] = mapped_column(String(255), default="")
+    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued|running|done|failed
+    size_bytes: Mapped[int] = mapped_column(default=0)
+    processed_rows: Mapped[int] = mapped_column(default=0)
+    imported: Mapped[int] = mapped_column(default=0)
+    updated: Mapped[int] = mapped_column(default=0)
+    rejected: Mapped[int] = mapped_column(default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+
+
+class ImportRejection(db.Model):
+    __tablename__ = "import_rejections"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    import_id: Mapped[int] = mapped_column(ForeignKey("imports.id", ondelete="CASCADE"), index=True)
+    line: Mapped[int]
+    reason: Mapped[str] = mapped_column(Text)

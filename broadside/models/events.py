@@ -1,0 +1,40 @@
+"""The append-only evidence log: every state change of a delivery or a broadcast."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from broadside.db import db
+from broadside.timeutil import utcnow
+
+
+class Event(db.Model):
+    """Rows are inserted, never updated (invariant 9: evidence)."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        Index("ix_events_broadcast_id", "broadcast_id", "id"),
+        Index("ix_events_subscriber_id", "subscriber_id", "id"),
+        Index("ix_events_delivery_id", "delivery_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # e.g. claimed, sent, skipped, failed, unknown, retry, queued, paused, resumed, cancelled,
+    # finished, unsubscribed, resubscribed, bounce, complaint, suppressed, unsuppressed
+    kind: Mapped[str] = mapped_column(String(32))
+    broadcast_id: Mapped[int | None] = mapped_column(
+        ForeignKey("broadcasts.id", ondelete="CASCADE")
+    )
+    delivery_id: Mapped[int | None] = mapped_column(ForeignKey("deliveries.id", ondelete="CASCADE"))
+    # Erasing a subscriber deletes their events (privacy), so this cascades too.
+    subscriber_id: Mapped[int | None] = mapped_column(
+        ForeignKey("subscribers.id", ondelete="CASCADE")
+    )
+    list_id: Mapped[int | None] = mapped_column(ForeignKey("mailing_lists.id", ondelete="SET NULL"))
+    detail: Mapped[str] = mapped_column(Text, default="")
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON)

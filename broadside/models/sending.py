@@ -1,0 +1,148 @@
+"""Broadcasts, their frozen revisions, one delivery row per recipient, and transactional mail."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from broadside.db import db
+from broadside.timeutil import utcnow
+
+BROADCAST_STATUSES = (
+    "draft", "scheduled", "queued", "sending", "paused", "sent", "cancelled",
+)
+DELIVERY_STATUSES = ("pending", "sending", "sent", "skipped", "failed", "unknown")
+
+
+class Broadcast(db.Model):
+    __tablename__ = "broadcasts"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('draft', 'scheduled', 'queued', 'sending', 'paused', 'sent', 'cancelled')",
+            name="status",
+        ),
+        Index("ix_broadcasts_status", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    list_id: Mapped[int | None] = mapped_column(
+        ForeignKey("mailing_lists.id", ondelete="SET NULL"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(16), default="draft")
+    # The editable draft; pressing send freezes a copy into `revisions` (invariant 8).
+    subject: Mapped[str] = mapped_column(String(300), default="")
+    preheader: Mapped[str] = mapped_column(String(300), default="")
+    body: Mapped[str] = mapped_column(Text, default="")
+    pause_reason: Mapped[str | None] = mapped_column(Text)
+    # A passing state shown to the owner while sending, e.g. waiting for the hourly limit.
+    notice: Mapped[str | None] = mapped_column(Text)
+    scheduled_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    queued_at: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    # Automatic resumptions after failures are bounded (invariant 7).
+    auto_resumes: Mapped[int] = mapped_column(default=0)
+    # Counters kept by the pipeline in the same transaction as each delivery change, so the
+    # progress fragment never counts the deliveries table.
+    total: Mapped[int] = mapped_column(default=0)
+    pending_count: Mapped[int] = mapped_column(default=0)
+    sending_count: Mapped[int] = mapped_column(default=0)
+    sent_count: Mapped[int] = mapped_column(default=0)
+    skipped_count: Mapped[int] = mapped_column(default=0)
+    failed_count: Mapped[int] = mapped_column(default=0)
+    unknown_count: Mapped[int] = mapped_column(default=0)
+    # Sends per second the worker measured over its last slice.
+    send_rate: Mapped[float] = mapped_column(default=0.0)
+
+
+class Revision(db.Model):
+    """What was sent, frozen when send was pressed; never updated afterwards."""
+
+    __tablename__ = "revisions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    # One revision per broadcast: a broadcast is frozen once, when send is pressed.
+    broadcast_id: Mapped[int] = mapped_column(
+        ForeignKey("broadcasts.id", ondelete="CASCADE"), unique=True
+    )
+    subject: Mapped[str] = mapped_column(String(300))
+    preheader: Mapped[str] = mapped_column(String(300), default="")
+    body_markdown: Mapped[str] = mapped_column(Text)
+    # Rendered email layout with merge fields still in place; filled per recipient.
+    html_template: Mapped[str] = mapped_column(Text)
+    text_template: Mapped[str] = mapped_column(Text)
+    from_name: Mapped[str] = mapped_column(String(200), default="")
+    from_email: Mapped[str] = mapped_column(String(320))
+    postal_address: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Delivery(db.Model):
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        UniqueConstraint("broadcast_id", "subscriber_id", name="uq_deliveries_broadcast_subscriber"),
+        CheckConstraint(
+            "status IN ('pending', 'sending', 'sent', 'skipped', 'failed', 'unknown')",
+            name="status",
+        ),
+        Index("ix_deliveries_broadcast_status", "broadcast_id", "status", "id"),
+        Index("ix_deliveries_subscriber_id", "subscriber_id"),
+        Index("ix_deliveries_message_id", "message_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    broadcast_id: Mapped[int] = mapped_column(ForeignKey("broadcasts.id", ondelete="CASCADE"))
+    # Erasing a subscriber keeps the row (counts stay true) but forgets who it was.
+    subscriber_id: Mapped[int | None] = mapped_column(
+        ForeignKey("subscribers.id", ondelete="SET NULL")
+    )
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(default=0)
+    next_attempt_at: Mapped[datetime | None]
+    # transient | recipient | channel | ambiguous | permanent, set with a failure
+    error_class: Mapped[str | None] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    smtp_code: Mapped[int | None]
+    message_id: Mapped[str | None] = mapped_column(String(255))
+    claimed_at: Mapped[datetime | None]
+    sent_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime | None]
+
+
+class TransactionalMessage(db.Model):
+    """One-off mail (test sends, sign-up confirmations), sent ahead of broadcasts."""
+
+    __tablename__ = "transactional_messages"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('pending', 'sending', 'sent', 'failed', 'unknown')",
+            name="status",
+        ),
+        Index("ix_transactional_status", "status", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))  # test | confirmation
+    to_email: Mapped[str] = mapped_column(String(320))
+    subject: Mapped[str] = mapped_column(String(300))
+    html: Mapped[str] = mapped_column(Text, default="")
+    text: Mapped[str] = mapped_column(Text, default="")
+    headers: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(default=0)
+    next_attempt_at: Mapped[datetime | None]
+    reason: Mapped[str | None] = mapped_column(Text)
+    message_id: Mapped[str | None] = mapped_column(String(255))
+    broadcast_id: Mapped[int | None] = mapped_column(
+        ForeignKey("broadcasts.id", ondelete="SET NULL")
+    )
+    subscriber_id: Mapped[int | None] = mapped_column(
+        ForeignKey("subscribers.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    sent_at: Mapped[datetime | None]

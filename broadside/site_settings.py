@@ -1,0 +1,75 @@
+"""The installation's owner-editable settings (one row, id = 1)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from zoneinfo import available_timezones
+
+from sqlalchemy.orm import Session
+
+from broadside.accounts import normalise_email
+from broadside.errors import ValidationError
+from broadside.models import SiteSettings
+
+
+def get_settings(session: Session) -> SiteSettings:
+    """The settings row, created with defaults on first use."""
+    settings = session.get(SiteSettings, 1)
+    if settings is None:
+        settings = SiteSettings(id=1, sender_name="", sender_email="", postal_address="",
+                                time_zone="UTC")
+        session.add(settings)
+        session.flush()
+    return settings
+
+
+MAX_SENDER_NAME = 200
+MAX_POSTAL_ADDRESS = 1000
+
+
+class SettingsError(ValidationError):
+    """A settings value is not acceptable; `field` names the form field it belongs to."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@lru_cache(maxsize=1)
+def time_zones() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+def update_settings(session: Session, *, sender_name: str, sender_email: str,
+                    postal_address: str, time_zone: str) -> SiteSettings:
+    """Validate every value first, then write them all in one commit (or nothing)."""
+    sender_name = " ".join((sender_name or "").split())
+    if len(sender_name) > MAX_SENDER_NAME:
+        raise SettingsError("sender_name",
+                            f"The sender name is too long (at most {MAX_SENDER_NAME} characters).")
+    if any(ch in sender_name for ch in "<>\"@"):
+        raise SettingsError("sender_name", "The sender name may not contain < > \" or @; "
+                                           "put the address in the sender address field.")
+    sender_email = (sender_email or "").strip()
+    if sender_email:
+        try:
+            sender_email = normalise_email(sender_email)
+        except ValidationError as exc:
+            raise SettingsError("sender_email", exc.message) from None
+    postal_address = "\n".join(
+        line.strip() for line in (postal_address or "").replace("\r\n", "\n").split("\n")
+    ).strip()
+    if len(postal_address) > MAX_POSTAL_ADDRESS:
+        raise SettingsError("postal_address", "The postal address is too long "
+                                              f"(at most {MAX_POSTAL_ADDRESS} characters).")
+    time_zone = (time_zone or "").strip()
+    if time_zone not in time_zones():
+        raise SettingsError("time_zone",
+                            f"{time_zone!r} is not a time zone we know; pick one from the list.")
+    settings = get_settings(session)
+    settings.sender_name = sender_name
+    settings.sender_email = sender_email
+    settings.postal_address = postal_address
+    settings.time_zone = time_zone
+    session.commit()
+    return settings

@@ -1,0 +1,1 @@
+"""Prometheus metrics: the collector, and the route that serves it."""
