@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import harness  # noqa: E402
-import pipeline  # noqa: E402
-from harness import Bench, populate  # noqa: E402
-from smtp_sink import Sink  # noqa: E402
+import harness
+import pipeline
+from harness import Bench, populate
+from smtp_sink import Sink
 
 
 def main() -> int:

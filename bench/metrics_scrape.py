@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.harness import Bench  # noqa: E402
+from bench.harness import Bench
 
 BROADCASTS = 10
 

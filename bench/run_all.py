@@ -83,7 +83,7 @@ class Run:
         self.say(f"{area}: {name}")
         try:
             result = function(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - reported in the table, with the traceback above it
+        except Exception as exc:  # reported in the table, with the traceback above it
             traceback.print_exc()
             self.figures.append(Figure(area, name, None, "", "", False, repr(exc)[:300], error=True))
             return None

@@ -68,12 +68,15 @@ def bench_http(workdir: Path, subscribers: int, posts: int) -> None:
         db.session.execute(insert(Subscriber), [
             {"email": f"reader{i}@example.com", "name": "", "attributes": {}}
             for i in range(subscribers)])
-        ids = db.session.scalars(select(Subscriber.id).order_by(Subscriber.id)).all()
+        people = db.session.execute(select(Subscriber.id, Subscriber.created_at)
+                                    .order_by(Subscriber.id)).all()
+        ids = [person.id for person in people]
         db.session.execute(insert(Subscription), [
             {"subscriber_id": i, "list_id": weekly.id, "status": "active"} for i in ids])
         db.session.commit()
         secret = app.config["SECRET_KEY"]
-        tokens = [make_token(i, weekly.id, None, secret_key=secret) for i in ids[:posts * 2]]
+        tokens = [make_token(person.id, weekly.id, None, joined=person.created_at, secret_key=secret)
+                  for person in people[:posts * 2]]
         list_id = weekly.id
 
     port = free_port()

@@ -85,6 +85,18 @@ def _int(variable: str, value: Any, minimum: int = 0) -> int:
     return number
 
 
+def private_folder(path: Path) -> Path:
+    """A folder only its owner can enter (0700): the instance folder holds the secret key, the
+    SQLite database, uploaded address lists and the outbox."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+    except OSError:
+        pass  # not ours to change: leave it as it is
+    return path
+
+
 def _secret_key(instance_path: Path) -> str:
     """A random key generated once and kept, so links and sessions survive restarts."""
     path = instance_path / "secret_key"
@@ -99,7 +111,7 @@ def _secret_key(instance_path: Path) -> str:
 
 def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapping[str, Any]) -> dict:
     """Merge defaults, the environment and overrides, then validate every value."""
-    instance_path.mkdir(parents=True, exist_ok=True)
+    private_folder(instance_path)
     raw: dict[str, Any] = {
         "DATABASE_URL": f"sqlite:///{instance_path / 'broadside.db'}",
         "REDIS_URL": "redis://localhost:6379/0",

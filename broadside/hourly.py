@@ -36,7 +36,7 @@ class HourlyCap:
         if self.used(now) < self.limit:
             return None
         oldest = self.redis.zrange(self.key, 0, 0, withscores=True)
-        return (oldest[0][1] + WINDOW_SECONDS) if oldest else None
+        return (float(oldest[0][1]) + WINDOW_SECONDS) if oldest else None
 
     def record(self, now: float | None = None) -> None:
         if self.limit <= 0:

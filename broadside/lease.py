@@ -48,7 +48,9 @@ class Lease:
 
     def holder(self) -> str | None:
         value = self.redis.get(self.key)
-        return value.decode() if value else None
+        if isinstance(value, bytes):
+            return value.decode()
+        return value or None
 
     def try_acquire(self) -> bool:
         if self.redis.set(self.key, self.identity, nx=True, px=TTL_MS):

@@ -42,16 +42,34 @@ class ContextFilter(logging.Filter):
 # ---------------------------------------------------------------- redaction
 
 REDACTED = "[redacted]"
+# Every quantifier is bounded: these run over request data (paths, User-Agent, Referer), and an
+# unbounded one that can start at many positions (`[a-z][a-z0-9+.-]*://` over "a.a.a...")
+# costs time quadratic in the header's length. With bounds, each start position reads at most
+# a few hundred characters, so redaction stays linear.
 _PATTERNS = (
     # API tokens (broadside.accounts.TOKEN_PREFIX + token_urlsafe(32)).
-    (re.compile(r"\bbs_[A-Za-z0-9_-]{16,}"), "bs_" + REDACTED),
-    # Unsubscribe links: /u/<signed token>[/preferences...]
-    (re.compile(r"/u/[A-Za-z0-9_.~%-]{8,}"), "/u/" + REDACTED),
+    (re.compile(r"\bbs_[A-Za-z0-9_-]{16,128}"), "bs_" + REDACTED),
+    # Unsubscribe links: /u/<signed token>[/preferences...] (tokens are at most 512 characters)
+    (re.compile(r"/u/[A-Za-z0-9_.~%-]{8,600}"), "/u/" + REDACTED),
+    # Double opt-in links: /join/confirm/<signed token>
+    (re.compile(r"/join/confirm/[A-Za-z0-9_.~%-]{8,600}"), "/join/confirm/" + REDACTED),
     # A password inside any URL: scheme://user:password@host
-    (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@/]+@", re.IGNORECASE), r"\1****@"),
+    (re.compile(r"(\b[a-z][a-z0-9+.-]{0,31}://[^\s:/@]{0,256}:)[^\s@/]{1,256}@", re.IGNORECASE),
+     r"\1****@"),
+    # ... or in its query string: ?password=... (libpq and redis-py both accept one)
+    (_QUERY_PASSWORD := re.compile(r"((?:^|[?&])(?:password|passwd|pass|pwd)=)[^&\s#]{1,512}",
+                                   re.IGNORECASE), r"\1****"),
     # Authorization headers
-    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE), r"\1 " + REDACTED),
+    (re.compile(r"\b(Bearer|Basic)\s{1,8}[A-Za-z0-9._~+/=-]{6,4096}", re.IGNORECASE),
+     r"\1 " + REDACTED),
 )
+
+
+def mask_query_passwords(text: str) -> str:
+    """`password=...` parameters (in a URL or a query string alone) with their value masked."""
+    return _QUERY_PASSWORD.sub(r"\1****", text)
+
+
 SECRET_SETTINGS = ("SECRET_KEY", "METRICS_TOKEN", "WEBHOOK_SECRET")
 URL_SETTINGS = ("SMTP_URL", "DATABASE_URL", "REDIS_URL")
 MIN_SECRET_LENGTH = 6
@@ -61,13 +79,20 @@ def secrets_in(config: Mapping[str, Any]) -> set[str]:
     """The secret values in a configuration (or an environment): keys, tokens, URL passwords."""
     found = {str(config.get(name) or "") for name in SECRET_SETTINGS}
     for name in URL_SETTINGS:
-        try:
-            password = urlsplit(str(config.get(name) or "")).password
-        except ValueError:
-            password = None
-        if password:
-            found.update({password, unquote(password)})
+        found.update(url_passwords(str(config.get(name) or "")))
     return {s for s in found if len(s) >= MIN_SECRET_LENGTH}
+
+
+def url_passwords(url: str) -> set[str]:
+    """The passwords in a URL, `user:password@` and any `?password=` parameter, each as
+    written and decoded."""
+    try:
+        parts = urlsplit(url)
+        candidates = [parts.password or ""]
+    except ValueError:
+        return set()
+    candidates += re.findall(r"(?:^|&)(?:password|passwd|pass|pwd)=([^&#]{1,512})", parts.query, re.I)
+    return {value for candidate in candidates if candidate for value in (candidate, unquote(candidate))}
 
 
 class RedactFilter(logging.Filter):
@@ -93,7 +118,7 @@ class RedactFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a broken format string is logging's problem to report
+        except Exception:  # a broken format string is logging's problem to report
             return True
         clean = self.redact(message)
         if clean != message:
@@ -120,8 +145,10 @@ class JsonFormatter(logging.Formatter):
             "job_id": getattr(record, "job_id", "-"),
             "broadcast_id": getattr(record, "broadcast_id", "-"),
         }
-        if record.exc_info or record.exc_text:
-            payload["exc"] = record.exc_text or self.formatException(record.exc_info)
+        if record.exc_text:
+            payload["exc"] = record.exc_text
+        elif record.exc_info:
+            payload["exc"] = self.formatException(record.exc_info)
         return json.dumps(payload)
 
 

@@ -10,6 +10,9 @@ content is frozen (a clear ValidationError naming the line), not per recipient.
 `split_merge_fields` cuts user text into literal text and merge fields, so the literal text can
 go through Markdown, the sanitiser and the layout while each field travels as an opaque
 placeholder; `jinja_literal` makes any text safe to embed in a template as plain data.
+
+The bounds that keep a merge field from exhausting memory or CPU live in
+`broadside.merge_sandbox`, whose environment compiles and renders every template here.
 """
 
 from __future__ import annotations
@@ -18,96 +21,22 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from jinja2 import TemplateError, TemplateSyntaxError, nodes
-from jinja2.runtime import ChainableUndefined
-from jinja2.sandbox import SandboxedEnvironment, SecurityError
+from jinja2 import Template, TemplateError, TemplateSyntaxError, nodes
 
 from broadside.errors import ValidationError
-
-# Filters a merge field may use. Everything else (safe, format, attr, map, tojson, center...)
-# is absent: `safe` would let a subscriber's attribute inject raw HTML past the sanitiser.
-ALLOWED_FILTERS = frozenset({
-    "capitalize", "d", "default", "e", "escape", "first", "float", "int", "join", "last",
-    "length", "lower", "replace", "round", "string", "title", "trim", "truncate", "upper",
-    "urlencode", "wordcount",
-})
-# Jinja nodes a merge field may contain: expressions and `if` blocks, nothing that defines,
-# loops, includes, imports or changes autoescaping.
-ALLOWED_NODES = (
-    nodes.Template, nodes.Output, nodes.TemplateData, nodes.If, nodes.Name, nodes.Const,
-    nodes.Getattr, nodes.Getitem, nodes.Slice, nodes.Filter, nodes.Test, nodes.CondExpr,
-    nodes.And, nodes.Or, nodes.Not, nodes.Compare, nodes.Operand, nodes.Concat, nodes.Add,
-    nodes.Sub, nodes.Mul, nodes.Div, nodes.FloorDiv, nodes.Mod, nodes.Neg, nodes.Pos,
-    nodes.Call, nodes.Keyword, nodes.List, nodes.Tuple, nodes.Dict, nodes.Pair,
+from broadside.merge_limits import MAX_NESTING
+from broadside.merge_sandbox import (
+    ALLOWED_FILTERS,
+    ALLOWED_NODES,
+    REFUSED_METHODS,
+    TEXT_ENV,
+    MergeEnvironment,
 )
-# String methods that can blow a short value up to any size.
-_PADDING_METHODS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})
-MAX_REPEAT = 10_000
 
 
 class MergeError(ValidationError):
     """Merge fields that cannot be rendered (bad syntax, forbidden construct, runtime error)."""
 
-
-class _QuietUndefined(ChainableUndefined):
-    """Unknown names, attributes and calls render as nothing; they never raise."""
-
-    __slots__ = ()
-
-    def _self(self, *args: Any, **kwargs: Any) -> _QuietUndefined:
-        return self
-
-    __call__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _self
-    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _self
-    __neg__ = __pos__ = _self
-
-    def _false(self, other: Any) -> bool:
-        return False
-
-    __lt__ = __le__ = __gt__ = __ge__ = _false
-
-    def __int__(self) -> int:
-        return 0
-
-    def __float__(self) -> float:
-        return 0.0
-
-
-def _printable(value: Any) -> Any:
-    # None and callables print as nothing: a method's repr would show a memory address.
-    return "" if value is None or callable(value) else value
-
-
-class MergeEnvironment(SandboxedEnvironment):
-    intercepted_binops = frozenset({"*"})
-
-    def __init__(self, *, autoescape: bool) -> None:
-        super().__init__(
-            autoescape=autoescape,
-            undefined=_QuietUndefined,
-            finalize=_printable,
-            keep_trailing_newline=True,
-            cache_size=0,
-        )
-        self.globals.clear()
-        self.filters = {name: self.filters[name] for name in ALLOWED_FILTERS}
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "*":
-            for seq, count in ((left, right), (right, left)):
-                if isinstance(seq, str | list | tuple) and isinstance(count, int):
-                    if len(seq) * count > MAX_REPEAT:
-                        raise SecurityError("that repetition is too long")
-        return super().call_binop(context, operator, left, right)
-
-    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
-        if getattr(__obj, "__name__", "") in _PADDING_METHODS:
-            raise SecurityError(f"{__obj.__name__}() is not available in merge fields")
-        return super().call(__context, __obj, *args, **kwargs)
-
-
-HTML_ENV = MergeEnvironment(autoescape=True)
-TEXT_ENV = MergeEnvironment(autoescape=False)
 
 _TAG_NAMES = {nodes.For: "for", nodes.Assign: "set", nodes.AssignBlock: "set",
               nodes.Macro: "macro", nodes.CallBlock: "call", nodes.FilterBlock: "filter",
@@ -115,6 +44,21 @@ _TAG_NAMES = {nodes.For: "for", nodes.Assign: "set", nodes.AssignBlock: "set",
               nodes.FromImport: "from", nodes.Block: "block", nodes.With: "with",
               nodes.Scope: "autoescape", nodes.ScopedEvalContextModifier: "autoescape",
               nodes.Pow: "**"}
+
+
+def _too_deep(where: str, lineno: int | None = None) -> MergeError:
+    line = f" on line {lineno}" if lineno else ""
+    return MergeError(f"The {where} has merge fields nested too deeply{line} (at most "
+                      f"{MAX_NESTING} levels of brackets, operators, filters and ifs).")
+
+
+def _nodes_with_depth(tree: nodes.Node) -> Any:
+    """Every node of `tree` with its depth, without recursion (Jinja's find_all recurses)."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        yield node, depth
+        stack.extend((child, depth + 1) for child in node.iter_child_nodes())
 
 
 def check_merge_fields(source: str, where: str) -> None:
@@ -125,8 +69,12 @@ def check_merge_fields(source: str, where: str) -> None:
         problem = (exc.message or "unexpected text").rstrip(".")
         raise MergeError(f"The {where} has a merge-field error on line {exc.lineno}: "
                          f"{problem}. Fields look like {{{{ name }}}}.") from None
-    for node in tree.find_all(nodes.Node):
+    except RecursionError:
+        raise _too_deep(where) from None
+    for node, depth in _nodes_with_depth(tree):
         lineno = getattr(node, "lineno", 1)
+        if depth > MAX_NESTING:
+            raise _too_deep(where, lineno)
         if not isinstance(node, ALLOWED_NODES):
             what = _TAG_NAMES.get(type(node), type(node).__name__.lower())
             raise MergeError(f"The {where} uses '{what}' on line {lineno}; merge fields allow "
@@ -142,6 +90,11 @@ def check_merge_fields(source: str, where: str) -> None:
         if isinstance(node, nodes.Filter) and node.name not in ALLOWED_FILTERS:
             raise MergeError(f"The {where} uses the filter '{node.name}' on line {lineno}; "
                              f"available filters: {', '.join(sorted(ALLOWED_FILTERS))}.")
+        # Found here too (not only when a recipient reaches it): `x.center(10**9)` in an if.
+        if (isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr)
+                and node.node.attr in REFUSED_METHODS):
+            raise MergeError(f"The {where} uses {node.node.attr}() on line {lineno}; it is "
+                             "not available in merge fields.")
 
 
 @dataclass(frozen=True)
@@ -221,8 +174,10 @@ def join_template(text_with_placeholders: str, placeholders: Placeholders) -> st
     return "".join(parts)
 
 
-def compile_template(env: MergeEnvironment, source: str, where: str):
+def compile_template(env: MergeEnvironment, source: str, where: str) -> Template:
     try:
         return env.from_string(source)
     except TemplateError as exc:
         raise MergeError(f"The {where} could not be prepared: {exc}") from None
+    except (RecursionError, SyntaxError, MemoryError):
+        raise _too_deep(where) from None

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 from redis import Redis
 from rq import Queue
+from rq.serializers import JSONSerializer
+
+# Jobs carry one integer id, so JSON is all they need; with RQ's default (pickle), anyone who
+# can write to Redis could make the worker run code of their choosing.
+SERIALIZER = JSONSerializer
 
 TRANSACTIONAL = "transactional"
 BROADCASTS = "broadcasts"
@@ -39,7 +44,7 @@ class Jobs:
         return f"{self.namespace}:{name}"
 
     def queue(self, name: str) -> Queue:
-        return Queue(self.queue_name(name), connection=self.redis)
+        return Queue(self.queue_name(name), connection=self.redis, serializer=SERIALIZER)
 
     def marker_key(self, kind: str, object_id: int) -> str:
         return f"{self.namespace}:queued:{kind}:{object_id}"

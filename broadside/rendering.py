@@ -46,8 +46,6 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from broadside.merge_fields import (
-    HTML_ENV,
-    TEXT_ENV,
     MergeError,
     Placeholders,
     check_merge_fields,
@@ -55,6 +53,7 @@ from broadside.merge_fields import (
     join_template,
     split_merge_fields,
 )
+from broadside.merge_sandbox import HTML_ENV, TEXT_ENV, render_bounded
 
 __all__ = [
     "CompiledRevision", "FrozenContent", "MergeError", "RenderedEmail", "build_message",
@@ -86,6 +85,13 @@ _text_css = dict(CSS_PROFILES["strict"])
 _text_css["code"] = HtmlElement(display=Display.inline, whitespace=WhiteSpace.pre)
 _text_config = ParserConfig(css=_text_css, display_links=True)
 _blank_lines = re.compile(r"\n{3,}")
+
+# The most one rendered message may hold (characters; merge_fields bounds each value and the
+# work of each render). Over these, the draft is refused (for the sample recipient) or that
+# one recipient's row fails.
+MAX_SUBJECT_CHARS = 1_000
+MAX_HTML_CHARS = 1_000_000
+MAX_TEXT_CHARS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -185,7 +191,8 @@ def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_nam
     try:
         compiled.fill(_context("someone@example.com", "", {}, "https://example.invalid/u/x"))
     except _RENDER_ERRORS as exc:
-        raise MergeError(f"A merge field fails even for a sample subscriber: {exc}") from None
+        raise MergeError(f"A merge field fails even for a sample subscriber: {_said(exc)}"
+                         ) from None
     return FrozenContent(html_template=html_template, text_template=text_template)
 
 
@@ -207,12 +214,15 @@ class CompiledRevision:
         try:
             return self.fill(_context(email, name, attributes, unsubscribe_url))
         except _RENDER_ERRORS as exc:
-            raise MergeError(f"A merge field could not be filled in for {email}: {exc}") from None
+            raise MergeError(f"A merge field could not be filled in for {email}: {_said(exc)}"
+                             ) from None
 
     def fill(self, context: dict[str, Any]) -> RenderedEmail:
-        subject = self._subject.render(context)
-        html = self._html.render(context)
-        text = self._text.render(context)
+        subject = render_bounded(self._subject, context, limit=MAX_SUBJECT_CHARS,
+                                 what="subject")
+        html = render_bounded(self._html, context, limit=MAX_HTML_CHARS, what="email HTML")
+        text = render_bounded(self._text, context, limit=MAX_TEXT_CHARS,
+                              what="plain-text email")
         # A header is one line; a value with a line break must not add headers.
         return RenderedEmail(subject=" ".join(subject.split()), html=html,
                              text=_blank_lines.sub("\n\n", text).strip() + "\n")
@@ -231,8 +241,16 @@ def _context(email: str, name: str, attributes: dict, unsubscribe_url: str) -> d
             "unsubscribe_url": unsubscribe_url}
 
 
+# SecurityError covers merge_fields.MergeLimitError (a bound broken); AssertionError is how
+# some Jinja filters refuse an argument (truncate shorter than its ending).
 _RENDER_ERRORS = (TemplateError, SecurityError, ArithmeticError, TypeError, ValueError,
-                  LookupError, AttributeError)
+                  LookupError, AttributeError, AssertionError)
+
+
+def _said(exc: Exception) -> str:
+    """An exception's message, short: some quote the value they choked on."""
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 300 else text[:300] + "…"
 
 
 def render_notice(template: str, **context: Any) -> tuple[str, str]:
@@ -314,4 +332,4 @@ def build_message(rendered: RenderedEmail, *, from_addr: str, to_addr: str, mess
     """The same message as `message_bytes`, parsed back into an object (for previews, tests)."""
     raw = message_bytes(rendered, from_addr=from_addr, to_addr=to_addr, message_id=message_id,
                         headers=headers)
-    return email.message_from_bytes(raw, policy=email.policy.default)  # type: ignore[return-value]
+    return email.message_from_bytes(raw, policy=email.policy.default)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from zoneinfo import available_timezones
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from sqlalchemy.orm import Session
 
@@ -21,6 +21,17 @@ def get_settings(session: Session) -> SiteSettings:
         session.add(settings)
         session.flush()
     return settings
+
+
+def owner_zone(session: Session) -> ZoneInfo:
+    """The owner's time zone from Settings; UTC when unset or unknown. Reads only (a GET
+    creates no settings row)."""
+    settings = session.get(SiteSettings, 1)
+    name = settings.time_zone if settings is not None and settings.time_zone else "UTC"
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
 
 
 MAX_SENDER_NAME = 200

@@ -14,10 +14,10 @@ import socket
 import ssl
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, Protocol
 from urllib.parse import unquote, urlsplit
 
 CRLF = b"\r\n"
@@ -42,6 +42,44 @@ class DeliveryError(Exception):
         self.code = code
         self.reply = reply
         self.network = network
+
+
+class Transport(Protocol):
+    """What the worker asks of a transport (`make_transport` returns one).
+
+    A broadcast sends in two halves, `start` then `finish`, so the next message can be prepared
+    while the server processes this one; a transactional message uses `send`, both at once.
+    Each raises `DeliveryError` when the message was not (provably or possibly) accepted.
+    """
+
+    @property
+    def description(self) -> str:
+        """Where mail goes, for the worker's log (never a password)."""
+        ...
+
+    def wire(self, message: bytes) -> bytes:
+        """The bytes `start` writes for `message` (for SMTP: dot-stuffed, ending the DATA)."""
+        ...
+
+    def start(
+        self, mail_from: str, rcpt: str, wire: bytes, pace: Callable[[], object] = ...
+    ) -> None:
+        """Hand one message (`wire` comes from `wire()`) over; `pace()` runs right before."""
+        ...
+
+    def finish(self) -> SendResult:
+        """The verdict on the message the last `start` handed over."""
+        ...
+
+    def send(
+        self, mail_from: str, rcpt: str, message: bytes, pace: Callable[[], object] = ...
+    ) -> SendResult:
+        """One whole message: `start(wire(message))`, then `finish()`."""
+        ...
+
+    def close(self) -> None:
+        """Let go of any connection; the next `start` opens a new one."""
+        ...
 
 
 def _text(reply: bytes | str) -> str:
@@ -126,14 +164,14 @@ class SmtpTransport:
             return
         try:
             conn.close()
-        except Exception:  # noqa: BLE001 - closing a broken socket may fail in any way
+        except Exception:  # closing a broken socket may fail in any way
             pass
 
     def close(self) -> None:
         if self.conn is not None:
             try:
                 self.conn.quit()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             self._close(self.conn)
             self.conn = None
@@ -148,7 +186,7 @@ class SmtpTransport:
         try:
             assert self.conn is not None
             self.conn.rset()
-        except Exception:  # noqa: BLE001
+        except Exception:
             self._drop()
 
     def _step(self, phase: str, command) -> tuple[int, str]:
@@ -267,7 +305,7 @@ class SmtpTransport:
         finally:
             try:
                 conn.quit()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             self._close(conn)
         return name
@@ -318,7 +356,7 @@ class OutboxTransport:
         return f"outbox at {self.folder}"
 
 
-def make_transport(config: dict, instance_path: str):
+def make_transport(config: Mapping[str, Any], instance_path: str) -> Transport:
     if config.get("SMTP_URL"):
         return SmtpTransport(
             config["SMTP_URL"],

@@ -9,13 +9,19 @@ channel    -> permanent for everyone (535/530 auth, sender rejected, TLS, conten
               with the reason, because guessing wrong here would burn the whole list.
 ambiguous  -> the connection was lost after the body was sent: the row becomes `unknown`
               and is never resent automatically (invariant 5).
+
+`next_step` is the one policy mapping a verdict to what becomes of the message, shared by
+broadcasts (jobs.outcomes) and transactional mail (jobs.transactional); `channel_reason` and
+`connection_reason` are the owner's words when a broadcast pauses.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 
 from broadside.transports import DeliveryError
 
@@ -65,3 +71,66 @@ def backoff(attempts: int, base_seconds: float, rng: random.Random | None = None
     rng = rng or random.Random()
     ceiling = min(base_seconds * (2 ** max(attempts - 1, 0)), 3600.0)
     return timedelta(seconds=ceiling * rng.uniform(0.5, 1.0))
+
+
+def channel_reason(verdict: Verdict) -> str:
+    """Why a broadcast paused on a channel-wide refusal, in words a non-engineer can act on."""
+    code = verdict.code
+    if code in (530, 534, 535, 538):
+        return (
+            f"The mail server refused our login ({verdict.summary}). Check the user name and "
+            "password in SMTP_URL, restart the worker, then press Resume."
+        )
+    if code is None and "TLS" in verdict.reply:
+        return (
+            f"A secure connection to the mail server failed ({verdict.summary}). "
+            "Check SMTP_URL, then press Resume."
+        )
+    return (
+        f"The mail server refused this broadcast ({verdict.summary}). Nothing more will be "
+        "sent until you fix the cause (often the sender address or the account) and press Resume."
+    )
+
+
+def connection_reason(failures: int, verdict: Verdict) -> str:
+    """Why a broadcast paused after connection failures in a row."""
+    return (
+        f"The mail server could not be reached {failures} times in a "
+        f"row ({verdict.summary}). Check SMTP_URL and that the server is up, then "
+        f"press Resume."
+    )
+
+
+class Step(StrEnum):
+    """What becomes of a message after an error: the one outcome policy (see `next_step`)."""
+
+    UNKNOWN = "unknown"  # may have arrived: never resent automatically (invariant 5)
+    FAILED = "failed"  # refused for this address: do not try again
+    EXHAUSTED = "exhausted"  # transient, but the retry budget is spent: failed
+    RETRY = "retry"  # back to pending, with backoff
+    PAUSE = "pause"  # back to pending (no backoff); the broadcast pauses with the reason
+
+
+def next_step(
+    verdict: Verdict, attempts: Callable[[], int], *, pausable: bool, channel_down: bool = False
+) -> tuple[Step, int | None]:
+    """The one outcome policy, for broadcast deliveries and transactional mail alike.
+
+    They differ in one way only, `pausable`: a broadcast can pause, so a channel-wide
+    refusal (or `channel_down`: MAX_CONNECTION_FAILURES connection failures in a row) pauses
+    it rather than burn the whole list. A transactional message (a test send, a sign-up
+    confirmation) has no broadcast to pause and concerns one person: a channel refusal is
+    retried with backoff within the same MAX_ATTEMPTS budget, and its failure shows on the
+    System page. `attempts` is asked for only when the budget matters (it may be a query).
+    Returns the step and, when it was read, the attempts so far.
+    """
+    if verdict.kind == "ambiguous":
+        return Step.UNKNOWN, None
+    if verdict.kind == "recipient":
+        return Step.FAILED, None
+    if pausable and (verdict.kind == "channel" or channel_down):
+        return Step.PAUSE, None
+    spent = attempts()
+    if spent >= MAX_ATTEMPTS:
+        return Step.EXHAUSTED, spent
+    return Step.RETRY, spent

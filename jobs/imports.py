@@ -20,7 +20,7 @@ from jobs import runtime
 def run_import_job(import_id: int) -> None:
     path = importer.import_path(runtime.get().instance_path, import_id)
     try:
-        importer.process(db.session, import_id, path)
+        importer.process(db.session(), import_id, path)
     finally:
         db.session.remove()
 

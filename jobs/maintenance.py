@@ -1,8 +1,10 @@
 """Orphan repair and the periodic checks the one worker runs while it holds the lease.
 
-Invariant 5: a delivery found in `sending` with no live sender is moved to `unknown`, shown to
-the owner, and never resent automatically. Invariant 7: every broadcast in `queued`/`sending`
-without a job gets one, a bounded number of times; past the bound it is paused with the reason.
+Invariant 5: a delivery found in `sending` with no live sender is moved to `unknown` (through
+the ledger, guarded by `status = 'sending'`), shown to the owner, and never resent
+automatically. Invariant 7: every broadcast in `queued`/`sending` without a job gets one, a
+bounded number of times in a row without progress (the lifecycle's `auto_resume` and
+`stalled`); past the bound it is paused with the reason (the lifecycle's one `pause`).
 """
 
 from __future__ import annotations
@@ -13,17 +15,15 @@ from datetime import timedelta
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from broadside.broadcasts import ledger
+from broadside.broadcasts import ledger, lifecycle
 from broadside.broadcasts.service import send_broadcast
 from broadside.models import Broadcast, Delivery, TransactionalMessage
 from broadside.timeutil import utcnow
 from jobs.runtime import Runtime
-from jobs.sending import pause
 from jobs.transactional import due_transactional
 
 log = logging.getLogger("broadside.worker")
 
-MAX_AUTO_RESUMES = 10
 STALE_CLAIM = timedelta(seconds=60)
 
 
@@ -55,6 +55,7 @@ def mark_orphans_unknown(
     moved = 0
     for broadcast_id, changes in by_broadcast.items():
         moved += len(ledger.transition(session, broadcast_id, changes, source="sending", target="unknown"))
+    # Transactional mail has no ledger (no broadcast, no counters): the same guarded move.
     tx_query = update(TransactionalMessage).where(TransactionalMessage.status == "sending")
     session.execute(tx_query.values(status="unknown", reason="the worker stopped mid-send"))
     session.commit()
@@ -76,42 +77,38 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
                 broadcast_id,
                 default_from=rt.config["MAIL_FROM"],
                 jobs=None,
-                allowed_from=("scheduled",),
+                scheduled=True,
             )
             log.info("scheduled broadcast %s started", broadcast_id)
-        except Exception as exc:  # noqa: BLE001 - one bad schedule must not stop the others
+        except Exception as exc:  # one bad schedule must not stop the others
             session.rollback()
             log.warning("scheduled broadcast %s could not start: %s", broadcast_id, exc)
 
     active = session.execute(
-        select(Broadcast.id, Broadcast.status, Broadcast.auto_resumes).where(
-            Broadcast.status.in_(("queued", "sending"))
+        select(Broadcast.id, Broadcast.status).where(
+            Broadcast.status.in_([s.value for s in lifecycle.ACTIVE])
         )
     ).all()
     session.commit()
-    for broadcast_id, status, auto_resumes in active:
+    for broadcast_id, status in active:
         if broadcast_id == rt.running_broadcast or rt.jobs.has_marker("slice", broadcast_id):
             continue
         if status == "sending":
             # It was sending and lost its job (a crash, a Redis flush): resume, boundedly.
-            if auto_resumes >= MAX_AUTO_RESUMES:
-                pause(
-                    session,
-                    broadcast_id,
-                    f"Sending stopped {auto_resumes} times in a row without progress, so "
-                    "Broadside paused it. Check the System page and the worker log, then press Resume.",
+            runs = lifecycle.stalled(session, broadcast_id)
+            if runs is not None:
+                reason = (
+                    f"Sending stopped {runs} times in a row without progress, so "
+                    "Broadside paused it. Check the System page and the worker log, then press Resume."
                 )
+                if lifecycle.pause(session, broadcast_id, reason):
+                    log.warning("broadcast paused: %s", reason)
+                session.commit()
                 continue
-            session.execute(
-                update(Broadcast)
-                .where(Broadcast.id == broadcast_id)
-                .values(auto_resumes=Broadcast.auto_resumes + 1)
-            )
-            ledger.broadcast_event(
-                session, broadcast_id, "resumed", "automatically, after the worker restarted"
-            )
+            # Guarded by `status = 'sending'`: an owner's pause since the read above wins.
+            if lifecycle.move(session, broadcast_id, "auto_resume"):
+                log.info("broadcast %s had no job: resuming it", broadcast_id)
             session.commit()
-            log.info("broadcast %s had no job: resuming it", broadcast_id)
         rt.jobs.enqueue_slice(broadcast_id)
 
     for message_id in due_transactional(session):

@@ -4,11 +4,9 @@ context the worker pushes for every job."""
 from __future__ import annotations
 
 from redis.exceptions import RedisError
-from sqlalchemy import update
 
 from broadside.db import db
 from broadside.logs import log_context
-from broadside.models import Broadcast
 from jobs import runtime
 from jobs.sending import Slice
 from jobs.transactional import send_transactional as send
@@ -20,15 +18,7 @@ def send_broadcast_slice(broadcast_id: int) -> str:
         rt.running_broadcast = broadcast_id
         try:
             rt.jobs.clear_marker("slice", broadcast_id)
-            result = Slice(db.session, rt, broadcast_id).run()
-            if result.attempts:
-                # Progress ends a run of automatic resumptions.
-                db.session.execute(
-                    update(Broadcast)
-                    .where(Broadcast.id == broadcast_id, Broadcast.auto_resumes > 0)
-                    .values(auto_resumes=0)
-                )
-                db.session.commit()
+            result = Slice(db.session(), rt, broadcast_id).run()
             if result.outcome == "continue":
                 try:
                     rt.jobs.enqueue_slice(broadcast_id)
@@ -44,6 +34,6 @@ def send_transactional(message_id: int) -> str:
     rt = runtime.get()
     try:
         rt.jobs.clear_marker("transactional", message_id)
-        return send(db.session, rt, message_id)
+        return send(db.session(), rt, message_id)
     finally:
         db.session.remove()

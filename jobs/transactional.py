@@ -1,4 +1,12 @@
-"""Transactional mail (test sends, confirmations): the same claim, pace and guards as broadcasts."""
+"""Transactional mail (test sends, confirmations): the same claim, pace, guards and outcome
+policy as broadcasts.
+
+Claim before send (invariant 4): pending -> sending is one guarded UPDATE committed before any
+SMTP; every later write is guarded by `status = 'sending'`, so orphan repair's `unknown`
+(invariant 5) is never overwritten. The pace is the worker's one pacer (invariant 2). Errors
+are classified once (invariant 6) and mapped by `jobs.classify.next_step`, the policy
+broadcasts use; it says precisely why a transactional message never pauses anything.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +16,13 @@ from email.utils import formataddr, parseaddr
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from broadside.db import rowcount
 from broadside.models import TransactionalMessage
 from broadside.rendering import RenderedEmail, message_bytes
 from broadside.site_settings import get_settings
 from broadside.timeutil import utcnow
 from broadside.transports import DeliveryError
-from jobs.classify import MAX_ATTEMPTS, backoff, classify
+from jobs.classify import Step, backoff, classify, next_step
 from jobs.runtime import Runtime
 
 log = logging.getLogger("broadside.worker")
@@ -40,11 +49,11 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
             or_(TransactionalMessage.next_attempt_at.is_(None), TransactionalMessage.next_attempt_at <= now),
         )
         .values(status="sending", attempts=TransactionalMessage.attempts + 1)
-    ).rowcount
+    )
     session.commit()
-    if claimed != 1:
+    if rowcount(claimed) != 1:
         return "nothing"
-    message = session.get(TransactionalMessage, message_id)
+    message = session.get_one(TransactionalMessage, message_id)
     session.refresh(message)
     if not rt.lease.still_mine():
         _finish(session, message_id, "pending", attempts=message.attempts - 1)
@@ -71,16 +80,17 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
     )
     try:
         rt.hourly.record()
-    except Exception:  # noqa: BLE001 - the cap is advisory when Redis hiccups
+    except Exception:  # the cap is advisory when Redis hiccups
         pass
     try:
         result = rt.transport.send(from_email, message.to_email, payload, pace=rt.pacer.wait)
     except DeliveryError as error:
         verdict = classify(error)
-        if verdict.kind == "ambiguous":
+        step, _ = next_step(verdict, lambda: message.attempts, pausable=False)
+        if step is Step.UNKNOWN:
             _finish(session, message_id, "unknown", reason=verdict.summary, message_id=msgid)
             return "unknown"
-        if verdict.kind == "recipient" or message.attempts >= MAX_ATTEMPTS:
+        if step in (Step.FAILED, Step.EXHAUSTED):
             _finish(session, message_id, "failed", reason=verdict.summary, message_id=msgid)
             log.warning("transactional message %s failed: %s", message_id, verdict.summary)
             return "failed"

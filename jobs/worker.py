@@ -136,9 +136,9 @@ class Maintenance(threading.Thread):
         try:
             with self.app.app_context():
                 mark_orphans_unknown(
-                    db.session, exclude_broadcast=self.rt.running_broadcast, older_than=STALE_CLAIM
+                    db.session(), exclude_broadcast=self.rt.running_broadcast, older_than=STALE_CLAIM
                 )
-                ensure_jobs(db.session, self.rt)
+                ensure_jobs(db.session(), self.rt)
                 db.session.remove()
             self.flush_pace_wait()
         except (RedisError, SQLAlchemyError) as exc:
@@ -197,10 +197,10 @@ def run_worker(app: Flask, burst: bool = False) -> int:
             worker._stop_requested = True
 
     with app.app_context():
-        mark_orphans_unknown(db.session, exclude_broadcast=None, older_than=None)
-        ensure_jobs(db.session, rt)
+        mark_orphans_unknown(db.session(), exclude_broadcast=None, older_than=None)
+        ensure_jobs(db.session(), rt)
         # Holding the lease, no import can really be running: requeue the interrupted ones.
-        recover_interrupted_imports(db.session, rt)
+        recover_interrupted_imports(db.session(), rt)
         db.session.remove()
     maintenance = Maintenance(app, rt, on_lost)
     maintenance.start()
@@ -211,7 +211,8 @@ def run_worker(app: Flask, burst: bool = False) -> int:
     try:
         while not stop.is_set():
             names = [rt.jobs.queue_name(q) for q in queues.LISTENED]
-            worker = BroadsideWorker([Queue(n, connection=rq_redis) for n in names], connection=rq_redis)
+            listened = [Queue(n, connection=rq_redis, serializer=queues.SERIALIZER) for n in names]
+            worker = BroadsideWorker(listened, connection=rq_redis, serializer=queues.SERIALIZER)
             worker.flask_app = app
             current_worker[:] = [worker]
             try:

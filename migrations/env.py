@@ -93,6 +93,13 @@ def run_migrations_online():
     connectable = get_engine()
 
     with connectable.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            # SQLite changes a table by rebuilding it (create a copy, drop the old one, rename);
+            # with foreign keys on, dropping a parent table would delete its children's rows.
+            # The pragma only takes effect outside a transaction, so it is set before one starts.
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()  # no transaction left open: Alembic begins its own
         context.configure(
             connection=connection,
             target_metadata=get_metadata(),
@@ -101,6 +108,12 @@ def run_migrations_online():
 
         with context.begin_transaction():
             context.run_migrations()
+        if sqlite:
+            problems = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+            if problems:
+                raise RuntimeError(f"the migration broke foreign keys: {problems[:5]}")
+            connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+            connection.commit()
 
 
 if context.is_offline_mode():

@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -25,7 +23,7 @@ from redis import Redis
 from werkzeug.serving import make_server
 
 from jobs.worker import run_worker
-from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, SECRET_KEY, csrf_token_from
+from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, SECRET_KEY, WorkerProcess, csrf_token_from
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT, create_app
 from webapp.extensions import db
@@ -220,67 +218,6 @@ def live_server(app) -> Iterator[LiveServer]:
     server = LiveServer(app).start()
     yield server
     server.stop()
-
-
-class WorkerProcess:
-    """`flask --app webapp worker` as a real subprocess, configured like the test app."""
-
-    def __init__(self, app_config: dict, extra_env: dict[str, str] | None = None) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "PYTEST_"))}
-        env.update(
-            DATABASE_URL=app_config["DATABASE_URL"],
-            REDIS_URL=app_config["REDIS_URL"],
-            SECRET_KEY=app_config["SECRET_KEY"],
-            BROADSIDE_NAMESPACE=app_config["BROADSIDE_NAMESPACE"],
-            BROADSIDE_INSTANCE_PATH=app_config["INSTANCE_PATH"],
-            SEND_DELAY_MS=str(app_config.get("SEND_DELAY_MS", "0")),
-            SMTP_URL=str(app_config.get("SMTP_URL", "")),
-            BASE_URL=str(app_config.get("BASE_URL", "http://localhost:5000")),
-            RETRY_BASE_SECONDS=str(app_config.get("RETRY_BASE_SECONDS", "0.05")),
-            PYTHONUNBUFFERED="1",
-        )
-        env.update(extra_env or {})
-        self.env = env
-        self.proc: subprocess.Popen | None = None
-        self.log_path = Path(app_config["INSTANCE_PATH"]) / f"worker-{uuid.uuid4().hex[:6]}.log"
-
-    def start(self) -> WorkerProcess:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flask", "--app", "webapp", "worker"],
-            cwd=REPO_ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        return self
-
-    @property
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def kill(self, group: bool = False) -> None:
-        """SIGKILL the main process (or its whole process group)."""
-        assert self.proc is not None
-        if group:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        else:
-            self.proc.kill()
-        self.proc.wait(10)
-
-    def terminate(self, timeout: float = 30) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(10)
-        if hasattr(self, "_log"):
-            self._log.close()
 
 
 @pytest.fixture

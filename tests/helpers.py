@@ -5,8 +5,19 @@ Import from here, never from a conftest module.
 
 from __future__ import annotations
 
+import http.cookiejar
+import os
 import re
+import signal
+import subprocess
+import sys
 import time
+import urllib.parse
+import urllib.request
+import uuid
+from datetime import datetime
+from pathlib import Path
+from urllib.error import HTTPError
 
 from flask import current_app
 from sqlalchemy import func, insert, select
@@ -16,10 +27,12 @@ from broadside.broadcasts.service import send_broadcast
 from broadside.hourly import HourlyCap
 from broadside.lease import Lease
 from broadside.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
+from broadside.models.sending import DeliveryStatus
 from broadside.queues import Jobs
 from broadside.unsubscribe import tokens
 from jobs.pacing import Pacer
 from jobs.runtime import Runtime
+from webapp import REPO_ROOT
 from webapp.extensions import db, get_jobs
 
 SECRET_KEY = "test-secret-key-0123456789"
@@ -48,9 +61,16 @@ def wait_until(condition, timeout: float = 20.0, interval: float = 0.05, message
 
 def make_token(subscriber_id: int, list_id: int, broadcast_id: int | None = None, *,
                secret_key: str | None = None) -> str:
-    """An unsubscribe token signed with the current app's SECRET_KEY (or the one given)."""
-    return tokens.make_token(subscriber_id, list_id, broadcast_id,
+    """An unsubscribe token as the worker makes it, for the person now at `subscriber_id`
+    (signed with the current app's SECRET_KEY, or the one given)."""
+    joined = (db.session.scalar(select(Subscriber.created_at).where(Subscriber.id == subscriber_id))
+              if 0 <= subscriber_id < 2**31 else None)
+    return tokens.make_token(subscriber_id, list_id, broadcast_id, joined=joined or NOBODY_JOINED,
                              secret_key=secret_key or current_app.config["SECRET_KEY"])
+
+
+# The creation moment given to a token for an id nobody has (the person it names is gone).
+NOBODY_JOINED = datetime(2000, 1, 1)
 
 
 def read_token(token: str) -> tokens.UnsubscribeClaim | None:
@@ -142,15 +162,183 @@ def statuses(broadcast_id: int) -> dict[str, int]:
 def counters(broadcast_id: int) -> dict[str, int]:
     db.session.expire_all()
     b = db.session.get(Broadcast, broadcast_id)
-    return {
-        k: v
-        for k, v in {
-            "pending": b.pending_count,
-            "sending": b.sending_count,
-            "sent": b.sent_count,
-            "skipped": b.skipped_count,
-            "failed": b.failed_count,
-            "unknown": b.unknown_count,
-        }.items()
-        if v
-    }
+    return {status.value: count for status in DeliveryStatus if (count := getattr(b, f"{status}_count"))}
+
+
+# ---------------------------------------------------------------- checks on a broadcast's ledger
+
+TERMINAL = {"sent", "skipped", "failed", "unknown"}
+
+
+def broadcast_row(broadcast_id: int) -> Broadcast:
+    db.session.expire_all()
+    broadcast = db.session.get(Broadcast, broadcast_id)
+    db.session.commit()
+    assert broadcast is not None, f"no broadcast {broadcast_id}"
+    return broadcast
+
+
+def broadcast_status(broadcast_id: int) -> str:
+    db.session.expire_all()
+    status = db.session.scalar(select(Broadcast.status).where(Broadcast.id == broadcast_id))
+    db.session.commit()
+    assert status is not None, f"no broadcast {broadcast_id}"
+    return status
+
+
+def emails_by_status(broadcast_id: int) -> dict[str, set[str]]:
+    db.session.expire_all()
+    rows = db.session.execute(
+        select(Delivery.status, Subscriber.email)
+        .join(Subscriber, Subscriber.id == Delivery.subscriber_id)
+        .where(Delivery.broadcast_id == broadcast_id)
+    ).all()
+    db.session.commit()
+    result: dict[str, set[str]] = {}
+    for status, email in rows:
+        result.setdefault(status, set()).add(email)
+    return result
+
+
+def assert_nobody_twice(received: list[str]) -> None:
+    seen: set[str] = set()
+    twice = sorted({r for r in received if r in seen or seen.add(r)})
+    assert not twice, f"{len(twice)} addresses received two copies, e.g. {twice[:5]}"
+
+
+def assert_ledger_consistent(broadcast_id: int, received: list[str]) -> dict[str, int]:
+    """Every row final, every `sent` row really received, counters == GROUP BY of the rows."""
+    result = statuses(broadcast_id)
+    assert set(result) <= TERMINAL, f"rows not in a final state: {result}"
+    by_status = emails_by_status(broadcast_id)
+    missing = by_status.get("sent", set()) - set(received)
+    assert not missing, f"rows marked sent that the server never received: {sorted(missing)[:5]}"
+    for status in ("skipped", "failed"):
+        wrongly = by_status.get(status, set()) & set(received)
+        assert not wrongly, f"rows marked {status} that were received: {sorted(wrongly)[:5]}"
+    assert counters(broadcast_id) == result, "the broadcast's counters disagree with its rows"
+    total = broadcast_row(broadcast_id).total
+    assert sum(result.values()) == total
+    return result
+
+
+# ---------------------------------------------------------------- a browser without a browser
+
+class Browser:
+    """urllib with a cookie jar: a signed-in owner's session, over real HTTP."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def request(self, method: str, path: str, data: bytes | None = None,
+                headers: dict | None = None) -> tuple[int, str]:
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers=headers or {})
+        try:
+            with self.opener.open(request, timeout=15) as response:
+                return response.status, response.read().decode()
+        except HTTPError as error:
+            with error:
+                return error.code, error.read().decode()
+
+    def submit(self, path: str, fields: dict[str, str]) -> tuple[int, str]:
+        """POST a form (redirects followed, as a browser would): (status, page)."""
+        body = urllib.parse.urlencode(fields).encode()
+        return self.request("POST", path, body, {"Content-Type": "application/x-www-form-urlencoded"})
+
+    def form(self, path: str, fields: dict[str, str]) -> int:
+        return self.submit(path, fields)[0]
+
+    def sign_in(self, email: str, password: str) -> Browser:
+        token = csrf_token_from(self.request("GET", "/login")[1])
+        assert self.form("/login", {"email": email, "password": password, "csrf_token": token}) == 200
+        return self
+
+
+# ---------------------------------------------------------------- a worker process
+
+class WorkerProcess:
+    """`flask --app webapp worker` as a real subprocess, configured like the test app."""
+
+    def __init__(self, app_config: dict, extra_env: dict[str, str] | None = None) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "PYTEST_"))}
+        env.update(
+            DATABASE_URL=app_config["DATABASE_URL"],
+            REDIS_URL=app_config["REDIS_URL"],
+            SECRET_KEY=app_config["SECRET_KEY"],
+            BROADSIDE_NAMESPACE=app_config["BROADSIDE_NAMESPACE"],
+            BROADSIDE_INSTANCE_PATH=app_config["INSTANCE_PATH"],
+            SEND_DELAY_MS=str(app_config.get("SEND_DELAY_MS", "0")),
+            SMTP_URL=str(app_config.get("SMTP_URL", "")),
+            BASE_URL=str(app_config.get("BASE_URL", "http://localhost:5000")),
+            RETRY_BASE_SECONDS=str(app_config.get("RETRY_BASE_SECONDS", "0.05")),
+            PYTHONUNBUFFERED="1",
+        )
+        env.update(extra_env or {})
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.log_path = Path(app_config["INSTANCE_PATH"]) / f"worker-{uuid.uuid4().hex[:6]}.log"
+
+    def start(self) -> WorkerProcess:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")  # closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "flask", "--app", "webapp", "worker"],
+            cwd=REPO_ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    @property
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self, group: bool = False) -> None:
+        """SIGKILL the main process (or its whole process group)."""
+        assert self.proc is not None
+        if group:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        else:
+            self.proc.kill()
+        self.proc.wait(10)
+
+    def terminate(self, timeout: float = 30) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+        if hasattr(self, "_log"):
+            self._log.close()
+
+
+# ---------------------------------------------------------------- signed generic webhooks
+
+
+def webhook_body(**fields) -> bytes:
+    """A body for POST /webhooks/events: the fields given, with a fresh unique `id` unless one
+    is given (the webhook counts each id once)."""
+    import json
+
+    return json.dumps({"id": f"evt-{uuid.uuid4().hex}", **fields}).encode()
+
+
+def webhook_headers(body: bytes, secret: str, timestamp: int | str | None = None) -> dict[str, str]:
+    """Headers a sender puts on POST /webhooks/events, computed here as the README tells a
+    sender to (independently of the app's code): `X-Broadside-Timestamp` (now unless given)
+    and `X-Broadside-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">`."""
+    import hashlib
+    import hmac
+
+    stamp = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return {"Content-Type": "application/json", "X-Broadside-Timestamp": stamp,
+            "X-Broadside-Signature": f"sha256={digest}"}

@@ -12,7 +12,6 @@ from flask import Blueprint, Flask
 from flask.logging import default_handler
 from redis import Redis
 from werkzeug.middleware.proxy_fix import ProxyFix
-from werkzeug.routing import IntegerConverter
 
 from broadside import models  # noqa: F401 - registers the tables with the metadata
 from broadside.config import load_config
@@ -28,27 +27,21 @@ from webapp.dashboard.views import bp as dashboard_bp
 from webapp.errors import register_error_handlers
 from webapp.extensions import csrf, db, login_manager, migrate
 from webapp.health import bp as health_bp
+from webapp.htmx import htmx
 from webapp.lists.views import bp as lists_bp
 from webapp.metrics.views import bp as metrics_bp
+from webapp.params import DatabaseIdConverter
 from webapp.security import install_security
 from webapp.settings.views import bp as settings_bp
 from webapp.signup.views import bp as signup_bp
 from webapp.subscribers.views import bp as subscribers_bp
 from webapp.system.views import bp as system_bp
+from webapp.templating import register_templating
 from webapp.unsubscribe.owner import bp as suppression_bp
 from webapp.unsubscribe.views import bp as unsubscribe_bp
 from webapp.webhooks.views import bp as webhooks_bp
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-MAX_DATABASE_ID = 2**31 - 1
-
-
-class DatabaseIdConverter(IntegerConverter):
-    def __init__(self, map, *args, **kwargs) -> None:  # noqa: A002 - werkzeug's signature
-        kwargs.setdefault("max", MAX_DATABASE_ID)
-        super().__init__(map, *args, **kwargs)
-
-
 def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None) -> Flask:
     """Build the app: defaults, then the environment (and `.env`), then `config`.
 
@@ -75,6 +68,7 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     # (without this bound, a huge id made SQLite and PostgreSQL raise, answering 500).
     app.url_map.converters["int"] = DatabaseIdConverter
 
+    htmx.init_app(app)  # request.htmx, before anything reads a request
     db.init_app(app)
     migrate.init_app(
         app, db, directory=str(REPO_ROOT / "migrations"), render_as_batch=True, compare_type=True
@@ -89,6 +83,7 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     app.logger.removeHandler(default_handler)
     install_security(app)
     _register_blueprints(app)
+    register_templating(app)
 
     register_error_handlers(app)
     register_cli(app)

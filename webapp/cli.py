@@ -12,6 +12,7 @@ from sqlalchemy import select
 from broadside import accounts
 from broadside.errors import DomainError
 from broadside.models import ApiToken, Owner
+from webapp.doctor import report
 from webapp.extensions import db
 
 owner_cli = AppGroup("owner", help="Manage owner accounts.")
@@ -37,8 +38,9 @@ def owner_create(email: str, password_stdin: bool) -> None:
 @tokens_cli.command("create")
 @click.argument("name")
 @click.option("--owner", "owner_email", help="Owner the token belongs to (default: the first).")
-def tokens_create(name: str, owner_email: str | None) -> None:
-    """Create an API token; the token itself is the last line printed."""
+@click.option("--read-only", is_flag=True, help="The token may only read (GET requests).")
+def tokens_create(name: str, owner_email: str | None, read_only: bool) -> None:
+    """Create an API token, full or read-only; the token itself is the last line printed."""
     query = select(Owner).order_by(Owner.id)
     if owner_email:
         query = query.where(Owner.email == owner_email.strip().lower())
@@ -46,10 +48,12 @@ def tokens_create(name: str, owner_email: str | None) -> None:
     if owner is None:
         raise click.ClickException("No such owner: create one with `flask --app webapp owner create`.")
     try:
-        token, plain = accounts.create_token(db.session, owner.id, name)
+        token, plain = accounts.create_token(db.session, owner.id, name, read_only=read_only)
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
-    click.echo(f"Token {token.name!r} (id {token.id}) for {owner.email}. It is shown only once:")
+    access = "read-only" if token.read_only else "full"
+    click.echo(f"Token {token.name!r} (id {token.id}, {access}) for {owner.email}. "
+               "It is shown only once:")
     click.echo(plain)
 
 
@@ -58,7 +62,8 @@ def tokens_list() -> None:
     """List tokens (never their values)."""
     for token in db.session.scalars(select(ApiToken).order_by(ApiToken.id)):
         state = "revoked" if token.revoked_at else "active"
-        click.echo(f"{token.id}\t{token.name}\t{token.prefix}…\t{state}")
+        access = "read-only" if token.read_only else "full"
+        click.echo(f"{token.id}\t{token.name}\t{token.prefix}…\t{access}\t{state}")
 
 
 @tokens_cli.command("revoke")
@@ -81,6 +86,4 @@ def register_cli(app: Flask) -> None:
     @app.cli.command("doctor")
     def doctor_command() -> None:
         """Check configuration, database, Redis, worker, SMTP and BASE_URL; exit 0 only if all pass."""
-        from webapp.doctor import report
-
         sys.exit(report(app, echo=click.echo))

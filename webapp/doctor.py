@@ -34,6 +34,7 @@ from sqlalchemy.pool import NullPool
 from broadside.broadcasts.service import sender_identity
 from broadside.config import ENV_VARS
 from broadside.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY
+from broadside.logs import mask_query_passwords
 from broadside.transports import DeliveryError, OutboxTransport, SmtpTransport
 from webapp.extensions import db
 
@@ -62,14 +63,14 @@ class Check:
 
 
 def mask_url(value: str) -> str:
-    """The URL with its password replaced by ****."""
+    """The URL with its passwords replaced by ****: `user:password@` and `?password=`."""
     if not value:
         return value
     parts = urlsplit(value)
-    if parts.password is None:
-        return value
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:****@{host}"))
+    if parts.password is not None:
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{parts.username or ''}:****@{host}")
+    return urlunsplit(parts._replace(query=mask_query_passwords(parts.query)))
 
 
 def shown_value(name: str, value: Any) -> str:

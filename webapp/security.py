@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from flask import Flask, Response, redirect, request, url_for
+from flask import Flask, Response, redirect, url_for
 from flask_login import current_user
 
 from broadside.models import Owner
 from webapp.extensions import db, login_manager
+from webapp.htmx import make_response, request
 
 F = TypeVar("F", bound=Callable)
 
@@ -22,6 +23,9 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
+
+
+HSTS = "max-age=31536000"
 
 
 def public(view: F) -> F:
@@ -54,12 +58,12 @@ def install_security(app: Flask) -> None:
     def require_owner() -> Response | None:
         if is_public_endpoint(app, request.endpoint) or current_user.is_authenticated:
             return None
-        if request.headers.get("HX-Request"):
+        if request.htmx:
             # An expired session during an HTMX poll: send the whole page to the login form.
-            response = Response(status=401)
-            response.headers["HX-Redirect"] = url_for("auth.login")
-            return response
+            return make_response("", 401, redirect=url_for("auth.login"))
         return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
+
+    https = str(app.config.get("BASE_URL", "")).lower().startswith("https://")
 
     @app.after_request
     def security_headers(response: Response) -> Response:
@@ -67,4 +71,8 @@ def install_security(app: Flask) -> None:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("Referrer-Policy", "same-origin")
+        if https:
+            # Served over https: browsers keep to it for a year. Not for subdomains, which may
+            # be other sites of the owner's.
+            response.headers.setdefault("Strict-Transport-Security", HSTS)
         return response

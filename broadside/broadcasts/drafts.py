@@ -1,13 +1,22 @@
-"""Drafts: create and edit a broadcast before it is sent."""
+"""Drafts: create and edit a broadcast before it is sent.
+
+Only a draft's content changes (invariant 8: what was sent is frozen); the edit is one UPDATE
+guarded by the draft state, so an edit racing a send either lands before the send freezes the
+content or is refused. The status itself is written only by `broadside.broadcasts.lifecycle`
+(a new broadcast starts in its initial state).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from broadside.broadcasts import lifecycle
 from broadside.broadcasts.service import get_broadcast, sender_identity
+from broadside.db import rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.models import Broadcast, MailingList, Revision
 from broadside.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
@@ -31,7 +40,7 @@ def _validate(session: Session, list_id: object, subject: object, preheader: obj
             raise ValidationError(f"The {label} must be text.")
         if len(value) > limit:
             raise ValidationError(f"The {label} is too long ({len(value)} of {limit} characters).")
-    if "\n" in subject or "\r" in subject:
+    if "\n" in str(subject) or "\r" in str(subject):
         raise ValidationError("The subject must be one line.")
 
 
@@ -39,7 +48,7 @@ def create_draft(session: Session, *, list_id: int, subject: str = "", body: str
                  preheader: str = "") -> Broadcast:
     _validate(session, list_id, subject, preheader, body)
     broadcast = Broadcast(list_id=list_id, subject=subject.strip(), preheader=preheader.strip(),
-                          body=body, status="draft")
+                          body=body, status=lifecycle.INITIAL.value)
     session.add(broadcast)
     session.commit()
     return broadcast
@@ -51,7 +60,7 @@ def update_draft(session: Session, broadcast_id: int, *, list_id: int, subject: 
     _validate(session, list_id, subject, preheader, body)
     result = session.execute(
         update(Broadcast)
-        .where(Broadcast.id == broadcast_id, Broadcast.status == "draft")
+        .where(Broadcast.id == broadcast_id, Broadcast.status == lifecycle.DRAFT.value)
         .values(list_id=list_id, subject=subject.strip(), preheader=preheader.strip(), body=body,
                 updated_at=utcnow())
     )
@@ -59,7 +68,7 @@ def update_draft(session: Session, broadcast_id: int, *, list_id: int, subject: 
     broadcast = session.get(Broadcast, broadcast_id)
     if broadcast is None:
         raise NotFound("There is no such broadcast.")
-    if result.rowcount == 0:
+    if rowcount(result) == 0:
         raise Conflict("This broadcast has been sent and can no longer be edited; "
                        "duplicate it instead.")
     session.refresh(broadcast)
@@ -71,7 +80,8 @@ def duplicate(session: Session, broadcast_id: int) -> Broadcast:
     if original is None:
         raise NotFound("There is no such broadcast.")
     copy = Broadcast(list_id=original.list_id, subject=original.subject,
-                     preheader=original.preheader, body=original.body, status="draft")
+                     preheader=original.preheader, body=original.body,
+                     status=lifecycle.INITIAL.value)
     session.add(copy)
     session.commit()
     return copy
@@ -145,7 +155,8 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
 
     broadcast = get_broadcast(session, broadcast_id)
     revision = session.scalar(select(Revision).where(Revision.broadcast_id == broadcast_id))
-    sample = {"email": sample_email, "name": "Alex", "attributes": {}, "unsubscribe_url": "#"}
+    sample: dict[str, Any] = {"email": sample_email, "name": "Alex", "attributes": {},
+                              "unsubscribe_url": "#"}
     try:
         if revision is not None:
             compiled = compiled_revision(revision.subject, revision.html_template,

@@ -4,7 +4,19 @@ Invariant 4 (claim before send) and 9 (evidence) live here. Every transition nam
 it expects (`WHERE id = ? AND status = ?`), so a retried or duplicated job that finds the row
 already moved changes nothing; there is no read-then-write. The broadcast's counters move by
 exactly the rows that changed, in the same transaction, so the progress bar never has to
-count the deliveries table.
+count the deliveries table. Every writer of `Delivery.status` comes through here: the
+worker's claims and outcomes, orphan repair, the owner's cancel and "send again".
+
+Lock order: the broadcast row first, then its deliveries (then subscribers). Every
+transaction that touches both takes them in that order, so a cancel during a fast send
+cannot deadlock on PostgreSQL (a cancel used to lock the broadcast then the deliveries while
+a claim locked the deliveries then the broadcast's counters). Here the counters are written
+FIRST, with the number of rows asked for, and corrected afterwards in the rare case fewer
+moved: taking the lock costs no statement. A broadcast's lifecycle move
+(`broadside.broadcasts.lifecycle`) locks the broadcast row alone, and work on its deliveries
+runs after it in the same transaction (`cancel_pending`). SQLite serialises writers anyway.
+Taking the broadcast row first also makes a cancel's "skip every pending row" exact: nobody
+can claim one of them between its events and its UPDATE.
 """
 
 from __future__ import annotations
@@ -14,29 +26,24 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, literal, select, update
 from sqlalchemy.orm import Session
 
 from broadside.models import Broadcast, Delivery, Event
+from broadside.models.sending import DeliveryStatus
 from broadside.timeutil import utcnow
 
-COUNTER = {
-    "pending": Broadcast.pending_count,
-    "sending": Broadcast.sending_count,
-    "sent": Broadcast.sent_count,
-    "skipped": Broadcast.skipped_count,
-    "failed": Broadcast.failed_count,
-    "unknown": Broadcast.unknown_count,
-}
+# One counter column per delivery status (`pending_count`, `sent_count`, ...).
+COUNTER: dict[str, Any] = {status: getattr(Broadcast, f"{status}_count") for status in DeliveryStatus}
 
 # The event kind recorded when a delivery enters each status.
-EVENT_FOR = {
-    "sending": "claimed",
-    "sent": "sent",
-    "skipped": "skipped",
-    "failed": "failed",
-    "unknown": "unknown",
-    "pending": "retry",
+EVENT_FOR: dict[str, str] = {
+    DeliveryStatus.SENDING: "claimed",
+    DeliveryStatus.SENT: "sent",
+    DeliveryStatus.SKIPPED: "skipped",
+    DeliveryStatus.FAILED: "failed",
+    DeliveryStatus.UNKNOWN: "unknown",
+    DeliveryStatus.PENDING: "retry",
 }
 
 
@@ -125,8 +132,13 @@ def transition(
 
     Returns the ids that moved. Does not commit: the caller owns the transaction.
     """
+    changes = list(changes)
+    if not changes:
+        return []
     now = now or utcnow()
     connection = session.connection()
+    # Lock order: the broadcast row (its counters) before the deliveries.
+    move_counters(session, broadcast_id, {(source, target): len(changes)})
     groups: dict[tuple[str, ...], list[Change]] = {}
     for change in changes:
         groups.setdefault(tuple(sorted(change.values)), []).append(change)
@@ -161,8 +173,10 @@ def transition(
             ).scalars()
         )
         moved.extend(c for c in group if c.delivery_id in ids)
+    if len(moved) < len(changes):
+        # Some had already left `source`: take back the counters they did not earn.
+        move_counters(session, broadcast_id, {(source, target): len(moved) - len(changes)})
     if moved:
-        move_counters(session, broadcast_id, {(source, target): len(moved)})
         _record(session, broadcast_id, moved, EVENT_FOR[target], now)
     return [c.delivery_id for c in moved]
 
@@ -188,23 +202,50 @@ def claim(
     if not rows:
         return []
     now = now or utcnow()
+    # Lock order: the broadcast row (its counters) before the deliveries.
+    move_counters(session, broadcast_id, {("pending", "sending"): len(rows)})
     claimed = set(
         session.connection()
         .execute(_CLAIM, {"ids": [delivery_id for delivery_id, _ in rows], "now": now})
         .scalars()
     )
     moved = [Change(d, s) for d, s in rows if d in claimed]
+    if len(moved) < len(rows):
+        move_counters(session, broadcast_id, {("pending", "sending"): len(moved) - len(rows)})
     if moved:
-        move_counters(session, broadcast_id, {("pending", "sending"): len(moved)})
         _record(session, broadcast_id, moved, EVENT_FOR["sending"], now)
     return [c.delivery_id for c in moved]
 
 
-def broadcast_event(
-    session: Session, broadcast_id: int, kind: str, detail: str = "", data: dict[str, Any] | None = None
-) -> None:
-    session.execute(
-        insert(Event).values(
-            kind=kind, broadcast_id=broadcast_id, detail=detail, data=data, created_at=utcnow()
+def cancel_pending(session: Session, broadcast_id: int, reason: str, now: datetime | None = None) -> int:
+    """Every row still pending becomes skipped (`reason`), with one event each; returns how many.
+
+    The caller holds the broadcast row already (the lifecycle's cancel moved it in this
+    transaction: the lock order), so no claim can take a pending row between the events and
+    the UPDATE. Two statements whatever the size of the list. Does not commit.
+    """
+    now = now or utcnow()
+    pending = (_DELIVERIES.c.broadcast_id == broadcast_id) & (
+        _DELIVERIES.c.status == DeliveryStatus.PENDING.value
+    )
+    # Evidence first (one event per row about to move), then the guarded move.
+    session.connection().execute(
+        insert(_EVENTS).from_select(
+            ["kind", "broadcast_id", "delivery_id", "subscriber_id", "detail", "created_at"],
+            select(
+                literal(EVENT_FOR[DeliveryStatus.SKIPPED], Event.kind.type),
+                _DELIVERIES.c.broadcast_id,
+                _DELIVERIES.c.id,
+                _DELIVERIES.c.subscriber_id,
+                literal(reason, Event.detail.type),
+                literal(now, Event.created_at.type),
+            ).where(pending),
         )
     )
+    moved = session.connection().execute(
+        update(_DELIVERIES)
+        .where(pending)
+        .values(status=DeliveryStatus.SKIPPED.value, reason=reason, updated_at=now)
+    ).rowcount
+    move_counters(session, broadcast_id, {("pending", "skipped"): moved})
+    return moved

@@ -125,4 +125,4 @@ def read_progress(session: Session, broadcast_id: int, *, send_delay_ms: int = 0
     row = session.execute(select(*_COLUMNS).where(Broadcast.id == broadcast_id)).first()
     if row is None:
         raise NotFound("There is no such broadcast.")
-    return Progress(*row, send_delay_ms=send_delay_ms)
+    return Progress(*row, send_delay_ms=send_delay_ms)  # type: ignore[call-arg]  # the columns are its fields, in order

@@ -1,8 +1,11 @@
 """Sending a broadcast and steering it: send, schedule, pause, resume, cancel, retry.
 
 Plain functions over a SQLAlchemy session; the pages, the API and the worker share them.
-Every state change of a broadcast is a predicate-guarded UPDATE naming the states it may
-leave, so two owners pressing "send" at once get exactly one send.
+Every state change of a broadcast is a transition of `broadside.broadcasts.lifecycle` (one
+predicate-guarded UPDATE naming the states it may leave), so two owners pressing "send" at
+once get exactly one send; every change of a delivery goes through the ledger
+(`broadside.broadcasts.ledger`), whose lock order (the broadcast row, then its deliveries)
+these functions keep.
 """
 
 from __future__ import annotations
@@ -16,17 +19,18 @@ from sqlalchemy import and_, func, insert, literal, select, update
 from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
-from broadside.broadcasts import ledger
+from broadside.broadcasts import ledger, lifecycle
 from broadside.errors import Conflict, NotFound, ValidationError
+from broadside.events import record_event
 from broadside.logs import owner_action
-from broadside.models import Broadcast, Delivery, Event, Revision, Subscriber, Subscription
+from broadside.models import Broadcast, Delivery, Revision, Subscriber, Subscription
+from broadside.models.sending import DeliveryStatus
 from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
 from broadside.rendering import CompiledRevision, freeze_content
 from broadside.site_settings import get_settings
 from broadside.timeutil import utcnow
 
-ACTIVE = ("queued", "sending")
 PAUSE_BY_OWNER = "Paused by the owner. Press Resume to continue from where it stopped."
 
 
@@ -66,7 +70,7 @@ def audience_summary(session: Session, list_id: int | None) -> dict[str, Any]:
         .where(Subscription.list_id == list_id)
         .group_by(Subscription.status, Subscriber.suppression)
     ).all()
-    active, skipped = 0, {}
+    active, skipped = 0, dict[str, int]()
     for status, suppression, count in rows:
         if status == "active" and suppression is None:
             active += count
@@ -110,26 +114,18 @@ def send_broadcast(
     *,
     default_from: str,
     jobs: Jobs | None,
-    allowed_from: tuple[str, ...] = ("draft",),
+    scheduled: bool = False,
 ) -> Broadcast:
     """Freeze the content, snapshot the audience into pending deliveries, queue it (with
-    `jobs=None` the job is left to the worker's orphan repair)."""
+    `jobs=None` the job is left to the worker's orphan repair). `scheduled`: the worker
+    starting a scheduled broadcast whose time has come, not the owner pressing send."""
     broadcast = get_broadcast(session, broadcast_id)
     if not broadcast.subject.strip():
         raise ValidationError("Give the broadcast a subject before sending it.")
     if broadcast.list_id is None:
         raise ValidationError("Choose a list to send to.")
-    now = utcnow()
-    # The guarded UPDATE is the lock: of two concurrent sends, one moves the row, one gets 0.
-    won = session.execute(
-        update(Broadcast)
-        .where(Broadcast.id == broadcast_id, Broadcast.status.in_(allowed_from))
-        .values(status="queued", queued_at=now, updated_at=now, pause_reason=None)
-    ).rowcount
-    if won != 1:
-        session.rollback()
-        raise Conflict("This broadcast is not a draft any more; it has already been sent or queued.")
-    try:
+
+    def snapshot() -> str:
         freeze_revision(session, broadcast, default_from)
         # The snapshot: the list's active, unsuppressed subscribers, in one statement.
         session.execute(
@@ -138,7 +134,7 @@ def send_broadcast(
                 select(
                     literal(broadcast_id, Delivery.broadcast_id.type),
                     Subscription.subscriber_id,
-                    literal("pending", Delivery.status.type),
+                    literal(DeliveryStatus.PENDING.value, Delivery.status.type),
                     literal(0, Delivery.attempts.type),
                 )
                 .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
@@ -158,11 +154,22 @@ def send_broadcast(
         session.execute(
             update(Broadcast).where(Broadcast.id == broadcast_id).values(total=total, pending_count=total)
         )
-        ledger.broadcast_event(session, broadcast_id, "queued", f"{total} recipients")
-        session.commit()
+        return f"{total} recipients"
+
+    try:
+        # The guarded UPDATE is the lock: of two concurrent sends, one moves the row, one gets
+        # 0; the snapshot is taken only by the one that moved it.
+        won = lifecycle.move(
+            session, broadcast_id, "send_scheduled" if scheduled else "send", then=snapshot
+        )
+        if won:
+            session.commit()
     except Exception:
         session.rollback()
         raise
+    if not won:
+        session.rollback()
+        raise Conflict("This broadcast is not a draft any more; it has already been sent or queued.")
     session.refresh(broadcast)
     owner_action("broadcast queued", broadcast_id=broadcast_id, recipients=broadcast.total)
     if jobs is not None:
@@ -170,43 +177,31 @@ def send_broadcast(
     return broadcast
 
 
-def _move(
+def _steer(
     session: Session,
     broadcast_id: int,
-    allowed_from: tuple[str, ...],
-    values: dict[str, Any],
+    transition: str,
     refusal: str,
-    event: str | None,
-    detail: str = "",
+    **arguments: Any,
 ) -> None:
-    """A broadcast's state change: guarded by the states it may leave, with its event.
-
-    Does not commit; raises NotFound or Conflict (after a rollback) when the guard refuses.
-    """
-    changed = session.execute(
-        update(Broadcast)
-        .where(Broadcast.id == broadcast_id, Broadcast.status.in_(allowed_from))
-        .values(updated_at=utcnow(), **values)
-    ).rowcount
-    if changed != 1:
+    """One lifecycle transition on the owner's behalf. Does not commit; raises NotFound or
+    Conflict (after a rollback) when the transition's guard refuses."""
+    if not lifecycle.move(session, broadcast_id, transition, **arguments):
         session.rollback()
         get_broadcast(session, broadcast_id)
         raise Conflict(refusal)
-    if event:
-        ledger.broadcast_event(session, broadcast_id, event, detail)
 
 
 def schedule_broadcast(session: Session, broadcast_id: int, at_utc: datetime) -> Broadcast:
     if at_utc <= utcnow():
         raise ValidationError("Choose a time in the future.")
-    _move(
+    _steer(
         session,
         broadcast_id,
-        ("draft",),
-        {"status": "scheduled", "scheduled_at": at_utc},
+        "schedule",
         "Only a draft can be scheduled.",
-        "scheduled",
-        at_utc.isoformat() + "Z",
+        scheduled_at=at_utc,
+        detail=at_utc.isoformat() + "Z",
     )
     session.commit()
     owner_action("broadcast scheduled", broadcast_id=broadcast_id)
@@ -214,29 +209,18 @@ def schedule_broadcast(session: Session, broadcast_id: int, at_utc: datetime) ->
 
 
 def unschedule_broadcast(session: Session, broadcast_id: int) -> Broadcast:
-    _move(
-        session,
-        broadcast_id,
-        ("scheduled",),
-        {"status": "draft", "scheduled_at": None},
-        "This broadcast is not scheduled.",
-        "unscheduled",
-    )
+    _steer(session, broadcast_id, "unschedule", "This broadcast is not scheduled.")
     session.commit()
     owner_action("broadcast unscheduled", broadcast_id=broadcast_id)
     return get_broadcast(session, broadcast_id)
 
 
 def pause_broadcast(session: Session, broadcast_id: int, reason: str = PAUSE_BY_OWNER) -> Broadcast:
-    _move(
-        session,
-        broadcast_id,
-        ACTIVE,
-        {"status": "paused", "pause_reason": reason, "notice": None},
-        "Only a queued or sending broadcast can be paused.",
-        "paused",
-        reason,
-    )
+    """The owner's pause (the worker pauses through the same `lifecycle.pause`)."""
+    if not lifecycle.pause(session, broadcast_id, reason):
+        session.rollback()
+        get_broadcast(session, broadcast_id)
+        raise Conflict("Only a queued or sending broadcast can be paused.")
     session.commit()
     owner_action("broadcast paused", broadcast_id=broadcast_id)
     return get_broadcast(session, broadcast_id)
@@ -244,15 +228,7 @@ def pause_broadcast(session: Session, broadcast_id: int, reason: str = PAUSE_BY_
 
 def resume_broadcast(session: Session, broadcast_id: int, *, jobs: Jobs) -> Broadcast:
     """Continue from the rows still pending; never restart (invariant 7)."""
-    _move(
-        session,
-        broadcast_id,
-        ("paused",),
-        {"status": "queued", "pause_reason": None, "auto_resumes": 0},
-        "Only a paused broadcast can be resumed.",
-        "resumed",
-        "by the owner",
-    )
+    _steer(session, broadcast_id, "resume", "Only a paused broadcast can be resumed.")
     session.commit()
     owner_action("broadcast resumed", broadcast_id=broadcast_id)
     _enqueue(jobs, broadcast_id)
@@ -260,39 +236,26 @@ def resume_broadcast(session: Session, broadcast_id: int, *, jobs: Jobs) -> Broa
 
 
 def cancel_broadcast(session: Session, broadcast_id: int) -> Broadcast:
-    """Stop for good: every row still pending becomes skipped ("cancelled")."""
-    now = utcnow()
-    _move(
+    """Stop for good: every row still pending becomes skipped ("cancelled").
+
+    The broadcast row is moved (and so locked) first, then its deliveries: the ledger's lock
+    order. A slice in flight finds the broadcast cancelled at its next re-check (invariant 3)
+    and skips the rest of its claimed rows the same way."""
+    skipped: list[int] = []
+
+    def skip_pending() -> str:
+        skipped.append(ledger.cancel_pending(session, broadcast_id, "cancelled"))
+        return f"{skipped[0]} pending recipients skipped"
+
+    _steer(
         session,
         broadcast_id,
-        ("scheduled", "queued", "sending", "paused"),
-        {"status": "cancelled", "finished_at": now, "notice": None},
+        "cancel",
         "Only a scheduled, queued, sending or paused broadcast can be cancelled.",
-        None,
+        then=skip_pending,
     )
-    # Evidence first (one event per row that is about to move), then the guarded move.
-    session.execute(
-        insert(Event).from_select(
-            ["kind", "broadcast_id", "delivery_id", "subscriber_id", "detail", "created_at"],
-            select(
-                literal("skipped", Event.kind.type),
-                Delivery.broadcast_id,
-                Delivery.id,
-                Delivery.subscriber_id,
-                literal("cancelled", Event.detail.type),
-                literal(now, Event.created_at.type),
-            ).where(Delivery.broadcast_id == broadcast_id, Delivery.status == "pending"),
-        )
-    )
-    moved = session.execute(
-        update(Delivery)
-        .where(Delivery.broadcast_id == broadcast_id, Delivery.status == "pending")
-        .values(status="skipped", reason="cancelled", updated_at=now)
-    ).rowcount
-    ledger.move_counters(session, broadcast_id, {("pending", "skipped"): moved})
-    ledger.broadcast_event(session, broadcast_id, "cancelled", f"{moved} pending recipients skipped")
     session.commit()
-    owner_action("broadcast cancelled", broadcast_id=broadcast_id, skipped=moved)
+    owner_action("broadcast cancelled", broadcast_id=broadcast_id, skipped=skipped[0])
     return get_broadcast(session, broadcast_id)
 
 
@@ -309,7 +272,7 @@ def retry_deliveries(session: Session, broadcast_id: int, *, which: str, jobs: J
         condition = and_(Delivery.status == "failed", Delivery.error_class == "transient")
     else:
         raise ValidationError("Choose which deliveries to send again: unknown or transient.")
-    if broadcast.status not in ("sent", "sending", "queued", "paused"):
+    if broadcast.status not in (lifecycle.SENT, *lifecycle.ACTIVE, lifecycle.PAUSED):
         raise Conflict("Only a broadcast that has been sent can send again.")
     now = utcnow()
     rows = session.execute(
@@ -324,14 +287,14 @@ def retry_deliveries(session: Session, broadcast_id: int, *, which: str, jobs: J
         )
         for d, s in rows
     ]
+    # Lock order: the ledger writes the broadcast's counters before the rows it moves.
     moved = ledger.transition(session, broadcast_id, changes, source=source, target="pending", now=now)
     if moved:
-        session.execute(
-            update(Broadcast)
-            .where(Broadcast.id == broadcast_id, Broadcast.status == "sent")
-            .values(status="queued", finished_at=None, updated_at=now)
-        )
-        ledger.broadcast_event(session, broadcast_id, "resent", f"{len(moved)} {source} rows")
+        detail = f"{len(moved)} {source} rows"
+        # A finished broadcast goes back to the queue; an active or paused one just has more
+        # rows pending. Either way one "resent" event.
+        if not lifecycle.move(session, broadcast_id, "send_again", detail=detail):
+            record_event(session, "resent", broadcast_id=broadcast_id, detail=detail)
     session.commit()
     if moved:
         owner_action("broadcast sending again", broadcast_id=broadcast_id, rows=len(moved), which=source)

@@ -8,6 +8,7 @@ from sqlalchemy import delete, exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from broadside.db import rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.models import Broadcast, Import, MailingList, Subscription
 from broadside.models.audience import SUBSCRIPTION_STATUSES
@@ -116,7 +117,7 @@ def delete_list(session: Session, list_id: int) -> str:
         delete(MailingList).where(MailingList.id == list_id, ~busy)
         .execution_options(synchronize_session=False)
     )
-    if result.rowcount == 0:
+    if rowcount(result) == 0:
         session.rollback()
         raise Conflict(
             f"The list {name!r} has a broadcast that is scheduled, queued, sending or paused. "

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String, Text
+from sqlalchemy import ForeignKey, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
-from broadside.db import db
+from broadside.db import Model
 from broadside.timeutil import utcnow
 
 
-class Owner(db.Model):
+class Owner(Model):
     """An owner account. The three members below are what Flask-Login asks of a signed-in
     user (written out rather than inherited, so the domain does not import the web's login)."""
 
@@ -30,7 +30,7 @@ class Owner(db.Model):
         return str(self.id)
 
 
-class ApiToken(db.Model):
+class ApiToken(Model):
     """A bearer token for `/api/...`; only its SHA-256 is stored."""
 
     __tablename__ = "api_tokens"
@@ -40,12 +40,14 @@ class ApiToken(db.Model):
     name: Mapped[str] = mapped_column(String(100))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     prefix: Mapped[str] = mapped_column(String(16))
+    # A read-only token may only GET; a full one may also change things.
+    read_only: Mapped[bool] = mapped_column(default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_used_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
 
 
-class SiteSettings(db.Model):
+class SiteSettings(Model):
     """One row (id = 1): what the owner sets in the browser rather than the environment."""
 
     __tablename__ = "site_settings"

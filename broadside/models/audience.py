@@ -8,15 +8,16 @@ from typing import Any
 from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from broadside.db import db
+from broadside.db import NEVER_REUSE_IDS, Model
 from broadside.timeutil import utcnow
 
 SUBSCRIPTION_STATUSES = ("unconfirmed", "active", "unsubscribed")
 SUPPRESSIONS = ("bounced", "complained", "blocked")
 
 
-class MailingList(db.Model):
+class MailingList(Model):
     __tablename__ = "mailing_lists"
+    __table_args__ = NEVER_REUSE_IDS
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
@@ -25,13 +26,14 @@ class MailingList(db.Model):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class Subscriber(db.Model):
+class Subscriber(Model):
     __tablename__ = "subscribers"
     __table_args__ = (
         CheckConstraint(
             "suppression IS NULL OR suppression IN ('bounced', 'complained', 'blocked')",
             name="suppression",
         ),
+        NEVER_REUSE_IDS,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -47,7 +49,7 @@ class Subscriber(db.Model):
     soft_bounce_count: Mapped[int] = mapped_column(default=0)
 
 
-class Subscription(db.Model):
+class Subscription(Model):
     __tablename__ = "subscriptions"
     __table_args__ = (
         UniqueConstraint("subscriber_id", "list_id", name="uq_subscriptions_subscriber_list"),
@@ -72,7 +74,7 @@ class Subscription(db.Model):
     unsubscribe_source: Mapped[str | None] = mapped_column(String(32))
 
 
-class Import(db.Model):
+class Import(Model):
     """A CSV import into one list; large ones run as a background job with progress."""
 
     __tablename__ = "imports"
@@ -93,7 +95,7 @@ class Import(db.Model):
     finished_at: Mapped[datetime | None]
 
 
-class ImportRejection(db.Model):
+class ImportRejection(Model):
     __tablename__ = "import_rejections"
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -8,11 +8,11 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from broadside.db import db
+from broadside.db import Model
 from broadside.timeutil import utcnow
 
 
-class Event(db.Model):
+class Event(Model):
     """Rows are inserted, never updated (invariant 9: evidence)."""
 
     __tablename__ = "events"

@@ -3,35 +3,60 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from broadside.db import db
+from broadside.db import NEVER_REUSE_IDS, Model
 from broadside.timeutil import utcnow
 
-BROADCAST_STATUSES = (
-    "draft", "scheduled", "queued", "sending", "paused", "sent", "cancelled",
-)
-DELIVERY_STATUSES = ("pending", "sending", "sent", "skipped", "failed", "unknown")
+
+class BroadcastStatus(StrEnum):
+    """Where a broadcast is; only `broadside.broadcasts.lifecycle` moves it from one to another."""
+
+    DRAFT = "draft"
+    SCHEDULED = "scheduled"
+    QUEUED = "queued"
+    SENDING = "sending"
+    PAUSED = "paused"
+    SENT = "sent"
+    CANCELLED = "cancelled"
 
 
-class Broadcast(db.Model):
+class DeliveryStatus(StrEnum):
+    """Where one recipient's copy is; only `broadside.broadcasts.ledger` moves it."""
+
+    PENDING = "pending"
+    SENDING = "sending"  # claimed: committed before any SMTP (invariant 4)
+    SENT = "sent"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    UNKNOWN = "unknown"  # may or may not have arrived: never resent automatically (invariant 5)
+
+
+BROADCAST_STATUSES = tuple(s.value for s in BroadcastStatus)
+DELIVERY_STATUSES = tuple(s.value for s in DeliveryStatus)
+
+
+def _one_of(statuses: tuple[str, ...]) -> str:
+    return "status IN (" + ", ".join(f"'{s}'" for s in statuses) + ")"
+
+
+class Broadcast(Model):
     __tablename__ = "broadcasts"
     __table_args__ = (
-        CheckConstraint(
-            "status IN ('draft', 'scheduled', 'queued', 'sending', 'paused', 'sent', 'cancelled')",
-            name="status",
-        ),
+        CheckConstraint(_one_of(BROADCAST_STATUSES), name="status"),
         Index("ix_broadcasts_status", "status"),
+        NEVER_REUSE_IDS,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     list_id: Mapped[int | None] = mapped_column(
         ForeignKey("mailing_lists.id", ondelete="SET NULL"), index=True
     )
-    status: Mapped[str] = mapped_column(String(16), default="draft")
+    status: Mapped[str] = mapped_column(String(16), default=BroadcastStatus.DRAFT.value)
     # The editable draft; pressing send freezes a copy into `revisions` (invariant 8).
     subject: Mapped[str] = mapped_column(String(300), default="")
     preheader: Mapped[str] = mapped_column(String(300), default="")
@@ -45,8 +70,11 @@ class Broadcast(db.Model):
     queued_at: Mapped[datetime | None]
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
-    # Automatic resumptions after failures are bounded (invariant 7).
+    # Automatic resumptions after failures are bounded (invariant 7): `auto_resumes` counts
+    # those in a row that saw no progress, measured against `settled_at_resume`, the deliveries
+    # that had reached sent, skipped or failed when the worker last resumed it.
     auto_resumes: Mapped[int] = mapped_column(default=0)
+    settled_at_resume: Mapped[int] = mapped_column(default=0, server_default="0")
     # Counters kept by the pipeline in the same transaction as each delivery change, so the
     # progress fragment never counts the deliveries table.
     total: Mapped[int] = mapped_column(default=0)
@@ -60,7 +88,7 @@ class Broadcast(db.Model):
     send_rate: Mapped[float] = mapped_column(default=0.0)
 
 
-class Revision(db.Model):
+class Revision(Model):
     """What was sent, frozen when send was pressed; never updated afterwards."""
 
     __tablename__ = "revisions"
@@ -82,14 +110,11 @@ class Revision(db.Model):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class Delivery(db.Model):
+class Delivery(Model):
     __tablename__ = "deliveries"
     __table_args__ = (
         UniqueConstraint("broadcast_id", "subscriber_id", name="uq_deliveries_broadcast_subscriber"),
-        CheckConstraint(
-            "status IN ('pending', 'sending', 'sent', 'skipped', 'failed', 'unknown')",
-            name="status",
-        ),
+        CheckConstraint(_one_of(DELIVERY_STATUSES), name="status"),
         Index("ix_deliveries_broadcast_status", "broadcast_id", "status", "id"),
         Index("ix_deliveries_subscriber_id", "subscriber_id"),
         Index("ix_deliveries_message_id", "message_id"),
@@ -101,7 +126,7 @@ class Delivery(db.Model):
     subscriber_id: Mapped[int | None] = mapped_column(
         ForeignKey("subscribers.id", ondelete="SET NULL")
     )
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[str] = mapped_column(String(16), default=DeliveryStatus.PENDING.value)
     attempts: Mapped[int] = mapped_column(default=0)
     next_attempt_at: Mapped[datetime | None]
     # transient | recipient | channel | ambiguous | permanent, set with a failure
@@ -114,7 +139,7 @@ class Delivery(db.Model):
     updated_at: Mapped[datetime | None]
 
 
-class TransactionalMessage(db.Model):
+class TransactionalMessage(Model):
     """One-off mail (test sends, sign-up confirmations), sent ahead of broadcasts."""
 
     __tablename__ = "transactional_messages"

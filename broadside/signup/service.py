@@ -17,7 +17,9 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from broadside.db import rowcount
 from broadside.errors import NotFound
+from broadside.events import record_event
 from broadside.models import MailingList, Subscriber, Subscription
 from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
@@ -27,7 +29,6 @@ from broadside.subscribers.service import (
     clean_name,
     dialect_insert,
     get_or_create_subscriber,
-    record_event,
 )
 from broadside.timeutil import utcnow
 
@@ -109,7 +110,7 @@ def sign_up(session: Session, list_id: int, email: str | None, name: str | None 
         .returning(Subscription.__table__.c.id)
     ).first()
     if inserted is not None:
-        record_event(session, "subscribed", subscriber.id, list_id,
+        record_event(session, "subscribed", subscriber_id=subscriber.id, list_id=list_id,
                      detail="sign-up form, waiting for confirmation")
     now = utcnow()
     # Guarded UPDATE: of two sign-ups racing, only one gets to send the email.
@@ -126,7 +127,7 @@ def sign_up(session: Session, list_id: int, email: str | None, name: str | None 
         .execution_options(synchronize_session=False)
     )
     session.commit()
-    if not claimed.rowcount:
+    if not rowcount(claimed):
         return False
     _send_confirmation(session, mailing_list, subscriber, now, links, jobs)
     return True
@@ -136,7 +137,8 @@ def _send_confirmation(session: Session, mailing_list: MailingList, subscriber: 
                        sent_at: datetime, links: Links, jobs: Jobs) -> None:
     token = make_token(links, subscriber.id, mailing_list.id, sent_at)
     link = f"{links.base_url.rstrip('/')}/join/confirm/{token}"
-    html, text = render_notice("confirm_signup", list=mailing_list, link=link, name=subscriber.name)
+    # The name typed into the public form is left out (see the template).
+    html, text = render_notice("confirm_signup", list=mailing_list, link=link)
     queue_transactional(
         session, jobs, kind="confirmation", to_email=subscriber.email,
         subject=f"Confirm your subscription to {mailing_list.name}",
@@ -177,8 +179,8 @@ def confirm(session: Session, links: Links, token: str) -> MailingList:
                 unsubscribe_source=None)
         .execution_options(synchronize_session=False)
     )
-    if result.rowcount:
-        record_event(session, "confirmed", subscription.subscriber_id, mailing_list.id,
-                     detail="confirmed by the subscriber's link")
+    if rowcount(result):
+        record_event(session, "confirmed", subscriber_id=subscription.subscriber_id,
+                     list_id=mailing_list.id, detail="confirmed by the subscriber's link")
     session.commit()
     return mailing_list

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -32,7 +32,7 @@ def safe_cell(value: Any) -> str:
     return text
 
 
-def _chunks(session: Session, query, id_column, chunk_rows: int = CHUNK_ROWS) -> Iterator[list]:
+def _chunks(session: Session, query, id_column, chunk_rows: int = CHUNK_ROWS) -> Iterator[Sequence[Any]]:
     """Keyset-paged chunks by id: no long-lived cursor, no whole result in memory."""
     last = 0
     while True:

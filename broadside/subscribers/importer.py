@@ -14,6 +14,7 @@ unsubscribed person stays unsubscribed), or suppressed (never added to a list by
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from redis.exceptions import RedisError
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
+from broadside.config import private_folder
+from broadside.db import rowcount
 from broadside.errors import DomainError, NotFound, ValidationError
 from broadside.models import Event, Import, ImportRejection, MailingList, Subscriber, Subscription
 from broadside.subscribers.csvfile import (
@@ -59,11 +62,12 @@ def receive_upload(session: Session, list_id: int, filename: str, stream: IO[byt
     """Copy an upload to disk and check it; only a usable file creates an Import row."""
     if session.get(MailingList, list_id) is None:
         raise NotFound("There is no such list.")
-    dest_dir.mkdir(parents=True, exist_ok=True)
+    private_folder(dest_dir)
     part = dest_dir / f"upload-{uuid.uuid4().hex}.part"
     try:
         size = 0
-        with open(part, "wb") as out:
+        # A list of people's addresses: readable by the owner only.
+        with os.fdopen(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             while chunk := stream.read(CHUNK):
                 size += len(chunk)
                 if size > max_bytes:
@@ -241,7 +245,7 @@ def claim(session: Session, import_id: int) -> bool:
         .values(status="running")
     )
     session.commit()
-    return bool(result.rowcount)
+    return bool(rowcount(result))
 
 
 def process(session: Session, import_id: int, path: Path) -> Import | None:
@@ -255,7 +259,7 @@ def process(session: Session, import_id: int, path: Path) -> Import | None:
         run_import(session, import_id, path)
     except ValidationError as exc:
         fail_import(session, import_id, exc.message)
-    except Exception as exc:  # noqa: BLE001 - the owner sees "failed" instead of "running" forever
+    except Exception as exc:  # the owner sees "failed" instead of "running" forever
         log.exception("import %s failed", import_id)
         fail_import(session, import_id, f"The import stopped unexpectedly ({type(exc).__name__}); "
                                         "the rows before the failure were imported.")

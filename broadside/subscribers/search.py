@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import and_, exists, or_, select, text
+from sqlalchemy import ColumnElement, and_, exists, or_, select, text
 from sqlalchemy.orm import Session
 
 from broadside.models import MailingList, Subscriber, Subscription
@@ -78,7 +78,7 @@ def _ordered_collation(session: Session) -> bool:
     bind = session.get_bind()
     if bind.dialect.name == "sqlite":
         return True
-    key = str(bind.url)
+    key = str(bind.engine.url)
     if key not in _ORDERED_COLLATION:
         collation = session.scalar(
             text("SELECT datcollate FROM pg_database WHERE datname = current_database()")
@@ -102,7 +102,7 @@ def filter_clauses(session: Session, filters: Filters) -> list:
         sqlite = session.get_bind().dialect.name == "sqlite"
         name_like = Subscriber.name.like if sqlite else Subscriber.name.ilike
         if filters.match == "prefix":
-            email_match = Subscriber.email.like(pattern + "%", escape="\\")
+            email_match: ColumnElement[bool] = Subscriber.email.like(pattern + "%", escape="\\")
             if _ordered_collation(session):
                 email_match = and_(Subscriber.email >= needle,
                                    Subscriber.email < _prefix_upper_bound(needle), email_match)

@@ -1,4 +1,4 @@
-"""Subscribers: add, edit, unsubscribe, suppress, erase, and what the subscriber page shows.
+"""Subscribers: add, edit, unsubscribe, erase, and what the subscriber page shows.
 
 An unsubscribed subscription or a suppressed subscriber is never re-activated here: adding a
 person to a list only ever creates subscriptions that did not exist.
@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, delete, func, or_, select, update
+from sqlalchemy import Table, delete, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
 from broadside.errors import Conflict, NotFound, ValidationError
+from broadside.events import record_event
 from broadside.models import (
     Broadcast,
     Delivery,
@@ -28,6 +29,7 @@ from broadside.models import (
     TransactionalMessage,
 )
 from broadside.timeutil import utcnow
+from broadside.unsubscribe import service as leaving
 
 MAX_EMAIL = 320
 MAX_NAME = 200
@@ -115,12 +117,6 @@ def format_attribute_lines(attributes: dict[str, Any] | None) -> str:
     )
 
 
-def record_event(session: Session, kind: str, subscriber_id: int | None,
-                 list_id: int | None = None, detail: str = "", data: dict | None = None) -> None:
-    session.add(Event(kind=kind, subscriber_id=subscriber_id, list_id=list_id, detail=detail,
-                      data=data))
-
-
 def get_subscriber(session: Session, subscriber_id: int) -> Subscriber:
     subscriber = session.get(Subscriber, subscriber_id)
     if subscriber is None:
@@ -184,7 +180,8 @@ def add_to_lists(session: Session, subscriber_id: int, list_ids: list[int], *,
         ).first()
         if inserted is not None:
             created.append(list_id)
-            record_event(session, "subscribed", subscriber_id, list_id, detail=f"added by {source}")
+            record_event(session, "subscribed", subscriber_id=subscriber_id, list_id=list_id,
+                         detail=f"added by {source}")
     return created
 
 
@@ -241,42 +238,20 @@ def update_subscriber(session: Session, subscriber_id: int, *, email: str | None
 
 
 def unsubscribe(session: Session, subscriber_id: int, list_id: int, source: str = "owner") -> bool:
-    """Unsubscribe from one list; False when they already were (idempotent)."""
+    """Unsubscribe from one list; False when they already were (idempotent).
+
+    The write is `broadside.unsubscribe.service.leave_list`, shared with the links in emails;
+    suppressing (the owner's block) is `broadside.unsubscribe.suppression.suppress`.
+    """
     get_subscriber(session, subscriber_id)
-    now = utcnow()
-    result = session.execute(
-        update(Subscription)
-        .where(Subscription.subscriber_id == subscriber_id, Subscription.list_id == list_id,
-               Subscription.status != "unsubscribed")
-        .values(status="unsubscribed", unsubscribed_at=now, unsubscribe_source=source)
-        .execution_options(synchronize_session=False)
-    )
-    if result.rowcount:
-        record_event(session, "unsubscribed", subscriber_id, list_id, detail=f"by {source}")
+    changed = leaving.leave_list(session, subscriber_id, list_id, source)
     session.commit()
-    if not result.rowcount and session.scalar(
+    if not changed and session.scalar(
         select(Subscription.id).where(Subscription.subscriber_id == subscriber_id,
                                       Subscription.list_id == list_id)
     ) is None:
         raise NotFound("This subscriber is not on that list.")
-    return bool(result.rowcount)
-
-
-def suppress(session: Session, subscriber_id: int, detail: str = "") -> bool:
-    """Block a person from every list (the owner's choice); False when already suppressed."""
-    get_subscriber(session, subscriber_id)
-    detail = (detail or "").strip()[:1000] or "blocked by the owner"
-    result = session.execute(
-        update(Subscriber)
-        .where(Subscriber.id == subscriber_id, Subscriber.suppression.is_(None))
-        .values(suppression="blocked", suppressed_at=utcnow(), suppression_detail=detail)
-        .execution_options(synchronize_session=False)
-    )
-    if result.rowcount:
-        record_event(session, "suppressed", subscriber_id, detail=f"blocked: {detail}")
-    session.commit()
-    session.expire_all()
-    return bool(result.rowcount)
+    return changed
 
 
 def erase(session: Session, subscriber_id: int) -> str:

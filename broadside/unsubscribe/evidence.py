@@ -1,33 +1,12 @@
-"""Evidence rows for leaving and bouncing (invariant 9: every change appends an event)."""
+"""Helpers for the evidence of leaving and bouncing; the rows themselves are written by
+`broadside.events.record_event` (invariant 9: every change appends an event)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from broadside.models import Broadcast, Event
-
-
-def append_event(
-    session: Session,
-    kind: str,
-    *,
-    subscriber_id: int | None,
-    list_id: int | None = None,
-    broadcast_id: int | None = None,
-    delivery_id: int | None = None,
-    detail: str = "",
-    data: dict[str, Any] | None = None,
-) -> Event:
-    """Add an evidence row to the caller's transaction (invariant 9: evidence)."""
-    event = Event(
-        kind=kind, subscriber_id=subscriber_id, list_id=list_id, broadcast_id=broadcast_id,
-        delivery_id=delivery_id, detail=detail[:2000], data=data,
-    )
-    session.add(event)
-    return event
+from broadside.models import Broadcast
 
 
 def existing_broadcast_id(session: Session, broadcast_id: int | None) -> int | None:

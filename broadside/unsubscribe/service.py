@@ -18,10 +18,12 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from broadside.db import rowcount
 from broadside.errors import NotFound, ValidationError
+from broadside.events import record_event
 from broadside.models import MailingList, Subscriber, Subscription
 from broadside.timeutil import utcnow
-from broadside.unsubscribe.evidence import append_event, existing_broadcast_id
+from broadside.unsubscribe.evidence import existing_broadcast_id
 from broadside.unsubscribe.suppression import (
     SOFT_BOUNCE_LIMIT,
     BounceOutcome,
@@ -84,12 +86,14 @@ class Change:
 def resolve(session: Session, claim: UnsubscribeClaim) -> Recipient:
     """The subscriber and list a token names; NotFound (one message) if either is gone."""
     row = session.execute(
-        select(Subscriber.email, Subscriber.suppression, MailingList.name, Subscription.status)
+        select(Subscriber.email, Subscriber.suppression, Subscriber.created_at, MailingList.name,
+               Subscription.status)
         .join(Subscription, Subscription.subscriber_id == Subscriber.id)
         .join(MailingList, MailingList.id == Subscription.list_id)
         .where(Subscriber.id == claim.subscriber_id, Subscription.list_id == claim.list_id)
     ).one_or_none()
-    if row is None:
+    if row is None or not claim.made_for(row.created_at):
+        # Gone, or the id now belongs to somebody else (a restored backup): the link is not theirs.
         raise NotFound(LINK_GONE)
     return Recipient(
         subscriber_id=claim.subscriber_id, email=row.email, list_id=claim.list_id,
@@ -108,27 +112,40 @@ def for_list(claim: UnsubscribeClaim, list_id: int) -> UnsubscribeClaim:
     return replace(claim, list_id=list_id, broadcast_id=None)
 
 
-def _leave(session: Session, claim: UnsubscribeClaim, source: str) -> bool:
-    now = utcnow()
+def leave_list(
+    session: Session, subscriber_id: int, list_id: int, source: str, *,
+    broadcast_id: int | None = None,
+) -> bool:
+    """The one unsubscribe write, for every way of leaving (a link, the preferences page, the
+    owner's button): False when they had already left. The caller commits.
+
+    `broadcast_id` is the broadcast whose link they followed, if any; the event names it
+    only while that broadcast still exists.
+    """
+    _check_source(source)
     result = session.execute(
         update(Subscription)
         .where(
-            Subscription.subscriber_id == claim.subscriber_id,
-            Subscription.list_id == claim.list_id,
+            Subscription.subscriber_id == subscriber_id,
+            Subscription.list_id == list_id,
             Subscription.status != "unsubscribed",
         )
-        .values(status="unsubscribed", unsubscribed_at=now, unsubscribe_source=source)
+        .values(status="unsubscribed", unsubscribed_at=utcnow(), unsubscribe_source=source)
         .execution_options(synchronize_session=False)
     )
-    if result.rowcount != 1:
+    if rowcount(result) != 1:
         return False
-    broadcast_id = existing_broadcast_id(session, claim.broadcast_id)
-    append_event(
-        session, "unsubscribed", subscriber_id=claim.subscriber_id, list_id=claim.list_id,
-        broadcast_id=broadcast_id, detail=source,
-        data={"source": source, "broadcast_id": claim.broadcast_id},
+    record_event(
+        session, "unsubscribed", subscriber_id=subscriber_id, list_id=list_id,
+        broadcast_id=existing_broadcast_id(session, broadcast_id), detail=source,
+        data={"source": source, "broadcast_id": broadcast_id},
     )
     return True
+
+
+def _leave(session: Session, claim: UnsubscribeClaim, source: str) -> bool:
+    return leave_list(session, claim.subscriber_id, claim.list_id, source,
+                      broadcast_id=claim.broadcast_id)
 
 
 def _check_source(source: str) -> None:
@@ -167,7 +184,7 @@ def resubscribe(session: Session, claim: UnsubscribeClaim, source: str = "link")
         .values(status="active", unsubscribed_at=None, unsubscribe_source=None)
         .execution_options(synchronize_session=False)
     )
-    changed = result.rowcount == 1
+    changed = rowcount(result) == 1
     if changed:
         # They proved they read mail at this address by following its link.
         session.execute(
@@ -180,7 +197,7 @@ def resubscribe(session: Session, claim: UnsubscribeClaim, source: str = "link")
             .values(confirmed_at=now)
             .execution_options(synchronize_session=False)
         )
-        append_event(
+        record_event(
             session, "resubscribed", subscriber_id=claim.subscriber_id, list_id=claim.list_id,
             broadcast_id=existing_broadcast_id(session, claim.broadcast_id), detail=source,
             data={"source": source},
@@ -253,10 +270,10 @@ __all__ = [
     "Membership",
     "Preferences",
     "Recipient",
-    "append_event",
     "change_preference",
     "for_list",
     "leave_all",
+    "leave_list",
     "lift_suppression",
     "preferences",
     "record_bounce",

@@ -17,11 +17,12 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
+from broadside.db import rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
+from broadside.events import record_event
 from broadside.models import Broadcast, Delivery, Subscriber, TransactionalMessage
 from broadside.models.audience import SUPPRESSIONS
 from broadside.timeutil import utcnow
-from broadside.unsubscribe.evidence import append_event
 
 # Soft bounces in a row before the address is suppressed. A successful delivery resets the
 # count (`reset_soft_bounces`, called by the pipeline).
@@ -32,6 +33,13 @@ SOFT_BOUNCE_LIMIT = 3
 _RANK = {"bounced": 1, "blocked": 2, "complained": 3}
 
 MAX_NOTE_LENGTH = 500
+MAX_DETAIL_LENGTH = 1000
+OWNER_BLOCK_DETAIL = "blocked by the owner"
+
+
+def outranks(kind: str, current: str | None) -> bool:
+    """Whether suppressing as `kind` would replace `current` (None: not suppressed)."""
+    return current is None or _RANK[kind] > _RANK.get(current, 0)
 
 
 @dataclass(frozen=True)
@@ -119,9 +127,9 @@ def _suppress(
         .values(suppression=kind, suppressed_at=utcnow(), suppression_detail=detail[:1000])
         .execution_options(synchronize_session=False)
     )
-    if result.rowcount != 1:
+    if rowcount(result) != 1:
         return False
-    append_event(
+    record_event(
         session, "suppressed", subscriber_id=subscriber_id, list_id=link.list_id,
         broadcast_id=link.broadcast_id, delivery_id=link.delivery_id,
         detail=f"{kind}: {detail}" if detail else kind, data={"kind": kind, **(data or {})},
@@ -130,16 +138,24 @@ def _suppress(
 
 
 def suppress(
-    session: Session, subscriber_id: int, kind: str, detail: str, *,
+    session: Session, subscriber_id: int, kind: str = "blocked", detail: str = "", *,
     broadcast_id: int | None = None, delivery_id: int | None = None,
 ) -> bool:
-    """Stop all mail to this subscriber; False if already suppressed for as strong a reason."""
+    """Stop all mail to this subscriber; False if already suppressed for as strong a reason.
+
+    The one way to suppress by hand (the owner's "Block from all lists" is `kind="blocked"`):
+    a stronger reason replaces a weaker one (blocking a bounced address makes it `blocked`,
+    with its event), never the reverse. Commits.
+    """
     if kind not in SUPPRESSIONS:
         raise ValidationError(f"Unknown suppression {kind!r}: use {', '.join(SUPPRESSIONS)}.")
     if session.scalar(select(Subscriber.id).where(Subscriber.id == subscriber_id)) is None:
-        raise NotFound("No such subscriber.")
+        raise NotFound("There is no such subscriber.")
+    detail = (detail or "").strip()[:MAX_DETAIL_LENGTH]
+    if not detail and kind == "blocked":
+        detail = OWNER_BLOCK_DETAIL
     changed = _suppress(
-        session, subscriber_id, kind, detail or "",
+        session, subscriber_id, kind, detail,
         _Link(delivery_id=delivery_id, broadcast_id=broadcast_id),
     )
     session.commit()
@@ -171,10 +187,10 @@ def lift_suppression(session: Session, subscriber_id: int, note: str = "") -> st
                 soft_bounce_count=0)
         .execution_options(synchronize_session=False)
     )
-    if result.rowcount != 1:
+    if rowcount(result) != 1:
         session.rollback()
         raise Conflict("The suppression changed meanwhile. Reload the page and look again.")
-    append_event(
+    record_event(
         session, "unsuppressed", subscriber_id=subscriber_id,
         detail=note or "lifted by the owner",
         data={
@@ -206,7 +222,7 @@ def record_bounce(
     subscriber_id, address = found
     detail = (detail or "").strip()[:1000]
     link = _link(session, subscriber_id, address, message_ids)
-    append_event(
+    record_event(
         session, "bounce", subscriber_id=subscriber_id, list_id=link.list_id,
         broadcast_id=link.broadcast_id, delivery_id=link.delivery_id,
         detail=f"{bounce_type} bounce: {detail}" if detail else f"{bounce_type} bounce",
@@ -223,7 +239,7 @@ def record_bounce(
             .values(soft_bounce_count=Subscriber.soft_bounce_count + 1)
             .execution_options(synchronize_session=False)
         )
-    count = session.scalar(select(Subscriber.soft_bounce_count).where(Subscriber.id == subscriber_id))
+    count = session.scalar(select(Subscriber.soft_bounce_count).where(Subscriber.id == subscriber_id)) or 0
     if bounce_type == "soft":
         suppressed = count >= SOFT_BOUNCE_LIMIT and _suppress(
             session, subscriber_id, "bounced",
@@ -245,7 +261,7 @@ def record_complaint(
     subscriber_id, address = found
     detail = (detail or "").strip()[:1000]
     link = _link(session, subscriber_id, address, message_ids)
-    append_event(
+    record_event(
         session, "complaint", subscriber_id=subscriber_id, list_id=link.list_id,
         broadcast_id=link.broadcast_id, delivery_id=link.delivery_id,
         detail=f"complaint: {detail}" if detail else "complaint",
@@ -271,7 +287,7 @@ def reset_soft_bounces(session: Session, subscriber_id: int) -> bool:
         .values(soft_bounce_count=0)
         .execution_options(synchronize_session=False)
     )
-    return result.rowcount == 1
+    return rowcount(result) == 1
 
 
 def reset_soft_bounces_for_email(session: Session, email: str) -> bool:

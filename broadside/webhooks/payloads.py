@@ -16,6 +16,7 @@ from broadside.errors import DomainError, ValidationError
 
 MAX_DETAIL = 1000
 MAX_MESSAGE_ID = 250
+MAX_EVENT_ID = 200
 
 
 class BadPayload(DomainError):
@@ -32,6 +33,7 @@ class ProviderEvent:
     message_ids: tuple[str, ...] = ()
     detail: str = ""
     source: str = "webhook"
+    event_id: str = ""  # the generic payload's `id`: a redelivery with the same id counts once
 
 
 def _json_object(raw: bytes | str, what: str) -> dict[str, Any]:
@@ -56,10 +58,18 @@ def _optional_text(data: dict[str, Any], key: str, limit: int | None = None) -> 
 
 
 def parse_generic(raw: bytes) -> ProviderEvent:
-    """`{"type": "bounce"|"complaint", "email": str, "bounce_type": "hard"|"soft"?,
+    """`{"id": str, "type": "bounce"|"complaint", "email": str, "bounce_type": "hard"|"soft"?,
     "message_id": str?, "detail": str?}`. A bounce without `bounce_type` counts as hard:
-    a provider that does not classify reports final failures."""
+    a provider that does not classify reports final failures. `id` names the event (the
+    provider's own event id, or any unique string): a delivery whose id was seen before is
+    acknowledged and changes nothing."""
     data = _json_object(raw, "The body")
+    event_id = data.get("id")
+    if (not isinstance(event_id, str) or not event_id.strip() or len(event_id) > MAX_EVENT_ID
+            or not event_id.isprintable()):
+        raise BadPayload(f"'id' must be a non-empty printable string of at most {MAX_EVENT_ID} "
+                         "characters, unique to the event: a redelivery with the same id "
+                         "counts once.")
     kind = data.get("type")
     if kind not in ("bounce", "complaint"):
         raise BadPayload("'type' must be \"bounce\" or \"complaint\".")
@@ -82,6 +92,7 @@ def parse_generic(raw: bytes) -> ProviderEvent:
     return ProviderEvent(
         type=kind, email=email, bounce_type=bounce_type if kind == "bounce" else None,
         message_ids=(message_id,) if message_id else (), detail=detail[:MAX_DETAIL],
+        event_id=event_id,
     )
 
 

@@ -126,7 +126,7 @@ class CertificateCache:
             return cached[0]
         try:
             pem = http_get(url)
-        except Exception as exc:  # noqa: BLE001 - any failure to fetch is "try later"
+        except Exception as exc:
             raise CertificateUnavailable(f"fetching the certificate failed: {exc}") from None
         try:
             certificate = x509.load_pem_x509_certificate(pem)

@@ -8,12 +8,14 @@ import pytest
 from sqlalchemy import select, update
 
 from broadside import queues
+from broadside.broadcasts import ledger
 from broadside.broadcasts.drafts import create_draft
+from broadside.broadcasts.lifecycle import MAX_AUTO_RESUMES
 from broadside.hourly import HourlyCap
-from broadside.models import Broadcast, TransactionalMessage
+from broadside.models import Broadcast, Delivery, TransactionalMessage
 from broadside.timeutil import utcnow
 from broadside.transports import SmtpTransport
-from jobs.maintenance import MAX_AUTO_RESUMES, ensure_jobs
+from jobs.maintenance import ensure_jobs, mark_orphans_unknown
 from jobs.sending import Slice
 from tests.helpers import counters, make_list, start_broadcast, worker_runtime
 from webapp.extensions import db, get_jobs
@@ -102,3 +104,51 @@ def test_hourly_cap_holds_sending_and_says_so_until_reset(app, runtime, smtp_ser
     assert len(smtp_server.recipients()) == 5
     assert counters(broadcast.id) == {"sent": 5}
     assert db.session.scalar(select(Broadcast.notice).where(Broadcast.id == broadcast.id)) is None
+
+
+def orphaned_sending(app, size: int) -> tuple[Broadcast, list]:
+    """A broadcast to `size` people left `sending` without a job, and its (delivery, subscriber)
+    rows in order."""
+    broadcast = start_broadcast(app, make_list(db.session, size), enqueue=False)
+    db.session.execute(update(Broadcast).where(Broadcast.id == broadcast.id).values(status="sending"))
+    db.session.commit()
+    rows = db.session.execute(
+        select(Delivery.id, Delivery.subscriber_id).where(Delivery.broadcast_id == broadcast.id)
+        .order_by(Delivery.id)).all()
+    return broadcast, list(rows)
+
+
+def test_resumptions_with_deliveries_settled_between_them_are_never_paused(app, runtime):
+    """A worker killed again and again that still delivers between its deaths keeps going:
+    the bound counts runs of resumptions without progress, not resumptions."""
+    broadcast, pending = orphaned_sending(app, MAX_AUTO_RESUMES * 3)
+    for life in range(MAX_AUTO_RESUMES * 2):
+        ensure_jobs(db.session, runtime)
+        get_jobs().clear_marker("slice", broadcast.id)  # the job died again...
+        # ...after this life had delivered one message and recorded it.
+        delivery_id, subscriber_id = pending[life]
+        assert ledger.claim(db.session, broadcast.id, [(delivery_id, subscriber_id)]) == [delivery_id]
+        ledger.transition(db.session, broadcast.id, [ledger.Change(delivery_id, subscriber_id)],
+                          source="sending", target="sent")
+        db.session.commit()
+        db.session.expire_all()
+        assert db.session.get(Broadcast, broadcast.id).status == "sending", f"life {life}"
+    assert db.session.get(Broadcast, broadcast.id).auto_resumes == 1
+
+
+def test_crashes_that_only_leave_unknown_rows_are_no_progress(app, runtime):
+    """A worker that dies mid-send every time leaves its claimed row `unknown`: a final state,
+    but not progress, so the bound still pauses the broadcast with the reason."""
+    broadcast, rows = orphaned_sending(app, MAX_AUTO_RESUMES + 2)
+    for life in range(MAX_AUTO_RESUMES + 1):
+        ensure_jobs(db.session, runtime)
+        get_jobs().clear_marker("slice", broadcast.id)
+        delivery_id, subscriber_id = rows[life]
+        ledger.claim(db.session, broadcast.id, [(delivery_id, subscriber_id)])
+        db.session.commit()
+        mark_orphans_unknown(db.session, exclude_broadcast=None, older_than=None)
+    db.session.expire_all()
+    stopped = db.session.get(Broadcast, broadcast.id)
+    assert stopped.status == "paused", stopped.auto_resumes
+    assert f"{MAX_AUTO_RESUMES} times in a row without progress" in stopped.pause_reason
+    assert stopped.unknown_count == MAX_AUTO_RESUMES + 1 and stopped.sent_count == 0

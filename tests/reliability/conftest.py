@@ -1,87 +1,21 @@
-"""The reliability suite's tools: a private Redis that can be flushed and restarted, an SMTP
-server that can go away and come back on the same port, and the checks every chaos test ends
+"""The reliability suite's fixtures: a private Redis that can be flushed and restarted, and an
+SMTP server that can go away and come back on the same port. The checks every chaos test ends
 with (nobody got two copies, every row is final, every `sent` row was received, the counters
-agree with the rows)."""
+agree with the rows) are in `tests.helpers`."""
 
 from __future__ import annotations
 
-import http.cookiejar
 import subprocess
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.error import HTTPError
 
 import pytest
 from aiosmtpd.controller import Controller
 from redis import Redis
 from redis.exceptions import RedisError
-from sqlalchemy import select
 
-from broadside.models import Broadcast, Delivery, Subscriber
-from tests.helpers import (
-    counters,
-    statuses,
-)
 from tests.smtp_server import RecordingHandler, SmtpServer, free_port
-from webapp.extensions import db
-
-TERMINAL = {"sent", "skipped", "failed", "unknown"}
-
-
-# ---------------------------------------------------------------- checks
-
-def broadcast_row(broadcast_id: int) -> Broadcast:
-    db.session.expire_all()
-    broadcast = db.session.get(Broadcast, broadcast_id)
-    db.session.commit()
-    return broadcast
-
-
-def broadcast_status(broadcast_id: int) -> str:
-    db.session.expire_all()
-    status = db.session.scalar(select(Broadcast.status).where(Broadcast.id == broadcast_id))
-    db.session.commit()
-    return status
-
-
-def emails_by_status(broadcast_id: int) -> dict[str, set[str]]:
-    db.session.expire_all()
-    rows = db.session.execute(
-        select(Delivery.status, Subscriber.email)
-        .join(Subscriber, Subscriber.id == Delivery.subscriber_id)
-        .where(Delivery.broadcast_id == broadcast_id)
-    ).all()
-    db.session.commit()
-    result: dict[str, set[str]] = {}
-    for status, email in rows:
-        result.setdefault(status, set()).add(email)
-    return result
-
-
-def assert_nobody_twice(received: list[str]) -> None:
-    seen: set[str] = set()
-    twice = sorted({r for r in received if r in seen or seen.add(r)})
-    assert not twice, f"{len(twice)} addresses received two copies, e.g. {twice[:5]}"
-
-
-def assert_ledger_consistent(broadcast_id: int, received: list[str]) -> dict[str, int]:
-    """Every row final, every `sent` row really received, counters == GROUP BY of the rows."""
-    result = statuses(broadcast_id)
-    assert set(result) <= TERMINAL, f"rows not in a final state: {result}"
-    by_status = emails_by_status(broadcast_id)
-    missing = by_status.get("sent", set()) - set(received)
-    assert not missing, f"rows marked sent that the server never received: {sorted(missing)[:5]}"
-    for status in ("skipped", "failed"):
-        wrongly = by_status.get(status, set()) & set(received)
-        assert not wrongly, f"rows marked {status} that were received: {sorted(wrongly)[:5]}"
-    assert counters(broadcast_id) == result, "the broadcast's counters disagree with its rows"
-    total = broadcast_row(broadcast_id).total
-    assert sum(result.values()) == total
-    return result
-
 
 # ---------------------------------------------------------------- a private Redis
 
@@ -98,7 +32,7 @@ class PrivateRedis:
 
     def start(self) -> PrivateRedis:
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.folder / f"redis-{self.port}.log", "ab")  # noqa: SIM115 - closed in kill()
+        self._log = open(self.folder / f"redis-{self.port}.log", "ab")  # closed in kill()
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", str(self.folder)],
@@ -191,40 +125,3 @@ def own_smtp() -> Iterator:
             server.stop()
         except (AssertionError, RuntimeError):
             pass  # already stopped by the test
-
-
-# ---------------------------------------------------------------- a browser without a browser
-
-class Browser:
-    """urllib with a cookie jar: a signed-in owner's session, over real HTTP."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.jar = http.cookiejar.CookieJar()
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
-
-    def request(self, method: str, path: str, data: bytes | None = None,
-                headers: dict | None = None) -> tuple[int, str]:
-        request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers=headers or {})
-        try:
-            with self.opener.open(request, timeout=15) as response:
-                return response.status, response.read().decode()
-        except HTTPError as error:
-            with error:
-                return error.code, error.read().decode()
-
-    def submit(self, path: str, fields: dict[str, str]) -> tuple[int, str]:
-        """POST a form (redirects followed, as a browser would): (status, page)."""
-        body = urllib.parse.urlencode(fields).encode()
-        return self.request("POST", path, body, {"Content-Type": "application/x-www-form-urlencoded"})
-
-    def form(self, path: str, fields: dict[str, str]) -> int:
-        return self.submit(path, fields)[0]
-
-    def sign_in(self, email: str, password: str) -> Browser:
-        from tests.helpers import csrf_token_from
-
-        token = csrf_token_from(self.request("GET", "/login")[1])
-        assert self.form("/login", {"email": email, "password": password, "csrf_token": token}) == 200
-        return self

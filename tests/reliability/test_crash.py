@@ -17,8 +17,14 @@ from sqlalchemy import select
 
 from broadside.models import Event
 from jobs.sending import batch_size_for, pace_limit
-from tests.helpers import make_list, start_broadcast, wait_until
-from tests.reliability.conftest import assert_ledger_consistent, assert_nobody_twice, broadcast_status
+from tests.helpers import (
+    assert_ledger_consistent,
+    assert_nobody_twice,
+    broadcast_status,
+    make_list,
+    start_broadcast,
+    wait_until,
+)
 from webapp.extensions import db
 
 pytestmark = pytest.mark.slow

@@ -15,12 +15,15 @@ from sqlalchemy import select
 
 from broadside.models import Delivery, Subscriber
 from jobs.sending import batch_size_for, pace_limit
-from tests.helpers import make_list, start_broadcast, statuses, wait_until
-from tests.reliability.conftest import (
+from tests.helpers import (
     assert_ledger_consistent,
     assert_nobody_twice,
     broadcast_status,
     emails_by_status,
+    make_list,
+    start_broadcast,
+    statuses,
+    wait_until,
 )
 from webapp.extensions import db
 

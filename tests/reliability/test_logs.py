@@ -10,8 +10,6 @@ message, a signed webhook, and a request that crashes the view. Then it reads ev
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import subprocess
 import uuid
@@ -21,9 +19,18 @@ from itsdangerous import URLSafeSerializer
 
 from broadside import accounts
 from broadside.unsubscribe.tokens import SALT
-from tests.conftest import WorkerProcess
-from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, csrf_token_from, make_list, wait_until
-from tests.reliability.conftest import Browser, broadcast_status
+from tests.helpers import (
+    OWNER_EMAIL,
+    OWNER_PASSWORD,
+    Browser,
+    WorkerProcess,
+    broadcast_status,
+    csrf_token_from,
+    make_list,
+    wait_until,
+    webhook_body,
+    webhook_headers,
+)
 from tests.smtp_server import free_port
 from tests.webapp.test_logging import procfile_gunicorn
 from webapp import REPO_ROOT
@@ -129,10 +136,9 @@ def test_no_secret_or_token_reaches_any_log_through_a_whole_day_of_use(
         assert reader.request("POST", path, b"List-Unsubscribe=One-Click",
                               {"Content-Type": "application/x-www-form-urlencoded"})[0] == 200
         assert reader.request("GET", path + "/preferences")[0] == 200
-    body = json.dumps({"type": "bounce", "email": "reader00019@example.com"}).encode()
-    signature = hmac.new(WEBHOOK_SECRET.encode(), body, hashlib.sha256).hexdigest()
-    assert web.request("POST", "/webhooks/events", body, {
-        "Content-Type": "application/json", "X-Broadside-Signature": signature})[0] == 202
+    body = webhook_body(type="bounce", email="reader00019@example.com")
+    assert web.request("POST", "/webhooks/events", body,
+                       webhook_headers(body, WEBHOOK_SECRET))[0] == 202
     # A view that fails (a signed token whose id no database column can hold): the traceback
     # is logged, with the token in the path.
     crash = URLSafeSerializer(SECRET_KEY, salt=SALT).dumps([2**63, weekly.id, broadcast_id])

@@ -16,14 +16,18 @@ from sqlalchemy import select
 
 from broadside.models import Delivery, Event, Subscriber
 from jobs.classify import MAX_ATTEMPTS
-from jobs.sending import MAX_CONNECTION_FAILURES
-from tests.helpers import counters, make_list, start_broadcast, statuses, wait_until
-from tests.reliability.conftest import (
+from jobs.outcomes import MAX_CONNECTION_FAILURES
+from tests.helpers import (
     assert_ledger_consistent,
     assert_nobody_twice,
     broadcast_row,
     broadcast_status,
+    counters,
     emails_by_status,
+    make_list,
+    start_broadcast,
+    statuses,
+    wait_until,
 )
 from webapp.extensions import db
 

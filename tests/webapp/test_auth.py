@@ -1,4 +1,7 @@
+import time
+
 import pytest
+from flask import g
 
 from broadside.models import Owner
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, csrf_token_from
@@ -60,16 +63,80 @@ def test_wrong_password_is_refused(client, owner):
     assert "do not match" in response.text
 
 
-def test_login_is_throttled_per_account(client, owner):
-    token = csrf_token_from(client.get("/login").text)
-    for _ in range(5):
-        client.post("/login", data={"email": OWNER_EMAIL, "password": "nope", "csrf_token": token})
-    # Even the right password is refused while the account is throttled.
-    response = client.post(
-        "/login", data={"email": OWNER_EMAIL, "password": OWNER_PASSWORD, "csrf_token": token}
+def login_from(client, ip: str, email: str, password: str):
+    """POST the login form as the client at `ip` (a fresh CSRF token from that client)."""
+    # Every request of a test shares the test's app context, where Flask-WTF keeps the signed
+    # token in `g`: forget it, so that a second test client gets a token of its own session.
+    g.pop("csrf_token", None)
+    g.pop("csrf_valid", None)
+    token = csrf_token_from(client.get("/login", environ_base={"REMOTE_ADDR": ip}).text)
+    return client.post(
+        "/login", data={"email": email, "password": password, "csrf_token": token},
+        environ_base={"REMOTE_ADDR": ip},
     )
+
+
+def test_login_is_throttled_per_account_and_client(client, owner):
+    for _ in range(5):
+        assert login_from(client, "198.51.100.7", OWNER_EMAIL, "nope").status_code == 401
+    # The client that made the failures is refused, even with the right password.
+    response = login_from(client, "198.51.100.7", OWNER_EMAIL, OWNER_PASSWORD)
     assert response.status_code == 429
     assert "Too many failed sign-ins" in response.text
+
+
+def test_an_attacker_cannot_lock_the_owner_out(app, owner):
+    attacker, owner_browser = app.test_client(), app.test_client()
+    # The attacker exhausts both its per-(account, client) and its per-client allowance.
+    for _ in range(25):
+        login_from(attacker, "203.0.113.66", OWNER_EMAIL, "guess")
+    assert login_from(attacker, "203.0.113.66", OWNER_EMAIL, OWNER_PASSWORD).status_code == 429
+    # The owner, from another network, still gets in with the right password.
+    response = login_from(owner_browser, "198.51.100.20", OWNER_EMAIL, OWNER_PASSWORD)
+    assert response.status_code == 302, response.text
+    assert owner_browser.get("/").status_code == 200
+
+
+@pytest.fixture
+def quick_account_slowdown(app_config):
+    app_config["LOGIN_ACCOUNT_SLOWDOWN_AFTER"] = 8
+    app_config["LOGIN_ACCOUNT_DELAY_SECONDS"] = 0.3
+
+
+def test_guesses_from_many_networks_slow_the_account_down_but_never_refuse_it(
+    quick_account_slowdown, app, owner
+):
+    attacker = app.test_client()
+    for n in range(10):  # every guess from a network of its own, each within its own limits
+        assert login_from(attacker, f"203.0.113.{n + 1}", OWNER_EMAIL, "guess").status_code == 401
+    owner_browser = app.test_client()
+    began = time.perf_counter()
+    response = login_from(owner_browser, "198.51.100.20", OWNER_EMAIL, OWNER_PASSWORD)
+    # Let in, after the account-wide wait that every attempt now gets.
+    assert response.status_code == 302, response.text
+    assert time.perf_counter() - began >= 0.3
+
+
+def test_ipv6_clients_are_counted_per_64(client, owner):
+    # The per-(account, client) limit: five failures from one /64 ...
+    for i in range(5):
+        assert login_from(client, f"2001:db8:1:2::{i + 1}", OWNER_EMAIL, "nope").status_code == 401
+    # ... refuse another address of the same /64, even with the right password,
+    assert login_from(client, "2001:db8:1:2::ffff", OWNER_EMAIL, OWNER_PASSWORD).status_code == 429
+    # but not a neighbouring /64.
+    assert login_from(client, "2001:db8:1:3::1", OWNER_EMAIL, OWNER_PASSWORD).status_code == 302
+
+
+def test_ipv6_per_client_limit_is_shared_by_the_whole_64(client, owner):
+    # The per-client limit (any address typed in): 20 failures spread over one /64 ...
+    for i in range(20):
+        response = login_from(client, f"2001:db8:7:7::{i + 1:x}", f"nobody{i}@example.com", "x")
+        assert response.status_code == 401
+    # ... and the next attempt from anywhere in that /64 is refused, whatever address it names;
+    refused = login_from(client, "2001:db8:7:7:ffff:ffff:ffff:ffff", "other@example.com", "x")
+    assert refused.status_code == 429
+    # another /64 of the same /48 is a different client.
+    assert login_from(client, "2001:db8:7:8::1", "other@example.com", "x").status_code == 401
 
 
 def test_session_cookie_flags(logged_in_client):
@@ -84,6 +151,42 @@ def test_next_parameter_cannot_leave_the_site(client, owner):
         data={"email": OWNER_EMAIL, "password": OWNER_PASSWORD, "csrf_token": token},
     )
     assert response.headers["Location"] == "/"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/\\evil.example",
+        "/\\evil.example/x",
+        "\\\\evil.example",
+        "\\/evil.example",
+        "/%5Cevil.example",
+        "/%5cevil.example",
+        "/%2F%2Fevil.example",
+        "https://evil.example/",
+        "/\t/evil.example",
+        "/\n/evil.example",
+        "///evil.example",
+    ],
+)
+def test_next_parameter_refuses_other_hosts_in_disguise(client, owner, target):
+    token = csrf_token_from(client.get("/login").text)
+    response = client.post(
+        "/login", query_string={"next": target},
+        data={"email": OWNER_EMAIL, "password": OWNER_PASSWORD, "csrf_token": token},
+    )
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/"
+
+
+@pytest.mark.parametrize("target", ["/settings/?tab=tokens", "/subscribers/?q=Jo%20Smith%40x"])
+def test_next_parameter_keeps_same_site_paths(client, owner, target):
+    token = csrf_token_from(client.get("/login").text)
+    response = client.post(
+        "/login", query_string={"next": target},
+        data={"email": OWNER_EMAIL, "password": OWNER_PASSWORD, "csrf_token": token},
+    )
+    assert response.headers["Location"] == target
 
 
 @pytest.mark.parametrize("path", ["/", "/settings/"])
@@ -134,3 +237,22 @@ def test_proxy_count_makes_per_ip_limits_count_clients(app_config):
     with app.app_context():
         db.engine.dispose()
     assert seen == ["203.0.113.9"]
+
+
+@pytest.mark.parametrize(
+    ("remote_addr", "client"),
+    [
+        ("203.0.113.9", "203.0.113.9"),
+        ("2001:db8:1:2::1", "2001:db8:1:2::/64"),
+        ("2001:DB8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"),
+        ("2001:db8:1:3::1", "2001:db8:1:3::/64"),
+        ("::ffff:203.0.113.9", "203.0.113.9"),
+        ("fe80::1%eth0", "fe80::/64"),
+        (None, "unknown"),
+        ("", "unknown"),
+    ],
+)
+def test_client_key_is_an_ipv4_address_or_an_ipv6_64(remote_addr, client):
+    from webapp.throttle import client_key
+
+    assert client_key(remote_addr) == client

@@ -172,6 +172,17 @@ def test_configuration_shows_every_variable_with_secrets_masked():
     assert mask_url("smtp://mail.example.com") == "smtp://mail.example.com"
 
 
+def test_passwords_in_query_strings_are_masked_too():
+    config = {
+        "DATABASE_URL": "postgresql://db.internal/broadside?user=app&password=db-query-pass-1",
+        "REDIS_URL": "redis://cache:6379/0?password=redis-query-pass-2",
+    }
+    text = "\n".join(check_configuration(config).details)
+    assert "db-query-pass-1" not in text and "redis-query-pass-2" not in text
+    assert "DATABASE_URL = postgresql://db.internal/broadside?user=app&password=****" in text
+    assert "REDIS_URL = redis://cache:6379/0?password=****" in text
+
+
 def test_database_current_then_empty_then_unreachable(app, app_config, tmp_path):
     check = check_database(app)
     assert check.ok, check.line()

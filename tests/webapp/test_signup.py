@@ -14,6 +14,7 @@ from broadside.lists import service as lists
 from broadside.models import Event, Subscriber, Subscription, TransactionalMessage
 from broadside.signup import service as signup
 from broadside.subscribers import service as subscribers
+from broadside.unsubscribe import suppression
 from tests.helpers import SECRET_KEY
 from webapp.extensions import db
 
@@ -106,7 +107,7 @@ def test_the_answer_is_the_same_whoever_signs_up(client, weekly):
         db.session.add(Subscription(subscriber_id=subscriber.id, list_id=weekly, status=status,
                                     unsubscribe_source="one-click" if status != "active" else None))
     blocked, _ = subscribers.save_subscriber(db.session, email="blocked@example.com")
-    subscribers.suppress(db.session, blocked.id)
+    suppression.suppress(db.session, blocked.id, "blocked")
     db.session.commit()
 
     answers = {normalised(join(client, weekly, email).text) for email in [
@@ -142,6 +143,19 @@ def test_too_many_sign_ups_from_one_ip_are_turned_away(low_ip_limit, client, wee
     assert refused.status_code == 429 and "Too many sign-ups" in refused.text
     assert subscription("r3@example.com", weekly) is None
     assert join(client, weekly, "r3@example.com", ip="203.0.113.9").status_code == 200
+
+
+def test_ipv6_sign_ups_are_counted_per_64(low_ip_limit, client, weekly):
+    # One household or one VPS gets a whole /64: rotating through it gains nothing.
+    for i in range(3):
+        assert join(client, weekly, f"v{i}@example.com", ip=f"2001:db8:5:6::{i + 1}").status_code == 200
+    refused = join(client, weekly, "v3@example.com", ip="2001:db8:5:6:aaaa:bbbb:cccc:dddd")
+    assert refused.status_code == 429 and "Too many sign-ups" in refused.text
+    assert subscription("v3@example.com", weekly) is None
+    # The next /64 over is somebody else.
+    assert join(client, weekly, "v3@example.com", ip="2001:db8:5:7::1").status_code == 200
+    # An IPv4 client is still counted per address.
+    assert join(client, weekly, "v4@example.com", ip="203.0.113.10").status_code == 200
 
 
 def test_a_bad_address_is_shown_again_with_the_reason_and_nothing_is_written(client, weekly):

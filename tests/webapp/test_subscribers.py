@@ -17,6 +17,7 @@ from broadside.models import (
 )
 from broadside.subscribers import service
 from broadside.subscribers.search import Filters, search
+from broadside.unsubscribe import suppression
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
 
@@ -68,7 +69,8 @@ def test_filters_by_list_and_status(people):
     assert found(list_id=str(people["weekly"]), status="active") == ["ann@example.com"]
     assert found(status="unconfirmed") == ["anna_b@example.net"]
     assert found(status="unsubscribed") == ["bob@example.org"]
-    service.suppress(db.session, service.find_by_email(db.session, "carl@example.com").id)
+    suppression.suppress(db.session, service.find_by_email(db.session, "carl@example.com").id,
+                         "blocked")
     assert found(status="suppressed") == found(status="blocked") == ["carl@example.com"]
     assert found(status="nonsense", list_id="x") == found()
 
@@ -163,7 +165,7 @@ def test_subscriber_page_shows_subscriptions_and_every_broadcast_with_its_outcom
     assert "Spring news" in page.text and "Summer news" in page.text
     assert "550 5.1.1 No such user" in page.text
     assert "via owner" in page.text
-    assert "<strong>unsubscribed</strong>, by owner" in page.text
+    assert "<strong>unsubscribed</strong>, owner" in page.text
 
 
 def test_unsubscribe_one_list_keeps_the_others(logged_in_client, people):
@@ -208,6 +210,30 @@ def test_block_suppresses_for_every_list(logged_in_client, people):
     assert ann.suppressed_at is not None
     shown = logged_in_client.get(f"/subscribers/{ann.id}")
     assert "Suppressed (blocked)" in shown.text and "Block from all lists" not in shown.text
+
+
+def test_owner_blocking_a_bounced_subscriber_upgrades_to_blocked_with_an_event(logged_in_client,
+                                                                              people):
+    """One suppression rule for bounces and the owner's block: a block outranks a bounce."""
+    ann = service.find_by_email(db.session, "ann@example.com")
+    assert suppression.record_bounce(db.session, "ann@example.com", "hard", detail="550").suppressed
+    page = logged_in_client.get(f"/subscribers/{ann.id}")
+    assert "Suppressed (bounced)" in page.text and "Block from all lists" in page.text
+    answer = logged_in_client.post(f"/subscribers/{ann.id}/suppress", data={
+        "detail": "asked by phone", "csrf_token": csrf_token_from(page.text)}, follow_redirects=True)
+    assert "Blocked: they will get no more mail from any list." in answer.text
+    db.session.expire_all()
+    ann = db.session.get(Subscriber, ann.id)
+    assert (ann.suppression, ann.suppression_detail) == ("blocked", "asked by phone")
+    [event] = db.session.scalars(
+        select(Event).where(Event.subscriber_id == ann.id, Event.kind == "suppressed",
+                            Event.detail.like("blocked:%"))).all()
+    assert event.detail == "blocked: asked by phone" and event.data["kind"] == "blocked"
+    # A complaint outranks the owner's block: blocking again changes nothing.
+    suppression.record_complaint(db.session, "ann@example.com")
+    assert not suppression.suppress(db.session, ann.id, "blocked", "again")
+    assert db.session.get(Subscriber, ann.id).suppression == "complained"
+    assert "Block from all lists" not in logged_in_client.get(f"/subscribers/{ann.id}").text
 
 
 def test_erase_asks_first_then_deletes_the_person_and_their_history(logged_in_client, people):

@@ -20,7 +20,7 @@ from webapp import create_app
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.doctor import check_smtp
 from webapp.extensions import db, get_jobs
-from webapp.system.readiness import sending_readiness
+from webapp.readiness import sending_readiness
 
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning")
 
@@ -90,7 +90,7 @@ def test_check_smtp_now_swaps_in_the_result_and_feeds_the_send_page(app, logged_
         server.stop()
 
     Lease(redis_client, namespace).try_acquire()
-    reasons = sending_readiness(app)
+    reasons = sending_readiness(app).reasons
     assert len(reasons) == 1
     assert re.match(r"The last SMTP check failed at \d\d:\d\d UTC: the mail server refused the login "
                     r"\(535 .*\)\. Fix SMTP_URL, then check again on the System page\.", reasons[0])
@@ -109,15 +109,15 @@ def test_check_smtp_now_without_javascript_redirects_with_the_result(app, logged
 
 
 def test_readiness_names_each_reason_and_is_empty_when_ready(app, redis_client, namespace, smtp_server):
-    assert sending_readiness(app) == ["No worker is running: sending would wait until one starts."]
+    assert sending_readiness(app).reasons == ["No worker is running: sending would wait until one starts."]
     Lease(redis_client, namespace).try_acquire()
-    assert sending_readiness(app) == []  # never checked: no reason to refuse
+    assert sending_readiness(app).reasons == []  # never checked: no reason to refuse
     app.config["SMTP_URL"] = smtp_server.url
     assert check_smtp(app).ok
-    assert sending_readiness(app) == []
+    assert sending_readiness(app).reasons == []
     app.config["SMTP_URL"] = f"smtp://127.0.0.1:{free_port()}"
     assert not check_smtp(app).ok
-    [reason] = sending_readiness(app)
+    [reason] = sending_readiness(app).reasons
     assert reason.startswith("The last SMTP check failed at ")
     assert "could not reach the mail server" in reason
 
@@ -125,7 +125,7 @@ def test_readiness_names_each_reason_and_is_empty_when_ready(app, redis_client, 
 def test_readiness_when_redis_is_down(app_config):
     app = create_app({**app_config, "REDIS_URL": "redis://127.0.0.1:1/0"}, environ={})
     with app.app_context():
-        reasons = sending_readiness(app)
+        reasons = sending_readiness(app).reasons
         db.session.remove()
         db.engine.dispose()
     assert reasons == ["Redis is unreachable: the send queue lives there, so nothing would be sent "

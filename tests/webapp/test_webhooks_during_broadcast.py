@@ -6,14 +6,10 @@ POST to the List-Unsubscribe URL the worker put on a real message.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-
 from sqlalchemy import select
 
 from broadside.models import Broadcast, Delivery, Subscriber, Subscription
-from tests.helpers import make_list, start_broadcast, wait_until
+from tests.helpers import make_list, start_broadcast, wait_until, webhook_body, webhook_headers
 from tests.webapp.test_unsubscribe import events, http, one_click
 from webapp.extensions import db
 
@@ -26,10 +22,8 @@ def _broadcast_status(broadcast_id: int) -> str:
 
 
 def _post_signed(url: str, payload: dict) -> int:
-    body = json.dumps(payload).encode()
-    signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    return http("POST", url, body, {"Content-Type": "application/json",
-                                    "X-Broadside-Signature": signature})[0]
+    body = webhook_body(**payload)
+    return http("POST", url, body, webhook_headers(body, SECRET))[0]
 
 
 def test_a_bounce_arriving_during_a_broadcast_stops_further_sends_to_that_address(

@@ -101,10 +101,17 @@ def signed(message: dict, key: rsa.RSAPrivateKey, version: str = "1", cert_url: 
             "Signature": base64.b64encode(signature).decode()}
 
 
-def notification(inner: dict, subject: str | None = None, topic: str = TOPIC) -> dict:
+def sns_time(seconds_from_now: float = 0) -> str:
+    """A Timestamp as SNS writes it (ISO 8601, UTC, milliseconds), now unless told."""
+    moment = datetime.now(UTC) + timedelta(seconds=seconds_from_now)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def notification(inner: dict, subject: str | None = None, topic: str = TOPIC,
+                 timestamp: str | None = None) -> dict:
     message = {
         "Type": "Notification", "MessageId": str(uuid.uuid4()), "TopicArn": topic,
-        "Message": json.dumps(inner), "Timestamp": "2026-11-30T10:00:00.000Z",
+        "Message": json.dumps(inner), "Timestamp": sns_time() if timestamp is None else timestamp,
         "UnsubscribeURL": "https://sns.eu-west-1.amazonaws.com/?Action=Unsubscribe",
     }
     if subject is not None:
@@ -164,7 +171,7 @@ def test_subscription_confirmation_is_verified_then_confirmed_over_real_http(
     message = signed({
         "Type": "SubscriptionConfirmation", "MessageId": str(uuid.uuid4()), "Token": "2336412f37",
         "TopicArn": TOPIC, "Message": "You have chosen to subscribe to the topic ...",
-        "SubscribeURL": SUBSCRIBE_URL, "Timestamp": "2026-11-30T10:00:00.000Z",
+        "SubscribeURL": SUBSCRIBE_URL, "Timestamp": sns_time(),
     }, signing_key, version="1")
 
     status, headers, text = http("POST", live_server.url + "/webhooks/ses",
@@ -179,7 +186,7 @@ def test_a_confirmation_whose_subscribe_url_is_not_amazon_is_not_visited(client,
     message = signed({
         "Type": "SubscriptionConfirmation", "MessageId": "m-1", "Token": "t", "TopicArn": TOPIC,
         "Message": "m", "SubscribeURL": "https://evil.example/confirm",
-        "Timestamp": "2026-11-30T10:00:00.000Z",
+        "Timestamp": sns_time(),
     }, signing_key)
     assert post(client, message).status_code == 400
     assert "https://evil.example/confirm" not in aws.fetched
@@ -188,7 +195,7 @@ def test_a_confirmation_whose_subscribe_url_is_not_amazon_is_not_visited(client,
 def test_an_unsigned_confirmation_is_refused_without_visiting_anything(client, aws):
     message = {"Type": "SubscriptionConfirmation", "MessageId": "m-2", "Token": "t",
                "TopicArn": TOPIC, "Message": "m", "SubscribeURL": SUBSCRIBE_URL,
-               "Timestamp": "2026-11-30T10:00:00.000Z"}
+               "Timestamp": sns_time()}
     assert post(client, message).status_code == 401
     assert aws.fetched == []
 
@@ -264,7 +271,7 @@ def test_wrongly_signed_notifications_get_401_and_change_nothing(client, aws, si
     other_key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
     cases = {
         "tampered message": {**good, "Message": json.dumps(ses_complaint("bob@example.com"))},
-        "tampered timestamp": {**good, "Timestamp": "2026-12-01T00:00:00.000Z"},
+        "tampered timestamp": {**good, "Timestamp": sns_time(-60)},
         "other key": signed(notification(ses_complaint("alice@example.com")), other_key),
         "garbage signature": {**good, "Signature": "!!!not base64!!!"},
         "no signature": {k: v for k, v in good.items() if k != "Signature"},
@@ -354,3 +361,98 @@ def test_canonical_string_matches_the_documented_layout():
     assert sns.canonical_string(message) == (
         b"Message\nhi\nMessageId\nid\nSubject\ns\nTimestamp\nt\nTopicArn\narn\nType\nNotification\n"
     )
+
+
+# ------------------------------------------------------------------ replays
+
+def test_a_signed_notification_older_than_an_hour_is_refused_and_changes_nothing(
+    client, signing_key
+):
+    """SNS stops retrying an HTTP/S endpoint after 3,600 s: anything older is a replay."""
+    alice = add_subscriber("alice@example.com")
+    transient = ses_bounce("alice@example.com", bounce_type="Transient")
+    for age in (66 * 60, 2 * 3600, 30 * 24 * 3600):
+        message = signed(notification(transient, timestamp=sns_time(-age)), signing_key, "2")
+        response = post(client, message)
+        assert response.status_code == 401, age
+        assert "old" in response.json["error"]
+    assert state(alice) == (None, 0)
+    assert events() == []
+    # SNS's own retries (up to an hour late, give or take a clock) still count.
+    for age in (0, 30 * 60, 64 * 60):
+        message = signed(notification(transient, timestamp=sns_time(-age)), signing_key, "2")
+        assert post(client, message).status_code == 200, age
+    assert state(alice) == ("bounced", 3)
+
+
+def test_a_notification_dated_in_the_future_is_refused(client, signing_key):
+    alice = add_subscriber("alice@example.com")
+    for ahead in (6 * 60, 24 * 3600):
+        message = signed(notification(ses_complaint("alice@example.com"),
+                                      timestamp=sns_time(ahead)), signing_key)
+        response = post(client, message)
+        assert response.status_code == 401 and "future" in response.json["error"]
+    assert state(alice) == (None, 0)
+    message = signed(notification(ses_complaint("alice@example.com"), timestamp=sns_time(120)),
+                     signing_key)
+    assert post(client, message).status_code == 200  # a clock a little behind SNS's is fine
+    assert state(alice)[0] == "complained"
+
+
+@pytest.mark.parametrize("timestamp", ["yesterday", "", "2026-11-30T10:00:00", "1764523200"])
+def test_a_signed_notification_with_an_unusable_timestamp_is_refused(client, signing_key,
+                                                                     timestamp):
+    alice = add_subscriber("alice@example.com")
+    message = signed(notification(ses_complaint("alice@example.com"), timestamp=timestamp),
+                     signing_key)
+    response = post(client, message)
+    assert response.status_code == 401 and "Timestamp" in response.json["error"]
+    assert state(alice) == (None, 0)
+
+
+def test_an_old_subscription_confirmation_is_refused_without_visiting_subscribe_url(
+    client, aws, signing_key
+):
+    message = signed({
+        "Type": "SubscriptionConfirmation", "MessageId": str(uuid.uuid4()), "Token": "t",
+        "TopicArn": TOPIC, "Message": "m", "SubscribeURL": SUBSCRIBE_URL,
+        "Timestamp": sns_time(-2 * 3600),
+    }, signing_key)
+    assert post(client, message).status_code == 401
+    assert SUBSCRIBE_URL not in aws.fetched
+
+
+def test_a_message_id_re_signed_and_delivered_again_counts_once(client, signing_key):
+    """The MessageId decides, not the bytes: a redelivery signed anew is still a repeat."""
+    alice = add_subscriber("alice@example.com")
+    first = notification(ses_bounce("alice@example.com", bounce_type="Transient"))
+    again = {**first, "Timestamp": sns_time(-1)}
+    answers = [post(client, signed(first, signing_key, "1")).json["status"],
+               post(client, signed(again, signing_key, "2")).json["status"]]
+    assert answers == ["processed", "duplicate"]
+    assert state(alice) == (None, 1)
+
+
+def test_seen_message_ids_live_in_redis_in_this_installations_namespace_for_a_day(
+    client, signing_key, redis_client, namespace
+):
+    add_subscriber("alice@example.com")
+    message = signed(notification(ses_complaint("alice@example.com")), signing_key)
+    assert post(client, message).status_code == 200
+    ttl = redis_client.ttl(f"{namespace}:sns:seen:{message['MessageId']}")
+    assert 23 * 3600 < ttl <= 24 * 3600
+
+
+@pytest.fixture
+def redis_down(app_config):
+    app_config["REDIS_URL"] = "redis://127.0.0.1:1/0"  # nothing listens there
+
+
+def test_while_redis_is_down_notifications_get_503_so_sns_retries(redis_down, client,
+                                                                  signing_key):
+    alice = add_subscriber("alice@example.com")
+    message = signed(notification(ses_complaint("alice@example.com")), signing_key)
+    response = post(client, message)
+    assert response.status_code == 503 and "retry" in response.json["error"]
+    assert state(alice) == (None, 0)
+    assert events() == []

@@ -14,6 +14,8 @@ from broadside.errors import ValidationError
 from webapp.extensions import csrf, db
 
 bp = Blueprint("api", __name__, url_prefix="/api")
+# What a read-only token may do: read, never change.
+READ_METHODS = ("GET", "HEAD", "OPTIONS")
 csrf.exempt(bp)
 
 
@@ -26,6 +28,11 @@ def authenticate_bearer():
         response = jsonify(error="A valid API token is required: Authorization: Bearer TOKEN")
         response.status_code = 401
         response.headers["WWW-Authenticate"] = 'Bearer realm="broadside"'
+        return response
+    if token.read_only and request.method not in READ_METHODS:
+        response = jsonify(error="This token is read-only: it may only read (GET). "
+                                 "Create a full token in Settings to change things.")
+        response.status_code = 403
         return response
     g.api_token = token
     accounts.touch_token(db.session, token.id)

@@ -12,6 +12,7 @@ from broadside.models import Delivery, Subscriber
 from broadside.models.sending import DELIVERY_STATUSES
 from webapp.api import bp, json_body
 from webapp.extensions import db, get_jobs
+from webapp.params import int_arg
 
 
 def _state(broadcast) -> dict:
@@ -67,14 +68,8 @@ def show(broadcast_id: int):
             **_state(b),
             "pause_reason": b.pause_reason,
             "total": b.total,
-            "counts": {
-                "pending": b.pending_count,
-                "sending": b.sending_count,
-                "sent": b.sent_count,
-                "skipped": b.skipped_count,
-                "failed": b.failed_count,
-                "unknown": b.unknown_count,
-            },
+            # One counter column per delivery status, in the order of DELIVERY_STATUSES.
+            "counts": {status: getattr(b, f"{status}_count") for status in DELIVERY_STATUSES},
         }
     )
 
@@ -85,11 +80,8 @@ def deliveries(broadcast_id: int):
     status = request.args.get("status")
     if status is not None and status not in DELIVERY_STATUSES:
         raise ValidationError(f"'status' must be one of {', '.join(DELIVERY_STATUSES)}.")
-    try:
-        limit = min(int(request.args.get("limit", 1000)), 10_000)
-        after = int(request.args.get("after", 0))
-    except ValueError:
-        raise ValidationError("'limit' and 'after' must be whole numbers.") from None
+    limit = min(int_arg("limit", 1000, strict=True) or 0, 10_000)
+    after = int_arg("after", 0, strict=True) or 0
     query = (
         select(Delivery.id, Subscriber.email, Delivery.status, Delivery.reason, Delivery.attempts)
         .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)

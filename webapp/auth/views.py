@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import time
+from urllib.parse import unquote, urlsplit
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user, login_user, logout_user
 from flask_wtf import FlaskForm
 from wtforms import EmailField, PasswordField
@@ -18,10 +19,22 @@ from webapp.security import public
 
 bp = Blueprint("auth", __name__)
 
-# Failed sign-ins allowed per window before the form refuses, per address and per client IP.
-FAILURES_PER_ACCOUNT = 5
-FAILURES_PER_IP = 20
-FAILURE_WINDOW_SECONDS = 15 * 60
+# Sign-in throttles. A "client" is an IPv4 address or an IPv6 /64 (`throttle.client_key`).
+# Every attempt is counted (atomically, before the password is checked) and a successful one
+# is given back, so what the limits count is failures, and a burst gets no extra guesses.
+# - per (account, client): the attempts one client may make at one address;
+# - per client: the attempts one client may make whatever the addresses it types;
+# - per account, from every client together: never a refusal (anybody who knows the owner's
+#   address could then lock them out), only a short wait before each check once many attempts
+#   have been made in the window, which slows a spread-out guesser down.
+# All can be changed in the app's config (LOGIN_* keys below).
+DEFAULT_FAILURES_PER_ACCOUNT_CLIENT = 5
+DEFAULT_FAILURES_PER_CLIENT = 20
+DEFAULT_WINDOW_SECONDS = 15 * 60
+DEFAULT_ACCOUNT_SLOWDOWN_AFTER = 10
+DEFAULT_ACCOUNT_DELAY_SECONDS = 0.5
+
+TOO_MANY = "Too many failed sign-ins. Wait 15 minutes, then try again."
 
 
 class SetupForm(FlaskForm):
@@ -39,13 +52,35 @@ class LoginForm(FlaskForm):
     password = PasswordField("Password", validators=[DataRequired(), Length(max=200)])
 
 
+def _is_same_site_path(target: str) -> bool:
+    """A path on this site: `/` then not a second `/` or a `\\` (browsers read a backslash as
+    a slash, so `/\\evil.example` is another host), no control characters (browsers drop tabs
+    and newlines, so `/<TAB>/evil.example` is `//evil.example`), and the same once
+    percent-decoded (in case something between here and the browser decodes it)."""
+    decoded = target
+    for _ in range(3):
+        if not decoded.startswith("/") or decoded.startswith("//") or "\\" in decoded:
+            return False
+        if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in decoded):
+            return False
+        parts = urlsplit(decoded)
+        if parts.scheme or parts.netloc:
+            return False
+        decoded, before = unquote(decoded), decoded
+        if decoded == before:
+            return True
+    return False  # encoded over and over: nobody's real link
+
+
 def _safe_next(target: str | None) -> str:
     """Only same-site relative paths, so `next` cannot send the owner elsewhere."""
-    if target and target.startswith("/") and not target.startswith("//"):
-        parts = urlsplit(target)
-        if not parts.scheme and not parts.netloc:
-            return target
+    if target and len(target) <= 2000 and _is_same_site_path(target):
+        return target
     return url_for("dashboard.home")
+
+
+def _setting(name: str, default: float) -> float:
+    return float(current_app.config.get(name, default))
 
 
 @bp.route("/setup", methods=["GET", "POST"])
@@ -56,7 +91,11 @@ def setup():
     form = SetupForm()
     if form.validate_on_submit():
         try:
-            owner = accounts.create_owner(db.session, form.email.data, form.password.data)
+            owner = accounts.create_first_owner(db.session, form.email.data, form.password.data)
+        except accounts.AlreadySetUp:
+            # Another browser finished the setup first: the answer any later visitor gets.
+            db.session.rollback()
+            abort(404)
         except DomainError as exc:
             db.session.rollback()
             form.email.errors.append(exc.message)
@@ -78,28 +117,53 @@ def login():
     status = 200
     if form.validate_on_submit():
         email = form.email.data.strip().lower()
-        ip = request.remote_addr or "unknown"
-        account_bucket, ip_bucket = f"login:account:{email}", f"login:ip:{ip}"
-        if throttle.is_limited(account_bucket, FAILURES_PER_ACCOUNT) or throttle.is_limited(
-            ip_bucket, FAILURES_PER_IP
-        ):
-            form.form_errors.append(
-                "Too many failed sign-ins. Wait 15 minutes, then try again."
-            )
-            status = 429
-        else:
+        if _attempt_allowed(email):
             owner = accounts.authenticate(db.session, email, form.password.data)
             if owner is not None:
-                throttle.clear(account_bucket)
+                _forgive(email)
                 login_user(owner)
                 return redirect(_safe_next(request.args.get("next")))
-            throttle.hit(account_bucket, FAILURES_PER_ACCOUNT, FAILURE_WINDOW_SECONDS)
-            throttle.hit(ip_bucket, FAILURES_PER_IP, FAILURE_WINDOW_SECONDS)
             form.form_errors.append("That email and password do not match.")
             status = 401
+        else:
+            form.form_errors.append(TOO_MANY)
+            status = 429
     elif form.errors:
         status = 422
     return render_template("auth/login.html", form=form), status
+
+
+def _buckets(email: str) -> tuple[str, str, str]:
+    client = throttle.client_key(request.remote_addr)
+    return f"login:account-client:{email}:{client}", f"login:client:{client}", f"login:account:{email}"
+
+
+def _attempt_allowed(email: str) -> bool:
+    """Count this attempt, then decide on the counts Redis returned (no read-then-write).
+
+    Refused only when this client is over one of its own limits; the account-wide count never
+    refuses, it only makes each check wait a little once many guesses are being made."""
+    window = int(_setting("LOGIN_WINDOW_SECONDS", DEFAULT_WINDOW_SECONDS))
+    pair, client, account = _buckets(email)
+    pair_count, client_count, account_count = throttle.count_all([pair, client, account], window)
+    if pair_count > _setting("LOGIN_FAILURES_PER_ACCOUNT_CLIENT", DEFAULT_FAILURES_PER_ACCOUNT_CLIENT):
+        return False
+    if client_count > _setting("LOGIN_FAILURES_PER_CLIENT", DEFAULT_FAILURES_PER_CLIENT):
+        return False
+    if account_count > _setting("LOGIN_ACCOUNT_SLOWDOWN_AFTER", DEFAULT_ACCOUNT_SLOWDOWN_AFTER):
+        # Before the check, whatever its outcome: a wait only after a wrong password would let
+        # a guesser drop the connection as soon as the answer is late.
+        time.sleep(_setting("LOGIN_ACCOUNT_DELAY_SECONDS", DEFAULT_ACCOUNT_DELAY_SECONDS))
+    return True
+
+
+def _forgive(email: str) -> None:
+    """A successful sign-in: this client's failures at this address are forgotten, and the
+    attempt itself is given back to the client's and the account's counts."""
+    pair, client, account = _buckets(email)
+    throttle.clear(pair)
+    throttle.refund(client)
+    throttle.refund(account)
 
 
 @bp.route("/logout", methods=["POST"])

@@ -10,13 +10,10 @@ from __future__ import annotations
 import functools
 
 from flask import (
-    Response,
     current_app,
     flash,
-    make_response,
     redirect,
     render_template,
-    request,
     url_for,
 )
 from flask_wtf import FlaskForm
@@ -27,7 +24,9 @@ from broadside.broadcasts.progress import Progress, read_progress
 from broadside.errors import Conflict, DomainError, ValidationError
 from webapp.broadcasts import bp
 from webapp.extensions import db, get_jobs
-from webapp.system.readiness import sending_readiness
+from webapp.htmx import STOP_POLLING, make_response, request, vary_on_htmx
+from webapp.params import int_arg
+from webapp.readiness import sending_readiness
 
 
 class TestSendForm(FlaskForm):
@@ -42,27 +41,9 @@ class ScheduleForm(FlaskForm):
     send_at = StringField("Date and time", render_kw={"type": "datetime-local"})
 
 
-def _htmx() -> bool:
-    return request.headers.get("HX-Request") == "true"
-
-
-def _vary(response: Response) -> Response:
-    # The same URL answers a fragment to htmx and a page to everyone else.
-    response.headers["Vary"] = "HX-Request"
-    return response
-
-
 def _progress(broadcast_id: int) -> Progress:
     return read_progress(db.session, broadcast_id,
                          send_delay_ms=int(current_app.config.get("SEND_DELAY_MS") or 0))
-
-
-@bp.context_processor
-def _sending_helpers() -> dict:
-    def num(value: int | float | None) -> str:
-        return f"{value or 0:,}"
-
-    return {"num": num}
 
 
 # ---------------------------------------------------------------- send a test
@@ -79,7 +60,7 @@ def send_test(broadcast_id: int):
     except ValidationError as exc:
         db.session.rollback()
         error = exc.message
-    if _htmx():
+    if request.htmx:
         return render_template("broadcasts/_test_status.html", error=error, address=address)
     if error:
         flash(f"Test not sent: {error}", "error")
@@ -98,8 +79,7 @@ def _same_site(url: str | None) -> bool:
 
 def _readiness() -> list[str]:
     """Why sending would not happen now (Redis, worker, last SMTP check); [] when it would."""
-
-    return sending_readiness(current_app._get_current_object())
+    return sending_readiness().reasons
 
 
 def _render_confirm(broadcast_id: int, *, error: str | None = None, status: int = 200,
@@ -180,8 +160,8 @@ def progress(broadcast_id: int):
     """HTMX, every 1.5 s while sending: one row read, never a COUNT over deliveries."""
     p = _progress(broadcast_id)
     response = make_response(render_template("broadcasts/_progress.html", p=p, oob_badge=True))
-    if p.poll_every is None and _htmx():
-        response.status_code = 286  # htmx: stop polling (the fragment has no trigger either)
+    if p.poll_every is None and request.htmx:
+        response.status_code = STOP_POLLING  # the fragment has no trigger either
     response.headers["Cache-Control"] = "no-store"
     return response
 
@@ -194,7 +174,7 @@ def _steer(broadcast_id: int, action, done: str):
     except Conflict as exc:
         db.session.rollback()
         message = exc.message
-    if _htmx():
+    if request.htmx:
         return render_template("broadcasts/_progress.html", p=_progress(broadcast_id),
                                message=message, oob_badge=True)
     flash(message or done, "error" if message else "success")
@@ -226,27 +206,22 @@ def cancel(broadcast_id: int):
 
 # ---------------------------------------------------------------- evidence
 
-def _int_arg(name: str) -> int | None:
-    value = request.args.get(name, "")
-    return int(value) if value.isdigit() else None
-
-
 @bp.route("/<int:broadcast_id>/deliveries")
 def deliveries(broadcast_id: int):
     """The deliveries table: a fragment for htmx, a page of its own without JavaScript."""
     try:
         page = evidence.delivery_page(db.session, broadcast_id, status=request.args.get("status"),
-                                      query=request.args.get("q", ""), after=_int_arg("after"),
-                                      before=_int_arg("before"))
+                                      query=request.args.get("q", ""), after=int_arg("after"),
+                                      before=int_arg("before"))
         error = None
     except ValidationError as exc:
         page = evidence.delivery_page(db.session, broadcast_id)
         error = exc.message
     broadcast = service.get_broadcast(db.session, broadcast_id)
-    if _htmx():
-        return _vary(make_response(render_template(
+    if request.htmx:
+        return vary_on_htmx(make_response(render_template(
             "broadcasts/_delivery_results.html", page=page, broadcast=broadcast, error=error)))
-    return _vary(make_response(render_template(
+    return vary_on_htmx(make_response(render_template(
         "broadcasts/deliveries.html", page=page, broadcast=broadcast, error=error,
         p=_progress(broadcast_id)), 422 if error else 200))
 
@@ -254,13 +229,13 @@ def deliveries(broadcast_id: int):
 @bp.route("/<int:broadcast_id>/deliveries/<int:delivery_id>")
 def timeline(broadcast_id: int, delivery_id: int):
     """One recipient's timeline: an expanded table row for htmx, else a small page."""
-    if _htmx() and request.args.get("closed"):
-        return _vary(make_response(render_template("broadcasts/_timeline_row.html",
+    if request.htmx and request.args.get("closed"):
+        return vary_on_htmx(make_response(render_template("broadcasts/_timeline_row.html",
                                                    delivery_id=delivery_id, timeline=None)))
     found = evidence.delivery_timeline(db.session, broadcast_id, delivery_id)
     broadcast = service.get_broadcast(db.session, broadcast_id)
-    template = "broadcasts/_timeline_row.html" if _htmx() else "broadcasts/timeline.html"
-    return _vary(make_response(render_template(template, timeline=found, broadcast=broadcast,
+    template = "broadcasts/_timeline_row.html" if request.htmx else "broadcasts/timeline.html"
+    return vary_on_htmx(make_response(render_template(template, timeline=found, broadcast=broadcast,
                                                delivery_id=delivery_id)))
 
 

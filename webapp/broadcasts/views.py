@@ -7,18 +7,12 @@ our own pages keep the strict one.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from zoneinfo import ZoneInfo
-
 from flask import (
     Response,
     current_app,
     flash,
-    g,
-    make_response,
     redirect,
     render_template,
-    request,
     url_for,
 )
 from flask_login import current_user
@@ -30,8 +24,10 @@ from broadside.broadcasts.progress import read_progress
 from broadside.errors import Conflict, ValidationError
 from broadside.site_settings import get_settings
 from webapp.broadcasts import bp
-from webapp.dashboard.status import sending_status
 from webapp.extensions import db
+from webapp.htmx import make_response
+from webapp.params import int_arg
+from webapp.readiness import sending_readiness
 
 # The preview document is the email itself: inline styles and https images, nothing else.
 PREVIEW_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; "
@@ -75,27 +71,13 @@ def _default_from() -> str:
     return current_app.config["MAIL_FROM"]
 
 
-@bp.context_processor
-def _helpers() -> dict:
-    def local_time(moment: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
-        """A stored (naive UTC) time in the owner's time zone, from Settings."""
-        if moment is None:
-            return ""
-        if "owner_tz" not in g:
-            g.owner_tz = get_settings(db.session).time_zone or "UTC"
-        zone = ZoneInfo(g.owner_tz)
-        return moment.replace(tzinfo=UTC).astimezone(zone).strftime(fmt)
-
-    return {"local_time": local_time}
-
-
 @bp.route("/")
 def index():
     return _render_index(NewDraftForm(formdata=None))
 
 
 def _render_index(new_form: NewDraftForm, status: int = 200):
-    listing = drafts.list_broadcasts(db.session, page=request.args.get("page", 1, type=int))
+    listing = drafts.list_broadcasts(db.session, page=int_arg("page", 1, minimum=1, maximum=1_000_000) or 1)
     return render_template("broadcasts/index.html", listing=listing,
                            new_form=_with_lists(new_form), action_form=EmptyForm()), status
 
@@ -121,7 +103,7 @@ def show(broadcast_id: int):
     progress = read_progress(db.session, broadcast_id,
                              send_delay_ms=int(current_app.config.get("SEND_DELAY_MS") or 0))
     # Only while it could move: "the worker is not running" beats a bar that never moves.
-    stopped = sending_status().problem if progress.status in ("scheduled", "queued", "sending") else None
+    stopped = sending_readiness().problem if progress.status in ("scheduled", "queued", "sending") else None
     return render_template("broadcasts/show.html", preview=preview, broadcast=preview.broadcast,
                            list_name=drafts.list_name(db.session, preview.broadcast.list_id),
                            action_form=EmptyForm(), p=progress, sending_problem=stopped,
@@ -183,13 +165,10 @@ def autosave(broadcast_id: int):
             default_from=_default_from())
     except (ValidationError, Conflict) as exc:
         db.session.rollback()
-        response = make_response(
-            render_template("broadcasts/_save_status.html", error=exc.message),
-            exc.status_code)
         # Keep the last good preview on screen; show the problem next to the Save button.
-        response.headers["HX-Retarget"] = "#save-status"
-        response.headers["HX-Reswap"] = "outerHTML"
-        return response
+        return make_response(
+            render_template("broadcasts/_save_status.html", error=exc.message),
+            exc.status_code, retarget="#save-status", reswap="outerHTML")
     return render_template("broadcasts/_preview.html", preview=preview,
                            broadcast=preview.broadcast, settings=get_settings(db.session),
                            saved=True)

@@ -42,7 +42,7 @@ from broadside.waits import WAIT_KEYS
 from webapp.doctor import last_smtp_check, worker_info
 
 OUTCOMES = ("sent", "skipped", "failed", "unknown")
-# Skip reasons the pipeline writes (jobs.sending.skip_reason, cancel); anything else is "other",
+# Skip reasons the pipeline writes (jobs.recheck.skip_reason, cancel); anything else is "other",
 # so a free-text reason can never explode the number of series.
 SKIP_REASONS = (
     "unsubscribed", "unconfirmed", "no longer on the list", "subscriber erased", "cancelled",
@@ -320,7 +320,7 @@ class BroadsideCollector(Collector):
                                    labels=["queue"])
         now = time.time()
         for name in queues.LISTENED:
-            queue = Queue(f"{ns}:{name}", connection=self.redis)
+            queue = Queue(f"{ns}:{name}", connection=self.redis, serializer=queues.SERIALIZER)
             length.add_metric([name], queue.count)
             oldest.add_metric([name], oldest_job_age(queue, now))
 
@@ -349,7 +349,7 @@ class BroadsideCollector(Collector):
 def oldest_job_age(queue: Queue, now: float) -> float:
     for job_id in queue.get_job_ids(0, 1):
         try:
-            enqueued = Job.fetch(job_id, connection=queue.connection).enqueued_at
+            enqueued = Job.fetch(job_id, connection=queue.connection, serializer=queue.serializer).enqueued_at
         except NoSuchJobError:
             return 0.0
         return max(0.0, now - enqueued.timestamp()) if enqueued else 0.0

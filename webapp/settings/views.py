@@ -7,8 +7,9 @@ from collections import defaultdict
 from flask import Blueprint, current_app, flash, redirect, render_template, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
-from wtforms import SelectField, StringField, TextAreaField
-from wtforms.validators import DataRequired, Length
+from wtforms import RadioField, SelectField, StringField, TextAreaField
+from wtforms.fields.choices import SelectChoice
+from wtforms.validators import DataRequired, InputRequired, Length
 
 from broadside import accounts
 from broadside.errors import DomainError
@@ -41,6 +42,9 @@ class SenderForm(FlaskForm):
 
 class TokenForm(FlaskForm):
     name = StringField("Token name", validators=[DataRequired(), Length(max=100)])
+    access = RadioField("Access", choices=[SelectChoice("full", "Full: read and change"),
+                                           SelectChoice("read", "Read-only: GET requests only")],
+                        default="full", validators=[InputRequired()])
 
 
 class EmptyForm(FlaskForm):
@@ -104,7 +108,8 @@ def create_token():
     new_token = None
     if form.validate_on_submit():
         try:
-            _, new_token = accounts.create_token(db.session, current_user.id, form.name.data)
+            _, new_token = accounts.create_token(db.session, current_user.id, form.name.data,
+                                                 read_only=form.access.data == "read")
         except DomainError as exc:
             form.name.errors.append(exc.message)
     if new_token:

@@ -26,7 +26,7 @@ def _within_ip_limit() -> bool:
     config = current_app.config
     try:
         return throttle.hit(
-            f"signup:ip:{request.remote_addr or 'unknown'}",
+            f"signup:ip:{throttle.client_key(request.remote_addr)}",
             int(config.get("SIGNUP_IP_LIMIT", DEFAULT_IP_LIMIT)),
             int(config.get("SIGNUP_IP_WINDOW_SECONDS", DEFAULT_IP_WINDOW_SECONDS)),
         )

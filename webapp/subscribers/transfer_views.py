@@ -22,6 +22,8 @@ from broadside.errors import DomainError
 from broadside.lists.service import all_lists, get_list
 from broadside.subscribers import export, importer
 from webapp.extensions import db, get_jobs
+from webapp.htmx import STOP_POLLING
+from webapp.params import int_arg
 from webapp.subscribers.views import bp, current_filters
 
 # Files up to this size are imported during the upload request; bigger ones go to the worker.
@@ -37,8 +39,8 @@ def _import_form(formdata: bool = True) -> ImportForm:
     # After a 413 the request body cannot be read again: build the form without it.
     form = ImportForm() if formdata else ImportForm(formdata=None)
     form.list_id.choices = [(item.id, item.name) for item in all_lists(db.session)]
-    if request.method == "GET" and request.args.get("list", "").isdigit():
-        form.list_id.data = int(request.args["list"])
+    if request.method == "GET" and (list_id := int_arg("list")) is not None:
+        form.list_id.data = list_id
     return form
 
 
@@ -90,8 +92,8 @@ def import_status(import_id: int):
 def import_progress(import_id: int):
     state = importer.progress(db.session, import_id, current_app.instance_path)
     html = render_template("subscribers/_import_progress.html", state=state)
-    # 286 tells htmx to stop polling: the import is over.
-    return html, 286 if state.finished else 200
+    # The import is over: tell htmx to stop polling.
+    return html, STOP_POLLING if state.finished else 200
 
 
 def _csv_response(chunks, filename: str) -> Response:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
+from flask import Blueprint, flash, redirect, render_template, url_for
 from flask_wtf import FlaskForm
 from wtforms import SelectField, SelectMultipleField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length
@@ -11,7 +11,10 @@ from wtforms.widgets import CheckboxInput, ListWidget
 from broadside.errors import DomainError
 from broadside.lists.service import all_lists
 from broadside.subscribers import search, service
+from broadside.unsubscribe import suppression
 from webapp.extensions import db
+from webapp.htmx import make_response, request, vary_on_htmx
+from webapp.params import int_arg
 
 bp = Blueprint("subscribers", __name__, url_prefix="/subscribers")
 
@@ -41,11 +44,6 @@ class ConfirmForm(FlaskForm):
     """Only the CSRF token: for buttons that change state."""
 
 
-def _int_arg(name: str) -> int | None:
-    value = request.args.get(name, "")
-    return int(value) if value.isdigit() else None
-
-
 def current_filters() -> search.Filters:
     return search.Filters.parse(request.args.get("q"), request.args.get("match"),
                                 request.args.get("list"), request.args.get("status"))
@@ -54,25 +52,23 @@ def current_filters() -> search.Filters:
 @bp.route("/")
 def index():
     filters = current_filters()
-    page = search.search(db.session, filters, before=_int_arg("before"), after=_int_arg("after"))
+    page = search.search(db.session, filters, before=int_arg("before"), after=int_arg("after"))
     # HTMX search swaps only the results; without JavaScript the same URL is the whole page.
-    partial = request.headers.get("HX-Request") == "true" and not (
-        request.headers.get("HX-Boosted") or request.headers.get("HX-History-Restore-Request"))
+    partial = bool(request.htmx) and not (
+        request.htmx.boosted or request.htmx.history_restore_request)
     template = "subscribers/_table.html" if partial else "subscribers/index.html"
-    response = make_response(render_template(
+    return vary_on_htmx(make_response(render_template(
         template, page=page, filters=filters, lists=all_lists(db.session),
         statuses=search.STATUS_FILTERS, partial=partial,
-    ))
-    response.headers["Vary"] = "HX-Request"
-    return response
+    )))
 
 
 @bp.route("/new", methods=["GET", "POST"])
 def new():
     form = NewSubscriberForm()
     form.lists.choices = [(item.id, item.name) for item in all_lists(db.session)]
-    if request.method == "GET" and request.args.get("list", "").isdigit():
-        form.lists.data = [int(request.args["list"])]
+    if request.method == "GET" and (list_id := int_arg("list")) is not None:
+        form.lists.data = [list_id]
     if form.validate_on_submit():
         try:
             subscriber, created = service.save_subscriber(
@@ -100,7 +96,8 @@ def show(subscriber_id: int):
     add_form.list_id.choices = [(i.id, i.name) for i in all_lists(db.session) if i.id not in on]
     return render_template("subscribers/show.html", detail=detail, add_form=add_form,
                            suppress_form=SuppressForm(formdata=None), form=ConfirmForm(),
-                           subscriber=detail.subscriber)
+                           subscriber=detail.subscriber,
+                           can_block=suppression.outranks("blocked", detail.subscriber.suppression))
 
 
 @bp.route("/<int:subscriber_id>/edit", methods=["GET", "POST"])
@@ -151,7 +148,7 @@ def unsubscribe(subscriber_id: int, list_id: int):
 def suppress(subscriber_id: int):
     form = SuppressForm()
     if form.validate_on_submit():
-        changed = service.suppress(db.session, subscriber_id, form.detail.data)
+        changed = suppression.suppress(db.session, subscriber_id, "blocked", form.detail.data)
         flash("Blocked: they will get no more mail from any list." if changed else
               "They were already suppressed.", "success")
     return redirect(url_for("subscribers.show", subscriber_id=subscriber_id))

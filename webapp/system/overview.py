@@ -17,8 +17,9 @@ from sqlalchemy.orm import Session
 
 from broadside import queues
 from broadside.errors import DomainError
+from broadside.events import record_event
 from broadside.hourly import HourlyCap
-from broadside.models import Broadcast, Delivery, Event, SiteSettings, Subscriber, TransactionalMessage
+from broadside.models import Broadcast, Delivery, SiteSettings, Subscriber, TransactionalMessage
 from broadside.site_settings import get_settings
 from broadside.system.outbox import OutboxEntry, list_outbox, outbox_folder
 from broadside.timeutil import utcnow
@@ -26,13 +27,12 @@ from webapp.doctor import (
     Check,
     WorkerInfo,
     check_smtp,
-    last_smtp_check,
     run_checks,
     smtp_check_as_check,
     smtp_target,
-    worker_info,
 )
 from webapp.metrics.collector import oldest_job_age
+from webapp.readiness import read_readiness
 
 log = logging.getLogger("broadside.system")
 
@@ -118,12 +118,16 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
     settings = session.get(SiteSettings, 1)  # read only: a polled GET creates nothing
     reset_at = settings.hourly_window_reset_at if settings else None
     session.commit()
+    # Redis, the worker and its lease: the same reading as the dashboard and the send page.
+    sender = read_readiness(redis, config)
+    if not sender.redis_ok:
+        return LiveStatus(False, None, [], config["SEND_DELAY_MS"], sending, limit, None, reset_at)
+    worker = sender.worker
     try:
-        worker = worker_info(redis, namespace)
         now = time.time()
         queue_info = []
         for name in queues.LISTENED:
-            queue = Queue(f"{namespace}:{name}", connection=redis)
+            queue = Queue(f"{namespace}:{name}", connection=redis, serializer=queues.SERIALIZER)
             queue_info.append(QueueInfo(name, queue.count, oldest_job_age(queue, now)))
         used = HourlyCap(redis, namespace, limit).used() if limit else None
     except RedisError:
@@ -167,11 +171,7 @@ def last_errors(session: Session, limit: int = ERRORS_SHOWN) -> list[ErrorRow]:
 def page_checks(app: Flask) -> list[Check]:
     """The doctor's checks, with the last stored SMTP result instead of a new conversation."""
     checks = run_checks(app, smtp=False)
-    try:
-        last = last_smtp_check(app.extensions["broadside_redis"], app.config["BROADSIDE_NAMESPACE"],
-                               app.config)
-    except RedisError:
-        last = None
+    last = read_readiness(app.extensions["broadside_redis"], app.config).last_check
     if last is not None:
         smtp = smtp_check_as_check(last)
         checked = time.strftime("%H:%M:%S UTC", time.gmtime(last.at))
@@ -219,8 +219,8 @@ def reset_hourly_cap(session: Session, redis: Redis, config) -> int:
         raise DomainError("Redis is unreachable, so the hourly count cannot be reset now.") from None
     now = utcnow()
     get_settings(session).hourly_window_reset_at = now
-    session.add(Event(kind="hourly_reset", created_at=now,
-                      detail=f"hourly limit reset by the owner; {forgotten} of {limit} sends forgotten"))
+    record_event(session, "hourly_reset",
+                 detail=f"hourly limit reset by the owner; {forgotten} of {limit} sends forgotten")
     session.commit()
     log.info("hourly cap reset by the owner (%d of %d sends forgotten)", forgotten, limit)
     return forgotten

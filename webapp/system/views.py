@@ -3,28 +3,23 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
-from zoneinfo import ZoneInfo
 
 from flask import (
     Blueprint,
     Response,
     current_app,
     flash,
-    g,
-    make_response,
     redirect,
     render_template,
-    request,
     url_for,
 )
 from flask_wtf import FlaskForm
 
 from broadside.errors import DomainError, NotFound
-from broadside.site_settings import get_settings
 from broadside.system.outbox import outbox_folder, read_outbox_message
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_redis
+from webapp.htmx import make_response, request
 from webapp.system import overview
 
 bp = Blueprint("system", __name__, url_prefix="/system")
@@ -36,22 +31,6 @@ class EmptyForm(FlaskForm):
 
 @bp.context_processor
 def _helpers() -> dict:
-    def zone() -> ZoneInfo:
-        if "owner_tz" not in g:
-            g.owner_tz = get_settings(db.session).time_zone or "UTC"
-        return ZoneInfo(g.owner_tz)
-
-    def local_time(moment: datetime | None, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
-        """A stored (naive UTC) time in the owner's time zone, from Settings."""
-        if moment is None:
-            return ""
-        return moment.replace(tzinfo=UTC).astimezone(zone()).strftime(fmt + " %Z")
-
-    def epoch_time(epoch: float | None, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
-        if epoch is None:
-            return ""
-        return local_time(datetime.fromtimestamp(epoch, UTC).replace(tzinfo=None), fmt)
-
     def seconds(value: float | None) -> str:
         if value is None:
             return "–"
@@ -61,8 +40,7 @@ def _helpers() -> dict:
             return f"{value / 60:.0f} min"
         return f"{value / 3600:.1f} h"
 
-    return {"local_time": local_time, "epoch_time": epoch_time, "seconds": seconds,
-            "smtp_configured": bool(current_app.config["SMTP_URL"])}
+    return {"seconds": seconds, "smtp_configured": bool(current_app.config["SMTP_URL"])}
 
 
 @bp.route("/")
@@ -87,7 +65,7 @@ def checks():
 @bp.route("/smtp-check", methods=["POST"])
 def smtp_check():
     checks = overview.check_smtp_now(current_app)
-    if request.headers.get("HX-Request"):
+    if request.htmx:
         return render_template("system/_checks.html", checks=checks, checked_now=True)
     smtp = next(c for c in checks if c.name in ("SMTP", "outbox"))
     flash(f"{smtp.name} check: {smtp.summary}", "success" if smtp.ok else "error")

@@ -10,7 +10,7 @@ template helpers registered below, so the including view needs no change.
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, url_for
 from flask_wtf import FlaskForm
 from wtforms import TextAreaField
 from wtforms.validators import Length
@@ -20,6 +20,7 @@ from broadside.models import Subscriber
 from broadside.unsubscribe import departures, service
 from broadside.unsubscribe.suppression import MAX_NOTE_LENGTH
 from webapp.extensions import db
+from webapp.params import int_arg
 
 bp = Blueprint("suppression", __name__)
 
@@ -73,9 +74,6 @@ def lift(subscriber_id: int):
 
 @bp.route("/lists/<int:list_id>/departures")
 def list_departures(list_id: int):
-    before = request.args.get("before", "")
-    page = departures.list_departures(
-        db.session, list_id, before_id=int(before) if before.isdigit() else None
-    )
+    page = departures.list_departures(db.session, list_id, before_id=int_arg("before"))
     return render_template("unsubscribe/departures.html", page=page,
                            list_names=departures.list_names(db.session))

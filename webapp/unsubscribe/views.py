@@ -63,7 +63,7 @@ def _within_limit(bucket: str, limit: int) -> bool:
 
 def _claim(token: str) -> UnsubscribeClaim:
     """Check the signature (no database) and count the request against this IP."""
-    ip = request.remote_addr or "unknown"
+    ip = throttle.client_key(request.remote_addr)
     claim = read_token(token, secret_key=current_app.config["SECRET_KEY"])
     if claim is None:
         limit = int(current_app.config.get("UNSUBSCRIBE_BAD_TOKEN_LIMIT", DEFAULT_BAD_TOKEN_LIMIT))

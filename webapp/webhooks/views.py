@@ -1,26 +1,32 @@
 """Webhooks from the mail provider (public, no CSRF: each request proves itself).
 
-- POST /webhooks/events  generic JSON, `X-Broadside-Signature: <hex HMAC-SHA256 of the raw
-                         body keyed with WEBHOOK_SECRET>`; 401 and nothing written when the
-                         signature is missing or wrong, or WEBHOOK_SECRET is unset.
+- POST /webhooks/events  generic JSON with `X-Broadside-Timestamp: <Unix seconds>` and
+                         `X-Broadside-Signature: sha256=<hex HMAC-SHA256, keyed with
+                         WEBHOOK_SECRET, of "<timestamp>.<raw body>">`; 401 and nothing
+                         written when either is missing or wrong, the timestamp is more than
+                         five minutes from now, or WEBHOOK_SECRET is unset. The payload's `id`
+                         is claimed once: a repeat is acknowledged (200) and changes nothing.
 - POST /webhooks/ses     Amazon SES notifications through SNS: the SNS signature is verified,
-                         the TopicArn must be listed in SNS_TOPIC_ARNS, and the
-                         subscription handshake is completed by visiting SubscribeURL.
+                         the TopicArn must be listed in SNS_TOPIC_ARNS, the signed Timestamp
+                         must be recent (see broadside.webhooks.replay), a MessageId counts
+                         once, and the subscription handshake is completed by visiting
+                         SubscribeURL.
+
+Replay protection needs Redis (the seen ids live there): while it is unreachable, events are
+refused with a 503, which providers retry, rather than applied without that protection.
 
 Known or unknown address, the answer is the same (nothing to learn about who subscribes).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 
 from flask import Blueprint, current_app, jsonify, request
 from redis.exceptions import RedisError
 
-from broadside.webhooks import payloads, service, sns
-from webapp.extensions import csrf, db, get_redis, namespaced
+from broadside.webhooks import payloads, replay, service, sns
+from webapp.extensions import csrf, db, get_redis
 from webapp.security import public
 
 log = logging.getLogger("broadside.webhooks")
@@ -29,7 +35,6 @@ bp = Blueprint("webhooks", __name__, url_prefix="/webhooks")
 csrf.exempt(bp)
 
 MAX_BODY_BYTES = 512 * 1024  # SNS messages are at most 256 KB
-SNS_SEEN_SECONDS = 7 * 24 * 3600
 
 
 @bp.before_request
@@ -41,29 +46,47 @@ def _error(status: int, message: str):
     return jsonify(error=message), status
 
 
-def signature_is_valid(secret: str, body: bytes, header: str) -> bool:
-    """Constant-time check of a hex HMAC-SHA256 (an optional `sha256=` prefix is allowed)."""
-    if not secret or not header:
-        return False
-    given = header.strip()
-    if given.lower().startswith("sha256="):
-        given = given[len("sha256="):]
-    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected.encode(), given.lower().encode("utf-8", "replace"))
+def _seen(prefix: str) -> replay.SeenIds:
+    return replay.SeenIds(get_redis(), current_app.config["BROADSIDE_NAMESPACE"], prefix)
+
+
+def _apply_once(seen: replay.SeenIds, event_id: str, events: list[payloads.ProviderEvent],
+                applied: tuple[str, int]):
+    """Apply `events` unless `event_id` was claimed before (then 200, nothing changes)."""
+    try:
+        first = seen.claim(event_id)
+    except RedisError as exc:
+        log.warning("webhook event not applied: Redis unreachable (%s)", type(exc).__name__)
+        return _error(503, "Cannot check this event against those already received; "
+                           "retry later.")
+    if not first:
+        log.info("webhook event already received (%s); nothing changed", seen.prefix)
+        return jsonify(status="duplicate"), 200
+    try:
+        service.apply_events(db.session, events)
+    except Exception:
+        db.session.rollback()
+        try:
+            seen.forget(event_id)  # the provider retries; let the retry count
+        except RedisError:
+            pass
+        raise
+    return jsonify(status=applied[0]), applied[1]
 
 
 @bp.post("/events")
 @public
 def events():
     body = request.get_data(cache=False)
-    secret = current_app.config.get("WEBHOOK_SECRET") or ""
-    if not signature_is_valid(secret, body, request.headers.get("X-Broadside-Signature", "")):
-        log.warning("webhook refused: missing or wrong signature")
-        return _error(401, "A valid X-Broadside-Signature (hex HMAC-SHA256 of the body keyed "
-                           "with WEBHOOK_SECRET) is required.")
+    try:
+        replay.check_generic(current_app.config.get("WEBHOOK_SECRET") or "", body,
+                             request.headers.get(replay.TIMESTAMP_HEADER),
+                             request.headers.get(replay.SIGNATURE_HEADER))
+    except replay.Refused as exc:
+        log.warning("webhook refused: %s", exc.message)
+        return _error(401, exc.message)
     event = payloads.parse_generic(body)
-    service.apply_events(db.session, [event])
-    return jsonify(status="accepted"), 202
+    return _apply_once(_seen("webhooks:seen"), event.event_id, [event], ("accepted", 202))
 
 
 def _allowed_topics() -> set[str]:
@@ -79,22 +102,6 @@ def _http_get() -> sns.HttpGet:
 
 def _certificate_cache() -> sns.CertificateCache:
     return current_app.extensions.setdefault("broadside_sns_certificates", sns.CertificateCache())
-
-
-def _first_delivery(message_id: str) -> bool:
-    """SNS delivers at least once: count a notification once (or, without Redis, anyway)."""
-    try:
-        return bool(get_redis().set(namespaced(f"sns:seen:{message_id}"), 1, nx=True,
-                                    ex=SNS_SEEN_SECONDS))
-    except RedisError:
-        return True
-
-
-def _forget(message_id: str) -> None:
-    try:
-        get_redis().delete(namespaced(f"sns:seen:{message_id}"))
-    except RedisError:
-        pass
 
 
 @bp.post("/ses")
@@ -113,13 +120,20 @@ def ses():
     except sns.CertificateUnavailable as exc:
         log.warning("SNS message not verified yet: %s", exc)
         return _error(503, "The SNS signing certificate could not be fetched; retry later.")
+    # After the signature (only a signed Timestamp means anything), and for every Type: an
+    # old SubscriptionConfirmation replayed could re-subscribe us after an unsubscribe.
+    try:
+        replay.check_sns_timestamp(message["Timestamp"])
+    except replay.Refused as exc:
+        log.warning("SNS message refused: %s", exc.message)
+        return _error(401, exc.message)
 
     if message["Type"] == "SubscriptionConfirmation":
         try:
             sns.confirm_subscription(message, _http_get())
         except payloads.BadPayload:
             raise
-        except Exception as exc:  # noqa: BLE001 - report, and let SNS send the handshake again
+        except Exception as exc:
             log.warning("SNS subscription not confirmed: %s", exc)
             return _error(502, "Could not visit SubscribeURL; retry later.")
         log.info("SNS subscription to %s confirmed", message["TopicArn"])
@@ -128,12 +142,6 @@ def ses():
         return jsonify(status="ignored"), 200
 
     events = payloads.parse_ses_notification(message["Message"])
-    if not _first_delivery(message["MessageId"]):
-        return jsonify(status="duplicate"), 200
-    try:
-        service.apply_events(db.session, events)
-    except Exception:
-        db.session.rollback()
-        _forget(message["MessageId"])  # SNS retries; let the retry count
-        raise
-    return jsonify(status="processed"), 200
+    # SNS delivers at least once (and a captured message could be posted again within the
+    # Timestamp bound): count each MessageId once.
+    return _apply_once(_seen("sns:seen"), message["MessageId"], events, ("processed", 200))

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import threading
+import urllib.error
+import urllib.request
 
+from broadside.broadcasts.drafts import create_draft
+from broadside.models import Broadcast, Delivery
 from tests.helpers import make_list
 from webapp.extensions import db
 
@@ -57,8 +62,6 @@ def test_pause_resume_cancel_and_conflicts(app, client, api_headers):
 
 
 def test_bad_input_gets_clear_errors_and_writes_nothing(app, client, api_headers):
-    from broadside.models import Broadcast
-
     weekly = make_list(db.session, 1)
     for payload in (
         {},
@@ -97,13 +100,7 @@ def test_test_send_goes_through_the_transactional_queue(
 
 
 def test_two_concurrent_sends_of_one_draft_exactly_one_wins(app, api_headers, live_server):
-    import json
-    import urllib.error
-    import urllib.request
-
     weekly = make_list(db.session, 50)
-    from broadside.broadcasts.drafts import create_draft
-
     draft_id = create_draft(db.session, list_id=weekly.id, subject="Race", body="x").id
     codes: list[int] = []
     barrier = threading.Barrier(4)
@@ -127,7 +124,5 @@ def test_two_concurrent_sends_of_one_draft_exactly_one_wins(app, api_headers, li
     for thread in threads:
         thread.join(30)
     assert sorted(codes) == [202, 409, 409, 409]
-    from broadside.models import Delivery
-
     db.session.expire_all()
     assert db.session.query(Delivery).count() == 50

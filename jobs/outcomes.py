@@ -1,0 +1,229 @@
+"""What became of each claimed delivery in a slice, recorded together.
+
+Every outcome is a ledger transition out of `sending` (`WHERE status = 'sending'`): a row
+that orphan repair or anyone else moved meanwhile is left alone, and nothing is
+read-then-written (invariant 4). Outcomes are kept in a `Batch` and flushed in one
+transaction per batch of sends, with their counters and events (invariant 9).
+
+Errors are classified once (invariant 6, jobs.classify) and mapped to a step by the one
+outcome policy, `jobs.classify.next_step`, that transactional mail shares: lost after the
+body was sent -> `unknown`, never resent automatically (invariant 5); refused for this
+address -> `failed`; transient -> back to `pending` with backoff, within the retry budget;
+channel-wide -> back to `pending`, and the broadcast pauses with the reason once the rest of
+the batch is released.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from broadside.broadcasts import ledger
+from broadside.broadcasts.ledger import ATTEMPTS_DELTA
+from broadside.models import Delivery, Subscriber
+from broadside.timeutil import utcnow
+from broadside.transports import DeliveryError
+from jobs.classify import Step, Verdict, backoff, channel_reason, classify, connection_reason, next_step
+from jobs.recheck import Prepared, Row
+from jobs.runtime import Runtime
+
+log = logging.getLogger("broadside.worker")
+_SUBSCRIBERS = Subscriber.__table__
+
+# Connection failures in a row (refused, reset, timed out) before the broadcast pauses.
+MAX_CONNECTION_FAILURES = 5
+
+
+@dataclass
+class Outcome:
+    target: str
+    change: ledger.Change
+
+
+@dataclass
+class Batch:
+    """The rows this slice claimed and what became of each, flushed together."""
+
+    broadcast_id: int
+    outcomes: list[Outcome] = field(default_factory=list)
+    # delivery id -> subscriber id, for people sent to who had soft bounces (reset once sent)
+    soft_bounced: dict[int, int] = field(default_factory=dict)
+
+    def add(
+        self,
+        target: str,
+        delivery_id: int,
+        subscriber_id: int | None,
+        values: dict[str, Any] | None = None,
+        detail: str = "",
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        self.outcomes.append(
+            Outcome(target, ledger.Change(delivery_id, subscriber_id, values or {}, detail, data))
+        )
+
+    def flush(self, session: Session) -> None:
+        """Record every outcome with an UPDATE guarded by status = 'sending', then commit.
+
+        Lock order (broadside.broadcasts.ledger): the ledger takes the broadcast row (its
+        counters) before the deliveries; the subscribers' soft-bounce reset comes last."""
+        now = utcnow()
+        by_target: dict[str, list[ledger.Change]] = {}
+        for outcome in self.outcomes:
+            by_target.setdefault(outcome.target, []).append(outcome.change)
+        moved: dict[str, list[int]] = {}
+        for target, changes in by_target.items():
+            moved[target] = ledger.transition(
+                session, self.broadcast_id, changes, source="sending", target=target, now=now
+            )
+        delivered = [self.soft_bounced[d] for d in moved.get("sent", ()) if d in self.soft_bounced]
+        if delivered:
+            # A delivery that went through ends a run of soft bounces.
+            session.connection().execute(
+                update(_SUBSCRIBERS)
+                .where(_SUBSCRIBERS.c.id.in_(delivered), _SUBSCRIBERS.c.soft_bounce_count > 0)
+                .values(soft_bounce_count=0)
+            )
+        session.commit()
+        self.outcomes.clear()
+        self.soft_bounced.clear()
+
+
+class Outcomes:
+    """One slice's record of outcomes: the batch, and the reason to pause if one arose.
+
+    The methods that record an SMTP result return the reason to stop the slice ("paused"),
+    or None to go on."""
+
+    def __init__(self, session: Session, runtime: Runtime, broadcast_id: int) -> None:
+        self.session = session
+        self.rt = runtime
+        self.batch = Batch(broadcast_id)
+        self.pause_reason: str | None = None
+
+    def flush(self) -> None:
+        self.batch.flush(self.session)
+
+    # -------------------------------------------------------------- before any SMTP
+
+    def skipped(self, row: Row, reason: str) -> None:
+        """Skipped at send time (invariant 3): no SMTP, no pause."""
+        self.batch.add("skipped", row.id, row.subscriber_id, {"reason": reason}, detail=reason)
+
+    def unbuildable(self, row: Row, reason: str) -> None:
+        """Their values cannot make a message: just their row fails."""
+        self.batch.add(
+            "failed", row.id, row.subscriber_id, {"reason": reason, "error_class": "recipient"}, detail=reason
+        )
+        log.warning("delivery %s failed before sending: %s", row.id, reason)
+
+    def release(self, rows: Iterable[Row], *, cancelled: bool) -> None:
+        """Claimed but never attempted: back to pending (or skipped when cancelled)."""
+        for row in rows:
+            if cancelled:
+                self.batch.add(
+                    "skipped", row.id, row.subscriber_id, {"reason": "cancelled"}, detail="cancelled"
+                )
+            else:
+                self.batch.add(
+                    "pending",
+                    row.id,
+                    row.subscriber_id,
+                    {ATTEMPTS_DELTA: -1},
+                    detail="released, not attempted",
+                )
+
+    # -------------------------------------------------------------- the server's verdict
+
+    def sent(self, message: Prepared, code: int, reply: str) -> None:
+        self.rt.connection_failures = 0
+        self.batch.add(
+            "sent",
+            message.delivery_id,
+            message.subscriber_id,
+            {
+                "sent_at": utcnow(),
+                "smtp_code": code,
+                "reason": reply[:500],
+                "message_id": message.message_id,
+                "error_class": None,
+            },
+            detail=f"{code} {reply}"[:500],
+        )
+        if message.soft_bounces and message.subscriber_id is not None:
+            self.batch.soft_bounced[message.delivery_id] = message.subscriber_id
+
+    def refused(self, message: Prepared, error: DeliveryError) -> str | None:
+        """The server's refusal or a lost connection, classified once (invariant 6)."""
+        return self.error(message, classify(error))
+
+    def unexpected(self, message: Prepared, error: Exception) -> str | None:
+        """Not a DeliveryError: we cannot know whether it went out, so `unknown`."""
+        log.exception("unexpected error while sending")
+        return self.error(message, Verdict("ambiguous", None, f"unexpected error: {error!r}"))
+
+    def error(self, message: Prepared, verdict: Verdict) -> str | None:
+        rt = self.rt
+        delivery_id, subscriber_id = message.delivery_id, message.subscriber_id
+        values: dict[str, Any] = {
+            "smtp_code": verdict.code,
+            "reason": verdict.summary[:500],
+            "message_id": message.message_id,
+            "error_class": verdict.kind,
+        }
+        if verdict.kind == "recipient":
+            rt.connection_failures = 0
+        elif verdict.kind == "transient" and verdict.network:
+            rt.connection_failures += 1
+        step, attempts = next_step(
+            verdict,
+            lambda: self._attempts_of(delivery_id),
+            pausable=True,
+            channel_down=verdict.kind == "transient"
+            and verdict.network
+            and rt.connection_failures >= MAX_CONNECTION_FAILURES,
+        )
+        if step is Step.UNKNOWN:
+            log.warning("delivery %s unknown: %s", delivery_id, verdict.summary)
+            self.batch.add(
+                "unknown",
+                delivery_id,
+                subscriber_id,
+                values,
+                detail=f"connection lost after the message was sent: {verdict.summary}",
+            )
+            return None
+        if step is Step.FAILED:
+            log.info("delivery %s failed: %s", delivery_id, verdict.summary)
+            self.batch.add("failed", delivery_id, subscriber_id, values, detail=verdict.summary)
+            return None
+        if step is Step.EXHAUSTED:
+            values["reason"] = f"retry budget exhausted after {attempts} attempts: {verdict.summary}"[:500]
+            self.batch.add("failed", delivery_id, subscriber_id, values, detail=values["reason"])
+            return None
+        if step is Step.RETRY:
+            base = float(rt.config.get("RETRY_BASE_SECONDS", 30))
+            values["next_attempt_at"] = utcnow() + backoff(attempts or 0, base)
+            self.batch.add(
+                "pending", delivery_id, subscriber_id, values, detail=f"will retry: {verdict.summary}"
+            )
+            return None
+        reason = (
+            connection_reason(rt.connection_failures, verdict)
+            if verdict.kind == "transient"
+            else channel_reason(verdict)
+        )
+        # Not accepted (the failure came before the end of DATA): the row waits for resume.
+        # The broadcast pauses once the rest of the batch is released too (see Slice._stop).
+        values["next_attempt_at"] = None
+        self.batch.add("pending", delivery_id, subscriber_id, values, detail=reason)
+        self.pause_reason = reason
+        return "paused"
+
+    def _attempts_of(self, delivery_id: int) -> int:
+        return int(self.session.scalar(select(Delivery.attempts).where(Delivery.id == delivery_id)) or 0)

@@ -1,0 +1,117 @@
+"""Can sending happen right now, and what is the sender doing: one reading of Redis (reachable?),
+the worker's lease (who holds it, since when, last heartbeat) and the last SMTP check
+(doctor, System page), shared by every page that talks about it.
+
+- the dashboard shows `problem` as its banner, and so does a broadcast page while it could
+  still move (scheduled, queued, sending);
+- the send confirmation lists `reasons`: empty means ready; otherwise it shows them with a
+  link to the System page and sends only if the owner chooses to queue anyway;
+- the System page shows `worker` (holder, since, heartbeat) in its live panel and
+  `last_check` as the SMTP line of its checks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from flask import Flask, current_app
+from redis import Redis
+from redis.exceptions import RedisError
+
+from webapp.doctor import SmtpCheck, WorkerInfo, last_smtp_check, worker_info
+from webapp.templating import owner_zone
+
+_PHASE_WORDS = {
+    "connect": "could not reach the mail server",
+    "tls": "the secure connection to the mail server failed",
+    "auth": "the mail server refused the login",
+}
+
+REDIS_DOWN_REASON = ("Redis is unreachable: the send queue lives there, so nothing would be sent "
+                     "until it is back.")
+NO_WORKER_REASON = "No worker is running: sending would wait until one starts."
+
+
+def _when(epoch: float, zone: ZoneInfo, now: float | None = None) -> str:
+    moment = datetime.fromtimestamp(epoch, UTC).astimezone(zone)
+    today = datetime.fromtimestamp(now or time.time(), UTC).astimezone(zone).date()
+    fmt = "%H:%M %Z" if moment.date() == today else "%Y-%m-%d %H:%M %Z"
+    return moment.strftime(fmt)
+
+
+@dataclass(frozen=True)
+class SendingReadiness:
+    redis_ok: bool
+    worker: WorkerInfo | None  # None while Redis is unreachable
+    last_check: SmtpCheck | None = None  # the last SMTP (or outbox) check, if any
+    zone: ZoneInfo = ZoneInfo("UTC")  # for the time of that check, in words
+    now: float = field(default_factory=time.time)
+
+    @property
+    def worker_holder(self) -> str | None:
+        return self.worker.holder if self.worker is not None else None
+
+    @property
+    def check_failed(self) -> bool:
+        return self.last_check is not None and not self.last_check.ok
+
+    @property
+    def ready(self) -> bool:
+        return not self.reasons
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why a send would not happen now, for the send confirmation ([] when it would)."""
+        if not self.redis_ok:
+            return [REDIS_DOWN_REASON]
+        reasons = []
+        if self.worker_holder is None:
+            reasons.append(NO_WORKER_REASON)
+        if self.check_failed:
+            assert self.last_check is not None
+            last = self.last_check
+            phase, _, summary = last.detail.partition(": ")
+            words = _PHASE_WORDS.get(phase)
+            problem = f"{words} ({summary})" if words else last.detail
+            what, fix = ("outbox", "the instance folder") if last.target == "outbox" else ("SMTP", "SMTP_URL")
+            reasons.append(f"The last {what} check failed at {_when(last.at, self.zone, self.now)}: "
+                           f"{problem}. Fix {fix}, then check again on the System page.")
+        return reasons
+
+    @property
+    def problem(self) -> str | None:
+        """The one sentence for a banner (dashboard, a broadcast on its way); None when fine."""
+        if not self.redis_ok:
+            return "Sending is stopped: Redis is unreachable, so the worker cannot take jobs."
+        if self.worker_holder is None:
+            return "Sending is stopped: the worker is not running. Start it with `honcho start`."
+        if self.check_failed:
+            assert self.last_check is not None
+            return (f"Sending will fail: the last SMTP check failed ({self.last_check.detail}). "
+                    "Fix SMTP_URL, then check again on the System page.")
+        return None
+
+
+def read_readiness(redis: Redis, config: Mapping[str, Any],
+                   zone: ZoneInfo | None = None) -> SendingReadiness:
+    """The one reading: the lease and the last check, in one go (Redis down: not ready)."""
+    namespace = config["BROADSIDE_NAMESPACE"]
+    try:
+        worker = worker_info(redis, namespace)
+        last = last_smtp_check(redis, namespace, config)
+    except RedisError:
+        return SendingReadiness(redis_ok=False, worker=None, zone=zone or ZoneInfo("UTC"))
+    return SendingReadiness(redis_ok=True, worker=worker, last_check=last,
+                            zone=zone or ZoneInfo("UTC"))
+
+
+def sending_readiness(app: Flask | None = None) -> SendingReadiness:
+    """`read_readiness` for this app (default: the current one), in the owner's time zone.
+    Call inside an app context."""
+    app = app or current_app._get_current_object()  # type: ignore[attr-defined]
+    return read_readiness(app.extensions["broadside_redis"], app.config, owner_zone())
