@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session
 
@@ -18,7 +18,7 @@ from broadside.broadcasts import service
 from broadside.errors import ValidationError
 from broadside.models import Broadcast
 from broadside.queues import Jobs
-from broadside.site_settings import get_settings
+from broadside.site_settings import get_settings, owner_zone
 
 # Why someone on the list would not receive it, in the owner's words.
 SKIP_WORDS = {
@@ -53,14 +53,6 @@ class SendPlan:
     def skipped_words(self) -> list[tuple[int, str]]:
         return [(count, SKIP_WORDS.get(reason, reason))
                 for reason, count in sorted(self.skipped.items(), key=lambda kv: -kv[1])]
-
-
-def owner_zone(session: Session) -> ZoneInfo:
-    name = get_settings(session).time_zone or "UTC"
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return ZoneInfo("UTC")
 
 
 def send_plan(session: Session, broadcast_id: int) -> SendPlan:
