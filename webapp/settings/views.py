@@ -9,7 +9,7 @@ from flask_login import current_user
 from flask_wtf import FlaskForm
 from wtforms import RadioField, SelectField, StringField, TextAreaField
 from wtforms.fields.choices import SelectChoice
-from wtforms.validators import DataRequired, InputRequired, Length
+from wtforms.validators import DataRequired, Length, Optional
 
 from broadside import accounts
 from broadside.errors import DomainError
@@ -44,7 +44,7 @@ class TokenForm(FlaskForm):
     name = StringField("Token name", validators=[DataRequired(), Length(max=100)])
     access = RadioField("Access", choices=[SelectChoice("full", "Full: read and change"),
                                            SelectChoice("read", "Read-only: GET requests only")],
-                        default="full", validators=[InputRequired()])
+                        default="full", validators=[Optional()])  # absent: a full token, as before
 
 
 class EmptyForm(FlaskForm):
