@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from broadside import merge_limits, rendering
@@ -23,9 +23,9 @@ from broadside.rendering import CompiledRevision, MergeError, freeze_content
 UNSUBSCRIBE = "https://news.example.com/u/tok"
 HTML_LIMIT = 1_000_000  # characters of HTML in one rendered message
 SUBJECT_LIMIT = 1_000  # characters of one rendered subject
-# The most any one draft may take to be refused or rendered. The work budget allows about a
-# third of a second per template, three templates a message; the slowest of 600 hostile drafts
-# on an idle machine took 1.3 s, and in CI the whole suite runs beside this test on two cores.
+# The most CPU time any one draft may take to be refused or rendered. The work budget allows
+# about a third of a second per template, three templates a message; the slowest of 600 hostile
+# drafts took 1.3 s.
 SECONDS = 3.0
 # A recipient whose values are as large as the subscriber limits allow.
 BIG_ATTRIBUTES = {"city": "Lisbon", "bio": "b" * 1000, "tags": ["t" * 20] * 400, "n": 10**9,
@@ -37,9 +37,15 @@ def freeze(body: str, subject: str = "Subject"):
                           from_email="news@example.com", postal_address="1 Main St")
 
 
+def cpu_seconds() -> float:
+    """This thread's CPU time: the work a template costs, which is what the bounds limit, without
+    the waits a busy machine adds (the whole suite runs beside this file on two cores)."""
+    return time.thread_time()
+
+
 def attempt(body: str, subject: str = "Subject", attributes: dict | None = None):
     """("ok", RenderedEmail) or ("refused", message), and the seconds it took to find out."""
-    start = time.monotonic()
+    start = cpu_seconds()
     try:
         frozen = freeze(body, subject)
         compiled = CompiledRevision(subject=subject, html_template=frozen.html_template,
@@ -48,17 +54,17 @@ def attempt(body: str, subject: str = "Subject", attributes: dict | None = None)
                                    attributes=BIG_ATTRIBUTES if attributes is None else attributes,
                                    unsubscribe_url=UNSUBSCRIBE)
     except ValidationError as exc:
-        return "refused", exc.message, time.monotonic() - start
-    return "ok", rendered, time.monotonic() - start
+        return "refused", exc.message, cpu_seconds() - start
+    return "ok", rendered, cpu_seconds() - start
 
 
 def assert_refused(body: str, *words: str, subject: str = "Subject") -> str:
     """The draft is refused when it is saved or previewed (the sample recipient has no
     attributes), quickly, with a message that names the problem."""
-    start = time.monotonic()
+    start = cpu_seconds()
     with pytest.raises(MergeError) as caught:
         freeze(body, subject)
-    elapsed = time.monotonic() - start
+    elapsed = cpu_seconds() - start
     assert elapsed < SECONDS, f"took {elapsed:.2f}s"
     message = caught.value.message
     assert isinstance(caught.value, ValidationError)
@@ -176,12 +182,12 @@ def test_one_recipients_values_fail_only_that_recipients_message():
     small = compiled.render(email="a@example.com", name="Al", attributes={"bio": "bob"},
                             unsubscribe_url=UNSUBSCRIBE)
     assert "Hi Al. bobobob" in small.text
-    start = time.monotonic()
+    start = cpu_seconds()
     # The worker turns a MergeError into one failed row (jobs/recheck.py).
     with pytest.raises(MergeError) as caught:
         compiled.render(email="big@example.com", name="Bo", attributes=BIG_ATTRIBUTES,
                         unsubscribe_url=UNSUBSCRIBE)
-    assert time.monotonic() - start < SECONDS
+    assert cpu_seconds() - start < SECONDS
     assert "big@example.com" in caught.value.message and "too long" in caught.value.message
 
 
@@ -323,7 +329,8 @@ FIELDS = st.one_of(
 
 
 @pytest.mark.timeout(300)
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])  # no tracing pass
 @given(fields=st.lists(FIELDS, min_size=1, max_size=4), copies=st.sampled_from([1, 3, 40]),
        subject=st.one_of(st.just("News"), FIELDS))
 def test_a_hostile_template_renders_small_or_is_refused_quickly(fields, copies, subject):
