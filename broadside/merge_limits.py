@@ -221,6 +221,10 @@ def bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
             separator = values[1] if len(values) > 1 else kwargs.get("d", "")
             size = max(size, join_size(separator, list(subject)))
         elif name == "round":
+            # Jinja's "floor"/"ceil" multiply the value by 10**precision: a string or a list
+            # would be repeated that many times. (A missing value stays allowed: it prints nothing.)
+            if isinstance(subject, (str, bytes, *CONTAINERS, Mapping)):
+                raise MergeLimitError("round() works on numbers only")
             precision = values[1] if len(values) > 1 else kwargs.get("precision", 0)
             if not isinstance(precision, int) or abs(precision) > MAX_ROUND_DIGITS:
                 raise MergeLimitError(f"round() takes a precision between -{MAX_ROUND_DIGITS}"

@@ -110,6 +110,9 @@ def assert_refused(body: str, *words: str, subject: str = "Subject") -> str:
     # rounding to a huge precision computes 10 ** precision
     ('{{ 1.5 | round(30000000, "floor") }}', ["round"]),
     ('{{ 15 | round(-30000000) }}', ["round"]),
+    # "floor" multiplies the value by 10 ** precision: a string would be repeated that often
+    ('{{ email | round(12, "floor") }}', ["round"]),
+    ('{{ ("{0}{0}{0}{0}{0}" * 100).format((email | round(12, "floor"))) }}', ["round"]),
     # integers that grow without end
     ('{{ (("9" * 4000) | int * ("9" * 4000) | int) % 7 }}', ["too large"]),
     # truncate with a length shorter than its ending crashed instead of saying so
