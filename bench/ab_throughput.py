@@ -10,7 +10,9 @@ and the one given, "before") sends the same broadcast to the same SMTP server pr
 alternating order, round after round, and each send is paired with a bare smtplib loop
 replaying the same bytes, as in run_all.py; the medians of both trees come from the same
 minutes of the same machine. Both trees must share this checkout's schema (the database is
-migrated once, with this checkout's migrations).
+migrated once, with this checkout's migrations): copy any newer `migrations/versions/*.py`
+(and `migrations/env.py`) into the older tree, or its worker waits for a schema it does not
+know.
 """
 
 from __future__ import annotations

@@ -165,7 +165,8 @@ def _dispose(app) -> None:
 
 
 LAUNCH_WORKER = ("import sys; from webapp import create_app; from jobs.worker import run_worker; "
-                 "sys.exit(run_worker(create_app(), burst='--burst' in sys.argv))")
+                 "app = create_app(); app.app_context().push(); "
+                 "sys.exit(run_worker(app, burst='--burst' in sys.argv))")
 
 
 class WorkerProcess:
@@ -198,7 +199,8 @@ class WorkerProcess:
 
     @property
     def output(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def alive(self) -> bool:
