@@ -209,6 +209,25 @@ def _event_data(link: _Link, source: str, **extra: Any) -> dict[str, Any]:
     return data
 
 
+def _provider_event(session: Session, kind: str, summary: str, email: str,
+                    message_ids: Iterable[str | None], detail: str, source: str,
+                    **data: Any) -> tuple[int, _Link] | None:
+    """The subscriber a provider's report is about, and its evidence row linked to what was
+    sent to them; None (nothing written) when the address is unknown."""
+    found = _subscriber_id_for(session, email)
+    if found is None:
+        return None
+    subscriber_id, address = found
+    link = _link(session, subscriber_id, address, message_ids)
+    record_event(
+        session, kind, subscriber_id=subscriber_id, list_id=link.list_id,
+        broadcast_id=link.broadcast_id, delivery_id=link.delivery_id,
+        detail=f"{summary}: {detail}" if detail else summary,
+        data=_event_data(link, source, **data),
+    )
+    return subscriber_id, link
+
+
 def record_bounce(
     session: Session, email: str, bounce_type: str, *, message_ids: Iterable[str | None] = (),
     detail: str = "", source: str = "webhook",
@@ -216,18 +235,12 @@ def record_bounce(
     """A provider reported a bounce; None (nothing written) when the address is unknown."""
     if bounce_type not in ("hard", "soft"):
         raise ValidationError("bounce_type must be 'hard' or 'soft'.")
-    found = _subscriber_id_for(session, email)
+    detail = (detail or "").strip()[:1000]
+    found = _provider_event(session, "bounce", f"{bounce_type} bounce", email, message_ids, detail,
+                            source, bounce_type=bounce_type)
     if found is None:
         return None
-    subscriber_id, address = found
-    detail = (detail or "").strip()[:1000]
-    link = _link(session, subscriber_id, address, message_ids)
-    record_event(
-        session, "bounce", subscriber_id=subscriber_id, list_id=link.list_id,
-        broadcast_id=link.broadcast_id, delivery_id=link.delivery_id,
-        detail=f"{bounce_type} bounce: {detail}" if detail else f"{bounce_type} bounce",
-        data=_event_data(link, source, bounce_type=bounce_type),
-    )
+    subscriber_id, link = found
     if bounce_type == "hard":
         suppressed = _suppress(session, subscriber_id, "bounced",
                                f"hard bounce: {detail}" if detail else "hard bounce", link)
@@ -255,18 +268,11 @@ def record_complaint(
     detail: str = "", source: str = "webhook",
 ) -> BounceOutcome | None:
     """The recipient pressed "report spam": suppress at once (spam rate must stay < 0.3%)."""
-    found = _subscriber_id_for(session, email)
+    detail = (detail or "").strip()[:1000]
+    found = _provider_event(session, "complaint", "complaint", email, message_ids, detail, source)
     if found is None:
         return None
-    subscriber_id, address = found
-    detail = (detail or "").strip()[:1000]
-    link = _link(session, subscriber_id, address, message_ids)
-    record_event(
-        session, "complaint", subscriber_id=subscriber_id, list_id=link.list_id,
-        broadcast_id=link.broadcast_id, delivery_id=link.delivery_id,
-        detail=f"complaint: {detail}" if detail else "complaint",
-        data=_event_data(link, source),
-    )
+    subscriber_id, link = found
     suppressed = _suppress(session, subscriber_id, "complained",
                            f"spam complaint: {detail}" if detail else "spam complaint", link)
     count = session.scalar(
