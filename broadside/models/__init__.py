@@ -5,6 +5,7 @@ from broadside.models.audience import (
     Import,
     ImportRejection,
     MailingList,
+    Segment,
     Subscriber,
     Subscription,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "MailingList",
     "Owner",
     "Revision",
+    "Segment",
     "SiteSettings",
     "Subscriber",
     "Subscription",

@@ -57,5 +57,7 @@ class SiteSettings(Model):
     sender_email: Mapped[str] = mapped_column(String(320), default="")
     postal_address: Mapped[str] = mapped_column(Text, default="")
     time_zone: Mapped[str] = mapped_column(String(64), default="UTC")
+    # The frequency cap new broadcasts start with (hours; None: no cap).
+    default_skip_if_received_within_hours: Mapped[int | None]
     # The hourly cap counts sends after this moment; "reset" moves it to now, deleting nothing.
     hourly_window_reset_at: Mapped[datetime | None]

@@ -102,3 +102,17 @@ class ImportRejection(Model):
     import_id: Mapped[int] = mapped_column(ForeignKey("imports.id", ondelete="CASCADE"), index=True)
     line: Mapped[int]
     reason: Mapped[str] = mapped_column(Text)
+
+
+class Segment(Model):
+    """A name and a rule tree over subscribers (`broadside.segments.rules` validates and
+    compiles it). Who matches is decided when asked: a broadcast snapshots it at send time."""
+
+    __tablename__ = "segments"
+    __table_args__ = NEVER_REUSE_IDS
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    rules: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

@@ -56,6 +56,14 @@ class Broadcast(Model):
     list_id: Mapped[int | None] = mapped_column(
         ForeignKey("mailing_lists.id", ondelete="SET NULL"), index=True
     )
+    # The audience: a list, or a segment (people matching its rules who are active on at
+    # least one list). Exactly one is chosen before sending.
+    segment_id: Mapped[int | None] = mapped_column(
+        ForeignKey("segments.id", ondelete="SET NULL"), index=True
+    )
+    # The frequency cap, checked at each person's turn: skip anyone who received a broadcast
+    # in this many hours. None: no cap.
+    skip_if_received_within_hours: Mapped[int | None]
     status: Mapped[str] = mapped_column(String(16), default=BroadcastStatus.DRAFT.value)
     # The editable draft; pressing send freezes a copy into `revisions` (invariant 8).
     subject: Mapped[str] = mapped_column(String(300), default="")
@@ -126,6 +134,10 @@ class Delivery(Model):
     subscriber_id: Mapped[int | None] = mapped_column(
         ForeignKey("subscribers.id", ondelete="SET NULL")
     )
+    # The list whose subscription the send-time re-check reads and whose unsubscribe link the
+    # message carries: the broadcast's list, or for a segment one list the person is on.
+    # None on rows written before segments existed: the broadcast's list.
+    list_id: Mapped[int | None] = mapped_column(ForeignKey("mailing_lists.id", ondelete="SET NULL"))
     status: Mapped[str] = mapped_column(String(16), default=DeliveryStatus.PENDING.value)
     attempts: Mapped[int] = mapped_column(default=0)
     next_attempt_at: Mapped[datetime | None]

@@ -1,0 +1,476 @@
+"""Segment rules: the JSON rule tree, validated, and compiled to one SQL condition.
+
+The format (the same in the builder, the API and the database):
+
+    {"all": [{"field": "attributes.city", "op": "equals", "value": "Berlin"},
+             {"any": [{"field": "joined", "op": "within_days", "value": 30},
+                      {"field": "received", "op": "is_not", "value": 12}]}]}
+
+A group is an object with one key, `all` or `any`, holding a non-empty list of conditions
+and groups, nested at most MAX_DEPTH deep. `parse` refuses anything else with a message that
+names the condition ("condition 2.1 (attributes.age gt): ..."), numbered as an outline.
+
+`compile_rules` turns a parsed tree into a SQLAlchemy condition over `subscribers`: every value
+from the owner travels as a bound parameter (nothing is built into SQL text from their input),
+list and history conditions are EXISTS subqueries on the indexed foreign keys (the unique
+(subscriber, list) and (broadcast, subscriber) pairs and deliveries' subscriber index), and
+attribute conditions use each database's JSON function (json_extract on SQLite, ->> on
+PostgreSQL). Text comparisons ignore case (addresses are stored lower-cased).
+
+Semantics an owner would expect, chosen where the issue was silent:
+- `attributes.KEY exists` means "has a non-empty value"; `not_equals` matches people who do
+  not have the attribute at all (they are not in Berlin).
+- `gt`/`lt` compare numbers; a value that is not a number never matches either. `before`/
+  `after` compare the first ten characters of an ISO date (YYYY-MM-DD), strictly.
+- `joined` looks at the person's active subscriptions (any list, or the condition's optional
+  `"list"`), at when the subscription became active (confirmed, else created); its dates are
+  days in the owner's time zone.
+- `received` and `last_received` count deliveries that were sent; a delivery in `unknown`
+  (may or may not have arrived) does not count as received.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import (
+    ColumnElement,
+    String,
+    and_,
+    case,
+    cast,
+    exists,
+    false,
+    func,
+    literal,
+    not_,
+    or_,
+    select,
+    true,
+)
+from sqlalchemy.types import Float
+
+from broadside.errors import ValidationError
+from broadside.models import Delivery, Subscriber, Subscription
+from broadside.models.sending import DeliveryStatus
+
+MAX_DEPTH = 5  # groups inside groups: the top group is depth 1
+MAX_CONDITIONS = 50
+MAX_TEXT = 320
+MAX_DAYS = 36500
+MAX_KEY = 100  # as long as an attribute name may be (broadside.subscribers.service)
+
+TEXT_OPS = ("equals", "contains", "ends_with")
+ATTRIBUTE_OPS = ("equals", "not_equals", "contains", "exists", "not_exists", "gt", "lt",
+                 "before", "after")
+
+# field -> operators it takes (attributes.KEY is matched by its prefix)
+OPERATORS: dict[str, tuple[str, ...]] = {
+    "list": ("is_on", "is_not_on"),
+    "email": TEXT_OPS,
+    "name": TEXT_OPS,
+    "attributes": ATTRIBUTE_OPS,
+    "joined": ("before", "after", "within_days"),
+    "received": ("is", "is_not"),
+    "last_received": ("within_days", "not_within_days"),
+}
+
+# Words for the builder and for messages.
+FIELD_LABELS = {
+    "list": "List",
+    "email": "Email address",
+    "name": "Name",
+    "attributes": "Attribute",
+    "joined": "Joined a list",
+    "received": "Received broadcast",
+    "last_received": "Last received anything",
+}
+OPERATOR_LABELS = {
+    "is_on": "is active on",
+    "is_not_on": "is not on",
+    "equals": "is",
+    "not_equals": "is not",
+    "contains": "contains",
+    "ends_with": "ends with",
+    "exists": "has a value",
+    "not_exists": "has no value",
+    "gt": "is greater than",
+    "lt": "is less than",
+    "before": "is before",
+    "after": "is after",
+    "within_days": "within the last N days",
+    "not_within_days": "not within the last N days",
+    "is": "did receive",
+    "is_not": "did not receive",
+}
+NO_VALUE_OPS = ("exists", "not_exists")
+
+
+class RuleError(ValidationError):
+    """A rule tree that cannot be saved; the message names the condition."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    field: str  # "list", "email", ..., or "attributes.KEY"
+    op: str
+    value: Any  # normalised: int for ids and days, str for text and dates, float for numbers
+    label: str  # "condition 2.1"
+    list_id: int | None = None  # `joined` may name the list
+
+    @property
+    def kind(self) -> str:
+        return "attributes" if self.field.startswith("attributes.") else self.field
+
+    @property
+    def key(self) -> str:
+        return self.field.partition(".")[2]
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"field": self.field, "op": self.op}
+        if self.op not in NO_VALUE_OPS:
+            data["value"] = self.value
+        if self.list_id is not None:
+            data["list"] = self.list_id
+        return data
+
+
+@dataclass(frozen=True)
+class Group:
+    kind: str  # all | any
+    items: tuple[Condition | Group, ...]
+    label: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {self.kind: [item.as_json() for item in self.items]}
+
+    def conditions(self) -> Iterator[Condition]:
+        for item in self.items:
+            if isinstance(item, Group):
+                yield from item.conditions()
+            else:
+                yield item
+
+
+# ------------------------------------------------------------------ parsing and validation
+
+
+def _describe(label: str, raw: dict[str, Any]) -> str:
+    field = raw.get("field")
+    op = raw.get("op")
+    what = " ".join(str(x) for x in (field, op) if isinstance(x, str) and x)
+    name = label[0].upper() + label[1:]
+    return f"{name} ({what[:80]})" if what else name
+
+
+def _whole_number(value: Any, where: str, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool):
+        raise RuleError(f"{where}: {what} must be a whole number.")
+    if isinstance(value, str) and re.fullmatch(r"\s*\d{1,12}\s*", value):
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise RuleError(f"{where}: {what} must be a whole number.")
+    if not low <= value <= high:
+        raise RuleError(f"{where}: {what} must be between {low} and {high}.")
+    return value
+
+
+def _text(value: Any, where: str, *, numbers_allowed: bool = False) -> str:
+    if numbers_allowed and isinstance(value, int | float) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise RuleError(f"{where}: the value must be text.")
+    value = value.strip()
+    if not value:
+        raise RuleError(f"{where}: type a value to compare with.")
+    if len(value) > MAX_TEXT:
+        raise RuleError(f"{where}: the value can be at most {MAX_TEXT} characters.")
+    if "\x00" in value:
+        raise RuleError(f"{where}: the value cannot contain a NUL character.")
+    return value
+
+
+def _number(value: Any, where: str) -> float | int:
+    if isinstance(value, bool):
+        raise RuleError(f"{where}: the value must be a number.")
+    if isinstance(value, str):
+        try:
+            value = float(value.strip()) if value.strip() else None
+        except ValueError:
+            value = None
+        if value is None:
+            raise RuleError(f"{where}: the value must be a number, like 42 or 9.5.")
+    if not isinstance(value, int | float) or value != value or value in (float("inf"), float("-inf")):
+        raise RuleError(f"{where}: the value must be a number, like 42 or 9.5.")
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        value = int(value)
+    return value
+
+
+def _iso_date(value: Any, where: str) -> str:
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip()).isoformat()
+        except ValueError:
+            pass
+    raise RuleError(f"{where}: the value must be a date written as YYYY-MM-DD.")
+
+
+def _condition(raw: dict[str, Any], label: str) -> Condition:
+    where = _describe(label, raw)
+    unknown = set(raw) - {"field", "op", "value", "list"}
+    if unknown:
+        raise RuleError(f"{where}: unknown key {sorted(unknown)[0]!r} (a condition has "
+                        "field, op and value).")
+    field, op = raw.get("field"), raw.get("op")
+    if not isinstance(field, str) or not field:
+        raise RuleError(f"{where}: choose a field.")
+    kind = "attributes" if field.startswith("attributes.") else field
+    if kind not in OPERATORS:
+        known = ", ".join(f for f in OPERATORS if f != "attributes")
+        raise RuleError(f"{where}: unknown field {field[:80]!r}. Known fields: {known}, "
+                        "and attributes.NAME.")
+    if kind == "attributes":
+        key = field.partition(".")[2].strip()
+        if not key:
+            raise RuleError(f"{where}: name the attribute, as in attributes.city.")
+        if len(key) > MAX_KEY or any(c in key for c in '"\\') or any(ord(c) < 32 for c in key):
+            raise RuleError(f"{where}: an attribute name can be at most {MAX_KEY} characters "
+                            "and cannot contain quotes, backslashes or control characters.")
+        field = f"attributes.{key}"
+    if not isinstance(op, str) or op not in OPERATORS[kind]:
+        allowed = ", ".join(OPERATORS[kind])
+        raise RuleError(f"{where}: the operator does not fit this field; use one of: {allowed}.")
+    list_id = None
+    if "list" in raw and raw["list"] not in (None, ""):
+        if kind != "joined":
+            raise RuleError(f"{where}: only a `joined` condition can name a list.")
+        list_id = _whole_number(raw["list"], where, "the list", 1, 2**62)
+    value = raw.get("value")
+    if op in NO_VALUE_OPS:
+        if value not in (None, ""):
+            raise RuleError(f"{where}: this operator takes no value.")
+        value = None
+    elif kind == "list":
+        value = _whole_number(value, where, "the list", 1, 2**62)
+    elif kind == "received":
+        value = _whole_number(value, where, "the broadcast", 1, 2**62)
+    elif op in ("within_days", "not_within_days"):
+        value = _whole_number(value, where, "the number of days", 1, MAX_DAYS)
+    elif op in ("before", "after"):
+        value = _iso_date(value, where)
+    elif op in ("gt", "lt"):
+        value = _number(value, where)
+    else:
+        value = _text(value, where, numbers_allowed=kind == "attributes")
+    return Condition(field, op, value, label, list_id)
+
+
+def _group(raw: Any, label: str, number: str, depth: int, counter: list[int]) -> Group:
+    """`label`: how messages name this group; `number`: its outline number ("" at the top)."""
+    name = label[0].upper() + label[1:]
+    if not isinstance(raw, dict) or len(raw) != 1 or next(iter(raw)) not in ("all", "any"):
+        raise RuleError(f"{name}: a group is an object with one key, \"all\" or \"any\", "
+                        "holding a list of conditions.")
+    if depth > MAX_DEPTH:
+        raise RuleError(f"{name}: groups can be nested at most {MAX_DEPTH} deep.")
+    kind, items = next(iter(raw.items()))
+    if not isinstance(items, list):
+        raise RuleError(f"{name}: \"{kind}\" must hold a list of conditions.")
+    if not items:
+        raise RuleError(f"{name} is empty: add a condition or remove the group.")
+    parsed: list[Condition | Group] = []
+    for index, item in enumerate(items, start=1):
+        outline = f"{number}.{index}" if number else str(index)
+        if isinstance(item, dict) and len(item) == 1 and next(iter(item)) in ("all", "any"):
+            parsed.append(_group(item, f"group {outline}", outline, depth + 1, counter))
+        elif isinstance(item, dict):
+            counter[0] += 1
+            if counter[0] > MAX_CONDITIONS:
+                raise RuleError(f"A segment can have at most {MAX_CONDITIONS} conditions.")
+            parsed.append(_condition(item, f"condition {outline}"))
+        else:
+            raise RuleError(f"Condition {outline}: expected a condition (field, op, value) "
+                            "or a group.")
+    return Group(kind, tuple(parsed), label)
+
+
+def parse(rules: Any) -> Group:
+    """The rule tree, validated and normalised; RuleError names the first thing wrong."""
+    return _group(rules, "the segment", "", 1, [0])
+
+
+# ------------------------------------------------------------------ compiling to SQL
+
+ACTIVE = "active"
+SENT = DeliveryStatus.SENT.value
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a compilation depends on besides the rules."""
+
+    dialect: str  # sqlite | postgresql
+    now: datetime  # naive UTC
+    zone: ZoneInfo = ZoneInfo("UTC")  # the owner's: dates in rules are their days
+
+    def day_start(self, iso: str) -> datetime:
+        """Midnight at the start of this day in the owner's zone, as naive UTC."""
+        local = datetime.combine(date.fromisoformat(iso), time(), tzinfo=self.zone)
+        return local.astimezone(UTC).replace(tzinfo=None)
+
+
+def _attribute_text(key: str) -> ColumnElement[Any]:
+    # SQLAlchemy binds the key (PostgreSQL: ->> %(key)s) or its path (SQLite: json_extract(
+    # attributes, '$."key"')) as a parameter; parse() refused quotes in the key.
+    return Subscriber.attributes[key].as_string()
+
+
+def _attribute_as_text(key: str, ctx: Context) -> ColumnElement[Any]:
+    value = _attribute_text(key)
+    # SQLite's json_extract returns numbers as numbers: compare their text, as PostgreSQL does.
+    return cast(value, String) if ctx.dialect == "sqlite" else value
+
+
+def _looks_numeric(text_value: ColumnElement[Any], ctx: Context) -> ColumnElement[bool]:
+    if ctx.dialect == "postgresql":
+        return text_value.op("~")(literal(r"^\s*-?([0-9]+\.?[0-9]*|\.[0-9]+)\s*$"))
+    # SQLite has no regular expressions by default: an optional minus, digits and at most one dot.
+    unsigned = case((func.substr(func.trim(text_value), 1, 1) == "-",
+                     func.substr(func.trim(text_value), 2)), else_=func.trim(text_value))
+    return and_(
+        unsigned.op("GLOB")(literal("*[0-9]*")),
+        not_(unsigned.op("GLOB")(literal("*[^0-9.]*"))),
+        not_(unsigned.op("GLOB")(literal("*.*.*"))),
+    )
+
+
+def _looks_like_date(text_value: ColumnElement[Any], ctx: Context) -> ColumnElement[bool]:
+    if ctx.dialect == "postgresql":
+        return text_value.op("~")(literal(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"))
+    return text_value.op("GLOB")(literal("[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*"))
+
+
+def _like_pattern(value: str, *, prefix: bool, suffix: bool) -> str:
+    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return ("%" if prefix else "") + escaped + ("%" if suffix else "")
+
+
+def _text_condition(column: ColumnElement[Any], op: str, value: str) -> ColumnElement[bool]:
+    lowered = func.lower(column)
+    needle = value.lower()
+    if op == "equals":
+        return lowered == needle
+    if op == "not_equals":
+        return func.coalesce(lowered, "") != needle
+    if op == "contains":
+        return lowered.like(_like_pattern(needle, prefix=True, suffix=True), escape="\\")
+    if op == "ends_with":
+        return lowered.like(_like_pattern(needle, prefix=True, suffix=False), escape="\\")
+    raise AssertionError(op)
+
+
+def _attribute_condition(condition: Condition, ctx: Context) -> ColumnElement[bool]:
+    text_value = _attribute_as_text(condition.key, ctx)
+    op, value = condition.op, condition.value
+    if op in ("equals", "not_equals", "contains"):
+        return _text_condition(text_value, op, value)
+    if op == "exists":
+        return and_(text_value.is_not(None), text_value != "")
+    if op == "not_exists":
+        return or_(text_value.is_(None), text_value == "")
+    if op in ("gt", "lt"):
+        number = case((_looks_numeric(text_value, ctx), cast(func.trim(text_value), Float)),
+                      else_=None)
+        return number > value if op == "gt" else number < value
+    day = func.substr(text_value, 1, 10)
+    if op in ("before", "after"):
+        compared = day < value if op == "before" else day > value
+        return and_(_looks_like_date(text_value, ctx), compared)
+    raise AssertionError(op)
+
+
+def _joined_condition(condition: Condition, ctx: Context) -> ColumnElement[bool]:
+    became_active = func.coalesce(Subscription.confirmed_at, Subscription.created_at)
+    if condition.op == "within_days":
+        moment = became_active >= ctx.now - timedelta(days=condition.value)
+    elif condition.op == "before":
+        moment = became_active < ctx.day_start(condition.value)
+    else:  # after: from the start of the next day
+        next_day = (date.fromisoformat(condition.value) + timedelta(days=1)).isoformat()
+        moment = became_active >= ctx.day_start(next_day)
+    where = [Subscription.subscriber_id == Subscriber.id, Subscription.status == ACTIVE, moment]
+    if condition.list_id is not None:
+        where.append(Subscription.list_id == condition.list_id)
+    return exists().where(*where)
+
+
+def _condition_sql(condition: Condition, ctx: Context) -> ColumnElement[bool]:
+    kind, op, value = condition.kind, condition.op, condition.value
+    if kind == "list":
+        on_list = exists().where(Subscription.subscriber_id == Subscriber.id,
+                                 Subscription.list_id == value, Subscription.status == ACTIVE)
+        return on_list if op == "is_on" else not_(on_list)
+    if kind in ("email", "name"):
+        column = Subscriber.email if kind == "email" else Subscriber.name
+        return _text_condition(column, op, value)
+    if kind == "attributes":
+        return _attribute_condition(condition, ctx)
+    if kind == "joined":
+        return _joined_condition(condition, ctx)
+    if kind == "received":
+        got_it = exists().where(Delivery.broadcast_id == value,
+                                Delivery.subscriber_id == Subscriber.id, Delivery.status == SENT)
+        return got_it if op == "is" else not_(got_it)
+    if kind == "last_received":
+        recent = exists().where(Delivery.subscriber_id == Subscriber.id, Delivery.status == SENT,
+                                Delivery.sent_at >= ctx.now - timedelta(days=value))
+        return recent if op == "within_days" else not_(recent)
+    raise AssertionError(kind)
+
+
+def compile_rules(group: Group, ctx: Context) -> ColumnElement[bool]:
+    """The rule tree as one condition over `subscribers` (bound parameters only)."""
+    parts = [compile_rules(item, ctx) if isinstance(item, Group) else _condition_sql(item, ctx)
+             for item in group.items]
+    return and_(true(), *parts) if group.kind == "all" else or_(false(), *parts)
+
+
+def active_somewhere() -> ColumnElement[bool]:
+    return exists().where(Subscription.subscriber_id == Subscriber.id,
+                          Subscription.status == ACTIVE)
+
+
+def audience_clause(group: Group, ctx: Context) -> ColumnElement[bool]:
+    """Who a segment reaches: the rules, among people active on at least one list and not
+    suppressed (bounced, complained or blocked people never match)."""
+    return and_(Subscriber.suppression.is_(None), active_somewhere(), compile_rules(group, ctx))
+
+
+def preferred_lists(group: Group) -> list[int]:
+    """Lists the rules ask people to be on: a copy carries the unsubscribe link of one of these
+    when the person is on one, otherwise of another list they are active on."""
+    return sorted({c.value for c in group.conditions() if c.kind == "list" and c.op == "is_on"})
+
+
+def delivery_list(group: Group) -> ColumnElement[Any]:
+    """For each matching person, the one list their copy belongs to (its subscription is
+    re-checked at their turn and its unsubscribe link is in their message): the lowest-numbered
+    active list the rules name, else their lowest-numbered active list."""
+    def lowest(*where: ColumnElement[bool]) -> Any:
+        return (select(func.min(Subscription.list_id))
+                .where(Subscription.subscriber_id == Subscriber.id, Subscription.status == ACTIVE,
+                       *where)
+                .scalar_subquery())
+
+    preferred = preferred_lists(group)
+    if not preferred:
+        return lowest()
+    return func.coalesce(lowest(Subscription.list_id.in_(preferred)), lowest())
