@@ -19,6 +19,7 @@ from broadside.logs import configure_logging
 from broadside.queues import Jobs
 from webapp.api import audience, broadcasts  # noqa: F401 - their routes attach to the API blueprint
 from webapp.api import bp as api_bp
+from webapp.apidocs import bp as apidocs_bp
 from webapp.auth.views import bp as auth_bp
 from webapp.broadcasts import bp as broadcasts_bp
 from webapp.broadcasts import sending_views, views  # noqa: F401 - they add their routes to the blueprint
@@ -32,6 +33,7 @@ from webapp.lists.views import bp as lists_bp
 from webapp.metrics.views import bp as metrics_bp
 from webapp.params import DatabaseIdConverter
 from webapp.security import install_security
+from webapp.segments import bp as segments_bp
 from webapp.settings.views import bp as settings_bp
 from webapp.signup.views import bp as signup_bp
 from webapp.subscribers.views import bp as subscribers_bp
@@ -102,10 +104,12 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (webhooks_bp, None),
     (lists_bp, ("lists.index", "Lists")),
     (subscribers_bp, ("subscribers.index", "Subscribers")),
+    (segments_bp, ("segments.index", "Segments")),
     (signup_bp, None),
     (broadcasts_bp, ("broadcasts.index", "Broadcasts")),
     (system_bp, ("system.index", "System")),
     (metrics_bp, None),
+    (apidocs_bp, None),
 )
 
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts import lifecycle
 from broadside.broadcasts.service import get_broadcast, sender_identity
 from broadside.db import rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
-from broadside.models import Broadcast, MailingList, Revision
+from broadside.models import Broadcast, MailingList, Revision, Segment
 from broadside.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
 from broadside.site_settings import get_settings
 from broadside.timeutil import utcnow
@@ -26,13 +26,54 @@ from broadside.timeutil import utcnow
 MAX_SUBJECT = 300
 MAX_PREHEADER = 300
 MAX_BODY = 500_000
+MAX_CAP_HOURS = 720  # the frequency cap: at most 30 days
 
 
-def _validate(session: Session, list_id: object, subject: object, preheader: object, body: object):
-    if not isinstance(list_id, int) or isinstance(list_id, bool):
-        raise ValidationError("Choose a list to send to.")
+class _Keep:
+    """`update_draft`'s default for the frequency cap: leave it as it is."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Any = _Keep()
+
+
+def _an_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _validate_audience(session: Session, list_id: object, segment_id: object) -> None:
+    """Exactly one audience: a list or a segment, and it exists."""
+    if list_id is not None and segment_id is not None:
+        raise ValidationError("Choose a list or a segment to send to, not both.")
+    if segment_id is not None:
+        if not _an_id(segment_id):
+            raise ValidationError("The segment must be given by its id (a number).")
+        if session.get(Segment, segment_id) is None:
+            raise ValidationError(f"There is no segment with id {segment_id}.")
+        return
+    if not _an_id(list_id):
+        raise ValidationError("Choose a list or a segment to send to.")
     if session.get(MailingList, list_id) is None:
         raise ValidationError(f"There is no list with id {list_id}.")
+
+
+def clean_cap_hours(value: object) -> int | None:
+    """The frequency cap in hours: None (no cap) or a whole number from 1 to MAX_CAP_HOURS."""
+    if value is None or value == "" or value == 0:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not _an_id(value) or not 1 <= value <= MAX_CAP_HOURS:  # type: ignore[operator]
+        raise ValidationError("Skip people who received a broadcast within how many hours? "
+                              f"Give a whole number from 1 to {MAX_CAP_HOURS}, or leave it empty.")
+    return value  # type: ignore[return-value]
+
+
+def _validate(session: Session, list_id: object, segment_id: object, subject: object,
+              preheader: object, body: object):
+    _validate_audience(session, list_id, segment_id)
     for label, value, limit in (("subject", subject, MAX_SUBJECT),
                                 ("preheader", preheader, MAX_PREHEADER),
                                 ("body", body, MAX_BODY)):
@@ -44,25 +85,39 @@ def _validate(session: Session, list_id: object, subject: object, preheader: obj
         raise ValidationError("The subject must be one line.")
 
 
-def create_draft(session: Session, *, list_id: int, subject: str = "", body: str = "",
-                 preheader: str = "") -> Broadcast:
-    _validate(session, list_id, subject, preheader, body)
-    broadcast = Broadcast(list_id=list_id, subject=subject.strip(), preheader=preheader.strip(),
-                          body=body, status=lifecycle.INITIAL.value)
+def create_draft(session: Session, *, list_id: int | None = None, segment_id: int | None = None,
+                 subject: str = "", body: str = "", preheader: str = "",
+                 skip_if_received_within_hours: Any = KEEP) -> Broadcast:
+    """A new draft to a list or a segment. The frequency cap starts from the Settings default
+    unless given (None: no cap)."""
+    _validate(session, list_id, segment_id, subject, preheader, body)
+    if skip_if_received_within_hours is KEEP:
+        cap = get_settings(session).default_skip_if_received_within_hours
+    else:
+        cap = clean_cap_hours(skip_if_received_within_hours)
+    broadcast = Broadcast(list_id=list_id, segment_id=segment_id, subject=subject.strip(),
+                          preheader=preheader.strip(), body=body, skip_if_received_within_hours=cap,
+                          status=lifecycle.INITIAL.value)
     session.add(broadcast)
     session.commit()
     return broadcast
 
 
-def update_draft(session: Session, broadcast_id: int, *, list_id: int, subject: str,
-                 preheader: str, body: str) -> Broadcast:
-    """Edit a draft. Only drafts change: what was sent is frozen (invariant 8)."""
-    _validate(session, list_id, subject, preheader, body)
+def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
+                 segment_id: int | None = None, subject: str, preheader: str, body: str,
+                 skip_if_received_within_hours: Any = KEEP) -> Broadcast:
+    """Edit a draft. Only drafts change: what was sent is frozen (invariant 8). The audience
+    is a list or a segment (the other is cleared); the cap is left alone unless given."""
+    _validate(session, list_id, segment_id, subject, preheader, body)
+    values: dict[str, Any] = {"list_id": list_id, "segment_id": segment_id,
+                              "subject": subject.strip(), "preheader": preheader.strip(),
+                              "body": body, "updated_at": utcnow()}
+    if skip_if_received_within_hours is not KEEP:
+        values["skip_if_received_within_hours"] = clean_cap_hours(skip_if_received_within_hours)
     result = session.execute(
         update(Broadcast)
         .where(Broadcast.id == broadcast_id, Broadcast.status == lifecycle.DRAFT.value)
-        .values(list_id=list_id, subject=subject.strip(), preheader=preheader.strip(), body=body,
-                updated_at=utcnow())
+        .values(**values)
     )
     session.commit()
     broadcast = session.get(Broadcast, broadcast_id)
@@ -75,12 +130,28 @@ def update_draft(session: Session, broadcast_id: int, *, list_id: int, subject: 
     return broadcast
 
 
+def delete_draft(session: Session, broadcast_id: int) -> None:
+    """Delete a draft (one DELETE guarded by the draft state: a broadcast sent meanwhile stays)."""
+    result = session.execute(
+        delete(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status == lifecycle.DRAFT.value)
+        .execution_options(synchronize_session=False)
+    )
+    if rowcount(result) == 0:
+        session.rollback()
+        get_broadcast(session, broadcast_id)  # NotFound when there is no such broadcast
+        raise Conflict("Only a draft can be deleted; this broadcast has been scheduled or sent.")
+    session.commit()
+    session.expunge_all()
+
+
 def duplicate(session: Session, broadcast_id: int) -> Broadcast:
     original = session.get(Broadcast, broadcast_id)
     if original is None:
         raise NotFound("There is no such broadcast.")
-    copy = Broadcast(list_id=original.list_id, subject=original.subject,
-                     preheader=original.preheader, body=original.body,
+    copy = Broadcast(list_id=original.list_id, segment_id=original.segment_id,
+                     subject=original.subject, preheader=original.preheader, body=original.body,
+                     skip_if_received_within_hours=original.skip_if_received_within_hours,
                      status=lifecycle.INITIAL.value)
     session.add(copy)
     session.commit()
@@ -96,6 +167,12 @@ PAGE_SIZE = 50
 class BroadcastRow:
     broadcast: Broadcast
     list_name: str | None
+    segment_name: str | None = None
+
+    @property
+    def audience(self) -> str | None:
+        """What the broadcast goes to, in words: "Weekly" or "segment Berlin readers"."""
+        return f"segment {self.segment_name}" if self.segment_name else self.list_name
 
 
 @dataclass(frozen=True)
@@ -110,13 +187,14 @@ def list_broadcasts(session: Session, *, page: int = 1, per_page: int = PAGE_SIZ
     """Broadcasts, most recently changed first, with the name of their list."""
     page = max(1, page)
     result = session.execute(
-        select(Broadcast, MailingList.name)
+        select(Broadcast, MailingList.name, Segment.name)
         .outerjoin(MailingList, MailingList.id == Broadcast.list_id)
+        .outerjoin(Segment, Segment.id == Broadcast.segment_id)
         .order_by(Broadcast.updated_at.desc(), Broadcast.id.desc())
         .offset((page - 1) * per_page)
         .limit(per_page + 1)
     ).all()
-    rows = [BroadcastRow(broadcast, name) for broadcast, name in result]
+    rows = [BroadcastRow(broadcast, name, segment) for broadcast, name, segment in result]
     return BroadcastPage(rows=rows[:per_page], page=page, has_next=len(rows) > per_page)
 
 
@@ -130,6 +208,41 @@ def list_name(session: Session, list_id: int | None) -> str | None:
     if list_id is None:
         return None
     return session.scalar(select(MailingList.name).where(MailingList.id == list_id))
+
+
+def segment_options(session: Session) -> list[tuple[int, str]]:
+    """(id, name) of every segment, for the "send to" choice."""
+    return [(row.id, row.name) for row in
+            session.execute(select(Segment.id, Segment.name).order_by(Segment.name))]
+
+
+def audience_options(session: Session) -> list[tuple[str, str, str]]:
+    """The "send to" choice: (group, value, label), value "list:ID" or "segment:ID"."""
+    return ([("Lists", f"list:{i}", name) for i, name in list_options(session)]
+            + [("Segments", f"segment:{i}", name) for i, name in segment_options(session)])
+
+
+def parse_audience(value: object) -> tuple[int | None, int | None]:
+    """(list_id, segment_id) from a "list:ID" / "segment:ID" choice; (None, None) otherwise
+    (the draft's validation then asks the owner to choose)."""
+    kind, _, number = str(value or "").partition(":")
+    if kind not in ("list", "segment") or not number.isdigit() or len(number) > 18:
+        return None, None
+    return (int(number), None) if kind == "list" else (None, int(number))
+
+
+def audience_value(broadcast: Broadcast) -> str:
+    if broadcast.segment_id is not None:
+        return f"segment:{broadcast.segment_id}"
+    return f"list:{broadcast.list_id}" if broadcast.list_id is not None else ""
+
+
+def audience_name(session: Session, broadcast: Broadcast) -> str | None:
+    """What a broadcast goes to, in words: the list's name or "segment NAME"."""
+    if broadcast.segment_id is not None:
+        name = session.scalar(select(Segment.name).where(Segment.id == broadcast.segment_id))
+        return f"segment {name}" if name else None
+    return list_name(session, broadcast.list_id)
 
 
 @dataclass(frozen=True)
@@ -177,10 +290,13 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
         return DraftPreview(broadcast, "", "", "", None, exc.message, revision is not None)
 
 
-def autosave(session: Session, broadcast_id: int, *, list_id: int, subject: str,
-             preheader: str, body: str, sample_email: str, default_from: str) -> DraftPreview:
+def autosave(session: Session, broadcast_id: int, *, list_id: int | None,
+             segment_id: int | None = None, subject: str, preheader: str, body: str,
+             sample_email: str, default_from: str,
+             skip_if_received_within_hours: Any = KEEP) -> DraftPreview:
     """Save the draft (all or nothing, as update_draft) and render its new preview."""
-    update_draft(session, broadcast_id, list_id=list_id, subject=subject, preheader=preheader,
-                 body=body)
+    update_draft(session, broadcast_id, list_id=list_id, segment_id=segment_id, subject=subject,
+                 preheader=preheader, body=body,
+                 skip_if_received_within_hours=skip_if_received_within_hours)
     return preview_email(session, broadcast_id, sample_email=sample_email,
                          default_from=default_from)

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import ColumnElement, and_, exists, or_, select, text
+from sqlalchemy import ColumnElement, and_, exists, false, or_, select, text
 from sqlalchemy.orm import Session
 
-from broadside.models import MailingList, Subscriber, Subscription
+from broadside.models import MailingList, Segment, Subscriber, Subscription
 from broadside.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
+from broadside.segments.service import segment_clause
 
 PAGE_SIZE = 50
 MAX_QUERY = 200
@@ -36,23 +37,21 @@ class Filters:
     match: str = "prefix"
     list_id: int | None = None
     status: str = ""
+    segment_id: int | None = None
 
     @classmethod
     def parse(cls, q: str | None = None, match: str | None = None, list_id: str | int | None = None,
-              status: str | None = None) -> Filters:
+              status: str | None = None, segment_id: str | int | None = None) -> Filters:
         """Tolerant parsing of query-string values: anything unknown means "no filter"."""
         q = " ".join((q or "").split())[:MAX_QUERY]
         match = match if match in MATCH_MODES else "prefix"
-        try:
-            parsed_list = int(list_id) if list_id not in (None, "") else None
-        except (TypeError, ValueError):
-            parsed_list = None
         status = status if status in STATUS_FILTERS else ""
-        return cls(q, match, parsed_list, status)
+        return cls(q, match, _id_or_none(list_id), status, _id_or_none(segment_id))
 
     def as_args(self) -> dict[str, str]:
         args = {"q": self.q, "match": self.match if self.q else "",
-                "list": str(self.list_id) if self.list_id else "", "status": self.status}
+                "list": str(self.list_id) if self.list_id else "", "status": self.status,
+                "segment": str(self.segment_id) if self.segment_id else ""}
         return {k: v for k, v in args.items() if v}
 
 
@@ -67,6 +66,14 @@ class Page:
     rows: list[Row]
     next_before: int | None  # id to pass as `before` for the next (older) page
     prev_after: int | None  # id to pass as `after` for the previous (newer) page
+
+
+def _id_or_none(value: str | int | None) -> int | None:
+    try:
+        parsed = int(value) if value not in (None, "") else None  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return parsed if parsed is not None and 0 < parsed < 2**63 else None
 
 
 def _escape_like(value: str) -> str:
@@ -124,6 +131,10 @@ def filter_clauses(session: Session, filters: Filters) -> list:
         if status in SUBSCRIPTION_STATUSES:
             on_list.append(Subscription.status == status)
         clauses.append(exists().where(*on_list))
+    if filters.segment_id:
+        # Who the segment reaches now (a deleted segment reaches nobody).
+        segment = session.get(Segment, filters.segment_id)
+        clauses.append(segment_clause(session, segment) if segment is not None else false())
     return clauses
 
 

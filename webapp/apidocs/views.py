@@ -1,0 +1,1 @@
+"""Routes of the API's description (on `webapp.apidocs.bp`)."""
