@@ -12,20 +12,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from email.utils import formataddr
 from typing import NamedTuple
 
-from sqlalchemy import and_, bindparam, select
+from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.orm import Session
 
-from broadside.models import Broadcast, Revision, Subscriber, Subscription
-from broadside.models.sending import BroadcastStatus
+from broadside.models import Broadcast, Delivery, Revision, Subscriber, Subscription
+from broadside.models.sending import BroadcastStatus, DeliveryStatus
 from broadside.rendering import MergeError, compiled_revision, message_bytes
+from broadside.timeutil import utcnow
 from broadside.unsubscribe.tokens import Tokens, unsubscribe_url
 from jobs.runtime import Runtime
 
 SENDING = BroadcastStatus.SENDING.value
+# What the frequency cap counts as received: sent, and copies that may have arrived.
+RECEIVED = (DeliveryStatus.SENT.value, DeliveryStatus.UNKNOWN.value, DeliveryStatus.SENDING.value)
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class Row:
 
     id: int
     subscriber_id: int | None
+    list_id: int | None = None  # the list of this copy; None: the broadcast's
 
 
 @dataclass
@@ -132,6 +136,47 @@ def recipient_state(
     return state
 
 
+# The frequency cap: the latest copy of another broadcast this person got (or may have got:
+# `unknown`, or in flight) since a moment. One query on deliveries' subscriber index, made only
+# for broadcasts with a cap.
+_LAST_RECEIVED = (
+    select(Broadcast.subject, func.coalesce(Delivery.sent_at, Delivery.claimed_at).label("at"))
+    .select_from(Delivery)
+    .join(Broadcast, Broadcast.id == Delivery.broadcast_id)
+    .where(
+        Delivery.subscriber_id == bindparam("subscriber_id"),
+        Delivery.broadcast_id != bindparam("broadcast_id"),
+        Delivery.status.in_(RECEIVED),
+        func.coalesce(Delivery.sent_at, Delivery.claimed_at) >= bindparam("since"),
+    )
+    .order_by(func.coalesce(Delivery.sent_at, Delivery.claimed_at).desc())
+    .limit(1)
+)
+
+
+def ago(moment: datetime, now: datetime) -> str:
+    minutes = max(0, int((now - moment).total_seconds() // 60))
+    if minutes < 60:
+        return "just now" if minutes < 1 else f"{minutes} minute{'' if minutes == 1 else 's'} ago"
+    hours = minutes // 60
+    return f"{hours} hour{'' if hours == 1 else 's'} ago"
+
+
+def recently_received(session: Session, broadcast_id: int, subscriber_id: int, hours: int,
+                      now: datetime | None = None) -> str | None:
+    """The frequency cap's skip reason ("received 'Issue #4' 3 hours ago"), or None when this
+    person got no other broadcast in the last `hours`. Checked at their turn, next to the
+    subscription re-check, so a broadcast that finished a minute ago counts."""
+    now = now or utcnow()
+    row = session.execute(_LAST_RECEIVED, {"subscriber_id": subscriber_id,
+                                           "broadcast_id": broadcast_id,
+                                           "since": now - timedelta(hours=hours)}).first()
+    if row is None:
+        return None
+    subject = row.subject if len(row.subject) <= 80 else row.subject[:79] + "…"
+    return f"received '{subject}' {ago(row.at, now)}"
+
+
 def skip_reason(email: str | None, suppression: str | None, subscription: str | None) -> str | None:
     if email is None:
         return "subscriber erased"
@@ -149,12 +194,14 @@ class Recheck:
     and the token signer made once per slice; per recipient, one query and one render."""
 
     def __init__(
-        self, session: Session, runtime: Runtime, broadcast_id: int, list_id: int | None, revision: Revision
+        self, session: Session, runtime: Runtime, broadcast_id: int, list_id: int | None,
+        revision: Revision, cap_hours: int | None = None,
     ) -> None:
         self.session = session
         self.rt = runtime
         self.broadcast_id = broadcast_id
         self.list_id = list_id
+        self.cap_hours = cap_hours
         self.from_email = revision.from_email
         # Compiled once per worker process (the revision never changes), rendered per recipient.
         self.compiled = compiled_revision(revision.subject, revision.html_template, revision.text_template)
@@ -165,26 +212,31 @@ class Recheck:
     def decide(self, row: Row) -> Decision:
         """Invariant 3: the send-time re-check of this row, and this person's message built
         from the values it read."""
-        state = recipient_state(self.session, self.broadcast_id, self.list_id, row.subscriber_id)
+        list_id = row.list_id if row.list_id is not None else self.list_id
+        state = recipient_state(self.session, self.broadcast_id, list_id, row.subscriber_id)
         if state.broadcast_status != SENDING:
             return Decision(stop=state.broadcast_status)
         reason = skip_reason(state.email, state.suppression, state.subscription)
+        if reason is None and self.cap_hours and row.subscriber_id is not None:
+            reason = recently_received(self.session, self.broadcast_id, row.subscriber_id,
+                                       self.cap_hours)
         if reason is not None:
             return Decision(skip=reason)
         assert state.email is not None and state.joined is not None  # skip_reason refused the erased
         decision = self.prepare(row, state.email, state.name or "", state.attributes or {},
-                                state.joined)
+                                state.joined, list_id)
         if decision.message is not None:
             decision.message.soft_bounces = state.soft_bounces or 0
         return decision
 
-    def prepare(self, row: Row, email: str, name: str, attributes: dict, joined: datetime | str
-                ) -> Decision:
+    def prepare(self, row: Row, email: str, name: str, attributes: dict, joined: datetime | str,
+                list_id: int | None = None) -> Decision:
         """This person's message, ready for the wire; or why their values cannot make one
         (a merge field that breaks on them, an address that cannot go in a header), which
         fails just their row."""
 
-        token = self.tokens.make(row.subscriber_id or 0, self.list_id or 0, self.broadcast_id, joined)
+        list_id = list_id if list_id is not None else self.list_id
+        token = self.tokens.make(row.subscriber_id or 0, list_id or 0, self.broadcast_id, joined)
         link = unsubscribe_url(token, self.base_url)
         message_id = message_id_for(row.id, self.broadcast_id, self.from_email)
         try:

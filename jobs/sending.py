@@ -64,7 +64,7 @@ def pace_limit(delay_seconds: float) -> float:
 
 
 _DUE_ROWS = (
-    select(Delivery.id, Delivery.subscriber_id)
+    select(Delivery.id, Delivery.subscriber_id, Delivery.list_id)
     .where(
         Delivery.broadcast_id == bindparam("broadcast_id"),
         Delivery.status == "pending",
@@ -122,7 +122,8 @@ class Slice:
             return SliceResult("paused")
 
         self.from_email = revision.from_email
-        self.recheck = Recheck(self.session, self.rt, broadcast.id, broadcast.list_id, revision)
+        self.recheck = Recheck(self.session, self.rt, broadcast.id, broadcast.list_id, revision,
+                               broadcast.skip_if_received_within_hours)
         started = time.monotonic()
         deadline = started + float(self.rt.config.get("SLICE_SECONDS", SLICE_SECONDS))
         try:

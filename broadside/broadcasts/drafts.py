@@ -300,3 +300,18 @@ def autosave(session: Session, broadcast_id: int, *, list_id: int | None,
                  skip_if_received_within_hours=skip_if_received_within_hours)
     return preview_email(session, broadcast_id, sample_email=sample_email,
                          default_from=default_from)
+
+
+def broadcasts_before(session: Session, *, before: int | None = None, limit: int = PAGE_SIZE
+                      ) -> tuple[list[Broadcast], int | None]:
+    """Newest first by id (ids are never reused, so this is creation order), for the API's
+    keyset paging: the broadcasts with ids below `before` (all when None), and the id to pass
+    as `before` for the next page, None on the last one. Every broadcast that exists throughout
+    the paging is seen exactly once; none is seen twice, whatever changes meanwhile."""
+    query = select(Broadcast).order_by(Broadcast.id.desc()).limit(limit + 1)
+    if before is not None:
+        query = query.where(Broadcast.id < before)
+    rows = list(session.scalars(query))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, rows[-1].id if more and rows else None

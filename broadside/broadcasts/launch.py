@@ -18,6 +18,7 @@ from broadside.broadcasts import service
 from broadside.errors import ValidationError
 from broadside.models import Broadcast
 from broadside.queues import Jobs
+from broadside.segments.service import NOT_SUBSCRIBED
 from broadside.site_settings import get_settings, owner_zone
 
 # Why someone on the list would not receive it, in the owner's words.
@@ -27,6 +28,7 @@ SKIP_WORDS = {
     "bounced": "their address bounced before",
     "complained": "marked an earlier email as spam",
     "blocked": "blocked by you",
+    NOT_SUBSCRIBED: "match the segment but are not active on any list",
 }
 
 NO_POSTAL_ADDRESS = (
@@ -44,6 +46,9 @@ class SendPlan:
     skipped: dict[str, int]
     problems: list[str] = field(default_factory=list)  # block sending and scheduling
     time_zone: str = "UTC"
+    # The frequency cap: hours, and how many of the audience got a broadcast within them now.
+    cap_hours: int | None = None
+    recently_received: int = 0
 
     @property
     def skipped_total(self) -> int:
@@ -57,13 +62,15 @@ class SendPlan:
 
 def send_plan(session: Session, broadcast_id: int) -> SendPlan:
     broadcast = service.get_broadcast(session, broadcast_id)
-    audience = service.audience_summary(session, broadcast.list_id)
+    audience = service.broadcast_audience(session, broadcast)
     settings = get_settings(session)
     problems = []
-    if broadcast.list_id is None:
-        problems.append("Choose a list to send to.")
+    if broadcast.list_id is None and broadcast.segment_id is None:
+        problems.append("Choose a list or a segment to send to.")
     elif audience["active"] == 0:
-        problems.append("Nobody on this list would receive it: it has no active subscribers.")
+        problems.append("Nobody in this segment would receive it: no active subscriber matches "
+                        "its rules now." if broadcast.segment_id is not None else
+                        "Nobody on this list would receive it: it has no active subscribers.")
     if not broadcast.subject.strip():
         problems.append("Give the broadcast a subject before sending it.")
     # Our choice: the pages refuse to send without a postal address. The renderer would
@@ -71,7 +78,8 @@ def send_plan(session: Session, broadcast_id: int) -> SendPlan:
     if not (settings.postal_address or "").strip():
         problems.append(NO_POSTAL_ADDRESS)
     return SendPlan(broadcast, audience["active"], audience["skipped"], problems,
-                    settings.time_zone or "UTC")
+                    settings.time_zone or "UTC", broadcast.skip_if_received_within_hours,
+                    audience["recently_received"])
 
 
 def send_now(session: Session, broadcast_id: int, *, default_from: str, not_ready: list[str],

@@ -10,12 +10,12 @@ these functions keep.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from email.utils import parseaddr
 from typing import Any
 
 from redis.exceptions import RedisError
-from sqlalchemy import and_, func, insert, literal, select, update
+from sqlalchemy import ColumnElement, Select, and_, exists, func, insert, literal, select, update
 from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
@@ -23,11 +23,13 @@ from broadside.broadcasts import ledger, lifecycle
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.events import record_event
 from broadside.logs import owner_action
-from broadside.models import Broadcast, Delivery, Revision, Subscriber, Subscription
+from broadside.models import Broadcast, Delivery, Revision, Segment, Subscriber, Subscription
 from broadside.models.sending import DeliveryStatus
 from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
 from broadside.rendering import CompiledRevision, freeze_content
+from broadside.segments import service as segments
+from broadside.segments.rules import delivery_list
 from broadside.site_settings import get_settings
 from broadside.timeutil import utcnow
 
@@ -80,6 +82,47 @@ def audience_summary(session: Session, list_id: int | None) -> dict[str, Any]:
     return {"active": active, "skipped": skipped}
 
 
+def _list_audience(list_id: int) -> ColumnElement[bool]:
+    return and_(
+        Subscriber.suppression.is_(None),
+        exists().where(Subscription.subscriber_id == Subscriber.id,
+                       Subscription.list_id == list_id, Subscription.status == "active"),
+    )
+
+
+def audience_condition(session: Session, broadcast: Broadcast) -> ColumnElement[bool] | None:
+    """Who the broadcast would reach now, as a condition over subscribers (None: no audience
+    chosen, or its segment is gone)."""
+    if broadcast.segment_id is not None:
+        segment = session.get(Segment, broadcast.segment_id)
+        return segments.segment_clause(session, segment) if segment is not None else None
+    return _list_audience(broadcast.list_id) if broadcast.list_id is not None else None
+
+
+def broadcast_audience(session: Session, broadcast: Broadcast) -> dict[str, Any]:
+    """Who a send would reach now and who would be skipped and why, for a list or a segment;
+    with a frequency cap, also how many of them got a broadcast within it (they are skipped
+    at their turn if that is still so)."""
+    if broadcast.segment_id is not None:
+        segment = session.get(Segment, broadcast.segment_id)
+        summary = (segments.summary(session, segment) if segment is not None
+                   else {"active": 0, "skipped": {}})
+    else:
+        summary = audience_summary(session, broadcast.list_id)
+    summary["recently_received"] = 0
+    hours = broadcast.skip_if_received_within_hours
+    condition = audience_condition(session, broadcast)
+    if hours and condition is not None and summary["active"]:
+        recent = exists().where(
+            Delivery.subscriber_id == Subscriber.id,
+            Delivery.status.in_(("sent", "unknown", "sending")),
+            func.coalesce(Delivery.sent_at, Delivery.claimed_at) >= utcnow() - timedelta(hours=hours),
+        )
+        summary["recently_received"] = session.scalar(
+            select(func.count()).select_from(Subscriber).where(condition, recent)) or 0
+    return summary
+
+
 def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -> Revision:
     """Invariant 8: pressing send freezes subject, body, sender and rendered layout."""
 
@@ -108,6 +151,33 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
     return revision
 
 
+def _audience_select(session: Session, broadcast_id: int, list_id: int | None,
+                     segment: Segment | None) -> Select:
+    """The snapshot's rows (broadcast, subscriber, pending, 0 attempts, their copy's list), in
+    one statement. A list: its active, unsuppressed subscribers. A segment: the people its rules
+    match among those active on some list and unsuppressed, one row each, with the list whose
+    subscription is re-checked at their turn and whose unsubscribe link they get."""
+    pending = literal(DeliveryStatus.PENDING.value, Delivery.status.type)
+    zero = literal(0, Delivery.attempts.type)
+    this = literal(broadcast_id, Delivery.broadcast_id.type)
+    if segment is not None:
+        group = segments.rules_of(segment)
+        return select(this, Subscriber.id, pending, zero, delivery_list(group)).where(
+            segments.segment_clause(session, group))
+    return (
+        select(this, Subscription.subscriber_id, pending, zero,
+               literal(list_id, Delivery.list_id.type))
+        .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
+        .where(
+            and_(
+                Subscription.list_id == list_id,
+                Subscription.status == "active",
+                Subscriber.suppression.is_(None),
+            )
+        )
+    )
+
+
 def send_broadcast(
     session: Session,
     broadcast_id: int,
@@ -122,29 +192,16 @@ def send_broadcast(
     broadcast = get_broadcast(session, broadcast_id)
     if not broadcast.subject.strip():
         raise ValidationError("Give the broadcast a subject before sending it.")
-    if broadcast.list_id is None:
-        raise ValidationError("Choose a list to send to.")
+    segment = session.get(Segment, broadcast.segment_id) if broadcast.segment_id is not None else None
+    if broadcast.list_id is None and segment is None:
+        raise ValidationError("Choose a list or a segment to send to.")
 
     def snapshot() -> str:
         freeze_revision(session, broadcast, default_from)
-        # The snapshot: the list's active, unsuppressed subscribers, in one statement.
         session.execute(
             insert(Delivery).from_select(
-                ["broadcast_id", "subscriber_id", "status", "attempts"],
-                select(
-                    literal(broadcast_id, Delivery.broadcast_id.type),
-                    Subscription.subscriber_id,
-                    literal(DeliveryStatus.PENDING.value, Delivery.status.type),
-                    literal(0, Delivery.attempts.type),
-                )
-                .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
-                .where(
-                    and_(
-                        Subscription.list_id == broadcast.list_id,
-                        Subscription.status == "active",
-                        Subscriber.suppression.is_(None),
-                    )
-                ),
+                ["broadcast_id", "subscriber_id", "status", "attempts", "list_id"],
+                _audience_select(session, broadcast_id, broadcast.list_id, segment),
             )
         )
         # (Counted in the same transaction: psycopg reports no rowcount for INSERT ... SELECT.)

@@ -171,3 +171,27 @@ def search(session: Session, filters: Filters, *, before: int | None = None,
         next_before=rows[-1].id if has_older else None,
         prev_after=rows[0].id if has_newer else None,
     )
+
+
+def page_by_id(session: Session, filters: Filters, *, after: int = 0, limit: int = 100
+               ) -> tuple[list[tuple[Subscriber, list[tuple[int, str]]]], int | None]:
+    """One page in ascending id order, ids above `after`, for the API's keyset paging: each
+    person with their (list id, status) pairs, and the id to pass as `after` for the next page,
+    None on the last one. Every person who matches throughout the paging is seen exactly once;
+    nobody is seen twice, whatever changes meanwhile."""
+    rows = list(session.scalars(
+        select(Subscriber).where(*filter_clauses(session, filters), Subscriber.id > after)
+        .order_by(Subscriber.id.asc()).limit(limit + 1)
+    ))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    subscriptions: dict[int, list[tuple[int, str]]] = {}
+    if rows:
+        for subscriber_id, list_id, status in session.execute(
+            select(Subscription.subscriber_id, Subscription.list_id, Subscription.status)
+            .where(Subscription.subscriber_id.in_([s.id for s in rows]))
+            .order_by(Subscription.list_id)
+        ):
+            subscriptions.setdefault(subscriber_id, []).append((list_id, status))
+    return ([(s, subscriptions.get(s.id, [])) for s in rows],
+            rows[-1].id if more and rows else None)

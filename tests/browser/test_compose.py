@@ -43,7 +43,7 @@ def test_compose_with_live_preview_then_save(page: Page, live_server, owner, scr
 
     sign_in(page, live_server.url)
     page.get_by_role("link", name="Broadcasts").click()
-    page.get_by_label("Send to list").select_option(label="Monthly news")
+    page.get_by_label("Send to", exact=True).select_option(label="Monthly news")
     page.get_by_role("button", name="New draft").click()
     expect(page.get_by_role("heading", name="New broadcast")).to_be_visible()
 

@@ -46,9 +46,9 @@ def sent(broadcast: Broadcast) -> Broadcast:
 def test_new_draft_from_the_list_page_opens_the_editor(logged_in_client, news):
     index = logged_in_client.get("/broadcasts/")
     assert index.status_code == 200
-    assert '<label for="list_id">Send to list</label>' in index.text
+    assert '<label for="audience">Send to</label>' in index.text
     response = logged_in_client.post(
-        "/broadcasts/new", data=form_data(index.text, list_id=str(news.id)))
+        "/broadcasts/new", data=form_data(index.text, audience=f"list:{news.id}"))
     assert response.status_code == 302
     broadcast = db.session.query(Broadcast).one()
     assert response.headers["Location"].endswith(f"/broadcasts/{broadcast.id}/edit")
@@ -57,9 +57,9 @@ def test_new_draft_from_the_list_page_opens_the_editor(logged_in_client, news):
 
 def test_new_draft_without_a_list_says_why_and_writes_nothing(logged_in_client, news):
     index = logged_in_client.get("/broadcasts/")
-    response = logged_in_client.post("/broadcasts/new", data=form_data(index.text, list_id=""))
+    response = logged_in_client.post("/broadcasts/new", data=form_data(index.text, audience=""))
     assert response.status_code == 422
-    assert "Choose a list to send to." in response.text
+    assert "Choose a list or a segment to send to." in response.text
     assert db.session.query(Broadcast).count() == 0
 
 
@@ -67,7 +67,7 @@ def test_editor_has_labelled_fields_a_sandboxed_preview_and_works_without_js(
         logged_in_client, draft):
     page = logged_in_client.get(f"/broadcasts/{draft.id}/edit")
     assert page.status_code == 200
-    for field_id, label in (("list_id", "Send to list"), ("subject", "Subject"),
+    for field_id, label in (("audience", "Send to"), ("subject", "Subject"),
                             ("preheader", "Preheader"), ("body", "Body (Markdown)")):
         assert f'<label for="{field_id}">{label}</label>' in page.text
         assert f'id="{field_id}"' in page.text
@@ -86,7 +86,7 @@ def test_editor_has_labelled_fields_a_sandboxed_preview_and_works_without_js(
 def test_save_button_stores_the_draft(logged_in_client, draft, news):
     page = logged_in_client.get(f"/broadcasts/{draft.id}/edit")
     response = logged_in_client.post(f"/broadcasts/{draft.id}/edit", data=form_data(
-        page.text, list_id=str(news.id), subject="November", preheader="Short",
+        page.text, audience=f"list:{news.id}", subject="November", preheader="Short",
         body="New body"))
     assert response.status_code == 302
     db.session.refresh(draft)
@@ -97,7 +97,7 @@ def test_save_button_stores_the_draft(logged_in_client, draft, news):
 def test_save_with_bad_input_writes_nothing_and_says_why(logged_in_client, draft, news):
     page = logged_in_client.get(f"/broadcasts/{draft.id}/edit")
     response = logged_in_client.post(f"/broadcasts/{draft.id}/edit", data=form_data(
-        page.text, list_id=str(news.id), subject="x" * 301, preheader="", body="changed"))
+        page.text, audience=f"list:{news.id}", subject="x" * 301, preheader="", body="changed"))
     assert response.status_code == 422
     assert "The subject is too long" in response.text
     assert 'value="' + "x" * 301 in response.text  # what was typed is kept on the page
@@ -109,7 +109,7 @@ def test_autosave_stores_the_draft_and_returns_the_new_preview(logged_in_client,
     page = logged_in_client.get(f"/broadcasts/{draft.id}/edit")
     response = logged_in_client.post(
         f"/broadcasts/{draft.id}/autosave", headers={"HX-Request": "true"},
-        data=form_data(page.text, list_id=str(news.id), subject="Autosaved {{ name }}",
+        data=form_data(page.text, audience=f"list:{news.id}", subject="Autosaved {{ name }}",
                        preheader="", body="Typed text"))
     assert response.status_code == 200
     assert response.text.lstrip().startswith('<div id="preview-pane">')
@@ -125,7 +125,7 @@ def test_autosave_that_is_refused_keeps_the_preview_and_says_why(logged_in_clien
     page = logged_in_client.get(f"/broadcasts/{draft.id}/edit")
     response = logged_in_client.post(
         f"/broadcasts/{draft.id}/autosave", headers={"HX-Request": "true"},
-        data=form_data(page.text, list_id=str(news.id), subject="two\nlines", preheader="",
+        data=form_data(page.text, audience=f"list:{news.id}", subject="two\nlines", preheader="",
                        body="lost"))
     assert response.status_code == 422
     assert response.headers["HX-Retarget"] == "#save-status"
@@ -138,7 +138,7 @@ def test_bad_merge_syntax_is_saved_but_the_preview_explains(logged_in_client, dr
     page = logged_in_client.get(f"/broadcasts/{draft.id}/edit")
     response = logged_in_client.post(
         f"/broadcasts/{draft.id}/autosave", headers={"HX-Request": "true"},
-        data=form_data(page.text, list_id=str(news.id), subject="Fine", preheader="",
+        data=form_data(page.text, audience=f"list:{news.id}", subject="Fine", preheader="",
                        body="Line one\n\nHello {{ name "))
     assert response.status_code == 200
     assert "merge-field error on line 3" in response.text
@@ -212,11 +212,11 @@ def test_a_sent_broadcast_cannot_be_edited(logged_in_client, draft, news):
     assert response.status_code == 302
     assert response.headers["Location"].endswith(f"/broadcasts/{draft.id}")
     saved = logged_in_client.post(f"/broadcasts/{draft.id}/edit", data=form_data(
-        page.text, list_id=str(news.id), subject="Changed", preheader="", body="Changed"))
+        page.text, audience=f"list:{news.id}", subject="Changed", preheader="", body="Changed"))
     assert saved.status_code == 302
     autosaved = logged_in_client.post(
         f"/broadcasts/{draft.id}/autosave", headers={"HX-Request": "true"},
-        data=form_data(page.text, list_id=str(news.id), subject="Changed", preheader="",
+        data=form_data(page.text, audience=f"list:{news.id}", subject="Changed", preheader="",
                        body="Changed"))
     assert autosaved.status_code == 409
     assert "duplicate it instead" in autosaved.text

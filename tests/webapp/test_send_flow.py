@@ -165,7 +165,7 @@ def test_after_sending_the_editor_refuses_edits_and_points_to_the_broadcast(logg
     edit = logged_in_client.get(f"/broadcasts/{draft.id}/edit")
     assert edit.status_code == 302 and edit.headers["Location"].endswith(f"/broadcasts/{draft.id}")
     save = logged_in_client.post(f"/broadcasts/{draft.id}/edit", data={
-        "csrf_token": token, "list_id": str(draft.list_id), "subject": "Changed", "preheader": "",
+        "csrf_token": token, "audience": f"list:{draft.list_id}", "subject": "Changed", "preheader": "",
         "body": "changed"})
     assert save.status_code == 302
     db.session.expire_all()

@@ -92,7 +92,7 @@ def _render_confirm(broadcast_id: int, *, error: str | None = None, status: int 
 
     return render_template(
         "broadcasts/send_confirm.html", plan=plan, broadcast=plan.broadcast,
-        list_name=drafts.list_name(db.session, plan.broadcast.list_id),
+        list_name=drafts.audience_name(db.session, plan.broadcast),
         not_ready=not_ready, from_name=name, from_email=address, error=error,
         send_form=send_form or SendForm(formdata=None),
         schedule_form=schedule_form or ScheduleForm(formdata=None),

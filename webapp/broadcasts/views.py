@@ -34,24 +34,25 @@ PREVIEW_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src https: da
                "base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
 
 
-def _optional_int(value: object) -> int | None:
-    if value in (None, ""):
-        return None
-    try:
-        return int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-
-
 class NewDraftForm(FlaskForm):
-    list_id = SelectField("Send to list", coerce=_optional_int, validate_choice=False)
+    # "list:ID" or "segment:ID" (drafts.parse_audience)
+    audience = SelectField("Send to", validate_choice=False)
 
 
 class ComposeForm(FlaskForm):
-    list_id = SelectField("Send to list", coerce=_optional_int, validate_choice=False)
+    audience = SelectField("Send to", validate_choice=False)
+    skip_hours = StringField("Skip anyone who received a broadcast in the last … hours")
     subject = StringField("Subject")
     preheader = StringField("Preheader")
     body = TextAreaField("Body (Markdown)")
+
+    def draft_values(self) -> dict:
+        """The form as `drafts.update_draft` keywords (validation is the domain's)."""
+        list_id, segment_id = drafts.parse_audience(self.audience.data)
+        return {"list_id": list_id, "segment_id": segment_id,
+                "skip_if_received_within_hours": (self.skip_hours.data or "").strip(),
+                "subject": self.subject.data or "", "preheader": self.preheader.data or "",
+                "body": self.body.data or ""}
 
 
 class EmptyForm(FlaskForm):
@@ -59,7 +60,11 @@ class EmptyForm(FlaskForm):
 
 
 def _with_lists(form):
-    form.list_id.choices = [(None, "Choose a list…")] + drafts.list_options(db.session)
+    """The "send to" choice: lists, then segments (an optgroup each)."""
+    groups: dict[str, list[tuple[str, str]]] = {"": [("", "Choose a list or a segment…")]}
+    for group, value, label in drafts.audience_options(db.session):
+        groups.setdefault(group, []).append((value, label))
+    form.audience.choices = groups
     return form
 
 
@@ -86,9 +91,10 @@ def _render_index(new_form: NewDraftForm, status: int = 200):
 def new():
     form = _with_lists(NewDraftForm())
     try:
-        broadcast = drafts.create_draft(db.session, list_id=form.list_id.data)
+        list_id, segment_id = drafts.parse_audience(form.audience.data)
+        broadcast = drafts.create_draft(db.session, list_id=list_id, segment_id=segment_id)
     except ValidationError as exc:
-        form.list_id.errors = [exc.message]
+        form.audience.errors = [exc.message]
         return _render_index(form, 422)
     return redirect(url_for(".edit", broadcast_id=broadcast.id))
 
@@ -105,7 +111,7 @@ def show(broadcast_id: int):
     # Only while it could move: "the worker is not running" beats a bar that never moves.
     stopped = sending_readiness().problem if progress.status in ("scheduled", "queued", "sending") else None
     return render_template("broadcasts/show.html", preview=preview, broadcast=preview.broadcast,
-                           list_name=drafts.list_name(db.session, preview.broadcast.list_id),
+                           list_name=drafts.audience_name(db.session, preview.broadcast),
                            action_form=EmptyForm(), p=progress, sending_problem=stopped,
                            settings=get_settings(db.session),
                            page=evidence.delivery_page(db.session, broadcast_id, per_page=20))
@@ -123,6 +129,9 @@ def edit(broadcast_id: int):
               "Duplicate it to write a new one.", "info")
         return redirect(url_for(".show", broadcast_id=broadcast_id))
     form = _with_lists(ComposeForm(formdata=None, obj=preview.broadcast))
+    form.audience.data = drafts.audience_value(preview.broadcast)
+    cap = preview.broadcast.skip_if_received_within_hours
+    form.skip_hours.data = str(cap) if cap else ""
     return _render_edit(form, preview)
 
 
@@ -138,9 +147,7 @@ def save(broadcast_id: int):
     """The Save button (and the whole editor without JavaScript)."""
     form = _with_lists(ComposeForm())
     try:
-        drafts.update_draft(db.session, broadcast_id, list_id=form.list_id.data,
-                            subject=form.subject.data or "", preheader=form.preheader.data or "",
-                            body=form.body.data or "")
+        drafts.update_draft(db.session, broadcast_id, **form.draft_values())
     except Conflict as exc:
         flash(exc.message, "error")
         return redirect(url_for(".show", broadcast_id=broadcast_id))
@@ -158,11 +165,8 @@ def autosave(broadcast_id: int):
     """HTMX: save as the owner types, answer with the refreshed preview pane."""
     form = ComposeForm()
     try:
-        preview = drafts.autosave(
-            db.session, broadcast_id, list_id=form.list_id.data,
-            subject=form.subject.data or "", preheader=form.preheader.data or "",
-            body=form.body.data or "", sample_email=_sample_email(),
-            default_from=_default_from())
+        preview = drafts.autosave(db.session, broadcast_id, **form.draft_values(),
+                                  sample_email=_sample_email(), default_from=_default_from())
     except (ValidationError, Conflict) as exc:
         db.session.rollback()
         # Keep the last good preview on screen; show the problem next to the Save button.
