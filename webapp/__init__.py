@@ -17,7 +17,13 @@ from broadside import models  # noqa: F401 - registers the tables with the metad
 from broadside.config import load_config
 from broadside.logs import configure_logging
 from broadside.queues import Jobs
-from webapp.api import audience, broadcasts  # noqa: F401 - their routes attach to the API blueprint
+from webapp.api import (  # noqa: F401 - their routes attach to the API blueprint
+    audience,
+    broadcast_drafts,
+    broadcasts,
+    segments,
+    subscribers,
+)
 from webapp.api import bp as api_bp
 from webapp.apidocs import bp as apidocs_bp
 from webapp.auth.views import bp as auth_bp

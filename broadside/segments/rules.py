@@ -63,6 +63,7 @@ MAX_DEPTH = 5  # groups inside groups: the top group is depth 1
 MAX_CONDITIONS = 50
 MAX_TEXT = 320
 MAX_DAYS = 36500
+MAX_ID = 2**31 - 1  # ids are 32-bit integers on PostgreSQL
 MAX_KEY = 100  # as long as an attribute name may be (broadside.subscribers.service)
 
 TEXT_OPS = ("equals", "contains", "ends_with")
@@ -252,16 +253,16 @@ def _condition(raw: dict[str, Any], label: str) -> Condition:
     if "list" in raw and raw["list"] not in (None, ""):
         if kind != "joined":
             raise RuleError(f"{where}: only a `joined` condition can name a list.")
-        list_id = _whole_number(raw["list"], where, "the list", 1, 2**62)
+        list_id = _whole_number(raw["list"], where, "the list", 1, MAX_ID)
     value = raw.get("value")
     if op in NO_VALUE_OPS:
         if value not in (None, ""):
             raise RuleError(f"{where}: this operator takes no value.")
         value = None
     elif kind == "list":
-        value = _whole_number(value, where, "the list", 1, 2**62)
+        value = _whole_number(value, where, "the list", 1, MAX_ID)
     elif kind == "received":
-        value = _whole_number(value, where, "the broadcast", 1, 2**62)
+        value = _whole_number(value, where, "the broadcast", 1, MAX_ID)
     elif op in ("within_days", "not_within_days"):
         value = _whole_number(value, where, "the number of days", 1, MAX_DAYS)
     elif op in ("before", "after"):
@@ -363,7 +364,7 @@ def _like_pattern(value: str, *, prefix: bool, suffix: bool) -> str:
     return ("%" if prefix else "") + escaped + ("%" if suffix else "")
 
 
-def _text_condition(column: ColumnElement[Any], op: str, value: str) -> ColumnElement[bool]:
+def _text_condition(column: Any, op: str, value: str) -> ColumnElement[bool]:
     lowered = func.lower(column)
     needle = value.lower()
     if op == "equals":

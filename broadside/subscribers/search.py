@@ -70,10 +70,10 @@ class Page:
 
 def _id_or_none(value: str | int | None) -> int | None:
     try:
-        parsed = int(value) if value not in (None, "") else None  # type: ignore[arg-type]
+        parsed = int(value) if value not in (None, "") else None
     except (TypeError, ValueError):
         return None
-    return parsed if parsed is not None and 0 < parsed < 2**63 else None
+    return parsed if parsed is not None and 0 < parsed < 2**31 else None
 
 
 def _escape_like(value: str) -> str:

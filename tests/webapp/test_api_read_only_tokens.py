@@ -31,7 +31,11 @@ def test_a_read_only_token_reads_but_changes_nothing(client, owner):
                         ("delete", "/api/subscribers/1"), ("post", "/api/lists/1/import"),
                         ("post", "/api/broadcasts"), ("post", "/api/broadcasts/1/send"),
                         ("post", "/api/broadcasts/1/pause"), ("post", "/api/broadcasts/1/resume"),
-                        ("post", "/api/broadcasts/1/cancel"), ("post", "/api/broadcasts/1/test")):
+                        ("post", "/api/broadcasts/1/cancel"), ("post", "/api/broadcasts/1/test"),
+                        ("patch", "/api/broadcasts/1"), ("delete", "/api/broadcasts/1"),
+                        ("post", "/api/segments"), ("put", "/api/segments/1"),
+                        ("delete", "/api/segments/1"), ("patch", "/api/subscribers/1"),
+                        ("post", "/api/subscribers/1/unsubscribe")):
         response = getattr(client, method)(url, json={"name": "Sneaky", "subject": "x"},
                                            headers=bearer(token))
         assert response.status_code == 403, (method, url)
@@ -49,6 +53,8 @@ def test_the_test_above_names_every_changing_route(app):
         "/api/lists/<int:list_id>/import", "/api/broadcasts", "/api/broadcasts/<int:broadcast_id>/send",
         "/api/broadcasts/<int:broadcast_id>/pause", "/api/broadcasts/<int:broadcast_id>/resume",
         "/api/broadcasts/<int:broadcast_id>/cancel", "/api/broadcasts/<int:broadcast_id>/test",
+        "/api/broadcasts/<int:broadcast_id>", "/api/segments", "/api/segments/<int:segment_id>",
+        "/api/subscribers/<int:subscriber_id>/unsubscribe",
     }
 
 

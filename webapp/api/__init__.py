@@ -5,6 +5,8 @@ Feature modules add their routes to `bp` (see `webapp/api/*.py`).
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 from flask import Blueprint, g, jsonify, request
@@ -16,6 +18,7 @@ from webapp.extensions import csrf, db
 bp = Blueprint("api", __name__, url_prefix="/api")
 # What a read-only token may do: read, never change.
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
+MAX_NESTING = 32  # arrays and objects in a request body (a segment's deepest rules use 12)
 csrf.exempt(bp)
 
 
@@ -39,9 +42,50 @@ def authenticate_bearer():
     return None
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:20]} is too large")
+    return value
+
+
+def _nesting(value: Any) -> int:
+    """How deeply arrays and objects nest in `value` (counted without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is not None:
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def json_body() -> dict[str, Any]:
-    """The request's JSON object, or a 400/422 with a clear message."""
-    data = request.get_json(silent=True)
+    """The request's JSON object, or a 422 with a clear message.
+
+    Parsed strictly: NaN, Infinity and numbers beyond a float's range are refused (Python's
+    parser accepts them; PostgreSQL then refused them with a 500), and so is nesting deeper
+    than MAX_NESTING (the parser, and the domain's recursive checks of attributes, raised
+    RecursionError on deep input; no real body comes close).
+    """
+    data: Any = None
+    if request.is_json:
+        try:
+            data = json.loads(request.get_data(cache=True),
+                              parse_constant=_refuse_constant, parse_float=_finite_float)
+            too_deep = _nesting(data) > MAX_NESTING
+        except RecursionError:
+            too_deep = True
+        except ValueError as exc:
+            raise ValidationError(f"The request body is not valid JSON: {exc}.") from None
+        if too_deep:
+            raise ValidationError(f"The request body nests arrays and objects more than "
+                                  f"{MAX_NESTING} deep.")
     if not isinstance(data, dict):
         raise ValidationError("The request body must be a JSON object (Content-Type: application/json).")
     return data

@@ -1,40 +1,94 @@
-"""Broadcast API: create, send, steer, read, test (the contract is in the README's API section
-and held by tests/webapp/test_api_broadcasts.py)."""
+"""Broadcast API: create, list, send, steer, read, test (the contract is in the README's API
+section and `webapp/apidocs/paths.py`, held by tests/webapp/test_api_broadcasts.py and
+test_api_broadcast_drafts.py). Editing and deleting drafts is in `webapp/api/broadcast_drafts.py`.
+
+- POST /api/broadcasts {"list_id" | "segment_id", "subject", "body", "preheader"?,
+  "skip_if_received_within_hours"?} -> 201 {"id", "status"}. Exactly one audience. The cap:
+  absent or null takes the Settings default, 0 means no cap, 1-720 hours.
+- GET /api/broadcasts?after=&limit= -> 200 {"items": [Broadcast], "next"}: newest first (by
+  id, descending); `after` is the previous page's `next`, so a page holds ids below it.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from flask import current_app, jsonify, request
 from sqlalchemy import select
 
 from broadside.broadcasts import drafts, service
 from broadside.errors import ValidationError
-from broadside.models import Delivery, Subscriber
+from broadside.models import Broadcast, Delivery, Subscriber
 from broadside.models.sending import DELIVERY_STATUSES
 from webapp.api import bp, json_body
+from webapp.api.inputs import (
+    cap_hours_field,
+    id_field,
+    iso,
+    only_query_args,
+    page_args,
+    require_keys,
+    text_field,
+)
 from webapp.extensions import db, get_jobs
 from webapp.params import int_arg
+
+DEFAULT_PAGE = 50
+MAX_PAGE = 500
 
 
 def _state(broadcast) -> dict:
     return {"id": broadcast.id, "status": broadcast.status}
 
 
+def broadcast_json(b: Broadcast) -> dict[str, Any]:
+    """A broadcast in lists and after an edit (the body is left out: it can be 500 kB)."""
+    return {
+        "id": b.id, "status": b.status, "subject": b.subject, "preheader": b.preheader,
+        "list_id": b.list_id, "segment_id": b.segment_id,
+        "skip_if_received_within_hours": b.skip_if_received_within_hours,
+        "counts": {"total": b.total,
+                   **{status: getattr(b, f"{status}_count") for status in DELIVERY_STATUSES}},
+        "created_at": iso(b.created_at), "updated_at": iso(b.updated_at),
+        "scheduled_at": iso(b.scheduled_at), "finished_at": iso(b.finished_at),
+    }
+
+
+def audience_fields(data: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(list_id, segment_id) as given; both set is refused (a broadcast has one audience)."""
+    list_id, segment_id = id_field(data, "list_id"), id_field(data, "segment_id")
+    if list_id is not None and segment_id is not None:
+        raise ValidationError("Give 'list_id' or 'segment_id', not both: a broadcast goes to a "
+                              "list or to a segment.")
+    return list_id, segment_id
+
+
 @bp.route("/broadcasts", methods=["POST"])
 def create_broadcast():
     data = json_body()
-    for key in ("list_id", "subject", "body"):
-        if key not in data:
-            raise ValidationError(f"'{key}' is required.")
-    if not isinstance(data["subject"], str) or not data["subject"].strip():
-        raise ValidationError("'subject' must be a non-empty string.")
+    require_keys(data, ("subject", "body"))
+    list_id, segment_id = audience_fields(data)
+    if list_id is None and segment_id is None:
+        raise ValidationError("'list_id' or 'segment_id' is required: who is it for?")
+    cap = cap_hours_field(data)
     broadcast = drafts.create_draft(
         db.session,
-        list_id=data["list_id"],
-        subject=data["subject"],
+        list_id=list_id,
+        segment_id=segment_id,
+        subject=text_field(data, "subject", non_empty=True),
         body=data["body"],
         preheader=data.get("preheader", ""),
+        skip_if_received_within_hours=drafts.KEEP if cap is None else cap,
     )
     return jsonify(_state(broadcast)), 201
+
+
+@bp.route("/broadcasts", methods=["GET"])
+def list_broadcasts():
+    only_query_args(("after", "limit"))
+    after, limit = page_args(default_limit=DEFAULT_PAGE, max_limit=MAX_PAGE, min_after=1)
+    rows, following = drafts.broadcasts_before(db.session, before=after, limit=limit)
+    return jsonify(items=[broadcast_json(b) for b in rows], next=following)
 
 
 @bp.route("/broadcasts/<int:broadcast_id>/send", methods=["POST"])

@@ -1,0 +1,62 @@
+"""Editing and deleting a draft over the API (the contract is held by
+tests/webapp/test_api_broadcast_drafts.py and described in `webapp/apidocs/paths.py`).
+
+- PATCH /api/broadcasts/<id> with any of "list_id", "segment_id", "subject", "preheader",
+  "body", "skip_if_received_within_hours" -> 200 Broadcast. What is not given stays as it is.
+  The audience is one list or one segment: giving "segment_id" clears the list and giving
+  "list_id" clears the segment (both at once is 422). The cap: null or 0 removes it.
+- DELETE /api/broadcasts/<id> -> 204.
+
+Drafts only: a broadcast that is scheduled, sending or sent is 409 with its status (what was
+sent is frozen, invariant 8 in docs/ARCHITECTURE.md). The domain's write is itself guarded by
+the draft state, so a send pressed between our check and the write still wins cleanly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import jsonify
+
+from broadside.broadcasts import drafts, service
+from broadside.errors import Conflict
+from broadside.models.sending import BroadcastStatus
+from webapp.api import bp, json_body
+from webapp.api.broadcasts import audience_fields, broadcast_json
+from webapp.api.inputs import cap_hours_field, only_keys, require_some, text_field
+from webapp.extensions import db
+
+EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body",
+            "skip_if_received_within_hours")
+
+
+@bp.route("/broadcasts/<int:broadcast_id>", methods=["PATCH"])
+def edit_draft(broadcast_id: int):
+    data = json_body()
+    only_keys(data, EDITABLE)
+    require_some(data, EDITABLE)
+    list_id, segment_id = audience_fields(data)
+    subject = text_field(data, "subject", non_empty=True) if "subject" in data else None
+    preheader = text_field(data, "preheader") if "preheader" in data else None
+    body = text_field(data, "body") if "body" in data else None
+    cap: Any = cap_hours_field(data) if "skip_if_received_within_hours" in data else drafts.KEEP
+
+    current = service.get_broadcast(db.session, broadcast_id)
+    if current.status != BroadcastStatus.DRAFT:
+        raise Conflict(f"Only a draft can be edited; this broadcast is {current.status}.")
+    if "list_id" not in data and "segment_id" not in data:
+        list_id, segment_id = current.list_id, current.segment_id
+    updated = drafts.update_draft(
+        db.session, broadcast_id, list_id=list_id, segment_id=segment_id,
+        subject=current.subject if subject is None else subject,
+        preheader=current.preheader if preheader is None else preheader,
+        body=current.body if body is None else body,
+        skip_if_received_within_hours=cap,
+    )
+    return jsonify(broadcast_json(updated))
+
+
+@bp.route("/broadcasts/<int:broadcast_id>", methods=["DELETE"])
+def delete_draft(broadcast_id: int):
+    drafts.delete_draft(db.session, broadcast_id)
+    return "", 204

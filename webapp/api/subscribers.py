@@ -1,0 +1,115 @@
+"""Subscribers over the API: the filtered list, editing a person, unsubscribing them from a
+list (the contract is held by tests/webapp/test_api_subscribers_list.py and described in
+`webapp/apidocs/paths.py`; adding, reading one, erasing and importing are in `audience.py`).
+
+- GET /api/subscribers?after=&limit=&list_id=&segment_id=&status=&q= -> 200
+  {"items": [Subscriber], "next"}: ascending id, `after` is the previous page's `next` (ids
+  above it), `limit` 1-1000 (100 by default). Filters combine with AND:
+  `list_id` (on that list, any status; with a subscription `status`, that status there),
+  `segment_id` (who the segment reaches now, as a send would), `status` (one of
+  `broadside.subscribers.search.STATUS_FILTERS`), `q` (a substring of the address or the name,
+  case ignored). A value that is not valid, an unknown parameter, or a list or segment that does
+  not exist is 422 with a message: never silently an unfiltered or empty page.
+- PATCH /api/subscribers/<id> {"name"?, "attributes"?} -> 200 Subscriber. "attributes"
+  replaces the whole object; both are checked by `broadside.subscribers.service`.
+- POST /api/subscribers/<id>/unsubscribe {"list_id"} -> 200 {"subscriber_id", "list_id",
+  "status": "unsubscribed", "changed"}: "changed" is false when they had already left (the
+  call is idempotent). A person who was never on that list is 404, a list that does not exist
+  422, an unknown subscriber 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import jsonify, request
+
+from broadside.errors import ValidationError
+from broadside.models import MailingList, Segment, Subscriber
+from broadside.subscribers import search
+from broadside.subscribers import service as subscribers
+from webapp.api import bp, json_body
+from webapp.api.inputs import (
+    id_field,
+    iso,
+    only_keys,
+    only_query_args,
+    page_args,
+    query_id,
+    require_some,
+)
+from webapp.extensions import db
+
+DEFAULT_PAGE = 100
+MAX_PAGE = 1000
+FILTERS = ("list_id", "segment_id", "status", "q")
+EDITABLE = ("name", "attributes")
+
+
+def subscriber_json(subscriber: Subscriber, subscriptions: list[tuple[int, str]]) -> dict[str, Any]:
+    return {
+        "id": subscriber.id, "email": subscriber.email, "name": subscriber.name,
+        "attributes": subscriber.attributes or {}, "suppression": subscriber.suppression,
+        "created_at": iso(subscriber.created_at),
+        "subscriptions": [{"list_id": list_id, "status": status} for list_id, status in subscriptions],
+    }
+
+
+def _filters() -> search.Filters:
+    list_id, segment_id = query_id("list_id"), query_id("segment_id")
+    if list_id is not None and db.session.get(MailingList, list_id) is None:
+        raise ValidationError(f"'list_id': there is no list with id {list_id}.")
+    if segment_id is not None and db.session.get(Segment, segment_id) is None:
+        raise ValidationError(f"'segment_id': there is no segment with id {segment_id}.")
+    status = request.args.get("status", "")
+    if status and status not in search.STATUS_FILTERS:
+        raise ValidationError(f"'status' must be one of {', '.join(search.STATUS_FILTERS)}.")
+    q = " ".join(request.args.get("q", "").split())
+    if len(q) > search.MAX_QUERY:
+        raise ValidationError(f"'q' can be at most {search.MAX_QUERY} characters.")
+    if "\x00" in q:
+        raise ValidationError("'q' cannot contain a NUL character.")
+    return search.Filters(q=q, match="contains", list_id=list_id, status=status,
+                          segment_id=segment_id)
+
+
+@bp.route("/subscribers", methods=["GET"])
+def api_subscribers():
+    only_query_args(("after", "limit", *FILTERS))
+    after, limit = page_args(default_limit=DEFAULT_PAGE, max_limit=MAX_PAGE)
+    rows, following = search.page_by_id(db.session, _filters(), after=after or 0, limit=limit)
+    return jsonify(items=[subscriber_json(s, subs) for s, subs in rows], next=following)
+
+
+@bp.route("/subscribers/<int:subscriber_id>", methods=["PATCH"])
+def api_edit_subscriber(subscriber_id: int):
+    data = json_body()
+    only_keys(data, EDITABLE)
+    require_some(data, EDITABLE)
+    if "name" in data and not isinstance(data["name"], str):
+        raise ValidationError("'name' must be a string (\"\" removes the name).")
+    if "attributes" in data and not isinstance(data["attributes"], dict):
+        raise ValidationError("'attributes' must be an object of names and values; it replaces "
+                              "all of them ({} removes them all).")
+    person = subscribers.get_subscriber(db.session, subscriber_id)
+    updated = subscribers.update_subscriber(
+        db.session, subscriber_id, email=person.email,
+        name=data.get("name", person.name),
+        attributes=data["attributes"] if "attributes" in data else person.attributes,
+    )
+    subscriptions = [(s.list_id, s.status) for s in subscribers.subscriptions_of(db.session, subscriber_id)]
+    return jsonify(subscriber_json(updated, sorted(subscriptions)))
+
+
+@bp.route("/subscribers/<int:subscriber_id>/unsubscribe", methods=["POST"])
+def api_unsubscribe(subscriber_id: int):
+    data = json_body()
+    only_keys(data, ("list_id",))
+    list_id = id_field(data, "list_id")
+    if list_id is None:
+        raise ValidationError("'list_id' is required.")
+    subscribers.get_subscriber(db.session, subscriber_id)
+    subscribers.check_lists_exist(db.session, [list_id])
+    changed = subscribers.unsubscribe(db.session, subscriber_id, list_id, source="api")
+    return jsonify(subscriber_id=subscriber_id, list_id=list_id, status="unsubscribed",
+                   changed=changed)

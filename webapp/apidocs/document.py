@@ -1,0 +1,61 @@
+"""The API's description: one OpenAPI 3.1 document, built once at import from `paths.py` and
+`schemas.py`. `/api/openapi.json` serves it as it is and the reference page is rendered
+from it, so the two never disagree. It is Python, not a data file, so it ships inside the
+package with no package-data setting, and its enumerations come from the domain's constants.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from webapp.apidocs.paths import PATHS
+from webapp.apidocs.schemas import COMPONENTS
+
+
+def _version() -> str:
+    try:
+        return version("broadside")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "0"
+
+
+DESCRIPTION = """\
+Broadside's JSON API: lists, subscribers, segments and broadcasts.
+
+**Authentication.** Send an API token with every request:
+`Authorization: Bearer TOKEN`. Create tokens in Settings or with
+`flask --app webapp tokens create NAME`. A read-only token may only read (GET); anything
+else answers 403. This document itself needs no token.
+
+**Errors** are JSON: `{"error": "what went wrong"}`, with 401 (no valid token), 403 (read-only
+token), 404 (unknown id), 409 (not possible in the current state, with the reason) or 422 (the
+request was refused; the message names the field). A refused request changes nothing. Bodies
+are strict JSON (no NaN or Infinity) nested at most 32 deep. Unknown
+fields in the bodies of the newer endpoints (segments, PATCH, unsubscribe) and unknown query
+parameters of the paged lists are refused, so a typo never passes unnoticed.
+
+**Paging.** `GET /api/subscribers` and `GET /api/broadcasts` return
+`{"items": [...], "next": ID or null}`. Pass `next` as `after` to get the following page; it is
+null on the last one. Every item that exists throughout is seen once, none twice.
+
+**Times** are UTC in ISO 8601 (`2026-11-30T21:12:46Z`).
+"""
+
+TAGS = [
+    {"name": "Subscribers", "description": "People, their lists and attributes."},
+    {"name": "Lists", "description": "Mailing lists and CSV import."},
+    {"name": "Segments", "description": "Saved rules that pick people by what they are and did."},
+    {"name": "Broadcasts", "description": "Drafts, sending, and what became of each copy."},
+    {"name": "Token", "description": "The token in use, and this document."},
+]
+
+DOCUMENT: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "Broadside API", "version": _version(), "description": DESCRIPTION,
+             "license": {"name": "MIT", "identifier": "MIT"}},
+    "security": [{"bearer": []}],
+    "tags": TAGS,
+    "paths": PATHS,
+    "components": COMPONENTS,
+}

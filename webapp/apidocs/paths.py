@@ -1,0 +1,318 @@
+"""The OpenAPI document's `paths`: every route of the API blueprint (`webapp/api/*.py`), one
+operation each, with its parameters, an example request body and its responses.
+
+tests/webapp/test_openapi.py compares these with `app.url_map` in both directions, so a route
+added without its description here (or described but gone) fails the suite.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broadside.models.sending import DELIVERY_STATUSES
+from broadside.subscribers.search import MAX_QUERY, STATUS_FILTERS
+from webapp.api.broadcasts import DEFAULT_PAGE as BROADCAST_PAGE
+from webapp.api.broadcasts import MAX_PAGE as MAX_BROADCAST_PAGE
+from webapp.api.subscribers import DEFAULT_PAGE as SUBSCRIBER_PAGE
+from webapp.api.subscribers import MAX_PAGE as MAX_SUBSCRIBER_PAGE
+from webapp.apidocs.schemas import ERROR_STATUS, ID, ref
+
+JSON = "application/json"
+
+
+def _id_param(name: str, what: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": ID,
+            "description": f"The {what}'s id."}
+
+
+SUBSCRIBER = _id_param("subscriber_id", "subscriber")
+LIST = _id_param("list_id", "list")
+SEGMENT = _id_param("segment_id", "segment")
+BROADCAST = _id_param("broadcast_id", "broadcast")
+
+
+def query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema,
+            "description": description}
+
+
+def paging(default: int, maximum: int, after: str) -> list[dict[str, Any]]:
+    return [query("after", {"type": "integer", "minimum": 0}, after),
+            query("limit", {"type": "integer", "minimum": 1, "maximum": maximum,
+                            "default": default}, f"At most this many items (1-{maximum}).")]
+
+
+def body(schema: str, example: Any, description: str = "") -> dict[str, Any]:
+    request: dict[str, Any] = {"required": True, "content": {
+        JSON: {"schema": ref(schema), "example": example}}}
+    if description:
+        request["description"] = description
+    return request
+
+
+def reply(description: str, schema: dict[str, Any] | str | None = None,
+          example: Any = None) -> dict[str, Any]:
+    response: dict[str, Any] = {"description": description}
+    if schema is not None:
+        media: dict[str, Any] = {"schema": ref(schema) if isinstance(schema, str) else schema}
+        if example is not None:
+            media["example"] = example
+        response["content"] = {JSON: media}
+    return response
+
+
+def operation(tag: str, operation_id: str, summary: str, description: str = "", *,
+              parameters: list[dict[str, Any]] | None = None,
+              request: dict[str, Any] | None = None, responses: dict[str, Any],
+              errors: tuple[str, ...] = (), write: bool = False) -> dict[str, Any]:
+    """One operation; every one may answer 401, every write 403 (a read-only token)."""
+    shared = ("Unauthorized", *(("ReadOnly",) if write else ()), *errors)
+    op: dict[str, Any] = {"tags": [tag], "operationId": operation_id, "summary": summary}
+    if description:
+        op["description"] = description
+    if parameters:
+        op["parameters"] = parameters
+    if request is not None:
+        op["requestBody"] = request
+    op["responses"] = {**responses, **{str(ERROR_STATUS[name]): {
+        "$ref": f"#/components/responses/{name}"} for name in shared}}
+    return op
+
+
+RULES_EXAMPLE = {"all": [
+    {"field": "attributes.city", "op": "equals", "value": "Berlin"},
+    {"any": [{"field": "joined", "op": "within_days", "value": 30},
+             {"field": "received", "op": "is_not", "value": 12}]},
+]}
+SEGMENT_EXAMPLE = {"id": 3, "name": "Berlin readers", "rules": RULES_EXAMPLE,
+                   "created_at": "2026-11-02T09:30:00Z", "updated_at": "2026-11-02T09:30:00Z"}
+SUBSCRIBER_EXAMPLE = {"id": 41, "email": "ann@example.com", "name": "Ann",
+                      "attributes": {"city": "Berlin", "plan": "gold"}, "suppression": None,
+                      "created_at": "2026-10-01T08:00:00Z",
+                      "subscriptions": [{"list_id": 1, "status": "active"}]}
+COUNTS_EXAMPLE = {"total": 0, **{status: 0 for status in DELIVERY_STATUSES}}
+BROADCAST_EXAMPLE = {"id": 7, "status": "draft", "subject": "November news", "preheader": "",
+                     "list_id": None, "segment_id": 3, "skip_if_received_within_hours": 24,
+                     "counts": COUNTS_EXAMPLE, "created_at": "2026-11-20T10:00:00Z",
+                     "updated_at": "2026-11-20T10:05:00Z", "scheduled_at": None,
+                     "finished_at": None}
+ACTIONS = {
+    "send": ("Send a draft now", "Freezes its content, snapshots the audience and queues the "
+             "send. 409 if it is not a draft; 422 if it cannot be sent (no subject, no audience).",
+             "202", "Queued."),
+    "pause": ("Pause a send", "409 unless it is queued or sending.", "200", "Paused."),
+    "resume": ("Resume a paused send", "409 unless it is paused.", "200", "Queued again."),
+    "cancel": ("Cancel a send", "The rows not yet sent become skipped. 409 unless it is "
+               "scheduled, queued, sending or paused.", "200", "Cancelled."),
+}
+
+TOKEN_PATHS: dict[str, Any] = {
+    "/api/whoami": {"get": operation(
+        "Token", "whoami", "Which token is this",
+        responses={"200": reply("The token's name and its owner.", "WhoAmI",
+                                {"token": "zapier", "owner_id": 1})})},
+    "/api/openapi.json": {"get": {
+        **operation("Token", "openapi", "This document (OpenAPI 3.1)",
+                    "Served without a token: it is documentation.",
+                    responses={"200": reply("The OpenAPI document.", {"type": "object"})}),
+        "security": [],
+    }},
+}
+# The description of the document itself answers no 401.
+del TOKEN_PATHS["/api/openapi.json"]["get"]["responses"]["401"]
+
+LIST_PATHS: dict[str, Any] = {
+    "/api/lists": {
+        "get": operation("Lists", "listLists", "All lists, with their counts",
+                         responses={"200": reply("Every list.", {"type": "array",
+                                                                 "items": ref("List")})}),
+        "post": operation("Lists", "createList", "Create a list", write=True,
+                          request=body("ListInput", {"name": "Weekly"}),
+                          responses={"201": reply("Created.", "ListCreated", {"id": 1, "name": "Weekly"})},
+                          errors=("Conflict", "Invalid")),
+    },
+    "/api/lists/{list_id}/import": {"post": operation(
+        "Lists", "importCsv", "Import a CSV file into a list",
+        "Multipart form with the file in the field `file`; a header row with an `email` column "
+        "(and optionally `name` and attribute columns). New people are added as active; known "
+        "ones are updated. Rows that cannot be used are listed with the reason.",
+        parameters=[LIST], write=True,
+        request={"required": True, "content": {"multipart/form-data": {"schema": {
+            "type": "object", "required": ["file"], "properties": {
+                "file": {"type": "string", "contentMediaType": "text/csv"}}}}}},
+        responses={"200": reply("Imported.", "ImportResult",
+                                {"imported": 2, "updated": 0, "rejected": [
+                                    {"line": 4, "reason": "not a valid email address"}]}),
+                   "413": reply("The file is larger than the API accepts.", "Error")},
+        errors=("NotFound", "Invalid"))},
+}
+
+SUBSCRIBER_PATHS: dict[str, Any] = {
+    "/api/subscribers": {
+        "get": operation(
+            "Subscribers", "listSubscribers", "Subscribers, filtered, a page at a time",
+            "Ascending id. Pass the `next` of one page as `after` to get the following one; "
+            "`next` is null on the last page. Filters combine (AND). An invalid value, an "
+            "unknown parameter, or a list or segment that does not exist is 422, never an "
+            "unfiltered or empty page.",
+            parameters=[
+                *paging(SUBSCRIBER_PAGE, MAX_SUBSCRIBER_PAGE,
+                        "The previous page's `next`: only subscribers with a higher id."),
+                query("list_id", ID, "On this list (in any status; with a subscription "
+                      "`status`, in that status on this list)."),
+                query("segment_id", ID, "Whom this segment reaches now, as a send would."),
+                query("status", {"type": "string", "enum": list(STATUS_FILTERS)},
+                      "A subscription status (on any list, or on `list_id`), `suppressed`, or "
+                      "one kind of suppression."),
+                query("q", {"type": "string", "maxLength": MAX_QUERY},
+                      "Text found anywhere in the address or the name (case ignored)."),
+            ],
+            responses={"200": reply("One page.", "SubscriberPage",
+                                    {"items": [SUBSCRIBER_EXAMPLE], "next": 41})},
+            errors=("Invalid",)),
+        "post": operation(
+            "Subscribers", "saveSubscriber", "Add a subscriber (or update a known address)",
+            "A new address is 201; a known one is 200 with the same id: its name is replaced "
+            "when given, attributes are merged, and the lists are added as active (an "
+            "unsubscribed or suppressed person is never re-activated).",
+            write=True,
+            request=body("SubscriberInput", {"email": "ann@example.com", "name": "Ann",
+                                             "lists": [1], "attributes": {"city": "Berlin"}}),
+            responses={"201": reply("Created.", "SubscriberSaved",
+                                    {"id": 41, "email": "ann@example.com"}),
+                       "200": reply("Known address, updated.", "SubscriberSaved")},
+            errors=("Invalid",)),
+    },
+    "/api/subscribers/{subscriber_id}": {
+        "get": operation("Subscribers", "getSubscriber", "One subscriber, with their lists",
+                         parameters=[SUBSCRIBER],
+                         responses={"200": reply("The subscriber.", "SubscriberDetail")},
+                         errors=("NotFound",)),
+        "patch": operation(
+            "Subscribers", "editSubscriber", "Change a subscriber's name or attributes",
+            "`attributes` replaces the whole object.", parameters=[SUBSCRIBER], write=True,
+            request=body("SubscriberPatch", {"name": "Ann Lee", "attributes": {"city": "Hamburg"}}),
+            responses={"200": reply("Changed.", "Subscriber", SUBSCRIBER_EXAMPLE)},
+            errors=("NotFound", "Invalid")),
+        "delete": operation(
+            "Subscribers", "eraseSubscriber", "Erase a subscriber (a privacy request)",
+            "Their subscriptions and history go; broadcasts keep their counts.",
+            parameters=[SUBSCRIBER], write=True, responses={"204": reply("Erased.")},
+            errors=("NotFound",)),
+    },
+    "/api/subscribers/{subscriber_id}/unsubscribe": {"post": operation(
+        "Subscribers", "unsubscribe", "Unsubscribe a subscriber from one list",
+        "Idempotent: `changed` is false when they had already left. Someone who was never on "
+        "that list is 404; a list that does not exist is 422.",
+        parameters=[SUBSCRIBER], write=True, request=body("UnsubscribeInput", {"list_id": 1}),
+        responses={"200": reply("They are unsubscribed from that list.", "Unsubscribed",
+                                {"subscriber_id": 41, "list_id": 1, "status": "unsubscribed",
+                                 "changed": True})},
+        errors=("NotFound", "Invalid"))},
+}
+
+SEGMENT_PATHS: dict[str, Any] = {
+    "/api/segments": {
+        "get": operation("Segments", "listSegments", "All segments, by name",
+                         responses={"200": reply("Every segment.", {
+                             "type": "array", "items": ref("Segment")}, [SEGMENT_EXAMPLE])}),
+        "post": operation(
+            "Segments", "createSegment", "Create a segment",
+            "Every condition is checked before anything is saved; a refused one is named in the "
+            "422 message by its outline number (condition 2.1 is the first item of the second "
+            "item). Lists and broadcasts the rules name must exist.",
+            write=True, request=body("SegmentInput", {"name": "Berlin readers", "rules": RULES_EXAMPLE}),
+            responses={"201": reply("Created.", "Segment", SEGMENT_EXAMPLE)},
+            errors=("Conflict", "Invalid")),
+    },
+    "/api/segments/{segment_id}": {
+        "get": operation("Segments", "getSegment", "One segment, with how many it reaches now",
+                         parameters=[SEGMENT],
+                         responses={"200": reply("The segment.", "SegmentWithCount",
+                                                 {**SEGMENT_EXAMPLE, "count": 1234})},
+                         errors=("NotFound",)),
+        "put": operation(
+            "Segments", "replaceSegment", "Replace a segment's name and rules",
+            parameters=[SEGMENT], write=True,
+            request=body("SegmentInput", {"name": "Berlin readers", "rules": RULES_EXAMPLE}),
+            responses={"200": reply("Saved.", "Segment", SEGMENT_EXAMPLE)},
+            errors=("NotFound", "Conflict", "Invalid")),
+        "delete": operation(
+            "Segments", "deleteSegment", "Delete a segment",
+            "409 with the reason while a scheduled, queued, sending or paused broadcast uses it. "
+            "Drafts that chose it are left without an audience.",
+            parameters=[SEGMENT], write=True, responses={"204": reply("Deleted.")},
+            errors=("NotFound", "Conflict")),
+    },
+    "/api/segments/{segment_id}/count": {"get": operation(
+        "Segments", "countSegment", "How many people a segment reaches now",
+        "People its rules match who are active on at least one list and not suppressed.",
+        parameters=[SEGMENT], responses={"200": reply("The count.", "Count", {"count": 1234})},
+        errors=("NotFound",))},
+}
+
+BROADCAST_PATHS: dict[str, Any] = {
+    "/api/broadcasts": {
+        "get": operation(
+            "Broadcasts", "listBroadcasts", "Broadcasts, newest first, a page at a time",
+            "Newest first (descending id). Pass the `next` of one page as `after` to get the "
+            "following (older) one; `next` is null on the last page.",
+            parameters=paging(BROADCAST_PAGE, MAX_BROADCAST_PAGE,
+                              "The previous page's `next`: only broadcasts with a lower id."),
+            responses={"200": reply("One page.", "BroadcastPage",
+                                    {"items": [BROADCAST_EXAMPLE], "next": None})},
+            errors=("Invalid",)),
+        "post": operation(
+            "Broadcasts", "createBroadcast", "Create a draft",
+            "To a list (`list_id`) or a segment (`segment_id`): exactly one.", write=True,
+            request=body("BroadcastInput", {"segment_id": 3, "subject": "November news",
+                                            "body": "Hello {{ name }}!",
+                                            "skip_if_received_within_hours": 24}),
+            responses={"201": reply("Created.", "BroadcastState", {"id": 7, "status": "draft"})},
+            errors=("Invalid",)),
+    },
+    "/api/broadcasts/{broadcast_id}": {
+        "get": operation("Broadcasts", "getBroadcast", "A broadcast's state and counts",
+                         parameters=[BROADCAST],
+                         responses={"200": reply("The broadcast.", "BroadcastDetail")},
+                         errors=("NotFound",)),
+        "patch": operation(
+            "Broadcasts", "editDraft", "Edit a draft",
+            "Only the fields given change. 409 once it is no longer a draft.",
+            parameters=[BROADCAST], write=True,
+            request=body("BroadcastPatch", {"subject": "November news, part 2", "list_id": 1}),
+            responses={"200": reply("Saved.", "Broadcast", BROADCAST_EXAMPLE)},
+            errors=("NotFound", "Conflict", "Invalid")),
+        "delete": operation(
+            "Broadcasts", "deleteDraft", "Delete a draft", "409 once it is no longer a draft.",
+            parameters=[BROADCAST], write=True, responses={"204": reply("Deleted.")},
+            errors=("NotFound", "Conflict")),
+    },
+    **{f"/api/broadcasts/{{broadcast_id}}/{action}": {"post": operation(
+        "Broadcasts", f"{action}Broadcast", summary, description, parameters=[BROADCAST],
+        write=True, responses={status: reply(answer, "BroadcastState")},
+        errors=("NotFound", "Conflict", *(("Invalid",) if action == "send" else ())))}
+       for action, (summary, description, status, answer) in ACTIONS.items()},
+    "/api/broadcasts/{broadcast_id}/deliveries": {"get": operation(
+        "Broadcasts", "listDeliveries", "Who a broadcast went to, and what became of each",
+        "Ordered by delivery id, at most `limit` rows after the delivery id `after`.",
+        parameters=[BROADCAST,
+                    query("status", {"type": "string", "enum": list(DELIVERY_STATUSES)},
+                          "Only rows in this status."),
+                    query("after", {"type": "integer", "minimum": 0},
+                          "Skip rows up to this delivery id."),
+                    query("limit", {"type": "integer", "minimum": 0, "maximum": 10_000,
+                                    "default": 1000}, "At most this many rows.")],
+        responses={"200": reply("The rows.", {"type": "array", "items": ref("Delivery")})},
+        errors=("NotFound", "Invalid"))},
+    "/api/broadcasts/{broadcast_id}/test": {"post": operation(
+        "Broadcasts", "testSend", "Send a test copy to one address",
+        parameters=[BROADCAST], write=True,
+        request=body("TestSend", {"email": "me@example.com"}),
+        responses={"202": reply("Queued ahead of broadcasts.", "TestQueued",
+                                {"id": 7, "test_to": "me@example.com"})},
+        errors=("NotFound", "Invalid"))},
+}
+
+PATHS: dict[str, Any] = {**TOKEN_PATHS, **LIST_PATHS, **SUBSCRIBER_PATHS, **SEGMENT_PATHS,
+                         **BROADCAST_PATHS}

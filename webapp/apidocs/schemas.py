@@ -1,0 +1,282 @@
+"""The OpenAPI document's `components`: every body the API reads or writes, as JSON Schema
+2020-12 (what OpenAPI 3.1 uses), plus the bearer scheme and the shared error responses.
+
+Enumerations and limits are read from the domain modules that enforce them (the rule fields
+and operators from `broadside.segments.rules`, the statuses from the models, the lengths from
+the services), so the document cannot drift from what the API accepts.
+tests/webapp/test_openapi.py validates real responses against these schemas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broadside.broadcasts.drafts import MAX_BODY, MAX_CAP_HOURS, MAX_PREHEADER, MAX_SUBJECT
+from broadside.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
+from broadside.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
+from broadside.segments import rules
+from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
+from broadside.subscribers import service as people
+from webapp.params import MAX_DATABASE_ID
+
+
+def ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "type": [schema["type"], "null"]}
+
+
+def obj(properties: dict[str, Any], required: tuple[str, ...] | None = None, *,
+        description: str = "", closed: bool = True) -> dict[str, Any]:
+    """An object; `required` defaults to every property (responses always carry them all)."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties,
+                              "required": list(properties if required is None else required)}
+    if closed:
+        schema["additionalProperties"] = False
+    if description:
+        schema["description"] = description
+    return schema
+
+
+ID = {"type": "integer", "minimum": 1, "maximum": MAX_DATABASE_ID}
+MOMENT = {"type": "string", "format": "date-time", "description": "UTC, ISO 8601."}
+CAP = nullable({"type": "integer", "minimum": 0, "maximum": MAX_CAP_HOURS})
+DAYS = {"type": "integer", "minimum": 1, "maximum": rules.MAX_DAYS}
+DAY = {"type": "string", "format": "date", "description": "YYYY-MM-DD, a day in the owner's time zone."}
+RULE_TEXT = {"type": "string", "minLength": 1, "maxLength": rules.MAX_TEXT}
+FIXED_FIELDS = [f for f in rules.OPERATORS if f != "attributes"]
+ATTRIBUTE_FIELD = r'^attributes\.[^"\\]{1,' + str(rules.MAX_KEY) + "}$"
+ALL_OPERATORS = list(dict.fromkeys(op for ops in rules.OPERATORS.values() for op in ops))
+
+
+def _condition(field: str, value: dict[str, Any] | None, description: str, *,
+               named_list: bool = False) -> dict[str, Any]:
+    ops = list(rules.OPERATORS[field])
+    field_schema = ({"type": "string", "pattern": ATTRIBUTE_FIELD} if field == "attributes"
+                    else {"const": field})
+    variant: dict[str, Any] = {
+        "title": f"{rules.FIELD_LABELS[field]} condition",
+        "description": description,
+        "properties": {"field": field_schema, "op": {"enum": ops}},
+    }
+    if value is not None:
+        variant["properties"]["value"] = value
+    if not named_list:
+        variant["not"] = {"required": ["list"]}
+    return variant
+
+
+def _operator_help() -> str:
+    lines = [f"- `{field}{'.KEY' if field == 'attributes' else ''}`: "
+             + ", ".join(f"`{op}` ({rules.OPERATOR_LABELS[op]})" for op in ops)
+             for field, ops in rules.OPERATORS.items()]
+    return "The operators each field takes:\n\n" + "\n".join(lines)
+
+
+RULE_SCHEMAS: dict[str, Any] = {
+    "Rule": {
+        "description": "One item of a group: a condition, or a group nested inside it.",
+        "oneOf": [ref("RuleGroup"), ref("RuleCondition")],
+    },
+    "RuleGroup": {
+        "description": (
+            'An object with one key, "all" (every item must match) or "any" (at least one), '
+            f"holding a non-empty list of conditions and groups. Groups nest at most "
+            f"{rules.MAX_DEPTH} deep; a segment has at most {rules.MAX_CONDITIONS} conditions. "
+            "A refused rule is 422 with a message naming the condition by its outline number, "
+            'such as "Condition 2.1 (attributes.age gt): the value must be a number".'),
+        "type": "object",
+        "minProperties": 1,
+        "maxProperties": 1,
+        "additionalProperties": False,
+        "properties": {key: {"type": "array", "minItems": 1, "items": ref("Rule")}
+                       for key in ("all", "any")},
+    },
+    "RuleField": {
+        "description": ("What a condition looks at: " + ", ".join(FIXED_FIELDS)
+                        + ", or `attributes.KEY` for one of the subscriber's attributes."),
+        "type": "string",
+        "anyOf": [{"enum": FIXED_FIELDS}, {"pattern": ATTRIBUTE_FIELD}],
+    },
+    "RuleOperator": {"description": _operator_help(), "type": "string", "enum": ALL_OPERATORS},
+    "RuleCondition": {
+        "description": ("One test of one field. Text comparisons ignore case. Exactly one of "
+                        "the variants below applies, chosen by `field`."),
+        "type": "object",
+        "required": ["field", "op"],
+        "additionalProperties": False,
+        "properties": {
+            "field": ref("RuleField"),
+            "op": ref("RuleOperator"),
+            "value": {"description": "What to compare with; absent for exists / not_exists."},
+            "list": {**ID, "description": "Only `joined`: the list to look at (any list when absent)."},
+        },
+        "oneOf": [
+            _condition("list", ID, "Is (not) active on the list with this id."),
+            _condition("email", RULE_TEXT, "The address equals, contains or ends with the text."),
+            _condition("name", RULE_TEXT, "The name equals, contains or ends with the text."),
+            _condition("attributes", {"type": ["string", "number", "null"]},
+                       "An attribute: text (equals, not_equals, contains), a number (gt, lt), a "
+                       "date YYYY-MM-DD (before, after), or no value (exists, not_exists). "
+                       "not_equals matches people without the attribute."),
+            _condition("joined", {"oneOf": [DAY, DAYS]},
+                       "When they became active on a list (any, or `list`): before or after a "
+                       "day, or within the last N days.", named_list=True),
+            _condition("received", ID, "Did (not) receive the broadcast with this id (sent; "
+                       "an unknown delivery does not count)."),
+            _condition("last_received", DAYS,
+                       "Received any broadcast within (or not within) the last N days."),
+        ],
+    },
+}
+
+SUBSCRIPTION_STATUS = {"type": "string", "enum": list(SUBSCRIPTION_STATUSES)}
+SUPPRESSION = {"type": ["string", "null"], "enum": [*SUPPRESSIONS, None],
+               "description": "Set when no list may mail them: bounced, complained or blocked."}
+ATTRIBUTES = {"type": "object", "description": (
+    "Names and values (any JSON), at most "
+    f"{people.MAX_ATTRIBUTES_JSON:,} characters in all; names are at most "
+    f"{people.MAX_ATTRIBUTE_KEY} characters and cannot be email or name.")}
+
+SEGMENT = {"id": ID, "name": {"type": "string"}, "rules": ref("RuleGroup"),
+           "created_at": MOMENT, "updated_at": MOMENT}
+
+AUDIENCE_SCHEMAS: dict[str, Any] = {
+    "List": obj({"id": ID, "name": {"type": "string"}, "counts": obj(
+        {status: {"type": "integer", "minimum": 0} for status in SUBSCRIPTION_STATUSES})}),
+    "ListCreated": obj({"id": ID, "name": {"type": "string"}}),
+    "ListInput": obj({"name": {"type": "string", "minLength": 1, "maxLength": 200},
+                      "description": {"type": "string"}}, ("name",), closed=False),
+    "Subscription": obj({"list_id": ID, "status": SUBSCRIPTION_STATUS}),
+    "Subscriber": obj({
+        "id": ID, "email": {"type": "string", "format": "email"}, "name": {"type": "string"},
+        "attributes": ATTRIBUTES, "suppression": SUPPRESSION, "created_at": MOMENT,
+        "subscriptions": {"type": "array", "items": ref("Subscription"),
+                          "description": "Every list they are on, by list id, in any status."},
+    }),
+    "SubscriberPage": obj({"items": {"type": "array", "items": ref("Subscriber")},
+                           "next": {**nullable(ID), "description": "Pass as `after` for the next "
+                                    "page; null on the last page."}}),
+    "SubscriberDetail": obj({
+        "id": ID, "email": {"type": "string"}, "name": {"type": "string"},
+        "attributes": ATTRIBUTES, "created_at": MOMENT, "suppression": SUPPRESSION,
+        "suppressed_at": nullable(MOMENT),
+        "subscriptions": {"type": "array", "items": obj({
+            "list_id": ID, "list": {"type": "string"}, "status": SUBSCRIPTION_STATUS,
+            "created_at": MOMENT, "confirmed_at": nullable(MOMENT),
+            "unsubscribed_at": nullable(MOMENT),
+            "unsubscribe_source": {"type": ["string", "null"]}})},
+    }),
+    "SubscriberInput": obj({
+        "email": {"type": "string", "maxLength": people.MAX_EMAIL},
+        "name": {"type": ["string", "null"], "maxLength": people.MAX_NAME},
+        "lists": {"type": "array", "items": ID, "description": "Lists to put them on as active."},
+        "attributes": {**ATTRIBUTES, "description": "Merged into a known person's attributes."},
+    }, ("email",), closed=False),
+    "SubscriberSaved": obj({"id": ID, "email": {"type": "string"}}),
+    "SubscriberPatch": obj({
+        "name": {"type": "string", "maxLength": people.MAX_NAME,
+                 "description": '"" removes the name.'},
+        "attributes": {**ATTRIBUTES, "description": "Replaces all of them ({} removes them)."},
+    }, (), description="At least one of the two."),
+    "UnsubscribeInput": obj({"list_id": ID}),
+    "Unsubscribed": obj({"subscriber_id": ID, "list_id": ID, "status": {"const": "unsubscribed"},
+                         "changed": {"type": "boolean", "description": "false when they had "
+                                     "already left that list (nothing was changed)."}}),
+    "ImportResult": obj({"imported": {"type": "integer"}, "updated": {"type": "integer"},
+                         "rejected": {"type": "array", "items": obj(
+                             {"line": {"type": "integer"}, "reason": {"type": "string"}})}}),
+    "Segment": obj(SEGMENT),
+    "SegmentWithCount": obj({**SEGMENT, "count": {
+        "type": "integer", "minimum": 0, "description": "Who a send would reach now: people "
+        "the rules match who are active on at least one list and not suppressed."}}),
+    "SegmentInput": obj({"name": {"type": "string", "minLength": 1, "maxLength": MAX_SEGMENT_NAME},
+                         "rules": ref("RuleGroup")}),
+    "Count": obj({"count": {"type": "integer", "minimum": 0}}),
+}
+
+COUNTS = obj({"total": {"type": "integer", "minimum": 0},
+              **{status: {"type": "integer", "minimum": 0} for status in DELIVERY_STATUSES}},
+             description="Deliveries by status; total is all of them (0 until it is sent).")
+
+BROADCAST_SCHEMAS: dict[str, Any] = {
+    "BroadcastStatus": {"type": "string", "enum": list(BROADCAST_STATUSES)},
+    "BroadcastState": obj({"id": ID, "status": ref("BroadcastStatus")}),
+    "Broadcast": obj({
+        "id": ID, "status": ref("BroadcastStatus"), "subject": {"type": "string"},
+        "preheader": {"type": "string"},
+        "list_id": {**nullable(ID), "description": "The list it goes to, or null."},
+        "segment_id": {**nullable(ID), "description": "The segment it goes to, or null."},
+        "skip_if_received_within_hours": {**CAP, "description": "The frequency cap: people who "
+                                          "received a broadcast within this many hours are "
+                                          "skipped at their turn; null: no cap."},
+        "counts": COUNTS, "created_at": MOMENT, "updated_at": MOMENT,
+        "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT),
+    }, description="The body is left out of lists and edits (it can be 500 kB)."),
+    "BroadcastPage": obj({"items": {"type": "array", "items": ref("Broadcast")},
+                          "next": {**nullable(ID), "description": "Pass as `after` for the next "
+                                   "(older) page; null on the last page."}}),
+    "BroadcastDetail": obj({
+        "id": ID, "status": ref("BroadcastStatus"), "pause_reason": {"type": ["string", "null"]},
+        "total": {"type": "integer"},
+        "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}),
+    }),
+    "BroadcastInput": obj({
+        "list_id": ID, "segment_id": ID,
+        "subject": {"type": "string", "minLength": 1, "maxLength": MAX_SUBJECT},
+        "body": {"type": "string", "maxLength": MAX_BODY, "description": "Markdown, with "
+                 "{{ merge fields }}."},
+        "preheader": {"type": "string", "maxLength": MAX_PREHEADER},
+        "skip_if_received_within_hours": {**CAP, "description": "Absent or null: the default "
+                                          "from Settings; 0: no cap; else hours."},
+    }, ("subject", "body"), closed=False,
+        description="Exactly one of list_id and segment_id."),
+    "BroadcastPatch": obj({
+        "list_id": nullable(ID), "segment_id": nullable(ID),
+        "subject": {"type": "string", "minLength": 1, "maxLength": MAX_SUBJECT},
+        "body": {"type": "string", "maxLength": MAX_BODY},
+        "preheader": {"type": "string", "maxLength": MAX_PREHEADER},
+        "skip_if_received_within_hours": {**CAP, "description": "null or 0: no cap."},
+    }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
+                        "clears list_id and giving list_id clears segment_id.")),
+    "Delivery": obj({"email": {"type": ["string", "null"]},
+                     "status": {"type": "string", "enum": list(DELIVERY_STATUSES)},
+                     "reason": {"type": ["string", "null"]}, "attempts": {"type": "integer"}}),
+    "TestSend": obj({"email": {"type": "string", "format": "email"}}),
+    "TestQueued": obj({"id": ID, "test_to": {"type": "string"}}),
+    "WhoAmI": obj({"token": {"type": "string"}, "owner_id": ID}),
+}
+
+ERROR_EXAMPLES = {
+    "Unauthorized": (401, "No valid bearer token.",
+                     "A valid API token is required: Authorization: Bearer TOKEN"),
+    "ReadOnly": (403, "The token is read-only and this request changes something.",
+                 "This token is read-only: it may only read (GET). Create a full token in "
+                 "Settings to change things."),
+    "NotFound": (404, "No such thing with that id.", "There is no such segment."),
+    "Conflict": (409, "Not possible in the current state; the message says why.",
+                 "Only a draft can be edited; this broadcast is sending."),
+    "Invalid": (422, "The request was refused: the message names the field.",
+                "Condition 2.1 (attributes.age gt): the value must be a number, like 42 or 9.5."),
+}
+
+COMPONENTS: dict[str, Any] = {
+    "securitySchemes": {"bearer": {
+        "type": "http", "scheme": "bearer",
+        "description": ("An API token, created in Settings or with `flask --app webapp tokens "
+                        "create NAME`. A read-only token may only GET."),
+    }},
+    "schemas": {
+        "Error": obj({"error": {"type": "string", "description": "What went wrong, in words "
+                                "that can be shown to a person."}}),
+        **RULE_SCHEMAS, **AUDIENCE_SCHEMAS, **BROADCAST_SCHEMAS,
+    },
+    "responses": {
+        name: {"description": text, "content": {"application/json": {
+            "schema": ref("Error"), "example": {"error": example}}}}
+        for name, (_status, text, example) in ERROR_EXAMPLES.items()
+    },
+}
+ERROR_STATUS = {name: status for name, (status, _text, _example) in ERROR_EXAMPLES.items()}
