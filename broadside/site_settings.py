@@ -84,3 +84,31 @@ def update_settings(session: Session, *, sender_name: str, sender_email: str,
     settings.time_zone = time_zone
     session.commit()
     return settings
+
+
+MAX_CAP_HOURS = 720  # the frequency cap: at most 30 days
+
+
+def clean_cap_hours(value: object) -> int | None:
+    """The frequency cap in hours: None (no cap) or a whole number from 1 to MAX_CAP_HOURS."""
+    if value is None or value == "" or value == 0:
+        return None
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
+        value = int(value.strip())
+    if (not isinstance(value, int) or isinstance(value, bool)
+            or not 1 <= value <= MAX_CAP_HOURS):
+        raise ValidationError("Skip people who received a broadcast within how many hours? "
+                              f"Give a whole number from 1 to {MAX_CAP_HOURS}, or leave it empty.")
+    return value
+
+
+def update_sending_defaults(session: Session, *, skip_if_received_within_hours: object) -> SiteSettings:
+    """What new broadcasts start with: the frequency cap (validated first, one commit)."""
+    try:
+        cap = clean_cap_hours(skip_if_received_within_hours)
+    except ValidationError as exc:
+        raise SettingsError("skip_hours", exc.message) from None
+    settings = get_settings(session)
+    settings.default_skip_if_received_within_hours = cap
+    session.commit()
+    return settings

@@ -20,13 +20,12 @@ from broadside.db import rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.models import Broadcast, MailingList, Revision, Segment
 from broadside.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
-from broadside.site_settings import get_settings
+from broadside.site_settings import clean_cap_hours, get_settings
 from broadside.timeutil import utcnow
 
 MAX_SUBJECT = 300
 MAX_PREHEADER = 300
 MAX_BODY = 500_000
-MAX_CAP_HOURS = 720  # the frequency cap: at most 30 days
 
 
 class _Keep:
@@ -57,18 +56,6 @@ def _validate_audience(session: Session, list_id: object, segment_id: object) ->
         raise ValidationError("Choose a list or a segment to send to.")
     if session.get(MailingList, list_id) is None:
         raise ValidationError(f"There is no list with id {list_id}.")
-
-
-def clean_cap_hours(value: object) -> int | None:
-    """The frequency cap in hours: None (no cap) or a whole number from 1 to MAX_CAP_HOURS."""
-    if value is None or value == "" or value == 0:
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if not _an_id(value) or not 1 <= value <= MAX_CAP_HOURS:  # type: ignore[operator]
-        raise ValidationError("Skip people who received a broadcast within how many hours? "
-                              f"Give a whole number from 1 to {MAX_CAP_HOURS}, or leave it empty.")
-    return value  # type: ignore[return-value]
 
 
 def _validate(session: Session, list_id: object, segment_id: object, subject: object,

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broadside.broadcasts.drafts import MAX_BODY, MAX_CAP_HOURS, MAX_PREHEADER, MAX_SUBJECT
+from broadside.broadcasts.drafts import MAX_BODY, MAX_PREHEADER, MAX_SUBJECT
 from broadside.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
 from broadside.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
 from broadside.segments import rules
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
+from broadside.site_settings import MAX_CAP_HOURS
 from broadside.subscribers import service as people
 from webapp.params import MAX_DATABASE_ID
 

@@ -13,7 +13,13 @@ from wtforms.validators import DataRequired, Length, Optional
 
 from broadside import accounts
 from broadside.errors import DomainError
-from broadside.site_settings import SettingsError, get_settings, time_zones, update_settings
+from broadside.site_settings import (
+    SettingsError,
+    get_settings,
+    time_zones,
+    update_sending_defaults,
+    update_settings,
+)
 from webapp.extensions import db
 
 bp = Blueprint("settings", __name__, url_prefix="/settings")
@@ -47,6 +53,14 @@ class TokenForm(FlaskForm):
                         default="full", validators=[Optional()])  # absent: a full token, as before
 
 
+class DefaultsForm(FlaskForm):
+    skip_hours = StringField(
+        "Skip anyone who received a broadcast in the last … hours",
+        render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "no limit"},
+        description="The frequency cap new broadcasts start with (each broadcast can change "
+                    "it). Checked at each person's turn; empty: no cap.")
+
+
 class EmptyForm(FlaskForm):
     """A form with only the CSRF token, for buttons that change state."""
 
@@ -60,8 +74,14 @@ def _sender_form(*, from_request: bool = False) -> SenderForm:
     return form
 
 
+def _defaults_form() -> DefaultsForm:
+    cap = get_settings(db.session).default_skip_if_received_within_hours
+    return DefaultsForm(formdata=None, data={"skip_hours": str(cap) if cap else ""})
+
+
 def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | None = None,
-            new_token: str | None = None, status: int = 200):
+            new_token: str | None = None, defaults_form: DefaultsForm | None = None,
+            status: int = 200):
     config = current_app.config
     delay = config["SEND_DELAY_MS"]
     return render_template(
@@ -71,6 +91,7 @@ def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | No
         action_form=EmptyForm(),
         new_token=new_token,
         sender_form=sender_form or _sender_form(),
+        defaults_form=defaults_form or _defaults_form(),
         mail_from=config["MAIL_FROM"],
         send_delay_ms=delay,
         # The delay bounds the rate; the SMTP conversation itself makes it a little slower.
@@ -83,6 +104,21 @@ def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | No
 @bp.route("/")
 def index():
     return _render()
+
+
+@bp.route("/defaults", methods=["POST"])
+def update_defaults():
+    form = DefaultsForm()
+    if not form.validate_on_submit():
+        return _render(defaults_form=form, status=400)
+    try:
+        update_sending_defaults(db.session, skip_if_received_within_hours=form.skip_hours.data)
+    except SettingsError as exc:
+        db.session.rollback()
+        form.skip_hours.errors = [exc.message]
+        return _render(defaults_form=form, status=422)
+    flash("Saved. New broadcasts start with this frequency cap.", "success")
+    return redirect(url_for("settings.index") + "#defaults")
 
 
 @bp.route("/sender", methods=["POST"])

@@ -20,6 +20,7 @@ from wtforms import SelectField
 
 from broadside.errors import DomainError
 from broadside.lists.service import all_lists, get_list
+from broadside.segments.service import get_segment
 from broadside.subscribers import export, importer
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING
@@ -117,4 +118,8 @@ def export_csv():
     if filters.list_id:
         slug = re.sub(r"[^a-z0-9]+", "-", get_list(db.session, filters.list_id).name.lower())
         name = f"{name}-{slug.strip('-') or filters.list_id}"
+    if filters.segment_id:
+        segment = get_segment(db.session, filters.segment_id)  # 404 for a segment that is gone
+        slug = re.sub(r"[^a-z0-9]+", "-", segment.name.lower())
+        name = f"{name}-{slug.strip('-') or filters.segment_id}"
     return _csv_response(export.export_subscribers(db.session, filters), f"{name}.csv")

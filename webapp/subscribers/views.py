@@ -10,6 +10,7 @@ from wtforms.widgets import CheckboxInput, ListWidget
 
 from broadside.errors import DomainError
 from broadside.lists.service import all_lists
+from broadside.segments.service import all_segments
 from broadside.subscribers import search, service
 from broadside.unsubscribe import suppression
 from webapp.extensions import db
@@ -46,7 +47,8 @@ class ConfirmForm(FlaskForm):
 
 def current_filters() -> search.Filters:
     return search.Filters.parse(request.args.get("q"), request.args.get("match"),
-                                request.args.get("list"), request.args.get("status"))
+                                request.args.get("list"), request.args.get("status"),
+                                request.args.get("segment"))
 
 
 @bp.route("/")
@@ -59,6 +61,7 @@ def index():
     template = "subscribers/_table.html" if partial else "subscribers/index.html"
     return vary_on_htmx(make_response(render_template(
         template, page=page, filters=filters, lists=all_lists(db.session),
+        segments=all_segments(db.session),
         statuses=search.STATUS_FILTERS, partial=partial,
     )))
 
