@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pipeline
 import scale
+import segments
 from harness import Bench, populate
 from report import Figure, as_json, load_average, machine, markdown_table, table
 from smtp_sink import Sink
@@ -175,6 +176,8 @@ def main() -> int:
         run.phase("setup", "scale benchmarks", lambda: scale_benchmarks(run, bench, sinks["discard"]) or [])
         run.phase("scale", f"CSV import of {plan.import_rows:,} rows", scale.csv_import, bench,
                   plan.import_rows)
+        for backend in ("sqlite", "postgresql"):
+            run.phase("segments", f"segments at 100k, {backend}", segments.run, bench, backend)
     finally:
         for sink in sinks.values():
             sink.close()
