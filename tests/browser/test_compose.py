@@ -4,7 +4,8 @@ from playwright.sync_api import Page, expect
 from broadside.broadcasts import drafts
 from broadside.models import Broadcast, MailingList
 from broadside.site_settings import update_settings
-from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD
+from tests.browser.steps import sign_in
+from tests.helpers import OWNER_EMAIL
 from webapp.extensions import db
 
 pytestmark = pytest.mark.browser
@@ -22,14 +23,6 @@ Read the [full changelog](https://example.com/changelog) or simply reply to this
 > The best newsletter is the one people look forward to.
 
 Thanks for reading!"""
-
-
-def sign_in(page: Page, base_url: str) -> None:
-    page.goto(base_url + "/login")
-    page.get_by_label("Email").fill(OWNER_EMAIL)
-    page.get_by_label("Password").fill(OWNER_PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
 
 
 def test_compose_with_live_preview_then_save(page: Page, live_server, owner, screenshot_dir):

@@ -9,18 +9,10 @@ from sqlalchemy import select
 
 from broadside.models import MailingList, Segment, Subscriber, Subscription
 from broadside.timeutil import utcnow
-from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD
+from tests.browser.steps import sign_in
 from webapp.extensions import db
 
 pytestmark = pytest.mark.browser
-
-
-def sign_in(page: Page, base_url: str) -> None:
-    page.goto(base_url + "/login")
-    page.get_by_label("Email").fill(OWNER_EMAIL)
-    page.get_by_label("Password").fill(OWNER_PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
 
 
 def settled(page: Page) -> None:

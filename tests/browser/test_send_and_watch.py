@@ -14,7 +14,8 @@ from sqlalchemy import select
 from broadside.broadcasts import drafts
 from broadside.models import Broadcast, Subscriber, Subscription
 from broadside.site_settings import update_settings
-from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, make_list, make_token, unsubscribe_url, wait_until
+from tests.browser.steps import sign_in
+from tests.helpers import make_list, make_token, unsubscribe_url, wait_until
 from webapp.extensions import db
 
 pytestmark = pytest.mark.browser
@@ -29,14 +30,6 @@ Hi {{ name or "friend" }}, three things changed this month:
 - Dark mode for the dashboard
 
 Read the [full changelog](https://example.com/changelog) or reply to this email."""
-
-
-def sign_in(page: Page, base_url: str) -> None:
-    page.goto(base_url + "/login")
-    page.get_by_label("Email").fill(OWNER_EMAIL)
-    page.get_by_label("Password").fill(OWNER_PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
 
 
 def bar_value(page: Page) -> int:

@@ -1,17 +1,9 @@
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD
+from tests.browser.steps import sign_in
 
 pytestmark = pytest.mark.browser
-
-
-def sign_in(page: Page, base_url: str) -> None:
-    page.goto(base_url + "/login")
-    page.get_by_label("Email").fill(OWNER_EMAIL)
-    page.get_by_label("Password").fill(OWNER_PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
 
 
 def test_system_page_follows_the_worker_starting_and_stopping(
