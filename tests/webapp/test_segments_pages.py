@@ -171,6 +171,8 @@ def test_index_shows_each_segment_in_words_and_loads_its_count_later(logged_in_c
     whole = logged_in_client.get(f"/segments/{berlin.id}/people")
     assert "<html" in whole.text and "ann@example.com" in whole.text and "bob@example.com" in whole.text
     assert "cem@example.com" not in whole.text and "eve@example.com" not in whole.text
+    assert f'href="/subscribers/?segment={berlin.id}"' in whole.text
+    assert f'href="/subscribers/export.csv?segment={berlin.id}"' in whole.text
 
 
 def test_pages_carry_no_inline_script_or_style(logged_in_client, people):
