@@ -228,7 +228,10 @@ def delivery_timeline(session: Session, broadcast_id: int, delivery_id: int) -> 
         words, extra = _delivery_words(kind, detail or "")
         moments.append(Moment(at, kind, words, extra))
     if row.subscriber_id is not None and broadcast.queued_at is not None:
-        # What the person did meanwhile: "unsubscribed at 10:42" explains "skipped".
+        # What the person did meanwhile: "unsubscribed at 10:42" explains "skipped". About the
+        # list of their copy (for a segment, the list whose link they got).
+        copy_list = session.scalar(select(Delivery.list_id).where(Delivery.id == delivery_id))
+        list_id = copy_list if copy_list is not None else broadcast.list_id
         for at, kind, detail in session.execute(
             select(Event.created_at, Event.kind, Event.detail)
             .where(
@@ -236,7 +239,7 @@ def delivery_timeline(session: Session, broadcast_id: int, delivery_id: int) -> 
                 Event.delivery_id.is_(None),
                 Event.kind.in_(PERSON_KINDS),
                 Event.created_at >= broadcast.queued_at,
-                or_(Event.list_id.is_(None), Event.list_id == broadcast.list_id),
+                or_(Event.list_id.is_(None), Event.list_id == list_id),
             )
             .order_by(Event.id).limit(50)
         ):

@@ -8,10 +8,12 @@ from datetime import timedelta
 from sqlalchemy import select, update
 
 from broadside.broadcasts.drafts import create_draft
+from broadside.broadcasts.evidence import delivery_timeline
 from broadside.broadcasts.launch import send_plan
 from broadside.broadcasts.service import send_broadcast
 from broadside.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
 from broadside.segments import service as segments
+from broadside.subscribers import service as subscribers_service
 from broadside.timeutil import utcnow
 from tests.helpers import counters, read_token, statuses
 from webapp.extensions import db, get_jobs
@@ -89,9 +91,8 @@ def test_the_re_check_reads_the_list_of_each_copy(app, smtp_server, run_worker_b
     db.session.commit()
     segment = segments.create_segment(db.session, "Paying", {"all": [
         {"field": "attributes.plan", "op": "equals", "value": "paid"}]})
-    send_to(app, segment_id=segment.id)
-    db.session.execute(update(Subscription).where(Subscription.subscriber_id == leaves.id)
-                       .values(status="unsubscribed"))
+    broadcast = send_to(app, segment_id=segment.id)
+    subscribers_service.unsubscribe(db.session, leaves.id, news, source="owner")
     db.session.execute(update(Subscriber).where(Subscriber.id == changes_plan.id)
                        .values(attributes={"plan": "free"}))
     db.session.commit()
@@ -101,6 +102,9 @@ def test_the_re_check_reads_the_list_of_each_copy(app, smtp_server, run_worker_b
     skipped = db.session.scalars(select(Delivery).where(Delivery.status == "skipped")).one()
     assert skipped.subscriber_id == leaves.id and skipped.reason == "unsubscribed"
     assert stays.id is not None
+    # The skipped row's timeline shows why: they left the list of their copy meanwhile.
+    timeline = delivery_timeline(db.session, broadcast.id, skipped.id)
+    assert any(m.kind == "unsubscribed" for m in timeline.moments), timeline.moments
 
 
 def test_the_frequency_cap_skips_at_send_time_with_the_reason_and_no_pace(
