@@ -30,6 +30,9 @@ REVIEWED_PUBLIC = {
     "signup.join", "signup.join_post", "signup.confirm_page", "signup.confirm",
     "unsubscribe.confirm", "unsubscribe.one_click", "unsubscribe.resubscribe",
     "unsubscribe.preferences", "webhooks.events", "webhooks.ses",
+    # The API's OpenAPI document: a description of routes and shapes, no data and no secret,
+    # read by API clients before they hold a token.
+    "apidocs.openapi",
 }
 # Public POSTs that carry no CSRF token by design, each proving itself another way.
 CSRF_EXEMPT = {
