@@ -20,15 +20,13 @@ from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from broadside.models import Broadcast, Delivery, Revision, Subscriber, Subscription
-from broadside.models.sending import BroadcastStatus, DeliveryStatus
+from broadside.models.sending import MAY_HAVE_RECEIVED, BroadcastStatus
 from broadside.rendering import MergeError, compiled_revision, message_bytes
 from broadside.timeutil import utcnow
 from broadside.unsubscribe.tokens import Tokens, unsubscribe_url
 from jobs.runtime import Runtime
 
 SENDING = BroadcastStatus.SENDING.value
-# What the frequency cap counts as received: sent, and copies that may have arrived.
-RECEIVED = (DeliveryStatus.SENT.value, DeliveryStatus.UNKNOWN.value, DeliveryStatus.SENDING.value)
 
 
 @dataclass(frozen=True)
@@ -146,7 +144,7 @@ _LAST_RECEIVED = (
     .where(
         Delivery.subscriber_id == bindparam("subscriber_id"),
         Delivery.broadcast_id != bindparam("broadcast_id"),
-        Delivery.status.in_(RECEIVED),
+        Delivery.status.in_(MAY_HAVE_RECEIVED),
         func.coalesce(Delivery.sent_at, Delivery.claimed_at) >= bindparam("since"),
     )
     .order_by(func.coalesce(Delivery.sent_at, Delivery.claimed_at).desc())

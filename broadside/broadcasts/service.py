@@ -24,7 +24,7 @@ from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.events import record_event
 from broadside.logs import owner_action
 from broadside.models import Broadcast, Delivery, Revision, Segment, Subscriber, Subscription
-from broadside.models.sending import DeliveryStatus
+from broadside.models.sending import MAY_HAVE_RECEIVED, DeliveryStatus
 from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
 from broadside.rendering import CompiledRevision, freeze_content
@@ -115,7 +115,7 @@ def broadcast_audience(session: Session, broadcast: Broadcast) -> dict[str, Any]
     if hours and condition is not None and summary["active"]:
         recent = exists().where(
             Delivery.subscriber_id == Subscriber.id,
-            Delivery.status.in_(("sent", "unknown", "sending")),
+            Delivery.status.in_(MAY_HAVE_RECEIVED),
             func.coalesce(Delivery.sent_at, Delivery.claimed_at) >= utcnow() - timedelta(hours=hours),
         )
         summary["recently_received"] = session.scalar(

@@ -36,6 +36,10 @@ class DeliveryStatus(StrEnum):
     UNKNOWN = "unknown"  # may or may not have arrived: never resent automatically (invariant 5)
 
 
+# What the frequency cap counts as a copy someone got: sent, and those that may have arrived.
+MAY_HAVE_RECEIVED = (DeliveryStatus.SENT.value, DeliveryStatus.UNKNOWN.value,
+                     DeliveryStatus.SENDING.value)
+
 BROADCAST_STATUSES = tuple(s.value for s in BroadcastStatus)
 DELIVERY_STATUSES = tuple(s.value for s in DeliveryStatus)
 

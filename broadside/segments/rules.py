@@ -40,7 +40,6 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import (
     ColumnElement,
-    String,
     and_,
     case,
     cast,
@@ -329,15 +328,10 @@ class Context:
 
 
 def _attribute_text(key: str) -> ColumnElement[Any]:
-    # SQLAlchemy binds the key (PostgreSQL: ->> %(key)s) or its path (SQLite: json_extract(
-    # attributes, '$."key"')) as a parameter; parse() refused quotes in the key.
+    """The attribute as text on both databases (CAST(json_extract(...)) on SQLite, CAST(->>)
+    on PostgreSQL), so numbers compare by their text on both. SQLAlchemy binds the key or its
+    path as a parameter; parse() refused quotes in the key."""
     return Subscriber.attributes[key].as_string()
-
-
-def _attribute_as_text(key: str, ctx: Context) -> ColumnElement[Any]:
-    value = _attribute_text(key)
-    # SQLite's json_extract returns numbers as numbers: compare their text, as PostgreSQL does.
-    return cast(value, String) if ctx.dialect == "sqlite" else value
 
 
 def _looks_numeric(text_value: ColumnElement[Any], ctx: Context) -> ColumnElement[bool]:
@@ -379,7 +373,7 @@ def _text_condition(column: Any, op: str, value: str) -> ColumnElement[bool]:
 
 
 def _attribute_condition(condition: Condition, ctx: Context) -> ColumnElement[bool]:
-    text_value = _attribute_as_text(condition.key, ctx)
+    text_value = _attribute_text(condition.key)
     op, value = condition.op, condition.value
     if op in ("equals", "not_equals", "contains"):
         return _text_condition(text_value, op, value)
