@@ -27,6 +27,7 @@ def record_event(
     list_id: int | None = None,
     broadcast_id: int | None = None,
     delivery_id: int | None = None,
+    automation_id: int | None = None,
     detail: str = "",
     data: dict[str, Any] | None = None,
 ) -> None:
@@ -38,6 +39,7 @@ def record_event(
             list_id=list_id,
             broadcast_id=broadcast_id,
             delivery_id=delivery_id,
+            automation_id=automation_id,
             detail=(detail or "")[:MAX_DETAIL],
             data=data,
             created_at=utcnow(),

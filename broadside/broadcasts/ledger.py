@@ -78,26 +78,70 @@ _BROADCASTS = Broadcast.__table__
 _EVENTS = Event.__table__
 # `values` key meaning "add this to attempts" (claim: +1; a release of an unattempted row: -1).
 ATTEMPTS_DELTA = "attempts_delta"
-_statements: dict[tuple[str, ...], Any] = {}
+_statements: dict[tuple[str, ...], Any] = {}  # (table, *columns) -> UPDATE
 
 
-def _move_statement(keys: tuple[str, ...]):
-    """One compiled-once UPDATE per set of columns: this runs for every recipient."""
-    statement = _statements.get(keys)
+def _move_statement(table: Any, keys: tuple[str, ...]):
+    """One compiled-once UPDATE per table and set of columns: this runs for every recipient."""
+    statement = _statements.get((table.name, *keys))
     if statement is None:
         values: dict[str, Any] = {"status": bindparam("_target"), "updated_at": bindparam("_now")}
         for key in keys:
             if key == ATTEMPTS_DELTA:
-                values["attempts"] = _DELIVERIES.c.attempts + bindparam(ATTEMPTS_DELTA)
+                values["attempts"] = table.c.attempts + bindparam(ATTEMPTS_DELTA)
             else:
                 values[key] = bindparam(key)
         statement = (
-            update(_DELIVERIES)
-            .where(_DELIVERIES.c.id == bindparam("_id"), _DELIVERIES.c.status == bindparam("_source"))
+            update(table)
+            .where(table.c.id == bindparam("_id"), table.c.status == bindparam("_source"))
             .values(values)
         )
-        _statements[keys] = statement
+        _statements[(table.name, *keys)] = statement
     return statement
+
+
+def move_rows(session: Session, table: Any, changes: Sequence[Change], *, source: str, target: str,
+              now: datetime) -> list[Change]:
+    """The guarded UPDATEs themselves, for any table of rows in the deliveries' states (a
+    broadcast's deliveries, an automation's messages): each row moves from `source` to
+    `target` only if it is still in `source`. Returns the changes that moved; no counters,
+    no events, no commit."""
+    connection = session.connection()
+    groups: dict[tuple[str, ...], list[Change]] = {}
+    for change in changes:
+        groups.setdefault(tuple(sorted(change.values)), []).append(change)
+    moved: list[Change] = []
+    for keys, group in groups.items():
+        statement = _move_statement(table, keys)
+        params = [
+            {"_id": c.delivery_id, "_source": source, "_target": target, "_now": now, **c.values}
+            for c in group
+        ]
+        if len(group) == 1 or not connection.dialect.supports_sane_multi_rowcount:
+            moved.extend(
+                c
+                for c, p in zip(group, params, strict=True)
+                if connection.execute(statement, p).rowcount == 1
+            )
+            continue
+        # One executemany (a single round trip with psycopg's pipeline); each row is still
+        # guarded by its own WHERE status = source.
+        if connection.execute(statement, params).rowcount == len(group):
+            moved.extend(group)
+            continue
+        # Some rows had already left `source` (moved by someone else): the rows this call
+        # moved are the ones now in `target` carrying this call's exact timestamp.
+        ids = set(
+            connection.execute(
+                select(table.c.id).where(
+                    table.c.id.in_([c.delivery_id for c in group]),
+                    table.c.status == target,
+                    table.c.updated_at == now,
+                )
+            ).scalars()
+        )
+        moved.extend(c for c in group if c.delivery_id in ids)
+    return moved
 
 
 def _record(session: Session, broadcast_id: int, moved: Sequence[Change], kind: str, now: datetime) -> None:
@@ -136,43 +180,9 @@ def transition(
     if not changes:
         return []
     now = now or utcnow()
-    connection = session.connection()
     # Lock order: the broadcast row (its counters) before the deliveries.
     move_counters(session, broadcast_id, {(source, target): len(changes)})
-    groups: dict[tuple[str, ...], list[Change]] = {}
-    for change in changes:
-        groups.setdefault(tuple(sorted(change.values)), []).append(change)
-    moved: list[Change] = []
-    for keys, group in groups.items():
-        statement = _move_statement(keys)
-        params = [
-            {"_id": c.delivery_id, "_source": source, "_target": target, "_now": now, **c.values}
-            for c in group
-        ]
-        if len(group) == 1 or not connection.dialect.supports_sane_multi_rowcount:
-            moved.extend(
-                c
-                for c, p in zip(group, params, strict=True)
-                if connection.execute(statement, p).rowcount == 1
-            )
-            continue
-        # One executemany (a single round trip with psycopg's pipeline); each row is still
-        # guarded by its own WHERE status = source.
-        if connection.execute(statement, params).rowcount == len(group):
-            moved.extend(group)
-            continue
-        # Some rows had already left `source` (moved by someone else): the rows this call
-        # moved are the ones now in `target` carrying this call's exact timestamp.
-        ids = set(
-            connection.execute(
-                select(_DELIVERIES.c.id).where(
-                    _DELIVERIES.c.id.in_([c.delivery_id for c in group]),
-                    _DELIVERIES.c.status == target,
-                    _DELIVERIES.c.updated_at == now,
-                )
-            ).scalars()
-        )
-        moved.extend(c for c in group if c.delivery_id in ids)
+    moved = move_rows(session, _DELIVERIES, changes, source=source, target=target, now=now)
     if len(moved) < len(changes):
         # Some had already left `source`: take back the counters they did not earn.
         move_counters(session, broadcast_id, {(source, target): len(moved) - len(changes)})

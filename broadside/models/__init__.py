@@ -1,6 +1,13 @@
 """The schema. Every change goes through a Flask-Migrate revision under `migrations/`."""
 
 from broadside.models.accounts import ApiToken, Owner, SiteSettings
+from broadside.models.automations import (
+    Automation,
+    AutomationEntry,
+    AutomationMessage,
+    AutomationRevision,
+    AutomationStep,
+)
 from broadside.models.audience import (
     Import,
     ImportRejection,
@@ -14,6 +21,11 @@ from broadside.models.sending import Broadcast, Delivery, Revision, Transactiona
 
 __all__ = [
     "ApiToken",
+    "Automation",
+    "AutomationEntry",
+    "AutomationMessage",
+    "AutomationRevision",
+    "AutomationStep",
     "Broadcast",
     "Delivery",
     "Event",

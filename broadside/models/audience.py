@@ -90,6 +90,8 @@ class Import(Model):
     imported: Mapped[int] = mapped_column(default=0)
     updated: Mapped[int] = mapped_column(default=0)
     rejected: Mapped[int] = mapped_column(default=0)
+    # Enter the people this import adds into the list's welcome automations.
+    welcome: Mapped[bool] = mapped_column(default=False, server_default="0")
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]

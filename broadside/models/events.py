@@ -20,6 +20,7 @@ class Event(Model):
         Index("ix_events_broadcast_id", "broadcast_id", "id"),
         Index("ix_events_subscriber_id", "subscriber_id", "id"),
         Index("ix_events_delivery_id", "delivery_id"),
+        Index("ix_events_automation_message_id", "automation_message_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -36,5 +37,12 @@ class Event(Model):
         ForeignKey("subscribers.id", ondelete="CASCADE")
     )
     list_id: Mapped[int | None] = mapped_column(ForeignKey("mailing_lists.id", ondelete="SET NULL"))
+    # An automation's own changes, and each of its messages' (`broadside.automations`).
+    automation_id: Mapped[int | None] = mapped_column(
+        ForeignKey("automations.id", ondelete="CASCADE")
+    )
+    automation_message_id: Mapped[int | None] = mapped_column(
+        ForeignKey("automation_messages.id", ondelete="CASCADE")
+    )
     detail: Mapped[str] = mapped_column(Text, default="")
     data: Mapped[dict[str, Any] | None] = mapped_column(JSON)
