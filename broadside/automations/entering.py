@@ -100,7 +100,8 @@ def enter(session: Session, automation: Automation, people: Any, *, source: str,
         return entered
     if isinstance(list_for, ColumnElement):
         list_value: Any = list_for
-        source_rows = (select(_ENTRIES.c.subscriber_id).join(Subscriber, Subscriber.id == _ENTRIES.c.subscriber_id))
+        source_rows = select(_ENTRIES.c.subscriber_id).join(
+            Subscriber, Subscriber.id == _ENTRIES.c.subscriber_id)
     else:
         list_value = literal(list_for, _MESSAGES.c.list_id.type)
         source_rows = select(_ENTRIES.c.subscriber_id)
@@ -208,6 +209,7 @@ def evaluate(session: Session, *, now: datetime | None = None,
             if time.monotonic() - started >= budget_seconds:
                 result.finished = False
                 return result
+            assert segment is not None
             group = segments.rules_of(segment)
             already = exists().where(_ENTRIES.c.subscriber_id == Subscriber.id,
                                      or_(_ENTRIES.c.automation_id == automation.id,

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
+from broadside.accounts import normalise_email
 from broadside.automations import durations, ledger, lifecycle
 from broadside.automations.entering import live_steps
 from broadside.broadcasts.service import sender_identity
@@ -39,7 +40,6 @@ from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
 from broadside.rendering import CompiledRevision, freeze_content
 from broadside.site_settings import get_settings
-from broadside.accounts import normalise_email
 from broadside.timeutil import utcnow
 
 MAX_NAME = 200
@@ -399,7 +399,7 @@ def messages_of(session: Session, subscriber_id: int, limit: int = 200) -> list[
         .order_by(AutomationMessage.due_at.desc(), AutomationMessage.id.desc())
         .limit(limit)
     ).all()
-    return [PersonMessage(*row) for row in rows]
+    return [PersonMessage(*tuple(row)) for row in rows]
 
 
 def get_step(session: Session, automation_id: int, step_id: int) -> AutomationStep:

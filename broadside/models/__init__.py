@@ -1,13 +1,6 @@
 """The schema. Every change goes through a Flask-Migrate revision under `migrations/`."""
 
 from broadside.models.accounts import ApiToken, Owner, SiteSettings
-from broadside.models.automations import (
-    Automation,
-    AutomationEntry,
-    AutomationMessage,
-    AutomationRevision,
-    AutomationStep,
-)
 from broadside.models.audience import (
     Import,
     ImportRejection,
@@ -15,6 +8,13 @@ from broadside.models.audience import (
     Segment,
     Subscriber,
     Subscription,
+)
+from broadside.models.automations import (
+    Automation,
+    AutomationEntry,
+    AutomationMessage,
+    AutomationRevision,
+    AutomationStep,
 )
 from broadside.models.events import Event
 from broadside.models.sending import Broadcast, Delivery, Revision, TransactionalMessage

@@ -17,6 +17,7 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from broadside.automations.entering import enter_joined
 from broadside.db import rowcount
 from broadside.errors import NotFound
 from broadside.events import record_event
@@ -182,5 +183,7 @@ def confirm(session: Session, links: Links, token: str) -> MailingList:
     if rowcount(result):
         record_event(session, "confirmed", subscriber_id=subscription.subscriber_id,
                      list_id=mailing_list.id, detail="confirmed by the subscriber's link")
+        # Their welcome, in the transaction that made them active.
+        enter_joined(session, mailing_list.id, [subscription.subscriber_id], source="joined")
     session.commit()
     return mailing_list

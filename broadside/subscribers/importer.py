@@ -25,6 +25,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
+from broadside.automations.entering import enter_joined
 from broadside.config import private_folder
 from broadside.db import rowcount
 from broadside.errors import DomainError, NotFound, ValidationError
@@ -58,7 +59,7 @@ def import_path(instance_path: str | Path, import_id: int) -> Path:
 
 
 def receive_upload(session: Session, list_id: int, filename: str, stream: IO[bytes],
-                   dest_dir: Path, max_bytes: int) -> Import:
+                   dest_dir: Path, max_bytes: int, welcome: bool = False) -> Import:
     """Copy an upload to disk and check it; only a usable file creates an Import row."""
     if session.get(MailingList, list_id) is None:
         raise NotFound("There is no such list.")
@@ -79,7 +80,7 @@ def receive_upload(session: Session, list_id: int, filename: str, stream: IO[byt
             raise ValidationError("The file is empty.")
         check_file(part)
         record = Import(list_id=list_id, filename=(filename or "upload.csv")[:255],
-                        status="queued", size_bytes=size)
+                        status="queued", size_bytes=size, welcome=welcome)
         session.add(record)
         session.commit()
         part.rename(import_path(dest_dir.parent, record.id))
@@ -119,7 +120,7 @@ def run_import(session: Session, import_id: int, path: Path,
 
     def flush() -> None:
         if batch:
-            imported = _write_batch(session, list_id, import_id, batch)
+            imported = _write_batch(session, list_id, import_id, batch, welcome=record.welcome)
             tally.imported += imported
             tally.updated += len(batch) - imported
             batch.clear()
@@ -166,8 +167,12 @@ def run_import(session: Session, import_id: int, path: Path,
 
 
 def _write_batch(session: Session, list_id: int, import_id: int,
-                 batch: list[tuple[str, str, dict[str, str]]]) -> int:
-    """Upsert one batch; returns how many people were newly put on the list."""
+                 batch: list[tuple[str, str, dict[str, str]]], *, welcome: bool = False) -> int:
+    """Upsert one batch; returns how many people were newly put on the list. With `welcome`,
+    exactly the people this batch put on the list enter its welcome automations, in the
+    batch's own transaction: a crash mid-import leaves nobody welcomed who was not imported
+    and nobody imported who should have been welcomed (a resumed import finds them on the
+    list already, so it neither re-adds nor re-welcomes them)."""
     now = utcnow()
     wanted = {e: (n, a) for e, n, a in batch}
     known = {
@@ -226,6 +231,13 @@ def _write_batch(session: Session, list_id: int, import_id: int,
             [{"kind": "subscribed", "subscriber_id": sid, "list_id": list_id, "created_at": now,
               "detail": f"imported (import {import_id})"} for sid in joining],
         )
+        if welcome:
+            # The subscriptions this batch made carry its exact timestamp (a sign-up racing
+            # the import for the same person keeps its own row and its own welcome).
+            added = list(session.scalars(select(Subscription.subscriber_id).where(
+                Subscription.list_id == list_id, Subscription.subscriber_id.in_(joining),
+                Subscription.created_at == now)))
+            enter_joined(session, list_id, added, source="import", now=now)
     return len(joining)
 
 
@@ -326,10 +338,12 @@ def progress(session: Session, import_id: int, instance_path: str | Path) -> Pro
 
 def start_import(session: Session, list_id: int, filename: str, stream: IO[bytes], *,
                  instance_path: str | Path, max_bytes: int, inline_max_bytes: int,
-                 enqueue: Callable[[int], Any]) -> Import:
-    """Receive an upload, then run it now (small files) or hand it to the background job."""
+                 enqueue: Callable[[int], Any], welcome: bool = False) -> Import:
+    """Receive an upload, then run it now (small files) or hand it to the background job.
+    `welcome`: the people it adds enter the list's welcome automations (off by default, so
+    importing an existing audience never mails it)."""
     record = receive_upload(session, list_id, filename, stream, import_dir(instance_path),
-                            max_bytes)
+                            max_bytes, welcome)
     path = import_path(instance_path, record.id)
     if record.size_bytes <= inline_max_bytes:
         process(session, record.id, path)
@@ -344,10 +358,11 @@ def start_import(session: Session, list_id: int, filename: str, stream: IO[bytes
 
 
 def import_now(session: Session, list_id: int, filename: str, stream: IO[bytes], *,
-               instance_path: str | Path, max_bytes: int) -> tuple[Import, list[ImportRejection]]:
+               instance_path: str | Path, max_bytes: int,
+               welcome: bool = False) -> tuple[Import, list[ImportRejection]]:
     """Receive and process an upload before returning (the API's import)."""
     record = receive_upload(session, list_id, filename, stream, import_dir(instance_path),
-                            max_bytes)
+                            max_bytes, welcome)
     process(session, record.id, import_path(instance_path, record.id))
     record = get_import(session, record.id)
     if record.status == "failed":

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
+from broadside.automations.entering import enter_joined
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.events import record_event
 from broadside.models import (
@@ -187,8 +188,10 @@ def add_to_lists(session: Session, subscriber_id: int, list_ids: list[int], *,
 
 def save_subscriber(session: Session, *, email: str | None, name: str | None = None,
                     attributes: Any = None, list_ids: list[int] | None = None,
-                    source: str = "owner") -> tuple[Subscriber, bool]:
+                    source: str = "owner", welcome: bool = False) -> tuple[Subscriber, bool]:
     """Add a person (or update a known one) and put them on `list_ids` as active.
+    `welcome`: on each list they newly join, they enter its welcome automations in this
+    same transaction.
 
     Returns (subscriber, created). A known person's name is replaced when one is given and
     attributes are merged; their existing subscriptions and suppression are left alone.
@@ -204,16 +207,23 @@ def save_subscriber(session: Session, *, email: str | None, name: str | None = N
             subscriber.name = name
         if attributes:
             subscriber.attributes = {**(subscriber.attributes or {}), **attributes}
-    add_to_lists(session, subscriber.id, list_ids, source=source)
+    joined = add_to_lists(session, subscriber.id, list_ids, source=source)
+    if welcome:
+        for list_id in joined:
+            enter_joined(session, list_id, [subscriber.id], source="joined")
     session.commit()
     return subscriber, created
 
 
-def join_list(session: Session, subscriber_id: int, list_id: int, source: str = "owner") -> bool:
-    """Put a known person on one more list as active; False if they were on it already."""
+def join_list(session: Session, subscriber_id: int, list_id: int, source: str = "owner",
+              welcome: bool = False) -> bool:
+    """Put a known person on one more list as active; False if they were on it already.
+    `welcome`: they enter the list's welcome automations in the same transaction."""
     get_subscriber(session, subscriber_id)
     check_lists_exist(session, [list_id])
     created = add_to_lists(session, subscriber_id, [list_id], source=source)
+    if created and welcome:
+        enter_joined(session, list_id, [subscriber_id], source="joined")
     session.commit()
     return bool(created)
 
