@@ -19,6 +19,7 @@ from broadside.logs import configure_logging
 from broadside.queues import Jobs
 from webapp.api import (  # noqa: F401 - their routes attach to the API blueprint
     audience,
+    automations,
     broadcast_drafts,
     broadcasts,
     segments,
@@ -27,6 +28,7 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
 from webapp.api import bp as api_bp
 from webapp.apidocs import bp as apidocs_bp
 from webapp.auth.views import bp as auth_bp
+from webapp.automations import bp as automations_bp
 from webapp.broadcasts import bp as broadcasts_bp
 from webapp.broadcasts import sending_views, views  # noqa: F401 - they add their routes to the blueprint
 from webapp.cli import register_cli
@@ -111,6 +113,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (lists_bp, ("lists.index", "Lists")),
     (subscribers_bp, ("subscribers.index", "Subscribers")),
     (segments_bp, ("segments.index", "Segments")),
+    (automations_bp, ("automations.index", "Automations")),
     (signup_bp, None),
     (broadcasts_bp, ("broadcasts.index", "Broadcasts")),
     (system_bp, ("system.index", "System")),
