@@ -4,8 +4,10 @@ The web side and the domain enqueue through `Jobs` (built once per app with its 
 and namespace), naming each job function as a string, so nothing outside `jobs/` ever imports
 the worker. Queues live in this installation's Redis namespace.
 
-The worker listens to `transactional` before `broadcasts`, so a test send or a sign-up
-confirmation waits at most one broadcast slice; imports come last.
+The worker listens to `transactional`, then `automations`, then `broadcasts`, so a test send,
+a sign-up confirmation or a welcome that became due waits at most one slice; imports come
+last. Automation work that continues after a slice queues behind the broadcasts (`turn=True`),
+so the two take turns by slice.
 """
 
 from __future__ import annotations
@@ -19,13 +21,16 @@ from rq.serializers import JSONSerializer
 SERIALIZER = JSONSerializer
 
 TRANSACTIONAL = "transactional"
+AUTOMATIONS = "automations"
 BROADCASTS = "broadcasts"
 IMPORTS = "imports"
-LISTENED = (TRANSACTIONAL, BROADCASTS, IMPORTS)  # in priority order
+LISTENED = (TRANSACTIONAL, AUTOMATIONS, BROADCASTS, IMPORTS)  # in priority order
 
 # The job functions, by path (RQ imports them in the worker).
 SLICE_JOB = "jobs.tasks.send_broadcast_slice"
 TRANSACTIONAL_JOB = "jobs.tasks.send_transactional"
+AUTOMATIONS_JOB = "jobs.tasks.send_automations"
+EVALUATION_JOB = "jobs.tasks.evaluate_automations"
 IMPORT_JOB = "jobs.imports.run_import_job"
 
 # A marker per broadcast (and per transactional message) says "a job for it is queued", so a
@@ -61,6 +66,17 @@ class Jobs:
 
     def enqueue_transactional(self, message_id: int) -> bool:
         return self._enqueue_once(TRANSACTIONAL, "transactional", message_id, TRANSACTIONAL_JOB, 120)
+
+    def enqueue_automations(self, *, turn: bool = False) -> bool:
+        """Queue a slice of due automation messages (one at a time). `turn`: a continuation,
+        queued behind the broadcasts so they take turns."""
+        return self._enqueue_once(BROADCASTS if turn else AUTOMATIONS, "automations", 0,
+                                  AUTOMATIONS_JOB, 600)
+
+    def enqueue_evaluation(self, *, turn: bool = False) -> bool:
+        """Queue a lifecycle evaluation (or its continuation, behind the broadcasts)."""
+        return self._enqueue_once(BROADCASTS if turn else AUTOMATIONS, "evaluation", 0,
+                                  EVALUATION_JOB, 600)
 
     def enqueue_import(self, import_id: int) -> None:
         self.queue(IMPORTS).enqueue(

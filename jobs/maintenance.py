@@ -1,8 +1,8 @@
 """Orphan repair and the periodic checks the one worker runs while it holds the lease.
 
-Invariant 5: a delivery found in `sending` with no live sender is moved to `unknown` (through
-the ledger, guarded by `status = 'sending'`), shown to the owner, and never resent
-automatically. Invariant 7: every broadcast in `queued`/`sending` without a job gets one, a
+Invariant 5: a delivery or an automation message found in `sending` with no live sender is
+moved to `unknown` (through its ledger, guarded by `status = 'sending'`), shown to the owner,
+and never resent automatically. Invariant 7: every broadcast in `queued`/`sending` without a job gets one, a
 bounded number of times in a row without progress (the lifecycle's `auto_resume` and
 `stalled`); past the bound it is paused with the reason (the lifecycle's one `pause`).
 """
@@ -15,10 +15,12 @@ from datetime import timedelta
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from broadside.automations import ledger as automation_ledger
 from broadside.broadcasts import ledger, lifecycle
 from broadside.broadcasts.service import send_broadcast
-from broadside.models import Broadcast, Delivery, TransactionalMessage
+from broadside.models import AutomationMessage, Broadcast, Delivery, TransactionalMessage
 from broadside.timeutil import utcnow
+from jobs.automations import anything_due, evaluation_due
 from jobs.runtime import Runtime
 from jobs.transactional import due_transactional
 
@@ -27,8 +29,16 @@ log = logging.getLogger("broadside.worker")
 STALE_CLAIM = timedelta(seconds=60)
 
 
+ORPHANED = {
+    "error_class": "ambiguous",
+    "reason": "The worker stopped while sending this message; it may or may not have "
+    "been delivered, so it is not sent again automatically.",
+}
+
+
 def mark_orphans_unknown(
-    session: Session, *, exclude_broadcast: int | None, older_than: timedelta | None
+    session: Session, *, exclude_broadcast: int | None, older_than: timedelta | None,
+    exclude_automations: bool = False,
 ) -> int:
     """Rows left in `sending` by a sender that is gone become `unknown`."""
     query = select(Delivery.broadcast_id, Delivery.id, Delivery.subscriber_id).where(
@@ -44,17 +54,23 @@ def mark_orphans_unknown(
             ledger.Change(
                 delivery_id,
                 subscriber_id,
-                {
-                    "error_class": "ambiguous",
-                    "reason": "The worker stopped while sending this message; it may or may not have "
-                    "been delivered, so it is not sent again automatically.",
-                },
+                dict(ORPHANED),
                 detail="worker stopped mid-send",
             )
         )
     moved = 0
     for broadcast_id, changes in by_broadcast.items():
         moved += len(ledger.transition(session, broadcast_id, changes, source="sending", target="unknown"))
+    if not exclude_automations:
+        # Automation messages: the same repair, through their own ledger.
+        auto_query = select(AutomationMessage.id, AutomationMessage.subscriber_id).where(
+            AutomationMessage.status == "sending")
+        if older_than is not None:
+            auto_query = auto_query.where(AutomationMessage.claimed_at < utcnow() - older_than)
+        moved += len(automation_ledger.transition(session, [
+            ledger.Change(message_id, subscriber_id, dict(ORPHANED), detail="worker stopped mid-send")
+            for message_id, subscriber_id in session.execute(auto_query).all()
+        ], source="sending", target="unknown"))
     # Transactional mail has no ledger (no broadcast, no counters): the same guarded move.
     tx_query = update(TransactionalMessage).where(TransactionalMessage.status == "sending")
     session.execute(tx_query.values(status="unknown", reason="the worker stopped mid-send"))
@@ -113,4 +129,11 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
 
     for message_id in due_transactional(session):
         rt.jobs.enqueue_transactional(message_id)
+    # Automations: due messages get a slice, a due lifecycle evaluation a job (each at most
+    # one queued at a time; a running one queues its own continuation).
+    if not rt.running_automations and anything_due(session) and \
+            not rt.jobs.has_marker("automations", 0):
+        rt.jobs.enqueue_automations()
+    if evaluation_due(session) and not rt.jobs.has_marker("evaluation", 0):
+        rt.jobs.enqueue_evaluation()
     session.commit()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
@@ -45,11 +46,27 @@ class Outcome:
     change: ledger.Change
 
 
+class Book:
+    """Where a slice's rows are recorded: a broadcast's deliveries (the default), or another
+    table of rows in the same states with its own ledger (automation messages)."""
+
+    def __init__(self, broadcast_id: int) -> None:
+        self.broadcast_id = broadcast_id
+
+    def transition(self, session: Session, changes: list[ledger.Change], *, source: str,
+                   target: str, now: datetime) -> list[int]:
+        return ledger.transition(session, self.broadcast_id, changes, source=source,
+                                 target=target, now=now)
+
+    def attempts_of(self, session: Session, row_id: int) -> int:
+        return int(session.scalar(select(Delivery.attempts).where(Delivery.id == row_id)) or 0)
+
+
 @dataclass
 class Batch:
     """The rows this slice claimed and what became of each, flushed together."""
 
-    broadcast_id: int
+    book: Book
     outcomes: list[Outcome] = field(default_factory=list)
     # delivery id -> subscriber id, for people sent to who had soft bounces (reset once sent)
     soft_bounced: dict[int, int] = field(default_factory=dict)
@@ -78,9 +95,8 @@ class Batch:
             by_target.setdefault(outcome.target, []).append(outcome.change)
         moved: dict[str, list[int]] = {}
         for target, changes in by_target.items():
-            moved[target] = ledger.transition(
-                session, self.broadcast_id, changes, source="sending", target=target, now=now
-            )
+            moved[target] = self.book.transition(session, changes, source="sending", target=target,
+                                                 now=now)
         delivered = [self.soft_bounced[d] for d in moved.get("sent", ()) if d in self.soft_bounced]
         if delivered:
             # A delivery that went through ends a run of soft bounces.
@@ -100,10 +116,10 @@ class Outcomes:
     The methods that record an SMTP result return the reason to stop the slice ("paused"),
     or None to go on."""
 
-    def __init__(self, session: Session, runtime: Runtime, broadcast_id: int) -> None:
+    def __init__(self, session: Session, runtime: Runtime, book: Book | int) -> None:
         self.session = session
         self.rt = runtime
-        self.batch = Batch(broadcast_id)
+        self.batch = Batch(book if isinstance(book, Book) else Book(book))
         self.pause_reason: str | None = None
 
     def flush(self) -> None:
@@ -226,4 +242,4 @@ class Outcomes:
         return "paused"
 
     def _attempts_of(self, delivery_id: int) -> int:
-        return int(self.session.scalar(select(Delivery.attempts).where(Delivery.id == delivery_id)) or 0)
+        return self.batch.book.attempts_of(self.session, delivery_id)

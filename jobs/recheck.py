@@ -48,6 +48,7 @@ class Prepared:
     message_id: str
     wire: bytes = b""
     soft_bounces: int = 0  # their run of soft bounces when re-checked
+    from_email: str = ""  # the envelope sender, when it is not the slice's (automations)
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Decision:
     stop: str | None = None  # the broadcast left `sending`: its status
     skip: str | None = None  # not to be sent: the reason
     fail: str | None = None  # their values cannot make a message: the reason
+    hold: bool = False  # not now (an automation disabled or paused since the claim): released
     message: Prepared | None = None
 
 
@@ -227,6 +229,9 @@ class Recheck:
             decision.message.soft_bounces = state.soft_bounces or 0
         return decision
 
+    def message_id(self, row: Row) -> str:
+        return message_id_for(row.id, self.broadcast_id, self.from_email)
+
     def prepare(self, row: Row, email: str, name: str, attributes: dict, joined: datetime | str,
                 list_id: int | None = None) -> Decision:
         """This person's message, ready for the wire; or why their values cannot make one
@@ -236,7 +241,7 @@ class Recheck:
         list_id = list_id if list_id is not None else self.list_id
         token = self.tokens.make(row.subscriber_id or 0, list_id or 0, self.broadcast_id, joined)
         link = unsubscribe_url(token, self.base_url)
-        message_id = message_id_for(row.id, self.broadcast_id, self.from_email)
+        message_id = self.message_id(row)
         try:
             rendered = self.compiled.render(
                 email=email, name=name, attributes=attributes, unsubscribe_url=link

@@ -26,6 +26,7 @@ class Runtime:
     instance_path: str
     stop: threading.Event = field(default_factory=threading.Event)
     running_broadcast: int | None = None
+    running_automations: bool = False  # a slice of automation messages is running
     # Connection failures in a row, across recipients: past a bound the channel is down.
     connection_failures: int = 0
     # Rows per second the last batch of a broadcast achieved (sizes the next claim).

@@ -161,15 +161,13 @@ class Slice:
                 return "continue"
             rows = self._due_rows()
             if not rows:
-                if finish_if_done(self.session, self.broadcast_id):
+                if self._finish_if_done():
                     return "finished"
                 if not self._wait_for_due(deadline):
                     return "continue"
                 continue
             # Invariant 4, claim before send: pending -> sending, committed before any SMTP.
-            claimed = set(
-                ledger.claim(self.session, self.broadcast_id, [(r.id, r.subscriber_id) for r in rows])
-            )
+            claimed = set(self._claim([(r.id, r.subscriber_id) for r in rows]))
             self.session.commit()
             began = time.monotonic()
             stop = self._send_claimed([r for r in rows if r.id in claimed], deadline)
@@ -177,6 +175,12 @@ class Slice:
             if stop:
                 return stop
             self._adapt_batch(len(claimed), time.monotonic() - began)
+
+    def _finish_if_done(self) -> bool:
+        return finish_if_done(self.session, self.broadcast_id)
+
+    def _claim(self, rows: list[tuple[int, int | None]]) -> list[int]:
+        return ledger.claim(self.session, self.broadcast_id, rows)
 
     def _due_rows(self) -> list[Row]:
         return [
@@ -301,6 +305,9 @@ class Slice:
             if decision.stop is not None:
                 outcomes.release(rows[index:], cancelled=(decision.stop == lifecycle.CANCELLED))
                 return "stopped"
+            if decision.hold:
+                outcomes.release([row], cancelled=False)  # its automation is held: not now
+                continue
             if decision.skip is not None:
                 outcomes.skipped(row, decision.skip)
                 self.skipped += 1
@@ -311,7 +318,7 @@ class Slice:
                 return "continue"
             if self.waited_for_cap > waited:
                 decision = decide(row)  # the hourly limit made us wait: ask again (invariant 3)
-                if decision.stop is not None or decision.skip is not None:
+                if decision.stop is not None or decision.skip is not None or decision.hold:
                     outcomes.release(rows[index:], cancelled=False)
                     return "continue"
             if decision.fail is not None:
@@ -350,7 +357,8 @@ class Slice:
         try:
             # Invariant 2: pace the side effect (inside the transport, right before MAIL FROM);
             # only real attempts wait, skipped recipients never do.
-            rt.transport.start(self.from_email, message.email, message.wire, pace=rt.pacer.wait)
+            rt.transport.start(message.from_email or self.from_email, message.email, message.wire,
+                               pace=rt.pacer.wait)
         except DeliveryError as error:
             return False, self.outcomes.refused(message, error)
         except Exception as error:  # unexpected: we cannot know if it went out

@@ -8,6 +8,7 @@ from redis.exceptions import RedisError
 from broadside.db import db
 from broadside.logs import log_context
 from jobs import runtime
+from jobs.automations import AutomationSlice, anything_due, run_evaluation
 from jobs.sending import Slice
 from jobs.transactional import send_transactional as send
 
@@ -19,6 +20,13 @@ def send_broadcast_slice(broadcast_id: int) -> str:
         try:
             rt.jobs.clear_marker("slice", broadcast_id)
             result = Slice(db.session(), rt, broadcast_id).run()
+            try:
+                # A welcome that became due meanwhile goes next, ahead of the continuation.
+                if anything_due(db.session()):
+                    rt.jobs.enqueue_automations()
+                db.session.commit()
+            except RedisError:
+                pass  # the maintenance tick queues it once Redis is back
             if result.outcome == "continue":
                 try:
                     rt.jobs.enqueue_slice(broadcast_id)
@@ -35,5 +43,43 @@ def send_transactional(message_id: int) -> str:
     try:
         rt.jobs.clear_marker("transactional", message_id)
         return send(db.session(), rt, message_id)
+    finally:
+        db.session.remove()
+
+
+def send_automations(_unused: int = 0) -> str:
+    """A slice of the due messages of every enabled automation; a continuation (when more
+    is due) queues behind the broadcasts, so the two take turns."""
+    rt = runtime.get()
+    with log_context(automations=True):
+        rt.running_automations = True
+        try:
+            rt.jobs.clear_marker("automations", 0)
+            result = AutomationSlice(db.session(), rt).run()
+            if result.outcome == "continue":
+                try:
+                    rt.jobs.enqueue_automations(turn=True)
+                except RedisError:
+                    pass  # the maintenance tick queues it once Redis is back
+            return result.outcome
+        finally:
+            rt.running_automations = False
+            db.session.remove()
+
+
+def evaluate_automations(_unused: int = 0) -> str:
+    """One lifecycle evaluation within its time budget; the rest continues in the next job."""
+    rt = runtime.get()
+    try:
+        rt.jobs.clear_marker("evaluation", 0)
+        result = run_evaluation(db.session(), rt)
+        try:
+            if not result.finished:
+                rt.jobs.enqueue_evaluation(turn=True)
+            if result.entered and any(result.entered.values()):
+                rt.jobs.enqueue_automations()
+        except RedisError:
+            pass  # the maintenance tick queues them once Redis is back
+        return "continue" if not result.finished else "finished"
     finally:
         db.session.remove()

@@ -136,7 +136,8 @@ class Maintenance(threading.Thread):
         try:
             with self.app.app_context():
                 mark_orphans_unknown(
-                    db.session(), exclude_broadcast=self.rt.running_broadcast, older_than=STALE_CLAIM
+                    db.session(), exclude_broadcast=self.rt.running_broadcast, older_than=STALE_CLAIM,
+                    exclude_automations=self.rt.running_automations,
                 )
                 ensure_jobs(db.session(), self.rt)
                 db.session.remove()

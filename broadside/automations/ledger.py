@@ -31,12 +31,11 @@ _EVENTS = Event.__table__
 
 
 def _record(session: Session, moved: Sequence[Change], kind: str, now: datetime) -> None:
-    automation_of = dict(
-        session.execute(
+    automation_of: dict[int, int] = {
+        message_id: automation_id for message_id, automation_id in session.execute(
             select(_MESSAGES.c.id, _MESSAGES.c.automation_id).where(
-                _MESSAGES.c.id.in_([c.delivery_id for c in moved]))
-        ).tuples()
-    )
+                _MESSAGES.c.id.in_([c.delivery_id for c in moved])))
+    }
     session.connection().execute(
         insert(_EVENTS),
         [

@@ -1,0 +1,251 @@
+"""Automation messages through the one paced worker, on the same pipeline as broadcasts.
+
+An `AutomationSlice` is a broadcast `Slice` whose rows are the due messages of every enabled
+automation: the same lease check before each claim (invariant 1), the same pace (2), a
+send-time re-check of the automation, the person and the list (3), claims committed before
+any SMTP (4), `unknown` never resent (5), the one classifier and outcome policy (6), short
+slices that continue from what is still pending (7), frozen revisions (8) and events for every
+move (9). Only the rows and their ledger differ (`broadside.automations.ledger`).
+
+Order within a person's series: a message is due only when no earlier step of the same
+automation is still pending or in flight for them, so a step waiting for a retry holds the
+next one back and the series arrives in order.
+
+Fairness: the worker listens to `transactional`, then `automations`, then `broadcasts`. A
+message that becomes due is picked up after the slice in progress (the broadcast slice
+queues the automations job when it ends and something is due); a slice of automation messages
+that has more to do queues its continuation behind the broadcasts, so the two take turns by
+slice and a large import's welcomes never starve a broadcast.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from email.utils import formataddr
+
+from sqlalchemy import and_, bindparam, exists, func, select
+from sqlalchemy.orm import Session, aliased
+
+from broadside.automations import entering, lifecycle
+from broadside.automations import ledger as automation_ledger
+from broadside.broadcasts.ledger import Change
+from broadside.models import (
+    Automation,
+    AutomationMessage,
+    AutomationRevision,
+    Subscriber,
+    Subscription,
+)
+from broadside.models.automations import AutomationStatus
+from broadside.rendering import CompiledRevision, compiled_revision
+from broadside.timeutil import utcnow
+from broadside.unsubscribe.tokens import Tokens
+from jobs.outcomes import Book, Outcomes
+from jobs.recheck import Decision, Recheck, Row, skip_reason
+from jobs.runtime import Runtime
+from jobs.sending import Slice, SliceResult
+
+log = logging.getLogger("broadside.worker")
+
+ENABLED = AutomationStatus.ENABLED.value
+DELETED = AutomationStatus.DELETED.value
+
+_M = AutomationMessage.__table__
+_EARLIER = aliased(AutomationMessage)
+# Not held back by an earlier step of the same series still pending or in flight.
+_IN_ORDER = ~exists().where(
+    _EARLIER.subscriber_id == AutomationMessage.subscriber_id,
+    _EARLIER.automation_id == AutomationMessage.automation_id,
+    _EARLIER.position < AutomationMessage.position,
+    _EARLIER.status.in_(("pending", "sending")),
+)
+_WAITING = and_(AutomationMessage.status == "pending", Automation.status == ENABLED, _IN_ORDER)
+_WHEN = func.coalesce(AutomationMessage.next_attempt_at, AutomationMessage.due_at)
+
+_DUE_ROWS = (
+    select(AutomationMessage.id, AutomationMessage.subscriber_id, AutomationMessage.list_id,
+           AutomationMessage.automation_id, AutomationMessage.revision_id)
+    .join(Automation, Automation.id == AutomationMessage.automation_id)
+    .where(_WAITING, AutomationMessage.due_at <= bindparam("now"),
+           (AutomationMessage.next_attempt_at.is_(None))
+           | (AutomationMessage.next_attempt_at <= bindparam("now")))
+    .order_by(AutomationMessage.due_at, AutomationMessage.id)
+    .limit(bindparam("limit"))
+)
+
+
+def earliest_due(session: Session) -> datetime | None:
+    """When the next automation message may go (now or in the past: one is due)."""
+    return session.scalar(
+        select(func.min(_WHEN)).select_from(AutomationMessage)
+        .join(Automation, Automation.id == AutomationMessage.automation_id).where(_WAITING))
+
+
+def anything_due(session: Session, now: datetime | None = None) -> bool:
+    earliest = earliest_due(session)
+    return earliest is not None and earliest <= (now or utcnow())
+
+
+@dataclass(frozen=True)
+class MessageRow(Row):
+    """A claimed automation message."""
+
+    automation_id: int = 0
+    revision_id: int = 0
+
+
+class AutomationBook(Book):
+    """Outcomes recorded through the automations' own ledger."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+    def transition(self, session: Session, changes: list[Change], *, source: str, target: str,
+                   now: datetime) -> list[int]:
+        return automation_ledger.transition(session, changes, source=source, target=target, now=now)
+
+    def attempts_of(self, session: Session, row_id: int) -> int:
+        return int(session.scalar(select(AutomationMessage.attempts)
+                                  .where(AutomationMessage.id == row_id)) or 0)
+
+
+_STATE = (
+    select(Automation.status, Subscriber.email, Subscriber.name, Subscriber.attributes,
+           Subscriber.suppression, Subscription.status, Subscriber.soft_bounce_count,
+           Subscriber.created_at)
+    .select_from(Automation)
+    .outerjoin(Subscriber, Subscriber.id == bindparam("subscriber_id"))
+    .outerjoin(Subscription, and_(Subscription.subscriber_id == Subscriber.id,
+                                  Subscription.list_id == bindparam("list_id")))
+    .where(Automation.id == bindparam("automation_id"))
+)
+
+
+class AutomationRecheck(Recheck):
+    """Invariant 3 for automation messages: at each person's turn, the automation is still
+    enabled (held otherwise; skipped once deleted), and the person is still on the list,
+    subscribed and unsuppressed. Each revision is compiled once per slice."""
+
+    def __init__(self, session: Session, runtime: Runtime) -> None:
+        self.session = session
+        self.rt = runtime
+        self.broadcast_id = None  # type: ignore[assignment]
+        self.list_id = None
+        self.cap_hours = None
+        self.from_email = ""
+        self.tokens = Tokens(runtime.config["SECRET_KEY"])
+        self.base_url = runtime.config["BASE_URL"]
+        self.revisions: dict[int, tuple[CompiledRevision, str, str]] = {}
+
+    def _revision(self, revision_id: int) -> tuple[CompiledRevision, str, str]:
+        cached = self.revisions.get(revision_id)
+        if cached is None:
+            revision = self.session.get(AutomationRevision, revision_id)
+            assert revision is not None  # messages keep their revision (ON DELETE CASCADE)
+            cached = (compiled_revision(revision.subject, revision.html_template,
+                                        revision.text_template),
+                      formataddr((revision.from_name, revision.from_email)), revision.from_email)
+            self.revisions[revision_id] = cached
+        return cached
+
+    def message_id(self, row: Row) -> str:
+        domain = self.from_email.rpartition("@")[2] or "localhost"
+        automation = row.automation_id if isinstance(row, MessageRow) else 0
+        return f"<broadside.m{row.id}.a{automation}@{domain}>"
+
+    def decide(self, row: Row) -> Decision:
+        assert isinstance(row, MessageRow)
+        state = self.session.execute(_STATE, {"automation_id": row.automation_id,
+                                              "subscriber_id": row.subscriber_id,
+                                              "list_id": row.list_id}).first()
+        if state is None or state[0] == DELETED:
+            return Decision(skip=lifecycle.DELETED_REASON)
+        if state[0] != ENABLED:
+            return Decision(hold=True)
+        status, email, name, attributes, suppression, subscription, soft_bounces, joined = state
+        reason = skip_reason(email, suppression, subscription)
+        if reason is not None:
+            return Decision(skip=reason)
+        self.compiled, self.from_header, self.from_email = self._revision(row.revision_id)
+        decision = self.prepare(row, email, name or "", attributes or {}, joined, row.list_id)
+        if decision.message is not None:
+            decision.message.soft_bounces = soft_bounces or 0
+            decision.message.from_email = self.from_email
+        return decision
+
+
+class AutomationSlice(Slice):
+    """A few seconds of the due messages of every enabled automation, oldest due first."""
+
+    def __init__(self, session: Session, runtime: Runtime) -> None:
+        super().__init__(session, runtime, 0)
+        self.outcomes = Outcomes(session, runtime, AutomationBook())
+        self.earliest: datetime | None = None
+
+    def run(self) -> SliceResult:
+        self.from_email = ""
+        self.recheck = AutomationRecheck(self.session, self.rt)
+        started = time.monotonic()
+        self.deadline = started + float(self.rt.config.get("SLICE_SECONDS", 3.0))
+        try:
+            outcome = self._loop(self.deadline)
+        finally:
+            if self.outcomes.batch.outcomes:
+                self.outcomes.flush()
+        log.info("automation slice done: %s, %d sent or attempted, %d skipped in %.2fs", outcome,
+                 self.attempts, self.skipped, time.monotonic() - started)
+        return SliceResult(outcome, self.attempts, self.skipped)
+
+    def _due_rows(self) -> list[Row]:
+        return [MessageRow(*r) for r in self.session.execute(
+            _DUE_ROWS, {"now": utcnow(), "limit": self.batch_size})]
+
+    def _claim(self, rows: list[tuple[int, int | None]]) -> list[int]:
+        return automation_ledger.claim(self.session, rows)
+
+    def _finish_if_done(self) -> bool:
+        """Done when nothing will be due before this slice would end anyway."""
+        self.earliest = earliest_due(self.session)
+        self.session.commit()
+        if self.earliest is None:
+            return True
+        return (self.earliest - utcnow()).total_seconds() >= self.deadline - time.monotonic()
+
+    def _wait_for_due(self, deadline: float) -> bool:
+        if self.earliest is None:
+            return False
+        wait = (self.earliest - utcnow()).total_seconds()
+        if wait <= 0:
+            # Due by the clock but not claimable (held back by order, or just claimed by
+            # nobody): give it a moment rather than spin.
+            wait = 0.05
+        if time.monotonic() + wait >= deadline:
+            return False
+        self._sleep(wait)
+        return True
+
+    def _pause(self, reason: str) -> None:
+        """A channel-wide error (invariant 6): every enabled automation pauses with the
+        reason, holding its messages until the owner resumes it."""
+        for automation_id in self.session.scalars(
+                select(Automation.id).where(Automation.status == ENABLED)).all():
+            if lifecycle.move(self.session, automation_id, "pause", reason):
+                log.warning("automation %s paused: %s", automation_id, reason)
+        self.session.commit()
+
+    def _notice(self, notice: str | None) -> None:
+        if notice:
+            log.info("automations: %s", notice)
+
+
+def run_evaluation(session: Session, rt: Runtime) -> entering.EvaluationResult:
+    budget = float(rt.config.get("SLICE_SECONDS", 3.0))
+    return entering.evaluate(session, budget_seconds=budget)
+
+
+def evaluation_due(session: Session, now: datetime | None = None) -> bool:
+    return bool(entering.due_campaigns(session, now))
+
