@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pipeline
 import scale
+import automations
 import segments
 from harness import Bench, populate
 from report import Figure, as_json, load_average, machine, markdown_table, table
@@ -178,6 +179,9 @@ def main() -> int:
                   plan.import_rows)
         for backend in ("sqlite", "postgresql"):
             run.phase("segments", f"segments at 100k, {backend}", segments.run, bench, backend)
+        for backend in ("sqlite", "postgresql"):
+            run.phase("automations", f"automations at 100k, {backend}", automations.run, bench,
+                      backend)
     finally:
         for sink in sinks.values():
             sink.close()

@@ -1,9 +1,12 @@
 """People entering automations: the entry and every step's message, written together.
 
-Entering is set-based: an `INSERT ... SELECT` of entries (UNIQUE per automation and person,
+Entering is set-based: one `INSERT ... SELECT` of entries (UNIQUE per automation and person,
 ON CONFLICT DO NOTHING, so a double click, a re-import or two racing requests enter a person
-once), then one `INSERT ... SELECT` of messages per step from exactly the entries this call
-made (UNIQUE per step and person: the send log). Each step's message is due at the person's
+once) RETURNING exactly who this call entered, then one `INSERT ... SELECT` of messages per
+step from exactly those entries (UNIQUE per step and person: the send log). An entry is itself an
+append-only record (when, how, in which evaluation), never updated, so it needs no event of
+its own, as a broadcast's snapshot writes no event per pending row; each message's moves
+append theirs through the ledger (invariant 9). Each step's message is due at the person's
 own time: when they entered plus the delays of the steps up to it. Nothing here commits: a
 welcome is written in the transaction of the subscription it welcomes (the sign-up
 confirmation, the owner's page, the API, each batch of an import), so a crash leaves nobody
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, func, insert, literal, or_, select, update
+from sqlalchemy import ColumnElement, and_, exists, insert, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -45,7 +48,7 @@ _ENTRIES = AutomationEntry.__table__
 _MESSAGES = AutomationMessage.__table__
 _EVENTS = Event.__table__
 
-EVALUATION_BATCH = 5000  # people entered per statement group in a lifecycle evaluation
+EVALUATION_BATCH = 10_000  # people entered per statement group in a lifecycle evaluation
 EVALUATION_BUDGET_SECONDS = 3.0  # one evaluation job's share of the worker, like a slice
 
 
@@ -63,69 +66,54 @@ def live_steps(session: Session, automation_id: int) -> list[AutomationStep]:
     ))
 
 
-def enter(session: Session, automation: Automation, people: Any, *, source: str,
+def enter(session: Session, automation: Automation, people: ColumnElement[bool],
+          their_entries: ColumnElement[bool], *, source: str,
           list_for: ColumnElement[Any] | int | None, evaluation: int | None = None,
           now: datetime | None = None) -> int:
-    """Enter the people `people` selects (a SELECT of subscriber ids, correlated to nothing)
-    into one automation; returns how many entered (those already in it are left alone).
-    `list_for`: the list each person's messages are re-checked against (an id, or an
-    expression over `Subscriber`). Does not commit."""
+    """Enter the people `people` selects (a condition over `Subscriber`; `their_entries` is
+    the same set as a condition over entries, e.g. their ids or an id range) into one
+    automation; returns how many entered (those already in it are left alone). `list_for`:
+    the list their messages are re-checked against (an id, or an expression over
+    `Subscriber`). Neither condition carries a long list of ids: ten thousand bound
+    parameters cost more to send than the rows cost to write. Does not commit."""
     now = now or utcnow()
-    session.execute(
+    if not isinstance(list_for, ColumnElement):
+        list_for = literal(list_for, _ENTRIES.c.list_id.type)
+    entered = len(session.execute(
         _insert(session, _ENTRIES)
         .from_select(
-            ["automation_id", "subscriber_id", "source", "evaluation", "entered_at"],
-            select(literal(automation.id, _ENTRIES.c.automation_id.type), people.c.id,
+            ["automation_id", "subscriber_id", "source", "evaluation", "entered_at", "list_id"],
+            select(literal(automation.id, _ENTRIES.c.automation_id.type), Subscriber.id,
                    literal(source, _ENTRIES.c.source.type),
                    literal(evaluation, _ENTRIES.c.evaluation.type),
-                   literal(now, _ENTRIES.c.entered_at.type))
+                   literal(now, _ENTRIES.c.entered_at.type), list_for)
             # (SQLite parses "INSERT ... SELECT ... ON CONFLICT" only with a WHERE.)
-            .where(people.c.id.is_not(None)),
+            .where(people),
         )
-        .on_conflict_do_nothing(index_elements=["automation_id", "subscriber_id"])
-    )
-    # The entries this call made: this automation's, stamped with this exact moment.
-    mine = and_(_ENTRIES.c.automation_id == automation.id, _ENTRIES.c.entered_at == now,
-                _ENTRIES.c.subscriber_id.in_(select(people.c.id)))
-    entered = session.scalar(select(func.count()).select_from(_ENTRIES).where(mine)) or 0
-    if not entered:
-        return 0
-    session.execute(insert(_EVENTS).from_select(
-        ["kind", "automation_id", "subscriber_id", "detail", "created_at"],
-        select(literal("entered", Event.kind.type), _ENTRIES.c.automation_id, _ENTRIES.c.subscriber_id,
-               literal(f"entered '{automation.name}' ({source})"[:200], Event.detail.type),
-               literal(now, Event.created_at.type)).where(mine),
-    ))
-    if automation.record_only:
+        .on_conflict_do_nothing(index_elements=["subscriber_id", "automation_id"])
+        .returning(_ENTRIES.c.subscriber_id)
+    ).all())
+    if not entered or automation.record_only:
         return entered
-    if isinstance(list_for, ColumnElement):
-        list_value: Any = list_for
-        source_rows = select(_ENTRIES.c.subscriber_id).join(
-            Subscriber, Subscriber.id == _ENTRIES.c.subscriber_id)
-    else:
-        list_value = literal(list_for, _MESSAGES.c.list_id.type)
-        source_rows = select(_ENTRIES.c.subscriber_id)
+    # The entries this call made: among these people, this automation's, stamped with this
+    # exact moment (anyone already in it entered at another).
+    mine = and_(their_entries, _ENTRIES.c.automation_id == automation.id,
+                _ENTRIES.c.entered_at == now)
     offset = 0
     for step in live_steps(session, automation.id):
         if step.revision_id is None:
             continue  # a step never saved with content has nothing to send
         offset += step.delay_seconds
-        due = now + timedelta(seconds=offset)
         session.execute(insert(_MESSAGES).from_select(
             ["automation_id", "step_id", "position", "revision_id", "subscriber_id", "list_id",
              "status", "due_at", "attempts"],
-            source_rows.with_only_columns(
-                literal(automation.id, _MESSAGES.c.automation_id.type),
-                literal(step.id, _MESSAGES.c.step_id.type),
-                literal(step.position, _MESSAGES.c.position.type),
-                literal(step.revision_id, _MESSAGES.c.revision_id.type),
-                _ENTRIES.c.subscriber_id,
-                list_value,
-                literal("pending", _MESSAGES.c.status.type),
-                literal(due, _MESSAGES.c.due_at.type),
-                literal(0, _MESSAGES.c.attempts.type),
-                maintain_column_froms=True,
-            ).where(mine),
+            select(_ENTRIES.c.automation_id, literal(step.id, _MESSAGES.c.step_id.type),
+                   literal(step.position, _MESSAGES.c.position.type),
+                   literal(step.revision_id, _MESSAGES.c.revision_id.type),
+                   _ENTRIES.c.subscriber_id, _ENTRIES.c.list_id,
+                   literal("pending", _MESSAGES.c.status.type),
+                   literal(now + timedelta(seconds=offset), _MESSAGES.c.due_at.type),
+                   literal(0, _MESSAGES.c.attempts.type)).where(mine),
         ))
     return entered
 
@@ -151,8 +139,10 @@ def enter_joined(session: Session, list_id: int, subscriber_ids: Sequence[int], 
     entered = 0
     for automation in automations:
         for start in range(0, len(ids), 1000):
-            people = select(Subscriber.id).where(Subscriber.id.in_(ids[start:start + 1000])).subquery()
-            entered += enter(session, automation, people, source=source, list_for=list_id, now=now)
+            chunk = ids[start:start + 1000]
+            entered += enter(session, automation, Subscriber.id.in_(chunk),
+                             _ENTRIES.c.subscriber_id.in_(chunk), source=source, list_for=list_id,
+                             now=now)
     return entered
 
 
@@ -205,6 +195,7 @@ def evaluate(session: Session, *, now: datetime | None = None,
     for automation in due:
         segment = session.get(Segment, automation.segment_id)
         done = segment is None
+        after = 0
         while not done:
             if time.monotonic() - started >= budget_seconds:
                 result.finished = False
@@ -215,15 +206,26 @@ def evaluate(session: Session, *, now: datetime | None = None,
                                      or_(_ENTRIES.c.automation_id == automation.id,
                                          _ENTRIES.c.evaluation == evaluation))
             # The batch is read first: the selection itself changes once they have entered.
-            ids = list(session.scalars(select(Subscriber.id)
-                                       .where(segments.segment_clause(session, group), ~already)
-                                       .order_by(Subscriber.id).limit(batch)))
-            people = select(Subscriber.id).where(Subscriber.id.in_(ids)).subquery()
-            entered = enter(session, automation, people, source="segment",
-                            list_for=segment_rules.delivery_list(group), evaluation=evaluation,
-                            now=utcnow())
+            # Keyset: each batch goes on from the last person the previous one looked at, so
+            # the people entered already are not read again (a continuation starts over once).
+            matches = and_(segments.segment_clause(session, group), ~already)
+            people = list(session.scalars(select(Subscriber.id)
+                                          .where(Subscriber.id > after, matches)
+                                          .order_by(Subscriber.id).limit(batch)))
+            if not people:
+                entered = 0
+            else:
+                # The batch as an id range: (after, last], the people in it matching.
+                last = people[-1]
+                entered = enter(
+                    session, automation,
+                    and_(Subscriber.id > after, Subscriber.id <= last, matches),
+                    and_(_ENTRIES.c.subscriber_id > after, _ENTRIES.c.subscriber_id <= last),
+                    source="segment", list_for=segment_rules.delivery_list(group),
+                    evaluation=evaluation, now=utcnow())
+                after = last
             result.entered[automation.id] = result.entered.get(automation.id, 0) + entered
-            done = len(ids) < batch
+            done = len(people) < batch
             if done:
                 session.execute(update(Automation).where(Automation.id == automation.id)
                                 .values(evaluating=None, last_evaluated_at=now)

@@ -22,7 +22,7 @@ from sqlalchemy import ColumnElement, bindparam, insert, literal, select, update
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts.ledger import EVENT_FOR, Change, move_rows
-from broadside.models import AutomationMessage, Event
+from broadside.models import AutomationEntry, AutomationMessage, Event
 from broadside.models.sending import DeliveryStatus
 from broadside.timeutil import utcnow
 
@@ -129,3 +129,23 @@ def reassign_revision(session: Session, step_id: int, revision_id: int,
                _MESSAGES.c.due_at > now)
         .values(revision_id=revision_id)
     ).rowcount
+
+
+def forget_person(session: Session, subscriber_id: int) -> None:
+    """Erasing a person: their messages and entries stay (the counts stay true) but forget
+    who it was, as ON DELETE SET NULL would (the bulk tables carry no FOREIGN KEYs; see
+    `broadside.models.automations`). A pending message is then skipped at its turn
+    ("subscriber erased"). Does not commit."""
+    connection = session.connection()
+    connection.execute(update(_MESSAGES).where(_MESSAGES.c.subscriber_id == subscriber_id)
+                       .values(subscriber_id=None))
+    entries = AutomationEntry.__table__
+    connection.execute(update(entries).where(entries.c.subscriber_id == subscriber_id)
+                       .values(subscriber_id=None))
+
+
+def forget_list(session: Session, list_id: int) -> None:
+    """Deleting a list: messages re-checked against it lose it, so a pending one is skipped at
+    its turn ("no longer on the list"). Does not commit."""
+    session.connection().execute(update(_MESSAGES).where(_MESSAGES.c.list_id == list_id)
+                                 .values(list_id=None))

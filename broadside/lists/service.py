@@ -8,6 +8,7 @@ from sqlalchemy import delete, exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from broadside.automations.ledger import forget_list
 from broadside.db import rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.models import Broadcast, Import, MailingList, Subscription
@@ -113,6 +114,7 @@ def delete_list(session: Session, list_id: int) -> str:
     busy = exists().where(
         Broadcast.list_id == list_id, Broadcast.status.in_(BUSY_BROADCAST_STATUSES)
     )
+    forget_list(session, list_id)  # automation messages re-checked against it: as SET NULL would
     result = session.execute(
         delete(MailingList).where(MailingList.id == list_id, ~busy)
         .execution_options(synchronize_session=False)

@@ -118,24 +118,35 @@ class AutomationRevision(Model):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+# The bulk tables (entries and messages, written a hundred thousand rows at a time) carry no
+# FOREIGN KEY constraints: on PostgreSQL each is a trigger fired per row, and together they
+# were most of the cost of entering people (bench/automations.py: 10 s for 100,000 with them).
+# What they would guard is kept by the code that deletes: automations, steps and revisions are
+# never deleted (an automation is kept as `deleted`, a removed step as `removed_at`, revisions
+# are immutable); erasing a person and deleting a list set the ids that pointed at them to
+# NULL in the same transaction (`broadside.automations.ledger.forget_person`/`forget_list`),
+# as ON DELETE SET NULL did; tests/automations/test_entering.py checks both.
+
+
 class AutomationEntry(Model):
     """A person entered an automation: once, ever (the UNIQUE key)."""
 
     __tablename__ = "automation_entries"
     __table_args__ = (
-        UniqueConstraint("automation_id", "subscriber_id", name="uq_automation_entries_person"),
-        Index("ix_automation_entries_subscriber", "subscriber_id"),
-        Index("ix_automation_entries_evaluation", "evaluation"),
+        # Person first: it also serves "has this person entered any automation of this
+        # evaluation" (one index where three were, for the speed of entering).
+        UniqueConstraint("subscriber_id", "automation_id", name="uq_automation_entries_person"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    automation_id: Mapped[int] = mapped_column(ForeignKey("automations.id", ondelete="CASCADE"))
+    automation_id: Mapped[int]  # (no FOREIGN KEYs here: see above)
     # Erasing a person keeps the row (counts stay true) but forgets who it was.
-    subscriber_id: Mapped[int | None] = mapped_column(
-        ForeignKey("subscribers.id", ondelete="SET NULL")
-    )
+    subscriber_id: Mapped[int | None]
     # joined (owner's page, API, sign-up confirmation), import, segment
     source: Mapped[str] = mapped_column(String(16))
+    # The list their messages are re-checked against and carry the unsubscribe link of, as it
+    # was when they entered (copied into each message, whose list_id is the one kept true).
+    list_id: Mapped[int | None]
     # The lifecycle evaluation that entered them (segment triggers), so a lower-priority
     # automation of the same evaluation leaves them alone.
     evaluation: Mapped[int | None] = mapped_column(BigInteger)
@@ -147,28 +158,26 @@ class AutomationMessage(Model):
 
     __tablename__ = "automation_messages"
     __table_args__ = (
-        UniqueConstraint("step_id", "subscriber_id", name="uq_automation_messages_step_person"),
+        # The send log: one message per step and person. Person first, so it also serves the
+        # in-order check (their earlier steps) and their timeline.
+        UniqueConstraint("subscriber_id", "step_id", name="uq_automation_messages_step_person"),
         CheckConstraint(_one_of("status", DELIVERY_STATUSES), name="status"),
         Index("ix_automation_messages_due", "status", "due_at"),
         Index("ix_automation_messages_step_status", "step_id", "status"),
-        Index("ix_automation_messages_person", "subscriber_id", "automation_id", "position"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    automation_id: Mapped[int] = mapped_column(ForeignKey("automations.id", ondelete="CASCADE"))
-    step_id: Mapped[int] = mapped_column(ForeignKey("automation_steps.id", ondelete="CASCADE"))
+    # (no FOREIGN KEYs here: see above)
+    automation_id: Mapped[int]
+    step_id: Mapped[int]
     position: Mapped[int]  # the step's place when they entered: earlier steps go first
     # The frozen content this person gets (kept once due; a newer revision replaces it
     # only while the message is not yet due).
-    revision_id: Mapped[int] = mapped_column(
-        ForeignKey("automation_revisions.id", ondelete="CASCADE")
-    )
-    subscriber_id: Mapped[int | None] = mapped_column(
-        ForeignKey("subscribers.id", ondelete="SET NULL")
-    )
+    revision_id: Mapped[int]
+    subscriber_id: Mapped[int | None]  # None: erased
     # The list whose subscription is re-checked at send time and whose unsubscribe link the
-    # message carries.
-    list_id: Mapped[int | None] = mapped_column(ForeignKey("mailing_lists.id", ondelete="SET NULL"))
+    # message carries (None: deleted).
+    list_id: Mapped[int | None]
     status: Mapped[str] = mapped_column(String(16), default="pending")
     due_at: Mapped[datetime]
     attempts: Mapped[int] = mapped_column(default=0)

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
 from broadside.automations.entering import enter_joined
+from broadside.automations.ledger import forget_person
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.events import record_event
 from broadside.models import (
@@ -279,6 +280,7 @@ def erase(session: Session, subscriber_id: int) -> str:
                    TransactionalMessage.to_email == email))
         .execution_options(synchronize_session=False)
     )
+    forget_person(session, subscriber_id)  # their automation messages: as SET NULL would
     session.execute(
         delete(Subscriber).where(Subscriber.id == subscriber_id)
         .execution_options(synchronize_session=False)

@@ -164,3 +164,28 @@ def test_a_bad_automation_is_refused_with_a_message_naming_the_problem(app):
         assert said in caught.value.message
     with pytest.raises(Conflict):
         welcome(app, list_id)  # the same name
+
+
+def test_erasing_a_person_and_deleting_a_list_forget_them_in_the_automation_rows(app):
+    from broadside.lists.service import delete_list
+    from broadside.subscribers.service import erase
+
+    list_id, other = a_list(), a_list("Other")
+    automation = welcome(app, list_id).id
+    kept = welcome(app, other, name="Other welcome").id
+    gone, stays = people(list_id, 2)
+    elsewhere = people(other, 1)
+    entering.enter_joined(db.session, list_id, [gone, stays], source="joined")
+    entering.enter_joined(db.session, other, elsewhere, source="joined")
+    db.session.commit()
+    erase(db.session, gone)
+    db.session.commit()
+    assert {r.subscriber_id for r in messages(automation)} == {None, stays}
+    assert db.session.scalar(select(func.count()).select_from(AutomationEntry)
+                             .where(AutomationEntry.subscriber_id == gone)) == 0
+    delete_list(db.session, other)
+    lists = db.session.scalars(select(AutomationMessage.list_id)
+                               .where(AutomationMessage.automation_id == kept)).all()
+    assert lists and set(lists) == {None}
+    assert set(db.session.scalars(select(AutomationMessage.list_id)
+                                  .where(AutomationMessage.automation_id == automation))) == {list_id}
