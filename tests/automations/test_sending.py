@@ -168,3 +168,46 @@ def test_lifecycle_entries_are_sent_by_the_worker(app, smtp_server, run_worker_b
     smtp_server.wait_for(3)
     assert sorted(smtp_server.recipients()) == ["c0@example.com", "c1@example.com", "c2@example.com"]
     assert entering.evaluate(db.session).entered is None  # not due again yet
+
+
+def test_a_transient_refusal_is_retried_with_backoff_like_a_broadcast(app, smtp_server, run_worker_burst):
+    list_id = a_list()
+    automation = series(app, list_id, [{"delay": "PT0S", "subject": "Hi", "body": "x"}])
+    join(list_id, "busy@example.com")
+    smtp_server.script.rcpt_replies["busy@example.com"] = ["451 4.3.0 Try again later"]
+    run_worker_burst()  # the slice waits out the short test backoff and tries again
+    smtp_server.wait_for(1)
+    db.session.expire_all()
+    row = db.session.scalars(select(AutomationMessage).where(
+        AutomationMessage.automation_id == automation.id)).one()
+    assert (row.status, row.attempts) == ("sent", 2)
+
+
+def test_two_overlapping_lifecycle_campaigns_send_each_person_one_the_higher_priority_first(
+        app, smtp_server, run_worker_burst):
+    from broadside.segments import service as segments
+
+    list_id = a_list()
+    for i in range(4):
+        s = Subscriber(email=f"o{i}@example.com", attributes={"plan": "trial" if i < 2 else "free"})
+        db.session.add(s)
+        db.session.flush()
+        db.session.add(Subscription(subscriber_id=s.id, list_id=list_id, status="active"))
+    db.session.commit()
+    trials = segments.create_segment(db.session, "Trials", {"all": [
+        {"field": "attributes.plan", "op": "equals", "value": "trial"}]})
+    everyone = segments.create_segment(db.session, "Everyone", {"all": [
+        {"field": "list", "op": "is_on", "value": list_id}]})
+    for name, segment, priority in (("Broad", everyone, 1), ("Trial nudge", trials, 10)):
+        data = automations.parse_input({"name": name, "priority": priority,
+                                        "trigger": {"type": "segment", "segment_id": segment.id},
+                                        "steps": [{"delay": "PT0S", "subject": name, "body": "x"}]})
+        automations.enable(db.session, automations.create_automation(
+            db.session, data, default_from=app.config["MAIL_FROM"]).id)
+    run_worker_burst()
+    smtp_server.wait_for(4)
+    got = [(m.rcpt_tos[0], m.message["Subject"]) for m in smtp_server.messages]
+    assert sorted(to for to, _ in got) == [f"o{i}@example.com" for i in range(4)]  # one each
+    assert {to: s for to, s in got} == {"o0@example.com": "Trial nudge", "o1@example.com": "Trial nudge",
+                                        "o2@example.com": "Broad", "o3@example.com": "Broad"}
+    assert [s for _, s in got][:2] == ["Trial nudge", "Trial nudge"]  # the higher priority first
