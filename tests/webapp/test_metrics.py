@@ -202,3 +202,23 @@ def test_cached_figures_follow_later_changes(app, client, smtp_server, redis_cli
     assert value(samples, "broadside_deliveries_total", outcome="unknown") == 0
     assert value(samples, "broadside_deliveries_in_flight", status="pending") == 0
     assert value(samples, "broadside_bounces_total", type="soft") == 1
+
+
+def test_automation_messages_by_state_and_the_backlog_due_now(app, client):
+    from broadside.automations import entering
+    from broadside.automations import service as automations
+
+    weekly = make_list(db.session, 3)
+    data = automations.parse_input({"name": "Welcome", "trigger": {"type": "joined_list", "list_id": weekly.id},
+                                    "steps": [{"delay": "PT0S", "subject": "Hi", "body": "x"},
+                                              {"delay": "P2D", "subject": "Later", "body": "y"}]})
+    automation = automations.enable(db.session, automations.create_automation(
+        db.session, data, default_from=app.config["MAIL_FROM"]).id)
+    ids = [s.subscriber_id for s in db.session.query(Subscription).filter_by(list_id=weekly.id)]
+    entering.enter_joined(db.session, weekly.id, ids, source="joined")
+    db.session.commit()
+    samples = scrape(client)
+    assert value(samples, "broadside_automation_messages", state="pending") == 6
+    assert value(samples, "broadside_automation_messages_due") == 3  # the first step; the rest in 2 days
+    automations.disable(db.session, automation.id)
+    assert value(scrape(client), "broadside_automation_messages_due") == 0  # held, not a backlog

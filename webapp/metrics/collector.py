@@ -36,8 +36,17 @@ from sqlalchemy.orm import Session
 
 from broadside import queues
 from broadside.hourly import HourlyCap
-from broadside.models import Broadcast, Delivery, Event, Subscriber, TransactionalMessage
-from broadside.models.sending import BROADCAST_STATUSES
+from broadside.models import (
+    Automation,
+    AutomationMessage,
+    Broadcast,
+    Delivery,
+    Event,
+    Subscriber,
+    TransactionalMessage,
+)
+from broadside.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
+from broadside.timeutil import utcnow
 from broadside.waits import WAIT_KEYS
 from webapp.doctor import last_smtp_check, worker_info
 
@@ -75,7 +84,7 @@ class BroadsideCollector(Collector):
         database: list[Metric] = []
         try:
             database = [*self._deliveries(), *self._broadcasts(), *self._audience(),
-                        *self._transactional()]
+                        *self._transactional(), *self._automations()]
             up.add_metric(["database"], 1)
         except SQLAlchemyError:
             self.session.rollback()
@@ -301,6 +310,26 @@ class BroadsideCollector(Collector):
         for status in ("pending", "sending", "sent", "failed", "unknown"):
             family.add_metric([status], counts.get(status, 0))
         yield family
+
+    def _automations(self) -> Iterator[Metric]:
+        counts = dict(self.session.execute(
+            select(AutomationMessage.status, func.count()).group_by(AutomationMessage.status)
+        ).all())
+        family = GaugeMetricFamily("broadside_automation_messages",
+                                   "Automation messages (welcomes, sequences, campaigns) by state.",
+                                   labels=["state"])
+        for status in DELIVERY_STATUSES:
+            family.add_metric([status], counts.get(status, 0))
+        yield family
+        # The backlog to alert on: due now for an enabled automation, still waiting.
+        due = self.session.scalar(
+            select(func.count()).select_from(AutomationMessage)
+            .join(Automation, Automation.id == AutomationMessage.automation_id)
+            .where(AutomationMessage.status == "pending", AutomationMessage.due_at <= utcnow(),
+                   Automation.status == "enabled"))
+        yield GaugeMetricFamily("broadside_automation_messages_due",
+                                "Automation messages due now for an enabled automation, not yet sent.",
+                                value=due or 0)
 
     # ------------------------------------------------------------ Redis
 
