@@ -26,9 +26,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import automations
 import pipeline
 import scale
-import automations
 import segments
 from harness import Bench, populate
 from report import Figure, as_json, load_average, machine, markdown_table, table

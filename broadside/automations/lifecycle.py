@@ -64,7 +64,9 @@ def move(session: Session, automation_id: int, name: str, reason: str | None = N
         .where(Automation.id == automation_id,
                Automation.status.in_([s.value for s in transition.sources]))
         .values(status=transition.target.value, updated_at=now,
-                pause_reason=reason if name == "pause" else None)
+                pause_reason=reason if name == "pause" else None,
+                # A deleted automation frees its name for a new one.
+                **({"name_key": None} if name == "delete" else {}))
         .execution_options(synchronize_session=False)
     ))
     if not moved:

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
@@ -39,6 +40,7 @@ from broadside.models.sending import DELIVERY_STATUSES
 from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
 from broadside.rendering import CompiledRevision, freeze_content
+from broadside.segments.rules import MAX_ID
 from broadside.site_settings import get_settings
 from broadside.timeutil import utcnow
 
@@ -76,6 +78,11 @@ def _an_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _an_id(value: object) -> bool:
+    """A database id: looked up beyond the id columns' range, PostgreSQL raises."""
+    return _an_int(value) and 1 <= value <= MAX_ID  # type: ignore[operator]
+
+
 def _text(value: object, label: str, limit: int, *, required: bool = False, one_line: bool = False) -> str:
     if value is None:
         value = ""
@@ -111,14 +118,15 @@ def parse_input(data: Any) -> AutomationInput:
     if trigger["type"] == "joined_list":
         if set(trigger) - {"type", "list_id"}:
             raise ValidationError('A "joined_list" trigger has only type and list_id.')
-        if not _an_int(trigger.get("list_id")):
-            raise ValidationError("The trigger's list_id must be a list's id (a number).")
+        if not _an_id(trigger.get("list_id")):
+            raise ValidationError(f"The trigger's list_id must be a list's id (a number from 1 to {MAX_ID}).")
         result.list_id = trigger["list_id"]
     else:
         if set(trigger) - {"type", "segment_id", "every_hours"}:
             raise ValidationError('A "segment" trigger has only type, segment_id and every_hours.')
-        if not _an_int(trigger.get("segment_id")):
-            raise ValidationError("The trigger's segment_id must be a segment's id (a number).")
+        if not _an_id(trigger.get("segment_id")):
+            raise ValidationError("The trigger's segment_id must be a segment's id "
+                                  f"(a number from 1 to {MAX_ID}).")
         result.segment_id = trigger["segment_id"]
         every = trigger.get("every_hours", 12)
         if not _an_int(every) or not 1 <= every <= MAX_EVERY_HOURS:
@@ -152,6 +160,23 @@ def parse_input(data: Any) -> AutomationInput:
     return result
 
 
+_TAKEN = "An automation named '{name}' already exists."
+
+
+def name_key(name: str) -> str:
+    """What makes two names the same: case ignored. UNIQUE among automations not deleted
+    (deleting sets it to NULL), so two racing saves of one name cannot both land."""
+    return name.lower()
+
+
+def _commit_or_conflict(session: Session, name: str) -> None:
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise Conflict(_TAKEN.format(name=name)) from None
+
+
 def _check(session: Session, data: AutomationInput, except_id: int | None = None) -> list[int]:
     """Everything but the merge syntax (checked when freezing); returns each step's delay."""
     if data.trigger_type == "joined_list":
@@ -162,12 +187,11 @@ def _check(session: Session, data: AutomationInput, except_id: int | None = None
         if data.segment_id is None or session.get(Segment, data.segment_id) is None:
             raise ValidationError(f"There is no segment with id {data.segment_id}.")
         data.list_id = None
-    taken = select(Automation.id).where(func.lower(Automation.name) == data.name.lower(),
-                                        Automation.status != AutomationStatus.DELETED.value)
+    taken = select(Automation.id).where(Automation.name_key == name_key(data.name))
     if except_id is not None:
         taken = taken.where(Automation.id != except_id)
     if session.scalar(taken.limit(1)) is not None:
-        raise Conflict(f"An automation named '{data.name}' already exists.")
+        raise Conflict(_TAKEN.format(name=data.name))
     if len(data.steps) > MAX_STEPS:
         raise ValidationError(f"An automation has at most {MAX_STEPS} steps.")
     delays = []
@@ -233,7 +257,8 @@ def create_automation(session: Session, data: AutomationInput, *, default_from: 
     """A new automation, disabled until the owner enables it."""
     delays = _check(session, data)
     automation = Automation(
-        name=data.name, trigger_type=data.trigger_type, list_id=data.list_id,
+        name=data.name, name_key=name_key(data.name), trigger_type=data.trigger_type,
+        list_id=data.list_id,
         segment_id=data.segment_id, every_hours=data.every_hours, priority=data.priority,
         record_only=data.record_only, status=AutomationStatus.DISABLED.value,
     )
@@ -241,29 +266,39 @@ def create_automation(session: Session, data: AutomationInput, *, default_from: 
         session.add(automation)
         session.flush()
         _save_steps(session, automation, data, delays, default_from)
-        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise Conflict(_TAKEN.format(name=data.name)) from None
     except Exception:
         session.rollback()
         raise
+    _commit_or_conflict(session, data.name)
     return automation
 
 
 def update_automation(session: Session, automation_id: int, data: AutomationInput, *,
                       default_from: str) -> Automation:
+    # Two saves of one automation at once take turns (its row is locked until the commit),
+    # so they cannot both add a step at the same position.
+    session.execute(select(Automation.id).where(Automation.id == automation_id).with_for_update())
     automation = get_automation(session, automation_id)
     delays = _check(session, data, except_id=automation_id)
     try:
         automation.name = data.name
+        automation.name_key = name_key(data.name)
         automation.trigger_type = data.trigger_type
         automation.list_id, automation.segment_id = data.list_id, data.segment_id
         automation.every_hours, automation.priority = data.every_hours, data.priority
         automation.record_only = data.record_only
         automation.updated_at = utcnow()
         _save_steps(session, automation, data, delays, default_from)
-        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise Conflict(_TAKEN.format(name=data.name)) from None
     except Exception:
         session.rollback()
         raise
+    _commit_or_conflict(session, data.name)
     return automation
 
 

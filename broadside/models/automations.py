@@ -52,6 +52,9 @@ class Automation(Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
+    # The name lower-cased while the automation is not deleted (NULL once it is): UNIQUE, so
+    # two live automations never share a name, even when saved at the same moment.
+    name_key: Mapped[str | None] = mapped_column(String(200), unique=True)
     trigger_type: Mapped[str] = mapped_column(String(16))
     # joined_list: the list; segment: the segment and how often it is evaluated.
     list_id: Mapped[int | None] = mapped_column(

@@ -30,6 +30,7 @@ def upgrade():
     op.create_table('automations',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('name', sa.String(length=200), nullable=False),
+    sa.Column('name_key', sa.String(length=200), nullable=True),
     sa.Column('trigger_type', sa.String(length=16), nullable=False),
     sa.Column('list_id', sa.Integer(), nullable=True),
     sa.Column('segment_id', sa.Integer(), nullable=True),
@@ -47,6 +48,7 @@ def upgrade():
     sa.ForeignKeyConstraint(['list_id'], ['mailing_lists.id'], name=op.f('fk_automations_list_id_mailing_lists'), ondelete='SET NULL'),
     sa.ForeignKeyConstraint(['segment_id'], ['segments.id'], name=op.f('fk_automations_segment_id_segments'), ondelete='SET NULL'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_automations')),
+    sa.UniqueConstraint('name_key', name=op.f('uq_automations_name_key')),
     sqlite_autoincrement=True
     )
     with op.batch_alter_table('automations', schema=None) as batch_op:

@@ -18,8 +18,9 @@ def test_a_welcome_overtakes_a_1000_recipient_broadcast_within_one_slice(
         app, smtp_server, run_worker_burst):
     app.config.update(SLICE_SECONDS=SLICE_SECONDS, SEND_DELAY_MS=DELAY_MS)
     weekly = make_list(db.session, LIST_SIZE)
-    data = automations.parse_input({"name": "Welcome", "trigger": {"type": "joined_list", "list_id": weekly.id},
-                                    "steps": [{"delay": "PT0S", "subject": "Welcome", "body": "Hi"}]})
+    data = automations.parse_input({
+        "name": "Welcome", "trigger": {"type": "joined_list", "list_id": weekly.id},
+        "steps": [{"delay": "PT0S", "subject": "Welcome", "body": "Hi"}]})
     automations.enable(db.session, automations.create_automation(
         db.session, data, default_from=app.config["MAIL_FROM"]).id)
     broadcast = start_broadcast(app, weekly)

@@ -56,11 +56,13 @@ def test_an_import_with_welcomes_survives_sigkills_without_a_second_copy(
     db.session.add_all([Subscription(subscriber_id=known.id, list_id=weekly.id, status="active"),
                         Subscription(subscriber_id=outsider.id, list_id=weekly.id, status="active")])
     db.session.commit()
-    data = automations.parse_input({"name": "Welcome", "trigger": {"type": "joined_list", "list_id": weekly.id},
-                                    "steps": [{"delay": "PT0S", "subject": "Welcome {{ name }}", "body": "Hi"}]})
+    data = automations.parse_input({
+        "name": "Welcome", "trigger": {"type": "joined_list", "list_id": weekly.id},
+        "steps": [{"delay": "PT0S", "subject": "Welcome {{ name }}", "body": "Hi"}]})
     automation = automations.enable(db.session, automations.create_automation(
         db.session, data, default_from=app.config["MAIL_FROM"]).id)
-    lines = ["email,name"] + [f"new{i:04d}@example.com,New {i}" for i in range(ROWS)] + ["known@example.com,Known"]
+    lines = (["email,name"] + [f"new{i:04d}@example.com,New {i}" for i in range(ROWS)]
+             + ["known@example.com,Known"])
     record = importer.start_import(
         db.session, weekly.id, "people.csv", io.BytesIO("\n".join(lines).encode()),
         instance_path=app.instance_path, max_bytes=10**7, inline_max_bytes=0,
@@ -71,7 +73,7 @@ def test_an_import_with_welcomes_survives_sigkills_without_a_second_copy(
         worker = worker_factory()
         if number == 0:
             # The first kill lands early: often while the import's batch is being written.
-            wait_until(lambda: worker.output.count("lease taken") >= 1, timeout=30)
+            wait_until(lambda w=worker: w.output.count("lease taken") >= 1, timeout=30)
             time.sleep(rng.uniform(0.05, 0.8))
         else:
             smtp_server.wait_for(len(smtp_server.recipients()) + rng.randint(20, 80), timeout=60)

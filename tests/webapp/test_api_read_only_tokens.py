@@ -35,7 +35,10 @@ def test_a_read_only_token_reads_but_changes_nothing(client, owner):
                         ("patch", "/api/broadcasts/1"), ("delete", "/api/broadcasts/1"),
                         ("post", "/api/segments"), ("put", "/api/segments/1"),
                         ("delete", "/api/segments/1"), ("patch", "/api/subscribers/1"),
-                        ("post", "/api/subscribers/1/unsubscribe")):
+                        ("post", "/api/subscribers/1/unsubscribe"), ("post", "/api/automations"),
+                        ("put", "/api/automations/1"), ("delete", "/api/automations/1"),
+                        ("post", "/api/automations/1/enable"),
+                        ("post", "/api/automations/1/disable")):
         response = getattr(client, method)(url, json={"name": "Sneaky", "subject": "x"},
                                            headers=bearer(token))
         assert response.status_code == 403, (method, url)
@@ -54,7 +57,9 @@ def test_the_test_above_names_every_changing_route(app):
         "/api/broadcasts/<int:broadcast_id>/pause", "/api/broadcasts/<int:broadcast_id>/resume",
         "/api/broadcasts/<int:broadcast_id>/cancel", "/api/broadcasts/<int:broadcast_id>/test",
         "/api/broadcasts/<int:broadcast_id>", "/api/segments", "/api/segments/<int:segment_id>",
-        "/api/subscribers/<int:subscriber_id>/unsubscribe",
+        "/api/subscribers/<int:subscriber_id>/unsubscribe", "/api/automations",
+        "/api/automations/<int:automation_id>", "/api/automations/<int:automation_id>/enable",
+        "/api/automations/<int:automation_id>/disable",
     }
 
 

@@ -209,7 +209,8 @@ def test_automation_messages_by_state_and_the_backlog_due_now(app, client):
     from broadside.automations import service as automations
 
     weekly = make_list(db.session, 3)
-    data = automations.parse_input({"name": "Welcome", "trigger": {"type": "joined_list", "list_id": weekly.id},
+    data = automations.parse_input({"name": "Welcome",
+                                    "trigger": {"type": "joined_list", "list_id": weekly.id},
                                     "steps": [{"delay": "PT0S", "subject": "Hi", "body": "x"},
                                               {"delay": "P2D", "subject": "Later", "body": "y"}]})
     automation = automations.enable(db.session, automations.create_automation(

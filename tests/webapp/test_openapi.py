@@ -122,7 +122,7 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner):
     call("GET", "/api/lists")
     csv = b"email,name,city\nann@example.com,Ann,Berlin\nnope,X,Y\n"
     call("POST", "/api/lists/{list_id}/import", list_id=weekly, content_type="multipart/form-data",
-         data={"file": (io.BytesIO(csv), "a.csv")})
+         data={"file": (io.BytesIO(csv), "a.csv"), "welcome": "1"})
 
     person = call("POST", "/api/subscribers", json={
         "email": "bob@example.com", "lists": [weekly], "attributes": {"age": 30}})["id"]
@@ -146,6 +146,26 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner):
     call("PUT", "/api/segments/{segment_id}", segment_id=segment,
          json={"name": "Berliners", "rules": rules})
     call("GET", "/api/segments/{segment_id}/count", segment_id=segment)
+
+    auto = "/api/automations/{automation_id}"
+    welcome = {"name": "Welcome", "trigger": {"type": "joined_list", "list_id": weekly},
+               "steps": [{"delay": "PT0S", "subject": "Hi {{ name }}", "body": "x"},
+                         {"delay": "P3D", "subject": "Tips", "preheader": "p", "body": "y"}]}
+    automation = call("POST", "/api/automations", json=welcome)["id"]
+    call("POST", "/api/automations", json={**welcome, "name": "WELCOME"})  # 409
+    call("POST", "/api/automations", json={**welcome, "steps": [{"delay": "P1M"}]})  # 422
+    campaign = call("POST", "/api/automations", json={
+        "name": "Berliners", "trigger": {"type": "segment", "segment_id": segment},
+        "priority": 3, "steps": []})["id"]
+    call("POST", auto + "/enable", automation_id=campaign)  # 422: no step
+    call("POST", auto + "/enable", automation_id=automation)
+    call("POST", "/api/subscribers", json={"email": "cy@example.com", "lists": [weekly],
+                                           "welcome": True})
+    assert call("GET", auto, automation_id=automation)["entered"] == 1
+    call("GET", auto, automation_id=999)  # 404
+    call("PUT", auto, automation_id=automation, json={**welcome, "steps": welcome["steps"][:1]})
+    call("POST", auto + "/disable", automation_id=automation)
+    call("GET", "/api/automations")
 
     one = "/api/broadcasts/{broadcast_id}"
     draft = call("POST", "/api/broadcasts", json={
@@ -175,6 +195,12 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner):
     call("DELETE", "/api/subscribers/{subscriber_id}", subscriber_id=person,
          headers={"Authorization": f"Bearer {token}"})  # 403
     call("DELETE", "/api/subscribers/{subscriber_id}", subscriber_id=person)
+
+    # The segment's deletion left the lifecycle automation with a null segment_id.
+    assert call("GET", auto, automation_id=campaign)["trigger"]["segment_id"] is None
+    call("DELETE", auto, automation_id=campaign)
+    call("DELETE", auto, automation_id=automation)
+    call("DELETE", auto, automation_id=automation)  # 404
 
     assert contract.seen == documented(doc), "operations never called here"
 

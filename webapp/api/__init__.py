@@ -69,9 +69,10 @@ def json_body() -> dict[str, Any]:
     """The request's JSON object, or a 422 with a clear message.
 
     Parsed strictly: NaN, Infinity and numbers beyond a float's range are refused (Python's
-    parser accepts them; PostgreSQL then refused them with a 500), and so is nesting deeper
-    than MAX_NESTING (the parser, and the domain's recursive checks of attributes, raised
-    RecursionError on deep input; no real body comes close).
+    parser accepts them; PostgreSQL then refused them with a 500), and so are lone surrogates
+    (no column can store them) and nesting deeper than MAX_NESTING (the parser, and the
+    domain's recursive checks of attributes, raised RecursionError on deep input; no real
+    body comes close).
     """
     data: Any = None
     if request.is_json:
@@ -86,6 +87,13 @@ def json_body() -> dict[str, Any]:
         if too_deep:
             raise ValidationError(f"The request body nests arrays and objects more than "
                                   f"{MAX_NESTING} deep.")
+        try:
+            # A lone surrogate ("\ud800") is valid JSON but no database column can store
+            # it: the write raised UnicodeEncodeError (a 500) on SQLite and PostgreSQL.
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError("The request body holds text that is not valid Unicode "
+                                  "(a lone surrogate such as \\ud800).") from None
     if not isinstance(data, dict):
         raise ValidationError("The request body must be a JSON object (Content-Type: application/json).")
     return data

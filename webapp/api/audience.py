@@ -3,10 +3,13 @@ tests/webapp/test_api_audience.py).
 
 - POST /api/lists {"name"} -> 201 {"id", "name"}
 - GET /api/lists -> 200 [{"id", "name", "counts": {"active", "unconfirmed", "unsubscribed"}}]
-- POST /api/subscribers {"email", "name"?, "lists": [int], "attributes"?}
-  -> 201 {"id", "email"} (new) or 200 (known address; the lists are added as active)
+- POST /api/subscribers {"email", "name"?, "lists": [int], "attributes"?, "welcome"?}
+  -> 201 {"id", "email"} (new) or 200 (known address; the lists are added as active).
+  "welcome": true enters them into the welcome automations of each list they newly join.
 - GET /api/subscribers/<id>, DELETE /api/subscribers/<id> (erases)
-- POST /api/lists/<id>/import (multipart `file`) -> 200 {"imported", "updated", "rejected": [...]}
+- POST /api/lists/<id>/import (multipart `file`, `welcome`?) -> 200 {"imported", "updated",
+  "rejected": [...]}. `welcome` 1/true: exactly the people the import adds to the list enter
+  its welcome automations (0/false or absent: nobody does).
 Bad input is 422 {"error"}, unknown ids 404 {"error"}.
 """
 
@@ -36,6 +39,30 @@ def _int_list(value) -> list[int]:
     ):
         raise ValidationError('"lists" must be an array of list ids (integers).')
     return value
+
+
+# The form values `welcome` takes on an import (a form field has no booleans).
+WELCOME_VALUES = {"1": True, "true": True, "0": False, "false": False}
+
+
+def _welcome_flag(data: dict) -> bool:
+    value = data.get("welcome", False)
+    if not isinstance(value, bool):
+        raise ValidationError('"welcome" must be true or false.')
+    return value
+
+
+def _welcome_field() -> bool:
+    """The import's `welcome` form field; anything but 1, 0, true or false is refused, so a
+    typo never imports people without the welcome that was asked for."""
+    if "welcome" in request.args:
+        raise ValidationError('Send "welcome" as a form field next to "file", not in the URL.')
+    given = request.form.getlist("welcome")
+    if not given:
+        return False
+    if len(given) > 1 or given[0] not in WELCOME_VALUES:
+        raise ValidationError('"welcome" must be 1, 0, true or false.')
+    return WELCOME_VALUES[given[0]]
 
 
 def _optional_str(data: dict, key: str) -> str | None:
@@ -72,7 +99,7 @@ def api_save_subscriber():
     subscriber, created = subscribers.save_subscriber(
         db.session, email=email, name=_optional_str(data, "name"),
         attributes=data.get("attributes"), list_ids=_int_list(data.get("lists", [])),
-        source="api",
+        source="api", welcome=_welcome_flag(data),
     )
     return jsonify(id=subscriber.id, email=subscriber.email), 201 if created else 200
 
@@ -112,13 +139,14 @@ def api_import(list_id: int):
         raise too_large
     try:
         upload = request.files.get("file")
+        welcome = _welcome_field()
     except RequestEntityTooLarge:
         raise too_large from None
     if upload is None:
         raise ValidationError('Send the CSV as a multipart form field named "file".')
     record, rejections = importer.import_now(
         db.session, list_id, upload.filename or "", upload.stream,
-        instance_path=current_app.instance_path, max_bytes=limit,
+        instance_path=current_app.instance_path, max_bytes=limit, welcome=welcome,
     )
     return jsonify(
         imported=record.imported, updated=record.updated,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from webapp.apidocs.automations import AUTOMATION_PATHS, AUTOMATION_SCHEMAS
 from webapp.apidocs.paths import PATHS
 from webapp.apidocs.schemas import COMPONENTS
 
@@ -21,7 +22,7 @@ def _version() -> str:
 
 
 DESCRIPTION = """\
-Broadside's JSON API: lists, subscribers, segments and broadcasts.
+Broadside's JSON API: lists, subscribers, segments, broadcasts and automations.
 
 **Authentication.** Send an API token with every request:
 `Authorization: Bearer TOKEN`. Create tokens in Settings or with
@@ -32,7 +33,7 @@ else answers 403. This document itself needs no token.
 token), 404 (unknown id), 409 (not possible in the current state, with the reason) or 422 (the
 request was refused; the message names the field). A refused request changes nothing. Bodies
 are strict JSON (no NaN or Infinity) nested at most 32 deep. Unknown
-fields in the bodies of the newer endpoints (segments, PATCH, unsubscribe) and unknown query
+fields in the bodies of the newer endpoints (segments, automations, PATCH, unsubscribe) and unknown query
 parameters of the paged lists are refused, so a typo never passes unnoticed.
 
 **Paging.** `GET /api/subscribers` and `GET /api/broadcasts` return
@@ -47,6 +48,8 @@ TAGS = [
     {"name": "Lists", "description": "Mailing lists and CSV import."},
     {"name": "Segments", "description": "Saved rules that pick people by what they are and did."},
     {"name": "Broadcasts", "description": "Drafts, sending, and what became of each copy."},
+    {"name": "Automations", "description": "Mail that goes out by itself: welcome series "
+     "and lifecycle campaigns, each message to each person at most once."},
     {"name": "Token", "description": "The token in use, and this document."},
 ]
 
@@ -56,6 +59,6 @@ DOCUMENT: dict[str, Any] = {
              "license": {"name": "MIT", "identifier": "MIT"}},
     "security": [{"bearer": []}],
     "tags": TAGS,
-    "paths": PATHS,
-    "components": COMPONENTS,
+    "paths": {**PATHS, **AUTOMATION_PATHS},
+    "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **AUTOMATION_SCHEMAS}},
 }

@@ -135,11 +135,17 @@ LIST_PATHS: dict[str, Any] = {
         "Lists", "importCsv", "Import a CSV file into a list",
         "Multipart form with the file in the field `file`; a header row with an `email` column "
         "(and optionally `name` and attribute columns). New people are added as active; known "
-        "ones are updated. Rows that cannot be used are listed with the reason.",
+        "ones are updated. Rows that cannot be used are listed with the reason. With `welcome` "
+        "set to 1 or true, exactly the people the import adds to the list enter its enabled "
+        "welcome automations.",
         parameters=[LIST], write=True,
         request={"required": True, "content": {"multipart/form-data": {"schema": {
             "type": "object", "required": ["file"], "properties": {
-                "file": {"type": "string", "contentMediaType": "text/csv"}}}}}},
+                "file": {"type": "string", "contentMediaType": "text/csv"},
+                "welcome": {"type": "string", "enum": ["1", "0", "true", "false"],
+                            "default": "0", "description": (
+                                "1 or true: the people added enter the list's welcome "
+                                "automations. Anything else is 422.")}}}}}},
         responses={"200": reply("Imported.", "ImportResult",
                                 {"imported": 2, "updated": 0, "rejected": [
                                     {"line": 4, "reason": "not a valid email address"}]}),

@@ -175,6 +175,9 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "name": {"type": ["string", "null"], "maxLength": people.MAX_NAME},
         "lists": {"type": "array", "items": ID, "description": "Lists to put them on as active."},
         "attributes": {**ATTRIBUTES, "description": "Merged into a known person's attributes."},
+        "welcome": {"type": "boolean", "default": False, "description": (
+            "true: on each list they newly join, they enter its enabled welcome automations "
+            "(a person already on the list is not welcomed again).")},
     }, ("email",), closed=False),
     "SubscriberSaved": obj({"id": ID, "email": {"type": "string"}}),
     "SubscriberPatch": obj({

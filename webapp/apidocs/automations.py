@@ -1,0 +1,179 @@
+"""The OpenAPI document's part for automations (`webapp/api/automations.py`): their schemas
+and their paths, merged into the document by `document.py`. Kept apart from `paths.py` and
+`schemas.py`, which it reuses, so neither grows past the size a module keeps.
+
+Limits and enumerations come from `broadside.automations` and the models, as elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broadside.automations import durations
+from broadside.automations import service as automations
+from broadside.models.automations import AUTOMATION_STATUSES, AutomationStatus
+from broadside.models.sending import DELIVERY_STATUSES
+from webapp.apidocs.paths import body, operation, reply
+from webapp.apidocs.schemas import ID, MOMENT, nullable, obj, ref
+
+AUTOMATION = {"name": "automation_id", "in": "path", "required": True, "schema": ID,
+              "description": "The automation's id."}
+# The API never shows a deleted automation: it is 404 from then on.
+SHOWN_STATUSES = [s for s in AUTOMATION_STATUSES if s != AutomationStatus.DELETED.value]
+EVERY_HOURS = {"type": "integer", "minimum": 1, "maximum": automations.MAX_EVERY_HOURS}
+DELAY = {"type": "string", "maxLength": 40, "description": (
+    "How long after the previous step (the first: after they entered), as an ISO 8601 "
+    f"duration in weeks, days, hours, minutes and seconds: {durations.EXAMPLES}, or P2W. "
+    f"Years and months are refused (their length varies); at most {durations.MAX_DAYS} days.")}
+
+
+def _triggers(suffix: str, ids: dict[str, Any], *, saved: bool) -> dict[str, Any]:
+    """The two kinds of trigger, named (`JoinedListTrigger`, `SegmentTrigger` + suffix)."""
+    gone = (" Null once that {} was deleted (enabling is refused until another is chosen)."
+            if saved else "")
+    return {
+        f"JoinedListTrigger{suffix}": obj(
+            {"type": {"const": "joined_list"},
+             "list_id": {**ids, "description": "The list." + gone.format("list")}},
+            description="Welcome: people enter when they join this list (through the API with "
+            '"welcome": true, an import with welcome=1, or a confirmed sign-up).'),
+        f"SegmentTrigger{suffix}": obj(
+            {"type": {"const": "segment"},
+             "segment_id": {**ids, "description": "The segment." + gone.format("segment")},
+             "every_hours": {**EVERY_HOURS, "default": 12,
+                             "description": "How often the segment is evaluated."}},
+            None if saved else ("type", "segment_id"),
+            description="Lifecycle: every `every_hours` hours, the people this segment matches "
+            "who never entered it enter."),
+    }
+
+
+STEP_INPUT = obj({
+    "delay": {**DELAY, "default": "PT0S"},
+    "subject": {"type": "string", "minLength": 1, "maxLength": automations.MAX_SUBJECT,
+                "description": "One line, with {{ merge fields }}."},
+    "preheader": {"type": ["string", "null"], "maxLength": automations.MAX_PREHEADER},
+    "body": {"type": ["string", "null"], "maxLength": automations.MAX_BODY,
+             "description": "Markdown, with {{ merge fields }}."},
+}, ("subject",))
+
+STEP = obj({
+    "id": ID, "position": {"type": "integer", "minimum": 1, "description": "1, 2, ... in order."},
+    "delay": DELAY, "delay_seconds": {"type": "integer", "minimum": 0},
+    "subject": {"type": "string"}, "preheader": {"type": "string"}, "body": {"type": "string"},
+    "revision_id": {**nullable(ID), "description": (
+        "The frozen content new messages get. Saving changed content freezes a new one; "
+        "messages already due keep the revision they had.")},
+    "counts": ref("StepCounts"),
+})
+
+AUTOMATION_SCHEMAS: dict[str, Any] = {
+    "AutomationStatus": {"type": "string", "enum": SHOWN_STATUSES, "description": (
+        "disabled (a new one starts here: nobody enters, due messages are held), enabled, "
+        "or paused (the worker met a channel-wide error: held, with `pause_reason`; enable "
+        "resumes it).")},
+    **_triggers("", ID, saved=False),
+    **_triggers("Saved", nullable(ID), saved=True),
+    "AutomationStepInput": STEP_INPUT,
+    "AutomationInput": obj({
+        "name": {"type": "string", "minLength": 1, "maxLength": automations.MAX_NAME},
+        "trigger": {"oneOf": [ref("JoinedListTrigger"), ref("SegmentTrigger")]},
+        "priority": {"type": "integer", "minimum": -automations.MAX_PRIORITY,
+                     "maximum": automations.MAX_PRIORITY, "default": 0,
+                     "description": "Lifecycle automations are evaluated highest first; one "
+                     "evaluation enters a person into one of them at most."},
+        "record_only": {"type": "boolean", "default": False,
+                        "description": "People are recorded as entered and nothing is sent."},
+        "steps": {"type": "array", "maxItems": automations.MAX_STEPS,
+                  "items": ref("AutomationStepInput"),
+                  "description": "The whole series, in order. On a replacement steps are "
+                  "matched by position; those beyond the new count are removed and their "
+                  "pending messages skipped."},
+    }, ("name", "trigger", "steps")),
+    "StepCounts": obj({status: {"type": "integer", "minimum": 0} for status in DELIVERY_STATUSES},
+                      description="This step's messages by status."),
+    "AutomationStep": STEP,
+    "Automation": obj({
+        "id": ID, "name": {"type": "string"}, "status": ref("AutomationStatus"),
+        "pause_reason": {"type": ["string", "null"]},
+        "trigger": {"oneOf": [ref("JoinedListTriggerSaved"), ref("SegmentTriggerSaved")]},
+        "priority": {"type": "integer"}, "record_only": {"type": "boolean"},
+        "entered": {"type": "integer", "minimum": 0, "description": "People who entered it."},
+        "created_at": MOMENT, "updated_at": MOMENT,
+        "steps": {"type": "array", "items": ref("AutomationStep")},
+    }),
+}
+
+STEPS_EXAMPLE = [{"delay": "PT0S", "subject": "Welcome, {{ name }}", "body": "Glad you came."},
+                 {"delay": "P3D", "subject": "Three tips", "preheader": "Start here",
+                  "body": "1. ..."}]
+INPUT_EXAMPLE = {"name": "Welcome series", "trigger": {"type": "joined_list", "list_id": 1},
+                 "priority": 0, "record_only": False, "steps": STEPS_EXAMPLE}
+ZERO = dict.fromkeys(DELIVERY_STATUSES, 0)
+AUTOMATION_EXAMPLE = {
+    "id": 5, "name": "Welcome series", "status": "enabled", "pause_reason": None,
+    "trigger": {"type": "joined_list", "list_id": 1}, "priority": 0, "record_only": False,
+    "entered": 120, "created_at": "2026-11-02T09:30:00Z", "updated_at": "2026-11-03T10:00:00Z",
+    "steps": [
+        {"id": 9, "position": 1, "delay": "PT0S", "delay_seconds": 0,
+         "subject": "Welcome, {{ name }}", "preheader": "", "body": "Glad you came.",
+         "revision_id": 14, "counts": {**ZERO, "sent": 118, "skipped": 2}},
+        {"id": 10, "position": 2, "delay": "P3D", "delay_seconds": 259200,
+         "subject": "Three tips", "preheader": "Start here", "body": "1. ...",
+         "revision_id": 15, "counts": {**ZERO, "pending": 40, "sent": 78, "skipped": 2}},
+    ],
+}
+ACTIONS = {
+    "enable": ("Enable (or resume) an automation",
+               "People enter it from now on and its due messages go out; a paused one resumes. "
+               "Enabling an enabled one changes nothing. 422 without a step (unless it is "
+               "record only) or when its list or segment was deleted.",
+               ("NotFound", "Conflict", "Invalid")),
+    "disable": ("Disable an automation",
+                "Nobody new enters; its due messages are held until it is enabled again. "
+                "Disabling a disabled one changes nothing.", ("NotFound", "Conflict")),
+}
+
+AUTOMATION_PATHS: dict[str, Any] = {
+    "/api/automations": {
+        "get": operation("Automations", "listAutomations", "All automations, highest priority first",
+                         "Each with its steps and their counts.",
+                         responses={"200": reply("Every automation.", {
+                             "type": "array", "items": ref("Automation")}, [AUTOMATION_EXAMPLE])}),
+        "post": operation(
+            "Automations", "createAutomation", "Create an automation",
+            "It starts disabled: enable it when it is ready. Each step's content is frozen into "
+            "a revision. A refused body is 422 with a message naming the field, and the step by "
+            "its number; the list or segment of the trigger must exist; names are unique "
+            "(ignoring case).",
+            write=True, request=body("AutomationInput", INPUT_EXAMPLE),
+            responses={"201": reply("Created (disabled).", "Automation",
+                                    {**AUTOMATION_EXAMPLE, "status": "disabled", "entered": 0})},
+            errors=("Conflict", "Invalid")),
+    },
+    "/api/automations/{automation_id}": {
+        "get": operation("Automations", "getAutomation", "One automation, with its steps' counts",
+                         parameters=[AUTOMATION],
+                         responses={"200": reply("The automation.", "Automation", AUTOMATION_EXAMPLE)},
+                         errors=("NotFound",)),
+        "put": operation(
+            "Automations", "replaceAutomation", "Replace an automation",
+            "The whole automation: fields left out take their defaults. Steps are matched by "
+            "position; a step whose content changed gets a new revision, which reaches the "
+            "messages not yet due (those already due keep theirs). A changed delay applies to "
+            "people who enter afterwards. Steps beyond the new count are removed and their "
+            "pending messages skipped; what was sent stays in the send log.",
+            parameters=[AUTOMATION], write=True, request=body("AutomationInput", INPUT_EXAMPLE),
+            responses={"200": reply("Saved.", "Automation", AUTOMATION_EXAMPLE)},
+            errors=("NotFound", "Conflict", "Invalid")),
+        "delete": operation(
+            "Automations", "deleteAutomation", "Delete an automation",
+            "Its pending messages are skipped; what it sent is kept. It is 404 from then on.",
+            parameters=[AUTOMATION], write=True, responses={"204": reply("Deleted.")},
+            errors=("NotFound",)),
+    },
+    **{f"/api/automations/{{automation_id}}/{action}": {"post": operation(
+        "Automations", f"{action}Automation", summary, description, parameters=[AUTOMATION],
+        write=True, responses={"200": reply("Its state now.", "Automation")}, errors=errors)}
+       for action, (summary, description, errors) in ACTIONS.items()},
+}
