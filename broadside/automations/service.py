@@ -39,7 +39,7 @@ from broadside.models.automations import TRIGGERS, AutomationStatus
 from broadside.models.sending import DELIVERY_STATUSES
 from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
-from broadside.rendering import CompiledRevision, freeze_content
+from broadside.rendering import CompiledRevision, RenderedEmail, freeze_content
 from broadside.segments.rules import MAX_ID
 from broadside.site_settings import get_settings
 from broadside.timeutil import utcnow
@@ -469,3 +469,17 @@ def send_step_test(session: Session, automation_id: int, step_id: int, to_email:
         headers={"From-Name": revision.from_name, "From-Email": revision.from_email},
     )
     return message.id
+
+
+def preview_step(session: Session, automation_id: int, step_id: int, *, sample_email: str
+                 ) -> tuple[AutomationRevision, RenderedEmail]:
+    """A step's current revision rendered for a sample recipient (Alex), as the worker would."""
+    get_automation(session, automation_id)
+    step = get_step(session, automation_id, step_id)
+    revision = session.get(AutomationRevision, step.revision_id) if step.revision_id else None
+    if revision is None:
+        raise NotFound("This step has no saved content yet.")
+    rendered = CompiledRevision(subject=revision.subject, html_template=revision.html_template,
+                                text_template=revision.text_template).render(
+        email=sample_email, name="Alex", attributes={}, unsubscribe_url="#")
+    return revision, rendered

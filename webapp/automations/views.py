@@ -1,14 +1,217 @@
-"""Automations pages (routes on `webapp.automations.bp`, for the signed-in owner)."""
+"""Automations pages (routes on `webapp.automations.bp`, all for the signed-in owner):
+
+    GET  /automations/                          every automation: trigger, steps, state and
+                                                per-step counts (each card's counts poll while
+                                                its messages are in flight)
+    GET  /automations/<id>/counts               htmx: one automation's counts
+    GET/POST /automations/new, /<id>/edit       the editor (plain form; "Add a step" and
+                                                "Remove step n" re-render without saving; Save
+                                                validates through the domain: 422 keeps input)
+    POST /automations/<id>/enable, /disable     the lifecycle's moves (enable is also "Resume")
+    GET/POST /automations/<id>/delete           a confirmation, then the delete
+    GET  /automations/<id>/steps/<sid>/preview  the step's email for the preview iframe
+    POST /automations/<id>/steps/<sid>/test     a test send (htmx: the status line)
+"""
 
 from __future__ import annotations
 
-from flask import render_template
+from flask import Response, current_app, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+from flask_wtf import FlaskForm
 
-from broadside.automations import service
-from webapp.automations import bp
-from webapp.extensions import db
+from broadside.automations import durations
+from broadside.automations import service as automations
+from broadside.errors import Conflict, DomainError, NotFound, ValidationError
+from broadside.lists.service import all_lists
+from broadside.models import Automation
+from broadside.segments.service import all_segments
+from webapp.automations import bp, form
+from webapp.broadcasts.views import PREVIEW_CSP
+from webapp.extensions import db, get_jobs
+from webapp.htmx import make_response
+
+IN_FLIGHT = ("pending", "sending")
+
+
+class ConfirmForm(FlaskForm):
+    """Only the CSRF token: for the editor and the buttons that change state."""
+
+
+def _default_from() -> str:
+    return current_app.config["MAIL_FROM"]
+
+
+def _card(automation: Automation) -> dict:
+    """What one automation's card shows: its steps with counts, and whether to keep polling."""
+    counts = automations.step_counts(db.session, automation.id)
+    steps = [{"step": step, "when": durations.describe(step.delay_seconds),
+              "counts": counts.get(step.id, {})}
+             for step in automations.steps_of(db.session, automation.id)]
+    busy = any(c.get(s, 0) for c in counts.values() for s in IN_FLIGHT)
+    return {"automation": automation, "steps": steps, "busy": busy,
+            "entered": automations.entered_count(db.session, automation.id)}
+
+
+def _names() -> tuple[dict[int, str], dict[int, str]]:
+    return ({m.id: m.name for m in all_lists(db.session)},
+            {s.id: s.name for s in all_segments(db.session)})
 
 
 @bp.get("/")
 def index():
-    return render_template("automations/index.html", automations=service.list_automations(db.session))
+    lists, segments = _names()
+    cards = [_card(a) for a in automations.list_automations(db.session)]
+    return render_template("automations/index.html", cards=cards, lists=lists, segments=segments,
+                           action_form=ConfirmForm())
+
+
+@bp.get("/<int:automation_id>/counts")
+def counts(automation_id: int):
+    card = _card(automations.get_automation(db.session, automation_id))
+    return render_template("automations/_counts.html", card=card)
+
+
+# ------------------------------------------------------------------ the editor
+
+
+def _render_editor(fields: form.EditorFields, automation: Automation | None, *,
+                   error: str | None = None, note: str | None = None, status: int = 200):
+    lists, segments = _names()
+    page = render_template("automations/edit.html", fields=fields, automation=automation,
+                           lists=lists, segments=segments, error=error, note=note,
+                           max_steps=automations.MAX_STEPS, csrf_form=ConfirmForm())
+    return page, status
+
+
+def _submitted(automation: Automation | None):
+    if not ConfirmForm().validate_on_submit():
+        return _render_editor(form.read_form(request.form), automation,
+                              error="The form expired; press Save again.", status=400)
+    fields = form.read_form(request.form)
+    action = request.form.get("action", "save")
+    if action != "save":
+        note = form.apply_button(fields, action)
+        return _render_editor(fields, automation, note=note)
+    try:
+        if fields.trigger_type == "segment" and not fields.segment_id:
+            raise ValidationError("Choose the segment whose people enter this automation.")
+        if fields.trigger_type != "segment" and not fields.list_id:
+            raise ValidationError("Choose the list whose new subscribers enter this automation.")
+        data = automations.parse_input(form.as_body(fields))
+        if automation is None:
+            saved = automations.create_automation(db.session, data, default_from=_default_from())
+            flash(f"The automation {saved.name!r} is saved. It is disabled until you enable it.",
+                  "success")
+        else:
+            saved = automations.update_automation(db.session, automation.id, data,
+                                                  default_from=_default_from())
+            flash(f"The automation {saved.name!r} is saved.", "success")
+    except (ValidationError, Conflict) as exc:
+        return _render_editor(fields, automation, error=exc.message, status=422)
+    return redirect(url_for("automations.index") + f"#automation-{saved.id}")
+
+
+@bp.route("/new", methods=["GET", "POST"])
+def new():
+    if request.method == "POST":
+        return _submitted(None)
+    fields = form.EditorFields()
+    lists, _ = _names()
+    if len(lists) == 1:
+        fields.list_id = str(next(iter(lists)))
+    return _render_editor(fields, None)
+
+
+@bp.route("/<int:automation_id>/edit", methods=["GET", "POST"])
+def edit(automation_id: int):
+    automation = automations.get_automation(db.session, automation_id)
+    if request.method == "POST":
+        return _submitted(automation)
+    steps = automations.steps_of(db.session, automation_id)
+    fields = form.from_saved(automations.as_input(db.session, automation), [s.id for s in steps])
+    return _render_editor(fields, automation)
+
+
+# ------------------------------------------------------------------ state
+
+
+def _move(automation_id: int, action, said: str):
+    if not ConfirmForm().validate_on_submit():
+        flash("The form expired; try again.", "error")
+        return redirect(url_for("automations.index"))
+    try:
+        automation = action(db.session, automation_id)
+        flash(said.format(name=automation.name), "success")
+    except (ValidationError, Conflict) as exc:
+        flash(exc.message, "error")
+    return redirect(url_for("automations.index") + f"#automation-{automation_id}")
+
+
+@bp.post("/<int:automation_id>/enable")
+def enable(automation_id: int):
+    return _move(automation_id, automations.enable,
+                 "“{name}” is enabled: people who join now enter it, and its due messages go out.")
+
+
+@bp.post("/<int:automation_id>/disable")
+def disable(automation_id: int):
+    return _move(automation_id, automations.disable,
+                 "“{name}” is disabled: nobody new enters it, and its due messages wait until you "
+                 "enable it again.")
+
+
+@bp.route("/<int:automation_id>/delete", methods=["GET", "POST"])
+def delete(automation_id: int):
+    automation = automations.get_automation(db.session, automation_id)
+    confirm = ConfirmForm()
+    if request.method == "POST" and confirm.validate_on_submit():
+        automations.delete(db.session, automation_id)
+        flash(f"The automation {automation.name!r} is deleted; its waiting messages were skipped.",
+              "success")
+        return redirect(url_for("automations.index"))
+    card = _card(automation)
+    waiting = sum(c.get("pending", 0) for c in (s["counts"] for s in card["steps"]))
+    return render_template("automations/delete.html", automation=automation, waiting=waiting,
+                           form=confirm)
+
+
+# ------------------------------------------------------------------ preview and test
+
+
+@bp.get("/<int:automation_id>/steps/<int:step_id>/preview")
+def preview(automation_id: int, step_id: int) -> Response:
+    """The step's email for the sample recipient, as a document of its own for the iframe."""
+    try:
+        _, rendered = automations.preview_step(db.session, automation_id, step_id,
+                                               sample_email=current_user.email)
+        response = make_response(rendered.html)
+    except NotFound:
+        raise
+    except DomainError as exc:
+        response = make_response(render_template("broadcasts/preview_problem.html",
+                                                  problem=exc.message))
+    response.headers["Content-Security-Policy"] = PREVIEW_CSP
+    response.headers["X-Frame-Options"] = "SAMEORIGIN"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.post("/<int:automation_id>/steps/<int:step_id>/test")
+def send_test(automation_id: int, step_id: int):
+    address = (request.form.get("to_email") or "")[:320]
+    error = None
+    if not ConfirmForm().validate_on_submit():
+        error = "the form expired; reload the page."
+    else:
+        try:
+            automations.send_step_test(db.session, automation_id, step_id, address,
+                                       default_from=_default_from(), jobs=get_jobs())
+        except ValidationError as exc:
+            error = exc.message
+    fragment = render_template("automations/_test_status.html", error=error, address=address,
+                               step_id=step_id)
+    if request.headers.get("HX-Request"):
+        return make_response(fragment, 422 if error else 200)
+    flash(f"Test not sent: {error}" if error else f"Test queued for {address.lower()}.",
+          "error" if error else "success")
+    return redirect(url_for("automations.edit", automation_id=automation_id) + f"#step-{step_id}")

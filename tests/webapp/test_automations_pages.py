@@ -1,0 +1,153 @@
+"""The automations pages on SQLite and PostgreSQL, driven as a browser without JavaScript
+would: the editor (save, 422 with every typed value kept, add and remove step), enable,
+disable, delete, the live counts, the step preview and test send."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from broadside.automations import entering
+from broadside.automations import service as automations
+from broadside.models import (
+    Automation,
+    AutomationRevision,
+    AutomationStep,
+    MailingList,
+    Subscriber,
+    Subscription,
+    TransactionalMessage,
+)
+from tests.helpers import csrf_token_from
+from webapp.extensions import db
+
+HX = {"HX-Request": "true"}
+
+
+def a_list(name="Weekly") -> int:
+    mailing_list = MailingList(name=name)
+    db.session.add(mailing_list)
+    db.session.commit()
+    return mailing_list.id
+
+
+def editor_post(client, path, **fields):
+    token = csrf_token_from(client.get(path).get_data(as_text=True))
+    data = {"csrf_token": token, "action": "save", "name": "Welcome", "trigger_type": "joined_list",
+            "priority": "0", "step-1-delay": "PT0S", "step-1-subject": "Hello {{ name }}",
+            "step-1-body": "Glad you came.", **fields}
+    return client.post(path, data={k: v for k, v in data.items() if v is not None})
+
+
+def test_a_new_automation_is_saved_disabled_and_listed_with_its_steps(logged_in_client):
+    list_id = a_list()
+    response = editor_post(logged_in_client, "/automations/new", list_id=str(list_id),
+                           **{"step-2-delay": "P3D", "step-2-subject": "Three days in", "step-2-body": "Tips"})
+    assert response.status_code == 302
+    automation = db.session.scalars(select(Automation)).one()
+    assert (automation.name, automation.status, automation.list_id) == ("Welcome", "disabled", list_id)
+    page = logged_in_client.get("/automations/").get_data(as_text=True)
+    assert "When someone joins" in page and "Weekly" in page
+    assert "Three days in" in page and "3 days after the previous step" in page
+    assert "hx-trigger=\"every 2s\"" not in page  # nothing in flight: no polling
+
+
+def test_a_mistake_answers_422_with_the_message_and_every_typed_value_kept(logged_in_client):
+    list_id = a_list()
+    response = editor_post(logged_in_client, "/automations/new", list_id=str(list_id),
+                           **{"step-1-delay": "P1M", "step-1-body": "My careful words"})
+    page = response.get_data(as_text=True)
+    assert response.status_code == 422
+    assert "years or months" in page
+    assert "My careful words" in page and 'value="P1M"' in page and 'value="Welcome"' in page
+    assert db.session.scalar(select(func.count()).select_from(Automation)) == 0
+    for fields, said in (({"list_id": ""}, "Choose the list"),
+                         ({"list_id": "4242"}, "no list with id 4242"),
+                         ({"list_id": str(list_id), "step-1-subject": ""}, "Give the subject of step 1"),
+                         ({"list_id": str(list_id), "priority": "high"}, "priority must be"),
+                         ({"trigger_type": "segment", "segment_id": "99999999999"}, "segment"),
+                         ({"list_id": str(list_id), "step-1-body": "{{ name"}, "Step 1")):
+        response = editor_post(logged_in_client, "/automations/new", **fields)
+        assert response.status_code == 422 and said in response.get_data(as_text=True), said
+
+
+def test_add_and_remove_step_re_render_without_saving(logged_in_client):
+    list_id = a_list()
+    added = editor_post(logged_in_client, "/automations/new", list_id=str(list_id), action="add")
+    page = added.get_data(as_text=True)
+    assert added.status_code == 200 and 'name="step-2-subject"' in page and "Hello {{ name }}" in page
+    removed = editor_post(logged_in_client, "/automations/new", list_id=str(list_id), action="remove-1",
+                          **{"step-2-delay": "P1D", "step-2-subject": "Second", "step-2-body": "b"})
+    page = removed.get_data(as_text=True)
+    assert 'value="Second"' in page and "Hello {{ name }}" not in page
+    assert db.session.scalar(select(func.count()).select_from(Automation)) == 0
+
+
+def test_editing_freezes_a_new_revision_and_a_live_automation_says_so(app, logged_in_client):
+    list_id = a_list()
+    editor_post(logged_in_client, "/automations/new", list_id=str(list_id))
+    automation = db.session.scalars(select(Automation)).one()
+    automations.enable(db.session, automation.id)
+    path = f"/automations/{automation.id}/edit"
+    page = logged_in_client.get(path).get_data(as_text=True)
+    assert "freezes a new revision" in page and 'value="Hello {{ name }}"' in page
+    step = db.session.scalars(select(AutomationStep)).one()
+    first = step.revision_id
+    response = editor_post(logged_in_client, path, list_id=str(list_id), **{"step-1-subject": "Hi again",
+                                                                           "step-1-id": str(step.id)})
+    assert response.status_code == 302
+    db.session.expire_all()
+    assert step.revision_id != first
+    assert db.session.get(AutomationRevision, step.revision_id).subject == "Hi again"
+
+
+def test_enable_disable_delete_and_live_counts(app, logged_in_client):
+    list_id = a_list()
+    editor_post(logged_in_client, "/automations/new", list_id=str(list_id))
+    automation = db.session.scalars(select(Automation)).one()
+    index = logged_in_client.get("/automations/").get_data(as_text=True)
+    token = csrf_token_from(index)
+    response = logged_in_client.post(f"/automations/{automation.id}/enable", data={"csrf_token": token})
+    assert response.status_code == 302
+    db.session.expire_all()
+    assert automation.status == "enabled"
+    person = Subscriber(email="ada@example.com", name="Ada")
+    db.session.add(person)
+    db.session.flush()
+    db.session.add(Subscription(subscriber_id=person.id, list_id=list_id, status="active"))
+    entering.enter_joined(db.session, list_id, [person.id], source="joined")
+    db.session.commit()
+    fragment = logged_in_client.get(f"/automations/{automation.id}/counts", headers=HX).get_data(as_text=True)
+    assert 'hx-trigger="every 2s"' in fragment and "1</dd>" in fragment  # due: 1, polling
+    logged_in_client.post(f"/automations/{automation.id}/disable", data={"csrf_token": token})
+    db.session.expire_all()
+    assert automation.status == "disabled"
+    confirm = logged_in_client.get(f"/automations/{automation.id}/delete").get_data(as_text=True)
+    assert "1 message is waiting" in confirm
+    logged_in_client.post(f"/automations/{automation.id}/delete", data={"csrf_token": csrf_token_from(confirm)})
+    db.session.expire_all()
+    assert automation.status == "deleted"
+    fragment = logged_in_client.get(f"/automations/{automation.id}/counts", headers=HX)
+    assert fragment.status_code == 404
+    assert "every 2s" not in logged_in_client.get("/automations/").get_data(as_text=True)
+
+
+def test_a_step_preview_and_test_send(app, logged_in_client):
+    list_id = a_list()
+    editor_post(logged_in_client, "/automations/new", list_id=str(list_id))
+    automation = db.session.scalars(select(Automation)).one()
+    step = db.session.scalars(select(AutomationStep)).one()
+    preview = logged_in_client.get(f"/automations/{automation.id}/steps/{step.id}/preview")
+    assert preview.status_code == 200 and "Glad you came." in preview.get_data(as_text=True)
+    assert "default-src 'none'" in preview.headers["Content-Security-Policy"]
+    page = logged_in_client.get(f"/automations/{automation.id}/edit").get_data(as_text=True)
+    token = csrf_token_from(page)
+    sent = logged_in_client.post(f"/automations/{automation.id}/steps/{step.id}/test",
+                                 data={"csrf_token": token, "to_email": "me@example.com"}, headers=HX)
+    assert sent.status_code == 200 and "Test queued for me@example.com" in sent.get_data(as_text=True)
+    message = db.session.scalars(select(TransactionalMessage)).one()
+    assert message.subject.startswith("[Test] Hello") and message.to_email == "me@example.com"
+    bad = logged_in_client.post(f"/automations/{automation.id}/steps/{step.id}/test",
+                                data={"csrf_token": token, "to_email": "not an address"}, headers=HX)
+    assert bad.status_code == 422 and "Test not sent" in bad.get_data(as_text=True)
+    assert logged_in_client.get(f"/automations/{automation.id}/steps/999999/preview").status_code == 404
+    assert logged_in_client.get("/automations/99999999999/edit").status_code == 404

@@ -1,0 +1,118 @@
+"""The automation editor's form <-> the API's JSON shape (`broadside.automations.service.
+parse_input` validates it; this module only reads and lays out what was typed).
+
+The form is plain HTML that works without JavaScript: the steps are `step-<n>-delay`,
+`step-<n>-subject`, `step-<n>-preheader` and `step-<n>-body`; "Add a step" and "Remove step
+n" are submit buttons (`action=add` / `action=remove-<n>`) that re-render the form with every
+typed value kept and save nothing. Only `action=save` saves.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from werkzeug.datastructures import MultiDict
+
+from broadside.automations.service import MAX_STEPS
+
+MAX_FIELD = 600_000  # longer than any valid value: the domain says what is too long
+_STEP_KEY = re.compile(r"^step-(\d{1,2})-(delay|subject|preheader|body)$")
+_REMOVE = re.compile(r"^remove-(\d{1,2})$")
+
+
+@dataclass
+class StepFields:
+    delay: str = "PT0S"
+    subject: str = ""
+    preheader: str = ""
+    body: str = ""
+    id: int | None = None  # the saved step in this place, for its preview and test send
+
+
+@dataclass
+class EditorFields:
+    name: str = ""
+    trigger_type: str = "joined_list"
+    list_id: str = ""
+    segment_id: str = ""
+    every_hours: str = "12"
+    priority: str = "0"
+    record_only: bool = False
+    steps: list[StepFields] = field(default_factory=lambda: [StepFields()])
+
+
+def _text(form: MultiDict, key: str, default: str = "") -> str:
+    value = form.get(key, default)
+    return value[:MAX_FIELD] if isinstance(value, str) else default
+
+
+def read_form(form: MultiDict) -> EditorFields:
+    """Whatever was typed, as text, in step order (gaps in the numbering closed up)."""
+    fields = EditorFields(
+        name=_text(form, "name"), trigger_type=_text(form, "trigger_type", "joined_list"),
+        list_id=_text(form, "list_id"), segment_id=_text(form, "segment_id"),
+        every_hours=_text(form, "every_hours", "12"), priority=_text(form, "priority", "0"),
+        record_only=form.get("record_only") in ("1", "on", "y", "true"), steps=[])
+    numbers = sorted({int(m.group(1)) for key in form if (m := _STEP_KEY.match(key))})
+    for number in numbers[:MAX_STEPS + 1]:
+        step_id = _text(form, f"step-{number}-id")
+        fields.steps.append(StepFields(
+            delay=_text(form, f"step-{number}-delay", "PT0S"),
+            subject=_text(form, f"step-{number}-subject"),
+            preheader=_text(form, f"step-{number}-preheader"),
+            body=_text(form, f"step-{number}-body"),
+            id=int(step_id) if step_id.isdigit() and len(step_id) < 10 else None,
+        ))
+    return fields
+
+
+def apply_button(fields: EditorFields, action: str) -> str | None:
+    """Carry out "add" or "remove-<n>" on the fields; returns a note to show, if any."""
+    if action == "add":
+        if len(fields.steps) >= MAX_STEPS:
+            return f"An automation has at most {MAX_STEPS} steps."
+        fields.steps.append(StepFields(delay="P1D"))
+        return None
+    match = _REMOVE.match(action)
+    if match:
+        index = int(match.group(1)) - 1
+        if 0 <= index < len(fields.steps):
+            del fields.steps[index]
+    return None
+
+
+def _number(text: str) -> Any:
+    """A whole number when the text is one (the domain refuses anything else with a message)."""
+    text = text.strip()
+    return int(text) if re.fullmatch(r"-?\d{1,12}", text) else text
+
+
+def as_body(fields: EditorFields) -> dict[str, Any]:
+    """The API's JSON shape, for `parse_input`."""
+    trigger: dict[str, Any]
+    if fields.trigger_type == "segment":
+        trigger = {"type": "segment", "segment_id": _number(fields.segment_id) if fields.segment_id else None,
+                   "every_hours": _number(fields.every_hours or "12")}
+    else:
+        trigger = {"type": "joined_list", "list_id": _number(fields.list_id) if fields.list_id else None}
+    return {
+        "name": fields.name, "trigger": trigger, "priority": _number(fields.priority or "0"),
+        "record_only": fields.record_only,
+        "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader, "body": s.body}
+                  for s in fields.steps],
+    }
+
+
+def from_saved(shape: dict[str, Any], step_ids: list[int]) -> EditorFields:
+    """A saved automation (`service.as_input`) laid out in the form."""
+    trigger = shape["trigger"]
+    return EditorFields(
+        name=shape["name"], trigger_type=trigger["type"],
+        list_id=str(trigger.get("list_id") or ""), segment_id=str(trigger.get("segment_id") or ""),
+        every_hours=str(trigger.get("every_hours", 12)), priority=str(shape["priority"]),
+        record_only=shape["record_only"],
+        steps=[StepFields(s["delay"], s["subject"], s["preheader"], s["body"], step_id)
+               for s, step_id in zip(shape["steps"], step_ids, strict=True)],
+    )
