@@ -4,6 +4,8 @@ disable, delete, the live counts, the step preview and test send."""
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import func, select
 
 from broadside.automations import entering
@@ -41,7 +43,8 @@ def editor_post(client, path, **fields):
 def test_a_new_automation_is_saved_disabled_and_listed_with_its_steps(logged_in_client):
     list_id = a_list()
     response = editor_post(logged_in_client, "/automations/new", list_id=str(list_id),
-                           **{"step-2-delay": "P3D", "step-2-subject": "Three days in", "step-2-body": "Tips"})
+                           **{"step-2-delay": "P3D", "step-2-subject": "Three days in",
+                              "step-2-body": "Tips"})
     assert response.status_code == 302
     automation = db.session.scalars(select(Automation)).one()
     assert (automation.name, automation.status, automation.list_id) == ("Welcome", "disabled", list_id)
@@ -123,7 +126,8 @@ def test_enable_disable_delete_and_live_counts(app, logged_in_client):
     assert automation.status == "disabled"
     confirm = logged_in_client.get(f"/automations/{automation.id}/delete").get_data(as_text=True)
     assert "1 message is waiting" in confirm
-    logged_in_client.post(f"/automations/{automation.id}/delete", data={"csrf_token": csrf_token_from(confirm)})
+    logged_in_client.post(f"/automations/{automation.id}/delete",
+                          data={"csrf_token": csrf_token_from(confirm)})
     db.session.expire_all()
     assert automation.status == "deleted"
     fragment = logged_in_client.get(f"/automations/{automation.id}/counts", headers=HX)
@@ -151,3 +155,85 @@ def test_a_step_preview_and_test_send(app, logged_in_client):
     assert bad.status_code == 422 and "Test not sent" in bad.get_data(as_text=True)
     assert logged_in_client.get(f"/automations/{automation.id}/steps/999999/preview").status_code == 404
     assert logged_in_client.get("/automations/99999999999/edit").status_code == 404
+
+
+def welcome_on(app, list_id: int, name="Welcome") -> Automation:
+    data = automations.parse_input({"name": name, "trigger": {"type": "joined_list", "list_id": list_id},
+                                    "steps": [{"delay": "PT0S", "subject": "Welcome aboard", "body": "x"},
+                                              {"delay": "P3D", "subject": "Later", "body": "y"}]})
+    return automations.enable(db.session, automations.create_automation(
+        db.session, data, default_from=app.config["MAIL_FROM"]).id)
+
+
+def test_the_add_subscriber_forms_welcome_by_default_and_the_page_shows_the_messages(app, logged_in_client):
+    from broadside.models import AutomationEntry
+
+    list_id, other = a_list(), a_list("Other")
+    welcome_on(app, list_id)
+    welcome_on(app, other, name="Other welcome")
+    page = logged_in_client.get("/subscribers/new").get_data(as_text=True)
+    [box] = re.findall(r'<input[^>]*name="welcome"[^>]*>', page)
+    assert "checked" in box  # ticked by default
+    token = csrf_token_from(page)
+    logged_in_client.post("/subscribers/new", data={"csrf_token": token, "email": "ada@example.com",
+                                                    "lists": str(list_id), "welcome": "y"})
+    logged_in_client.post("/subscribers/new", data={"csrf_token": token, "email": "bob@example.com",
+                                                    "lists": str(list_id)})  # box unticked
+    ada = db.session.scalar(select(Subscriber.id).where(Subscriber.email == "ada@example.com"))
+    bob = db.session.scalar(select(Subscriber.id).where(Subscriber.email == "bob@example.com"))
+    entered = set(db.session.scalars(select(AutomationEntry.subscriber_id)))
+    assert ada in entered and bob not in entered
+    shown = logged_in_client.get(f"/subscribers/{ada}")
+    html = shown.get_data(as_text=True)
+    assert "Automated messages" in html and "Welcome aboard" in html and "Later" in html
+    # Added to another list from their page, with that list's welcome.
+    logged_in_client.post(f"/subscribers/{ada}/lists", data={"csrf_token": csrf_token_from(html),
+                                                           "list_id": str(other), "welcome": "y"})
+    assert db.session.scalar(select(func.count()).select_from(AutomationEntry)
+                             .where(AutomationEntry.subscriber_id == ada)) == 2
+
+
+def test_the_import_form_welcomes_only_when_ticked_and_only_the_people_it_adds(app, logged_in_client):
+    import io
+
+    from broadside.models import AutomationEntry
+
+    list_id = a_list()
+    welcome_on(app, list_id)
+    known = Subscriber(email="known@example.com")
+    db.session.add(known)
+    db.session.flush()
+    db.session.add(Subscription(subscriber_id=known.id, list_id=list_id, status="active"))
+    db.session.commit()
+    page = logged_in_client.get("/subscribers/import").get_data(as_text=True)
+    assert "Send the welcome series to the people this import adds" in page
+    token = csrf_token_from(page)
+
+    def upload(rows, **extra):
+        return logged_in_client.post("/subscribers/import", data={
+            "csrf_token": token, "list_id": str(list_id), **extra,
+            "file": (io.BytesIO(("email\n" + "\n".join(rows)).encode()), "people.csv")},
+            content_type="multipart/form-data")
+
+    upload(["quiet@example.com"])  # not ticked
+    upload(["new@example.com", "known@example.com"], welcome="y")
+    entered = set(db.session.scalars(select(Subscriber.email).join(
+        AutomationEntry, AutomationEntry.subscriber_id == Subscriber.id)))
+    assert entered == {"new@example.com"}
+
+
+def test_the_dashboard_shows_what_is_due_in_the_next_24_hours(app, logged_in_client):
+    list_id = a_list()
+    automation = welcome_on(app, list_id)
+    person = Subscriber(email="ada@example.com")
+    db.session.add(person)
+    db.session.flush()
+    db.session.add(Subscription(subscriber_id=person.id, list_id=list_id, status="active"))
+    entering.enter_joined(db.session, list_id, [person.id], source="joined")
+    db.session.commit()
+    page = logged_in_client.get("/").get_data(as_text=True)
+    panel = page.split('id="automations-due"')[1].split("</section>")[0]
+    assert "Welcome" in panel and ">1<" in panel  # the first step; the second is 3 days away
+    automations.disable(db.session, automation.id)
+    panel = logged_in_client.get("/").get_data(as_text=True).split('id="automations-due"')[1]
+    assert "held: disabled" in panel.split("</section>")[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
+from broadside.automations import service as automations
 from webapp.dashboard.home import home_overview, recent_broadcasts
 from webapp.extensions import db
 from webapp.htmx import STOP_POLLING, make_response, request
@@ -16,7 +17,8 @@ ACTIVE = ("queued", "sending")
 @bp.route("/")
 def home():
     return render_template("dashboard/home.html", home=home_overview(db.session),
-                           status=sending_readiness())
+                           status=sending_readiness(),
+                           due_soon=automations.due_soon(db.session, hours=24))
 
 
 @bp.route("/dashboard/recent")

@@ -16,7 +16,7 @@ from flask import (
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField, FileRequired
 from werkzeug.exceptions import RequestEntityTooLarge
-from wtforms import SelectField
+from wtforms import BooleanField, SelectField
 
 from broadside.errors import DomainError
 from broadside.lists.service import all_lists, get_list
@@ -34,6 +34,8 @@ DEFAULT_INLINE_IMPORT_BYTES = 1024 * 1024
 class ImportForm(FlaskForm):
     list_id = SelectField("Into list", coerce=int)
     file = FileField("CSV file", validators=[FileRequired("Choose a CSV file to upload.")])
+    # Off by default: importing an existing audience must never mail it.
+    welcome = BooleanField("Send the welcome series to the people this import adds", default=False)
 
 
 def _import_form(formdata: bool = True) -> ImportForm:
@@ -64,7 +66,7 @@ def import_csv():
                 max_bytes=current_app.config["MAX_IMPORT_BYTES"],
                 inline_max_bytes=current_app.config.get(
                     "IMPORT_INLINE_MAX_BYTES", DEFAULT_INLINE_IMPORT_BYTES),
-                enqueue=get_jobs().enqueue_import,
+                enqueue=get_jobs().enqueue_import, welcome=bool(form.welcome.data),
             )
         except DomainError as exc:
             db.session.rollback()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from flask import Blueprint, flash, redirect, render_template, url_for
 from flask_wtf import FlaskForm
-from wtforms import SelectField, SelectMultipleField, StringField, TextAreaField
+from wtforms import BooleanField, SelectField, SelectMultipleField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length
 from wtforms.widgets import CheckboxInput, ListWidget
 
+from broadside.automations import service as automations
 from broadside.errors import DomainError
 from broadside.lists.service import all_lists
 from broadside.segments.service import all_segments
@@ -31,10 +32,12 @@ class SubscriberForm(FlaskForm):
 class NewSubscriberForm(SubscriberForm):
     lists = SelectMultipleField("Lists", coerce=int, widget=ListWidget(prefix_label=False),
                                 option_widget=CheckboxInput())
+    welcome = BooleanField("Send the welcome series of the lists they join", default=True)
 
 
 class AddToListForm(FlaskForm):
     list_id = SelectField("Add to list", coerce=int)
+    welcome = BooleanField("Send that list's welcome series", default=True)
 
 
 class SuppressForm(FlaskForm):
@@ -77,7 +80,7 @@ def new():
             subscriber, created = service.save_subscriber(
                 db.session, email=form.email.data, name=form.name.data,
                 attributes=service.parse_attribute_lines(form.attributes.data),
-                list_ids=form.lists.data or [],
+                list_ids=form.lists.data or [], welcome=bool(form.welcome.data),
             )
         except DomainError as exc:
             db.session.rollback()
@@ -98,6 +101,7 @@ def show(subscriber_id: int):
     add_form = AddToListForm()
     add_form.list_id.choices = [(i.id, i.name) for i in all_lists(db.session) if i.id not in on]
     return render_template("subscribers/show.html", detail=detail, add_form=add_form,
+                           automated=automations.messages_of(db.session, subscriber_id),
                            suppress_form=SuppressForm(formdata=None), form=ConfirmForm(),
                            subscriber=detail.subscriber,
                            can_block=suppression.outranks("blocked", detail.subscriber.suppression))
@@ -131,7 +135,8 @@ def add_to_list(subscriber_id: int):
     form = AddToListForm()
     form.list_id.choices = [(i.id, i.name) for i in all_lists(db.session)]
     if form.validate_on_submit():
-        if service.join_list(db.session, subscriber_id, form.list_id.data):
+        if service.join_list(db.session, subscriber_id, form.list_id.data,
+                             welcome=bool(form.welcome.data)):
             flash("Added to the list as active.", "success")
         else:
             flash("They are already on that list; their status there is unchanged.", "info")
