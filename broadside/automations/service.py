@@ -60,6 +60,7 @@ class StepInput:
     subject: str = ""
     body: str = ""
     preheader: str = ""
+    id: int | None = None  # an existing step of this automation, kept (and moved) by its id
 
 
 @dataclass
@@ -147,15 +148,19 @@ def parse_input(data: Any) -> AutomationInput:
     for number, step in enumerate(steps, start=1):
         if not isinstance(step, dict):
             raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
-        extra = sorted(set(step) - {"delay", "subject", "body", "preheader"})
+        extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id"})
         if extra:
             raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
-                                  "subject, preheader and body.")
+                                  "subject, preheader, body and (to keep an existing one) id.")
+        step_id = step.get("id")
+        if step_id is not None and not _an_id(step_id):
+            raise ValidationError(f"Step {number}: the id must be an existing step's id (a number).")
         result.steps.append(StepInput(
             delay=step.get("delay", "PT0S"),
             subject=step.get("subject", ""),
             body=step.get("body", ""),
             preheader=step.get("preheader", ""),
+            id=step_id,
         ))
     return result
 
@@ -225,13 +230,30 @@ def _freeze(session: Session, step: AutomationStep, default_from: str) -> Automa
     return revision
 
 
+def _matched(existing: list[AutomationStep], wanted: list[StepInput]) -> list[AutomationStep | None]:
+    """Which saved step each wanted step is: by its id when the steps carry ids (the editor
+    does, so removing step 1 keeps step 2's messages with step 2's content), else by position
+    (a client that sends no ids replaces the steps in order). None: a new step."""
+    if not any(w.id is not None for w in wanted):
+        return [existing[i] if i < len(existing) else None for i in range(len(wanted))]
+    by_id = {step.id: step for step in existing}
+    matched: list[AutomationStep | None] = []
+    for number, w in enumerate(wanted, start=1):
+        if w.id is not None and w.id not in by_id:
+            raise ValidationError(f"Step {number}: this automation has no step with id {w.id}.")
+        if w.id is not None and by_id[w.id] in matched:
+            raise ValidationError(f"Step {number}: step id {w.id} is given twice.")
+        matched.append(by_id.get(w.id) if w.id is not None else None)
+    return matched
+
+
 def _save_steps(session: Session, automation: Automation, data: AutomationInput, delays: list[int],
                 default_from: str) -> None:
     existing = live_steps(session, automation.id)
+    matched = _matched(existing, data.steps)
     now = utcnow()
-    for index, (wanted, seconds) in enumerate(zip(data.steps, delays, strict=True)):
+    for index, (wanted, seconds, step) in enumerate(zip(data.steps, delays, matched, strict=True)):
         position = index + 1
-        step = existing[index] if index < len(existing) else None
         if step is None:
             step = AutomationStep(automation_id=automation.id, position=position)
             session.add(step)
@@ -239,6 +261,7 @@ def _save_steps(session: Session, automation: Automation, data: AutomationInput,
         else:
             changed = (step.subject, step.preheader, step.body) != (
                 wanted.subject, wanted.preheader, wanted.body)
+        step.position = position
         step.delay = wanted.delay.strip().upper()
         step.delay_seconds = seconds
         step.subject, step.preheader, step.body = wanted.subject, wanted.preheader, wanted.body
@@ -247,7 +270,7 @@ def _save_steps(session: Session, automation: Automation, data: AutomationInput,
             revision = _freeze(session, step, default_from)
             step.revision_id = revision.id
             ledger.reassign_revision(session, step.id, revision.id, now)
-    for step in existing[len(data.steps):]:
+    for step in (s for s in existing if s not in matched):
         step.removed_at = now
         ledger.skip_pending(session, AutomationMessage.__table__.c.step_id == step.id,
                             STEP_REMOVED, now)

@@ -18,7 +18,7 @@ from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, String, T
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.db import NEVER_REUSE_IDS, Model
-from broadside.models.sending import DELIVERY_STATUSES
+from broadside.models.sending import DELIVERY_STATUSES, FrozenContent
 from broadside.timeutil import utcnow
 
 
@@ -101,7 +101,7 @@ class AutomationStep(Model):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class AutomationRevision(Model):
+class AutomationRevision(FrozenContent, Model):
     """A step's content as frozen when it was saved; never updated afterwards (invariant 8)."""
 
     __tablename__ = "automation_revisions"
@@ -110,15 +110,6 @@ class AutomationRevision(Model):
     step_id: Mapped[int] = mapped_column(
         ForeignKey("automation_steps.id", ondelete="CASCADE"), index=True
     )
-    subject: Mapped[str] = mapped_column(String(300))
-    preheader: Mapped[str] = mapped_column(String(300), default="")
-    body_markdown: Mapped[str] = mapped_column(Text)
-    html_template: Mapped[str] = mapped_column(Text)
-    text_template: Mapped[str] = mapped_column(Text)
-    from_name: Mapped[str] = mapped_column(String(200), default="")
-    from_email: Mapped[str] = mapped_column(String(320))
-    postal_address: Mapped[str] = mapped_column(Text, default="")
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 # The bulk tables (entries and messages, written a hundred thousand rows at a time) carry no

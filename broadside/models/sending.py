@@ -100,16 +100,10 @@ class Broadcast(Model):
     send_rate: Mapped[float] = mapped_column(default=0.0)
 
 
-class Revision(Model):
-    """What was sent, frozen when send was pressed; never updated afterwards."""
+class FrozenContent:
+    """The columns of frozen content (invariant 8), shared by a broadcast's revision and an
+    automation step's: never updated once written."""
 
-    __tablename__ = "revisions"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    # One revision per broadcast: a broadcast is frozen once, when send is pressed.
-    broadcast_id: Mapped[int] = mapped_column(
-        ForeignKey("broadcasts.id", ondelete="CASCADE"), unique=True
-    )
     subject: Mapped[str] = mapped_column(String(300))
     preheader: Mapped[str] = mapped_column(String(300), default="")
     body_markdown: Mapped[str] = mapped_column(Text)
@@ -120,6 +114,18 @@ class Revision(Model):
     from_email: Mapped[str] = mapped_column(String(320))
     postal_address: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Revision(FrozenContent, Model):
+    """What was sent, frozen when send was pressed; never updated afterwards."""
+
+    __tablename__ = "revisions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    # One revision per broadcast: a broadcast is frozen once, when send is pressed.
+    broadcast_id: Mapped[int] = mapped_column(
+        ForeignKey("broadcasts.id", ondelete="CASCADE"), unique=True
+    )
 
 
 class Delivery(Model):

@@ -189,3 +189,26 @@ def test_erasing_a_person_and_deleting_a_list_forget_them_in_the_automation_rows
     assert lists and set(lists) == {None}
     assert set(db.session.scalars(select(AutomationMessage.list_id)
                                   .where(AutomationMessage.automation_id == automation))) == {list_id}
+
+
+def test_steps_given_by_id_keep_their_messages_when_an_earlier_step_is_removed(app):
+    list_id = a_list()
+    automation = welcome(app, list_id, steps=[
+        {"delay": "PT0S", "subject": "One", "body": "1"}, {"delay": "P1D", "subject": "Two", "body": "2"},
+        {"delay": "P2D", "subject": "Three", "body": "3"}])
+    entering.enter_joined(db.session, list_id, people(list_id, 1), source="joined")
+    db.session.commit()
+    one, two, three = automations.steps_of(db.session, automation.id)
+    shape = automations.as_input(db.session, automation)
+    kept = [{**step, "id": s.id} for step, s in zip(shape["steps"], (one, two, three), strict=True)][1:]
+    automations.update_automation(db.session, automation.id,
+                                  automations.parse_input({**shape, "steps": kept}),
+                                  default_from="a@example.com")
+    live = automations.steps_of(db.session, automation.id)
+    assert [(s.id, s.position, s.subject) for s in live] == [(two.id, 1, "Two"), (three.id, 2, "Three")]
+    rows = dict(db.session.execute(select(AutomationMessage.step_id, AutomationMessage.status)
+                                   .where(AutomationMessage.automation_id == automation.id)).all())
+    assert rows == {one.id: "skipped", two.id: "pending", three.id: "pending"}
+    with pytest.raises(ValidationError, match="no step with id"):
+        automations.update_automation(db.session, automation.id, automations.parse_input(
+            {**shape, "steps": [{**shape["steps"][0], "id": 999999}]}), default_from="a@example.com")

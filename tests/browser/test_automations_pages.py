@@ -85,3 +85,22 @@ def test_the_automations_pages_fit_a_desktop_and_a_phone(page: Page, live_server
     expect(page.locator("#automated")).to_contain_text("Three things our readers love")
     assert sideways(page) <= 0, "the subscriber page scrolls sideways"
     page.screenshot(path=str(screenshot_dir / f"subscriber-automated-{size}.png"), full_page=True)
+
+
+def test_add_a_step_needs_no_name_and_a_refused_test_send_says_why(page: Page, live_server, owner, setup):
+    """Two things only a browser shows: "Add a step" on a new automation with its (required)
+    name still empty (the browser's own check blocked it), and the status line of a refused
+    test send (htmx swaps no 4xx answer, so it stayed empty)."""
+    sign_in(page, live_server.url)
+    page.goto(live_server.url + "/automations/new")
+    page.get_by_role("button", name="Add a step").click()
+    expect(page.get_by_label("Delay after step 1")).to_have_value("P1D")
+    expect(page.get_by_label("Name", exact=True)).to_have_value("")
+
+    page.goto(live_server.url + f"/automations/{setup['welcome']}/edit")
+    page.locator("details.step-preview summary").first.click()
+    address = page.get_by_label("Send a test to").first
+    address.evaluate("e => { e.type = 'text'; e.required = false; }")  # what the server must refuse
+    address.fill("not an address")
+    page.get_by_role("button", name="Send test").first.click()
+    expect(page.locator(".test-status.error").first).to_contain_text("Test not sent")

@@ -18,8 +18,11 @@ from werkzeug.datastructures import MultiDict
 from broadside.automations.service import MAX_STEPS
 
 MAX_FIELD = 600_000  # longer than any valid value: the domain says what is too long
-_STEP_KEY = re.compile(r"^step-(\d{1,2})-(delay|subject|preheader|body)$")
-_REMOVE = re.compile(r"^remove-(\d{1,2})$")
+# ASCII digits only: `\d` and str.isdigit() also accept "٣" and "²", and int("²") raises.
+_STEP_KEY = re.compile(r"^step-([0-9]{1,2})-(delay|subject|preheader|body)$")
+_REMOVE = re.compile(r"^remove-([0-9]{1,2})$")
+_WHOLE = re.compile(r"-?[0-9]{1,12}")
+_ID = re.compile(r"[0-9]{1,9}")
 
 
 @dataclass
@@ -62,8 +65,10 @@ def read_form(form: MultiDict) -> EditorFields:
             delay=_text(form, f"step-{number}-delay", "PT0S"),
             subject=_text(form, f"step-{number}-subject"),
             preheader=_text(form, f"step-{number}-preheader"),
-            body=_text(form, f"step-{number}-body"),
-            id=int(step_id) if step_id.isdigit() and len(step_id) < 10 else None,
+            # Browsers post a textarea's line breaks as CRLF: kept so, an unchanged body
+            # (say, one written through the API) read as changed and froze a new revision.
+            body=_text(form, f"step-{number}-body").replace("\r\n", "\n"),
+            id=int(step_id) if _ID.fullmatch(step_id) else None,
         ))
     return fields
 
@@ -83,10 +88,20 @@ def apply_button(fields: EditorFields, action: str) -> str | None:
     return None
 
 
+# How the domain names a step in its refusals: "Step 2: the delay ...", "the subject of step 2".
+_NAMED_STEP = re.compile(r"^Step ([0-9]{1,2})\b|\bof step ([0-9]{1,2})\b")
+
+
+def step_named(message: str | None) -> int | None:
+    """The step a refusal is about (to mark it beside its fields), if it names one."""
+    match = _NAMED_STEP.search(message or "")
+    return int(match.group(1) or match.group(2)) if match else None
+
+
 def _number(text: str) -> Any:
     """A whole number when the text is one (the domain refuses anything else with a message)."""
     text = text.strip()
-    return int(text) if re.fullmatch(r"-?\d{1,12}", text) else text
+    return int(text) if _WHOLE.fullmatch(text) else text
 
 
 def as_body(fields: EditorFields) -> dict[str, Any]:
@@ -100,7 +115,8 @@ def as_body(fields: EditorFields) -> dict[str, Any]:
     return {
         "name": fields.name, "trigger": trigger, "priority": _number(fields.priority or "0"),
         "record_only": fields.record_only,
-        "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader, "body": s.body}
+        "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader, "body": s.body,
+                   **({"id": s.id} if s.id is not None else {})}
                   for s in fields.steps],
     }
 

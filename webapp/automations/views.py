@@ -3,14 +3,16 @@
     GET  /automations/                          every automation: trigger, steps, state and
                                                 per-step counts (each card's counts poll while
                                                 its messages are in flight)
-    GET  /automations/<id>/counts               htmx: one automation's counts
+    GET  /automations/<id>/counts               htmx: one automation's counts (286, which
+                                                stops the polling, once it is deleted)
     GET/POST /automations/new, /<id>/edit       the editor (plain form; "Add a step" and
                                                 "Remove step n" re-render without saving; Save
                                                 validates through the domain: 422 keeps input)
     POST /automations/<id>/enable, /disable     the lifecycle's moves (enable is also "Resume")
     GET/POST /automations/<id>/delete           a confirmation, then the delete
     GET  /automations/<id>/steps/<sid>/preview  the step's email for the preview iframe
-    POST /automations/<id>/steps/<sid>/test     a test send (htmx: the status line)
+    POST /automations/<id>/steps/<sid>/test     a test send (htmx: the status line, 200 even
+                                                when refused, since htmx swaps no 4xx)
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from broadside.segments.service import all_segments
 from webapp.automations import bp, form
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_jobs
-from webapp.htmx import make_response
+from webapp.htmx import STOP_POLLING, make_response
 
 IN_FLIGHT = ("pending", "sending")
 
@@ -67,18 +69,28 @@ def index():
 
 @bp.get("/<int:automation_id>/counts")
 def counts(automation_id: int):
-    card = _card(automations.get_automation(db.session, automation_id))
-    return render_template("automations/_counts.html", card=card)
+    try:
+        automation = automations.get_automation(db.session, automation_id)
+    except NotFound:
+        if request.headers.get("HX-Request"):
+            # Deleted meanwhile (another tab): htmx keeps polling through a 404, so answer
+            # the status that stops it, with a line in place of the counts.
+            return make_response('<p class="muted">This automation was deleted.</p>',
+                                 STOP_POLLING)
+        raise
+    return render_template("automations/_counts.html", card=_card(automation))
 
 
 # ------------------------------------------------------------------ the editor
 
 
 def _render_editor(fields: form.EditorFields, automation: Automation | None, *,
-                   error: str | None = None, note: str | None = None, status: int = 200):
+                   error: str | None = None, note: str | None = None, status: int = 200,
+                   name_taken: bool = False):
     lists, segments = _names()
     page = render_template("automations/edit.html", fields=fields, automation=automation,
                            lists=lists, segments=segments, error=error, note=note,
+                           error_step=None if name_taken else form.step_named(error),
                            max_steps=automations.MAX_STEPS, csrf_form=ConfirmForm())
     return page, status
 
@@ -107,7 +119,8 @@ def _submitted(automation: Automation | None):
                                                   default_from=_default_from())
             flash(f"The automation {saved.name!r} is saved.", "success")
     except (ValidationError, Conflict) as exc:
-        return _render_editor(fields, automation, error=exc.message, status=422)
+        return _render_editor(fields, automation, error=exc.message, status=422,
+                              name_taken=isinstance(exc, Conflict))
     return redirect(url_for("automations.index") + f"#automation-{saved.id}")
 
 
@@ -211,7 +224,8 @@ def send_test(automation_id: int, step_id: int):
     fragment = render_template("automations/_test_status.html", error=error, address=address,
                                step_id=step_id)
     if request.headers.get("HX-Request"):
-        return make_response(fragment, 422 if error else 200)
+        # 200 even when refused: htmx swaps no 4xx answer, so a 422 left the line empty.
+        return make_response(fragment, 200)
     flash(f"Test not sent: {error}" if error else f"Test queued for {address.lower()}.",
           "error" if error else "success")
     return redirect(url_for("automations.edit", automation_id=automation_id) + f"#step-{step_id}")

@@ -13,6 +13,7 @@ from broadside.errors import DomainError
 from broadside.lists.service import all_lists
 from broadside.segments.service import all_segments
 from broadside.subscribers import search, service
+from broadside.timeutil import utcnow
 from broadside.unsubscribe import suppression
 from webapp.extensions import db
 from webapp.htmx import make_response, request, vary_on_htmx
@@ -102,6 +103,7 @@ def show(subscriber_id: int):
     add_form.list_id.choices = [(i.id, i.name) for i in all_lists(db.session) if i.id not in on]
     return render_template("subscribers/show.html", detail=detail, add_form=add_form,
                            automated=automations.messages_of(db.session, subscriber_id),
+                           now=utcnow(),  # a pending message is "due" once its time came
                            suppress_form=SuppressForm(formdata=None), form=ConfirmForm(),
                            subscriber=detail.subscriber,
                            can_block=suppression.outranks("blocked", detail.subscriber.suppression))
