@@ -39,7 +39,7 @@ from broadside.models.automations import TRIGGERS, AutomationStatus
 from broadside.models.sending import DELIVERY_STATUSES
 from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
-from broadside.rendering import CompiledRevision, RenderedEmail, freeze_content
+from broadside.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
 from broadside.segments.rules import MAX_ID
 from broadside.site_settings import get_settings
 from broadside.timeutil import utcnow
@@ -457,7 +457,23 @@ def messages_of(session: Session, subscriber_id: int, limit: int = 200) -> list[
         .order_by(AutomationMessage.due_at.desc(), AutomationMessage.id.desc())
         .limit(limit)
     ).all()
-    return [PersonMessage(*tuple(row)) for row in rows]
+    messages = [PersonMessage(*tuple(row)) for row in rows]
+    person = session.get(Subscriber, subscriber_id)
+    if person is not None:
+        for message in messages:
+            message.subject = subject_for(message.subject, person)
+    return messages
+
+
+def subject_for(template: str, person: Subscriber) -> str:
+    """The subject as this person got it (their merge fields filled in), or the template when
+    their values cannot fill it (the worker failed that message with the reason)."""
+    try:
+        return compiled_revision(template, "", "").render(
+            email=person.email, name=person.name or "", attributes=person.attributes or {},
+            unsubscribe_url="#").subject
+    except ValidationError:
+        return template
 
 
 def get_step(session: Session, automation_id: int, step_id: int) -> AutomationStep:

@@ -83,6 +83,7 @@ def test_the_automations_pages_fit_a_desktop_and_a_phone(page: Page, live_server
 
     page.goto(live_server.url + f"/subscribers/{setup['person']}")
     expect(page.locator("#automated")).to_contain_text("Three things our readers love")
+    expect(page.locator("#automated")).to_contain_text("Welcome to the Weekly, Reader 0")  # as they get it
     assert sideways(page) <= 0, "the subscriber page scrolls sideways"
     page.screenshot(path=str(screenshot_dir / f"subscriber-automated-{size}.png"), full_page=True)
 
