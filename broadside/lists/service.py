@@ -11,8 +11,9 @@ from sqlalchemy.orm import Session
 from broadside.automations.ledger import forget_list
 from broadside.db import rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
-from broadside.models import Broadcast, Import, MailingList, Subscription
+from broadside.models import Automation, Broadcast, Import, MailingList, Subscription
 from broadside.models.audience import SUBSCRIPTION_STATUSES
+from broadside.models.automations import AutomationStatus
 
 MAX_NAME = 200
 MAX_DESCRIPTION = 5000
@@ -115,8 +116,16 @@ def delete_list(session: Session, list_id: int) -> str:
         Broadcast.list_id == list_id, Broadcast.status.in_(BUSY_BROADCAST_STATUSES)
     )
     forget_list(session, list_id)  # automation messages re-checked against it: as SET NULL would
+    automated = exists().where(Automation.list_id == list_id,
+                               Automation.status != AutomationStatus.DELETED.value)
+    automation = session.scalar(select(Automation.name).where(
+        Automation.list_id == list_id, Automation.status != AutomationStatus.DELETED.value).limit(1))
+    if automation is not None:
+        session.rollback()
+        raise Conflict(f"The list {name!r} is the trigger of the automation {automation!r}. "
+                       "Give it another list or delete it before deleting this list.")
     result = session.execute(
-        delete(MailingList).where(MailingList.id == list_id, ~busy)
+        delete(MailingList).where(MailingList.id == list_id, ~busy, ~automated)
         .execution_options(synchronize_session=False)
     )
     if rowcount(result) == 0:

@@ -16,7 +16,8 @@ from sqlalchemy.orm import Session
 from broadside.db import rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.logs import owner_action
-from broadside.models import Broadcast, MailingList, Segment, Subscriber
+from broadside.models import Automation, Broadcast, MailingList, Segment, Subscriber
+from broadside.models.automations import AutomationStatus
 from broadside.models.sending import BroadcastStatus
 from broadside.segments.rules import (
     Context,
@@ -154,13 +155,22 @@ def delete_segment(session: Session, segment_id: int) -> str:
     segment = get_segment(session, segment_id)
     name = segment.name
     busy = exists().where(Broadcast.segment_id == segment_id, Broadcast.status.in_(IN_USE))
+    # An automation triggered by it would silently stop: it is changed or deleted first.
+    automated = exists().where(Automation.segment_id == segment_id,
+                               Automation.status != AutomationStatus.DELETED.value)
     result = session.execute(
-        delete(Segment).where(Segment.id == segment_id, ~busy)
+        delete(Segment).where(Segment.id == segment_id, ~busy, ~automated)
         .execution_options(synchronize_session=False)
     )
     if rowcount(result) == 0:
         users = broadcasts_using(session, segment_id)
+        automation = session.scalar(select(Automation.name).where(
+            Automation.segment_id == segment_id,
+            Automation.status != AutomationStatus.DELETED.value).limit(1))
         session.rollback()
+        if automation is not None and not users:
+            raise Conflict(f"The segment {name!r} is the trigger of the automation {automation!r}. "
+                           "Give it another trigger or delete it before deleting the segment.")
         if users:
             first = users[0]
             subject = first.subject or "(no subject)"
