@@ -196,9 +196,11 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner):
          headers={"Authorization": f"Bearer {token}"})  # 403
     call("DELETE", "/api/subscribers/{subscriber_id}", subscriber_id=person)
 
-    # The segment's deletion left the lifecycle automation with a null segment_id.
-    assert call("GET", auto, automation_id=campaign)["trigger"]["segment_id"] is None
+    # The segment is the campaign's trigger, so deleting it above was refused (409); once the
+    # campaign is gone, it can go.
+    assert call("GET", auto, automation_id=campaign)["trigger"]["segment_id"] == segment
     call("DELETE", auto, automation_id=campaign)
+    call("DELETE", "/api/segments/{segment_id}", segment_id=segment)
     call("DELETE", auto, automation_id=automation)
     call("DELETE", auto, automation_id=automation)  # 404
 
