@@ -174,14 +174,6 @@ def name_key(name: str) -> str:
     return name.lower()
 
 
-def _commit_or_conflict(session: Session, name: str) -> None:
-    try:
-        session.commit()
-    except IntegrityError:
-        session.rollback()
-        raise Conflict(_TAKEN.format(name=name)) from None
-
-
 def _check(session: Session, data: AutomationInput, except_id: int | None = None) -> list[int]:
     """Everything but the merge syntax (checked when freezing); returns each step's delay."""
     if data.trigger_type == "joined_list":
@@ -279,24 +271,8 @@ def _save_steps(session: Session, automation: Automation, data: AutomationInput,
 def create_automation(session: Session, data: AutomationInput, *, default_from: str) -> Automation:
     """A new automation, disabled until the owner enables it."""
     delays = _check(session, data)
-    automation = Automation(
-        name=data.name, name_key=name_key(data.name), trigger_type=data.trigger_type,
-        list_id=data.list_id,
-        segment_id=data.segment_id, every_hours=data.every_hours, priority=data.priority,
-        record_only=data.record_only, status=AutomationStatus.DISABLED.value,
-    )
-    try:
-        session.add(automation)
-        session.flush()
-        _save_steps(session, automation, data, delays, default_from)
-    except IntegrityError:
-        session.rollback()
-        raise Conflict(_TAKEN.format(name=data.name)) from None
-    except Exception:
-        session.rollback()
-        raise
-    _commit_or_conflict(session, data.name)
-    return automation
+    return _write(session, Automation(status=AutomationStatus.DISABLED.value), data, delays,
+                  default_from)
 
 
 def update_automation(session: Session, automation_id: int, data: AutomationInput, *,
@@ -306,22 +282,30 @@ def update_automation(session: Session, automation_id: int, data: AutomationInpu
     session.execute(select(Automation.id).where(Automation.id == automation_id).with_for_update())
     automation = get_automation(session, automation_id)
     delays = _check(session, data, except_id=automation_id)
+    return _write(session, automation, data, delays, default_from)
+
+
+def _write(session: Session, automation: Automation, data: AutomationInput, delays: list[int],
+           default_from: str) -> Automation:
+    """The automation's fields and steps in one commit, or nothing (a name taken meanwhile is
+    a Conflict: the UNIQUE name key decides between two racing saves)."""
     try:
-        automation.name = data.name
-        automation.name_key = name_key(data.name)
+        automation.name, automation.name_key = data.name, name_key(data.name)
         automation.trigger_type = data.trigger_type
         automation.list_id, automation.segment_id = data.list_id, data.segment_id
         automation.every_hours, automation.priority = data.every_hours, data.priority
         automation.record_only = data.record_only
         automation.updated_at = utcnow()
+        session.add(automation)
+        session.flush()
         _save_steps(session, automation, data, delays, default_from)
+        session.commit()
     except IntegrityError:
         session.rollback()
         raise Conflict(_TAKEN.format(name=data.name)) from None
     except Exception:
         session.rollback()
         raise
-    _commit_or_conflict(session, data.name)
     return automation
 
 

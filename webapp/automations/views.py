@@ -221,8 +221,8 @@ def send_test(automation_id: int, step_id: int):
                                        default_from=_default_from(), jobs=get_jobs())
         except ValidationError as exc:
             error = exc.message
-    fragment = render_template("automations/_test_status.html", error=error, address=address,
-                               step_id=step_id)
+    fragment = render_template("broadcasts/_test_status.html", error=error, address=address,
+                               status_id=f"test-status-{step_id}")
     if request.headers.get("HX-Request"):
         # 200 even when refused: htmx swaps no 4xx answer, so a 422 left the line empty.
         return make_response(fragment, 200)
