@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from broadside.providers.urls import TransportUrlError, check_transport_url
+
 
 class ConfigError(SystemExit):
     """A configuration value is missing or malformed; the message names the variable."""
@@ -137,10 +139,12 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     config["REDIS_URL"] = _check_url("REDIS_URL", str(raw["REDIS_URL"]), ("redis", "rediss", "unix"))
     base_url = _check_url("BASE_URL", str(raw["BASE_URL"]), ("http", "https")).rstrip("/")
     config["BASE_URL"] = base_url
-    smtp_url = str(raw["SMTP_URL"] or "")
-    if smtp_url:
-        _check_url("SMTP_URL", smtp_url, ("smtp", "smtp+starttls", "smtps"))
-    config["SMTP_URL"] = smtp_url
+    # The default identity's transport: SMTP as always, or a provider's API (ses://,
+    # postmark://, resend://, mailgun://), validated like an identity's transport URL.
+    try:
+        config["SMTP_URL"] = check_transport_url(str(raw["SMTP_URL"] or ""))
+    except TransportUrlError as exc:
+        raise ConfigError("SMTP_URL", f"is not usable: {exc}") from None
     mail_from = str(raw["MAIL_FROM"])
     if "@" not in mail_from:
         raise ConfigError("MAIL_FROM", f"must contain an email address, got {mail_from!r}")

@@ -1,4 +1,5 @@
-"""The optional hourly cap (SEND_HOURLY_LIMIT): a rolling hour of send attempts in Redis.
+"""The optional hourly cap (an identity's; SEND_HOURLY_LIMIT for the default): a rolling hour
+of send attempts in Redis.
 
 Resetting moves the window (the record of past sends in Redis is dropped); the database,
 where every send is recorded, loses nothing.
@@ -11,13 +12,16 @@ import uuid
 
 from redis import Redis
 
+from broadside.lease import stream_key
+
 WINDOW_SECONDS = 3600
 
 
 class HourlyCap:
-    def __init__(self, redis: Redis, namespace: str, limit: int) -> None:
+    def __init__(self, redis: Redis, namespace: str, limit: int, stream: str = "default") -> None:
+        """`stream`: the sending identity's key; each identity has its own cap."""
         self.redis = redis
-        self.key = f"{namespace}:sends:hour"
+        self.key = stream_key(namespace, "sends:hour", stream)
         self.limit = limit
 
     def _trim(self, now: float) -> None:

@@ -1,4 +1,5 @@
-"""Invariant 1, one consumer: the sending worker holds a lease in Redis while alive.
+"""Invariant 1, one consumer per identity: each identity's stream is sent by the one worker
+holding that identity's lease in Redis while alive.
 
 A second worker started beside it waits (saying who holds the lease) instead of doubling
 the send rate. The lease expires `TTL_MS` after the holder's last renewal, so a worker killed
@@ -36,12 +37,21 @@ return 0
 """
 
 
+def stream_key(namespace: str, base: str, stream: str = "default") -> str:
+    """A per-identity Redis key: the default identity keeps the keys it always had."""
+    return f"{namespace}:{base}" if stream == "default" else f"{namespace}:{base}:{stream}"
+
+
 class Lease:
-    def __init__(self, redis: Redis, namespace: str, identity: str | None = None) -> None:
+    def __init__(self, redis: Redis, namespace: str, identity: str | None = None,
+                 stream: str = "default") -> None:
+        """`stream`: the sending identity's key (SendingIdentity.key); `identity`: who holds
+        it (this process, by default)."""
         self.redis = redis
-        self.key = f"{namespace}:{LEASE_KEY}"
-        self.since_key = f"{namespace}:{SINCE_KEY}"
-        self.heartbeat_key = f"{namespace}:{HEARTBEAT_KEY}"
+        self.stream = stream
+        self.key = stream_key(namespace, LEASE_KEY, stream)
+        self.since_key = stream_key(namespace, SINCE_KEY, stream)
+        self.heartbeat_key = stream_key(namespace, HEARTBEAT_KEY, stream)
         self.identity = identity or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._renew = redis.register_script(_RENEW)
         self._release = redis.register_script(_RELEASE)

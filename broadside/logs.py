@@ -83,12 +83,18 @@ def secrets_in(config: Mapping[str, Any]) -> set[str]:
     return {s for s in found if len(s) >= MIN_SECRET_LENGTH}
 
 
+# Transport URLs whose user part is itself a key (postmark://TOKEN@, resend://KEY@, …).
+KEY_IN_USER_SCHEMES = ("ses", "postmark", "resend", "mailgun")
+
+
 def url_passwords(url: str) -> set[str]:
-    """The passwords in a URL, `user:password@` and any `?password=` parameter, each as
-    written and decoded."""
+    """The passwords in a URL, `user:password@` and any `?password=` parameter (and a
+    provider transport's key, written as its user part), each as written and decoded."""
     try:
         parts = urlsplit(url)
         candidates = [parts.password or ""]
+        if parts.scheme.lower() in KEY_IN_USER_SCHEMES:
+            candidates.append(parts.username or "")
     except ValueError:
         return set()
     candidates += re.findall(r"(?:^|&)(?:password|passwd|pass|pwd)=([^&#]{1,512})", parts.query, re.I)
@@ -171,6 +177,12 @@ def _handler() -> logging.Handler:
 
 def redact_filter(handler: logging.Handler) -> RedactFilter:
     return next(f for f in handler.filters if isinstance(f, RedactFilter))
+
+
+def redact_also(secrets: Iterable[str]) -> None:
+    """Add secrets learnt after start-up (an identity's transport keys, read from the
+    database by the worker) to what every log line is cleaned of."""
+    redact_filter(_handler()).add_secrets(secrets)
 
 
 def configure_logging(config: Mapping[str, Any]) -> None:

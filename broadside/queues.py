@@ -4,10 +4,13 @@ The web side and the domain enqueue through `Jobs` (built once per app with its 
 and namespace), naming each job function as a string, so nothing outside `jobs/` ever imports
 the worker. Queues live in this installation's Redis namespace.
 
-The worker listens to `transactional`, then `automations`, then `broadcasts`, so a test send,
-a sign-up confirmation or a welcome that became due waits at most one slice; imports come
-last. Automation work that continues after a slice queues behind the broadcasts (`turn=True`),
-so the two take turns by slice.
+Each sending identity is one stream with its own `transactional`, `automations` and
+`broadcasts` queues (the default identity keeps the names it always had; another's end in
+`:identity:<id>`), served by the worker holding that identity's lease. A stream's worker
+listens to its `transactional`, then its `automations`, then the shared `evaluations`, then its
+`broadcasts`, then the shared `later` and `imports`: a test send, a sign-up confirmation or a
+welcome that became due waits at most one slice. Automation work that continues after a slice
+queues behind the broadcasts (`turn=True`), so the two take turns by slice.
 """
 
 from __future__ import annotations
@@ -22,9 +25,24 @@ SERIALIZER = JSONSerializer
 
 TRANSACTIONAL = "transactional"
 AUTOMATIONS = "automations"
+EVALUATIONS = "evaluations"
 BROADCASTS = "broadcasts"
+LATER = "later"
 IMPORTS = "imports"
-LISTENED = (TRANSACTIONAL, AUTOMATIONS, BROADCASTS, IMPORTS)  # in priority order
+LISTENED = (TRANSACTIONAL, AUTOMATIONS, EVALUATIONS, BROADCASTS, LATER, IMPORTS)  # in order
+# One of each per identity; the others are shared by every stream's worker.
+PER_STREAM = (TRANSACTIONAL, AUTOMATIONS, BROADCASTS)
+DEFAULT_STREAM = "default"
+
+
+def stream_of(identity_id: int | None) -> str:
+    """The stream (Redis key part) of an identity id; None: the default identity."""
+    return DEFAULT_STREAM if identity_id is None else f"identity:{identity_id}"
+
+
+def stream_number(identity_id: int | None) -> int:
+    """An identity id as a job argument (0: the default)."""
+    return identity_id or 0
 
 # The job functions, by path (RQ imports them in the worker).
 SLICE_JOB = "jobs.tasks.send_broadcast_slice"
@@ -45,11 +63,17 @@ class Jobs:
         self.redis = redis
         self.namespace = namespace
 
-    def queue_name(self, name: str) -> str:
+    def queue_name(self, name: str, stream: str = DEFAULT_STREAM) -> str:
+        if name in PER_STREAM and stream != DEFAULT_STREAM:
+            return f"{self.namespace}:{name}:{stream}"
         return f"{self.namespace}:{name}"
 
-    def queue(self, name: str) -> Queue:
-        return Queue(self.queue_name(name), connection=self.redis, serializer=SERIALIZER)
+    def queue(self, name: str, stream: str = DEFAULT_STREAM) -> Queue:
+        return Queue(self.queue_name(name, stream), connection=self.redis, serializer=SERIALIZER)
+
+    def listened(self, stream: str = DEFAULT_STREAM) -> list[str]:
+        """The queue names a stream's worker listens to, in priority order."""
+        return [self.queue_name(name, stream) for name in LISTENED]
 
     def marker_key(self, kind: str, object_id: int) -> str:
         return f"{self.namespace}:queued:{kind}:{object_id}"
@@ -60,22 +84,27 @@ class Jobs:
     def has_marker(self, kind: str, object_id: int) -> bool:
         return bool(self.redis.exists(self.marker_key(kind, object_id)))
 
-    def enqueue_slice(self, broadcast_id: int) -> bool:
-        """Queue the next slice of a broadcast, unless one is queued already."""
-        return self._enqueue_once(BROADCASTS, "slice", broadcast_id, SLICE_JOB, 600)
+    def enqueue_slice(self, broadcast_id: int, identity_id: int | None = None) -> bool:
+        """Queue the next slice of a broadcast on its identity's stream, unless one is
+        queued already."""
+        return self._enqueue_once(BROADCASTS, "slice", broadcast_id, SLICE_JOB, 600,
+                                  stream_of(identity_id))
 
-    def enqueue_transactional(self, message_id: int) -> bool:
-        return self._enqueue_once(TRANSACTIONAL, "transactional", message_id, TRANSACTIONAL_JOB, 120)
+    def enqueue_transactional(self, message_id: int, identity_id: int | None = None) -> bool:
+        return self._enqueue_once(TRANSACTIONAL, "transactional", message_id, TRANSACTIONAL_JOB,
+                                  120, stream_of(identity_id))
 
-    def enqueue_automations(self, *, turn: bool = False) -> bool:
-        """Queue a slice of due automation messages (one at a time). `turn`: a continuation,
-        queued behind the broadcasts so they take turns."""
-        return self._enqueue_once(BROADCASTS if turn else AUTOMATIONS, "automations", 0,
-                                  AUTOMATIONS_JOB, 600)
+    def enqueue_automations(self, identity_id: int | None = None, *, turn: bool = False) -> bool:
+        """Queue a slice of the due automation messages of one identity (one at a time per
+        identity). `turn`: a continuation, queued behind the broadcasts so they take turns."""
+        return self._enqueue_once(BROADCASTS if turn else AUTOMATIONS, "automations",
+                                  stream_number(identity_id), AUTOMATIONS_JOB, 600,
+                                  stream_of(identity_id))
 
     def enqueue_evaluation(self, *, turn: bool = False) -> bool:
-        """Queue a lifecycle evaluation (or its continuation, behind the broadcasts)."""
-        return self._enqueue_once(BROADCASTS if turn else AUTOMATIONS, "evaluation", 0,
+        """Queue a lifecycle evaluation (or its continuation, behind the broadcasts); any
+        stream's worker runs it (it sends nothing)."""
+        return self._enqueue_once(LATER if turn else EVALUATIONS, "evaluation", 0,
                                   EVALUATION_JOB, 600)
 
     def enqueue_import(self, import_id: int) -> None:
@@ -83,12 +112,13 @@ class Jobs:
             IMPORT_JOB, import_id, job_timeout=3600, result_ttl=0, description=f"import {import_id}"
         )
 
-    def _enqueue_once(self, queue: str, kind: str, object_id: int, func: str, timeout: int) -> bool:
+    def _enqueue_once(self, queue: str, kind: str, object_id: int, func: str, timeout: int,
+                      stream: str = DEFAULT_STREAM) -> bool:
         key = self.marker_key(kind, object_id)
         if not self.redis.set(key, "1", nx=True, ex=MARKER_TTL_SECONDS):
             return False
         try:
-            self.queue(queue).enqueue(
+            self.queue(queue, stream).enqueue(
                 func,
                 object_id,
                 job_timeout=timeout,

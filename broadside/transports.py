@@ -10,14 +10,13 @@ from __future__ import annotations
 import os
 import re
 import smtplib
-import socket
 import ssl
 import tempfile
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import NoReturn, Protocol
 from urllib.parse import unquote, urlsplit
 
 CRLF = b"\r\n"
@@ -27,25 +26,64 @@ CRLF = b"\r\n"
 class SendResult:
     code: int
     reply: str
+    provider_id: str | None = None  # the provider's own id for this message (HTTP APIs)
+
+
+@dataclass(frozen=True)
+class MessageFields:
+    """What a JSON API (Postmark, Resend) needs of a message: the worker hands these over as
+    it built them, so a batch of 500 is not parsed back from MIME (~3 ms a message)."""
+
+    sender: str  # the From header
+    to: str  # the To header when it names the envelope recipient alone, else the recipient
+    subject: str
+    text: str | None
+    html: str | None
+    reply_to: str | None
+    # Carried over as custom headers: List-Unsubscribe, List-Unsubscribe-Post, Message-ID, X-*…
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message of a batch request: the envelope, the whole MIME message, and (when the
+    worker has them) the same message's fields for a JSON API."""
+
+    mail_from: str
+    rcpt: str
+    message: bytes
+    fields: MessageFields | None = None
 
 
 class DeliveryError(Exception):
     """A send that did not (provably or possibly) succeed.
 
-    phase: connect | tls | auth | mail | rcpt | data-command | data-body | data-end
+    phase, for SMTP: connect | tls | auth | mail | rcpt | data-command | data-body | data-end;
+    for a provider's HTTP API: `request` (the request could not be sent: refused, DNS, TLS,
+    a timeout while connecting; provably not accepted), `response` (the request was sent and
+    no answer came: ambiguous, like data-body), `api` (the provider answered with an error:
+    `code` is the HTTP status, `provider_code` the provider's own code or exception name).
     network: True when the connection failed (refused, reset, timed out) rather than replied.
+    provider: the transport's scheme for HTTP APIs (ses, postmark, resend, mailgun).
+    retry_after: seconds the provider asked us to wait (a 429's Retry-After), if it said.
+    The transport only reports; jobs.classify decides what each answer means (invariant 6).
     """
 
-    def __init__(self, phase: str, code: int | None, reply: str, *, network: bool = False) -> None:
+    def __init__(self, phase: str, code: int | None, reply: str, *, network: bool = False,
+                 provider: str | None = None, provider_code: str | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(f"{phase}: {code or ''} {reply}".strip())
         self.phase = phase
         self.code = code
         self.reply = reply
         self.network = network
+        self.provider = provider
+        self.provider_code = provider_code
+        self.retry_after = retry_after
 
 
 class Transport(Protocol):
-    """What the worker asks of a transport (`make_transport` returns one).
+    """What the worker asks of a transport (`broadside.providers.make_transport` returns one).
 
     A broadcast sends in two halves, `start` then `finish`, so the next message can be prepared
     while the server processes this one; a transactional message uses `send`, both at once.
@@ -55,6 +93,15 @@ class Transport(Protocol):
     @property
     def description(self) -> str:
         """Where mail goes, for the worker's log (never a password)."""
+        ...
+
+    # Messages per request: 1 for SMTP, the outbox, SES and Mailgun (start/finish/send);
+    # more for providers with a batch endpoint (Postmark 500, Resend 100: send_batch).
+    batch_limit: int
+
+    def check(self) -> str:
+        """Connect and authenticate as configured, send nothing (for `doctor`); raises
+        DeliveryError when that fails, returns a one-line description when it works."""
         ...
 
     def wire(self, message: bytes) -> bytes:
@@ -82,11 +129,28 @@ class Transport(Protocol):
         ...
 
 
+class BatchTransport(Transport, Protocol):
+    """A transport whose provider takes many messages in one request (batch_limit > 1)."""
+
+    def send_batch(self, items: Sequence[Outgoing], idempotency_key: str,
+                   pace: Callable[[], object] = ...) -> list[SendResult | DeliveryError]:
+        """One request carrying every item (at most `batch_limit`); `pace()` runs right before
+        it. Returns one result per item, in the items' order (a provider's per-position
+        reject is a DeliveryError in its place). A failure of the whole request raises
+        DeliveryError: phase `request` (not sent), `response` (sent, no answer: ambiguous)
+        or `api` (answered with an error for all). `idempotency_key` is sent where the
+        provider honours one (Resend): retrying the same items with the same key never
+        sends twice."""
+        ...
+
+
 def _text(reply: bytes | str) -> str:
     return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
 
 
 class SmtpTransport:
+    batch_limit = 1
+
     def __init__(self, url: str, timeout: float = 30.0, local_hostname: str | None = None) -> None:
         parts = urlsplit(url)
         self.scheme = parts.scheme
@@ -315,6 +379,7 @@ class OutboxTransport:
     """No SMTP configured: each message becomes an .eml file under instance/outbox/."""
 
     description = "outbox"
+    batch_limit = 1
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
@@ -354,13 +419,3 @@ class OutboxTransport:
     def check(self) -> str:
         self.folder.mkdir(parents=True, exist_ok=True)
         return f"outbox at {self.folder}"
-
-
-def make_transport(config: Mapping[str, Any], instance_path: str) -> Transport:
-    if config.get("SMTP_URL"):
-        return SmtpTransport(
-            config["SMTP_URL"],
-            timeout=float(config.get("SMTP_TIMEOUT", 30)),
-            local_hostname=socket.getfqdn() or None,
-        )
-    return OutboxTransport(Path(instance_path) / "outbox")

@@ -77,15 +77,23 @@ _DUE_ROWS = (
 )
 
 
-def earliest_due(session: Session) -> datetime | None:
-    """When the next automation message may go (now or in the past: one is due)."""
+def of_identity(identity_id: int | None):
+    """The automations sent through one identity's stream (None: the default)."""
+    return Automation.identity_id.is_(None) if identity_id is None else \
+        Automation.identity_id == identity_id
+
+
+def earliest_due(session: Session, identity_id: int | None = None) -> datetime | None:
+    """When the next automation message of an identity may go (now or in the past: one is
+    due)."""
     return session.scalar(
         select(func.min(_WHEN)).select_from(AutomationMessage)
-        .join(Automation, Automation.id == AutomationMessage.automation_id).where(_WAITING))
+        .join(Automation, Automation.id == AutomationMessage.automation_id)
+        .where(_WAITING, of_identity(identity_id)))
 
 
-def anything_due(session: Session, now: datetime | None = None) -> bool:
-    earliest = earliest_due(session)
+def anything_due(session: Session, now: datetime | None = None, identity_id: int | None = None) -> bool:
+    earliest = earliest_due(session, identity_id)
     return earliest is not None and earliest <= (now or utcnow())
 
 
@@ -138,6 +146,8 @@ class AutomationRecheck(Recheck):
         self.from_email = ""
         self.tokens = Tokens(runtime.config["SECRET_KEY"])
         self.base_url = runtime.config["BASE_URL"]
+        # A provider taking many messages in one JSON request gets each message's fields.
+        self.batching = int(getattr(runtime.transport, "batch_limit", 1)) > 1
         self.revisions: dict[int, tuple[CompiledRevision, str, str]] = {}
 
     def _revision(self, revision_id: int) -> tuple[CompiledRevision, str, str]:
@@ -178,7 +188,10 @@ class AutomationRecheck(Recheck):
 
 
 class AutomationSlice(Slice):
-    """A few seconds of the due messages of every enabled automation, oldest due first."""
+    """A few seconds of the due messages of every enabled automation of this stream's
+    identity, oldest due first."""
+
+    KEY_KIND = "a"  # idempotency keys of its batches name automation messages
 
     def __init__(self, session: Session, runtime: Runtime) -> None:
         super().__init__(session, runtime, 0)
@@ -201,14 +214,15 @@ class AutomationSlice(Slice):
 
     def _due_rows(self) -> list[Row]:
         return [MessageRow(*r) for r in self.session.execute(
-            _DUE_ROWS, {"now": utcnow(), "limit": self.batch_size})]
+            _DUE_ROWS.where(of_identity(self.rt.identity_id)),
+            {"now": utcnow(), "limit": self.batch_size})]
 
     def _claim(self, rows: list[tuple[int, int | None]]) -> list[int]:
         return automation_ledger.claim(self.session, rows)
 
     def _finish_if_done(self) -> bool:
         """Done when nothing will be due before this slice would end anyway."""
-        self.earliest = earliest_due(self.session)
+        self.earliest = earliest_due(self.session, self.rt.identity_id)
         self.session.commit()
         if self.earliest is None:
             return True
@@ -228,10 +242,11 @@ class AutomationSlice(Slice):
         return True
 
     def _pause(self, reason: str) -> None:
-        """A channel-wide error (invariant 6): every enabled automation pauses with the
-        reason, holding its messages until the owner resumes it."""
+        """A channel-wide error (invariant 6): every enabled automation of this identity
+        pauses with the reason, holding its messages until the owner resumes it."""
         for automation_id in self.session.scalars(
-                select(Automation.id).where(Automation.status == ENABLED)).all():
+                select(Automation.id).where(Automation.status == ENABLED,
+                                            of_identity(self.rt.identity_id))).all():
             if lifecycle.move(self.session, automation_id, "pause", reason):
                 log.warning("automation %s paused: %s", automation_id, reason)
         self.session.commit()

@@ -9,6 +9,13 @@ channel    -> permanent for everyone (535/530 auth, sender rejected, TLS, conten
               with the reason, because guessing wrong here would burn the whole list.
 ambiguous  -> the connection was lost after the body was sent: the row becomes `unknown`
               and is never resent automatically (invariant 5).
+throttled  -> the provider asked us to slow down (429, SES Throttling): the row goes back to
+              `pending` without spending an attempt, and the stream waits (Retry-After when
+              given) before its next request.
+
+Providers' HTTP APIs are classified here too (`_provider`): a request that could not be sent
+is transient, one sent without an answer is ambiguous, and each provider's answers (HTTP
+status and its own code) map to the same kinds.
 
 `next_step` is the one policy mapping a verdict to what becomes of the message, shared by
 broadcasts (jobs.outcomes) and transactional mail (jobs.transactional); `channel_reason` and
@@ -31,22 +38,67 @@ RECIPIENT_CODES = {550, 551, 552, 553}
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # transient | recipient | channel | ambiguous
+    kind: str  # transient | recipient | channel | ambiguous | throttled
     code: int | None
     reply: str
     network: bool = False
+    retry_after: float | None = None  # throttled: how long the provider asked us to wait
+    provider: str | None = None
 
     @property
     def summary(self) -> str:
         return f"{self.code} {self.reply}".strip() if self.code else self.reply
 
 
+# Providers' own codes (`DeliveryError.provider_code`) for a refusal of one recipient.
+_RECIPIENT_CODES = {
+    "postmark": {"300", "406"},  # invalid address; inactive recipient (bounced, unsubscribed)
+    "resend": {"validation_error"},  # a per-position reject in a permissive batch
+    "ses": {"BadRequestException"},  # an address SES cannot parse
+    "mailgun": set(),
+}
+_THROTTLE_CODES = {"429", "Throttling", "ThrottlingException", "TooManyRequestsException",
+                   "rate_limit_exceeded", "concurrent_idempotent_requests"}
+# A whole-request validation error that is really about the sender or the account.
+_SENDER_WORDS = ("not verified", "domain", "sender", "from address", "sandbox", "suspended")
+
+
+def _provider(error: DeliveryError) -> str:
+    """The kind of a provider's API answer (phase `api`)."""
+    code, pcode, reply = error.code, error.provider_code or "", error.reply.lower()
+    if code == 429 or pcode in _THROTTLE_CODES:
+        return "throttled"
+    if code is not None and code >= 500:
+        return "transient"
+    if code in (401, 403):
+        return "channel"  # credentials, a suspended account, a sender not allowed
+    if pcode in _RECIPIENT_CODES.get(error.provider or "", set()):
+        if any(word in reply for word in _SENDER_WORDS):
+            return "channel"
+        return "recipient"
+    if error.provider == "ses" and pcode == "MessageRejected":
+        # SES rejects the message itself: an unverified address in the sandbox is the
+        # channel; otherwise it is this message (its recipient or its content).
+        return "channel" if "not verified" in reply else "recipient"
+    if error.provider == "mailgun" and code == 400 and "'to'" in reply:
+        return "recipient"
+    # Anything else (sender not verified, account paused, a quota, an answer we do not
+    # know) counts as channel-wide: guessing wrong would burn the whole list.
+    return "channel"
+
+
 def classify(error: DeliveryError) -> Verdict:
     code, phase = error.code, error.phase
 
     def verdict(kind: str) -> Verdict:
-        return Verdict(kind, code, error.reply, error.network)
+        return Verdict(kind, code, error.reply, error.network, error.retry_after, error.provider)
 
+    if phase == "request":
+        return verdict("transient")  # the request never left: not accepted
+    if phase == "response":
+        return verdict("ambiguous")  # sent, and no answer came
+    if phase == "api":
+        return verdict(_provider(error))
     if phase == "data-body":
         return verdict("ambiguous")
     if phase in ("tls", "auth"):
@@ -73,18 +125,32 @@ def backoff(attempts: int, base_seconds: float, rng: random.Random | None = None
     return timedelta(seconds=ceiling * rng.uniform(0.5, 1.0))
 
 
-def channel_reason(verdict: Verdict) -> str:
-    """Why a broadcast paused on a channel-wide refusal, in words a non-engineer can act on."""
+def channel_reason(verdict: Verdict, where: str = "SMTP_URL") -> str:
+    """Why a broadcast paused on a channel-wide refusal, in words a non-engineer can act on.
+    `where`: what to fix (SMTP_URL for the default identity, another identity's page)."""
     code = verdict.code
+    if verdict.provider:
+        name = verdict.provider.capitalize() if verdict.provider != "ses" else "Amazon SES"
+        if code in (401, 403):
+            return (
+                f"{name} refused our credentials or this account ({verdict.summary}). Fix the "
+                "transport URL on Settings → Sending identities (saving it resumes the "
+                "identity), then press Resume."
+            )
+        return (
+            f"{name} refused to send for this identity ({verdict.summary}). Nothing more will "
+            "be sent through it until you fix the cause (often an unverified sender or domain, "
+            "or a paused account) and press Resume."
+        )
     if code in (530, 534, 535, 538):
         return (
             f"The mail server refused our login ({verdict.summary}). Check the user name and "
-            "password in SMTP_URL, restart the worker, then press Resume."
+            f"password in {where}, restart the worker, then press Resume."
         )
     if code is None and "TLS" in verdict.reply:
         return (
             f"A secure connection to the mail server failed ({verdict.summary}). "
-            "Check SMTP_URL, then press Resume."
+            f"Check {where}, then press Resume."
         )
     return (
         f"The mail server refused this broadcast ({verdict.summary}). Nothing more will be "
@@ -92,19 +158,27 @@ def channel_reason(verdict: Verdict) -> str:
     )
 
 
-def connection_reason(failures: int, verdict: Verdict) -> str:
+def connection_reason(failures: int, verdict: Verdict, where: str = "SMTP_URL") -> str:
     """Why a broadcast paused after connection failures in a row."""
     return (
         f"The mail server could not be reached {failures} times in a "
-        f"row ({verdict.summary}). Check SMTP_URL and that the server is up, then "
+        f"row ({verdict.summary}). Check {where} and that the server is up, then "
         f"press Resume."
     )
+
+
+def what_to_fix(identity_name: str, identity_id: int | None) -> str:
+    """Where the owner fixes an identity's transport: SMTP_URL for the default."""
+    if identity_id is None:
+        return "SMTP_URL"
+    return f"the transport URL of “{identity_name}” (Settings → Sending identities)"
 
 
 class Step(StrEnum):
     """What becomes of a message after an error: the one outcome policy (see `next_step`)."""
 
     UNKNOWN = "unknown"  # may have arrived: never resent automatically (invariant 5)
+    THROTTLE = "throttle"  # the provider asked us to slow down: back to pending, no attempt spent
     FAILED = "failed"  # refused for this address: do not try again
     EXHAUSTED = "exhausted"  # transient, but the retry budget is spent: failed
     RETRY = "retry"  # back to pending, with backoff
@@ -126,6 +200,8 @@ def next_step(
     """
     if verdict.kind == "ambiguous":
         return Step.UNKNOWN, None
+    if verdict.kind == "throttled":
+        return Step.THROTTLE, None
     if verdict.kind == "recipient":
         return Step.FAILED, None
     if pausable and (verdict.kind == "channel" or channel_down):

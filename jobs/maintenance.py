@@ -1,4 +1,5 @@
-"""Orphan repair and the periodic checks the one worker runs while it holds the lease.
+"""Orphan repair and the periodic checks each stream's worker runs while it holds its lease,
+over its own identity's rows.
 
 Invariant 5: a delivery or an automation message found in `sending` with no live sender is
 moved to `unknown` (through its ledger, guarded by `status = 'sending'`), shown to the owner,
@@ -18,10 +19,11 @@ from sqlalchemy.orm import Session
 from broadside.automations import ledger as automation_ledger
 from broadside.broadcasts import ledger, lifecycle
 from broadside.broadcasts.service import send_broadcast
-from broadside.models import AutomationMessage, Broadcast, Delivery, TransactionalMessage
+from broadside.models import Automation, AutomationMessage, Broadcast, Delivery, TransactionalMessage
 from broadside.timeutil import utcnow
 from jobs.automations import anything_due, evaluation_due
 from jobs.runtime import Runtime
+from jobs.sending import paused_notice
 from jobs.transactional import due_transactional
 
 log = logging.getLogger("broadside.worker")
@@ -36,13 +38,19 @@ ORPHANED = {
 }
 
 
+def _of(column, identity_id: int | None):
+    return column.is_(None) if identity_id is None else column == identity_id
+
+
 def mark_orphans_unknown(
     session: Session, *, exclude_broadcast: int | None, older_than: timedelta | None,
-    exclude_automations: bool = False,
+    exclude_automations: bool = False, identity_id: int | None = None,
 ) -> int:
-    """Rows left in `sending` by a sender that is gone become `unknown`."""
+    """Rows of one identity's stream left in `sending` by a sender that is gone become
+    `unknown` (another identity's rows belong to its own worker, alive or not)."""
     query = select(Delivery.broadcast_id, Delivery.id, Delivery.subscriber_id).where(
-        Delivery.status == "sending"
+        Delivery.status == "sending",
+        Delivery.broadcast_id.in_(select(Broadcast.id).where(_of(Broadcast.identity_id, identity_id))),
     )
     if exclude_broadcast is not None:
         query = query.where(Delivery.broadcast_id != exclude_broadcast)
@@ -64,7 +72,9 @@ def mark_orphans_unknown(
     if not exclude_automations:
         # Automation messages: the same repair, through their own ledger.
         auto_query = select(AutomationMessage.id, AutomationMessage.subscriber_id).where(
-            AutomationMessage.status == "sending")
+            AutomationMessage.status == "sending",
+            AutomationMessage.automation_id.in_(
+                select(Automation.id).where(_of(Automation.identity_id, identity_id))))
         if older_than is not None:
             auto_query = auto_query.where(AutomationMessage.claimed_at < utcnow() - older_than)
         moved += len(automation_ledger.transition(session, [
@@ -72,7 +82,8 @@ def mark_orphans_unknown(
             for message_id, subscriber_id in session.execute(auto_query).all()
         ], source="sending", target="unknown"))
     # Transactional mail has no ledger (no broadcast, no counters): the same guarded move.
-    tx_query = update(TransactionalMessage).where(TransactionalMessage.status == "sending")
+    tx_query = update(TransactionalMessage).where(
+        TransactionalMessage.status == "sending", _of(TransactionalMessage.identity_id, identity_id))
     session.execute(tx_query.values(status="unknown", reason="the worker stopped mid-send"))
     session.commit()
     if moved:
@@ -101,12 +112,29 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
             log.warning("scheduled broadcast %s could not start: %s", broadcast_id, exc)
 
     active = session.execute(
-        select(Broadcast.id, Broadcast.status).where(
-            Broadcast.status.in_([s.value for s in lifecycle.ACTIVE])
+        select(Broadcast.id, Broadcast.status, Broadcast.notice).where(
+            Broadcast.status.in_([s.value for s in lifecycle.ACTIVE]),
+            _of(Broadcast.identity_id, rt.identity_id),
         )
     ).all()
+    paused = rt.pause_reason(session)
     session.commit()
-    for broadcast_id, status in active:
+    if paused is not None:
+        # The identity is paused: nothing of its stream gets a job until it is resumed; its
+        # active broadcasts say why they wait.
+        notice = paused_notice(rt.identity_name, paused)
+        for broadcast_id, status, current in active:
+            if status == "queued" and not rt.jobs.has_marker("slice", broadcast_id):
+                rt.jobs.enqueue_slice(broadcast_id, rt.identity_id)  # it starts, then holds
+            elif current != notice:
+                lifecycle.set_notice(session, broadcast_id, notice)
+        session.commit()
+        _ensure_evaluation(session, rt)  # entering people sends nothing: it goes on
+        return
+    for broadcast_id, status, shown in active:
+        if shown and shown.startswith("Waiting: the sending identity"):
+            lifecycle.set_notice(session, broadcast_id, None)  # resumed meanwhile
+            session.commit()
         if broadcast_id == rt.running_broadcast or rt.jobs.has_marker("slice", broadcast_id):
             continue
         if status == "sending":
@@ -125,15 +153,19 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
             if lifecycle.move(session, broadcast_id, "auto_resume"):
                 log.info("broadcast %s had no job: resuming it", broadcast_id)
             session.commit()
-        rt.jobs.enqueue_slice(broadcast_id)
+        rt.jobs.enqueue_slice(broadcast_id, rt.identity_id)
 
-    for message_id in due_transactional(session):
-        rt.jobs.enqueue_transactional(message_id)
+    for message_id in due_transactional(session, rt.identity_id):
+        rt.jobs.enqueue_transactional(message_id, rt.identity_id)
     # Automations: due messages get a slice, a due lifecycle evaluation a job (each at most
     # one queued at a time; a running one queues its own continuation).
-    if not rt.running_automations and anything_due(session) and \
-            not rt.jobs.has_marker("automations", 0):
-        rt.jobs.enqueue_automations()
+    if not rt.running_automations and anything_due(session, identity_id=rt.identity_id) and \
+            not rt.jobs.has_marker("automations", rt.identity_id or 0):
+        rt.jobs.enqueue_automations(rt.identity_id)
+    _ensure_evaluation(session, rt)
+
+
+def _ensure_evaluation(session: Session, rt: Runtime) -> None:
     if evaluation_due(session) and not rt.jobs.has_marker("evaluation", 0):
         rt.jobs.enqueue_evaluation()
     session.commit()

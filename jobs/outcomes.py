@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -29,9 +29,18 @@ from broadside.broadcasts.ledger import ATTEMPTS_DELTA
 from broadside.models import Delivery, Subscriber
 from broadside.timeutil import utcnow
 from broadside.transports import DeliveryError
-from jobs.classify import Step, Verdict, backoff, channel_reason, classify, connection_reason, next_step
+from jobs.classify import (
+    Step,
+    Verdict,
+    backoff,
+    channel_reason,
+    classify,
+    connection_reason,
+    next_step,
+    what_to_fix,
+)
 from jobs.recheck import Prepared, Row
-from jobs.runtime import Runtime
+from jobs.runtime import MAX_THROTTLES, Runtime
 
 log = logging.getLogger("broadside.worker")
 _SUBSCRIBERS = Subscriber.__table__
@@ -156,8 +165,9 @@ class Outcomes:
 
     # -------------------------------------------------------------- the server's verdict
 
-    def sent(self, message: Prepared, code: int, reply: str) -> None:
+    def sent(self, message: Prepared, code: int, reply: str, provider_id: str | None = None) -> None:
         self.rt.connection_failures = 0
+        self.rt.throttles = 0
         self.batch.add(
             "sent",
             message.delivery_id,
@@ -167,6 +177,7 @@ class Outcomes:
                 "smtp_code": code,
                 "reason": reply[:500],
                 "message_id": message.message_id,
+                "provider_message_id": provider_id[:255] if provider_id else None,
                 "error_class": None,
             },
             detail=f"{code} {reply}"[:500],
@@ -177,6 +188,26 @@ class Outcomes:
     def refused(self, message: Prepared, error: DeliveryError) -> str | None:
         """The server's refusal or a lost connection, classified once (invariant 6)."""
         return self.error(message, classify(error))
+
+    def refused_all(self, messages: list[Prepared], error: DeliveryError) -> str | None:
+        """A whole batch request failed: one verdict for all its rows, counted once (one
+        request failed, not a hundred connections). A pause puts every row back."""
+        verdict = classify(error)
+        if verdict.kind == "recipient":
+            # A code that names one recipient, given for the whole request (a bad From, an
+            # invalid request): it is about the channel, never a reason to fail everyone.
+            verdict = replace(verdict, kind="channel")
+        first, rest = messages[0], messages[1:]
+        stop = self.error(first, verdict)
+        failures, throttles = self.rt.connection_failures, self.rt.throttles
+        for message in rest:
+            if stop:
+                self.batch.add("pending", message.delivery_id, message.subscriber_id,
+                               {ATTEMPTS_DELTA: -1}, detail="released, not attempted")
+                continue
+            self.error(message, verdict)
+            self.rt.connection_failures, self.rt.throttles = failures, throttles
+        return stop
 
     def unexpected(self, message: Prepared, error: Exception) -> str | None:
         """Not a DeliveryError: we cannot know whether it went out, so `unknown`."""
@@ -204,6 +235,23 @@ class Outcomes:
             and verdict.network
             and rt.connection_failures >= MAX_CONNECTION_FAILURES,
         )
+        if step is Step.THROTTLE:
+            # Not an attempt against this person: back to pending as if never claimed, and
+            # the stream holds its next request (Slice waits it out, stop-aware).
+            wait = rt.throttled(verdict.retry_after)
+            if rt.throttles < MAX_THROTTLES:
+                self.batch.add("pending", delivery_id, subscriber_id,
+                               {ATTEMPTS_DELTA: -1, "reason": verdict.summary[:500]},
+                               detail=f"throttled by the provider, waiting {wait:.0f} s: "
+                                      f"{verdict.summary}"[:500])
+                return None
+            reason = (f"The provider kept asking us to slow down ({rt.throttles} times in a row; "
+                      f"{verdict.summary}). Check the identity's sending limits at the provider "
+                      "and its pace, then press Resume.")
+            values["next_attempt_at"] = None
+            self.batch.add("pending", delivery_id, subscriber_id, values, detail=reason)
+            self.pause_reason = reason
+            return "paused"
         if step is Step.UNKNOWN:
             log.warning("delivery %s unknown: %s", delivery_id, verdict.summary)
             self.batch.add(
@@ -229,10 +277,11 @@ class Outcomes:
                 "pending", delivery_id, subscriber_id, values, detail=f"will retry: {verdict.summary}"
             )
             return None
+        where = what_to_fix(rt.identity_name, rt.identity_id)
         reason = (
-            connection_reason(rt.connection_failures, verdict)
+            connection_reason(rt.connection_failures, verdict, where)
             if verdict.kind == "transient"
-            else channel_reason(verdict)
+            else channel_reason(verdict, where)
         )
         # Not accepted (the failure came before the end of DATA): the row waits for resume.
         # The broadcast pauses once the rest of the batch is released too (see Slice._stop).

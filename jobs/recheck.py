@@ -23,6 +23,7 @@ from broadside.models import Broadcast, Delivery, Revision, Subscriber, Subscrip
 from broadside.models.sending import MAY_HAVE_RECEIVED, BroadcastStatus
 from broadside.rendering import MergeError, compiled_revision, message_bytes
 from broadside.timeutil import utcnow
+from broadside.transports import MessageFields
 from broadside.unsubscribe.tokens import Tokens, unsubscribe_url
 from jobs.runtime import Runtime
 
@@ -49,6 +50,7 @@ class Prepared:
     wire: bytes = b""
     soft_bounces: int = 0  # their run of soft bounces when re-checked
     from_email: str = ""  # the envelope sender, when it is not the slice's (automations)
+    fields: MessageFields | None = None  # the same message for a JSON API (jobs.batches)
 
 
 @dataclass
@@ -208,6 +210,8 @@ class Recheck:
         self.from_header = formataddr((revision.from_name, revision.from_email))
         self.tokens = Tokens(runtime.config["SECRET_KEY"])  # one per slice
         self.base_url = runtime.config["BASE_URL"]
+        # A provider taking many messages in one JSON request gets each message's fields.
+        self.batching = int(getattr(runtime.transport, "batch_limit", 1)) > 1
 
     def decide(self, row: Row) -> Decision:
         """Invariant 3: the send-time re-check of this row, and this person's message built
@@ -246,21 +250,29 @@ class Recheck:
             rendered = self.compiled.render(
                 email=email, name=name, attributes=attributes, unsubscribe_url=link
             )
+            headers = {
+                "List-Unsubscribe": f"<{link}>",
+                "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+            }
             payload = message_bytes(
                 rendered,
                 from_addr=self.from_header,
                 to_addr=email,
                 message_id=message_id,
-                headers={
-                    "List-Unsubscribe": f"<{link}>",
-                    "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
-                },
+                headers=headers,
             )
             wire = self.rt.transport.wire(payload)
+            fields = None
+            if self.batching:  # a JSON API takes the parts as they are: no MIME parsed back
+                fields = MessageFields(
+                    sender=self.from_header, to=email, subject=rendered.subject,
+                    text=rendered.text, html=rendered.html, reply_to=None,
+                    headers=[("Message-ID", message_id), *headers.items()])
         except MergeError as error:
             return Decision(fail=f"could not fill in the merge fields: {error.message}"[:500])
         except Exception as error:  # one person's message, not the whole send
             return Decision(
                 fail=f"could not build this person's message ({error.__class__.__name__}: {error})"[:500]
             )
-        return Decision(message=Prepared(row.id, row.subscriber_id, email, message_id, wire))
+        return Decision(message=Prepared(row.id, row.subscriber_id, email, message_id, wire,
+                                         fields=fields))

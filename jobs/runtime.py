@@ -1,18 +1,31 @@
-"""What one worker process shares between jobs: the lease, the pacer, the transport, flags.
+"""What one stream's worker shares between jobs: its identity, lease, pacer, transport, flags.
 
-Set up once by `jobs.worker.run_worker`; the RQ job functions in `jobs.tasks` read it.
+Set up once per stream by `jobs.worker.serve_stream`; the RQ job functions in `jobs.tasks`
+read it. One worker process serves one stream (one identity); `flask worker` serving several
+runs one process per stream (jobs.worker).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
 from broadside.hourly import HourlyCap
 from broadside.lease import Lease
+from broadside.models import Identity, SiteSettings
 from broadside.queues import Jobs
 from jobs.pacing import Pacer
+
+# A provider that throttles this many times in a row without a send in between: the stream
+# stops asking and the broadcast pauses with the reason (never a hot loop against a 429).
+MAX_THROTTLES = 20
+THROTTLE_FIRST_WAIT_S = 1.0
+THROTTLE_MAX_WAIT_S = 60.0
 
 
 @dataclass
@@ -25,12 +38,50 @@ class Runtime:
     jobs: Jobs
     instance_path: str
     stop: threading.Event = field(default_factory=threading.Event)
+    identity_id: int | None = None  # the identity this stream sends for (None: the default)
+    identity_name: str = "default"
     running_broadcast: int | None = None
     running_automations: bool = False  # a slice of automation messages is running
     # Connection failures in a row, across recipients: past a bound the channel is down.
     connection_failures: int = 0
+    # Throttles in a row (429 and the like), across requests: past a bound, pause.
+    throttles: int = 0
     # Rows per second the last batch of a broadcast achieved (sizes the next claim).
     rows_per_second: float = 0.0
+    # No request before this moment (time.monotonic): a provider's "slow down".
+    hold_until: float = 0.0
+    # Requests (sends) since the last rate report, for the System page.
+    sent_requests: int = 0
+    sent_requests_since: float = field(default_factory=time.monotonic)
+
+    @property
+    def stream(self) -> str:
+        return "default" if self.identity_id is None else f"identity:{self.identity_id}"
+
+    def throttled(self, retry_after: float | None) -> float:
+        """The provider asked us to slow down: hold the stream's next request back (by its
+        Retry-After, else a doubling wait) and return how long. The senders wait it out
+        with the stop event (a deploy is never stuck behind a long Retry-After)."""
+        self.throttles += 1
+        wait = retry_after if retry_after and retry_after > 0 else min(
+            THROTTLE_MAX_WAIT_S, THROTTLE_FIRST_WAIT_S * 2 ** (self.throttles - 1))
+        self.hold_until = max(self.hold_until, time.monotonic() + min(wait, 3600.0))
+        return wait
+
+    def held_for(self) -> float:
+        """Seconds left of a provider's "slow down" (0: none)."""
+        return max(0.0, self.hold_until - time.monotonic())
+
+    def pause_reason(self, session: Session) -> str | None:
+        """Why this stream's identity is paused, or None when it may send (one query)."""
+        if self.identity_id is None:
+            reason = session.scalar(select(SiteSettings.default_pause_reason).where(SiteSettings.id == 1))
+        else:
+            row = session.execute(select(Identity.status, Identity.pause_reason)
+                                  .where(Identity.id == self.identity_id)).first()
+            reason = None if row is None or row.status == "active" else (
+                row.pause_reason or f"the identity is {row.status}")
+        return reason
 
 
 current: Runtime | None = None

@@ -24,10 +24,12 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts import ledger, lifecycle
+from broadside.identities import lifecycle as identity_lifecycle
 from broadside.models import Broadcast, Delivery, Revision
 from broadside.timeutil import utcnow
 from broadside.transports import DeliveryError
 from broadside.waits import add_wait_seconds
+from jobs.batches import send_batch
 from jobs.outcomes import Outcomes
 from jobs.recheck import Decision, Prepared, Recheck, Row
 from jobs.runtime import Runtime
@@ -46,9 +48,14 @@ MAX_BATCH = 100
 FIRST_BATCH = 20  # before any rate has been seen, at SEND_DELAY_MS=0
 
 
+def paused_notice(identity_name: str, reason: str) -> str:
+    return (f"Waiting: the sending identity “{identity_name}” is paused ({reason}). "
+            "Resume it on the System page once the cause is fixed.")
+
+
 @dataclass
 class SliceResult:
-    outcome: str  # continue | finished | stopped | paused | lost-lease | nothing
+    outcome: str  # continue | finished | stopped | paused | held | lost-lease | nothing
     attempts: int = 0
     skipped: int = 0
 
@@ -96,6 +103,8 @@ def finish_if_done(session: Session, broadcast_id: int) -> bool:
 
 
 class Slice:
+    KEY_KIND = "d"  # idempotency keys of this slice's batches name deliveries
+
     def __init__(self, session: Session, runtime: Runtime, broadcast_id: int) -> None:
         self.session = session
         self.rt = runtime
@@ -106,7 +115,10 @@ class Slice:
         # The rate the last batches achieved (kept by the runtime from slice to slice), never
         # above what the pace allows.
         rate = min(runtime.rows_per_second or FIRST_BATCH / EXPOSURE_SECONDS, pace_limit(runtime.pacer.delay))
-        self.batch_size = batch_size_for(rate)
+        # A provider with a batch endpoint takes one full request per claim: the exposure to
+        # a crash is that one batch (jobs.batches).
+        self.batching = int(getattr(runtime.transport, "batch_limit", 1)) > 1
+        self.batch_size = runtime.transport.batch_limit if self.batching else batch_size_for(rate)
         self.decide_seconds = 0.0  # how long a re-check and build take (a moving average)
         self.waited_for_cap = 0  # times this slice waited for the hourly limit
 
@@ -153,6 +165,9 @@ class Slice:
         while True:
             if self.rt.stop.is_set() or time.monotonic() >= deadline or self.attempts >= SLICE_MAX_SENDS:
                 return "continue"
+            held = self._stream_open(deadline)
+            if held:
+                return held
             # Invariant 1: the lease is re-checked before every claim. A claim covers at most
             # ~0.2 s of sends, so a worker that lost its lease stops within that.
             if not self._lease_ok():
@@ -170,14 +185,38 @@ class Slice:
             claimed = set(self._claim([(r.id, r.subscriber_id) for r in rows]))
             self.session.commit()
             began = time.monotonic()
-            stop = self._send_claimed([r for r in rows if r.id in claimed], deadline)
+            mine = [r for r in rows if r.id in claimed]
+            if self.batching:
+                stop = send_batch(self, mine, deadline)
+                if stop == "paused" or self.outcomes.pause_reason:
+                    stop = self._stop([], "paused")
+            else:
+                stop = self._send_claimed(mine, deadline)
             self.outcomes.flush()
             if stop:
                 return stop
-            self._adapt_batch(len(claimed), time.monotonic() - began)
+            if not self.batching:
+                self._adapt_batch(len(claimed), time.monotonic() - began)
 
     def _finish_if_done(self) -> bool:
         return finish_if_done(self.session, self.broadcast_id)
+
+    def _stream_open(self, deadline: float) -> str | None:
+        """None when the identity may send now; "held" when it is paused (with a notice;
+        no continuation is queued: the owner's resume, or the worker's maintenance once it
+        is resumed, queues the next slice). A provider's "slow down" is waited out here,
+        stop-aware, within this slice."""
+        reason = self.rt.pause_reason(self.session)
+        self.session.commit()
+        if reason is not None:
+            self._notice(paused_notice(self.rt.identity_name, reason))
+            return "held"
+        held = self.rt.held_for()
+        if held > 0:
+            self._sleep(min(held, max(0.0, deadline - time.monotonic())))
+            if self.rt.held_for() > 0:
+                return "continue"
+        return None
 
     def _claim(self, rows: list[tuple[int, int | None]]) -> list[int]:
         return ledger.claim(self.session, self.broadcast_id, rows)
@@ -342,6 +381,12 @@ class Slice:
             # Every claimed row is back to pending before the owner sees "paused".
             self.outcomes.flush()
             self._pause(self.outcomes.pause_reason)
+            # The channel is the identity's: its other broadcasts, automations and
+            # transactional mail hold too, until the owner resumes (or fixes its transport).
+            if identity_lifecycle.pause(self.session, self.rt.identity_id, self.outcomes.pause_reason,
+                                        label=self.rt.identity_name):
+                log.warning("identity %s paused: %s", self.rt.identity_name, self.outcomes.pause_reason)
+            self.session.commit()
         return stop
 
     def _start(self, message: Prepared) -> tuple[bool, str | None]:
@@ -350,6 +395,7 @@ class Slice:
         stop, if any; a refusal before that is recorded here."""
         rt = self.rt
         self.attempts += 1
+        rt.sent_requests += 1
         try:
             rt.hourly.record()
         except RedisError:
@@ -372,5 +418,5 @@ class Slice:
             return self.outcomes.refused(message, error)
         except Exception as error:  # unexpected: we cannot know if it went out
             return self.outcomes.unexpected(message, error)
-        self.outcomes.sent(message, result.code, result.reply)
+        self.outcomes.sent(message, result.code, result.reply, result.provider_id)
         return None

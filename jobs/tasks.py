@@ -22,14 +22,14 @@ def send_broadcast_slice(broadcast_id: int) -> str:
             result = Slice(db.session(), rt, broadcast_id).run()
             try:
                 # A welcome that became due meanwhile goes next, ahead of the continuation.
-                if anything_due(db.session()):
-                    rt.jobs.enqueue_automations()
+                if anything_due(db.session(), identity_id=rt.identity_id):
+                    rt.jobs.enqueue_automations(rt.identity_id)
                 db.session.commit()
             except RedisError:
                 pass  # the maintenance tick queues it once Redis is back
             if result.outcome == "continue":
                 try:
-                    rt.jobs.enqueue_slice(broadcast_id)
+                    rt.jobs.enqueue_slice(broadcast_id, rt.identity_id)
                 except RedisError:
                     pass  # the orphan repair enqueues it once Redis is back
             return result.outcome
@@ -42,23 +42,27 @@ def send_transactional(message_id: int) -> str:
     rt = runtime.get()
     try:
         rt.jobs.clear_marker("transactional", message_id)
+        if rt.pause_reason(db.session()) is not None:
+            db.session.commit()
+            return "held"  # its identity is paused: it stays pending (maintenance requeues it)
         return send(db.session(), rt, message_id)
     finally:
         db.session.remove()
 
 
-def send_automations(_unused: int = 0) -> str:
-    """A slice of the due messages of every enabled automation; a continuation (when more
-    is due) queues behind the broadcasts, so the two take turns."""
+def send_automations(identity_number: int = 0) -> str:
+    """A slice of the due messages of every enabled automation of this stream's identity
+    (`identity_number`: its id, 0 for the default; it names the job's marker); a
+    continuation (when more is due) queues behind the broadcasts, so the two take turns."""
     rt = runtime.get()
     with log_context(automations=True):
         rt.running_automations = True
         try:
-            rt.jobs.clear_marker("automations", 0)
+            rt.jobs.clear_marker("automations", identity_number)
             result = AutomationSlice(db.session(), rt).run()
             if result.outcome == "continue":
                 try:
-                    rt.jobs.enqueue_automations(turn=True)
+                    rt.jobs.enqueue_automations(rt.identity_id, turn=True)
                 except RedisError:
                     pass  # the maintenance tick queues it once Redis is back
             return result.outcome
@@ -77,7 +81,9 @@ def evaluate_automations(_unused: int = 0) -> str:
             if not result.finished:
                 rt.jobs.enqueue_evaluation(turn=True)
             if result.entered and any(result.entered.values()):
-                rt.jobs.enqueue_automations()
+                # Each identity's stream picks up its own due messages (its maintenance tick
+                # queues them too); this one queues its own at once.
+                rt.jobs.enqueue_automations(rt.identity_id)
         except RedisError:
             pass  # the maintenance tick queues them once Redis is back
         return "continue" if not result.finished else "finished"

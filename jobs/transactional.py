@@ -11,6 +11,7 @@ broadcasts use; it says precisely why a transactional message never pauses anyth
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from email.utils import formataddr, parseaddr
 
 from sqlalchemy import or_, select, update
@@ -53,6 +54,7 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
     session.commit()
     if rowcount(claimed) != 1:
         return "nothing"
+    # (A paused identity's worker takes no job at all: see jobs.worker.)
     message = session.get_one(TransactionalMessage, message_id)
     session.refresh(message)
     if not rt.lease.still_mine():
@@ -90,6 +92,13 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
         if step is Step.UNKNOWN:
             _finish(session, message_id, "unknown", reason=verdict.summary, message_id=msgid)
             return "unknown"
+        if step is Step.THROTTLE:
+            # Not an attempt against this message: the provider asked the stream to wait.
+            wait = rt.throttled(verdict.retry_after)
+            _finish(session, message_id, "pending", reason=verdict.summary,
+                    attempts=message.attempts - 1,
+                    next_attempt_at=utcnow() + timedelta(seconds=wait))
+            return "retry"
         if step in (Step.FAILED, Step.EXHAUSTED):
             _finish(session, message_id, "failed", reason=verdict.summary, message_id=msgid)
             log.warning("transactional message %s failed: %s", message_id, verdict.summary)
@@ -109,19 +118,23 @@ def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
         "sent",
         sent_at=utcnow(),
         message_id=msgid,
+        provider_message_id=result.provider_id,
         reason=f"{result.code} {result.reply}"[:500],
     )
     log.info("transactional message %s (%s) sent", message_id, message.kind)
     return "sent"
 
 
-def due_transactional(session: Session) -> list[int]:
+def due_transactional(session: Session, identity_id: int | None = None) -> list[int]:
+    """The pending messages of one identity's stream that are due now."""
     now = utcnow()
     return list(
         session.scalars(
             select(TransactionalMessage.id)
             .where(
                 TransactionalMessage.status == "pending",
+                TransactionalMessage.identity_id.is_(None) if identity_id is None
+                else TransactionalMessage.identity_id == identity_id,
                 or_(
                     TransactionalMessage.next_attempt_at.is_(None),
                     TransactionalMessage.next_attempt_at <= now,

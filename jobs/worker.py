@@ -1,9 +1,16 @@
-"""`flask --app webapp worker`: the one sending worker.
+"""`flask --app webapp worker`: the sending worker, one paced stream per sending identity.
 
-RQ's SimpleWorker runs each job in this process (no forked work-horse), so killing this
-process stops all sending at once. Before taking any job the worker takes the lease
-(invariant 1), repairs orphans (invariants 5 and 7), and then listens to the transactional
-queue before the broadcasts queue.
+Each identity's stream is served by one process holding that identity's lease (invariant 1,
+per identity): `flask --app webapp worker` serves the default identity in this process and
+starts one child process per other identity (and for identities added later, at its next
+maintenance tick); `--identity NAME` (repeatable) serves only those, so a large installation
+runs one worker per identity on as many machines as it likes. Children die with their parent
+(PR_SET_PDEATHSIG) and are stopped with it on SIGTERM.
+
+RQ's SimpleWorker runs each job in the stream's process (no forked work-horse), so killing
+it stops that stream's sending at once. Before taking any job a stream takes its lease,
+repairs its orphans (invariants 5 and 7), and then listens to its transactional queue before
+its broadcasts queue.
 """
 
 from __future__ import annotations
@@ -29,12 +36,16 @@ from sqlalchemy.exc import SQLAlchemyError
 from broadside import queues
 from broadside.db import db
 from broadside.hourly import HourlyCap
+from broadside.identities import service as identity_service
+from broadside.identities.service import SendingIdentity
 from broadside.lease import RENEW_EVERY_S, Lease
-from broadside.logs import log_context
+from broadside.logs import log_context, redact_also, url_passwords
+from broadside.providers.factory import make_transport
 from broadside.queues import Jobs
-from broadside.transports import make_transport
+from broadside.streams import record_rate
 from broadside.waits import add_wait_seconds
 from jobs import runtime
+from jobs.children import Children
 from jobs.imports import recover_interrupted_imports
 from jobs.maintenance import STALE_CLAIM, ensure_jobs, mark_orphans_unknown
 from jobs.pacing import Pacer
@@ -105,11 +116,13 @@ def acquire_lease(lease: Lease, stop: threading.Event) -> bool:
 class Maintenance(threading.Thread):
     """Keeps the lease alive and, every few seconds, repairs orphans and promotes schedules."""
 
-    def __init__(self, app: Flask, rt: runtime.Runtime, on_lost) -> None:
+    def __init__(self, app: Flask, rt: runtime.Runtime, on_lost,
+                 children: Children | None = None) -> None:
         super().__init__(name="broadside-maintenance", daemon=True)
         self.app = app
         self.rt = rt
         self.on_lost = on_lost
+        self.children = children
         self.done = threading.Event()
         self.pace_wait_flushed = 0.0
 
@@ -137,13 +150,24 @@ class Maintenance(threading.Thread):
             with self.app.app_context():
                 mark_orphans_unknown(
                     db.session(), exclude_broadcast=self.rt.running_broadcast, older_than=STALE_CLAIM,
-                    exclude_automations=self.rt.running_automations,
+                    exclude_automations=self.rt.running_automations, identity_id=self.rt.identity_id,
                 )
                 ensure_jobs(db.session(), self.rt)
+                if self.children is not None:
+                    self.children.follow(db.session())
                 db.session.remove()
             self.flush_pace_wait()
+            self.report_rate()
         except (RedisError, SQLAlchemyError) as exc:
             log.warning("maintenance skipped: %s", exc)
+
+    def report_rate(self) -> None:
+        """The requests per second this stream achieved since the last report (System page)."""
+        rt, now = self.rt, time.monotonic()
+        elapsed = max(now - rt.sent_requests_since, 1e-6)
+        record_rate(rt.lease.redis, self.app.config["BROADSIDE_NAMESPACE"], rt.stream,
+                    rt.sent_requests / elapsed)
+        rt.sent_requests, rt.sent_requests_since = 0, now
 
     def flush_pace_wait(self) -> None:
         """Add the pacer's waiting since the last flush to a running total in Redis, so
@@ -155,7 +179,48 @@ class Maintenance(threading.Thread):
         self.pace_wait_flushed = waited
 
 
-def run_worker(app: Flask, burst: bool = False) -> int:
+def run_worker(app: Flask, burst: bool = False, identities: tuple[str, ...] = ()) -> int:
+    """Serve every identity (none named) or the named ones: the first in this process, each
+    other in a child process."""
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        if not wait_for_schema(app, stop):
+            return 0
+        with app.app_context():
+            if identities:
+                found = [(name, identity_service.by_name(db.session(), app.config, name))
+                         for name in identities]
+                missing = [name for name, identity in found if identity is None]
+                if missing:
+                    log.error("no sending identity called %s (see Settings → Sending identities)",
+                              ", ".join(repr(m) for m in missing))
+                    return 2
+                served = [identity for _, identity in found if identity is not None]
+            else:
+                served = [identity_service.default_identity(db.session(), app.config)]
+            db.session.remove()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if stop.is_set():
+        return 0
+    children = Children(app, burst, follow_all=not identities,
+                        fixed=[i.id for i in served[1:] if i.id is not None])
+    children.start_fixed({i.id: i.name for i in served[1:] if i.id is not None})
+    try:
+        return serve_stream(app, served[0], burst, children)
+    finally:
+        children.stop_all()
+
+
+def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
+                 children: Children | None = None) -> int:
+    """One identity's stream in this process: its lease, pace, cap, transport and queues."""
     redis = app.extensions["broadside_redis"]
     config = dict(app.config)
     stop = threading.Event()
@@ -164,27 +229,31 @@ def run_worker(app: Flask, burst: bool = False) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    if not wait_for_schema(app, stop):
-        return 0
-    lease = Lease(redis, config["BROADSIDE_NAMESPACE"])
+    # Its transport's keys and webhook secret come from the database: never in a log line.
+    redact_also([*url_passwords(identity.transport_url), identity.webhook_secret])
+    lease = Lease(redis, config["BROADSIDE_NAMESPACE"], stream=identity.key)
     if not acquire_lease(lease, stop):
         return 0
-    transport = make_transport(config, app.instance_path)
+    transport = make_transport(identity.transport_url, app.instance_path,
+                               float(config.get("SMTP_TIMEOUT", 30)))
     rt = runtime.Runtime(
         lease=lease,
-        pacer=Pacer(config["SEND_DELAY_MS"]),
+        pacer=Pacer(identity.delay_ms),
         transport=transport,
-        hourly=HourlyCap(redis, config["BROADSIDE_NAMESPACE"], config["SEND_HOURLY_LIMIT"]),
+        hourly=HourlyCap(redis, config["BROADSIDE_NAMESPACE"], identity.hourly_limit, identity.key),
         config=config,
         jobs=Jobs(redis, config["BROADSIDE_NAMESPACE"]),
         instance_path=app.instance_path,
         stop=stop,
+        identity_id=identity.id,
+        identity_name=identity.name,
     )
     runtime.current = rt
     for sig, handler in previous.items():
         signal.signal(sig, handler)
     log.info(
-        "worker ready: transport %s, %d ms between sends", transport.description, config["SEND_DELAY_MS"]
+        "worker ready for identity %s: transport %s, %d ms between requests", identity.name,
+        transport.description, identity.delay_ms,
     )
 
     exit_code = 0
@@ -198,12 +267,16 @@ def run_worker(app: Flask, burst: bool = False) -> int:
             worker._stop_requested = True
 
     with app.app_context():
-        mark_orphans_unknown(db.session(), exclude_broadcast=None, older_than=None)
+        mark_orphans_unknown(db.session(), exclude_broadcast=None, older_than=None,
+                             identity_id=rt.identity_id)
         ensure_jobs(db.session(), rt)
-        # Holding the lease, no import can really be running: requeue the interrupted ones.
-        recover_interrupted_imports(db.session(), rt)
+        if rt.identity_id is None:
+            # Holding the default stream's lease, no import can really be running (imports
+            # run on a stream's worker, and every stream's worker is started beside the
+            # default's or after it): requeue the interrupted ones.
+            recover_interrupted_imports(db.session(), rt)
         db.session.remove()
-    maintenance = Maintenance(app, rt, on_lost)
+    maintenance = Maintenance(app, rt, on_lost, children)
     maintenance.start()
     # RQ blocks in BLPOP for minutes at a time: its connection must not have the app's
     # 5-second socket timeout, or every idle wait ends in a "Redis connection timeout".
@@ -211,7 +284,7 @@ def run_worker(app: Flask, burst: bool = False) -> int:
                               health_check_interval=30)
     try:
         while not stop.is_set():
-            names = [rt.jobs.queue_name(q) for q in queues.LISTENED]
+            names = rt.jobs.listened(rt.stream)
             listened = [Queue(n, connection=rq_redis, serializer=queues.SERIALIZER) for n in names]
             worker = BroadsideWorker(listened, connection=rq_redis, serializer=queues.SERIALIZER)
             worker.flask_app = app
@@ -253,7 +326,11 @@ def run_worker(app: Flask, burst: bool = False) -> int:
 
 @click.command("worker")
 @click.option("--burst", is_flag=True, help="Exit when the queues are empty (for tests).")
+@click.option("--identity", "identities", multiple=True, metavar="NAME",
+              help="Serve only this sending identity's stream (repeatable; 'default' is the "
+                   "environment's). Without it, every identity is served.")
 @with_appcontext
-def worker_command(burst: bool) -> None:
-    """Run the one sending worker (RQ, concurrency 1)."""
-    sys.exit(run_worker(current_app._get_current_object(), burst=burst))  # type: ignore[attr-defined]
+def worker_command(burst: bool, identities: tuple[str, ...]) -> None:
+    """Run the sending worker: one paced stream per identity (RQ, concurrency 1 each)."""
+    sys.exit(run_worker(current_app._get_current_object(), burst=burst,  # type: ignore[attr-defined]
+                        identities=identities))

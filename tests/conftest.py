@@ -226,10 +226,10 @@ def worker_factory(app_config, smtp_server) -> Iterator:
     workers: list[WorkerProcess] = []
     app_config.setdefault("SMTP_URL", smtp_server.url)
 
-    def start(**extra_env: str) -> WorkerProcess:
+    def start(*args: str, **extra_env: str) -> WorkerProcess:
         config = {**app_config}
         config.setdefault("SMTP_URL", smtp_server.url)
-        worker = WorkerProcess(config, extra_env).start()
+        worker = WorkerProcess(config, extra_env, args).start()
         workers.append(worker)
         return worker
 

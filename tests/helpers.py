@@ -262,7 +262,9 @@ class Browser:
 class WorkerProcess:
     """`flask --app webapp worker` as a real subprocess, configured like the test app."""
 
-    def __init__(self, app_config: dict, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, app_config: dict, extra_env: dict[str, str] | None = None,
+                 args: tuple[str, ...] = ()) -> None:
+        self.args = args  # e.g. ("--identity", "Product")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "PYTEST_"))}
         env.update(
             DATABASE_URL=app_config["DATABASE_URL"],
@@ -285,7 +287,7 @@ class WorkerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")  # closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flask", "--app", "webapp", "worker"],
+            [sys.executable, "-m", "flask", "--app", "webapp", "worker", *self.args],
             cwd=REPO_ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )

@@ -23,8 +23,10 @@ from sqlalchemy.orm import Session
 from broadside.accounts import normalise_email
 from broadside.automations import durations, ledger, lifecycle
 from broadside.automations.entering import live_steps
-from broadside.broadcasts.service import sender_identity
+from broadside.broadcasts.service import sender_of
 from broadside.errors import Conflict, NotFound, ValidationError
+from broadside.identities import lifecycle as identity_lifecycle
+from broadside.identities.service import check_choice
 from broadside.models import (
     Automation,
     AutomationEntry,
@@ -41,7 +43,6 @@ from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
 from broadside.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
 from broadside.segments.rules import MAX_ID
-from broadside.site_settings import get_settings
 from broadside.timeutil import utcnow
 
 MAX_NAME = 200
@@ -73,6 +74,7 @@ class AutomationInput:
     priority: int = 0
     record_only: bool = False
     steps: list[StepInput] = field(default_factory=list)
+    identity_id: int | None = None  # the sending identity; None: the default
 
 
 def _an_int(value: object) -> bool:
@@ -105,11 +107,11 @@ def parse_input(data: Any) -> AutomationInput:
     mistake is a ValidationError naming the field (and the step, by its number)."""
     if not isinstance(data, dict):
         raise ValidationError("Send a JSON object with name, trigger and steps.")
-    known = {"name", "trigger", "priority", "record_only", "steps"}
+    known = {"name", "trigger", "priority", "record_only", "steps", "identity_id"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValidationError(f"Unknown field: {unknown[0]}. An automation has "
-                              "name, trigger, priority, record_only and steps.")
+                              "name, trigger, priority, record_only, identity_id and steps.")
     name = " ".join(_text(data.get("name"), "name", MAX_NAME, required=True).split())
     trigger = data.get("trigger")
     if not isinstance(trigger, dict) or trigger.get("type") not in TRIGGERS:
@@ -142,6 +144,10 @@ def parse_input(data: Any) -> AutomationInput:
     if not isinstance(record_only, bool):
         raise ValidationError("record_only must be true or false.")
     result.record_only = record_only
+    identity_id = data.get("identity_id")
+    if identity_id is not None and not _an_id(identity_id):
+        raise ValidationError("identity_id must be a sending identity's id (or null for the default).")
+    result.identity_id = identity_id
     steps = data.get("steps", [])
     if not isinstance(steps, list):
         raise ValidationError("steps must be a list.")
@@ -203,19 +209,19 @@ def _check(session: Session, data: AutomationInput, except_id: int | None = None
     return delays
 
 
-def _freeze(session: Session, step: AutomationStep, default_from: str) -> AutomationRevision:
-    settings = get_settings(session)
-    from_name, from_email = sender_identity(session, default_from)
+def _freeze(session: Session, step: AutomationStep, identity_id: int | None,
+            default_from: str) -> AutomationRevision:
+    from_name, from_email, postal = sender_of(session, identity_id, default_from)
     try:
         frozen = freeze_content(subject=step.subject, preheader=step.preheader,
                                 body_markdown=step.body, from_name=from_name,
-                                from_email=from_email, postal_address=settings.postal_address)
+                                from_email=from_email, postal_address=postal)
     except ValidationError as exc:
         raise ValidationError(f"Step {step.position}: {exc.message}") from None
     revision = AutomationRevision(
         step_id=step.id, subject=step.subject, preheader=step.preheader, body_markdown=step.body,
         html_template=frozen.html_template, text_template=frozen.text_template,
-        from_name=from_name, from_email=from_email, postal_address=settings.postal_address,
+        from_name=from_name, from_email=from_email, postal_address=postal,
     )
     session.add(revision)
     session.flush()
@@ -240,7 +246,7 @@ def _matched(existing: list[AutomationStep], wanted: list[StepInput]) -> list[Au
 
 
 def _save_steps(session: Session, automation: Automation, data: AutomationInput, delays: list[int],
-                default_from: str) -> None:
+                default_from: str, identity_changed: bool) -> None:
     existing = live_steps(session, automation.id)
     matched = _matched(existing, data.steps)
     now = utcnow()
@@ -258,8 +264,9 @@ def _save_steps(session: Session, automation: Automation, data: AutomationInput,
         step.delay_seconds = seconds
         step.subject, step.preheader, step.body = wanted.subject, wanted.preheader, wanted.body
         session.flush()
-        if changed or step.revision_id is None:
-            revision = _freeze(session, step, default_from)
+        # A new sending identity is new content too: its From is frozen into each revision.
+        if changed or identity_changed or step.revision_id is None:
+            revision = _freeze(session, step, automation.identity_id, default_from)
             step.revision_id = revision.id
             ledger.reassign_revision(session, step.id, revision.id, now)
     for step in (s for s in existing if s not in matched):
@@ -295,10 +302,12 @@ def _write(session: Session, automation: Automation, data: AutomationInput, dela
         automation.list_id, automation.segment_id = data.list_id, data.segment_id
         automation.every_hours, automation.priority = data.every_hours, data.priority
         automation.record_only = data.record_only
+        identity_changed = automation.id is not None and automation.identity_id != data.identity_id
+        automation.identity_id = check_choice(session, data.identity_id)
         automation.updated_at = utcnow()
         session.add(automation)
         session.flush()
-        _save_steps(session, automation, data, delays, default_from)
+        _save_steps(session, automation, data, delays, default_from, identity_changed)
         session.commit()
     except IntegrityError:
         session.rollback()
@@ -335,7 +344,7 @@ def as_input(session: Session, automation: Automation) -> dict[str, Any]:
         else {"type": "segment", "segment_id": automation.segment_id,
               "every_hours": automation.every_hours})
     return {"name": automation.name, "trigger": trigger, "priority": automation.priority,
-            "record_only": automation.record_only,
+            "record_only": automation.record_only, "identity_id": automation.identity_id,
             "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader,
                        "body": s.body} for s in steps_of(session, automation.id)]}
 
@@ -347,7 +356,13 @@ def _move(session: Session, automation_id: int, name: str, refusal: str) -> Auto
             raise ValidationError("Add at least one step before enabling this automation.")
         if automation.list_id is None and automation.segment_id is None:
             raise ValidationError("Its list or segment was deleted: choose another trigger first.")
+    was_paused = automation.status == AutomationStatus.PAUSED.value
     moved = lifecycle.move(session, automation_id, name)
+    if moved and name == "enable" and was_paused:
+        # Resuming after a channel-wide pause: the owner says the cause is fixed, so its
+        # identity's pause is lifted too (or the stream would hold it still).
+        identity_lifecycle.resume(session, automation.identity_id,
+                                  label=f"resumed with automation {automation_id}")
     session.commit()
     session.refresh(automation)
     if not moved and automation.status != lifecycle.TRANSITIONS[name].target.value:
@@ -473,7 +488,7 @@ def send_step_test(session: Session, automation_id: int, step_id: int, to_email:
                    default_from: str, jobs: Jobs) -> int:
     """One copy of a step's current revision to any address, through the transactional
     queue, marked as a test (its unsubscribe link goes nowhere). Returns the message id."""
-    get_automation(session, automation_id)
+    automation = get_automation(session, automation_id)
     step = get_step(session, automation_id, step_id)
     address = normalise_email(to_email)
     revision = session.get(AutomationRevision, step.revision_id) if step.revision_id else None
@@ -490,6 +505,7 @@ def send_step_test(session: Session, automation_id: int, step_id: int, to_email:
         session, jobs, kind="test", to_email=address, subject=f"[Test] {rendered.subject}",
         html=rendered.html, text=rendered.text,
         headers={"From-Name": revision.from_name, "From-Email": revision.from_email},
+        identity_id=automation.identity_id,
     )
     return message.id
 

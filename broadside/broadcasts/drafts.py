@@ -15,9 +15,10 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts import lifecycle
-from broadside.broadcasts.service import get_broadcast, sender_identity
+from broadside.broadcasts.service import get_broadcast, sender_of
 from broadside.db import rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
+from broadside.identities.service import check_choice
 from broadside.models import Broadcast, MailingList, Revision, Segment
 from broadside.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
 from broadside.site_settings import clean_cap_hours, get_settings
@@ -74,17 +75,18 @@ def _validate(session: Session, list_id: object, segment_id: object, subject: ob
 
 def create_draft(session: Session, *, list_id: int | None = None, segment_id: int | None = None,
                  subject: str = "", body: str = "", preheader: str = "",
-                 skip_if_received_within_hours: Any = KEEP) -> Broadcast:
+                 skip_if_received_within_hours: Any = KEEP, identity_id: Any = None) -> Broadcast:
     """A new draft to a list or a segment. The frequency cap starts from the Settings default
-    unless given (None: no cap)."""
+    unless given (None: no cap); the sending identity is the default unless given."""
     _validate(session, list_id, segment_id, subject, preheader, body)
+    identity_id = check_choice(session, identity_id)
     if skip_if_received_within_hours is KEEP:
         cap = get_settings(session).default_skip_if_received_within_hours
     else:
         cap = clean_cap_hours(skip_if_received_within_hours)
     broadcast = Broadcast(list_id=list_id, segment_id=segment_id, subject=subject.strip(),
                           preheader=preheader.strip(), body=body, skip_if_received_within_hours=cap,
-                          status=lifecycle.INITIAL.value)
+                          status=lifecycle.INITIAL.value, identity_id=identity_id)
     session.add(broadcast)
     session.commit()
     return broadcast
@@ -92,15 +94,18 @@ def create_draft(session: Session, *, list_id: int | None = None, segment_id: in
 
 def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
                  segment_id: int | None = None, subject: str, preheader: str, body: str,
-                 skip_if_received_within_hours: Any = KEEP) -> Broadcast:
+                 skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP) -> Broadcast:
     """Edit a draft. Only drafts change: what was sent is frozen (invariant 8). The audience
-    is a list or a segment (the other is cleared); the cap is left alone unless given."""
+    is a list or a segment (the other is cleared); the cap and the sending identity are left
+    alone unless given (identity None: the default)."""
     _validate(session, list_id, segment_id, subject, preheader, body)
     values: dict[str, Any] = {"list_id": list_id, "segment_id": segment_id,
                               "subject": subject.strip(), "preheader": preheader.strip(),
                               "body": body, "updated_at": utcnow()}
     if skip_if_received_within_hours is not KEEP:
         values["skip_if_received_within_hours"] = clean_cap_hours(skip_if_received_within_hours)
+    if identity_id is not KEEP:
+        values["identity_id"] = check_choice(session, identity_id)
     result = session.execute(
         update(Broadcast)
         .where(Broadcast.id == broadcast_id, Broadcast.status == lifecycle.DRAFT.value)
@@ -132,6 +137,14 @@ def delete_draft(session: Session, broadcast_id: int) -> None:
     session.expunge_all()
 
 
+def _live_identity(session: Session, identity_id: int) -> bool:
+    try:
+        check_choice(session, identity_id)
+    except ValidationError:
+        return False
+    return True
+
+
 def duplicate(session: Session, broadcast_id: int) -> Broadcast:
     original = session.get(Broadcast, broadcast_id)
     if original is None:
@@ -139,7 +152,10 @@ def duplicate(session: Session, broadcast_id: int) -> Broadcast:
     copy = Broadcast(list_id=original.list_id, segment_id=original.segment_id,
                      subject=original.subject, preheader=original.preheader, body=original.body,
                      skip_if_received_within_hours=original.skip_if_received_within_hours,
-                     status=lifecycle.INITIAL.value)
+                     status=lifecycle.INITIAL.value,
+                     # A deleted identity is not carried over: the copy takes the default.
+                     identity_id=original.identity_id if original.identity_id is not None
+                     and _live_identity(session, original.identity_id) else None)
     session.add(copy)
     session.commit()
     return copy
@@ -263,8 +279,8 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
                                          revision.text_template)
             return DraftPreview(broadcast, revision.from_name, revision.from_email,
                                 revision.postal_address, compiled.render(**sample), None, True)
-        from_name, from_email = sender_identity(session, default_from)
-        postal_address = get_settings(session).postal_address
+        from_name, from_email, postal_address = sender_of(session, broadcast.identity_id,
+                                                          default_from)
         frozen = freeze_content(subject=broadcast.subject, preheader=broadcast.preheader,
                                 body_markdown=broadcast.body, from_name=from_name,
                                 from_email=from_email, postal_address=postal_address)
@@ -280,11 +296,12 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
 def autosave(session: Session, broadcast_id: int, *, list_id: int | None,
              segment_id: int | None = None, subject: str, preheader: str, body: str,
              sample_email: str, default_from: str,
-             skip_if_received_within_hours: Any = KEEP) -> DraftPreview:
+             skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP) -> DraftPreview:
     """Save the draft (all or nothing, as update_draft) and render its new preview."""
     update_draft(session, broadcast_id, list_id=list_id, segment_id=segment_id, subject=subject,
                  preheader=preheader, body=body,
-                 skip_if_received_within_hours=skip_if_received_within_hours)
+                 skip_if_received_within_hours=skip_if_received_within_hours,
+                 identity_id=identity_id)
     return preview_email(session, broadcast_id, sample_email=sample_email,
                          default_from=default_from)
 

@@ -74,8 +74,9 @@ def send_plan(session: Session, broadcast_id: int) -> SendPlan:
     if not broadcast.subject.strip():
         problems.append("Give the broadcast a subject before sending it.")
     # Our choice: the pages refuse to send without a postal address. The renderer would
-    # print an empty footer line; a newsletter without one breaks CAN-SPAM.
-    if not (settings.postal_address or "").strip():
+    # print an empty footer line; a newsletter without one breaks CAN-SPAM. The sending
+    # identity's own address counts (else the Settings one is what it prints).
+    if not (service.sender_of(session, broadcast.identity_id, "")[2] or "").strip():
         problems.append(NO_POSTAL_ADDRESS)
     return SendPlan(broadcast, audience["active"], audience["skipped"], problems,
                     settings.time_zone or "UTC", broadcast.skip_if_received_within_hours,

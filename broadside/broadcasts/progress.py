@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.errors import NotFound
-from broadside.models import Broadcast
+from broadside.models import Broadcast, Identity
 
 TERMINAL = ("sent", "cancelled")
 ACTIVE = ("queued", "sending")
@@ -121,8 +121,14 @@ def duration_words(seconds: float | None) -> str:
 
 
 def read_progress(session: Session, broadcast_id: int, *, send_delay_ms: int = 0) -> Progress:
-    """One indexed read of the broadcast's row; no COUNT over deliveries."""
-    row = session.execute(select(*_COLUMNS).where(Broadcast.id == broadcast_id)).first()
+    """One indexed read of the broadcast's row (with its identity's pace; `send_delay_ms` is
+    the default identity's); no COUNT over deliveries."""
+    row = session.execute(
+        select(*_COLUMNS, Identity.delay_ms)
+        .outerjoin(Identity, Identity.id == Broadcast.identity_id)
+        .where(Broadcast.id == broadcast_id)).first()
     if row is None:
         raise NotFound("There is no such broadcast.")
-    return Progress(*row, send_delay_ms=send_delay_ms)  # type: ignore[call-arg]  # the columns are its fields, in order
+    *columns, identity_delay = row
+    pace = send_delay_ms if identity_delay is None else identity_delay
+    return Progress(*columns, send_delay_ms=pace)  # type: ignore[misc]  # the columns are its fields, in order

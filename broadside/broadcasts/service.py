@@ -22,8 +22,9 @@ from broadside.accounts import normalise_email
 from broadside.broadcasts import ledger, lifecycle
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.events import record_event
+from broadside.identities import lifecycle as identity_lifecycle
 from broadside.logs import owner_action
-from broadside.models import Broadcast, Delivery, Revision, Segment, Subscriber, Subscription
+from broadside.models import Broadcast, Delivery, Identity, Revision, Segment, Subscriber, Subscription
 from broadside.models.sending import MAY_HAVE_RECEIVED, DeliveryStatus
 from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
@@ -43,9 +44,9 @@ def get_broadcast(session: Session, broadcast_id: int) -> Broadcast:
     return broadcast
 
 
-def _enqueue(jobs: Jobs, broadcast_id: int) -> None:
+def _enqueue(jobs: Jobs, broadcast_id: int, identity_id: int | None) -> None:
     try:
-        jobs.enqueue_slice(broadcast_id)
+        jobs.enqueue_slice(broadcast_id, identity_id)
     except RedisError:
         # Redis is down: the broadcast stays queued in the database and the worker's
         # orphan repair gives it a job once Redis is back.
@@ -53,13 +54,25 @@ def _enqueue(jobs: Jobs, broadcast_id: int) -> None:
 
 
 def sender_identity(session: Session, default_from: str) -> tuple[str, str]:
-    """(name, address) from the settings page, falling back to MAIL_FROM."""
+    """The default identity's (name, address): the settings page's, falling back to MAIL_FROM."""
 
     settings = get_settings(session)
     if settings.sender_email:
         return settings.sender_name or "", settings.sender_email
     name, address = parseaddr(default_from)
     return name, address
+
+
+def sender_of(session: Session, identity_id: int | None, default_from: str) -> tuple[str, str, str]:
+    """(From name, From address, postal address) of a sending identity (None: the default).
+    An identity without a postal address of its own uses the Settings page's."""
+    postal = get_settings(session).postal_address
+    if identity_id is not None:
+        identity = session.get(Identity, identity_id)
+        if identity is not None:
+            return identity.from_name, identity.from_email, identity.postal_address or postal
+    name, address = sender_identity(session, default_from)
+    return name, address, postal
 
 
 def audience_summary(session: Session, list_id: int | None) -> dict[str, Any]:
@@ -126,15 +139,14 @@ def broadcast_audience(session: Session, broadcast: Broadcast) -> dict[str, Any]
 def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -> Revision:
     """Invariant 8: pressing send freezes subject, body, sender and rendered layout."""
 
-    settings = get_settings(session)
-    from_name, from_email = sender_identity(session, default_from)
+    from_name, from_email, postal = sender_of(session, broadcast.identity_id, default_from)
     frozen = freeze_content(
         subject=broadcast.subject,
         preheader=broadcast.preheader,
         body_markdown=broadcast.body,
         from_name=from_name,
         from_email=from_email,
-        postal_address=settings.postal_address,
+        postal_address=postal,
     )
     revision = Revision(
         broadcast_id=broadcast.id,
@@ -145,7 +157,7 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
         text_template=frozen.text_template,
         from_name=from_name,
         from_email=from_email,
-        postal_address=settings.postal_address,
+        postal_address=postal,
     )
     session.add(revision)
     return revision
@@ -195,6 +207,10 @@ def send_broadcast(
     segment = session.get(Segment, broadcast.segment_id) if broadcast.segment_id is not None else None
     if broadcast.list_id is None and segment is None:
         raise ValidationError("Choose a list or a segment to send to.")
+    if broadcast.identity_id is not None:
+        identity = session.get(Identity, broadcast.identity_id)
+        if identity is None or identity.status == "deleted":
+            raise ValidationError("This broadcast's sending identity was deleted; choose another.")
 
     def snapshot() -> str:
         freeze_revision(session, broadcast, default_from)
@@ -230,7 +246,7 @@ def send_broadcast(
     session.refresh(broadcast)
     owner_action("broadcast queued", broadcast_id=broadcast_id, recipients=broadcast.total)
     if jobs is not None:
-        _enqueue(jobs, broadcast_id)
+        _enqueue(jobs, broadcast_id, broadcast.identity_id)
     return broadcast
 
 
@@ -288,8 +304,14 @@ def resume_broadcast(session: Session, broadcast_id: int, *, jobs: Jobs) -> Broa
     _steer(session, broadcast_id, "resume", "Only a paused broadcast can be resumed.")
     session.commit()
     owner_action("broadcast resumed", broadcast_id=broadcast_id)
-    _enqueue(jobs, broadcast_id)
-    return get_broadcast(session, broadcast_id)
+    broadcast = get_broadcast(session, broadcast_id)
+    # The owner says the cause is fixed: a pause of its identity (the provider refused the
+    # channel) is lifted with it, or the stream would hold it still.
+    if identity_lifecycle.resume(session, broadcast.identity_id,
+                                 label=f"resumed with broadcast {broadcast_id}"):
+        session.commit()
+    _enqueue(jobs, broadcast_id, broadcast.identity_id)
+    return broadcast
 
 
 def cancel_broadcast(session: Session, broadcast_id: int) -> Broadcast:
@@ -355,7 +377,7 @@ def retry_deliveries(session: Session, broadcast_id: int, *, which: str, jobs: J
     session.commit()
     if moved:
         owner_action("broadcast sending again", broadcast_id=broadcast_id, rows=len(moved), which=source)
-        _enqueue(jobs, broadcast_id)
+        _enqueue(jobs, broadcast_id, broadcast.identity_id)
     return len(moved)
 
 
@@ -370,14 +392,14 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
         subject, html_t, text_t = revision.subject, revision.html_template, revision.text_template
         from_name, from_email = revision.from_name, revision.from_email
     else:
-        from_name, from_email = sender_identity(session, default_from)
+        from_name, from_email, postal = sender_of(session, broadcast.identity_id, default_from)
         frozen = freeze_content(
             subject=broadcast.subject,
             preheader=broadcast.preheader,
             body_markdown=broadcast.body,
             from_name=from_name,
             from_email=from_email,
-            postal_address=get_settings(session).postal_address,
+            postal_address=postal,
         )
         subject, html_t, text_t = broadcast.subject, frozen.html_template, frozen.text_template
     # Merge fields are filled in as that person would see them when the address is one of the
@@ -401,5 +423,6 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
         text=rendered.text,
         headers={"From-Name": from_name, "From-Email": from_email},
         broadcast_id=broadcast_id,
+        identity_id=broadcast.identity_id,
     )
     return message.id

@@ -17,6 +17,7 @@ from broadside.models.automations import (
     AutomationStep,
 )
 from broadside.models.events import Event
+from broadside.models.identities import Identity
 from broadside.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "Broadcast",
     "Delivery",
     "Event",
+    "Identity",
     "Import",
     "ImportRejection",
     "MailingList",

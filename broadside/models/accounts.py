@@ -61,3 +61,6 @@ class SiteSettings(Model):
     default_skip_if_received_within_hours: Mapped[int | None]
     # The hourly cap counts sends after this moment; "reset" moves it to now, deleting nothing.
     hourly_window_reset_at: Mapped[datetime | None]
+    # The default identity's pause (it is not a row: broadside.models.identities); NULL: not
+    # paused. Written only by broadside.identities.lifecycle.
+    default_pause_reason: Mapped[str | None] = mapped_column(Text)

@@ -74,6 +74,8 @@ class Automation(Model):
     # The lifecycle evaluation under way for it (kept across a run cut short by its time
     # budget, so the next run continues the same evaluation); None between evaluations.
     evaluating: Mapped[int | None] = mapped_column(BigInteger)
+    # The sending identity its messages go out through; NULL: the default identity.
+    identity_id: Mapped[int | None] = mapped_column(ForeignKey("identities.id"), index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
@@ -158,6 +160,7 @@ class AutomationMessage(Model):
         CheckConstraint(_one_of("status", DELIVERY_STATUSES), name="status"),
         Index("ix_automation_messages_due", "status", "due_at"),
         Index("ix_automation_messages_step_status", "step_id", "status"),
+        Index("ix_automation_messages_provider_message_id", "provider_message_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -180,6 +183,7 @@ class AutomationMessage(Model):
     reason: Mapped[str | None] = mapped_column(Text)
     smtp_code: Mapped[int | None]
     message_id: Mapped[str | None] = mapped_column(String(255))
+    provider_message_id: Mapped[str | None] = mapped_column(String(255))
     claimed_at: Mapped[datetime | None]
     sent_at: Mapped[datetime | None]
     updated_at: Mapped[datetime | None]

@@ -98,6 +98,9 @@ class Broadcast(Model):
     unknown_count: Mapped[int] = mapped_column(default=0)
     # Sends per second the worker measured over its last slice.
     send_rate: Mapped[float] = mapped_column(default=0.0)
+    # The sending identity (its stream, pace and cap); NULL: the default identity. Its From
+    # is frozen into the revision when send is pressed (invariant 8).
+    identity_id: Mapped[int | None] = mapped_column(ForeignKey("identities.id"), index=True)
 
 
 class FrozenContent:
@@ -136,6 +139,7 @@ class Delivery(Model):
         Index("ix_deliveries_broadcast_status", "broadcast_id", "status", "id"),
         Index("ix_deliveries_subscriber_id", "subscriber_id"),
         Index("ix_deliveries_message_id", "message_id"),
+        Index("ix_deliveries_provider_message_id", "provider_message_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -156,6 +160,8 @@ class Delivery(Model):
     reason: Mapped[str | None] = mapped_column(Text)
     smtp_code: Mapped[int | None]
     message_id: Mapped[str | None] = mapped_column(String(255))
+    # The provider's own id for this message (HTTP APIs), which its webhooks name.
+    provider_message_id: Mapped[str | None] = mapped_column(String(255))
     claimed_at: Mapped[datetime | None]
     sent_at: Mapped[datetime | None]
     updated_at: Mapped[datetime | None]
@@ -191,5 +197,8 @@ class TransactionalMessage(Model):
     subscriber_id: Mapped[int | None] = mapped_column(
         ForeignKey("subscribers.id", ondelete="SET NULL")
     )
+    # The identity it goes out through (that of what it belongs to); NULL: the default.
+    identity_id: Mapped[int | None] = mapped_column(ForeignKey("identities.id"))
+    provider_message_id: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     sent_at: Mapped[datetime | None]

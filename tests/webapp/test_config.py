@@ -45,6 +45,8 @@ def test_postgres_urls_use_psycopg3(tmp_path, url):
         ("BASE_URL", "localhost:5000"),
         ("SMTP_URL", "smtp://host:port"),
         ("SMTP_URL", "ftp://host"),
+        ("SMTP_URL", "postmark://token@host"),
+        ("SMTP_URL", "ses://key:secret@not-a-region"),
         ("MAIL_FROM", "nobody"),
         ("SECRET_KEY", "short"),
         ("LOG_FORMAT", "xml"),

@@ -1,0 +1,124 @@
+"""A batch of claimed rows in one provider request (Postmark's /email/batch, Resend's
+/emails/batch), without weakening a guarantee:
+
+- claim before send (invariant 4): the rows were claimed and committed by the slice first;
+- the re-check (invariant 3): each person is asked again just before the request, at most
+  one request's preparation (~a second at 500) before it leaves;
+- pace the side effect (invariant 2): the pause is after each request, the unit the
+  provider counts;
+- outcomes by position: each row's result is read from its place in the answer, never by
+  matching ids; every row not rejected was accepted;
+- a crash exposes at most one batch (invariant 5): its rows are `sending` until the answer
+  is recorded, so orphan repair makes them `unknown`, never resent automatically;
+- a request that may have reached the provider and got no answer is retried with the same
+  rows and the same Idempotency-Key where the provider honours one (Resend: the same key
+  and payload return the first answer without sending again); otherwise its rows become
+  `unknown`.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING
+
+from redis.exceptions import RedisError
+
+from broadside.broadcasts import lifecycle
+from broadside.transports import BatchTransport, DeliveryError, Outgoing, SendResult
+from jobs.classify import classify
+from jobs.recheck import Prepared, Row
+
+if TYPE_CHECKING:
+    from jobs.sending import Slice
+
+log = logging.getLogger("broadside.worker")
+
+# Retries of a request that got no answer, with the same idempotency key (seconds to wait).
+IDEMPOTENT_RETRIES = (1.0, 2.0, 4.0)
+
+
+def idempotency_key(namespace: str, kind: str, first_id: int) -> str:
+    """Unique per claimed batch and kept for its retries (≤ 256 characters)."""
+    return f"broadside-{namespace}-{kind}{first_id}-{uuid.uuid4().hex}"[:256]
+
+
+def send_batch(slice_: Slice, rows: list[Row], deadline: float) -> str | None:
+    """Re-check and build each claimed row, send the rest in one request, record each
+    outcome. Returns the reason to stop the slice, or None to go on."""
+    outcomes, decide, rt = slice_.outcomes, slice_.recheck.decide, slice_.rt
+    # The pace is waited out first, so the re-checks are as late as they can be.
+    rt.pacer.settle(lead=slice_.decide_seconds * len(rows))
+    ready: list[Prepared] = []
+    for index, row in enumerate(rows):
+        decision = decide(row)
+        if decision.stop is not None:
+            outcomes.release(rows[index:], cancelled=(decision.stop == lifecycle.CANCELLED))
+            release_prepared(slice_, ready)
+            return "stopped"
+        if decision.hold:
+            outcomes.release([row], cancelled=False)
+        elif decision.skip is not None:
+            outcomes.skipped(row, decision.skip)
+            slice_.skipped += 1
+        elif decision.fail is not None:
+            outcomes.unbuildable(row, decision.fail)
+        else:
+            assert decision.message is not None
+            ready.append(decision.message)
+    if not ready:
+        return None
+    if not slice_._hourly_room(deadline):
+        release_prepared(slice_, ready)
+        return "continue"
+    items = [Outgoing(m.from_email or slice_.from_email, m.email, m.wire, m.fields) for m in ready]
+    key = idempotency_key(rt.config["BROADSIDE_NAMESPACE"], slice_.KEY_KIND, ready[0].delivery_id)
+    slice_.attempts += len(ready)
+    rt.sent_requests += 1
+    try:
+        for _ in ready:
+            rt.hourly.record()
+    except RedisError:
+        pass
+    try:
+        results = _request(slice_, items, key)
+    except DeliveryError as error:
+        return outcomes.refused_all(ready, error)
+    except Exception as error:  # unexpected: we cannot know whether it went out
+        stop = None
+        for message in ready:
+            stop = outcomes.unexpected(message, error) or stop
+        return stop
+    if len(results) != len(ready):  # a provider answering with another count: trust nothing
+        mismatch = DeliveryError("response", None, f"the provider answered {len(results)} "
+                                 f"results for {len(ready)} messages")
+        return outcomes.refused_all(ready, mismatch)
+    stop = None
+    for message, result in zip(ready, results, strict=True):
+        if isinstance(result, SendResult):
+            outcomes.sent(message, result.code, result.reply, result.provider_id)
+        else:
+            stop = outcomes.refused(message, result) or stop
+    return stop
+
+
+def _request(slice_: Slice, items: list[Outgoing], key: str) -> list[SendResult | DeliveryError]:
+    """The request, and its retries under the same key when no answer came and the provider
+    honours idempotency keys."""
+    rt = slice_.rt
+    transport: BatchTransport = rt.transport
+    waits = IDEMPOTENT_RETRIES if getattr(transport, "idempotent", False) else ()
+    for attempt in range(len(waits) + 1):
+        try:
+            return transport.send_batch(items, key, pace=rt.pacer.wait)
+        except DeliveryError as error:
+            if attempt >= len(waits) or classify(error).kind != "ambiguous" or rt.stop.is_set():
+                raise
+            log.warning("no answer to a batch of %d (%s); retrying with the same idempotency key",
+                        len(items), error.reply)
+            rt.stop.wait(waits[attempt])
+    raise AssertionError("unreachable")
+
+
+def release_prepared(slice_: Slice, messages: list[Prepared]) -> None:
+    slice_.outcomes.release([Row(m.delivery_id, m.subscriber_id) for m in messages], cancelled=False)

@@ -1,0 +1,1 @@
+"""Provider transports against loopback stand-ins of their HTTP APIs."""
