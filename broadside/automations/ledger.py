@@ -6,7 +6,8 @@ job changes nothing (invariant 4); every move appends its events in the same tra
 (invariant 9). Messages have no counters to keep: the automations page counts them by step on
 their (step, status) index. Every writer of `AutomationMessage.status` and `revision_id` is
 here: the worker's claims and outcomes, orphan repair, deleting an automation or removing a
-step, and a newer revision reaching the messages not yet due.
+step, a newer revision reaching the messages not yet due, and a provider's verified delivery
+event (`unknown -> sent`, broadside.webhooks.settle).
 
 Lock order: an automation's lifecycle move locks the automation row first, then its messages
 (`skip_pending` runs after the move, in the same transaction); the worker's claims touch

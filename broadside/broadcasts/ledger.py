@@ -5,7 +5,9 @@ it expects (`WHERE id = ? AND status = ?`), so a retried or duplicated job that 
 already moved changes nothing; there is no read-then-write. The broadcast's counters move by
 exactly the rows that changed, in the same transaction, so the progress bar never has to
 count the deliveries table. Every writer of `Delivery.status` comes through here: the
-worker's claims and outcomes, orphan repair, the owner's cancel and "send again".
+worker's claims and outcomes, orphan repair, the owner's cancel and "send again", and a
+provider's verified delivery event (`unknown -> sent`, broadside.webhooks.settle: the one way an
+unknown row settles without the owner, and only on the provider's own signed word).
 
 Lock order: the broadcast row first, then its deliveries (then subscribers). Every
 transaction that touches both takes them in that order, so a cancel during a fast send

@@ -52,7 +52,7 @@ class BounceOutcome:
 
 @dataclass(frozen=True)
 class _Link:
-    """Where a provider's event came from, found by Message-ID."""
+    """Where a provider's event came from, found by Message-ID or the provider's id."""
 
     message_id: str | None = None
     delivery_id: int | None = None
@@ -70,8 +70,9 @@ def _subscriber_id_for(session: Session, email: str) -> tuple[int, str] | None:
     return (subscriber_id, address) if subscriber_id is not None else None
 
 
-def _message_id_forms(message_ids: Iterable[str | None]) -> list[str]:
-    """Each id with and without angle brackets: providers and our pipeline differ."""
+def message_id_forms(message_ids: Iterable[str | None]) -> list[str]:
+    """Each id with and without angle brackets: providers and our pipeline differ (Mailgun's
+    API answers `<id@domain>`, its webhooks name `id@domain`)."""
     forms: list[str] = []
     for raw in message_ids:
         bare = (raw or "").strip().strip("<>").strip()
@@ -83,13 +84,16 @@ def _message_id_forms(message_ids: Iterable[str | None]) -> list[str]:
 def _link(
     session: Session, subscriber_id: int, email: str, message_ids: Iterable[str | None]
 ) -> _Link:
-    forms = _message_id_forms(message_ids)
+    # Our Message-ID or the provider's own id for the message (`provider_message_id`, what
+    # its API answered): a provider's report may name either.
+    forms = message_id_forms(message_ids)
     if not forms:
         return _Link()
     delivery = session.execute(
         select(Delivery.id, Delivery.broadcast_id, Delivery.message_id, Broadcast.list_id)
         .join(Broadcast, Broadcast.id == Delivery.broadcast_id)
-        .where(Delivery.message_id.in_(forms), Delivery.subscriber_id == subscriber_id)
+        .where(or_(Delivery.message_id.in_(forms), Delivery.provider_message_id.in_(forms)),
+               Delivery.subscriber_id == subscriber_id)
         .order_by(Delivery.id.desc())
         .limit(1)
     ).first()
@@ -99,7 +103,8 @@ def _link(
         select(TransactionalMessage.id, TransactionalMessage.broadcast_id,
                TransactionalMessage.message_id)
         .where(
-            TransactionalMessage.message_id.in_(forms),
+            or_(TransactionalMessage.message_id.in_(forms),
+                TransactionalMessage.provider_message_id.in_(forms)),
             or_(TransactionalMessage.subscriber_id == subscriber_id,
                 TransactionalMessage.to_email == email),
         )

@@ -1,7 +1,9 @@
 """Provider events, parsed and checked before anything is written.
 
-Two shapes arrive: Broadside's generic JSON (one event per request) and Amazon SES
-notifications (inside an SNS message; one notification may name several recipients).
+Here: Broadside's generic JSON (one event per request) and Amazon SES notifications (inside an
+SNS message; one notification may name several recipients). Postmark's, Resend's and
+Mailgun's own shapes are in broadside.webhooks.provider_payloads; all become `ProviderEvent`s,
+which broadside.webhooks.service applies.
 """
 
 from __future__ import annotations
@@ -30,13 +32,17 @@ class ProviderEvent:
     type: str  # bounce | complaint | delivery
     email: str
     bounce_type: str | None = None  # hard | soft, for bounces
+    # Our Message-ID header and/or the provider's own id for the message (what its API
+    # answered, kept as `provider_message_id`): either finds what was sent.
     message_ids: tuple[str, ...] = ()
+    # A delivery's detail is the evidence in words: "confirmed by postmark's delivery event
+    # (MessageID …)".
     detail: str = ""
-    source: str = "webhook"
+    source: str = "webhook"  # webhook (the generic endpoint) | ses | postmark | resend | mailgun
     event_id: str = ""  # the generic payload's `id`: a redelivery with the same id counts once
 
 
-def _json_object(raw: bytes | str, what: str) -> dict[str, Any]:
+def json_object(raw: bytes | str, what: str) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -63,7 +69,7 @@ def parse_generic(raw: bytes) -> ProviderEvent:
     a provider that does not classify reports final failures. `id` names the event (the
     provider's own event id, or any unique string): a delivery whose id was seen before is
     acknowledged and changes nothing."""
-    data = _json_object(raw, "The body")
+    data = json_object(raw, "The body")
     event_id = data.get("id")
     if (not isinstance(event_id, str) or not event_id.strip() or len(event_id) > MAX_EVENT_ID
             or not event_id.isprintable()):
@@ -113,7 +119,7 @@ def _ses_message_ids(mail: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for i in ids if len(i) <= MAX_MESSAGE_ID))
 
 
-def _address(raw: Any) -> str | None:
+def address_of(raw: Any) -> str | None:
     if not isinstance(raw, str):
         return None
     address = parseaddr(raw)[1].strip()
@@ -131,9 +137,11 @@ def parse_ses_notification(message: str) -> list[ProviderEvent]:
     """The `Message` of an SNS notification from SES (notifications or event publishing).
 
     Bounce `Permanent` is hard; `Transient` and `Undetermined` are soft. Complaints suppress.
-    A `Delivery` resets the soft-bounce count. Other types (Send, Open, ...) are ignored.
+    A `Delivery` resets the soft-bounce count and settles a row left `unknown` (found by
+    `mail.messageId`, SES's id, or our Message-ID: broadside.webhooks.settle). Other types
+    (Send, Open, ...) are ignored.
     """
-    data = _json_object(message, "The SNS Message")
+    data = json_object(message, "The SNS Message")
     kind = data.get("notificationType") or data.get("eventType")
     message_ids = _ses_message_ids(data.get("mail"))
     events: list[ProviderEvent] = []
@@ -145,7 +153,7 @@ def parse_ses_notification(message: str) -> list[ProviderEvent]:
         kind_text = "/".join(str(bounce.get(k)) for k in ("bounceType", "bounceSubType")
                              if bounce.get(k))
         for recipient in _recipients(bounce, "bouncedRecipients"):
-            address = _address(recipient.get("emailAddress"))
+            address = address_of(recipient.get("emailAddress"))
             if address:
                 reason = recipient.get("diagnosticCode") or recipient.get("status") or ""
                 detail = " ".join(p for p in (f"SES {kind_text}".strip(), str(reason)) if p)
@@ -158,17 +166,22 @@ def parse_ses_notification(message: str) -> list[ProviderEvent]:
         feedback = complaint.get("complaintFeedbackType") or complaint.get("complaintSubType")
         detail = f"SES complaint ({feedback})" if feedback else "SES complaint"
         for recipient in _recipients(complaint, "complainedRecipients"):
-            address = _address(recipient.get("emailAddress"))
+            address = address_of(recipient.get("emailAddress"))
             if address:
                 events.append(ProviderEvent("complaint", address, None, message_ids,
                                             detail[:MAX_DETAIL], "ses"))
     elif kind == "Delivery":
         delivery = data.get("delivery")
         recipients = delivery.get("recipients") if isinstance(delivery, dict) else None
+        mail = data.get("mail")
+        ses_id = mail.get("messageId") if isinstance(mail, dict) else None
+        detail = "confirmed by ses's delivery event" + (
+            f" (messageId {ses_id})" if isinstance(ses_id, str) and ses_id else "")
         for raw in recipients if isinstance(recipients, list) else []:
-            address = _address(raw)
+            address = address_of(raw)
             if address:
-                events.append(ProviderEvent("delivery", address, source="ses"))
+                events.append(ProviderEvent("delivery", address, None, message_ids,
+                                            detail[:MAX_DETAIL], "ses"))
     elif not isinstance(kind, str):
         raise BadPayload("The SNS Message is not an SES notification.")
     return events

@@ -5,12 +5,14 @@ ever, and a soft bounce replayed three times would suppress an address. Two chec
 
 - Freshness. The generic webhook signs `"<timestamp>.<raw body>"` (HMAC-SHA256 keyed with
   WEBHOOK_SECRET, the timestamp being the `X-Broadside-Timestamp` header, Unix seconds) and is
-  refused more than TIMESTAMP_TOLERANCE_SECONDS from now, either way. An SNS message is
-  refused when its signed `Timestamp` is older than SNS_MAX_AGE_SECONDS or further ahead than
-  SNS_MAX_SKEW_SECONDS.
+  refused more than TIMESTAMP_TOLERANCE_SECONDS from now, either way; so are Resend's (Svix)
+  and Mailgun's signed timestamps (`check_fresh`). An SNS message is refused when its signed
+  `Timestamp` is older than SNS_MAX_AGE_SECONDS or further ahead than SNS_MAX_SKEW_SECONDS.
 - Once only. Inside that window, each event id (the generic payload's `id`, SNS's
-  `MessageId`) is claimed in Redis with SET NX and a TTL far longer than the window; a second
-  delivery finds the claim and changes nothing.
+  `MessageId`, Svix's `svix-id`, Mailgun's token) is claimed in Redis with SET NX and a TTL
+  far longer than the window; a second delivery finds the claim and changes nothing. Postmark
+  signs nothing and dates nothing (broadside.webhooks.providers): its records are claimed by
+  their own ids for the same TTL, which outlasts Postmark's retries.
 
 Plain functions and a small class over a Redis client: no Flask in here.
 """
@@ -43,7 +45,9 @@ SNS_MAX_SKEW_SECONDS = 5 * 60
 # window is refused by its timestamp anyway), small enough that Redis forgets by itself.
 SEEN_TTL_SECONDS = 24 * 3600
 
-_TIMESTAMP = re.compile(r"[0-9]{1,12}")  # ASCII digits only: no sign, no fraction, no spaces
+# Unix seconds as every timestamped scheme here sends them (ours, Svix's, Mailgun's): ASCII
+# digits only, no sign, no fraction, no spaces.
+UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
 
 
 class Refused(Exception):
@@ -70,7 +74,7 @@ def check_generic(secret: str, body: bytes, timestamp: str | None, signature: st
     if not secret:
         raise Refused("Webhooks are refused: WEBHOOK_SECRET is not set.")
     timestamp = (timestamp or "").strip()
-    if not _TIMESTAMP.fullmatch(timestamp):
+    if not UNIX_SECONDS.fullmatch(timestamp):
         raise Refused(f"A valid {TIMESTAMP_HEADER} (the Unix time in whole seconds, signed "
                       "with the body) is required.")
     given = (signature or "").strip()
@@ -84,11 +88,18 @@ def check_generic(secret: str, body: bytes, timestamp: str | None, signature: st
                           f"replayed: sign \"<{TIMESTAMP_HEADER}>.<raw body>\" instead.")
         raise Refused(f"A valid {SIGNATURE_HEADER} is required: the hex HMAC-SHA256, keyed "
                       f"with WEBHOOK_SECRET, of \"<{TIMESTAMP_HEADER}>.<raw body>\".")
+    check_fresh(timestamp, TIMESTAMP_HEADER, now)
+
+
+def check_fresh(timestamp: str, what: str, now: float | None = None,
+                tolerance: int = TIMESTAMP_TOLERANCE_SECONDS) -> None:
+    """Raise Refused unless `timestamp` (signed Unix seconds, already matched against
+    UNIX_SECONDS) is within `tolerance` seconds of now, either way; `what` names it."""
     skew = int(timestamp) - (time.time() if now is None else now)
-    if abs(skew) > TIMESTAMP_TOLERANCE_SECONDS:
+    if abs(skew) > tolerance:
         when = "in the future" if skew > 0 else "old"
-        raise Refused(f"The {TIMESTAMP_HEADER} is {abs(int(skew))} s {when}; at most "
-                      f"{TIMESTAMP_TOLERANCE_SECONDS} s either way is accepted.")
+        raise Refused(f"The {what} is {abs(int(skew))} s {when}; at most "
+                      f"{tolerance} s either way is accepted.")
 
 
 def check_sns_timestamp(value: str, now: float | None = None) -> None:

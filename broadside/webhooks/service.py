@@ -1,21 +1,58 @@
-"""Apply provider events: plain functions over a session (no Flask request in here)."""
+"""Apply provider events, and find the identity a provider's webhook is for: plain functions
+over a session (no Flask request in here).
+
+Bounces and complaints suppress through broadside.unsubscribe (`record_bounce`,
+`record_complaint`: linked to what was sent by our Message-ID or the provider's id); a
+delivery settles a row left `unknown` and ends a run of soft bounces
+(broadside.webhooks.settle).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from sqlalchemy.orm import Session
 
+from broadside.errors import NotFound
+from broadside.identities import service as identities
+from broadside.identities.service import SendingIdentity
+from broadside.models.identities import IdentityStatus
 from broadside.unsubscribe import service as leaving
-from broadside.unsubscribe.suppression import reset_soft_bounces_for_email
+from broadside.webhooks import settle
 from broadside.webhooks.payloads import ProviderEvent
+from broadside.webhooks.replay import Refused
+
+
+def webhook_identity(session: Session, config: Mapping[str, Any], identity_id: int | None,
+                     scheme: str) -> SendingIdentity:
+    """The identity whose `scheme` (postmark, resend, mailgun) webhook this is (None: the
+    default identity, the environment's, whose secret is WEBHOOK_SECRET).
+
+    NotFound (404) unless it exists, is not deleted and sends through that provider; Refused
+    (401) when it has no webhook secret to check the request against."""
+    identity: SendingIdentity | None = None
+    if identity_id is None or 1 <= identity_id <= identities.MAX_ID:
+        try:
+            identity = identities.resolve(session, config, identity_id)
+        except NotFound:
+            pass
+    if (identity is None or identity.status == IdentityStatus.DELETED.value
+            or identity.scheme != scheme):
+        which = "the default identity" if identity_id is None else f"identity {identity_id}"
+        raise NotFound(f"There is no {scheme} webhook for {which}: no such identity sends "
+                       f"through {scheme}.")
+    if not identity.webhook_secret:
+        raise Refused(f"{identity.label} has no webhook secret yet: set the one {scheme} shows "
+                      "on the identity's page, then send the webhook again.")
+    return identity
 
 
 def apply_events(session: Session, events: Iterable[ProviderEvent]) -> int:
     """Record each event; returns how many named a known subscriber.
 
-    Unknown addresses are skipped silently: the answer to the provider is the same either
-    way, so the endpoint cannot be used to learn who is subscribed.
+    Unknown addresses and ids are skipped silently: the answer to the provider is the same
+    either way, so the endpoint cannot be used to learn who is subscribed.
     """
     known = 0
     for event in events:
@@ -32,5 +69,5 @@ def apply_events(session: Session, events: Iterable[ProviderEvent]) -> int:
             )
             known += outcome is not None
         elif event.type == "delivery":
-            reset_soft_bounces_for_email(session, event.email)
+            settle.confirm_delivery(session, event)
     return known

@@ -30,6 +30,9 @@ REVIEWED_PUBLIC = {
     "signup.join", "signup.join_post", "signup.confirm_page", "signup.confirm",
     "unsubscribe.confirm", "unsubscribe.one_click", "unsubscribe.resubscribe",
     "unsubscribe.preferences", "webhooks.events", "webhooks.ses",
+    # A provider's own webhooks, per sending identity (and for the default identity).
+    "webhooks.postmark", "webhooks.postmark_default", "webhooks.resend",
+    "webhooks.resend_default", "webhooks.mailgun", "webhooks.mailgun_default",
     # The API's OpenAPI document: a description of routes and shapes, no data and no secret,
     # read by API clients before they hold a token.
     "apidocs.openapi",
@@ -44,6 +47,12 @@ CSRF_EXEMPT = {
     "signup.confirm": "the signed confirmation token is the credential",
     "webhooks.events": "HMAC-SHA256 signature of the body",
     "webhooks.ses": "SNS signature, verified against Amazon's certificate",
+    "webhooks.postmark": "HTTP Basic password: the identity's webhook secret",
+    "webhooks.postmark_default": "HTTP Basic password: WEBHOOK_SECRET",
+    "webhooks.resend": "Svix signature keyed with the identity's webhook secret",
+    "webhooks.resend_default": "Svix signature keyed with WEBHOOK_SECRET",
+    "webhooks.mailgun": "Mailgun's signed token, keyed with the identity's webhook secret",
+    "webhooks.mailgun_default": "Mailgun's signed token, keyed with WEBHOOK_SECRET",
 }
 # Documents that are an email, shown in a sandboxed iframe: inline styles are the nature of
 # email, so their own CSP allows inline style, but no script at all (default-src 'none').

@@ -201,11 +201,11 @@ def test_an_event_id_signed_again_with_a_new_timestamp_still_counts_once(client)
 
 def test_a_replay_of_an_old_capture_is_refused_and_changes_nothing(client):
     alice = add_subscriber("alice@example.com")
-    now = int(time.time())
-    for offset in (-600, -301, 301, 600, -10**9, 10**9):
+    for offset in (-600, -303, 303, 600, -10**9, 10**9):
         body = webhook_body(type="bounce", email="alice@example.com", bounce_type="soft")
+        # The clock is read for each request (a loaded machine may take a second between two).
         response = client.post("/webhooks/events", data=body,
-                               headers=webhook_headers(body, SECRET, now + offset))
+                               headers=webhook_headers(body, SECRET, int(time.time()) + offset))
         assert response.status_code == 401, offset
         assert "X-Broadside-Timestamp" in response.json["error"]
     assert suppression_of(alice) == (None, 0)
@@ -213,8 +213,8 @@ def test_a_replay_of_an_old_capture_is_refused_and_changes_nothing(client):
     # Within the five minutes either way (a sender's clock may be off), events count.
     for offset in (-290, 290):
         body = webhook_body(type="bounce", email="alice@example.com", bounce_type="soft")
-        assert client.post("/webhooks/events", data=body,
-                           headers=webhook_headers(body, SECRET, now + offset)).status_code == 202
+        assert client.post("/webhooks/events", data=body, headers=webhook_headers(
+            body, SECRET, int(time.time()) + offset)).status_code == 202
     assert suppression_of(alice) == (None, 2)
 
 

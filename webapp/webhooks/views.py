@@ -12,10 +12,24 @@
                          once, and the subscription handshake is completed by visiting
                          SubscribeURL.
 
-Replay protection needs Redis (the seen ids live there): while it is unreachable, events are
-refused with a 503, which providers retry, rather than applied without that protection.
+- POST /webhooks/postmark/<identity id>, /webhooks/resend/<identity id>,
+  /webhooks/mailgun/<identity id>   a provider's own delivery, bounce and complaint events for
+                         one sending identity (without an id: the default identity, whose
+                         secret is WEBHOOK_SECRET). 404 unless that identity exists and sends
+                         through that provider; 401 when it has no webhook secret or the
+                         request does not prove itself by the provider's scheme (Basic auth
+                         for Postmark, Svix signatures for Resend, Mailgun's signed token:
+                         broadside.webhooks.providers); 400 for a body that is not the
+                         provider's shape. Each event counts once (its id claimed in Redis,
+                         per identity); a delivery settles a message left `unknown`
+                         (broadside.webhooks.settle). Events we do not use get 200 "ignored".
 
-Known or unknown address, the answer is the same (nothing to learn about who subscribes).
+Replay protection needs Redis (the seen ids live there): while it is unreachable, events are
+refused with a 503, which providers retry, rather than applied without that protection. A
+body over MAX_BODY_BYTES is refused with a 413 before it is read.
+
+Known or unknown address or message, the answer is the same (nothing to learn about who
+subscribes).
 """
 
 from __future__ import annotations
@@ -25,7 +39,9 @@ import logging
 from flask import Blueprint, current_app, jsonify, request
 from redis.exceptions import RedisError
 
-from broadside.webhooks import payloads, replay, service, sns
+from broadside.identities.service import SendingIdentity
+from broadside.webhooks import payloads, provider_payloads, providers, replay, service, sns
+from broadside.webhooks.service import webhook_identity
 from webapp.extensions import csrf, db, get_redis
 from webapp.security import public
 
@@ -145,3 +161,76 @@ def ses():
     # SNS delivers at least once (and a captured message could be posted again within the
     # Timestamp bound): count each MessageId once.
     return _apply_once(_seen("sns:seen"), message["MessageId"], events, ("processed", 200))
+
+
+# ------------------------------------------------------------------ providers' own webhooks
+
+def _identity(identity_id: int | None, scheme: str) -> SendingIdentity:
+    return webhook_identity(db.session, current_app.config, identity_id, scheme)
+
+
+def _refused(exc: replay.Refused, scheme: str, identity_id: int | None):
+    log.warning("%s webhook for identity %s refused: %s", scheme, identity_id or "default",
+                exc.message)
+    response = jsonify(error=exc.message)
+    if scheme == "postmark":
+        # Clients that send Basic credentials only when challenged get the challenge.
+        response.headers["WWW-Authenticate"] = 'Basic realm="Broadside webhooks"'
+    return response, 401
+
+
+def _seen_for(scheme: str, identity: SendingIdentity) -> replay.SeenIds:
+    # Per identity: two identities on one provider account may both receive the same event.
+    return _seen(f"{scheme}:seen:{identity.key}")
+
+
+def _provider_events(scheme: str, key: str, identity: SendingIdentity,
+                     events: list[payloads.ProviderEvent]):
+    if not events:
+        return jsonify(status="ignored"), 200
+    return _apply_once(_seen_for(scheme, identity), key, events, ("processed", 200))
+
+
+@bp.post("/postmark", endpoint="postmark_default")
+@bp.post("/postmark/<int:identity_id>")
+@public
+def postmark(identity_id: int | None = None):
+    try:
+        identity = _identity(identity_id, "postmark")
+        providers.check_postmark(request.headers.get("Authorization"), identity.webhook_secret)
+    except replay.Refused as exc:
+        return _refused(exc, "postmark", identity_id)
+    record = provider_payloads.parse_postmark(request.get_data(cache=False))
+    return _provider_events("postmark", record.key, identity, record.events)
+
+
+@bp.post("/resend", endpoint="resend_default")
+@bp.post("/resend/<int:identity_id>")
+@public
+def resend(identity_id: int | None = None):
+    try:
+        identity = _identity(identity_id, "resend")
+        body = request.get_data(cache=False)
+        event_id = providers.check_resend(
+            request.headers.get(providers.SVIX_ID), request.headers.get(providers.SVIX_TIMESTAMP),
+            request.headers.get(providers.SVIX_SIGNATURE), body, identity.webhook_secret)
+    except replay.Refused as exc:
+        return _refused(exc, "resend", identity_id)
+    return _provider_events("resend", event_id, identity, provider_payloads.parse_resend(body))
+
+
+@bp.post("/mailgun", endpoint="mailgun_default")
+@bp.post("/mailgun/<int:identity_id>")
+@public
+def mailgun(identity_id: int | None = None):
+    try:
+        identity = _identity(identity_id, "mailgun")
+    except replay.Refused as exc:
+        return _refused(exc, "mailgun", identity_id)
+    # Mailgun signs inside the body: read it as JSON first (400 when it is not).
+    body = payloads.json_object(request.get_data(cache=False), "The body")
+    try:
+        token = providers.check_mailgun(body.get("signature"), identity.webhook_secret)
+    except replay.Refused as exc:
+        return _refused(exc, "mailgun", identity_id)
+    return _provider_events("mailgun", token, identity, provider_payloads.parse_mailgun(body))
