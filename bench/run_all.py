@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import automations
+import identities
 import pipeline
 import scale
 import segments
@@ -182,6 +183,8 @@ def main() -> int:
         for backend in ("sqlite", "postgresql"):
             run.phase("automations", f"automations at 100k, {backend}", automations.run, bench,
                       backend)
+        run.phase("identities", "provider batches and two identities, sqlite", identities.run,
+                  bench, "sqlite")
     finally:
         for sink in sinks.values():
             sink.close()

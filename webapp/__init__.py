@@ -22,6 +22,7 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
     automations,
     broadcast_drafts,
     broadcasts,
+    identities,
     segments,
     subscribers,
 )
@@ -37,6 +38,7 @@ from webapp.errors import register_error_handlers
 from webapp.extensions import csrf, db, login_manager, migrate
 from webapp.health import bp as health_bp
 from webapp.htmx import htmx
+from webapp.identities.views import bp as identities_bp
 from webapp.lists.views import bp as lists_bp
 from webapp.metrics.views import bp as metrics_bp
 from webapp.params import DatabaseIdConverter
@@ -106,6 +108,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (dashboard_bp, None),
     (health_bp, None),
     (settings_bp, None),
+    (identities_bp, None),
     (api_bp, None),
     (unsubscribe_bp, None),
     (suppression_bp, None),

@@ -33,10 +33,14 @@ from sqlalchemy.pool import NullPool
 
 from broadside.broadcasts.service import sender_identity
 from broadside.config import ENV_VARS
-from broadside.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY
-from broadside.logs import mask_query_passwords
+from broadside.identities.service import SendingIdentity
+from broadside.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY, stream_key
+from broadside.logs import mask_query_passwords, url_passwords
+from broadside.providers.factory import make_transport
+from broadside.providers.urls import SMTP_SCHEMES, describe, scheme_of
 from broadside.transports import DeliveryError, OutboxTransport, SmtpTransport
 from webapp.extensions import db
+from webapp.identities import checks as identity_checks
 
 CHECK_TIMEOUT_S = 4.0
 SMTP_LAST_CHECK_KEY = "smtp:last_check"
@@ -189,10 +193,12 @@ def _epoch(raw: bytes | None) -> float | None:
         return None
 
 
-def worker_info(redis: Redis, namespace: str) -> WorkerInfo:
-    """Who holds the sending lease (broadside.lease), since when, and its last renewal."""
+def worker_info(redis: Redis, namespace: str, stream: str = "default") -> WorkerInfo:
+    """Who holds a stream's sending lease (broadside.lease; the default identity's unless
+    another stream is named), since when, and its last renewal."""
     holder, since, heartbeat = redis.mget(
-        f"{namespace}:{LEASE_KEY}", f"{namespace}:{SINCE_KEY}", f"{namespace}:{HEARTBEAT_KEY}"
+        stream_key(namespace, LEASE_KEY, stream), stream_key(namespace, SINCE_KEY, stream),
+        stream_key(namespace, HEARTBEAT_KEY, stream),
     )
     if not holder:
         return WorkerInfo(None, None, _epoch(heartbeat))
@@ -238,6 +244,8 @@ def smtp_target(config: Mapping[str, Any]) -> str:
     url = config.get("SMTP_URL") or ""
     if not url:
         return "outbox"
+    if scheme_of(url) not in SMTP_SCHEMES:
+        return describe(url)  # a provider's API (its key masked)
     parts = urlsplit(url)
     default_port = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}.get(parts.scheme, 25)
     return f"{parts.scheme}://{parts.hostname}:{parts.port or default_port}"
@@ -266,6 +274,8 @@ def run_smtp_check(config: Mapping[str, Any], instance_path: str, mail_from: str
         except OSError as exc:
             return SmtpCheck(False, time.time(), target, f"the outbox folder {folder} is not writable: {exc}")
         return SmtpCheck(True, time.time(), target, f"no SMTP_URL: messages are written to {folder}")
+    if scheme_of(config["SMTP_URL"]) not in SMTP_SCHEMES:
+        return _provider_check(config["SMTP_URL"], instance_path, target)
     transport = SmtpTransport(
         config["SMTP_URL"], timeout=CHECK_TIMEOUT_S, local_hostname=socket.getfqdn() or None
     )
@@ -303,6 +313,28 @@ def run_smtp_check(config: Mapping[str, Any], instance_path: str, mail_from: str
                      f"{target} answered ({greeting[0][:80]}){login}{sender_note}; nothing sent")
 
 
+def _provider_check(url: str, instance_path: str, target: str) -> SmtpCheck:
+    """SMTP_URL naming a provider's API: its own authenticated request that sends nothing."""
+    secrets = url_passwords(url)
+
+    def clean(text: str) -> str:
+        for secret in sorted(secrets, key=len, reverse=True):
+            if len(secret) >= 4:
+                text = text.replace(secret, "•••")
+        return text[:300]
+
+    try:
+        transport = make_transport(url, instance_path, timeout=CHECK_TIMEOUT_S)
+        try:
+            said = transport.check()
+        finally:
+            transport.close()
+    except DeliveryError as exc:
+        summary = f"{exc.code} {exc.reply}".strip() if exc.code else exc.reply
+        return SmtpCheck(False, time.time(), target, clean(f"{exc.phase}: {summary}"))
+    return SmtpCheck(True, time.time(), target, clean(f"{target} answered: {said}; nothing sent"))
+
+
 def smtp_key(namespace: str) -> str:
     return f"{namespace}:{SMTP_LAST_CHECK_KEY}"
 
@@ -326,7 +358,8 @@ def last_smtp_check(redis: Redis, namespace: str, config: Mapping[str, Any]) -> 
 
 
 def smtp_check_as_check(result: SmtpCheck) -> Check:
-    name = "outbox" if result.target == "outbox" else "SMTP"
+    name = ("outbox" if result.target == "outbox"
+            else "SMTP" if result.target.startswith("smtp") else "default identity")
     if result.ok:
         return Check(name, True, result.detail)
     phase = result.detail.split(":", 1)[0]
@@ -361,12 +394,27 @@ def check_smtp(app: Flask, *, store: bool = True, database_ok: bool = True) -> C
     return smtp_check_as_check(result)
 
 
+# ---------------------------------------------------------------- the other identities
+
+
+def check_identity(app: Flask, identity: SendingIdentity, *, store: bool = True) -> Check:
+    """An identity's transport (the SMTP check above is the default's): a real conversation,
+    nothing sent, stored for the System page."""
+    return identity_check_as_check(identity, identity_checks.run(app, identity, store=store))
+
+
+def identity_check_as_check(identity: SendingIdentity, result: identity_checks.TransportCheck) -> Check:
+    return Check(f"identity {identity.name}", result.ok, result.detail,
+                 "" if result.ok else identity_checks.advice(identity, result))
+
+
 # ---------------------------------------------------------------- all of them
 
 
 def run_checks(app: Flask, *, smtp: bool = True) -> list[Check]:
     """Every check, in the order a self-hoster fixes things. `smtp=False` skips the network
-    conversation with the mail server (the page shows the last stored result instead)."""
+    conversations with the mail server and each identity's transport (the page shows the last
+    stored results instead)."""
     redis = app.extensions["broadside_redis"]
     namespace = app.config["BROADSIDE_NAMESPACE"]
     checks = [
@@ -377,6 +425,8 @@ def run_checks(app: Flask, *, smtp: bool = True) -> list[Check]:
     ]
     if smtp:
         checks.append(check_smtp(app, database_ok=bool(checks[1].ok)))
+        if checks[1].ok:
+            checks.extend(check_identity(app, i) for i in identity_checks.identity_rows(app))
     checks.append(check_base_url(app.config["BASE_URL"]))
     return checks
 

@@ -23,7 +23,10 @@ from flask import Flask, current_app
 from redis import Redis
 from redis.exceptions import RedisError
 
+from broadside.identities.service import resolve
 from webapp.doctor import SmtpCheck, WorkerInfo, last_smtp_check, worker_info
+from webapp.extensions import db
+from webapp.identities import checks as identity_checks
 from webapp.templating import owner_zone
 
 _PHASE_WORDS = {
@@ -51,6 +54,8 @@ class SendingReadiness:
     last_check: SmtpCheck | None = None  # the last SMTP (or outbox) check, if any
     zone: ZoneInfo = ZoneInfo("UTC")  # for the time of that check, in words
     now: float = field(default_factory=time.time)
+    # Another identity than the default: its name (for the words) and where to fix it.
+    identity: str = ""
 
     @property
     def worker_holder(self) -> str | None:
@@ -71,7 +76,9 @@ class SendingReadiness:
             return [REDIS_DOWN_REASON]
         reasons = []
         if self.worker_holder is None:
-            reasons.append(NO_WORKER_REASON)
+            reasons.append(NO_WORKER_REASON if not self.identity else
+                           f"No worker serves the sending identity “{self.identity}”: sending "
+                           "would wait until one starts.")
         if self.check_failed:
             assert self.last_check is not None
             last = self.last_check
@@ -79,6 +86,9 @@ class SendingReadiness:
             words = _PHASE_WORDS.get(phase)
             problem = f"{words} ({summary})" if words else last.detail
             what, fix = ("outbox", "the instance folder") if last.target == "outbox" else ("SMTP", "SMTP_URL")
+            if self.identity:
+                what, fix = (f"“{self.identity}” connection",
+                             "its transport URL (Settings → Sending identities)")
             reasons.append(f"The last {what} check failed at {_when(last.at, self.zone, self.now)}: "
                            f"{problem}. Fix {fix}, then check again on the System page.")
         return reasons
@@ -89,11 +99,18 @@ class SendingReadiness:
         if not self.redis_ok:
             return "Sending is stopped: Redis is unreachable, so the worker cannot take jobs."
         if self.worker_holder is None:
+            if self.identity:
+                return (f"Sending is stopped: no worker serves the sending identity "
+                        f"“{self.identity}”. Start `flask --app webapp worker` (it serves every "
+                        "identity) or one with `--identity`.")
             return "Sending is stopped: the worker is not running. Start it with `honcho start`."
         if self.check_failed:
             assert self.last_check is not None
-            return (f"Sending will fail: the last SMTP check failed ({self.last_check.detail}). "
-                    "Fix SMTP_URL, then check again on the System page.")
+            what, fix = ((f"“{self.identity}” connection",
+                          "its transport URL (Settings → Sending identities)") if self.identity
+                         else ("SMTP", "SMTP_URL"))
+            return (f"Sending will fail: the last {what} check failed "
+                    f"({self.last_check.detail}). Fix {fix}, then check again on the System page.")
         return None
 
 
@@ -110,8 +127,19 @@ def read_readiness(redis: Redis, config: Mapping[str, Any],
                             zone=zone or ZoneInfo("UTC"))
 
 
-def sending_readiness(app: Flask | None = None) -> SendingReadiness:
-    """`read_readiness` for this app (default: the current one), in the owner's time zone.
-    Call inside an app context."""
+def sending_readiness(app: Flask | None = None, identity_id: int | None = None) -> SendingReadiness:
+    """`read_readiness` for this app (default: the current one), in the owner's time zone, for
+    the default identity's stream or another's. Call inside an app context."""
     app = app or current_app._get_current_object()  # type: ignore[attr-defined]
-    return read_readiness(app.extensions["broadside_redis"], app.config, owner_zone())
+    if identity_id is None:
+        return read_readiness(app.extensions["broadside_redis"], app.config, owner_zone())
+    identity = resolve(db.session, app.config, identity_id)
+    redis = app.extensions["broadside_redis"]
+    try:
+        worker = worker_info(redis, app.config["BROADSIDE_NAMESPACE"], identity.key)
+        checked = identity_checks.last(app, identity)
+    except RedisError:
+        return SendingReadiness(redis_ok=False, worker=None, zone=owner_zone(), identity=identity.name)
+    last = None if checked is None else SmtpCheck(checked.ok, checked.at, checked.target, checked.detail)
+    return SendingReadiness(redis_ok=True, worker=worker, last_check=last, zone=owner_zone(),
+                            identity=identity.name)

@@ -117,7 +117,7 @@ def resolve(session: Session, config: Mapping[str, Any], identity_id: int | None
     broadcasts name it); an id that never existed is NotFound."""
     if identity_id is None:
         return default_identity(session, config)
-    row = session.get(Identity, identity_id)
+    row = session.get(Identity, identity_id) if 1 <= identity_id <= MAX_ID else None
     if row is None:
         raise NotFound(f"There is no sending identity {identity_id}.")
     return _view(row)
@@ -285,7 +285,8 @@ def create(session: Session, data: IdentityInput) -> Identity:
 
 
 def _live_row(session: Session, identity_id: int) -> Identity:
-    row = session.get(Identity, identity_id)
+    # (An id past the column's range is nobody: PostgreSQL would refuse to look it up.)
+    row = session.get(Identity, identity_id) if 1 <= identity_id <= MAX_ID else None
     if row is None or row.status == IdentityStatus.DELETED.value:
         raise NotFound(f"There is no sending identity {identity_id}.")
     return row

@@ -187,6 +187,22 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner):
     gone = call("POST", "/api/broadcasts", json={"list_id": weekly, "subject": "G", "body": ""})["id"]
     call("DELETE", one, broadcast_id=gone)
 
+    ident = "/api/identities/{identity_id}"
+    identity = call("POST", "/api/identities", json={
+        "name": "Product", "from": "Acme <p@acme.example>", "transport": "postmark://TOKEN-123456@",
+        "webhook_secret": "whsec-1"})["id"]
+    call("POST", "/api/identities", json={"name": "product", "from": "p@acme.example"})  # 409
+    call("POST", "/api/identities", json={"name": "X", "from": "p@acme.example", "delay": 1})  # 422
+    call("GET", "/api/identities")
+    call("GET", ident, identity_id=identity)
+    call("GET", ident, identity_id=999)  # 404
+    call("PUT", ident, identity_id=identity, json={"name": "Product", "from": "p@acme.example"})
+    used = call("POST", "/api/broadcasts", json={"list_id": weekly, "subject": "I", "body": "",
+                                                  "identity_id": identity})["id"]
+    call("DELETE", ident, identity_id=identity)  # 409: a draft uses it
+    call("DELETE", one, broadcast_id=used)
+    call("DELETE", ident, identity_id=identity)
+
     leave = "/api/subscribers/{subscriber_id}/unsubscribe"
     call("POST", leave, subscriber_id=person, json={"list_id": weekly})
     other = make_list(db.session, 0, "Other").id

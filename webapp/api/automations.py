@@ -3,8 +3,8 @@ described in `webapp/apidocs/automations.py`).
 
 - GET /api/automations -> 200 [Automation], highest priority first, as the Automations page
   lists them (no paging: an installation has a handful, not thousands)
-- POST /api/automations {"name", "trigger", "steps", "priority"?, "record_only"?}
-  -> 201 Automation (disabled until it is enabled)
+- POST /api/automations {"name", "trigger", "steps", "priority"?, "record_only"?,
+  "identity_id"?} -> 201 Automation (disabled until it is enabled)
 - GET /api/automations/<id> -> 200 Automation
 - PUT /api/automations/<id> (the same body) -> 200 Automation: the whole automation is
   replaced; steps are matched by position, changed content freezes a new revision (people
@@ -14,7 +14,8 @@ described in `webapp/apidocs/automations.py`).
 - POST /api/automations/<id>/enable, /disable -> 200 Automation (idempotent)
 
 An Automation is {"id", "name", "status", "pause_reason", "trigger", "priority",
-"record_only", "entered", "created_at", "updated_at", "steps"}; each step carries its
+"record_only", "identity_id", "entered", "created_at", "updated_at", "steps"} (`identity_id`:
+the sending identity its messages go out through, null for the default); each step carries its
 "counts" of messages by status. The trigger is {"type": "joined_list", "list_id"} or
 {"type": "segment", "segment_id", "every_hours"}. A refused body is 422 with a message naming
 the field (and the step by its number), a taken name 409, an unknown or deleted id 404.
@@ -35,7 +36,7 @@ from webapp.api.inputs import is_id, iso, only_keys, require_keys
 from webapp.extensions import db
 from webapp.params import MAX_DATABASE_ID
 
-FIELDS = ("name", "trigger", "priority", "record_only", "steps")
+FIELDS = ("name", "trigger", "priority", "record_only", "steps", "identity_id")
 # "steps" is required too: a PUT that left it out would otherwise remove every step.
 REQUIRED = ("name", "trigger", "steps")
 TRIGGER_IDS = ("list_id", "segment_id")
@@ -55,6 +56,7 @@ def automation_json(automation: Automation) -> dict[str, Any]:
         "id": automation.id, "name": automation.name, "status": automation.status,
         "pause_reason": automation.pause_reason, "trigger": shape["trigger"],
         "priority": automation.priority, "record_only": automation.record_only,
+        "identity_id": automation.identity_id,
         "entered": automations.entered_count(db.session, automation.id),
         "created_at": iso(automation.created_at), "updated_at": iso(automation.updated_at),
         "steps": [step_json(step, counts.get(step.id))

@@ -2,7 +2,8 @@
 tests/webapp/test_api_broadcast_drafts.py and described in `webapp/apidocs/paths.py`).
 
 - PATCH /api/broadcasts/<id> with any of "list_id", "segment_id", "subject", "preheader",
-  "body", "skip_if_received_within_hours" -> 200 Broadcast. What is not given stays as it is.
+  "body", "skip_if_received_within_hours", "identity_id" -> 200 Broadcast. What is not given
+  stays as it is; "identity_id": null is the default sending identity.
   The audience is one list or one segment: giving "segment_id" clears the list and giving
   "list_id" clears the segment (both at once is 422). The cap: null or 0 removes it.
 - DELETE /api/broadcasts/<id> -> 204.
@@ -23,11 +24,11 @@ from broadside.errors import Conflict
 from broadside.models.sending import BroadcastStatus
 from webapp.api import bp, json_body
 from webapp.api.broadcasts import audience_fields, broadcast_json
-from webapp.api.inputs import cap_hours_field, only_keys, require_some, text_field
+from webapp.api.inputs import cap_hours_field, id_field, only_keys, require_some, text_field
 from webapp.extensions import db
 
 EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body",
-            "skip_if_received_within_hours")
+            "skip_if_received_within_hours", "identity_id")
 
 
 @bp.route("/broadcasts/<int:broadcast_id>", methods=["PATCH"])
@@ -40,6 +41,7 @@ def edit_draft(broadcast_id: int):
     preheader = text_field(data, "preheader") if "preheader" in data else None
     body = text_field(data, "body") if "body" in data else None
     cap: Any = cap_hours_field(data) if "skip_if_received_within_hours" in data else drafts.KEEP
+    identity: Any = id_field(data, "identity_id") if "identity_id" in data else drafts.KEEP
 
     current = service.get_broadcast(db.session, broadcast_id)
     if current.status != BroadcastStatus.DRAFT:
@@ -52,6 +54,7 @@ def edit_draft(broadcast_id: int):
         preheader=current.preheader if preheader is None else preheader,
         body=current.body if body is None else body,
         skip_if_received_within_hours=cap,
+        identity_id=identity,
     )
     return jsonify(broadcast_json(updated))
 

@@ -3,8 +3,9 @@ section and `webapp/apidocs/paths.py`, held by tests/webapp/test_api_broadcasts.
 test_api_broadcast_drafts.py). Editing and deleting drafts is in `webapp/api/broadcast_drafts.py`.
 
 - POST /api/broadcasts {"list_id" | "segment_id", "subject", "body", "preheader"?,
-  "skip_if_received_within_hours"?} -> 201 {"id", "status"}. Exactly one audience. The cap:
-  absent or null takes the Settings default, 0 means no cap, 1-720 hours.
+  "skip_if_received_within_hours"?, "identity_id"?} -> 201 {"id", "status", "identity_id"}.
+  Exactly one audience. The cap: absent or null takes the Settings default, 0 means no cap,
+  1-720 hours. The sending identity: absent or null is the default, else a live identity's id.
 - GET /api/broadcasts?after=&limit= -> 200 {"items": [Broadcast], "next"}: newest first (by
   id, descending); `after` is the previous page's `next`, so a page holds ids below it.
 """
@@ -47,6 +48,7 @@ def broadcast_json(b: Broadcast) -> dict[str, Any]:
         "id": b.id, "status": b.status, "subject": b.subject, "preheader": b.preheader,
         "list_id": b.list_id, "segment_id": b.segment_id,
         "skip_if_received_within_hours": b.skip_if_received_within_hours,
+        "identity_id": b.identity_id,
         "counts": {"total": b.total,
                    **{status: getattr(b, f"{status}_count") for status in DELIVERY_STATUSES}},
         "created_at": iso(b.created_at), "updated_at": iso(b.updated_at),
@@ -79,8 +81,9 @@ def create_broadcast():
         body=data["body"],
         preheader=data.get("preheader", ""),
         skip_if_received_within_hours=drafts.KEEP if cap is None else cap,
+        identity_id=id_field(data, "identity_id"),
     )
-    return jsonify(_state(broadcast)), 201
+    return jsonify({**_state(broadcast), "identity_id": broadcast.identity_id}), 201
 
 
 @bp.route("/broadcasts", methods=["GET"])
@@ -120,6 +123,7 @@ def show(broadcast_id: int):
     return jsonify(
         {
             **_state(b),
+            "identity_id": b.identity_id,
             "pause_reason": b.pause_reason,
             "total": b.total,
             # One counter column per delivery status, in the order of DELIVERY_STATUSES.

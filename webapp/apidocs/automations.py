@@ -14,7 +14,7 @@ from broadside.automations import service as automations
 from broadside.models.automations import AUTOMATION_STATUSES, AutomationStatus
 from broadside.models.sending import DELIVERY_STATUSES
 from webapp.apidocs.paths import body, operation, reply
-from webapp.apidocs.schemas import ID, MOMENT, nullable, obj, ref
+from webapp.apidocs.schemas import ID, IDENTITY_CHOICE, MOMENT, nullable, obj, ref
 
 AUTOMATION = {"name": "automation_id", "in": "path", "required": True, "schema": ID,
               "description": "The automation's id."}
@@ -88,6 +88,11 @@ AUTOMATION_SCHEMAS: dict[str, Any] = {
                      "evaluation enters a person into one of them at most."},
         "record_only": {"type": "boolean", "default": False,
                         "description": "People are recorded as entered and nothing is sent."},
+        "identity_id": {**IDENTITY_CHOICE, "default": None, "description": (
+            "The sending identity its messages (and test sends) go out through: a live "
+            "identity's id (GET /api/identities); absent or null: the default identity. "
+            "Changing it freezes new revisions (the From is part of each), reaching the "
+            "messages not yet due.")},
         "steps": {"type": "array", "maxItems": automations.MAX_STEPS,
                   "items": ref("AutomationStepInput"),
                   "description": "The whole series, in order. On a replacement steps are "
@@ -102,6 +107,7 @@ AUTOMATION_SCHEMAS: dict[str, Any] = {
         "pause_reason": {"type": ["string", "null"]},
         "trigger": {"oneOf": [ref("JoinedListTriggerSaved"), ref("SegmentTriggerSaved")]},
         "priority": {"type": "integer"}, "record_only": {"type": "boolean"},
+        "identity_id": IDENTITY_CHOICE,
         "entered": {"type": "integer", "minimum": 0, "description": "People who entered it."},
         "created_at": MOMENT, "updated_at": MOMENT,
         "steps": {"type": "array", "items": ref("AutomationStep")},
@@ -117,7 +123,8 @@ ZERO = dict.fromkeys(DELIVERY_STATUSES, 0)
 AUTOMATION_EXAMPLE = {
     "id": 5, "name": "Welcome series", "status": "enabled", "pause_reason": None,
     "trigger": {"type": "joined_list", "list_id": 1}, "priority": 0, "record_only": False,
-    "entered": 120, "created_at": "2026-11-02T09:30:00Z", "updated_at": "2026-11-03T10:00:00Z",
+    "identity_id": None, "entered": 120, "created_at": "2026-11-02T09:30:00Z",
+    "updated_at": "2026-11-03T10:00:00Z",
     "steps": [
         {"id": 9, "position": 1, "delay": "PT0S", "delay_seconds": 0,
          "subject": "Welcome, {{ name }}", "preheader": "", "body": "Glad you came.",

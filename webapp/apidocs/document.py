@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from webapp.apidocs.automations import AUTOMATION_PATHS, AUTOMATION_SCHEMAS
+from webapp.apidocs.identities import IDENTITY_PATHS, IDENTITY_SCHEMAS
 from webapp.apidocs.paths import PATHS
 from webapp.apidocs.schemas import COMPONENTS
 
@@ -22,7 +23,8 @@ def _version() -> str:
 
 
 DESCRIPTION = """\
-Broadside's JSON API: lists, subscribers, segments, broadcasts and automations.
+Broadside's JSON API: lists, subscribers, segments, broadcasts, automations and sending
+identities.
 
 **Authentication.** Send an API token with every request:
 `Authorization: Bearer TOKEN`. Create tokens in Settings or with
@@ -32,8 +34,8 @@ else answers 403. This document itself needs no token.
 **Errors** are JSON: `{"error": "what went wrong"}`, with 401 (no valid token), 403 (read-only
 token), 404 (unknown id), 409 (not possible in the current state, with the reason) or 422 (the
 request was refused; the message names the field). A refused request changes nothing. Bodies
-are strict JSON (no NaN or Infinity) nested at most 32 deep. Unknown
-fields in the bodies of the newer endpoints (segments, automations, PATCH, unsubscribe) and unknown query
+are strict JSON (no NaN or Infinity) nested at most 32 deep. Unknown fields in the bodies of
+the newer endpoints (segments, automations, identities, PATCH, unsubscribe) and unknown query
 parameters of the paged lists are refused, so a typo never passes unnoticed.
 
 **Paging.** `GET /api/subscribers` and `GET /api/broadcasts` return
@@ -50,6 +52,9 @@ TAGS = [
     {"name": "Broadcasts", "description": "Drafts, sending, and what became of each copy."},
     {"name": "Automations", "description": "Mail that goes out by itself: welcome series "
      "and lifecycle campaigns, each message to each person at most once."},
+    {"name": "Identities", "description": "Who mail is from and the transport it goes out "
+     "through (SMTP or a provider's API), each its own paced stream with its own hourly cap. "
+     "Secrets are never returned."},
     {"name": "Token", "description": "The token in use, and this document."},
 ]
 
@@ -59,6 +64,7 @@ DOCUMENT: dict[str, Any] = {
              "license": {"name": "MIT", "identifier": "MIT"}},
     "security": [{"bearer": []}],
     "tags": TAGS,
-    "paths": {**PATHS, **AUTOMATION_PATHS},
-    "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **AUTOMATION_SCHEMAS}},
+    "paths": {**PATHS, **AUTOMATION_PATHS, **IDENTITY_PATHS},
+    "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **AUTOMATION_SCHEMAS,
+                                             **IDENTITY_SCHEMAS}},
 }

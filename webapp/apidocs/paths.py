@@ -93,7 +93,7 @@ SUBSCRIBER_EXAMPLE = {"id": 41, "email": "ann@example.com", "name": "Ann",
 COUNTS_EXAMPLE = {"total": 0, **{status: 0 for status in DELIVERY_STATUSES}}
 BROADCAST_EXAMPLE = {"id": 7, "status": "draft", "subject": "November news", "preheader": "",
                      "list_id": None, "segment_id": 3, "skip_if_received_within_hours": 24,
-                     "counts": COUNTS_EXAMPLE, "created_at": "2026-11-20T10:00:00Z",
+                     "identity_id": None, "counts": COUNTS_EXAMPLE, "created_at": "2026-11-20T10:00:00Z",
                      "updated_at": "2026-11-20T10:05:00Z", "scheduled_at": None,
                      "finished_at": None}
 ACTIONS = {
@@ -270,11 +270,14 @@ BROADCAST_PATHS: dict[str, Any] = {
             errors=("Invalid",)),
         "post": operation(
             "Broadcasts", "createBroadcast", "Create a draft",
-            "To a list (`list_id`) or a segment (`segment_id`): exactly one.", write=True,
+            "To a list (`list_id`) or a segment (`segment_id`): exactly one. It goes out through "
+            "the sending identity `identity_id` (absent or null: the default).", write=True,
             request=body("BroadcastInput", {"segment_id": 3, "subject": "November news",
                                             "body": "Hello {{ name }}!",
-                                            "skip_if_received_within_hours": 24}),
-            responses={"201": reply("Created.", "BroadcastState", {"id": 7, "status": "draft"})},
+                                            "skip_if_received_within_hours": 24,
+                                            "identity_id": 2}),
+            responses={"201": reply("Created.", "BroadcastCreated",
+                                    {"id": 7, "status": "draft", "identity_id": 2})},
             errors=("Invalid",)),
     },
     "/api/broadcasts/{broadcast_id}": {

@@ -44,6 +44,8 @@ def obj(properties: dict[str, Any], required: tuple[str, ...] | None = None, *,
 ID = {"type": "integer", "minimum": 1, "maximum": MAX_DATABASE_ID}
 MOMENT = {"type": "string", "format": "date-time", "description": "UTC, ISO 8601."}
 CAP = nullable({"type": "integer", "minimum": 0, "maximum": MAX_CAP_HOURS})
+IDENTITY_CHOICE = {**nullable(ID), "description": "The sending identity it goes out through "
+                   "(GET /api/identities); null: the default identity."}
 DAYS = {"type": "integer", "minimum": 1, "maximum": rules.MAX_DAYS}
 DAY = {"type": "string", "format": "date", "description": "YYYY-MM-DD, a day in the owner's time zone."}
 RULE_TEXT = {"type": "string", "minLength": 1, "maxLength": rules.MAX_TEXT}
@@ -208,6 +210,8 @@ COUNTS = obj({"total": {"type": "integer", "minimum": 0},
 BROADCAST_SCHEMAS: dict[str, Any] = {
     "BroadcastStatus": {"type": "string", "enum": list(BROADCAST_STATUSES)},
     "BroadcastState": obj({"id": ID, "status": ref("BroadcastStatus")}),
+    "BroadcastCreated": obj({"id": ID, "status": ref("BroadcastStatus"),
+                             "identity_id": IDENTITY_CHOICE}),
     "Broadcast": obj({
         "id": ID, "status": ref("BroadcastStatus"), "subject": {"type": "string"},
         "preheader": {"type": "string"},
@@ -216,6 +220,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "skip_if_received_within_hours": {**CAP, "description": "The frequency cap: people who "
                                           "received a broadcast within this many hours are "
                                           "skipped at their turn; null: no cap."},
+        "identity_id": IDENTITY_CHOICE,
         "counts": COUNTS, "created_at": MOMENT, "updated_at": MOMENT,
         "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT),
     }, description="The body is left out of lists and edits (it can be 500 kB)."),
@@ -223,8 +228,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                           "next": {**nullable(ID), "description": "Pass as `after` for the next "
                                    "(older) page; null on the last page."}}),
     "BroadcastDetail": obj({
-        "id": ID, "status": ref("BroadcastStatus"), "pause_reason": {"type": ["string", "null"]},
-        "total": {"type": "integer"},
+        "id": ID, "status": ref("BroadcastStatus"), "identity_id": IDENTITY_CHOICE,
+        "pause_reason": {"type": ["string", "null"]}, "total": {"type": "integer"},
         "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}),
     }),
     "BroadcastInput": obj({
@@ -235,6 +240,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "preheader": {"type": "string", "maxLength": MAX_PREHEADER},
         "skip_if_received_within_hours": {**CAP, "description": "Absent or null: the default "
                                           "from Settings; 0: no cap; else hours."},
+        "identity_id": {**IDENTITY_CHOICE, "description": "A live sending identity's id; "
+                        "absent or null: the default identity."},
     }, ("subject", "body"), closed=False,
         description="Exactly one of list_id and segment_id."),
     "BroadcastPatch": obj({
@@ -243,6 +250,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "body": {"type": "string", "maxLength": MAX_BODY},
         "preheader": {"type": "string", "maxLength": MAX_PREHEADER},
         "skip_if_received_within_hours": {**CAP, "description": "null or 0: no cap."},
+        "identity_id": {**IDENTITY_CHOICE, "description": "A live sending identity's id; null: "
+                        "the default identity."},
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
                         "clears list_id and giving list_id clears segment_id.")),
     "Delivery": obj({"email": {"type": ["string", "null"]},

@@ -43,6 +43,7 @@ class EditorFields:
     every_hours: str = "12"
     priority: str = "0"
     record_only: bool = False
+    identity_id: str = ""  # the sending identity ("": the default)
     steps: list[StepFields] = field(default_factory=lambda: [StepFields()])
 
 
@@ -57,7 +58,8 @@ def read_form(form: MultiDict) -> EditorFields:
         name=_text(form, "name"), trigger_type=_text(form, "trigger_type", "joined_list"),
         list_id=_text(form, "list_id"), segment_id=_text(form, "segment_id"),
         every_hours=_text(form, "every_hours", "12"), priority=_text(form, "priority", "0"),
-        record_only=form.get("record_only") in ("1", "on", "y", "true"), steps=[])
+        record_only=form.get("record_only") in ("1", "on", "y", "true"),
+        identity_id=_text(form, "identity_id"), steps=[])
     numbers = sorted({int(m.group(1)) for key in form if (m := _STEP_KEY.match(key))})
     for number in numbers[:MAX_STEPS + 1]:
         step_id = _text(form, f"step-{number}-id")
@@ -115,6 +117,7 @@ def as_body(fields: EditorFields) -> dict[str, Any]:
     return {
         "name": fields.name, "trigger": trigger, "priority": _number(fields.priority or "0"),
         "record_only": fields.record_only,
+        "identity_id": _number(fields.identity_id) if fields.identity_id.strip() else None,
         "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader, "body": s.body,
                    **({"id": s.id} if s.id is not None else {})}
                   for s in fields.steps],
@@ -128,7 +131,7 @@ def from_saved(shape: dict[str, Any], step_ids: list[int]) -> EditorFields:
         name=shape["name"], trigger_type=trigger["type"],
         list_id=str(trigger.get("list_id") or ""), segment_id=str(trigger.get("segment_id") or ""),
         every_hours=str(trigger.get("every_hours", 12)), priority=str(shape["priority"]),
-        record_only=shape["record_only"],
+        record_only=shape["record_only"], identity_id=str(shape.get("identity_id") or ""),
         steps=[StepFields(s["delay"], s["subject"], s["preheader"], s["body"], step_id)
                for s, step_id in zip(shape["steps"], step_ids, strict=True)],
     )

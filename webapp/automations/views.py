@@ -24,6 +24,7 @@ from flask_wtf import FlaskForm
 from broadside.automations import durations
 from broadside.automations import service as automations
 from broadside.errors import Conflict, DomainError, NotFound, ValidationError
+from broadside.identities.service import all_identities
 from broadside.lists.service import all_lists
 from broadside.models import Automation
 from broadside.segments.service import all_segments
@@ -31,6 +32,7 @@ from webapp.automations import bp, form
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING, make_response
+from webapp.identities.form import send_from_choices
 
 IN_FLIGHT = ("pending", "sending")
 
@@ -88,8 +90,9 @@ def _render_editor(fields: form.EditorFields, automation: Automation | None, *,
                    error: str | None = None, note: str | None = None, status: int = 200,
                    name_taken: bool = False):
     lists, segments = _names()
+    senders = send_from_choices(all_identities(db.session, current_app.config))
     page = render_template("automations/edit.html", fields=fields, automation=automation,
-                           lists=lists, segments=segments, error=error, note=note,
+                           lists=lists, segments=segments, senders=senders, error=error, note=note,
                            error_step=None if name_taken else form.step_named(error),
                            max_steps=automations.MAX_STEPS, csrf_form=ConfirmForm())
     return page, status

@@ -22,6 +22,7 @@ from wtforms import BooleanField, StringField
 from broadside.broadcasts import drafts, evidence, launch, service
 from broadside.broadcasts.progress import Progress, read_progress
 from broadside.errors import Conflict, DomainError, ValidationError
+from broadside.identities.service import resolve as resolve_identity
 from webapp.broadcasts import bp
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING, make_response, request, vary_on_htmx
@@ -77,9 +78,10 @@ def _same_site(url: str | None) -> bool:
 
 # ---------------------------------------------------------------- send and schedule
 
-def _readiness() -> list[str]:
-    """Why sending would not happen now (Redis, worker, last SMTP check); [] when it would."""
-    return sending_readiness().reasons
+def _readiness(identity_id: int | None = None) -> list[str]:
+    """Why sending through this identity would not happen now (Redis, its worker, its last
+    connection check); [] when it would."""
+    return sending_readiness(identity_id=identity_id).reasons
 
 
 def _render_confirm(broadcast_id: int, *, error: str | None = None, status: int = 200,
@@ -87,13 +89,15 @@ def _render_confirm(broadcast_id: int, *, error: str | None = None, status: int 
     plan = launch.send_plan(db.session, broadcast_id)
     if plan.broadcast.status != "draft":
         return redirect(url_for(".show", broadcast_id=broadcast_id))
-    not_ready = _readiness()
-    name, address = service.sender_identity(db.session, current_app.config["MAIL_FROM"])
+    not_ready = _readiness(plan.broadcast.identity_id)
+    # The identity it goes out through: its From, and its transport (masked) to name where.
+    identity = resolve_identity(db.session, current_app.config, plan.broadcast.identity_id)
 
     return render_template(
         "broadcasts/send_confirm.html", plan=plan, broadcast=plan.broadcast,
-        list_name=drafts.audience_name(db.session, plan.broadcast),
-        not_ready=not_ready, from_name=name, from_email=address, error=error,
+        list_name=drafts.audience_name(db.session, plan.broadcast), identity=identity,
+        not_ready=not_ready, from_name=identity.from_name, from_email=identity.from_email,
+        error=error,
         send_form=send_form or SendForm(formdata=None),
         schedule_form=schedule_form or ScheduleForm(formdata=None),
     ), status
@@ -108,7 +112,7 @@ def confirm_send(broadcast_id: int):
 @bp.route("/<int:broadcast_id>/send", methods=["POST"])
 def send(broadcast_id: int):
     form = SendForm()
-    not_ready = _readiness()
+    not_ready = _readiness(service.get_broadcast(db.session, broadcast_id).identity_id)
     try:
         broadcast = launch.send_now(db.session, broadcast_id,
                                     default_from=current_app.config["MAIL_FROM"],

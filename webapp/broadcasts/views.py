@@ -22,10 +22,12 @@ from wtforms import SelectField, StringField, TextAreaField
 from broadside.broadcasts import drafts, evidence
 from broadside.broadcasts.progress import read_progress
 from broadside.errors import Conflict, ValidationError
+from broadside.identities.service import all_identities
 from broadside.site_settings import get_settings
 from webapp.broadcasts import bp
 from webapp.extensions import db
 from webapp.htmx import make_response
+from webapp.identities.form import send_from_choices
 from webapp.params import int_arg
 from webapp.readiness import sending_readiness
 
@@ -41,6 +43,8 @@ class NewDraftForm(FlaskForm):
 
 class ComposeForm(FlaskForm):
     audience = SelectField("Send to", validate_choice=False)
+    # On the page only when there is more than the default identity ("" is the default).
+    identity = SelectField("Send from", validate_choice=False)
     skip_hours = StringField("Skip anyone who received a broadcast in the last … hours")
     subject = StringField("Subject")
     preheader = StringField("Preheader")
@@ -49,10 +53,22 @@ class ComposeForm(FlaskForm):
     def draft_values(self) -> dict:
         """The form as `drafts.update_draft` keywords (validation is the domain's)."""
         list_id, segment_id = drafts.parse_audience(self.audience.data)
-        return {"list_id": list_id, "segment_id": segment_id,
-                "skip_if_received_within_hours": (self.skip_hours.data or "").strip(),
-                "subject": self.subject.data or "", "preheader": self.preheader.data or "",
-                "body": self.body.data or ""}
+        values = {"list_id": list_id, "segment_id": segment_id,
+                  "skip_if_received_within_hours": (self.skip_hours.data or "").strip(),
+                  "subject": self.subject.data or "", "preheader": self.preheader.data or "",
+                  "body": self.body.data or ""}
+        if self.identity.raw_data:  # posted: the select was on the page
+            values["identity_id"] = _identity_choice(self.identity.raw_data[0])
+        return values
+
+
+def _identity_choice(value: str) -> int | str | None:
+    """The "Send from" value as `identity_id`: "" is the default, digits an identity's id;
+    anything else goes to the domain as it is, which refuses it with a message."""
+    value = (value or "").strip()
+    if not value:
+        return None
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 10 else value
 
 
 class EmptyForm(FlaskForm):
@@ -60,11 +76,14 @@ class EmptyForm(FlaskForm):
 
 
 def _with_lists(form):
-    """The "send to" choice: lists, then segments (an optgroup each)."""
+    """The "send to" choice: lists, then segments (an optgroup each); and, on the editor, the
+    "send from" choice: the default identity, then the others."""
     groups: dict[str, list[tuple[str, str]]] = {"": [("", "Choose a list or a segment…")]}
     for group, value, label in drafts.audience_options(db.session):
         groups.setdefault(group, []).append((value, label))
     form.audience.choices = groups
+    if isinstance(form, ComposeForm):
+        form.identity.choices = send_from_choices(all_identities(db.session, current_app.config))
     return form
 
 
@@ -106,10 +125,12 @@ def show(broadcast_id: int):
     if preview.broadcast.status == "draft":
         return redirect(url_for(".edit", broadcast_id=broadcast_id))
 
+    identity_id = preview.broadcast.identity_id
     progress = read_progress(db.session, broadcast_id,
                              send_delay_ms=int(current_app.config.get("SEND_DELAY_MS") or 0))
     # Only while it could move: "the worker is not running" beats a bar that never moves.
-    stopped = sending_readiness().problem if progress.status in ("scheduled", "queued", "sending") else None
+    stopped = (sending_readiness(identity_id=identity_id).problem
+               if progress.status in ("scheduled", "queued", "sending") else None)
     return render_template("broadcasts/show.html", preview=preview, broadcast=preview.broadcast,
                            list_name=drafts.audience_name(db.session, preview.broadcast),
                            action_form=EmptyForm(), p=progress, sending_problem=stopped,
@@ -130,6 +151,8 @@ def edit(broadcast_id: int):
         return redirect(url_for(".show", broadcast_id=broadcast_id))
     form = _with_lists(ComposeForm(formdata=None, obj=preview.broadcast))
     form.audience.data = drafts.audience_value(preview.broadcast)
+    identity_id = preview.broadcast.identity_id
+    form.identity.data = "" if identity_id is None else str(identity_id)
     cap = preview.broadcast.skip_if_received_within_hours
     form.skip_hours.data = str(cap) if cap else ""
     return _render_edit(form, preview)

@@ -1,5 +1,7 @@
-"""What the System page shows: the worker, the queues, the pace, the hourly cap, recent errors,
-the doctor's checks and the outbox. Plain functions of the app, a session and Redis."""
+"""What the System page shows: the worker, the queues, the pace, the hourly cap, each sending
+identity's stream (its worker, pace, rate achieved, cap and queues, and its pause), recent
+errors, the doctor's checks (one per identity's transport) and the outbox. Plain functions of
+the app, a session and Redis."""
 
 from __future__ import annotations
 
@@ -16,21 +18,26 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
 from broadside import queues
-from broadside.errors import DomainError
+from broadside.errors import DomainError, NotFound
 from broadside.events import record_event
 from broadside.hourly import HourlyCap
+from broadside.identities.service import SendingIdentity, all_identities, resolve
 from broadside.models import Broadcast, Delivery, SiteSettings, Subscriber, TransactionalMessage
 from broadside.site_settings import get_settings
+from broadside.streams import StreamStatus, read_stream
 from broadside.system.outbox import OutboxEntry, list_outbox, outbox_folder
 from broadside.timeutil import utcnow
 from webapp.doctor import (
     Check,
     WorkerInfo,
+    check_identity,
     check_smtp,
+    identity_check_as_check,
     run_checks,
     smtp_check_as_check,
     smtp_target,
 )
+from webapp.identities import checks as identity_checks
 from webapp.metrics.collector import oldest_job_age
 from webapp.readiness import read_readiness
 
@@ -56,6 +63,27 @@ class SendingBroadcast:
     notice: str | None
 
 
+@dataclass(frozen=True)
+class StreamRow:
+    """One sending identity's stream (the default first)."""
+
+    identity: SendingIdentity
+    status: StreamStatus | None  # None while Redis is unreachable
+
+    @property
+    def holder(self) -> str | None:
+        """The worker holding its lease, as host:pid (the lease's own tag left out)."""
+        if self.status is None or not self.status.holder:
+            return None
+        host_pid, _, tag = self.status.holder.rpartition(":")
+        return host_pid if host_pid.count(":") >= 1 and tag else self.status.holder
+
+    @property
+    def waiting(self) -> dict[str, int]:
+        """Jobs waiting on its queues, only those with some."""
+        return {name: n for name, n in (self.status.queued if self.status else {}).items() if n}
+
+
 @dataclass
 class LiveStatus:
     """The part of the page that refreshes itself every few seconds."""
@@ -68,7 +96,12 @@ class LiveStatus:
     hourly_limit: int
     hourly_used: int | None
     hourly_reset_at: datetime | None
+    streams: list[StreamRow] = field(default_factory=list)  # every identity, the default first
     now: float = field(default_factory=time.time)
+
+    @property
+    def paused(self) -> list[SendingIdentity]:
+        return [row.identity for row in self.streams if row.identity.status == "paused"]
 
     @property
     def pace_per_second(self) -> float | None:
@@ -117,11 +150,14 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
     ]
     settings = session.get(SiteSettings, 1)  # read only: a polled GET creates nothing
     reset_at = settings.hourly_window_reset_at if settings else None
+    identities = all_identities(session, config)
     session.commit()
+    unknown = [StreamRow(identity, None) for identity in identities]
     # Redis, the worker and its lease: the same reading as the dashboard and the send page.
     sender = read_readiness(redis, config)
     if not sender.redis_ok:
-        return LiveStatus(False, None, [], config["SEND_DELAY_MS"], sending, limit, None, reset_at)
+        return LiveStatus(False, None, [], config["SEND_DELAY_MS"], sending, limit, None, reset_at,
+                          unknown)
     worker = sender.worker
     try:
         now = time.time()
@@ -130,9 +166,14 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
             queue = Queue(f"{namespace}:{name}", connection=redis, serializer=queues.SERIALIZER)
             queue_info.append(QueueInfo(name, queue.count, oldest_job_age(queue, now)))
         used = HourlyCap(redis, namespace, limit).used() if limit else None
+        streams = [StreamRow(identity, read_stream(redis, namespace, identity.key,
+                                                   identity.hourly_limit))
+                   for identity in identities]
     except RedisError:
-        return LiveStatus(False, None, [], config["SEND_DELAY_MS"], sending, limit, None, reset_at)
-    return LiveStatus(True, worker, queue_info, config["SEND_DELAY_MS"], sending, limit, used, reset_at)
+        return LiveStatus(False, None, [], config["SEND_DELAY_MS"], sending, limit, None, reset_at,
+                          unknown)
+    return LiveStatus(True, worker, queue_info, config["SEND_DELAY_MS"], sending, limit, used, reset_at,
+                      streams)
 
 
 def last_errors(session: Session, limit: int = ERRORS_SHOWN) -> list[ErrorRow]:
@@ -180,7 +221,22 @@ def page_checks(app: Flask) -> list[Check]:
         name = "outbox" if smtp_target(app.config) == "outbox" else "SMTP"
         smtp = Check(name, None, "not checked yet: press “Check SMTP now”")
     checks.insert(-1, smtp)  # before BASE_URL, in the CLI's order
+    for identity in identity_checks.identity_rows(app):
+        checks.insert(-1, _stored_identity_check(app, identity))
     return checks
+
+
+def _stored_identity_check(app: Flask, identity: SendingIdentity) -> Check:
+    try:
+        last = identity_checks.last(app, identity)
+    except RedisError:
+        last = None
+    if last is None:
+        return Check(f"identity {identity.name}", None,
+                     "not checked yet: press “Check connections now”")
+    check = identity_check_as_check(identity, last)
+    checked = time.strftime("%H:%M:%S UTC", time.gmtime(last.at))
+    return Check(check.name, check.ok, f"{check.summary} (checked {checked})", check.advice)
 
 
 def system_overview(app: Flask, session: Session) -> Overview:
@@ -197,31 +253,41 @@ def system_overview(app: Flask, session: Session) -> Overview:
 
 
 def check_smtp_now(app: Flask) -> list[Check]:
-    """The "Check SMTP now" button: a real conversation (nothing sent), stored for the send page."""
+    """The "Check SMTP now" button: a real conversation (nothing sent), stored for the send page;
+    then one with each identity's transport, stored for this page."""
     result = check_smtp(app)
     log.info("SMTP check by the owner: %s", "ok" if result.ok else f"failed: {result.summary}")
+    for identity in identity_checks.identity_rows(app):
+        check_identity(app, identity)
     return page_checks(app)
 
 
-def reset_hourly_cap(session: Session, redis: Redis, config) -> int:
-    """Forget the sends counted in the rolling hour (Redis); the database keeps every send.
+def reset_hourly_cap(session: Session, redis: Redis, config, identity_id: int | None = None) -> int:
+    """Forget the sends counted in an identity's rolling hour (Redis; None: the default's);
+    the database keeps every send.
 
-    Returns how many were forgotten. Records when (SiteSettings) and an `hourly_reset` event.
+    Returns how many were forgotten. Records an `hourly_reset` event (and, for the default,
+    when: SiteSettings).
     """
-    limit = int(config["SEND_HOURLY_LIMIT"])
+    identity = resolve(session, config, identity_id)
+    if identity.status == "deleted":
+        raise NotFound(f"There is no sending identity {identity_id}.")
+    limit = identity.hourly_limit
     if limit <= 0:
-        raise DomainError("There is no hourly limit to reset (SEND_HOURLY_LIMIT is 0).")
-    cap = HourlyCap(redis, config["BROADSIDE_NAMESPACE"], limit)
+        raise DomainError("There is no hourly limit to reset (SEND_HOURLY_LIMIT is 0)."
+                          if identity.is_default else f"“{identity.name}” has no hourly cap to reset.")
+    cap = HourlyCap(redis, config["BROADSIDE_NAMESPACE"], limit, stream=identity.key)
     try:
         forgotten = cap.used()
         cap.reset()
     except RedisError:
         raise DomainError("Redis is unreachable, so the hourly count cannot be reset now.") from None
-    now = utcnow()
-    get_settings(session).hourly_window_reset_at = now
+    whose = "" if identity.is_default else f" of “{identity.name}”"
+    if identity.is_default:
+        get_settings(session).hourly_window_reset_at = utcnow()
     record_event(session, "hourly_reset",
-                 detail=f"hourly limit reset by the owner; {forgotten} of {limit} sends forgotten")
+                 detail=f"hourly limit{whose} reset by the owner; {forgotten} of {limit} sends forgotten")
     session.commit()
-    log.info("hourly cap reset by the owner (%d of %d sends forgotten)", forgotten, limit)
+    log.info("hourly cap%s reset by the owner (%d of %d sends forgotten)", whose, forgotten, limit)
     return forgotten
 

@@ -74,8 +74,21 @@ def smtp_check():
 
 @bp.route("/hourly-reset", methods=["POST"])
 def hourly_reset():
+    """The default identity's hourly count (SEND_HOURLY_LIMIT)."""
+    return _reset(None)
+
+
+@bp.route("/hourly-reset/<int:identity_id>", methods=["POST"])
+def hourly_reset_identity(identity_id: int):
+    """Another identity's hourly count (its own cap, its own window)."""
+    return _reset(identity_id)
+
+
+def _reset(identity_id: int | None):
     try:
-        forgotten = overview.reset_hourly_cap(db.session, get_redis(), current_app.config)
+        forgotten = overview.reset_hourly_cap(db.session, get_redis(), current_app.config, identity_id)
+    except NotFound:
+        raise
     except DomainError as exc:
         flash(exc.message, "error")
         return redirect(url_for(".index") + "#sending")

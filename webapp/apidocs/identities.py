@@ -1,0 +1,127 @@
+"""The OpenAPI document's part for sending identities (`webapp/api/identities.py`): their
+schemas and their paths, merged into the document by `document.py`, like automations'.
+
+Limits and enumerations come from `broadside.identities` and `broadside.providers.urls`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broadside.identities import service
+from broadside.models.identities import IDENTITY_STATUSES, IdentityStatus
+from broadside.providers import urls
+from webapp.apidocs.paths import body, operation, reply
+from webapp.apidocs.schemas import ID, nullable, obj, ref
+
+IDENTITY = {"name": "identity_id", "in": "path", "required": True, "schema": ID,
+            "description": "The identity's id (the default identity has none: it is the "
+            "environment)."}
+# The API never shows a deleted identity: it is 404 from then on.
+SHOWN_STATUSES = [s for s in IDENTITY_STATUSES if s != IdentityStatus.DELETED.value]
+EXAMPLES = "; ".join(f"`{example}`" for example in urls.EXAMPLES.values())
+TRANSPORT = {"type": ["string", "null"], "maxLength": urls.MAX_URL, "description": (
+    f"Where its mail goes: {EXAMPLES}; empty or `outbox://` writes .eml files instead. A "
+    "provider's URL takes `?endpoint=URL` to send to another base URL (Postmark also "
+    "`?stream=NAME`). It holds secrets: answers show it masked. On PUT, missing or null "
+    "keeps the stored one; a new one resumes a paused identity.")}
+
+IDENTITY_SCHEMAS: dict[str, Any] = {
+    "IdentityStatus": {"type": "string", "enum": SHOWN_STATUSES, "description": (
+        "active, or paused (the provider refused the channel: bad credentials, an unverified "
+        "sender, a suspended account; its mail waits, with `pause_reason`, until it is "
+        "resumed on the identities page or a new transport URL is saved).")},
+    "IdentityInput": obj({
+        "name": {"type": "string", "minLength": 1, "maxLength": service.MAX_NAME,
+                 "pattern": r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$", "description": (
+                     "Unique, ignoring case; not “default”. `flask --app webapp worker "
+                     "--identity NAME` serves only this identity.")},
+        "from": {"type": "string", "minLength": 3, "description": "“Name <address>” or an address."},
+        "transport": TRANSPORT,
+        "delay_ms": {"type": ["integer", "null"], "minimum": 0, "maximum": service.MAX_DELAY_MS,
+                     "default": 200, "description": "The pause after each request: one message "
+                     "(SMTP, SES, Mailgun) or one batch (Postmark, Resend)."},
+        "hourly_limit": {"type": ["integer", "null"], "minimum": 0, "maximum": service.MAX_HOURLY,
+                         "default": 0, "description": "At most this many sends in any rolling "
+                         "hour; 0: no cap."},
+        "postal_address": {"type": ["string", "null"], "maxLength": service.MAX_POSTAL,
+                           "description": "Printed in its emails' footer; empty: the one in "
+                           "Settings."},
+        "webhook_secret": {"type": ["string", "null"], "maxLength": service.MAX_SECRET,
+                           "description": "The provider's signing secret for its delivery and "
+                           "bounce webhooks (posted to /webhooks/<provider>/<id>). Never shown "
+                           "back. On PUT, missing or null keeps the stored one; \"\" removes it."},
+    }, ("name", "from")),
+    "Identity": obj({
+        "id": {**nullable(ID), "description": "null for the default identity."},
+        "name": {"type": "string", "description": "“default” for the default identity."},
+        "default": {"type": "boolean", "description": "true for the identity the environment "
+                    "defines (SMTP_URL, MAIL_FROM or the Settings sender, SEND_DELAY_MS, "
+                    "SEND_HOURLY_LIMIT); it is changed there, never here."},
+        "from": {"type": "string", "description": "The From header its mail carries."},
+        "transport": {"type": "string", "description": "The transport URL with every secret "
+                      "masked."},
+        "delay_ms": {"type": "integer", "minimum": 0},
+        "hourly_limit": {"type": "integer", "minimum": 0},
+        "postal_address": {"type": "string", "description": "Its own; empty: the Settings one "
+                           "is used."},
+        "status": ref("IdentityStatus"),
+        "pause_reason": {"type": ["string", "null"]},
+        "webhook_secret_set": {"type": "boolean", "description": "Whether a webhook secret is "
+                               "stored (the secret itself is never returned)."},
+    }),
+}
+
+INPUT_EXAMPLE = {"name": "Product updates", "from": "Acme Product <product@acme.example>",
+                 "transport": "postmark://SERVER_TOKEN@", "delay_ms": 500, "hourly_limit": 10000,
+                 "postal_address": "", "webhook_secret": "a long random password"}
+IDENTITY_EXAMPLE = {"id": 2, "name": "Product updates", "default": False,
+                    "from": "Acme Product <product@acme.example>",
+                    "transport": "postmark://SERV…@", "delay_ms": 500, "hourly_limit": 10000,
+                    "postal_address": "", "status": "active", "pause_reason": None,
+                    "webhook_secret_set": True}
+DEFAULT_EXAMPLE = {"id": None, "name": "default", "default": True,
+                   "from": "Acme Weekly <news@acme.example>",
+                   "transport": "smtp+starttls://news:•••@smtp.acme.example:587", "delay_ms": 200,
+                   "hourly_limit": 0, "postal_address": "1 Main St, Springfield",
+                   "status": "active", "pause_reason": None, "webhook_secret_set": False}
+
+IDENTITY_PATHS: dict[str, Any] = {
+    "/api/identities": {
+        "get": operation("Identities", "listIdentities", "All sending identities, the default first",
+                         "The default (the environment, `id` null), then the others by name.",
+                         responses={"200": reply("Every live identity.", {
+                             "type": "array", "items": ref("Identity")},
+                             [DEFAULT_EXAMPLE, IDENTITY_EXAMPLE])}),
+        "post": operation(
+            "Identities", "createIdentity", "Create a sending identity",
+            "Its own paced stream: broadcasts and automations may choose it (`identity_id`). "
+            "A refused body (an unknown field included) is 422 with a message naming the "
+            "field; names are unique, ignoring case (409).",
+            write=True, request=body("IdentityInput", INPUT_EXAMPLE),
+            responses={"201": reply("Created.", "Identity", IDENTITY_EXAMPLE)},
+            errors=("Conflict", "Invalid")),
+    },
+    "/api/identities/{identity_id}": {
+        "get": operation("Identities", "getIdentity", "One sending identity", parameters=[IDENTITY],
+                         responses={"200": reply("The identity.", "Identity", IDENTITY_EXAMPLE)},
+                         errors=("NotFound",)),
+        "put": operation(
+            "Identities", "replaceIdentity", "Replace a sending identity",
+            "The whole identity: fields left out take their defaults, except `transport` and "
+            "`webhook_secret`, which keep the stored ones when missing or null. A new transport "
+            "URL resumes a paused identity.",
+            parameters=[IDENTITY], write=True,
+            request=body("IdentityInput", {**INPUT_EXAMPLE, "transport": None,
+                                           "webhook_secret": None}),
+            responses={"200": reply("Saved.", "Identity", IDENTITY_EXAMPLE)},
+            errors=("NotFound", "Conflict", "Invalid")),
+        "delete": operation(
+            "Identities", "deleteIdentity", "Delete a sending identity",
+            "Only when nothing needs it: 409 naming the broadcasts not yet sent (drafts "
+            "included) and the automations that use it. Broadcasts sent through it still name "
+            "it. It is 404 from then on, and its name is free again.",
+            parameters=[IDENTITY], write=True, responses={"204": reply("Deleted.")},
+            errors=("NotFound", "Conflict")),
+    },
+}

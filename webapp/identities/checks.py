@@ -1,0 +1,152 @@
+"""The connection check of a sending identity's transport: `doctor` runs one per identity, the
+identities page's "Check connection" runs one, and the System page shows the last result.
+
+`run` builds the identity's transport (broadside.providers.factory.make_transport, a timeout
+of a few seconds) and calls its `check()`: SMTP connects, greets and logs in, a provider's API
+is asked something that proves the key, the outbox proves its folder; nothing is sent. The
+result is stored in Redis, so the System page (polled every few seconds) shows it without a
+new conversation each time; a result made against another transport URL than the identity's
+current one is ignored (compared by a keyed fingerprint: the URL holds secrets, so neither it
+nor a plain hash of it is stored). Messages never carry the URL's secrets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from flask import Flask
+from redis import Redis
+from redis.exceptions import RedisError
+from sqlalchemy.exc import SQLAlchemyError
+
+from broadside.identities.service import SendingIdentity, all_identities
+from broadside.providers.factory import make_transport
+from broadside.providers.urls import SMTP_SCHEMES, scheme_of
+from broadside.transports import DeliveryError
+from webapp.extensions import db
+
+CHECK_TIMEOUT_S = 4.0
+KEY = "identity_check"
+MAX_DETAIL = 300
+
+log = logging.getLogger("broadside.doctor")
+
+# What to do when a check failed, by the phase it failed in (DeliveryError.phase).
+ADVICE = {
+    "connect": "check the host and port in its transport URL and that the server is reachable",
+    "tls": "check the scheme of its transport URL: smtp+starttls:// (usually port 587) or smtps:// (465)",
+    "auth": "check the user name and password in its transport URL",
+    "request": "the provider could not be reached: check the network, and ?endpoint= if set",
+    "response": "the provider gave no answer in time: try again; if it persists, check ?endpoint=",
+    "api": "the provider refused: check the key in its transport URL and the account's state",
+}
+
+
+@dataclass(frozen=True)
+class TransportCheck:
+    ok: bool
+    at: float  # epoch seconds
+    target: str  # the transport URL, masked
+    detail: str
+    phase: str = ""  # DeliveryError.phase when it failed (for the advice)
+    fingerprint: str = ""
+
+    def as_json(self) -> str:
+        return json.dumps({"ok": self.ok, "at": self.at, "target": self.target,
+                           "detail": self.detail, "phase": self.phase,
+                           "fingerprint": self.fingerprint})
+
+
+def _fingerprint(secret_key: str, url: str) -> str:
+    return hmac.new(secret_key.encode(), url.encode(), hashlib.sha256).hexdigest()[:24]
+
+
+def _without_secrets(text: str, url: str) -> str:
+    """The text with the URL's secrets masked (a provider's error message, or a library's,
+    might quote what it was given): the password, and a provider's key (an SMTP user name is
+    no secret: the masked URL shows it)."""
+    parts = urlsplit(url)
+    secrets = [parts.password] + ([] if scheme_of(url) in SMTP_SCHEMES else [parts.username])
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            for form in {secret, unquote(secret)}:
+                text = text.replace(form, "•••")
+    return text
+
+
+def run(app: Flask, identity: SendingIdentity, *, store: bool = True) -> TransportCheck:
+    """Connect and authenticate as the identity's transport would, send nothing."""
+    url = identity.transport_url
+    target = identity.transport
+    phase = ""
+    try:
+        transport = make_transport(url, app.instance_path, timeout=CHECK_TIMEOUT_S)
+        try:
+            detail = f"{target} answered: {transport.check()}; nothing sent"
+            ok = True
+        finally:
+            close = getattr(transport, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # closing a checked connection is best effort
+                    pass
+    except DeliveryError as exc:
+        ok, phase = False, exc.phase
+        said = f"{exc.code} {exc.reply}".strip() if exc.code else exc.reply
+        detail = f"{exc.phase}: {said}"
+    except Exception as exc:  # a check reports whatever stopped it; it never raises
+        log.warning("transport check of identity %s failed unexpectedly: %s", identity.name,
+                    type(exc).__name__)
+        ok, detail = False, f"{type(exc).__name__}: {exc}"
+    result = TransportCheck(ok, time.time(), target,
+                            _without_secrets(detail, url)[:MAX_DETAIL], phase,
+                            _fingerprint(app.config["SECRET_KEY"], url))
+    if store:
+        try:
+            redis: Redis = app.extensions["broadside_redis"]
+            redis.set(key(app.config["BROADSIDE_NAMESPACE"], identity), result.as_json())
+        except RedisError:
+            pass  # the check itself is what matters; the Redis check reports the outage
+    return result
+
+
+def advice(identity: SendingIdentity, result: TransportCheck) -> str:
+    what = ADVICE.get(result.phase, "check its transport URL")
+    return f"{what} (Settings → Sending identities → {identity.name} → Edit)"
+
+
+def identity_rows(app: Flask) -> list[SendingIdentity]:
+    """The live identities other than the default ([] when the database cannot say)."""
+    try:
+        with app.app_context():
+            return all_identities(db.session, app.config)[1:]
+    except SQLAlchemyError:
+        return []
+
+
+def key(namespace: str, identity: SendingIdentity) -> str:
+    return f"{namespace}:{KEY}:{identity.id}"
+
+
+def last(app: Flask, identity: SendingIdentity) -> TransportCheck | None:
+    """The last stored check of this identity, if it was made against its current transport
+    URL (raises RedisError when Redis is unreachable)."""
+    raw = app.extensions["broadside_redis"].get(key(app.config["BROADSIDE_NAMESPACE"], identity))
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+        result = TransportCheck(bool(data["ok"]), float(data["at"]), str(data["target"]),
+                                str(data["detail"]), str(data.get("phase") or ""),
+                                str(data["fingerprint"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+    current = _fingerprint(app.config["SECRET_KEY"], identity.transport_url)
+    return result if hmac.compare_digest(result.fingerprint, current) else None

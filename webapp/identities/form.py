@@ -1,0 +1,96 @@
+"""The identity form <-> the API's JSON shape (`broadside.identities.service.parse_input`
+validates it; this module only reads what was typed and says which field a refusal is about).
+
+The form's inputs are named like the API's fields (`name`, `from`, `transport`, `delay_ms`,
+`hourly_limit`, `postal_address`, `webhook_secret`), so the form is the API's body as text.
+The two secrets (the transport URL and the webhook secret) are read, never written back: an
+edit form shows them empty ("leave blank to keep"), and a form shown again after a refusal
+keeps everything typed except them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from werkzeug.datastructures import MultiDict
+
+from broadside.identities.service import FIELDS, SendingIdentity
+
+SECRETS = ("transport", "webhook_secret")
+MAX_FIELD = 10_000  # longer than any valid value: the domain says what is too long
+EMPTY = {"name": "", "from": "", "transport": "", "delay_ms": "200", "hourly_limit": "0",
+         "postal_address": "", "webhook_secret": ""}
+
+# How the domain's refusals name their field, checked in this order (a From refusal may say
+# "Name <address>", so From comes before the name).
+_FIELD_WORDS = (
+    ("webhook_secret", re.compile(r"webhook secret")),
+    ("postal_address", re.compile(r"postal address")),
+    ("delay_ms", re.compile(r"\bdelay_ms\b")),
+    ("hourly_limit", re.compile(r"\bhourly_limit\b")),
+    ("transport", re.compile(r"URL|[Tt]ransport|endpoint|option|AWS region")),
+    ("from", re.compile(r"\bFrom\b|email address")),
+    ("name", re.compile(r"\bname\b|“default”|identity called")),
+)
+
+
+def read_form(form: MultiDict) -> dict[str, str]:
+    """Whatever was typed, as text, by field (a field left out reads as empty)."""
+    values = {}
+    for field in FIELDS:
+        value = form.get(field, "")
+        values[field] = value[:MAX_FIELD] if isinstance(value, str) else ""
+    # Browsers post a textarea's line breaks as CRLF.
+    values["postal_address"] = values["postal_address"].replace("\r\n", "\n")
+    return values
+
+
+def as_body(values: dict[str, str], *, updating: bool, clear_secret: bool = False) -> dict[str, Any]:
+    """The API's JSON shape, for `parse_input`. When updating, an empty secret means "keep the
+    stored one" (None); `clear_secret` removes the webhook secret instead."""
+    body: dict[str, Any] = {field: values.get(field, "") for field in FIELDS}
+    if updating:
+        for field in SECRETS:
+            if not body[field].strip():
+                body[field] = None
+        if clear_secret:
+            body["webhook_secret"] = ""
+    return body
+
+
+def shown(values: dict[str, str]) -> dict[str, str]:
+    """The values to show again in the form: everything but the secrets."""
+    return {**values, **dict.fromkeys(SECRETS, "")}
+
+
+def typed_a_secret(values: dict[str, str]) -> bool:
+    return any(values.get(field, "").strip() for field in SECRETS)
+
+
+def from_saved(identity: SendingIdentity) -> dict[str, str]:
+    """A saved identity laid out in the form (its secrets left empty)."""
+    return {"name": identity.name, "from": identity.from_header, "transport": "",
+            "delay_ms": str(identity.delay_ms), "hourly_limit": str(identity.hourly_limit),
+            "postal_address": identity.postal_address, "webhook_secret": ""}
+
+
+def field_named(message: str | None) -> str | None:
+    """The field a refusal is about (to show it beside that field), if it names one."""
+    for field, words in _FIELD_WORDS:
+        if message and words.search(message):
+            return field
+    return None
+
+
+def send_from_choices(identities: list[SendingIdentity]) -> list[tuple[str, str]]:
+    """The "Send from" options of the broadcast and automation editors: the default first
+    (value ""), then each live identity by its id. The editors show the select only when
+    there is more than the default, so nothing changes for a one-identity installation."""
+    choices = []
+    for identity in identities:
+        label = f"{identity.label} — {identity.from_header}"
+        if identity.status == "paused":
+            label += " (paused)"
+        choices.append(("" if identity.id is None else str(identity.id), label))
+    return choices

@@ -1,0 +1,209 @@
+"""Settings → Sending identities (blueprint `identities`, all for the signed-in owner):
+
+    GET  /settings/identities/                  every identity, the default first (From, the
+                                                transport masked, pace, cap, state, what uses
+                                                it), and the "New identity" form
+    POST /settings/identities/                  create: a refusal (422) or a taken name (409)
+                                                shows the list again with everything typed
+                                                kept, except the secrets
+    GET/POST /settings/identities/<id>/edit     edit: the transport URL and the webhook secret
+                                                are empty, and left empty they stay as stored
+    GET/POST /settings/identities/<id>/delete   a confirmation, then the delete (409 in words
+                                                while a broadcast or an automation uses it)
+    POST /settings/identities/<id>/check        "Check connection": the doctor's check of its
+    POST /settings/identities/default/check     transport (the default's is the SMTP check);
+                                                htmx gets the ✓/✗ line, 200 either way
+    POST /settings/identities/<id>/resume       resume a paused identity (the System page's
+    POST /settings/identities/default/resume    Resume posts here too, with back=system)
+
+The default identity is the environment (SMTP_URL, MAIL_FROM or the Settings sender,
+SEND_DELAY_MS, SEND_HOURLY_LIMIT, the Settings postal address): it is listed, checked and
+resumed here, and edited where each part is set. Stored secrets are never rendered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
+
+from broadside.errors import Conflict, NotFound, ValidationError
+from broadside.identities import service
+from broadside.identities.service import SendingIdentity
+from broadside.providers import urls
+from broadside.site_settings import get_settings
+from webapp import doctor
+from webapp.extensions import db
+from webapp.identities import form
+
+bp = Blueprint("identities", __name__, url_prefix="/settings/identities")
+
+# Providers whose delivery and bounce webhooks are matched to an identity by its id in the URL.
+WEBHOOK_SCHEMES = ("postmark", "resend", "mailgun")
+
+
+@dataclass(frozen=True)
+class Row:
+    identity: SendingIdentity
+    used: dict[str, int] | None  # None: the default, which is never deleted
+    webhook_url: str | None
+
+    @property
+    def in_use(self) -> str | None:
+        """Why it cannot be deleted now, in words; None when it can."""
+        if not self.used:
+            return None
+        broadcasts, automations = self.used["broadcasts"], self.used["automations"]
+        parts = []
+        if broadcasts:
+            parts.append(f"{broadcasts} broadcast{'s' if broadcasts != 1 else ''} not yet sent")
+        if automations:
+            parts.append(f"{automations} automation{'s' if automations != 1 else ''}")
+        if not parts:
+            return None
+        return "Used by " + " and ".join(parts) + ": choose another identity for them first."
+
+
+def webhook_url(identity: SendingIdentity) -> str | None:
+    """Where the provider should post its delivery and bounce events for this identity."""
+    if identity.id is None or identity.scheme not in WEBHOOK_SCHEMES:
+        return None
+    return f"{current_app.config['BASE_URL']}/webhooks/{identity.scheme}/{identity.id}"
+
+
+def _row(identity: SendingIdentity) -> Row:
+    used = service.usage(db.session, identity.id) if identity.id is not None else None
+    return Row(identity, used, webhook_url(identity))
+
+
+def _live(identity_id: int) -> SendingIdentity:
+    """A live identity that is a row; a deleted one is not found, as over the API."""
+    identity = service.resolve(db.session, current_app.config, identity_id)
+    if identity.status == "deleted":
+        raise NotFound(f"There is no sending identity {identity_id}.")
+    return identity
+
+
+def _page_help() -> dict:
+    """What the form's help texts name: the transport examples, the env, Settings' address."""
+    return {"examples": urls.EXAMPLES, "settings_postal": get_settings(db.session).postal_address,
+            "base_url": current_app.config["BASE_URL"], "webhook_schemes": WEBHOOK_SCHEMES}
+
+
+def _render_index(values: dict[str, str] | None = None, *, error: str | None = None,
+                  secret_dropped: bool = False, status: int = 200):
+    rows = [_row(i) for i in service.all_identities(db.session, current_app.config)]
+    return render_template(
+        "identities/index.html", rows=rows, values=form.shown(values or form.EMPTY),
+        error=error, error_field=form.field_named(error), secret_dropped=secret_dropped,
+        mail_from=current_app.config["MAIL_FROM"], **_page_help(),
+    ), status
+
+
+@bp.get("/")
+def index():
+    return _render_index()
+
+
+@bp.post("/")
+def create():
+    values = form.read_form(request.form)
+    try:
+        row = service.create(db.session, service.parse_input(form.as_body(values, updating=False)))
+    except (ValidationError, Conflict) as exc:
+        db.session.rollback()
+        return _render_index(values, error=exc.message, status=exc.status_code,
+                             secret_dropped=form.typed_a_secret(values))
+    flash(f"The identity “{row.name}” is saved. Press Check connection to try its transport; "
+          "broadcasts and automations can choose it now.", "success")
+    return redirect(url_for(".index") + f"#identity-{row.id}")
+
+
+def _render_edit(identity: SendingIdentity, values: dict[str, str], *, error: str | None = None,
+                 secret_dropped: bool = False, status: int = 200):
+    return render_template(
+        "identities/edit.html", identity=identity, row=_row(identity), values=form.shown(values),
+        error=error, error_field=form.field_named(error), secret_dropped=secret_dropped,
+        **_page_help(),
+    ), status
+
+
+@bp.route("/<int:identity_id>/edit", methods=["GET", "POST"])
+def edit(identity_id: int):
+    identity = _live(identity_id)
+    if request.method == "GET":
+        return _render_edit(identity, form.from_saved(identity))
+    values = form.read_form(request.form)
+    body = form.as_body(values, updating=True, clear_secret=bool(request.form.get("clear_webhook_secret")))
+    try:
+        row = service.update(db.session, identity_id, service.parse_input(body, updating=True))
+    except (ValidationError, Conflict) as exc:
+        db.session.rollback()
+        return _render_edit(identity, values, error=exc.message, status=exc.status_code,
+                            secret_dropped=form.typed_a_secret(values))
+    resumed = identity.status == "paused" and row.status == "active"
+    flash(f"The identity “{row.name}” is saved." + (
+        " Its new transport URL resumed it: press Check connection to try it." if resumed else ""),
+        "success")
+    return redirect(url_for(".index") + f"#identity-{identity_id}")
+
+
+@bp.route("/<int:identity_id>/delete", methods=["GET", "POST"])
+def delete(identity_id: int):
+    identity = _live(identity_id)
+    if request.method == "POST":
+        try:
+            service.delete(db.session, identity_id)
+        except Conflict as exc:
+            db.session.rollback()
+            return render_template("identities/delete.html", row=_row(identity),
+                                   error=exc.message), exc.status_code
+        flash(f"The identity “{identity.name}” is deleted. Broadcasts sent through it still name it.",
+              "success")
+        return redirect(url_for(".index"))
+    return render_template("identities/delete.html", row=_row(identity), error=None)
+
+
+# ------------------------------------------------------------------ check and resume
+
+
+def _answer_check(identity: SendingIdentity, check: doctor.Check):
+    anchor = "identity-default" if identity.id is None else f"identity-{identity.id}"
+    if request.headers.get("HX-Request"):
+        # 200 even when the check failed: htmx swaps no 4xx answer.
+        return render_template("identities/_check.html", check=check, anchor=anchor)
+    flash(f"{identity.label}: {check.summary}" + (f" → {check.advice}" if check.advice else ""),
+          "success" if check.ok else "error")
+    return redirect(url_for(".index") + f"#{anchor}")
+
+
+@bp.post("/default/check")
+def check_default():
+    identity = service.default_identity(db.session, current_app.config)
+    return _answer_check(identity, doctor.check_smtp(current_app))
+
+
+@bp.post("/<int:identity_id>/check")
+def check(identity_id: int):
+    identity = _live(identity_id)
+    return _answer_check(identity, doctor.check_identity(current_app, identity))
+
+
+def _resumed(identity_id: int | None, label: str):
+    moved = service.resume(db.session, identity_id)
+    flash(f"“{label}” is resumed: its mail goes out again." if moved
+          else f"“{label}” was not paused.", "success" if moved else "info")
+    if request.form.get("back") == "system":
+        return redirect(url_for("system.index") + "#sender")
+    anchor = "default" if identity_id is None else str(identity_id)
+    return redirect(url_for(".index") + f"#identity-{anchor}")
+
+
+@bp.post("/default/resume")
+def resume_default():
+    return _resumed(None, "Default")
+
+
+@bp.post("/<int:identity_id>/resume")
+def resume(identity_id: int):
+    return _resumed(identity_id, _live(identity_id).name)
