@@ -178,6 +178,10 @@ def _delivery_words(kind: str, detail: str) -> tuple[str, str]:
     if kind == "claimed":
         return "Picked up by the worker to send", ""
     if kind == "sent":
+        if detail.startswith("delivered:") or detail == "delivered":
+            # An `unknown` row settled by the provider's signed delivery event.
+            return ("Delivered, as the provider's delivery event confirmed",
+                    detail.removeprefix("delivered:").strip())
         return "Accepted by the mail server", detail
     if kind == "skipped":
         return f"Skipped: {skip_words(detail)}", ""
@@ -192,6 +196,8 @@ def _delivery_words(kind: str, detail: str) -> tuple[str, str]:
             return "Queued again by you", detail
         if detail.startswith("released"):
             return "Put back in the queue before any attempt", ""
+        if detail.startswith("throttled by the provider"):
+            return "The provider asked us to slow down; it waits its turn again", detail
         return "Put back in the queue", detail
     return kind.capitalize(), detail
 

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from broadside.broadcasts.drafts import create_draft
+from broadside.broadcasts.evidence import delivery_timeline
 from broadside.broadcasts.service import send_broadcast
 from broadside.identities import service as identities
 from broadside.models import Delivery, Identity, Subscriber
@@ -259,6 +260,12 @@ def test_a_crash_after_postmark_took_the_batch_is_settled_by_its_delivery_webhoo
         evidence = db.session.scalars(select(Event.detail).where(
             Event.broadcast_id == broadcast_id, Event.kind == "sent")).all()
         assert len(evidence) == 30 and all("postmark's delivery event" in d for d in evidence)
+        # The timeline says so in words, with the event as the evidence.
+        one = db.session.scalar(select(Delivery.id).limit(1))
+        moments = [(m.words, m.detail) for m in delivery_timeline(db.session, broadcast_id, one).moments]
+        assert moments[-2:][0][0] == "Outcome unknown"
+        assert moments[-1][0] == "Delivered, as the provider's delivery event confirmed"
+        assert "confirmed by postmark's delivery event (MessageID" in moments[-1][1]
 
 
 def test_two_provider_identities_at_once_each_keep_their_own_pace(app, app_config, worker_factory):
