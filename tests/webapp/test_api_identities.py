@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from sqlalchemy import func, select
 
 from broadside import accounts
