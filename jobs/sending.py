@@ -121,6 +121,7 @@ class Slice:
         self.batch_size = runtime.transport.batch_limit if self.batching else batch_size_for(rate)
         self.decide_seconds = 0.0  # how long a re-check and build take (a moving average)
         self.waited_for_cap = 0  # times this slice waited for the hourly limit
+        self.pause_checked = False  # its identity's pause, read once (see _stream_open)
 
     # -------------------------------------------------------------- the loop
 
@@ -205,12 +206,18 @@ class Slice:
         """None when the identity may send now; "held" when it is paused (with a notice;
         no continuation is queued: the owner's resume, or the worker's maintenance once it
         is resumed, queues the next slice). A provider's "slow down" is waited out here,
-        stop-aware, within this slice."""
-        reason = self.rt.pause_reason(self.session)
-        self.session.commit()
-        if reason is not None:
-            self._notice(paused_notice(self.rt.identity_name, reason))
-            return "held"
+        stop-aware, within this slice.
+
+        The pause is read once, when the slice starts: only this stream's own worker pauses
+        its identity (`_stop`, which ends the slice), so a running slice cannot become paused
+        by anyone else, and the send loop carries no extra query per claim."""
+        if not self.pause_checked:
+            self.pause_checked = True
+            reason = self.rt.pause_reason(self.session)
+            self.session.commit()
+            if reason is not None:
+                self._notice(paused_notice(self.rt.identity_name, reason))
+                return "held"
         held = self.rt.held_for()
         if held > 0:
             self._sleep(min(held, max(0.0, deadline - time.monotonic())))

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import literal, select, update
 from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
@@ -40,7 +40,7 @@ from broadside.automations import ledger as automation_ledger
 from broadside.broadcasts import ledger
 from broadside.db import rowcount
 from broadside.errors import ValidationError
-from broadside.message_refs import row_of
+from broadside.message_refs import KINDS, row_of
 from broadside.models import AutomationMessage, Delivery, Subscriber, TransactionalMessage
 from broadside.models.sending import DeliveryStatus
 from broadside.timeutil import utcnow
@@ -73,92 +73,48 @@ def _address(email: str) -> str:
         return (email or "").strip().lower()
 
 
-def _candidates(session: Session, column: str, forms: list[str], address: str) -> Found | None:
-    """The newest row whose `column` (provider_message_id or message_id) is one of `forms`,
-    sent to `address`: a delivery, else an automation message, else a transactional one."""
-    delivery = session.execute(
-        select(Delivery.id, Delivery.status, Delivery.subscriber_id, Delivery.broadcast_id,
-               Delivery.claimed_at)
-        .join(Subscriber, Subscriber.id == Delivery.subscriber_id)
-        .where(getattr(Delivery, column).in_(forms), Subscriber.email == address)
-        .order_by(Delivery.id.desc()).limit(1)
-    ).first()
-    if delivery is not None:
-        return Found("delivery", delivery.id, delivery.status, delivery.subscriber_id,
-                     delivery.broadcast_id, delivery.claimed_at)
-    message = session.execute(
-        select(AutomationMessage.id, AutomationMessage.status, AutomationMessage.subscriber_id,
-               AutomationMessage.claimed_at)
-        .join(Subscriber, Subscriber.id == AutomationMessage.subscriber_id)
-        .where(getattr(AutomationMessage, column).in_(forms), Subscriber.email == address)
-        .order_by(AutomationMessage.id.desc()).limit(1)
-    ).first()
-    if message is not None:
-        return Found("automation message", message.id, message.status, message.subscriber_id,
-                     None, message.claimed_at)
-    transactional = session.execute(
-        select(TransactionalMessage.id, TransactionalMessage.status,
-               TransactionalMessage.subscriber_id)
-        .where(getattr(TransactionalMessage, column).in_(forms),
-               TransactionalMessage.to_email == address)
-        .order_by(TransactionalMessage.id.desc()).limit(1)
-    ).first()
-    if transactional is not None:
-        return Found("transactional message", transactional.id, transactional.status,
-                     transactional.subscriber_id, None, None)
-    return None
+_TABLES: dict[str, Any] = {"delivery": Delivery, "automation message": AutomationMessage,
+                           "transactional message": TransactionalMessage}
 
 
-def _by_reference(session: Session, message_ids: tuple[str, ...], address: str) -> Found | None:
-    """The row our own Message-ID (or its reference echoed by the provider) names, for a row
-    whose ids were never recorded: the worker died between handing it over and the answer.
-    The address must match too."""
-    for value in message_ids:
-        named = row_of(value)
-        if named is None:
-            continue
-        kind, row_id = named
-        if kind == "delivery":
-            row = session.execute(
-                select(Delivery.id, Delivery.status, Delivery.subscriber_id, Delivery.broadcast_id,
-                       Delivery.claimed_at)
-                .join(Subscriber, Subscriber.id == Delivery.subscriber_id)
-                .where(Delivery.id == row_id, Subscriber.email == address)).first()
-            if row is not None:
-                return Found(kind, row.id, row.status, row.subscriber_id, row.broadcast_id,
-                             row.claimed_at)
-        elif kind == "automation message":
-            message = session.execute(
-                select(AutomationMessage.id, AutomationMessage.status,
-                       AutomationMessage.subscriber_id, AutomationMessage.claimed_at)
-                .join(Subscriber, Subscriber.id == AutomationMessage.subscriber_id)
-                .where(AutomationMessage.id == row_id, Subscriber.email == address)).first()
-            if message is not None:
-                return Found(kind, message.id, message.status, message.subscriber_id, None,
-                             message.claimed_at)
-        else:
-            tx = session.execute(
-                select(TransactionalMessage.id, TransactionalMessage.status,
-                       TransactionalMessage.subscriber_id)
-                .where(TransactionalMessage.id == row_id,
-                       TransactionalMessage.to_email == address)).first()
-            if tx is not None:
-                return Found(kind, tx.id, tx.status, tx.subscriber_id, None, None)
-    return None
+def _one(session: Session, kind: str, address: str, column: str, values: list[Any]) -> Found | None:
+    """The newest row of one kind whose `column` is one of `values`, sent to `address`."""
+    table = _TABLES[kind]
+    if kind == "transactional message":
+        query = select(table.id, table.status, table.subscriber_id, literal(None),
+                       literal(None)).where(table.to_email == address)
+    else:
+        broadcast = table.broadcast_id if kind == "delivery" else literal(None)
+        query = (select(table.id, table.status, table.subscriber_id, broadcast, table.claimed_at)
+                 .join(Subscriber, Subscriber.id == table.subscriber_id)
+                 .where(Subscriber.email == address))
+    row = session.execute(query.where(getattr(table, column).in_(values))
+                          .order_by(table.id.desc()).limit(1)).first()
+    return None if row is None else Found(kind, *row)
 
 
 def find_row(session: Session, message_ids: tuple[str, ...], email: str) -> Found | None:
-    """What a provider's event names: by the provider's id first, then by our Message-ID as
-    recorded, then by the row our Message-ID (or its echoed reference) names."""
+    """What a provider's event names: by the provider's id first (deliveries, then automation
+    messages, then transactional messages), then by our Message-ID as recorded, then by the
+    row our Message-ID (or its echoed reference) names: a row whose ids were never recorded
+    because the worker died between handing it over and the answer."""
     forms = message_id_forms(message_ids)
     if not forms:
         return None
     address = _address(email)
     for column in ("provider_message_id", "message_id"):
-        found = _candidates(session, column, forms, address)
-        if found is not None:
-            return found
-    return _by_reference(session, message_ids, address)
+        for kind in KINDS.values():
+            found = _one(session, kind, address, column, list(forms))
+            if found is not None:
+                return found
+    for value in message_ids:
+        named = row_of(value)
+        if named is not None:
+            kind, row_id = named
+            found = _one(session, kind, address, "id", [row_id])
+            if found is not None:
+                return found
+    return None
 
 
 def _to_sent(session: Session, row: Found, detail: str, data: dict[str, Any],

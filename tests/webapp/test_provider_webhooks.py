@@ -294,8 +294,9 @@ def test_a_delivery_event_turns_an_unknown_delivery_sent_with_its_evidence(app, 
     assert counters(broadcast_id) == {"pending": 1, "sent": 1}
     timeline = delivery_timeline(db.session, broadcast_id, delivery_id)
     assert [m.kind for m in timeline.moments] == ["claimed", "unknown", "sent"]
+    assert timeline.moments[-1].words == "Delivered, as the provider's delivery event confirmed"
     evidence = timeline.moments[-1].detail
-    assert evidence.startswith(f"delivered: confirmed by {provider.scheme}'s delivery event (")
+    assert evidence.startswith(f"confirmed by {provider.scheme}'s delivery event (")
     assert provider_id.strip("<>") in evidence
 
 
