@@ -137,6 +137,15 @@ class SmtpServer:
             times = sorted(m.at for m in self.messages)
         return [b - a for a, b in zip(times, times[1:], strict=False)]
 
+    def paired_gaps(self) -> list[float]:
+        """Half the time across each two consecutive gaps. The server thread records a
+        conversation when it gets round to its MAIL FROM: when two server threads share this
+        process, one can be a scheduling stall late, which shortens the gap after it by as much
+        as it lengthened the one before (a paced worker may begin its next send on time). The
+        average over two gaps is immune to that; unpaced sends still show as a few ms."""
+        gaps = self.gaps()
+        return [(a + b) / 2 for a, b in zip(gaps, gaps[1:], strict=False)]
+
     def recipients(self) -> list[str]:
         with self.lock:
             return [r.lower() for m in self.messages for r in m.rcpt_tos]
