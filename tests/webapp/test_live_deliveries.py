@@ -107,6 +107,9 @@ def test_a_refresh_reads_one_page_of_rows_and_takes_the_counts_from_the_counters
     assert '<option id="status-option-all" hx-swap-oob="innerHTML">All (40)</option>' in text
     # An open timeline stays open across refreshes; the pager keeps the length and the focus.
     assert 'class="timeline-row" hidden hx-preserve="true"' in text
+    opened = logged_in_client.get(f"{url}/{first}", headers=HTMX).text  # and follows by itself
+    assert re.match(rf'\s*<tr id="timeline-{first}" class="timeline-row" hx-get="{url}/{first}" '
+                    'hx-trigger="deliveries-changed from:body"', opened)
     assert re.search(r'id="next-deliveries"', text) and "per_page=5" in text
 
 
@@ -122,6 +125,9 @@ def test_the_table_stops_asking_once_the_broadcast_is_over(logged_in_client, sen
     assert ">Sent (36)</option>" in final.text
     page = logged_in_client.get(f"/broadcasts/{sending.id}").text
     assert "deliveries-changed" not in page
+    first = db.session.scalar(select(Delivery.id).where(Delivery.broadcast_id == sending.id))
+    opened = logged_in_client.get(f"/broadcasts/{sending.id}/deliveries/{first}", headers=HTMX)
+    assert "Hide timeline" in opened.text and "hx-trigger" not in opened.text
 
 
 def test_the_deliveries_page_follows_the_send_with_a_line_of_progress(logged_in_client, sending):
