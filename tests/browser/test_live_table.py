@@ -56,6 +56,12 @@ def test_the_table_and_its_counts_follow_the_send_and_the_test_line_its_message(
     phone.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
     phone.set_viewport_size({"width": 390, "height": 844})
     phone.goto(url)
+    # The deliveries page of its own (where "See who" links lead) follows too, by its line.
+    failures = page.context.new_page()
+    failures.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+    failures.set_viewport_size({"width": 390, "height": 844})
+    failures.goto(f"{url}/deliveries?status=failed")
+    expect(failures.locator("#no-deliveries")).to_have_text("No delivery matches.")
     for shown in (page, phone):
         expect(shown.locator("#status-option-sent")).to_have_text("Sent (0)")
         expect(shown.locator("#status-option-pending")).to_have_text(f"Waiting ({SIZE})")
@@ -138,6 +144,14 @@ def test_the_table_and_its_counts_follow_the_send_and_the_test_line_its_message(
     phone.screenshot(path=str(screenshot_dir / "live-table-finished-phone.png"))
     overflow = phone.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"the broadcast page scrolls sideways by {overflow}px on a phone"
+    expect(failures.locator("#delivery-results tr.delivery-row")).to_have_count(1)
+    expect(failures.locator("#delivery-results")).to_contain_text(REFUSED)
+    expect(failures.locator("#status-option-failed")).to_have_text("Failed (1)")
+    expect(failures.locator("#progress")).to_contain_text(f"{SIZE} of {SIZE} recipients handled (100%)")
+    expect(failures.locator("#progress")).not_to_have_attribute("hx-trigger", re.compile("."))
+    failures.screenshot(path=str(screenshot_dir / "live-deliveries-page-phone.png"))
+    failures.set_viewport_size({"width": 1280, "height": 720})
+    failures.screenshot(path=str(screenshot_dir / "live-deliveries-page.png"))
     page.locator("#first-deliveries").click()
     expect(page.locator(f"#delivery-{ids[3]}")).to_contain_text("Refused for this address (550 5.1.1")
     assert not problems, problems
