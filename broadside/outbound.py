@@ -3,17 +3,24 @@
 The row is the source of truth; the job on its identity's `transactional` queue (that of
 what it belongs to: a broadcast's, an automation's; the default for confirmations) only
 triggers the worker, which claims the row before sending it (the same guards as broadcasts).
+`queued_test` reads a test send back for its status line on the page, until it is settled.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from redis.exceptions import RedisError
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from broadside.errors import NotFound
 from broadside.models import TransactionalMessage
 from broadside.queues import Jobs
+
+SETTLED = ("sent", "failed", "unknown")
 
 
 def queue_transactional(
@@ -47,3 +54,45 @@ def queue_transactional(
     except RedisError:
         pass
     return message
+
+
+@dataclass(frozen=True)
+class QueuedTest:
+    """What became of one test send, as its status line on the page says it. (Not named
+    Test...: pytest would take it for a test class.)"""
+
+    id: int
+    to_email: str
+    status: str
+    attempts: int
+    reason: str | None
+    next_attempt_at: datetime | None
+
+    @property
+    def settled(self) -> bool:
+        """Nothing more will happen to it (an `unknown` one is never sent again on its own)."""
+        return self.status in SETTLED
+
+    @property
+    def retrying(self) -> bool:
+        return self.status == "pending" and self.attempts > 0
+
+    @property
+    def version(self) -> str:
+        """Changes whenever the line would say something else: the page asks with the one
+        it shows and is told "nothing new" otherwise."""
+        return f"{self.status}-{self.attempts}"
+
+
+def queued_test(session: Session, message_id: int) -> QueuedTest:
+    """One test send's state, by its id (one primary-key read). Only test sends: a sign-up's
+    confirmation is nobody's status line."""
+    row = session.execute(
+        select(TransactionalMessage.id, TransactionalMessage.to_email, TransactionalMessage.status,
+               TransactionalMessage.attempts, TransactionalMessage.reason,
+               TransactionalMessage.next_attempt_at)
+        .where(TransactionalMessage.id == message_id, TransactionalMessage.kind == "test")
+    ).first()
+    if row is None:
+        raise NotFound("There is no such test send.")
+    return QueuedTest(*row)

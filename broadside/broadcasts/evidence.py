@@ -108,6 +108,16 @@ class DeliveryPage:
     last_id: int | None
     has_next: bool
     has_prev: bool
+    # Where the page starts and how long it is, as asked: the page's live refresh asks for
+    # exactly this page again (the rows move between statuses during a send).
+    after: int | None = None
+    before: int | None = None
+    per_page: int = PER_PAGE
+
+    @property
+    def size_arg(self) -> int | None:
+        """The page length for a URL: None when it is the default one."""
+        return None if self.per_page == PER_PAGE else self.per_page
 
 
 def _columns():
@@ -123,8 +133,11 @@ def _like_escape(text: str) -> str:
 def delivery_page(session: Session, broadcast_id: int, *, status: str | None = None,
                   query: str = "", after: int | None = None, before: int | None = None,
                   per_page: int = PER_PAGE) -> DeliveryPage:
-    """One page of a broadcast's deliveries in id order, by keyset (never OFFSET)."""
+    """One page of a broadcast's deliveries in id order, by keyset (never OFFSET): at most
+    `per_page` (1 to PER_PAGE) rows, read with a LIMIT: never the whole table, so the
+    broadcast page can re-read the visible page while a send runs."""
     service.get_broadcast(session, broadcast_id)
+    per_page = max(1, min(per_page, PER_PAGE))
     status = status or None
     if status is not None and status not in DELIVERY_STATUSES:
         raise ValidationError(f"Filter by one of: {', '.join(DELIVERY_STATUSES)}.")
@@ -156,7 +169,8 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
     else:
         has_prev, has_next = after is not None and after > 0, more
     return DeliveryPage(rows, status, query, rows[0].id if rows else None,
-                        rows[-1].id if rows else None, has_next, has_prev)
+                        rows[-1].id if rows else None, has_next, has_prev,
+                        after=after, before=before if backwards else None, per_page=per_page)
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,13 @@ class Progress:
         return duration_words(self.eta_seconds)
 
     @property
+    def version(self) -> str:
+        """Changes whenever a delivery changes status (every move goes through the counters)
+        or the broadcast does: the page re-reads its deliveries table only when this moved."""
+        return ".".join(str(n) for n in (self.status, self.pending, self.sending, self.sent,
+                                          self.skipped, self.failed, self.unknown))
+
+    @property
     def poll_every(self) -> str | None:
         """How often the page asks again (an htmx trigger), or None when it is over."""
         if self.terminal or self.status == "draft":

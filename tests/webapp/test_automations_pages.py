@@ -154,6 +154,9 @@ def test_a_step_preview_and_test_send(app, logged_in_client):
     assert sent.status_code == 200 and "Test queued for me@example.com" in sent.get_data(as_text=True)
     message = db.session.scalars(select(TransactionalMessage)).one()
     assert message.subject.startswith("[Test] Hello") and message.to_email == "me@example.com"
+    # The step's own line follows the message, like a broadcast's (no worker here: it waits).
+    assert f'<p id="test-status-{step.id}" class="test-status" role="status">' in sent.text
+    assert f'hx-get="/broadcasts/tests/{message.id}?was=pending-0"' in sent.text
     bad = logged_in_client.post(f"/automations/{automation.id}/steps/{step.id}/test",
                                 data={"csrf_token": token, "to_email": "not an address"}, headers=HX)
     # 200: htmx swaps no 4xx answer, so a 422 left the status line empty in the browser.

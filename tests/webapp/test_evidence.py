@@ -63,10 +63,10 @@ def test_deliveries_table_filters_by_status_searches_by_email_and_says_what_happ
     assert sorted(rows_in(page.text)) == [email(i) for i in range(6)]
     assert '<label for="status-filter">Status</label>' in page.text
     assert '<label for="delivery-search">Search by email</label>' in page.text
-    assert '<option value="failed">Failed (2)</option>' in page.text
+    assert '<option value="failed" id="status-option-failed">Failed (2)</option>' in page.text
 
     failed = logged_in_client.get(f"/broadcasts/{outcomes.id}/deliveries?status=failed", headers=HTMX)
-    assert failed.text.lstrip().startswith('<div id="delivery-results">')
+    assert failed.text.lstrip().startswith('<div id="delivery-results"')
     assert sorted(rows_in(failed.text)) == [email(0), email(1)]
     assert "Gave up after 5 attempts (retry budget exhausted after 5 attempts: 451" in failed.text
     # A permanent failure says which address to fix, and links to that subscriber.
@@ -83,7 +83,7 @@ def test_deliveries_table_filters_by_status_searches_by_email_and_says_what_happ
     # Without JavaScript the same URL is a page of its own with the filter kept.
     plain = logged_in_client.get(f"/broadcasts/{outcomes.id}/deliveries?status=skipped")
     assert "<h1>Deliveries of" in plain.text and rows_in(plain.text) == [email(2)]
-    assert '<option value="skipped" selected>' in plain.text
+    assert '<option value="skipped" id="status-option-skipped" selected>' in plain.text
     assert "HX-Request" in plain.headers["Vary"]
 
     # Search by email, and keyset pages forwards and back.

@@ -63,7 +63,8 @@ def test_fragment_reads_one_row_and_never_counts_deliveries(logged_in_client, se
 def test_fragment_shows_bar_counts_rate_and_time_left_and_keeps_polling(logged_in_client, sending):
     response = logged_in_client.get(f"/broadcasts/{sending.id}/progress", headers=HTMX)
     text = response.text
-    assert f'hx-get="/broadcasts/{sending.id}/progress" hx-trigger="every 1500ms" hx-swap="outerHTML"' in text
+    assert (f'hx-get="/broadcasts/{sending.id}/progress?seen=sending.22.2.12.2.1.1" '
+            'hx-trigger="every 1500ms" hx-swap="outerHTML"') in text
     bar = re.search(r"<progress[^>]*>", text).group(0)
     assert 'id="progress-bar"' in bar and 'max="40"' in bar and 'value="16"' in bar
     assert '<span class="bar-percent" id="progress-label">40%</span>' in text

@@ -27,6 +27,7 @@ from broadside.errors import Conflict, DomainError, NotFound, ValidationError
 from broadside.identities.service import all_identities
 from broadside.lists.service import all_lists
 from broadside.models import Automation
+from broadside.outbound import queued_test
 from broadside.segments.service import all_segments
 from webapp.automations import bp, form
 from webapp.broadcasts.views import PREVIEW_CSP
@@ -215,17 +216,18 @@ def preview(automation_id: int, step_id: int) -> Response:
 @bp.post("/<int:automation_id>/steps/<int:step_id>/test")
 def send_test(automation_id: int, step_id: int):
     address = (request.form.get("to_email") or "")[:320]
-    error = None
+    error = test = None
     if not ConfirmForm().validate_on_submit():
         error = "the form expired; reload the page."
     else:
         try:
-            automations.send_step_test(db.session, automation_id, step_id, address,
-                                       default_from=_default_from(), jobs=get_jobs())
+            message_id = automations.send_step_test(db.session, automation_id, step_id, address,
+                                                    default_from=_default_from(), jobs=get_jobs())
+            test = queued_test(db.session, message_id)  # the line follows it until settled
         except ValidationError as exc:
             error = exc.message
     fragment = render_template("broadcasts/_test_status.html", error=error, address=address,
-                               status_id=f"test-status-{step_id}")
+                               status_id=f"test-status-{step_id}", test=test)
     if request.headers.get("HX-Request"):
         # 200 even when refused: htmx swaps no 4xx answer, so a 422 left the line empty.
         return make_response(fragment, 200)

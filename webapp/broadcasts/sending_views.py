@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 from flask import (
+    Response,
     current_app,
     flash,
     redirect,
@@ -19,6 +20,7 @@ from flask import (
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, StringField
 
+from broadside import outbound
 from broadside.broadcasts import drafts, evidence, launch, service
 from broadside.broadcasts.progress import Progress, read_progress
 from broadside.errors import Conflict, DomainError, ValidationError
@@ -42,9 +44,25 @@ class ScheduleForm(FlaskForm):
     send_at = StringField("Date and time", render_kw={"type": "datetime-local"})
 
 
+# The event the progress fragment's answer fires when a delivery moved since the page last
+# looked (`Progress.version`); the deliveries table listens for it and re-reads its visible
+# page. So the table never asks more often than the bar, and not at all while nothing moves.
+DELIVERIES_CHANGED = "deliveries-changed"
+
+
 def _progress(broadcast_id: int) -> Progress:
     return read_progress(db.session, broadcast_id,
                          send_delay_ms=int(current_app.config.get("SEND_DELAY_MS") or 0))
+
+
+def _no_store(response: Response) -> Response:
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _nothing_new() -> Response:
+    """204: htmx swaps nothing, and a poll carries on."""
+    return _no_store(make_response("", 204))
 
 
 # ---------------------------------------------------------------- send a test
@@ -54,15 +72,17 @@ def send_test(broadcast_id: int):
     """One copy to any address, through the transactional queue (ahead of broadcasts)."""
     form = TestSendForm()
     address = (form.to_email.data or "").strip()
-    error = None
+    error = test = None
     try:
-        service.send_test(db.session, broadcast_id, address,
-                          default_from=current_app.config["MAIL_FROM"], jobs=get_jobs())
+        message_id = service.send_test(db.session, broadcast_id, address,
+                                       default_from=current_app.config["MAIL_FROM"], jobs=get_jobs())
+        test = outbound.queued_test(db.session, message_id)
     except ValidationError as exc:
         db.session.rollback()
         error = exc.message
     if request.htmx:
-        return render_template("broadcasts/_test_status.html", error=error, address=address)
+        return render_template("broadcasts/_test_status.html", error=error, address=address,
+                               test=test)
     if error:
         flash(f"Test not sent: {error}", "error")
     else:
@@ -74,6 +94,17 @@ def send_test(broadcast_id: int):
 
 def _same_site(url: str | None) -> bool:
     return bool(url) and url.startswith(request.host_url)
+
+
+@bp.route("/tests/<int:message_id>")
+def test_status(message_id: int):
+    """HTMX, every 2 s until settled: what became of a test send (a broadcast's or an
+    automation step's), one primary-key read. 204 while it still says what the line shows."""
+    test = outbound.queued_test(db.session, message_id)
+    if request.args.get("was") == test.version:
+        return _nothing_new()
+    return _no_store(make_response(render_template("broadcasts/_test_state.html", test=test),
+                                   STOP_POLLING if test.settled and request.htmx else 200))
 
 
 # ---------------------------------------------------------------- send and schedule
@@ -161,13 +192,23 @@ def unschedule(broadcast_id: int):
 
 @bp.route("/<int:broadcast_id>/progress")
 def progress(broadcast_id: int):
-    """HTMX, every 1.5 s while sending: one row read, never a COUNT over deliveries."""
+    """HTMX, every 1.5 s while sending: one row read, never a COUNT over deliveries.
+
+    `seen` is the version of the counters the page shows; when they moved, the answer fires
+    DELIVERIES_CHANGED so the table re-reads its page (the last answer, the one that stops
+    the polling, moved them too: the table shows the end state). `view=line` is the one-line
+    form the deliveries page polls."""
     p = _progress(broadcast_id)
-    response = make_response(render_template("broadcasts/_progress.html", p=p, oob_badge=True))
+    line = request.args.get("view") == "line"
+    seen = request.args.get("seen")
+    moved = request.htmx and seen is not None and seen != p.version
+    response = make_response(
+        render_template("broadcasts/_progress_line.html" if line else "broadcasts/_progress.html",
+                        p=p, oob_badge=True),
+        trigger=DELIVERIES_CHANGED if moved else None)
     if p.poll_every is None and request.htmx:
         response.status_code = STOP_POLLING  # the fragment has no trigger either
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return _no_store(response)
 
 
 def _steer(broadcast_id: int, action, done: str):
@@ -179,8 +220,10 @@ def _steer(broadcast_id: int, action, done: str):
         db.session.rollback()
         message = exc.message
     if request.htmx:
-        return render_template("broadcasts/_progress.html", p=_progress(broadcast_id),
-                               message=message, oob_badge=True)
+        # Cancel skips every waiting row: the table follows whatever happened.
+        return make_response(render_template("broadcasts/_progress.html", p=_progress(broadcast_id),
+                                             message=message, oob_badge=True),
+                             trigger=DELIVERIES_CHANGED)
     flash(message or done, "error" if message else "success")
     return redirect(url_for(".show", broadcast_id=broadcast_id))
 
@@ -212,22 +255,34 @@ def cancel(broadcast_id: int):
 
 @bp.route("/<int:broadcast_id>/deliveries")
 def deliveries(broadcast_id: int):
-    """The deliveries table: a fragment for htmx, a page of its own without JavaScript."""
+    """The deliveries table: a fragment for htmx, a page of its own without JavaScript.
+
+    While a send runs the fragment asks again for the same page (filter, search, keyset
+    position and length) each time the progress answer says a delivery moved, with `seen`,
+    the version of the counters it was drawn from: when nothing moved since, the answer is
+    204 and no delivery is read. Otherwise one LIMITed page of rows is read, and the filter's
+    counts come from the broadcast's counters (the progress bar's row), never a COUNT."""
+    p = _progress(broadcast_id)
+    seen = request.args.get("seen")
+    if request.htmx and seen is not None and seen == p.version:
+        return vary_on_htmx(_nothing_new())
+    per_page = int_arg("per_page", evidence.PER_PAGE, minimum=1, maximum=evidence.PER_PAGE)
     try:
         page = evidence.delivery_page(db.session, broadcast_id, status=request.args.get("status"),
                                       query=request.args.get("q", ""), after=int_arg("after"),
-                                      before=int_arg("before"))
+                                      before=int_arg("before"), per_page=per_page or evidence.PER_PAGE)
         error = None
     except ValidationError as exc:
         page = evidence.delivery_page(db.session, broadcast_id)
         error = exc.message
     broadcast = service.get_broadcast(db.session, broadcast_id)
     if request.htmx:
-        return vary_on_htmx(make_response(render_template(
-            "broadcasts/_delivery_results.html", page=page, broadcast=broadcast, error=error)))
+        return vary_on_htmx(_no_store(make_response(render_template(
+            "broadcasts/_delivery_results.html", page=page, broadcast=broadcast, error=error,
+            p=p, oob_counts=True))))
     return vary_on_htmx(make_response(render_template(
-        "broadcasts/deliveries.html", page=page, broadcast=broadcast, error=error,
-        p=_progress(broadcast_id)), 422 if error else 200))
+        "broadcasts/deliveries.html", page=page, broadcast=broadcast, error=error, p=p),
+        422 if error else 200))
 
 
 @bp.route("/<int:broadcast_id>/deliveries/<int:delivery_id>")
