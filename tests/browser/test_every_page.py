@@ -379,6 +379,22 @@ def test_every_page_fits_a_phone_and_passes_axe(app: Flask, page: Page, live_ser
     assert not problems, "\n".join(problems)
     list_page = live_server.url + f"/lists/{seed['weekly']}"
     phone_menu_and_a_table_scrolled_by_keyboard(page, list_page, screenshot_dir)
+    deliveries_on_a_phone(page, live_server.url + f"/broadcasts/{seed['sent']}/deliveries")
+
+
+def deliveries_on_a_phone(page: Page, url: str) -> None:
+    """One block per delivery: what happened (an outbox file name) takes the whole width, in a
+    few lines rather than seven; and it is still a table to a screen reader."""
+    page.set_viewport_size({"width": PHONE, "height": 800})
+    page.goto(url)
+    what = page.locator(".what-cell").first
+    expect(what).to_contain_text(".eml")
+    lines = what.evaluate("e => e.offsetHeight / parseFloat(getComputedStyle(e).lineHeight)")
+    assert lines <= 5, f"what happened takes {lines:.0f} lines on a phone"
+    table = page.get_by_role("table")
+    expect(table.get_by_role("row")).to_have_count(7)  # the header and six deliveries
+    expect(table.get_by_role("columnheader", name="What happened")).to_have_count(1)
+    expect(table.get_by_role("cell", name=LONG_NAME)).to_have_count(1)
 
 
 def phone_menu_and_a_table_scrolled_by_keyboard(page: Page, list_url: str, folder: Path) -> None:
