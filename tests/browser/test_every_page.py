@@ -1,0 +1,431 @@
+"""Every page, once, in one Chromium context: nothing scrolls sideways on a 390 px phone, no text
+leaves its box, and axe-core (WCAG 2.1 AA) finds nothing serious or critical.
+
+The pages come from the app's url_map: every GET route is either walked here (`PAGES`) or left
+out with a reason (`NOT_PAGES`), so a new page cannot be forgotten; adding one is one line. The
+seeded data is deliberately long (addresses, names, subjects, outbox file names) so that
+overflow shows. The walk is cheap: one login, SQLite, one browser context, axe injected once
+per page (tests/browser/vendor/README.md says which axe-core and where it came from).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+from flask import Flask, url_for
+from playwright.sync_api import Page, expect
+from sqlalchemy import select
+
+from broadside import accounts
+from broadside.automations import entering
+from broadside.automations import service as automations
+from broadside.broadcasts import drafts
+from broadside.broadcasts.service import send_broadcast
+from broadside.identities import service as identities
+from broadside.lists import service as lists
+from broadside.models import Delivery, Subscriber, Subscription
+from broadside.models.automations import AutomationStep
+from broadside.segments import service as segments
+from broadside.signup import service as signup
+from broadside.site_settings import update_settings
+from broadside.subscribers.importer import import_dir, import_path, process, receive_upload
+from broadside.unsubscribe.suppression import record_bounce, suppress
+from jobs.worker import run_worker
+from tests.browser.steps import sign_in
+from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, make_token
+from webapp.extensions import db, get_jobs
+
+pytestmark = pytest.mark.browser
+
+PHONE, DESKTOP = 390, 1280
+# Pages photographed at both widths on every run (BROADSIDE_SCREENSHOTS=all: every page).
+SCREENSHOTS = {"unsubscribe: confirm", "unsubscribe: preferences", "deliveries", "subscriber", "list"}
+AXE_SOURCE = (Path(__file__).parent / "vendor" / "axe.min.js").read_text()
+
+LONG_DOMAIN = "correspondence.remarkably-long-company-name.example.com"
+LONG_EMAIL = f"maximiliana.featherstonehaugh-worthington@{LONG_DOMAIN}"
+LONG_TOWN = "Llanfairpwllgwyngyllgogerychwyrndrobwllllantysiliogogogoch"
+LONG_NAME = "Maximiliana Alexandrovna Featherstonehaugh-Worthington-Cholmondeley"
+LONG_LIST = "The Remarkably Thorough Weekly Dispatch of Everything Worth Knowing at Acme"
+LONG_SUBJECT = ("{{ name }}, here is everything that happened at Acme in November: exports, "
+                "dark mode and https://acme.example.com/changelog/2026/november-release-notes")
+
+
+class Seed(dict):
+    """Ids and tokens of the seeded data, by name (a visit's route arguments name them)."""
+
+
+Step = Callable[[Page, Seed], None]
+
+
+class Visit(NamedTuple):
+    label: str
+    endpoint: str | None  # None: a URL that no route answers
+    args: dict[str, str] = {}  # route argument -> a name in the Seed (or the value itself)
+    then: Step | None = None  # a form to submit first: the page it leads to is the one checked
+    status: int = 200
+
+
+# ---------------------------------------------------------------- steps that reach a page by a form
+
+def sign_up(page: Page, seed: Seed) -> None:
+    page.get_by_label("Email").fill("new." + LONG_EMAIL)
+    page.get_by_label("Name (optional)").fill(LONG_NAME)
+    page.get_by_role("button", name="Subscribe").click()
+    expect(page.get_by_role("heading", name="Check your inbox")).to_be_visible()
+    person = db.session.scalar(select(Subscriber.id).where(Subscriber.email == "new." + LONG_EMAIL))
+    sent_at = db.session.scalar(select(Subscription.confirmation_sent_at)
+                                .where(Subscription.subscriber_id == person))
+    db.session.commit()
+    links = signup.Links(seed["secret_key"], seed["base_url"])
+    seed["signup_token"] = signup.make_token(links, person, seed["weekly"], sent_at)
+
+
+def confirm_sign_up(page: Page, seed: Seed) -> None:
+    page.get_by_role("button", name="Confirm my subscription").click()
+    expect(page.get_by_role("heading", name="You are subscribed")).to_be_visible()
+
+
+def unsubscribe(page: Page, seed: Seed) -> None:
+    page.get_by_role("button", name="Unsubscribe").click()
+    expect(page.get_by_role("heading", name="You are unsubscribed")).to_be_visible()
+
+
+def resubscribe(page: Page, seed: Seed) -> None:
+    page.get_by_role("button", name="Resubscribe to " + LONG_LIST).click()
+    expect(page.get_by_role("heading", name="You are subscribed again")).to_be_visible()
+
+
+# ---------------------------------------------------------------- the pages
+
+# Walked before signing in, in this order (a step may add to the Seed for a later visit).
+PUBLIC_PAGES = [
+    Visit("sign in", "auth.login"),
+    Visit("error 404 (visitor)", None, status=404),
+    Visit("sign-up form", "signup.join", {"list_id": "weekly"}),
+    Visit("sign-up: check your inbox", "signup.join", {"list_id": "weekly"}, then=sign_up),
+    Visit("sign-up: confirm", "signup.confirm_page", {"token": "signup_token"}),
+    Visit("sign-up: confirmed", "signup.confirm_page", {"token": "signup_token"}, then=confirm_sign_up),
+    Visit("unsubscribe: confirm", "unsubscribe.confirm", {"token": "unsubscribe_token"}),
+    Visit("unsubscribe: done", "unsubscribe.confirm", {"token": "unsubscribe_token"}, then=unsubscribe),
+    Visit("unsubscribe: already unsubscribed", "unsubscribe.confirm", {"token": "unsubscribe_token"}),
+    Visit("unsubscribe: resubscribed", "unsubscribe.confirm", {"token": "unsubscribe_token"},
+          then=resubscribe),
+    Visit("unsubscribe: preferences", "unsubscribe.preferences", {"token": "unsubscribe_token"}),
+    Visit("unsubscribe: broken link", "unsubscribe.confirm", {"token": "bad_token"}, status=400),
+]
+
+# Walked signed in as the owner.
+OWNER_PAGES = [
+    Visit("dashboard", "dashboard.home"),
+    Visit("broadcasts", "broadcasts.index"),
+    Visit("broadcast editor", "broadcasts.edit", {"broadcast_id": "draft"}),
+    Visit("send confirmation", "broadcasts.confirm_send", {"broadcast_id": "draft"}),
+    Visit("sent broadcast", "broadcasts.show", {"broadcast_id": "sent"}),
+    Visit("deliveries", "broadcasts.deliveries", {"broadcast_id": "sent"}),
+    Visit("delivery timeline", "broadcasts.timeline", {"broadcast_id": "sent", "delivery_id": "delivery"}),
+    Visit("send again", "broadcasts.confirm_retry", {"broadcast_id": "sent", "which": "unknown"}),
+    Visit("email preview", "broadcasts.preview_frame", {"broadcast_id": "draft"}),
+    Visit("lists", "lists.index"),
+    Visit("list", "lists.show", {"list_id": "weekly"}),
+    Visit("delete list", "lists.confirm_delete", {"list_id": "weekly"}),
+    Visit("departures", "suppression.list_departures", {"list_id": "weekly"}),
+    Visit("subscribers", "subscribers.index"),
+    Visit("subscriber", "subscribers.show", {"subscriber_id": "bounced"}),
+    Visit("edit subscriber", "subscribers.edit", {"subscriber_id": "long"}),
+    Visit("new subscriber", "subscribers.new"),
+    Visit("delete subscriber", "subscribers.confirm_delete", {"subscriber_id": "long"}),
+    Visit("lift suppression", "suppression.lift", {"subscriber_id": "bounced"}),
+    Visit("import", "subscribers.import_csv"),
+    Visit("import status", "subscribers.import_status", {"import_id": "import_"}),
+    Visit("segments", "segments.index"),
+    Visit("new segment", "segments.new"),
+    Visit("segment", "segments.edit", {"segment_id": "segment"}),
+    Visit("segment's people", "segments.people", {"segment_id": "segment"}),
+    Visit("delete segment", "segments.confirm_delete", {"segment_id": "segment"}),
+    Visit("automations", "automations.index"),
+    Visit("new automation", "automations.new"),
+    Visit("automation", "automations.edit", {"automation_id": "automation"}),
+    Visit("delete automation", "automations.delete", {"automation_id": "automation"}),
+    Visit("step preview", "automations.preview", {"automation_id": "automation", "step_id": "step"}),
+    Visit("settings", "settings.index"),
+    Visit("API reference", "apidocs.api_reference"),
+    Visit("sending identities", "identities.index"),
+    Visit("edit identity", "identities.edit", {"identity_id": "identity"}),
+    Visit("delete identity", "identities.delete", {"identity_id": "identity"}),
+    Visit("system", "system.index"),
+    Visit("outbox message", "system.outbox_message", {"name": "outbox_file"}),
+    Visit("outbox message's HTML", "system.outbox_html", {"name": "outbox_file"}),
+    Visit("error 404 (owner)", None, status=404),
+]
+
+# GET routes that are not pages, each with the reason.
+NOT_PAGE_PREFIXES = {"api.": "the JSON API (checked against its OpenAPI document in tests/webapp)"}
+NOT_PAGES = {
+    "static": "files",
+    "health.healthz": "a probe's plain answer",
+    "metrics.metrics": "Prometheus text",
+    "apidocs.openapi": "JSON",
+    "subscribers.export_csv": "a CSV download",
+    "subscribers.import_rejections": "a CSV download",
+    "dashboard.recent": "an htmx fragment of the dashboard",
+    "broadcasts.progress": "an htmx fragment of the broadcast page",
+    "subscribers.import_progress": "an htmx fragment of the import status page",
+    "automations.counts": "an htmx fragment of the automations page",
+    "system.checks": "an htmx fragment of the System page",
+    "system.live": "an htmx fragment of the System page",
+    "auth.setup": "walked first, before the owner exists (it is a 404 afterwards)",
+}
+
+
+def test_every_get_route_is_walked_or_excluded_with_a_reason(app: Flask):
+    walked = {v.endpoint for v in PUBLIC_PAGES + OWNER_PAGES if v.endpoint}
+    get_routes = {rule.endpoint for rule in app.url_map.iter_rules() if "GET" in (rule.methods or ())
+                  and not rule.endpoint.startswith(tuple(NOT_PAGE_PREFIXES))}
+    forgotten = sorted(get_routes - walked - set(NOT_PAGES))
+    assert not forgotten, (f"add these pages to OWNER_PAGES or PUBLIC_PAGES in {Path(__file__).name}, "
+                           f"or to NOT_PAGES with a reason: {forgotten}")
+    assert not walked & set(NOT_PAGES), "a page is both walked and excluded"
+    stale = sorted((walked | set(NOT_PAGES)) - get_routes)
+    assert not stale, f"no such GET route: {stale}"
+
+
+# ---------------------------------------------------------------- the seeded data
+
+def reader(i: int) -> str:
+    return LONG_EMAIL if i == 0 else f"reader.number.{i}.with.a.long.address@subscribers.{LONG_DOMAIN}"
+
+
+def run_worker_until_idle(app: Flask) -> None:
+    """The real worker in burst mode, with no SMTP_URL: every message becomes an outbox file."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        run_worker(app, burst=True)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        db.session.expire_all()
+
+
+def seed_everything(app: Flask) -> Seed:
+    update_settings(db.session, sender_name="Acme Weekly", sender_email="news@acme.example",
+                    postal_address="Acme Ltd\n1 Main Street\nSpringfield", time_zone="Europe/Berlin")
+    weekly = lists.create_list(db.session, LONG_LIST, "Everything that happened at Acme, " * 4,
+                               signup_enabled=True)
+    daily = lists.create_list(db.session, "Daily Digest")
+    people = []
+    for i in range(6):
+        person = Subscriber(email=reader(i), name=LONG_NAME if i == 0 else f"Reader {i}",
+                            attributes={"city": LONG_TOWN, "plan": "pro"})
+        db.session.add(person)
+        db.session.flush()
+        for mailing_list in (weekly.id, daily.id):
+            db.session.add(Subscription(subscriber_id=person.id, list_id=mailing_list, status="active"))
+        people.append(person.id)
+    db.session.commit()
+
+    body = ("# Autumn at Acme\n\nHi {{ name }}, read https://acme.example.com/changelog/2026/"
+            "november-release-notes-with-a-very-long-address-indeed or reply.")
+    first = drafts.create_draft(db.session, list_id=weekly.id, subject=LONG_SUBJECT, body=body)
+    sent = send_broadcast(db.session, first.id, default_from=app.config["MAIL_FROM"], jobs=get_jobs())
+    run_worker_until_idle(app)  # before any other identity exists: one process, no children
+    outbox = sorted(p.name for p in (Path(app.instance_path) / "outbox").glob("*.eml"))
+    delivery = db.session.scalar(select(Delivery.id).where(Delivery.broadcast_id == sent.id)
+                                 .order_by(Delivery.id))
+    record_bounce(db.session, reader(1), "hard", source="test",
+                  detail=f"550 5.1.1 <{LONG_EMAIL}>: Recipient address rejected: User unknown")
+    suppress(db.session, people[2], "blocked", "Asked by phone never to be written to again, twice.")
+    draft = drafts.create_draft(db.session, list_id=weekly.id, subject=LONG_SUBJECT, body=body)
+
+    segment = segments.create_segment(db.session, "Readers in a town with a remarkably long name", {"all": [
+        {"field": "attributes.city", "op": "equals", "value": LONG_TOWN},
+        {"field": "list", "op": "is_on", "value": weekly.id}]})
+    automation = automations.enable(db.session, automations.create_automation(
+        db.session, automations.parse_input({
+            "name": "Welcome series for the Remarkably Thorough Weekly Dispatch",
+            "trigger": {"type": "joined_list", "list_id": weekly.id},
+            "steps": [{"delay": "PT0S", "subject": LONG_SUBJECT, "body": body},
+                      {"delay": "P3D", "subject": "Three things our readers love", "body": "Tips"}]}),
+        default_from=app.config["MAIL_FROM"]).id)
+    entering.enter_joined(db.session, weekly.id, people[3:], source="joined")
+    db.session.commit()
+    identity = identities.create(db.session, identities.parse_input({
+        "name": "Product announcements from the Frankfurt relay",
+        "from": f"Acme Product Announcements <product-announcements@{LONG_DOMAIN}>",
+        "transport": "smtp://127.0.0.1:9"}))
+
+    csv = (f"email,name\n{LONG_EMAIL},{LONG_NAME}\n"
+           "not-an-address-but-a-remarkably-long-string-of-characters-without-any-at-sign,Nobody\n").encode()
+    upload = receive_upload(db.session, weekly.id, "november-import-from-the-old-system.csv", io.BytesIO(csv),
+                            import_dir(app.instance_path), max_bytes=1_000_000)
+    process(db.session, upload.id, import_path(app.instance_path, upload.id))
+    step = db.session.scalar(select(AutomationStep.id).where(AutomationStep.automation_id == automation.id)
+                             .order_by(AutomationStep.position))
+    db.session.commit()
+
+    return Seed(
+        weekly=weekly.id, long=people[0], bounced=people[1], sent=sent.id, delivery=delivery, draft=draft.id,
+        segment=segment.id, automation=automation.id, step=step, identity=identity.id, import_=upload.id,
+        outbox_file=outbox[0], unsubscribe_token=make_token(people[0], weekly.id),
+        bad_token="this-link-was-cut-in-half", secret_key=app.config["SECRET_KEY"],
+        base_url=app.config["BASE_URL"],
+    )
+
+
+# ---------------------------------------------------------------- what is checked on each page
+
+# Text wider than its own box (out of its card, or widening the page), outside the boxes that
+# scroll on purpose; then every box that scrolls sideways, which must take the keyboard focus.
+LAYOUT_PROBLEMS = """() => {
+  const root = document.documentElement, problems = [], out = [];
+  if (root.scrollWidth > root.clientWidth)
+    problems.push(`the page scrolls sideways by ${root.scrollWidth - root.clientWidth} px`);
+  const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+  const describe = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+    + (typeof e.className === 'string' && e.className ? '.' + e.className.trim().split(/\\s+/).join('.') : '')
+    + ' "' + (e.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 60) + '"';
+  for (const e of document.body.querySelectorAll('*')) {
+    if (!e.checkVisibility() || e.clientWidth === 0) continue;
+    if (scrolls(e)) {
+      const reachable = e.tabIndex >= 0 || e.querySelector('a, button, input, select, textarea, [tabindex]');
+      if (e.scrollWidth > e.clientWidth + 1 && !reachable)
+        problems.push('scrolls but cannot be reached by keyboard: ' + describe(e));
+      continue;
+    }
+    if (getComputedStyle(e).overflowX !== 'visible') continue;
+    let inside = e.parentElement, scrolled = false;
+    for (; inside; inside = inside.parentElement) if (scrolls(inside)) { scrolled = true; break; }
+    if (!scrolled && e.scrollWidth > e.clientWidth + 1) out.push(e);
+  }
+  // The innermost boxes only: their ancestors overflow because of them.
+  const innermost = out.filter(e => !out.some(o => o !== e && e.contains(o)));
+  return problems.concat(innermost.map(e => 'text out of its box: ' + describe(e)));
+}"""
+
+# The page's own htmx requests answered and its transitions over (a fading "Counting…" line
+# would be judged at half its contrast).
+SETTLED = """() => !document.querySelector('.htmx-request')
+  && document.getAnimations().every(a => a.playState !== 'running')"""
+
+AXE_RUN = """async () => {
+  const result = await axe.run(document, {
+    runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
+    resultTypes: ['violations'], iframes: false});
+  return result.violations.filter(v => ['serious', 'critical'].includes(v.impact)).flatMap(
+    v => v.nodes.map(n => `axe ${v.id} (${v.impact}): ${v.help}; at ${n.target.join(' ')}: `
+                          + n.html.slice(0, 120)));
+}"""
+
+
+def photograph(page: Page, visit: Visit, folder: Path, width: int) -> None:
+    if visit.label in SCREENSHOTS or os.environ.get("BROADSIDE_SCREENSHOTS") == "all":
+        name = re.sub(r"[^a-z0-9]+", "-", visit.label.lower()).strip("-")
+        page.screenshot(path=str(folder / f"every-page-{name}-{width}.png"), full_page=True, timeout=30_000)
+
+
+def check(page: Page, visit: Visit, url: str, seed: Seed, problems: list[str], folder: Path) -> None:
+    page.set_viewport_size({"width": PHONE, "height": 800})
+    response = page.goto(url)
+    assert response is not None
+    if visit.then is not None:
+        visit.then(page, seed)
+    elif response.status != visit.status:
+        problems.append(f"{visit.label} ({url}): HTTP {response.status}, expected {visit.status}")
+    page.wait_for_function(SETTLED)
+    for problem in page.evaluate(LAYOUT_PROBLEMS):
+        problems.append(f"{visit.label} at {PHONE} px ({url}): {problem}")
+    photograph(page, visit, folder, PHONE)
+    page.set_viewport_size({"width": DESKTOP, "height": 800})
+    for problem in page.evaluate(LAYOUT_PROBLEMS):
+        problems.append(f"{visit.label} at {DESKTOP} px ({url}): {problem}")
+    photograph(page, visit, folder, DESKTOP)
+    # Not page.add_script_tag: the app's Content-Security-Policy (script-src 'self') refuses an
+    # injected script, and bypassing CSP would walk pages unlike the owner's. An evaluated
+    # script is the browser's own, which CSP does not govern.
+    page.evaluate(AXE_SOURCE)
+    for problem in page.evaluate(AXE_RUN):
+        problems.append(f"{visit.label} ({url}): {problem}")
+
+
+def walk(app: Flask, page: Page, base_url: str, visits: list[Visit], seed: Seed, problems: list[str],
+         folder: Path) -> None:
+    for visit in visits:
+        if visit.endpoint is None:
+            path = "/no-such-page"
+        else:
+            with app.test_request_context():
+                args = {arg: seed.get(name, name) for arg, name in visit.args.items()}
+                path = url_for(visit.endpoint, **args)
+        check(page, visit, base_url + path, seed, problems, folder)
+
+
+def test_every_page_fits_a_phone_and_passes_axe(app: Flask, page: Page, live_server, screenshot_dir):
+    page.set_default_timeout(5_000)
+    seed = seed_everything(app)
+    problems: list[str] = []
+    check(page, Visit("first-run setup", "auth.setup"), live_server.url + "/setup", seed, problems,
+          screenshot_dir)
+    accounts.create_owner(db.session, OWNER_EMAIL, OWNER_PASSWORD)
+    walk(app, page, live_server.url, PUBLIC_PAGES, seed, problems, screenshot_dir)
+    sign_in(page, live_server.url)
+    walk(app, page, live_server.url, OWNER_PAGES, seed, problems, screenshot_dir)
+    assert not problems, "\n".join(problems)
+    list_page = live_server.url + f"/lists/{seed['weekly']}"
+    phone_menu_and_a_table_scrolled_by_keyboard(page, list_page, screenshot_dir)
+    deliveries_on_a_phone(page, live_server.url + f"/broadcasts/{seed['sent']}/deliveries")
+
+
+def deliveries_on_a_phone(page: Page, url: str) -> None:
+    """One block per delivery: what happened (an outbox file name) takes the whole width, in a
+    few lines rather than seven; and it is still a table to a screen reader."""
+    page.set_viewport_size({"width": PHONE, "height": 800})
+    page.goto(url)
+    what = page.locator(".what-cell").first
+    expect(what).to_contain_text(".eml")
+    lines = what.evaluate("e => e.offsetHeight / parseFloat(getComputedStyle(e).lineHeight)")
+    assert lines <= 5, f"what happened takes {lines:.0f} lines on a phone"
+    table = page.get_by_role("table")
+    expect(table.get_by_role("row")).to_have_count(7)  # the header and six deliveries
+    expect(table.get_by_role("columnheader", name="What happened")).to_have_count(1)
+    expect(table.get_by_role("cell", name=LONG_NAME)).to_have_count(1)
+
+
+def phone_menu_and_a_table_scrolled_by_keyboard(page: Page, list_url: str, folder: Path) -> None:
+    """The phone's "Menu" (one row closed, opened from the keyboard, the current section marked)
+    and a table wider than the phone scrolling in its own box, from the keyboard."""
+    page.set_viewport_size({"width": PHONE, "height": 800})
+    page.goto(list_url)
+    bar = page.locator("header.topbar")
+    assert (bar.bounding_box() or {"height": 999})["height"] < 64, "the phone's top bar is more than one row"
+    menu = page.locator("details.nav-menu")
+    expect(page.locator("nav.nav-wide")).to_be_hidden()
+    expect(menu.get_by_role("link", name="Subscribers")).to_be_hidden()
+    page.screenshot(path=str(folder / "every-page-phone-menu-closed.png"))
+    menu.locator("summary").focus()
+    page.keyboard.press("Enter")
+    expect(menu.get_by_role("link", name="Subscribers")).to_be_visible()
+    expect(menu.get_by_role("link", name="Lists")).to_have_attribute("aria-current", "page")
+    expect(menu.get_by_role("button", name="Sign out")).to_be_visible()
+    page.screenshot(path=str(folder / "every-page-phone-menu-open.png"))
+    page.keyboard.press("Enter")
+    expect(menu.get_by_role("link", name="Subscribers")).to_be_hidden()
+
+    box = page.locator("#departures .table-wrap")
+    assert box.evaluate("e => e.scrollWidth > e.clientWidth"), "the departures table fits: nothing to scroll"
+    box.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("e => e.scrollLeft > 0", arg=box.element_handle())
+    box.scroll_into_view_if_needed()
+    page.screenshot(path=str(folder / "every-page-phone-table-scrolled.png"))
+
+    page.set_viewport_size({"width": DESKTOP, "height": 800})
+    expect(menu).to_be_hidden()
+    wide = page.locator("nav.nav-wide")
+    expect(wide.get_by_role("link", name="Lists")).to_have_attribute("aria-current", "page")
