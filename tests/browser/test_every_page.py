@@ -177,6 +177,7 @@ NOT_PAGES = {
     "subscribers.import_rejections": "a CSV download",
     "dashboard.recent": "an htmx fragment of the dashboard",
     "broadcasts.progress": "an htmx fragment of the broadcast page",
+    "broadcasts.test_status": "an htmx fragment: a test send's status line",
     "subscribers.import_progress": "an htmx fragment of the import status page",
     "automations.counts": "an htmx fragment of the automations page",
     "system.checks": "an htmx fragment of the System page",
