@@ -70,8 +70,11 @@ def test_asking_them_to_confirm_mails_each_new_person_once_through_the_worker(
     received = smtp_server.wait_for(3)
     assert sorted(smtp_server.recipients()) == new
     assert all(gap >= 0.05 for gap in smtp_server.gaps())  # paced like every other message
+    # The sign-up form's own confirmation email (kind, subject and link: see below).
+    sent = {m.to_email: m for m in db.session.scalars(select(TransactionalMessage))}
+    assert {m.kind for m in sent.values()} == {"confirmation"}
     for message in received:
-        assert message.message["Subject"] == "Confirm your subscription to Weekly"
+        assert message.message["Subject"] == sent[message.rcpt_tos[0]].subject
     record = last_import()
     assert (record.status, record.imported, record.updated, record.skipped_unsubscribed,
             record.skipped_suppressed, record.rejected, record.asked) == (
