@@ -67,6 +67,7 @@ def child(workdir: Path, csv_path: Path) -> None:
                 record = importer.receive_upload(
                     db.session, mailing_list.id, csv_path.name, stream,
                     importer.import_dir(app.instance_path), app.config["MAX_IMPORT_BYTES"],
+                    consent="opted_in",
                 )
             record = importer.process(db.session, record.id,
                                       importer.import_path(app.instance_path, record.id))

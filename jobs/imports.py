@@ -3,7 +3,10 @@
 Safe to import (no app, no connections at import time). The worker pushes an app context
 before running any job; uploads are found under the runtime's instance folder. The Import row
 is claimed queued -> running with a guarded UPDATE, so a duplicated or retried job does
-nothing; the uploaded file is deleted when the run ends.
+nothing; the uploaded file is deleted when the run ends. An import that asks its people to
+confirm then queues their confirmation emails (`importer.ask`), in this job: they go out on
+the transactional queue, paced like all mail. The API's import writes its rows in the request
+and queues this job for that second part alone.
 """
 
 from __future__ import annotations
@@ -13,31 +16,41 @@ from sqlalchemy.orm import Session
 
 from broadside.db import db
 from broadside.models import Import
+from broadside.signup.service import Links
 from broadside.subscribers import importer
 from jobs import runtime
 
 
 def run_import_job(import_id: int) -> None:
-    path = importer.import_path(runtime.get().instance_path, import_id)
+    rt = runtime.get()
+    path = importer.import_path(rt.instance_path, import_id)
+    session = db.session()
     try:
-        importer.process(db.session(), import_id, path)
+        importer.process(session, import_id, path)  # nothing unless it is still queued
+        importer.ask(session, import_id, Links(rt.config["SECRET_KEY"], rt.config["BASE_URL"]),
+                     rt.jobs)
     finally:
         db.session.remove()
 
 
 def recover_interrupted_imports(session: Session, rt: runtime.Runtime) -> int:
-    """Re-queue imports a dead worker left `queued` or `running`; returns how many.
+    """Re-queue imports a dead worker left `queued`, `running` or `asking`; returns how many.
 
     Call it only when the worker starts, while it holds the sending lease: then no import can
-    really be running. Re-running is safe (every write is an upsert); the rows imported before
-    the interruption are counted as "updated" the second time. An import whose file is gone
-    is marked failed with a message saying to upload it again.
+    really be running. Re-running is safe (every write is an upsert, each confirmation is
+    claimed); the rows imported before the interruption are counted as "updated" the second
+    time. An import whose file is gone is marked failed with a message saying to upload it
+    again (one `asking` needs no file: its rows are in).
     """
     count = 0
-    stuck = session.scalars(
-        select(Import.id).where(Import.status.in_(("queued", "running")))
+    stuck = session.execute(
+        select(Import.id, Import.status).where(Import.status.in_(("queued", "running", "asking")))
     ).all()
-    for import_id in stuck:
+    for import_id, status in stuck:
+        if status == "asking":
+            rt.jobs.enqueue_import(import_id)
+            count += 1
+            continue
         if not importer.import_path(rt.instance_path, import_id).exists():
             importer.fail_import(session, import_id, "The import was interrupted and its file "
                                                      "is gone; upload the file again.")

@@ -84,7 +84,8 @@ class Import(Model):
         ForeignKey("mailing_lists.id", ondelete="SET NULL"), index=True
     )
     filename: Mapped[str] = mapped_column(String(255), default="")
-    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued|running|done|failed
+    # queued|running|asking|done|failed (`broadside.subscribers.importer` is the only writer)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
     size_bytes: Mapped[int] = mapped_column(default=0)
     processed_rows: Mapped[int] = mapped_column(default=0)
     imported: Mapped[int] = mapped_column(default=0)
@@ -92,18 +93,34 @@ class Import(Model):
     rejected: Mapped[int] = mapped_column(default=0)
     # Enter the people this import adds into the list's welcome automations.
     welcome: Mapped[bool] = mapped_column(default=False, server_default="0")
+    # How these people agreed to receive mail: "opted_in" (added active) or "confirm" (added
+    # unconfirmed, each sent the double opt-in email by the worker).
+    consent: Mapped[str] = mapped_column(String(16), default="opted_in", server_default="opted_in")
+    # The file's header as uploaded ({"delimiter", "columns"}), for the rejected-rows CSV.
+    header: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Accepted rows left as they were: unsubscribed from the list, or suppressed.
+    skipped_unsubscribed: Mapped[int] = mapped_column(default=0, server_default="0")
+    skipped_suppressed: Mapped[int] = mapped_column(default=0, server_default="0")
+    warnings: Mapped[int] = mapped_column(default=0, server_default="0")
+    # Confirmation emails queued for the people a "confirm" import added.
+    asked: Mapped[int] = mapped_column(default=0, server_default="0")
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
 
 
 class ImportRejection(Model):
+    """A rejected row (kind "rejected", with the row's fields as uploaded) or a warning about
+    an imported one (kind "warning"); the first few thousand of each per import are kept."""
+
     __tablename__ = "import_rejections"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     import_id: Mapped[int] = mapped_column(ForeignKey("imports.id", ondelete="CASCADE"), index=True)
     line: Mapped[int]
     reason: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(16), default="rejected", server_default="rejected")
+    fields: Mapped[list[str] | None] = mapped_column(JSON)
 
 
 class Segment(Model):

@@ -2,7 +2,12 @@
 
 Pure parsing and validation, no database: `records()` streams a file from disk through the
 csv module (never the whole file in memory) and `validate_record()` says why a row cannot be
-imported, in words the owner can act on.
+imported, in words the owner can act on, or what it changed to import it (a name longer than
+the column is shortened, with a warning).
+
+A rejected-rows download (`broadside.subscribers.import_report`) puts its own two columns,
+`rejected_line` and `rejected_reason`, before the row as uploaded; this reader ignores
+those two columns, so the owner can fix the rows in place and upload that file as it is.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import codecs
 import csv
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +32,8 @@ NOT_UTF8 = "the line is not valid UTF-8 text (save the file as \"CSV UTF-8\")"
 # No real row comes near this; a longer "line" is not CSV and must not be read into memory.
 MAX_LINE_BYTES = 1024 * 1024
 LINE_TOO_LONG = "the line is longer than 1 MB"
+# The columns a rejected-rows download adds; an import ignores them (see the docstring).
+REPORT_COLUMNS = ("rejected_line", "rejected_reason")
 
 
 def unescape_cell(value: str) -> str:
@@ -79,6 +87,18 @@ class Header:
     email_index: int
     name_index: int | None
     attribute_columns: list[tuple[int, str]]
+    # Where a rejected-rows download's own columns are (ignored: see the module docstring).
+    report_indices: tuple[int, ...] = ()
+
+    @property
+    def original_columns(self) -> list[str]:
+        """The header as the owner wrote it, without a rejected-rows download's columns."""
+        return self.original(self.columns)
+
+    def original(self, fields: list[str]) -> list[str]:
+        if not self.report_indices:
+            return fields
+        return [f for i, f in enumerate(fields) if i not in self.report_indices]
 
 
 def parse_header(first_line: bytes) -> Header:
@@ -118,8 +138,10 @@ def parse_header(first_line: bytes) -> Header:
         raise ValidationError("A column name in the header is longer than 100 characters.")
     email_index = lowered.index("email")
     name_index = lowered.index("name") if "name" in lowered else None
-    attributes = [(i, c) for i, c in enumerate(columns) if c and i not in (email_index, name_index)]
-    return Header(delimiter, columns, email_index, name_index, attributes)
+    report = tuple(i for i, c in enumerate(lowered) if c in REPORT_COLUMNS)
+    attributes = [(i, c) for i, c in enumerate(columns)
+                  if c and i not in (email_index, name_index) and i not in report]
+    return Header(delimiter, columns, email_index, name_index, attributes, report)
 
 
 def check_file(path: Path) -> Header:
@@ -180,7 +202,12 @@ class _Lines:
 
 
 def records(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
-    """(line where the record starts, fields or None, reason when rejected) for each record."""
+    """(line where the record starts, fields, reason when rejected) for each record.
+
+    A record is rejected with its fields when they could be read (a line that is not UTF-8
+    comes with its bad bytes replaced by U+FFFD) and with None when not (malformed CSV, a
+    line over 1 MB).
+    """
     with open(path, "rb") as raw:
         header = parse_header(raw.readline(HEADER_SNIFF_BYTES))
         raw.seek(0)
@@ -203,19 +230,42 @@ def records(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
             if lines.bad:
                 reasons = [lines.bad.pop(n) for n in range(start, end + 1) if n in lines.bad]
                 if reasons:
-                    yield start, None, reasons[0]
+                    yield start, None if LINE_TOO_LONG in reasons else fields, reasons[0]
                     continue
             if not any(f.strip() for f in fields):
                 continue
             yield start, fields, None
 
 
+# What must stay with the character before it: combining marks, the zero-width joiner,
+# variation selectors and skin-tone modifiers (cutting there would change what is shown).
+_JOINERS = {"\u200d", "\ufe0e", "\ufe0f", *map(chr, range(0x1F3FB, 0x1F400))}
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, never inside a character sequence that reads
+    as one (a letter and its accents, an emoji with its modifiers), without trailing spaces."""
+    if len(text) <= limit:
+        return text
+    end = limit
+    while end > 0 and (text[end] in _JOINERS or text[end - 1] == "\u200d"
+                       or unicodedata.category(text[end]) in ("Mn", "Mc", "Me")):
+        end -= 1
+    return text[:end].rstrip()
+
+
+@dataclass
+class Accepted:
+    email: str
+    name: str
+    attributes: dict[str, str]
+    warnings: list[str]
 
 
 def validate_record(header: Header, fields: list[str],
-                    normalise: Callable[[str], str] = normalise_email,
-                    ) -> tuple[str, str, dict[str, str]]:
-    """(email, name, attributes) from one record, or ValidationError with the reason."""
+                    normalise: Callable[[str], str] = normalise_email) -> Accepted:
+    """The person in one record, with a warning for each value changed to import them; or
+    ValidationError with the reason the record cannot be imported."""
     if len(fields) > len(header.columns):
         raise ValidationError(
             f"the row has {len(fields)} fields but the header has {len(header.columns)}"
@@ -235,9 +285,11 @@ def validate_record(header: Header, fields: list[str],
     if len(raw_email) > MAX_EMAIL:
         raise ValidationError(f"email address longer than {MAX_EMAIL} characters")
     email = normalise(raw_email)
+    warnings = []
     name = " ".join(cell(header.name_index).split())
     if len(name) > MAX_NAME:
-        raise ValidationError(f"name longer than {MAX_NAME} characters")
+        warnings.append(f"name shortened to {MAX_NAME} characters (it had {len(name):,})")
+        name = shorten(name, MAX_NAME)
     attributes: dict[str, str] = {}
     for index, key in header.attribute_columns:
         value = cell(index)
@@ -247,4 +299,4 @@ def validate_record(header: Header, fields: list[str],
             )
         if value:
             attributes[key] = value
-    return email, name, attributes
+    return Accepted(email, name, attributes, warnings)

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from broadside.models import ImportRejection, Subscriber
+from broadside.models import Subscriber
 from broadside.subscribers.csvfile import FORMULA_PREFIXES
 from broadside.subscribers.search import Filters, filter_clauses
 
@@ -71,13 +71,3 @@ def export_subscribers(session: Session, filters: Filters) -> Iterator[str]:
             for _, email, name, attributes in rows
         ])
     session.rollback()  # end the read transaction the generator kept open
-
-
-def export_rejections(session: Session, import_id: int) -> Iterator[str]:
-    yield _csv_text([["line", "reason"]])
-    query = select(ImportRejection.id, ImportRejection.line, ImportRejection.reason).where(
-        ImportRejection.import_id == import_id
-    )
-    for rows in _chunks(session, query, ImportRejection.id):
-        yield _csv_text([[line, safe_cell(reason)] for _, line, reason in rows])
-    session.rollback()

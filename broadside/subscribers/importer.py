@@ -4,11 +4,23 @@ The upload is copied to disk in chunks (never held in memory), checked (a UTF-8 
 header that names an `email` column, not empty, not over MAX_IMPORT_BYTES) before anything is
 written, then read record by record by the csv module and upserted 1,000 rows per
 transaction with INSERT ... ON CONFLICT DO NOTHING. Bad records are rejected one by one with
-their line number; the good ones still import.
+their line number and the row as uploaded (`import_report` keeps and shows them); the good
+ones still import. A name longer than the column is shortened, with a warning.
 
-Counting: `imported` is a person newly put on the list. `updated` is every other accepted row:
-already on the list (their name and attributes are refreshed, their status is kept, so an
-unsubscribed person stays unsubscribed), or suppressed (never added to a list by an import).
+The owner says how these people agreed to receive mail (`consent`, never assumed): "opted_in"
+adds them `active`; "confirm" adds them `unconfirmed`, and after the rows are written the
+import's background job asks each one to confirm (`confirmations.ask_to_confirm`: the
+sign-up form's email, sent by the worker). Either way nobody is downgraded or re-asked: people
+already on the list keep their status.
+
+Counting: `imported` is a person newly put on the list. `updated` is someone already on it
+and subscribed or waiting for confirmation (name and attributes refreshed, status kept).
+`skipped_unsubscribed` and `skipped_suppressed` are accepted rows left off the list: they
+unsubscribed from it, or their address is suppressed (bounced, complained, blocked); their
+name and attributes are refreshed all the same.
+
+`Import.status` is written here only: queued -> running -> (asking ->) done, or failed;
+each move is a guarded UPDATE.
 """
 
 from __future__ import annotations
@@ -19,17 +31,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal, get_args
 
 from redis.exceptions import RedisError
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from broadside.automations.entering import enter_joined
 from broadside.config import private_folder
 from broadside.db import rowcount
 from broadside.errors import DomainError, NotFound, ValidationError
-from broadside.models import Event, Import, ImportRejection, MailingList, Subscriber, Subscription
+from broadside.models import Import, ImportRejection, MailingList
+from broadside.queues import Jobs
+from broadside.signup.service import Links
+from broadside.subscribers.confirmations import ask_to_confirm
 from broadside.subscribers.csvfile import (
     HEADER_SNIFF_BYTES,
     EmailNormaliser,
@@ -38,7 +52,14 @@ from broadside.subscribers.csvfile import (
     records,
     validate_record,
 )
-from broadside.subscribers.service import dialect_insert
+from broadside.subscribers.import_batch import write_batch
+from broadside.subscribers.import_report import (
+    MAX_KEPT_ROWS,
+    get_import,
+    import_dir,
+    import_path,
+    kept_fields,
+)
 from broadside.timeutil import utcnow
 
 BATCH_SIZE = 1000
@@ -46,21 +67,20 @@ CHUNK = 1024 * 1024
 log = logging.getLogger(__name__)
 
 
+Consent = Literal["opted_in", "confirm"]
+CONSENTS: tuple[Consent, ...] = get_args(Consent)
+
+
 class FileTooLarge(DomainError):
     status_code = 413
 
 
-def import_dir(instance_path: str | Path) -> Path:
-    return Path(instance_path) / "imports"
-
-
-def import_path(instance_path: str | Path, import_id: int) -> Path:
-    return import_dir(instance_path) / f"{import_id}.csv"
-
-
 def receive_upload(session: Session, list_id: int, filename: str, stream: IO[bytes],
-                   dest_dir: Path, max_bytes: int, welcome: bool = False) -> Import:
+                   dest_dir: Path, max_bytes: int, *, consent: Consent,
+                   welcome: bool = False) -> Import:
     """Copy an upload to disk and check it; only a usable file creates an Import row."""
+    if consent not in CONSENTS:
+        raise ValidationError("Say how these people agreed to receive mail.")
     if session.get(MailingList, list_id) is None:
         raise NotFound("There is no such list.")
     private_folder(dest_dir)
@@ -78,9 +98,11 @@ def receive_upload(session: Session, list_id: int, filename: str, stream: IO[byt
                 out.write(chunk)
         if size == 0:
             raise ValidationError("The file is empty.")
-        check_file(part)
+        header = check_file(part)
         record = Import(list_id=list_id, filename=(filename or "upload.csv")[:255],
-                        status="queued", size_bytes=size, welcome=welcome)
+                        status="queued", size_bytes=size, welcome=welcome, consent=consent,
+                        header={"delimiter": header.delimiter,
+                                "columns": header.original_columns})
         session.add(record)
         session.commit()
         part.rename(import_path(dest_dir.parent, record.id))
@@ -98,7 +120,16 @@ class Tally:
     processed: int = 0
     imported: int = 0
     updated: int = 0
+    skipped_unsubscribed: int = 0
+    skipped_suppressed: int = 0
     rejected: int = 0
+    warnings: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {"processed_rows": self.processed, "imported": self.imported,
+                "updated": self.updated, "skipped_unsubscribed": self.skipped_unsubscribed,
+                "skipped_suppressed": self.skipped_suppressed, "rejected": self.rejected,
+                "warnings": self.warnings}
 
 
 def run_import(session: Session, import_id: int, path: Path,
@@ -112,133 +143,72 @@ def run_import(session: Session, import_id: int, path: Path,
         raise ValidationError("The list this import was for has been deleted.")
     with open(path, "rb") as raw:
         header = parse_header(raw.readline(HEADER_SNIFF_BYTES))
+    consent = record.consent
     tally = Tally()
     normalise = EmailNormaliser()
     seen: dict[str, int] = {}
     batch: list[tuple[str, str, dict[str, str]]] = []
-    rejections: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    # Rows kept so far, by kind. A run after a crash reads the file again from the top, so
+    # what an earlier run kept goes (in the first batch's transaction).
+    kept = {"rejected": 0, "warning": 0}
+    session.execute(ImportRejection.__table__.delete().where(
+        ImportRejection.__table__.c.import_id == import_id))
+
+    def note(kind: str, line: int, reason: str, fields: list[str] | None = None) -> None:
+        if kept[kind] < MAX_KEPT_ROWS:
+            kept[kind] += 1
+            notes.append({"import_id": import_id, "line": line, "reason": reason,
+                          "kind": kind, "fields": fields})
 
     def flush() -> None:
         if batch:
-            imported = _write_batch(session, list_id, import_id, batch, welcome=record.welcome)
-            tally.imported += imported
-            tally.updated += len(batch) - imported
+            written = write_batch(session, list_id, import_id, batch, consent=consent,
+                                  welcome=record.welcome)
+            for name, value in written.items():
+                setattr(tally, name, getattr(tally, name) + value)
             batch.clear()
-        if rejections:
-            session.execute(ImportRejection.__table__.insert(), rejections)
-            rejections.clear()
-        session.execute(
-            update(Import).where(Import.id == import_id).values(
-                processed_rows=tally.processed, imported=tally.imported, updated=tally.updated,
-                rejected=tally.rejected,
-            )
-        )
+        if notes:
+            session.execute(ImportRejection.__table__.insert(), notes)
+            notes.clear()
+        session.execute(update(Import).where(Import.id == import_id).values(**tally.counts()))
         session.commit()
         if on_batch:
             on_batch(tally)
 
     for line, fields, reason in records(path):
         tally.processed += 1
-        if fields is not None:
+        if fields is not None and reason is None:
             try:
-                email, name, attributes = validate_record(header, fields, normalise)
+                accepted = validate_record(header, fields, normalise)
             except ValidationError as exc:
                 reason = exc.message
             else:
-                first = seen.get(email)
+                first = seen.get(accepted.email)
                 if first is not None:
                     reason = f"duplicate of line {first} (the same address)"
                 else:
-                    seen[email] = line
-                    batch.append((email, name, attributes))
+                    seen[accepted.email] = line
+                    batch.append((accepted.email, accepted.name, accepted.attributes))
+                    for warning in accepted.warnings:
+                        tally.warnings += 1
+                        note("warning", line, warning)
         if reason is not None:
             tally.rejected += 1
-            rejections.append({"import_id": import_id, "line": line, "reason": reason})
-        if len(batch) >= BATCH_SIZE or len(rejections) >= BATCH_SIZE:
+            original, cut = kept_fields(None if fields is None else header.original(fields))
+            note("rejected", line, reason + cut, original)
+        if len(batch) >= BATCH_SIZE or len(notes) >= BATCH_SIZE:
             flush()
     flush()
+    # An import that asks people to confirm has its emails to queue before it is done.
+    after = "asking" if consent == "confirm" else "done"
     session.execute(
-        update(Import).where(Import.id == import_id)
-        .values(status="done", finished_at=utcnow())
+        update(Import).where(Import.id == import_id, Import.status == "running")
+        .values(status=after, finished_at=utcnow() if after == "done" else None)
     )
     session.commit()
     session.refresh(record)
     return record
-
-
-def _write_batch(session: Session, list_id: int, import_id: int,
-                 batch: list[tuple[str, str, dict[str, str]]], *, welcome: bool = False) -> int:
-    """Upsert one batch; returns how many people were newly put on the list. With `welcome`,
-    exactly the people this batch put on the list enter its welcome automations, in the
-    batch's own transaction: a crash mid-import leaves nobody welcomed who was not imported
-    and nobody imported who should have been welcomed (a resumed import finds them on the
-    list already, so it neither re-adds nor re-welcomes them)."""
-    now = utcnow()
-    wanted = {e: (n, a) for e, n, a in batch}
-    known = {
-        row.email: row for row in session.execute(
-            select(Subscriber.id, Subscriber.email, Subscriber.name, Subscriber.attributes,
-                   Subscriber.suppression).where(Subscriber.email.in_(list(wanted)))
-        )
-    }
-    fresh = [email for email in wanted if email not in known]
-    joining: list[int] = []
-    if fresh:
-        # ON CONFLICT DO NOTHING: a sign-up that created the same address a moment ago wins.
-        session.execute(
-            dialect_insert(session, Subscriber.__table__).on_conflict_do_nothing(
-                index_elements=["email"]
-            ),
-            [{"email": e, "name": wanted[e][0], "attributes": wanted[e][1], "created_at": now,
-              "soft_bounce_count": 0} for e in fresh],
-        )
-        joining.extend(session.scalars(select(Subscriber.id).where(Subscriber.email.in_(fresh))))
-    if known:
-        on_list = set(session.scalars(
-            select(Subscription.subscriber_id).where(
-                Subscription.list_id == list_id,
-                Subscription.subscriber_id.in_([row.id for row in known.values()]),
-            )
-        ))
-        changes = []
-        for row in known.values():
-            name, attributes = wanted[row.email]
-            new_name = name or row.name
-            new_attributes = {**(row.attributes or {}), **attributes}
-            if new_name != row.name or new_attributes != (row.attributes or {}):
-                changes.append({"b_id": row.id, "b_name": new_name, "b_attributes": new_attributes})
-            # An import never re-activates anyone: existing subscriptions keep their status and
-            # suppressed people are not put on lists.
-            if row.id not in on_list and row.suppression is None:
-                joining.append(row.id)
-        if changes:
-            table = Subscriber.__table__
-            session.execute(
-                update(table).where(table.c.id == bindparam("b_id"))
-                .values(name=bindparam("b_name"), attributes=bindparam("b_attributes")),
-                changes,
-            )
-    if joining:
-        session.execute(
-            dialect_insert(session, Subscription.__table__).on_conflict_do_nothing(
-                index_elements=["subscriber_id", "list_id"]
-            ),
-            [{"subscriber_id": sid, "list_id": list_id, "status": "active", "created_at": now}
-             for sid in joining],
-        )
-        session.execute(
-            Event.__table__.insert(),
-            [{"kind": "subscribed", "subscriber_id": sid, "list_id": list_id, "created_at": now,
-              "detail": f"imported (import {import_id})"} for sid in joining],
-        )
-        if welcome:
-            # The subscriptions this batch made carry its exact timestamp (a sign-up racing
-            # the import for the same person keeps its own row and its own welcome).
-            added = list(session.scalars(select(Subscription.subscriber_id).where(
-                Subscription.list_id == list_id, Subscription.subscriber_id.in_(joining),
-                Subscription.created_at == now)))
-            enter_joined(session, list_id, added, source="import", now=now)
-    return len(joining)
 
 
 def fail_import(session: Session, import_id: int, message: str) -> None:
@@ -263,7 +233,8 @@ def claim(session: Session, import_id: int) -> bool:
 def process(session: Session, import_id: int, path: Path) -> Import | None:
     """Claim and run a stored import, recording any failure on the row; deletes the file.
 
-    Returns None when another run already claimed it (a duplicated job does nothing).
+    Returns None when another run already claimed it (a duplicated job does nothing). An
+    import asking people to confirm ends `asking`: its emails are `ask`'s to queue.
     """
     if not claim(session, import_id):
         return None
@@ -280,72 +251,57 @@ def process(session: Session, import_id: int, path: Path) -> Import | None:
     return session.get(Import, import_id)
 
 
-def get_import(session: Session, import_id: int) -> Import:
-    record = session.get(Import, import_id)
-    if record is None:
-        raise NotFound("There is no such import.")
-    return record
+def ask(session: Session, import_id: int, links: Links, jobs: Jobs) -> None:
+    """An `asking` import: queue the confirmation email of everyone it added, then `done`.
 
-
-def first_rejections(session: Session, import_id: int, limit: int = 100) -> list[ImportRejection]:
-    return list(session.scalars(
-        select(ImportRejection).where(ImportRejection.import_id == import_id)
-        .order_by(ImportRejection.line, ImportRejection.id).limit(limit)
-    ))
-
-
-def estimated_rows(path: Path, size_bytes: int) -> int | None:
-    """Rows in the file, estimated from its first 64 KB (for the progress bar)."""
-    try:
-        with open(path, "rb") as raw:
-            sample = raw.read(HEADER_SNIFF_BYTES)
-    except OSError:
-        return None
-    lines = sample.count(b"\n")
-    if not lines:
-        return None
-    if len(sample) >= size_bytes:
-        return max(lines - 1, 1)
-    return max(int(size_bytes / (len(sample) / lines)) - 1, 1)
-
-
-@dataclass
-class Progress:
-    record: Import
-    estimated_rows: int | None
-
-    @property
-    def finished(self) -> bool:
-        return self.record.status in ("done", "failed")
-
-    @property
-    def percent(self) -> int | None:
-        if self.finished:
-            return 100
-        if not self.estimated_rows:
-            return None
-        return min(99, int(100 * self.record.processed_rows / self.estimated_rows))
-
-
-def progress(session: Session, import_id: int, instance_path: str | Path) -> Progress:
+    Safe to run twice or side by side (each person is claimed: `confirmations`); the worker
+    runs it after the rows are written, never a web request.
+    """
     record = get_import(session, import_id)
-    session.refresh(record)
-    estimate = None
-    if record.status in ("queued", "running"):
-        estimate = estimated_rows(import_path(instance_path, import_id), record.size_bytes)
-    return Progress(record, estimate)
+    if record.status != "asking":
+        return
+    list_id = record.list_id
+    session.commit()
+
+    def counted(queued: int) -> None:
+        session.execute(update(Import).where(Import.id == import_id)
+                        .values(asked=Import.asked + queued))
+        session.commit()
+
+    try:
+        if list_id is not None:
+            ask_to_confirm(session, list_id, links, jobs, counted)
+    except Exception as exc:
+        log.exception("import %s: asking to confirm failed", import_id)
+        session.rollback()
+        session.execute(
+            update(Import).where(Import.id == import_id, Import.status == "asking")
+            .values(status="failed", finished_at=utcnow(), error=(
+                f"The confirmation emails stopped being queued ({type(exc).__name__}). The "
+                "people were imported; to ask the rest, import the same file again with "
+                "\"Ask them to confirm\" (nobody is asked twice).")[:2000])
+        )
+        session.commit()
+        return
+    session.execute(
+        update(Import).where(Import.id == import_id, Import.status == "asking")
+        .values(status="done", finished_at=utcnow())
+    )
+    session.commit()
 
 
 def start_import(session: Session, list_id: int, filename: str, stream: IO[bytes], *,
                  instance_path: str | Path, max_bytes: int, inline_max_bytes: int,
-                 enqueue: Callable[[int], Any], welcome: bool = False) -> Import:
+                 enqueue: Callable[[int], Any], consent: Consent,
+                 welcome: bool = False) -> Import:
     """Receive an upload, then run it now (small files) or hand it to the background job.
     `welcome`: the people it adds enter the list's welcome automations (off by default, so
-    importing an existing audience never mails it)."""
+    importing an existing audience never mails it). An import that asks people to confirm
+    always goes to the background job, which queues their emails once the rows are in."""
     record = receive_upload(session, list_id, filename, stream, import_dir(instance_path),
-                            max_bytes, welcome)
+                            max_bytes, consent=consent, welcome=welcome)
     path = import_path(instance_path, record.id)
-    if record.size_bytes <= inline_max_bytes:
+    if record.size_bytes <= inline_max_bytes and consent == "opted_in":
         process(session, record.id, path)
     else:
         try:
@@ -358,17 +314,27 @@ def start_import(session: Session, list_id: int, filename: str, stream: IO[bytes
 
 
 def import_now(session: Session, list_id: int, filename: str, stream: IO[bytes], *,
-               instance_path: str | Path, max_bytes: int,
+               instance_path: str | Path, max_bytes: int, consent: Consent,
+               enqueue: Callable[[int], Any],
                welcome: bool = False) -> tuple[Import, list[ImportRejection]]:
-    """Receive and process an upload before returning (the API's import)."""
+    """Receive and process an upload before returning (the API's import). An import asking
+    people to confirm hands their emails to the background job (`ask`); if Redis is not
+    answering, the worker finds the import `asking` when it starts."""
     record = receive_upload(session, list_id, filename, stream, import_dir(instance_path),
-                            max_bytes, welcome)
+                            max_bytes, consent=consent, welcome=welcome)
     process(session, record.id, import_path(instance_path, record.id))
     record = get_import(session, record.id)
     if record.status == "failed":
         raise ValidationError(record.error or "The import failed.")
+    if record.status == "asking":
+        try:
+            enqueue(record.id)
+        except RedisError:
+            log.warning("import %s: the confirmation emails wait for the worker's restart",
+                        record.id)
     rejections = list(session.scalars(
-        select(ImportRejection).where(ImportRejection.import_id == record.id)
+        select(ImportRejection).where(ImportRejection.import_id == record.id,
+                                      ImportRejection.kind == "rejected")
         .order_by(ImportRejection.line, ImportRejection.id)
     ))
     return record, rejections

@@ -66,7 +66,7 @@ def test_an_import_with_welcomes_survives_sigkills_without_a_second_copy(
     record = importer.start_import(
         db.session, weekly.id, "people.csv", io.BytesIO("\n".join(lines).encode()),
         instance_path=app.instance_path, max_bytes=10**7, inline_max_bytes=0,
-        enqueue=get_jobs().enqueue_import, welcome=True)
+        enqueue=get_jobs().enqueue_import, consent="opted_in", welcome=True)
     assert record.status == "queued"
 
     for number, how in enumerate(KILLS):

@@ -92,7 +92,8 @@ def fresh_list(prefix: str) -> int:
 def upload(app, list_id: int, content: bytes) -> tuple[Import | None, str | None]:
     try:
         record = receive_upload(db.session, list_id, "fuzz.csv", io.BytesIO(content),
-                                import_dir(app.instance_path), max_bytes=1_000_000)
+                                import_dir(app.instance_path), max_bytes=1_000_000,
+                                consent="opted_in")
     except DomainError as exc:
         db.session.rollback()
         return None, exc.message
@@ -111,7 +112,8 @@ def check_upload(app, content: bytes) -> None:
         assert snapshot() == before, "a refused file wrote something"
         return
     assert record.status == "done", f"import {record.status}: {record.error}"
-    assert record.processed_rows == record.imported + record.updated + record.rejected
+    assert record.processed_rows == (record.imported + record.updated + record.skipped_unsubscribed
+                                     + record.skipped_suppressed + record.rejected)
     on_list = db.session.execute(
         select(Subscriber.email, Subscriber.name)
         .join(Subscription, Subscription.subscriber_id == Subscriber.id)
@@ -122,7 +124,7 @@ def check_upload(app, content: bytes) -> None:
         assert len(name) <= subscribers.MAX_NAME
     reasons = db.session.execute(
         select(ImportRejection.line, ImportRejection.reason)
-        .where(ImportRejection.import_id == record.id)).all()
+        .where(ImportRejection.import_id == record.id, ImportRejection.kind == "rejected")).all()
     assert len(reasons) == record.rejected
     assert all(line >= 2 and reason.strip() for line, reason in reasons)
     db.session.rollback()

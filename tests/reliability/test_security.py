@@ -188,7 +188,7 @@ def one_of_everything(app, owner, smtp_server):
     draft = create_draft(db.session, list_id=weekly.id, subject="Draft", body="Hello")
     person = db.session.scalars(select(Subscriber).order_by(Subscriber.id)).first()
     record = receive_upload(db.session, weekly.id, "p.csv", io.BytesIO(b"email\nzed@example.com\n"),
-                            import_dir(app.instance_path), max_bytes=10_000)
+                            import_dir(app.instance_path), max_bytes=10_000, consent="opted_in")
     process(db.session, record.id, import_path(app.instance_path, record.id))
     token, _ = accounts.create_token(db.session, owner.id, "page")
     return {

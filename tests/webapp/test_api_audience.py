@@ -5,7 +5,14 @@ import io
 import pytest
 from sqlalchemy import func, select
 
-from broadside.models import Delivery, Event, Import, Subscriber, Subscription
+from broadside.models import (
+    Delivery,
+    Event,
+    Import,
+    Subscriber,
+    Subscription,
+    TransactionalMessage,
+)
 from webapp.extensions import db
 
 
@@ -138,23 +145,66 @@ def test_erase_keeps_delivery_rows_without_the_person(client, api_headers):
     assert db.session.scalar(select(Delivery.subscriber_id)) is None
 
 
-def post_csv(client, headers, list_id, content: bytes, field="file"):
+def post_csv(client, headers, list_id, content: bytes, field="file", **fields):
+    fields.setdefault("consent", "opted_in")
     return client.post(f"/api/lists/{list_id}/import", headers=headers,
-                       data={field: (io.BytesIO(content), "people.csv")},
+                       data={field: (io.BytesIO(content), "people.csv"), **fields},
                        content_type="multipart/form-data")
 
 
-def test_import_answers_with_counts_and_every_rejection(client, api_headers):
+def test_import_answers_with_counts_every_rejection_and_its_row(client, api_headers):
     weekly = new_list(client, api_headers)
-    content = b"email,name\na@example.com,A\nbad,B\nA@example.com,dup\nb@example.com,B\n"
+    content = (b"email,name\na@example.com,A\nbad,B\nA@example.com,dup\nb@example.com,B\n"
+               b"c@example.com," + b"C" * 230 + b"\n")
     response = post_csv(client, api_headers, weekly, content)
     assert response.status_code == 200
-    assert response.json == {"imported": 2, "updated": 0, "rejected": [
-        {"line": 3, "reason": response.json["rejected"][0]["reason"]},
-        {"line": 4, "reason": "duplicate of line 2 (the same address)"}]}
+    assert response.json == {
+        "import_id": response.json["import_id"], "status": "done", "consent": "opted_in",
+        "imported": 3, "updated": 0, "skipped": {"unsubscribed": 0, "suppressed": 0},
+        "rejected": [
+            {"line": 3, "reason": response.json["rejected"][0]["reason"], "row": ["bad", "B"]},
+            {"line": 4, "reason": "duplicate of line 2 (the same address)",
+             "row": ["A@example.com", "dup"]}],
+        "rejected_count": 2,
+        "warnings": [{"line": 6, "message": "name shortened to 200 characters (it had 230)"}]}
     assert "not a valid email address" in response.json["rejected"][0]["reason"]
     again = post_csv(client, api_headers, weekly, content)
-    assert (again.json["imported"], again.json["updated"]) == (0, 2)
+    assert (again.json["imported"], again.json["updated"]) == (0, 3)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+@pytest.mark.parametrize(("query", "fields"), [
+    ("", {"consent": None}), ("", {"consent": ""}), ("", {"consent": "yes"}),
+    ("", {"consent": ["opted_in", "confirm"]}), ("?consent=confirm", {"consent": None}),
+])
+def test_an_import_without_a_choice_of_consent_is_422_and_writes_nothing(
+        client, api_headers, query, fields):
+    weekly = new_list(client, api_headers)
+    data = {"file": (io.BytesIO(b"email\na@example.com\n"), "people.csv")}
+    data.update({k: v for k, v in fields.items() if v is not None})
+    response = client.post(f"/api/lists/{weekly}/import{query}", headers=api_headers, data=data,
+                           content_type="multipart/form-data")
+    assert response.status_code == 422
+    assert '"consent"' in response.json["error"] and "opted_in" in response.json["error"] \
+        or "not in the URL" in response.json["error"]
+    assert count(Import) == count(Subscriber) == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_an_api_import_asking_to_confirm_leaves_the_emails_to_the_worker(
+        client, api_headers, smtp_server, run_worker_burst):
+    weekly = new_list(client, api_headers)
+    response = post_csv(client, api_headers, weekly,
+                        b"email\nann@example.com\nbob@example.com\n", consent="confirm")
+    assert response.status_code == 200
+    assert (response.json["status"], response.json["consent"], response.json["imported"]) == (
+        "asking", "confirm", 2)
+    assert count(TransactionalMessage) == 0  # nothing queued, let alone sent, in the request
+    assert run_worker_burst() == 0
+    assert sorted(smtp_server.recipients()) == ["ann@example.com", "bob@example.com"]
+    record = db.session.get(Import, response.json["import_id"])
+    assert (record.status, record.asked) == ("done", 2)
+    assert set(db.session.scalars(select(Subscription.status))) == {"unconfirmed"}
 
 
 @pytest.fixture

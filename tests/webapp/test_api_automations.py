@@ -397,7 +397,8 @@ CSV = (b"email,name\nann@example.com,Ann\nbob@example.com,Bob\ncy@example.com,Cy
 def _import(client, api_headers, list_id, query="", **fields):
     return client.post(f"/api/lists/{list_id}/import{query}", headers=api_headers,
                        content_type="multipart/form-data",
-                       data={"file": (io.BytesIO(CSV), "people.csv"), **fields})
+                       data={"file": (io.BytesIO(CSV), "people.csv"), "consent": "opted_in",
+                             **fields})
 
 
 @pytest.mark.parametrize("value", ["1", "true"])

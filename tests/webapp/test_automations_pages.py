@@ -223,7 +223,7 @@ def test_the_import_form_welcomes_only_when_ticked_and_only_the_people_it_adds(a
 
     def upload(rows, **extra):
         return logged_in_client.post("/subscribers/import", data={
-            "csrf_token": token, "list_id": str(list_id), **extra,
+            "csrf_token": token, "list_id": str(list_id), "consent": "opted_in", **extra,
             "file": (io.BytesIO(("email\n" + "\n".join(rows)).encode()), "people.csv")},
             content_type="multipart/form-data")
 

@@ -63,7 +63,7 @@ def test_an_uploaded_csv_waiting_for_the_worker_is_readable_by_the_owner_only(
     page = logged_in_client.get("/subscribers/import")
     content = b"email\n" + b"".join(b"p%d@example.com\n" % i for i in range(50))
     response = logged_in_client.post("/subscribers/import", data={
-        "csrf_token": csrf_token_from(page.text), "list_id": weekly.id,
+        "csrf_token": csrf_token_from(page.text), "list_id": weekly.id, "consent": "opted_in",
         "file": (io.BytesIO(content), "people.csv"),
     }, content_type="multipart/form-data")
     assert response.status_code == 302

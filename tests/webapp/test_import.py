@@ -1,7 +1,6 @@
 """CSV import: every rejection reason, whole-file errors, upserts that never re-activate
 anyone, idempotent re-imports, and the background job with its progress bar."""
 
-import io
 from pathlib import Path
 
 import pytest
@@ -10,8 +9,10 @@ from sqlalchemy import func, select
 from broadside.lists import service as lists
 from broadside.models import Event, Import, ImportRejection, Subscriber, Subscription
 from broadside.queues import IMPORTS
-from broadside.subscribers.csvfile import records
-from tests.helpers import csrf_token_from, wait_until
+from broadside.subscribers import import_report, importer
+from broadside.subscribers.csvfile import records, shorten
+from tests.helpers import wait_until
+from tests.webapp.import_steps import last_import, statuses, upload
 from webapp.extensions import db, get_jobs
 
 
@@ -19,32 +20,13 @@ def count(model) -> int:
     return db.session.scalar(select(func.count()).select_from(model))
 
 
-def upload(client, list_id: int, content: bytes, filename: str = "people.csv"):
-    page = client.get(f"/subscribers/import?list={list_id}")
-    return client.post(
-        "/subscribers/import",
-        data={"list_id": str(list_id), "file": (io.BytesIO(content), filename),
-              "csrf_token": csrf_token_from(page.text)},
-        content_type="multipart/form-data",
-    )
-
-
-def statuses(list_id: int) -> dict[str, str]:
-    return dict(db.session.execute(
-        select(Subscriber.email, Subscription.status)
-        .join(Subscription, Subscription.subscriber_id == Subscriber.id)
-        .where(Subscription.list_id == list_id)
-    ).all())
+# Tests of what the importer reads and reports, the same on either engine.
+SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"])
 
 
 @pytest.fixture
 def weekly(app):
     return lists.create_list(db.session, "Weekly")
-
-
-def last_import() -> Import:
-    db.session.expire_all()
-    return db.session.scalars(select(Import).order_by(Import.id.desc())).first()
 
 
 BAD_FILE = (
@@ -64,26 +46,36 @@ BAD_FILE = (
 )
 
 
-def test_every_bad_row_is_rejected_with_its_line_and_reason_and_the_rest_imports(
+@SQLITE_ONLY
+def test_every_bad_row_is_rejected_with_its_line_reason_and_row_and_the_rest_imports(
         logged_in_client, weekly):
     response = upload(logged_in_client, weekly.id, BAD_FILE)
     assert response.status_code == 302
     record = last_import()
-    assert (record.status, record.imported, record.updated, record.rejected) == ("done", 3, 0, 8)
-    reasons = dict(db.session.execute(
-        select(ImportRejection.line, ImportRejection.reason).order_by(ImportRejection.line)
-    ).all())
-    assert list(reasons) == [3, 4, 5, 6, 7, 8, 9, 10]
+    assert (record.status, record.imported, record.updated, record.rejected,
+            record.warnings) == ("done", 4, 0, 7, 1)
+    rows = {r.line: r for r in db.session.scalars(
+        select(ImportRejection).where(ImportRejection.kind == "rejected"))}
+    reasons = {line: r.reason for line, r in rows.items()}
+    assert sorted(reasons) == [3, 4, 5, 6, 8, 9, 10]
     assert "not a valid email address" in reasons[3]
     assert reasons[4] == "missing email address"
     assert reasons[5] == "duplicate of line 2 (the same address)"
     assert reasons[6] == "email address longer than 320 characters"
-    assert reasons[7] == "name longer than 200 characters"
     assert reasons[8] == "the value in column 'city' is longer than 1000 characters"
     assert "not valid UTF-8" in reasons[9]
     assert reasons[10] == "the row has 4 fields but the header has 3"
+    # Each rejected row is kept as uploaded, bad bytes replaced so the owner sees where.
+    assert rows[3].fields == ["not-an-address", "Bob", "Rome"]
+    assert rows[4].fields == ["", "No Email", "Oslo"]
+    assert rows[9].fields == ["eve@example.com", "\ufffdve", "Caf\ufffd"]
+    assert rows[10].fields == ["finn@example.com", "Finn", "Kiel", "extra"]
+    [warning] = db.session.scalars(select(ImportRejection).where(ImportRejection.kind == "warning"))
+    assert (warning.line, warning.reason) == (7, "name shortened to 200 characters (it had 201)")
     people = {s.email: s for s in db.session.scalars(select(Subscriber))}
-    assert set(people) == {"ann@example.com", "gus@example.com", "hal@example.com"}
+    assert set(people) == {"ann@example.com", "carl@example.com", "gus@example.com",
+                           "hal@example.com"}
+    assert people["carl@example.com"].name == "N" * 200
     assert people["ann@example.com"].attributes == {"city": "Paris"}
     assert people["gus@example.com"].name == "Gus Multiline"
     assert people["hal@example.com"].attributes == {}
@@ -91,12 +83,86 @@ def test_every_bad_row_is_rejected_with_its_line_and_reason_and_the_rest_imports
 
     summary = logged_in_client.get(response.headers["Location"])
     assert "The import is finished" in summary.text and "duplicate of line 2" in summary.text
+    assert "line 7: name shortened to 200 characters" in summary.text
+    assert "finn@example.com" in summary.text and "extra:</span> Kiel" not in summary.text
     assert "hx-trigger" not in summary.text  # finished: nothing polls
+
+
+@SQLITE_ONLY
+def test_the_rejected_rows_csv_is_the_file_as_uploaded_and_imports_again_once_fixed(
+        logged_in_client, weekly):
+    content = (b'email;name;city\r\n'
+               b'ann@example;"Ann, Jr";"Paris; France"\r\n'   # quoted delimiter and comma
+               b'bob@example.com;B\xf6b;Wien\r\n'               # Latin-1, not UTF-8
+               b'cy@example\r\n'                                # missing columns
+               b'dee@example.com;=1+1;Rome\r\n')                # fine: imported
+    upload(logged_in_client, weekly.id, content)
+    record = last_import()
+    assert (record.imported, record.rejected) == (1, 3)
     download = logged_in_client.get(f"/subscribers/imports/{record.id}/rejections.csv")
     assert download.headers["Content-Disposition"].startswith("attachment")
-    lines = download.text.splitlines()
-    assert lines[0] == "line,reason" and len(lines) == 9
-    assert lines[3] == "5,duplicate of line 2 (the same address)"
+    assert download.text.splitlines() == [
+        "rejected_line;rejected_reason;email;name;city",
+        f"2;{reason(record.id, 2)};ann@example;Ann, Jr;Paris; France".replace(
+            "Paris; France", '"Paris; France"'),
+        '3;"the line is not valid UTF-8 text (save the file as ""CSV UTF-8"")";'
+        "bob@example.com;B\ufffdb;Wien",
+        f"4;{reason(record.id, 4)};cy@example",
+    ]
+
+    # One edit: fix the values in place, upload the downloaded file as it is.
+    fixed = (download.text.replace("ann@example;", "ann@example.com;")
+             .replace("B\ufffdb", "Böb").replace("cy@example", "cy@example.com"))
+    assert upload(logged_in_client, weekly.id, fixed.encode()).status_code == 302
+    again = last_import()
+    assert (again.imported, again.rejected, again.header["columns"]) == (
+        3, 0, ["email", "name", "city"])
+    people = {p.email: p for p in db.session.scalars(select(Subscriber))}
+    assert people["ann@example.com"].attributes == {"city": "Paris; France"}  # no report columns
+    assert people["bob@example.com"].name == "Böb"
+    assert people["dee@example.com"].name == "=1+1"
+
+
+def reason(import_id: int, line: int) -> str:
+    return db.session.scalar(select(ImportRejection.reason).where(
+        ImportRejection.import_id == import_id, ImportRejection.line == line))
+
+
+@SQLITE_ONLY
+def test_what_is_kept_of_rejected_rows_is_bounded_and_the_page_says_so(
+        logged_in_client, weekly, monkeypatch):
+    monkeypatch.setattr(import_report, "MAX_KEPT_ROWS", 3)
+    monkeypatch.setattr(importer, "MAX_KEPT_ROWS", 3)
+    long_name = "L" * 300
+    rows = [f"bad{i},x" for i in range(5)] + [f"p{i}@example.com,{long_name}" for i in range(4)]
+    rows.append("bad," + "y" * 4100)  # a row too long to keep
+    upload(logged_in_client, weekly.id, ("email,name\n" + "\n".join(rows)).encode())
+    record = last_import()
+    assert (record.rejected, record.warnings, record.imported) == (6, 4, 4)
+    kept = db.session.execute(select(ImportRejection.kind, func.count()).where(
+        ImportRejection.import_id == record.id).group_by(ImportRejection.kind)).all()
+    assert dict(kept) == {"rejected": 3, "warning": 3}
+    page = logged_in_client.get(f"/subscribers/imports/{record.id}").text
+    assert "This file had 6 rejected rows; the first\n    3 are kept" in page
+    assert "Showing the first 3 of 4 (the first 3 are kept)" in page
+    assert len(logged_in_client.get(
+        f"/subscribers/imports/{record.id}/rejections.csv").text.splitlines()) == 4
+
+    monkeypatch.setattr(import_report, "MAX_KEPT_ROWS", 10)
+    monkeypatch.setattr(importer, "MAX_KEPT_ROWS", 10)
+    upload(logged_in_client, weekly.id, ("email,name\n" + "\n".join(rows)).encode())
+    record = last_import()
+    too_long = db.session.scalars(select(ImportRejection).where(
+        ImportRejection.import_id == record.id, ImportRejection.line == 11)).one()
+    assert too_long.fields is None and "not repeated here" in too_long.reason
+
+
+def test_a_long_name_is_shortened_at_a_character_boundary():
+    assert shorten("Zoë" + "e\u0301" * 3, 4) == "Zoë"      # an accent stays with its letter
+    assert shorten("ab👍🏽cd", 3) == "ab"                    # a skin tone stays with its emoji
+    assert shorten("ab👩\u200d💻", 4) == "ab"               # so does a joined emoji
+    assert shorten("Ann  Lee", 4) == "Ann"
+    assert shorten("short", 200) == "short"
 
 
 def test_a_line_over_1_mb_is_rejected_without_being_read_in(tmp_path):
@@ -189,6 +255,12 @@ def test_existing_people_gain_the_list_but_nobody_is_reactivated(logged_in_clien
     content = (b"email,name,plan\nknown@example.com,Known Better,gold\nleft@example.com,,\n"
                b"blocked@example.com,,\npending@example.com,,\nnew@example.com,,\n")
     upload(logged_in_client, weekly.id, content)
+    record = last_import()
+    assert (record.imported, record.updated, record.skipped_unsubscribed,
+            record.skipped_suppressed) == (2, 1, 1, 1)  # known and new; pending; left; blocked
+    page = logged_in_client.get(f"/subscribers/imports/{record.id}").text
+    assert "1 skipped because they unsubscribed from this list" in page
+    assert "1 skipped because their address is suppressed" in page
     upload(logged_in_client, other.id, b"email\nblocked-too@example.com\n")
     record = last_import()
     assert (record.imported, record.updated) == (1, 0)
@@ -210,7 +282,7 @@ def test_existing_people_gain_the_list_but_nobody_is_reactivated(logged_in_clien
     assert blocked.suppression == "complained"
     # A suppressed person is not put on a list they were not on.
     record = last_import()
-    assert (record.imported, record.updated) == (0, 1)
+    assert (record.imported, record.updated, record.skipped_suppressed) == (0, 0, 1)
 
 
 @pytest.fixture

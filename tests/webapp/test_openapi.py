@@ -122,7 +122,7 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner):
     call("GET", "/api/lists")
     csv = b"email,name,city\nann@example.com,Ann,Berlin\nnope,X,Y\n"
     call("POST", "/api/lists/{list_id}/import", list_id=weekly, content_type="multipart/form-data",
-         data={"file": (io.BytesIO(csv), "a.csv"), "welcome": "1"})
+         data={"file": (io.BytesIO(csv), "a.csv"), "welcome": "1", "consent": "opted_in"})
 
     person = call("POST", "/api/subscribers", json={
         "email": "bob@example.com", "lists": [weekly], "attributes": {"age": 30}})["id"]

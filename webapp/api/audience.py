@@ -7,9 +7,13 @@ tests/webapp/test_api_audience.py).
   -> 201 {"id", "email"} (new) or 200 (known address; the lists are added as active).
   "welcome": true enters them into the welcome automations of each list they newly join.
 - GET /api/subscribers/<id>, DELETE /api/subscribers/<id> (erases)
-- POST /api/lists/<id>/import (multipart `file`, `welcome`?) -> 200 {"imported", "updated",
-  "rejected": [...]}. `welcome` 1/true: exactly the people the import adds to the list enter
-  its welcome automations (0/false or absent: nobody does).
+- POST /api/lists/<id>/import (multipart `file`, `consent`, `welcome`?) -> 200 {"import_id",
+  "status", "consent", "imported", "updated", "skipped", "rejected": [{"line", "reason",
+  "row"}], "rejected_count", "warnings": [{"line", "message"}]}. `consent` is required, never
+  assumed: "opted_in" adds people active; "confirm" adds them unconfirmed and the worker sends
+  each the sign-up form's confirmation email (status "asking" until they are all queued).
+  `welcome` 1/true: exactly the people the import adds to the list enter its welcome
+  automations (0/false or absent: nobody does; people asked to confirm enter on confirming).
 Bad input is 422 {"error"}, unknown ids 404 {"error"}.
 """
 
@@ -20,10 +24,10 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from broadside.errors import ValidationError
 from broadside.lists import service as lists
-from broadside.subscribers import importer
+from broadside.subscribers import import_report, importer
 from broadside.subscribers import service as subscribers
 from webapp.api import bp, json_body
-from webapp.extensions import db
+from webapp.extensions import db, get_jobs
 
 # The API imports synchronously, so it takes smaller files than the web form.
 DEFAULT_API_IMPORT_BYTES = 10 * 1024 * 1024
@@ -63,6 +67,22 @@ def _welcome_field() -> bool:
     if len(given) > 1 or given[0] not in WELCOME_VALUES:
         raise ValidationError('"welcome" must be 1, 0, true or false.')
     return WELCOME_VALUES[given[0]]
+
+
+CONSENT_REQUIRED = ('Send "consent" next to "file": "opted_in" (they already opted in: added as '
+                    'subscribed) or "confirm" (ask them to confirm: each gets the double opt-in '
+                    'email).')
+
+
+def _consent_field() -> importer.Consent:
+    """The import's `consent` form field: required, one of the two choices (never assumed)."""
+    given = request.form.getlist("consent")
+    if "consent" in request.args:
+        raise ValidationError('Send "consent" as a form field next to "file", not in the URL.')
+    for consent in importer.CONSENTS:
+        if given == [consent]:
+            return consent
+    raise ValidationError(CONSENT_REQUIRED)
 
 
 def _optional_str(data: dict, key: str) -> str | None:
@@ -140,15 +160,24 @@ def api_import(list_id: int):
     try:
         upload = request.files.get("file")
         welcome = _welcome_field()
+        consent = _consent_field()
     except RequestEntityTooLarge:
         raise too_large from None
     if upload is None:
         raise ValidationError('Send the CSV as a multipart form field named "file".')
     record, rejections = importer.import_now(
         db.session, list_id, upload.filename or "", upload.stream,
-        instance_path=current_app.instance_path, max_bytes=limit, welcome=welcome,
+        instance_path=current_app.instance_path, max_bytes=limit, consent=consent,
+        enqueue=get_jobs().enqueue_import, welcome=welcome,
     )
+    warnings = import_report.first_rows(db.session, record.id, "warning",
+                                        limit=import_report.MAX_KEPT_ROWS)
     return jsonify(
+        import_id=record.id, status=record.status, consent=record.consent,
         imported=record.imported, updated=record.updated,
-        rejected=[{"line": r.line, "reason": r.reason} for r in rejections],
+        skipped={"unsubscribed": record.skipped_unsubscribed,
+                 "suppressed": record.skipped_suppressed},
+        rejected=[{"line": r.line, "reason": r.reason, "row": r.fields} for r in rejections],
+        rejected_count=record.rejected,
+        warnings=[{"line": w.line, "message": w.reason} for w in warnings],
     )

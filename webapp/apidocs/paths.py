@@ -10,7 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from broadside.models.sending import DELIVERY_STATUSES
+from broadside.subscribers.import_report import MAX_KEPT_ROWS
+from broadside.subscribers.importer import CONSENTS
 from broadside.subscribers.search import MAX_QUERY, STATUS_FILTERS
+from broadside.subscribers.service import MAX_NAME
 from webapp.api.broadcasts import DEFAULT_PAGE as BROADCAST_PAGE
 from webapp.api.broadcasts import MAX_PAGE as MAX_BROADCAST_PAGE
 from webapp.api.subscribers import DEFAULT_PAGE as SUBSCRIBER_PAGE
@@ -134,21 +137,38 @@ LIST_PATHS: dict[str, Any] = {
     "/api/lists/{list_id}/import": {"post": operation(
         "Lists", "importCsv", "Import a CSV file into a list",
         "Multipart form with the file in the field `file`; a header row with an `email` column "
-        "(and optionally `name` and attribute columns). New people are added as active; known "
-        "ones are updated. Rows that cannot be used are listed with the reason. With `welcome` "
-        "set to 1 or true, exactly the people the import adds to the list enter its enabled "
-        "welcome automations.",
+        "(and optionally `name` and attribute columns; `rejected_line` and `rejected_reason`, "
+        "the columns of a rejected-rows download, are ignored). `consent` says how these "
+        "people agreed to receive mail and is required: `opted_in` adds new people as active "
+        "(nobody is emailed); `confirm` adds them unconfirmed, and the worker sends each the "
+        "sign-up form's confirmation email at the sending pace (`status` is `asking` until "
+        "all are queued). Either way people already on the list keep their status: nobody "
+        "is downgraded, and people who unsubscribed from the list or whose address is "
+        "suppressed are skipped (counted in `skipped`), never re-added or asked. Rows that "
+        "cannot be used are listed with the reason and the row as uploaded (the first "
+        f"{MAX_KEPT_ROWS:,}); a name longer than {MAX_NAME} characters is shortened, with a "
+        "warning. With `welcome` set to 1 or true, exactly the people the import adds to the "
+        "list as active enter its enabled welcome automations (people asked to confirm enter "
+        "them when they confirm).",
         parameters=[LIST], write=True,
         request={"required": True, "content": {"multipart/form-data": {"schema": {
-            "type": "object", "required": ["file"], "properties": {
+            "type": "object", "required": ["file", "consent"], "properties": {
                 "file": {"type": "string", "contentMediaType": "text/csv"},
+                "consent": {"type": "string", "enum": list(CONSENTS), "description": (
+                    "How these people agreed to receive mail: `opted_in` (they already "
+                    "opted in) or `confirm` (ask them to confirm). Missing or anything else "
+                    "is 422; there is no default.")},
                 "welcome": {"type": "string", "enum": ["1", "0", "true", "false"],
                             "default": "0", "description": (
                                 "1 or true: the people added enter the list's welcome "
                                 "automations. Anything else is 422.")}}}}}},
-        responses={"200": reply("Imported.", "ImportResult",
-                                {"imported": 2, "updated": 0, "rejected": [
-                                    {"line": 4, "reason": "not a valid email address"}]}),
+        responses={"200": reply("Imported.", "ImportResult", {
+            "import_id": 7, "status": "done", "consent": "opted_in", "imported": 2,
+            "updated": 0, "skipped": {"unsubscribed": 1, "suppressed": 0},
+            "rejected": [{"line": 4, "reason": "not a valid email address",
+                          "row": ["ann@example", "Ann", "Paris"]}],
+            "rejected_count": 1,
+            "warnings": [{"line": 6, "message": "name shortened to 200 characters (it had 231)"}]}),
                    "413": reply("The file is larger than the API accepts.", "Error")},
         errors=("NotFound", "Invalid"))},
 }

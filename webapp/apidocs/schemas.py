@@ -191,9 +191,29 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
     "Unsubscribed": obj({"subscriber_id": ID, "list_id": ID, "status": {"const": "unsubscribed"},
                          "changed": {"type": "boolean", "description": "false when they had "
                                      "already left that list (nothing was changed)."}}),
-    "ImportResult": obj({"imported": {"type": "integer"}, "updated": {"type": "integer"},
-                         "rejected": {"type": "array", "items": obj(
-                             {"line": {"type": "integer"}, "reason": {"type": "string"}})}}),
+    "ImportResult": obj({
+        "import_id": ID,
+        "status": {"type": "string", "enum": ["done", "asking"], "description": (
+            "`asking`: the rows are in and the worker is queueing the confirmation emails.")},
+        "consent": {"type": "string", "enum": ["opted_in", "confirm"]},
+        "imported": {"type": "integer", "description": "New on the list."},
+        "updated": {"type": "integer", "description": (
+            "Already on the list, subscribed or waiting for confirmation: name and "
+            "attributes refreshed, status kept.")},
+        "skipped": obj({"unsubscribed": {"type": "integer"}, "suppressed": {"type": "integer"}},
+                       description="Accepted rows left off the list: they unsubscribed from "
+                       "it, or their address is suppressed (bounced, complained, blocked)."),
+        "rejected": {"type": "array", "description": "The first rejected rows, by line.",
+                     "items": obj({
+                         "line": {"type": "integer"}, "reason": {"type": "string"},
+                         "row": {"type": ["array", "null"], "items": {"type": "string"},
+                                 "description": "The row's fields as uploaded (bytes that "
+                                 "are not UTF-8 replaced by U+FFFD); null when it could not "
+                                 "be read or is too long to keep."}})},
+        "rejected_count": {"type": "integer", "description": "Every rejected row, listed or not."},
+        "warnings": {"type": "array", "description": "Rows imported with a change.",
+                     "items": obj({"line": {"type": "integer"}, "message": {"type": "string"}})},
+    }),
     "Segment": obj(SEGMENT),
     "SegmentWithCount": obj({**SEGMENT, "count": {
         "type": "integer", "minimum": 0, "description": "Who a send would reach now: people "

@@ -16,12 +16,13 @@ from flask import (
 from flask_wtf import FlaskForm
 from flask_wtf.file import FileField, FileRequired
 from werkzeug.exceptions import RequestEntityTooLarge
-from wtforms import BooleanField, SelectField
+from wtforms import BooleanField, RadioField, SelectField
+from wtforms.fields.choices import SelectChoice
 
 from broadside.errors import DomainError
 from broadside.lists.service import all_lists, get_list
 from broadside.segments.service import get_segment
-from broadside.subscribers import export, importer
+from broadside.subscribers import export, import_report, importer
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING
 from webapp.params import int_arg
@@ -29,11 +30,18 @@ from webapp.subscribers.views import bp, current_filters
 
 # Files up to this size are imported during the upload request; bigger ones go to the worker.
 DEFAULT_INLINE_IMPORT_BYTES = 1024 * 1024
+CONSENT_MISSING = ("Choose how these people agreed to receive mail: nothing is imported "
+                   "until you say.")
 
 
 class ImportForm(FlaskForm):
     list_id = SelectField("Into list", coerce=int)
     file = FileField("CSV file", validators=[FileRequired("Choose a CSV file to upload.")])
+    # No default: whether these people get a confirmation email is the owner's to say.
+    consent = RadioField("How did these people agree to receive mail?", choices=[
+        SelectChoice("opted_in", "They already opted in"),
+        SelectChoice("confirm", "Ask them to confirm"),
+    ], invalid_choice_message=CONSENT_MISSING, render_kw={"required": True})
     # Off by default: importing an existing audience must never mail it.
     welcome = BooleanField("Send the welcome series to the people this import adds", default=False)
 
@@ -66,7 +74,8 @@ def import_csv():
                 max_bytes=current_app.config["MAX_IMPORT_BYTES"],
                 inline_max_bytes=current_app.config.get(
                     "IMPORT_INLINE_MAX_BYTES", DEFAULT_INLINE_IMPORT_BYTES),
-                enqueue=get_jobs().enqueue_import, welcome=bool(form.welcome.data),
+                enqueue=get_jobs().enqueue_import, consent=form.consent.data,
+                welcome=bool(form.welcome.data),
             )
         except DomainError as exc:
             db.session.rollback()
@@ -86,14 +95,18 @@ def upload_too_large(_exc):
 
 @bp.route("/imports/<int:import_id>")
 def import_status(import_id: int):
-    state = importer.progress(db.session, import_id, current_app.instance_path)
-    return render_template("subscribers/import_status.html", state=state,
-                           rejections=importer.first_rejections(db.session, import_id))
+    state = import_report.progress(db.session, import_id, current_app.instance_path)
+    return render_template(
+        "subscribers/import_status.html", state=state,
+        rejections=import_report.first_rows(db.session, import_id, "rejected"),
+        warnings=import_report.first_rows(db.session, import_id, "warning"),
+        columns=import_report.columns_of(state.record), kept_limit=import_report.MAX_KEPT_ROWS,
+    )
 
 
 @bp.route("/imports/<int:import_id>/progress")
 def import_progress(import_id: int):
-    state = importer.progress(db.session, import_id, current_app.instance_path)
+    state = import_report.progress(db.session, import_id, current_app.instance_path)
     html = render_template("subscribers/_import_progress.html", state=state)
     # The import is over: tell htmx to stop polling.
     return html, STOP_POLLING if state.finished else 200
@@ -108,9 +121,9 @@ def _csv_response(chunks, filename: str) -> Response:
 
 @bp.route("/imports/<int:import_id>/rejections.csv")
 def import_rejections(import_id: int):
-    importer.get_import(db.session, import_id)
-    return _csv_response(export.export_rejections(db.session, import_id),
-                         f"import-{import_id}-rejections.csv")
+    record = import_report.get_import(db.session, import_id)
+    return _csv_response(import_report.rejections_csv(db.session, record),
+                         f"import-{import_id}-rejected-rows.csv")
 
 
 @bp.route("/export.csv")
