@@ -174,10 +174,10 @@ def test_import_answers_with_counts_every_rejection_and_its_row(client, api_head
 
 @pytest.mark.parametrize("backend", ["sqlite"])
 @pytest.mark.parametrize(("query", "fields"), [
-    ("", {"consent": None}), ("", {"consent": ""}), ("", {"consent": "yes"}),
+    ("", {"consent": ""}), ("", {"consent": "yes"}),
     ("", {"consent": ["opted_in", "confirm"]}), ("?consent=confirm", {"consent": None}),
 ])
-def test_an_import_without_a_choice_of_consent_is_422_and_writes_nothing(
+def test_an_import_with_a_wrong_choice_of_consent_is_422_and_writes_nothing(
         client, api_headers, query, fields):
     weekly = new_list(client, api_headers)
     data = {"file": (io.BytesIO(b"email\na@example.com\n"), "people.csv")}
@@ -188,6 +188,19 @@ def test_an_import_without_a_choice_of_consent_is_422_and_writes_nothing(
     assert '"consent"' in response.json["error"] and "opted_in" in response.json["error"] \
         or "not in the URL" in response.json["error"]
     assert count(Import) == count(Subscriber) == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_an_api_import_without_consent_keeps_its_old_meaning_they_opted_in(client, api_headers):
+    """Existing API clients did not send `consent`: their imports keep adding people active and
+    email nobody (the page, by contrast, asks every time)."""
+    weekly = new_list(client, api_headers)
+    response = client.post(f"/api/lists/{weekly}/import", headers=api_headers,
+                           data={"file": (io.BytesIO(b"email\na@example.com\n"), "people.csv")},
+                           content_type="multipart/form-data")
+    assert response.status_code == 200, response.json
+    assert (response.json["consent"], response.json["imported"]) == ("opted_in", 1)
+    assert db.session.scalar(select(Subscription.status)) == "active"
 
 
 @pytest.mark.parametrize("backend", ["sqlite"])

@@ -9,8 +9,9 @@ tests/webapp/test_api_audience.py).
 - GET /api/subscribers/<id>, DELETE /api/subscribers/<id> (erases)
 - POST /api/lists/<id>/import (multipart `file`, `consent`, `welcome`?) -> 200 {"import_id",
   "status", "consent", "imported", "updated", "skipped", "rejected": [{"line", "reason",
-  "row"}], "rejected_count", "warnings": [{"line", "message"}]}. `consent` is required, never
-  assumed: "opted_in" adds people active; "confirm" adds them unconfirmed and the worker sends
+  "row"}], "rejected_count", "warnings": [{"line", "message"}]}. `consent`: "opted_in" (the
+  default when absent, as this endpoint always behaved, so existing clients keep working) adds
+  people active; "confirm" adds them unconfirmed and the worker sends
   each the sign-up form's confirmation email (status "asking" until they are all queued).
   `welcome` 1/true: exactly the people the import adds to the list enter its welcome
   automations (0/false or absent: nobody does; people asked to confirm enter on confirming).
@@ -75,10 +76,14 @@ CONSENT_REQUIRED = ('Send "consent" next to "file": "opted_in" (they already opt
 
 
 def _consent_field() -> importer.Consent:
-    """The import's `consent` form field: required, one of the two choices (never assumed)."""
+    """The import's `consent` form field: one of the two choices. Absent, it is "opted_in",
+    what this endpoint did before the choice existed (an API client's import must not start
+    failing, or start emailing people, because of an upgrade); the page asks every time."""
     given = request.form.getlist("consent")
     if "consent" in request.args:
         raise ValidationError('Send "consent" as a form field next to "file", not in the URL.')
+    if not given:
+        return "opted_in"
     for consent in importer.CONSENTS:
         if given == [consent]:
             return consent

@@ -139,7 +139,7 @@ LIST_PATHS: dict[str, Any] = {
         "Multipart form with the file in the field `file`; a header row with an `email` column "
         "(and optionally `name` and attribute columns; `rejected_line` and `rejected_reason`, "
         "the columns of a rejected-rows download, are ignored). `consent` says how these "
-        "people agreed to receive mail and is required: `opted_in` adds new people as active "
+        "people agreed to receive mail: `opted_in` (the default) adds new people as active "
         "(nobody is emailed); `confirm` adds them unconfirmed, and the worker sends each the "
         "sign-up form's confirmation email at the sending pace (`status` is `asking` until "
         "all are queued). Either way people already on the list keep their status: nobody "
@@ -152,12 +152,13 @@ LIST_PATHS: dict[str, Any] = {
         "them when they confirm).",
         parameters=[LIST], write=True,
         request={"required": True, "content": {"multipart/form-data": {"schema": {
-            "type": "object", "required": ["file", "consent"], "properties": {
+            "type": "object", "required": ["file"], "properties": {
                 "file": {"type": "string", "contentMediaType": "text/csv"},
-                "consent": {"type": "string", "enum": list(CONSENTS), "description": (
+                "consent": {"type": "string", "enum": list(CONSENTS), "default": "opted_in",
+                            "description": (
                     "How these people agreed to receive mail: `opted_in` (they already "
-                    "opted in) or `confirm` (ask them to confirm). Missing or anything else "
-                    "is 422; there is no default.")},
+                    "opted in) or `confirm` (ask them to confirm). Absent: `opted_in`, as "
+                    "before this choice existed; anything else is 422.")},
                 "welcome": {"type": "string", "enum": ["1", "0", "true", "false"],
                             "default": "0", "description": (
                                 "1 or true: the people added enter the list's welcome "
