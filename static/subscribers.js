@@ -36,6 +36,8 @@
     if (event.target.id === "select-all-matching") {
       var scope = document.getElementById("bulk-scope");
       if (scope) { scope.value = "all"; scope.focus(); }
+      var note = document.getElementById("select-all-note");
+      if (note) { note.textContent = "Everyone matching is chosen: " + event.target.textContent.replace(/^Select /, "") + "."; }
     }
   });
   document.addEventListener("DOMContentLoaded", refresh);
