@@ -240,3 +240,28 @@ def test_a_count_that_changed_since_the_confirmation_is_confirmed_again(logged_i
     assert count(BulkAction) == 0
     assert post(logged_in_client, submit(logged_in_client, again)).status_code == 302
     assert db.session.scalar(select(BulkAction.total)) == 119
+
+
+def test_the_api_mirrors_the_page(client, api_headers, audience, run_worker_burst):
+    def bulk_call(payload):
+        return client.post("/api/subscribers/bulk", json=payload, headers=api_headers)
+
+    both = bulk_call({"action": "block", "ids": [audience["ids"][0]], "filter": {}})
+    assert both.status_code == 422 and "not both" in both.json["error"]
+    unknown = bulk_call({"action": "add", "list_id": 999999, "ids": [audience["ids"][0]]})
+    assert unknown.status_code == 422 and "does not exist" in unknown.json["error"]
+    erase = bulk_call({"action": "erase", "filter": {"q": "hamilton"}})
+    assert erase.status_code == 422 and "(120 now)" in erase.json["error"]
+    stale = bulk_call({"action": "erase", "filter": {"q": "hamilton"}, "expected": 119})
+    assert stale.status_code == 409
+    assert count(BulkAction) == 0
+
+    queued = bulk_call({"action": "unsubscribe_all", "filter": {"q": "hamilton"},
+                        "expected": 120})
+    assert queued.status_code == 202
+    assert (queued.json["action"], queued.json["list_id"], queued.json["total"]) == \
+        ("unsubscribe", None, 120)
+    assert run_worker_burst() == 0
+    done = client.get(f"/api/subscribers/bulk/{queued.json['id']}", headers=api_headers).json
+    assert (done["status"], done["processed"], done["changed"]) == ("done", 120, 120)
+    assert count(Subscription, Subscription.status == "unsubscribed") == 120
