@@ -100,6 +100,18 @@ def test_the_total_is_exact_up_to_the_cap_then_an_estimate_said_as_one(app, back
         guess = count_matching(db.session, Filters.parse("p", "prefix"), cap=5)
         assert not guess.exact and re.fullmatch(r"about \d+|more than 5", guess.words)
     assert count_exactly(db.session, hamiltons) == 6
+    # One list (in one status) is counted on its subscriptions, the same way bounded.
+    weekly = lists.create_list(db.session, "Weekly").id
+    ids = db.session.scalars(select(Subscriber.id).order_by(Subscriber.id)).all()
+    for n, sid in enumerate(ids[:7]):
+        db.session.add(Subscription(subscriber_id=sid, list_id=weekly,
+                                    status="unsubscribed" if n < 2 else "active"))
+    db.session.commit()
+    assert count_matching(db.session, Filters(list_id=weekly)) == Total(7, True)
+    left = Filters(list_id=weekly, status="unsubscribed")
+    assert count_matching(db.session, left) == Total(2, True)
+    assert not count_matching(db.session, left, cap=1).exact
+    assert count_matching(db.session, Filters(list_id=weekly, q="hamilton")) == Total(3, True)
 
 
 def test_big_totals_are_rounded_in_words():
