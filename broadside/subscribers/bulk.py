@@ -278,7 +278,7 @@ def apply(session: Session, action: str, list_id: int | None, ids: list[int],
             now = utcnow()
             session.execute(insert(Event), [
                 {"kind": "removed", "subscriber_id": sid, "list_id": list_id, "created_at": now,
-                 "detail": f"removed from the list by the owner (bulk action {bulk_id})"}
+                 "detail": f"by the owner (bulk action {bulk_id})"}
                 for sid in removed])
         return len(removed)
     if action == "unsubscribe":
