@@ -165,6 +165,32 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
     "SubscriberPage": obj({"items": {"type": "array", "items": ref("Subscriber")},
                            "next": {**nullable(ID), "description": "Pass as `after` for the next "
                                     "page; null on the last page."}}),
+    "BulkInput": obj({
+        "action": {"type": "string", "enum": list(bulk.CHOICES), "description": (
+            "add, remove and unsubscribe need `list_id`; unsubscribe_all leaves every list; "
+            "block suppresses them; erase deletes them for good.")},
+        "list_id": ID,
+        "ids": {"type": "array", "items": ID, "minItems": 1, "maxItems": bulk.MAX_SELECTION,
+                "description": "These people (every one must exist)."},
+        "filter": obj({"list_id": ID, "segment_id": ID, "status": {
+            "type": "string", "enum": list(STATUS_FILTERS)}, "q": {
+            "type": "string", "maxLength": MAX_QUERY}}, (), description=(
+            "Or everyone matching now, with the filters of GET /api/subscribers; people who "
+            "join later are not included.")),
+        "expected": {"type": "integer", "minimum": 0, "description": (
+            "How many people you expect it to touch: 409 if it is not so. An erase requires "
+            "it.")},
+    }, ("action",), description="Exactly one of `ids` and `filter`."),
+    "BulkAction": obj({
+        "id": ID, "action": {"type": "string", "enum": list(BULK_ACTIONS)},
+        "list_id": {**nullable(ID), "description": "null: every list (or not about a list)."},
+        "status": {"type": "string", "enum": list(BULK_STATUSES)},
+        "total": {"type": "integer", "minimum": 0, "description": "People it touches."},
+        "processed": {"type": "integer", "minimum": 0, "description": "Gone through so far."},
+        "changed": {"type": "integer", "minimum": 0,
+                    "description": "Of those, how many it changed (the rest were already so)."},
+        "error": {"type": ["string", "null"], "description": "Why it stopped, when failed."},
+        "created_at": MOMENT, "finished_at": nullable(MOMENT)}),
     "SubscriberDetail": obj({
         "id": ID, "email": {"type": "string"}, "name": {"type": "string"},
         "attributes": ATTRIBUTES, "created_at": MOMENT, "suppression": SUPPRESSION,
@@ -194,32 +220,6 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
     "Unsubscribed": obj({"subscriber_id": ID, "list_id": ID, "status": {"const": "unsubscribed"},
                          "changed": {"type": "boolean", "description": "false when they had "
                                      "already left that list (nothing was changed)."}}),
-    "BulkInput": obj({
-        "action": {"type": "string", "enum": list(bulk.CHOICES), "description": (
-            "add, remove and unsubscribe need `list_id`; unsubscribe_all leaves every list; "
-            "block suppresses them; erase deletes them for good.")},
-        "list_id": ID,
-        "ids": {"type": "array", "items": ID, "minItems": 1, "maxItems": bulk.MAX_SELECTION,
-                "description": "These people (every one must exist)."},
-        "filter": obj({"list_id": ID, "segment_id": ID, "status": {
-            "type": "string", "enum": list(STATUS_FILTERS)}, "q": {
-            "type": "string", "maxLength": MAX_QUERY}}, (), description=(
-            "Or everyone matching now, with the filters of GET /api/subscribers; people who "
-            "join later are not included.")),
-        "expected": {"type": "integer", "minimum": 0, "description": (
-            "How many people you expect it to touch: 409 if it is not so. An erase requires "
-            "it.")},
-    }, ("action",), description="Exactly one of `ids` and `filter`."),
-    "BulkAction": obj({
-        "id": ID, "action": {"type": "string", "enum": list(BULK_ACTIONS)},
-        "list_id": {**nullable(ID), "description": "null: every list (or not about a list)."},
-        "status": {"type": "string", "enum": list(BULK_STATUSES)},
-        "total": {"type": "integer", "minimum": 0, "description": "People it touches."},
-        "processed": {"type": "integer", "minimum": 0, "description": "Gone through so far."},
-        "changed": {"type": "integer", "minimum": 0,
-                    "description": "Of those, how many it changed (the rest were already so)."},
-        "error": {"type": ["string", "null"], "description": "Why it stopped, when failed."},
-        "created_at": MOMENT, "finished_at": nullable(MOMENT)}),
     "ImportResult": obj({"imported": {"type": "integer"}, "updated": {"type": "integer"},
                          "rejected": {"type": "array", "items": obj(
                              {"line": {"type": "integer"}, "reason": {"type": "string"}})}}),
