@@ -72,10 +72,6 @@ class Filters:
         return {"q": self.q, "match": self.match, "list_id": self.list_id, "status": self.status,
                 "segment_id": self.segment_id}
 
-    @property
-    def any(self) -> bool:
-        return bool(self.q or self.list_id or self.status or self.segment_id)
-
     @classmethod
     def parse(cls, q: str | None = None, match: str | None = None, list_id: str | int | None = None,
               status: str | None = None, segment_id: str | int | None = None) -> Filters:
