@@ -50,6 +50,7 @@ TRANSACTIONAL_JOB = "jobs.tasks.send_transactional"
 AUTOMATIONS_JOB = "jobs.tasks.send_automations"
 EVALUATION_JOB = "jobs.tasks.evaluate_automations"
 IMPORT_JOB = "jobs.imports.run_import_job"
+BULK_JOB = "jobs.bulk.run_bulk_job"
 
 # A marker per broadcast (and per transactional message) says "a job for it is queued", so a
 # continuation, a resume and the orphan repair never stack up several jobs for one thing.
@@ -111,6 +112,11 @@ class Jobs:
         self.queue(IMPORTS).enqueue(
             IMPORT_JOB, import_id, job_timeout=3600, result_ttl=0, description=f"import {import_id}"
         )
+
+    def enqueue_bulk(self, bulk_id: int) -> bool:
+        """Queue a slice of a bulk action on the subscriber table (the lowest priority, with
+        the imports: a send waits at most one slice for it), unless one is queued already."""
+        return self._enqueue_once(IMPORTS, "bulk", bulk_id, BULK_JOB, 600)
 
     def _enqueue_once(self, queue: str, kind: str, object_id: int, func: str, timeout: int,
                       stream: str = DEFAULT_STREAM) -> bool:

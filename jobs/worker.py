@@ -45,6 +45,7 @@ from broadside.queues import Jobs
 from broadside.streams import record_rate
 from broadside.waits import add_wait_seconds
 from jobs import runtime
+from jobs.bulk import recover_interrupted_bulk_actions
 from jobs.children import Children
 from jobs.imports import recover_interrupted_imports
 from jobs.maintenance import STALE_CLAIM, ensure_jobs, mark_orphans_unknown
@@ -275,6 +276,7 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
             # run on a stream's worker, and every stream's worker is started beside the
             # default's or after it): requeue the interrupted ones.
             recover_interrupted_imports(db.session(), rt)
+            recover_interrupted_bulk_actions(db.session(), rt)
         db.session.remove()
     maintenance = Maintenance(app, rt, on_lost, children)
     maintenance.start()

@@ -16,6 +16,7 @@ from broadside.models.automations import (
     AutomationRevision,
     AutomationStep,
 )
+from broadside.models.bulk import BulkAction
 from broadside.models.events import Event
 from broadside.models.identities import Identity
 from broadside.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
@@ -28,6 +29,7 @@ __all__ = [
     "AutomationRevision",
     "AutomationStep",
     "Broadcast",
+    "BulkAction",
     "Delivery",
     "Event",
     "Identity",

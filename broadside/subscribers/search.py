@@ -1,24 +1,46 @@
-"""The subscriber table: filters, search and keyset pagination that stay fast at 100k rows.
+"""The subscriber table: filters, search, totals and keyset pagination that stay fast at 100k rows.
 
-Pages are keyed on the subscriber id (newest first), so page 200 costs what page 1 costs and
-nothing ever counts the whole table. Searching:
+Pages are keyed on the subscriber id (newest first), so page 200 costs what page 1 costs.
+Searching ("contains" by default, so "hamilton" finds Alexander Hamilton and
+ahamilton@example.com; case-insensitive on the name and the address):
 
 - "starts with" on the address uses the unique index on `subscribers.email` through a range
   (`email >= 'ann' AND email < 'ano'`), exact because addresses are stored lower-cased and the
   comparison is by code point (SQLite always; PostgreSQL when the database collation is C,
-  which we check once; otherwise it falls back to LIKE alone).
+  which we check once; otherwise it falls back to LIKE alone). A term with an "@" searches
+  the address alone (no name has one), in either mode.
 - names, and "contains" on anything, are a scan (LIKE '%x%' can use no B-tree index). The scan
   walks the primary key newest first and stops at the page size, so common terms return at
   once; a term that matches nothing reads the whole table (bench/subscriber_table.py measures
   that worst case at 100,000 subscribers).
+
+The total shown above the table (`count_matching`) never counts past COUNT_CAP rows: an exact
+number up to it (a COUNT over a subquery with LIMIT COUNT_CAP + 1), above it an estimate said
+as one: PostgreSQL's planner estimate for a filter, or `pg_class.reltuples` for the whole
+table; SQLite has neither, so it says "more than 100,000".
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, false, or_, select, text
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    exists,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    text,
+)
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from broadside.models import MailingList, Segment, Subscriber, Subscription
 from broadside.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
@@ -26,7 +48,8 @@ from broadside.segments.service import segment_clause
 
 PAGE_SIZE = 50
 MAX_QUERY = 200
-MATCH_MODES = ("prefix", "contains")
+MATCH_MODES = ("contains", "prefix")  # the first is the default
+COUNT_CAP = 100_000
 STATUS_FILTERS = (*SUBSCRIPTION_STATUSES, "suppressed", *SUPPRESSIONS)
 _ORDERED_COLLATION: dict[str, bool] = {}
 
@@ -34,22 +57,32 @@ _ORDERED_COLLATION: dict[str, bool] = {}
 @dataclass
 class Filters:
     q: str = ""
-    match: str = "prefix"
+    match: str = "contains"
     list_id: int | None = None
     status: str = ""
     segment_id: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Filters:
+        """A filter frozen with `as_dict` (a bulk action's), read back tolerantly."""
+        return cls.parse(data.get("q"), data.get("match"), data.get("list_id"),
+                         data.get("status"), data.get("segment_id"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"q": self.q, "match": self.match, "list_id": self.list_id, "status": self.status,
+                "segment_id": self.segment_id}
 
     @classmethod
     def parse(cls, q: str | None = None, match: str | None = None, list_id: str | int | None = None,
               status: str | None = None, segment_id: str | int | None = None) -> Filters:
         """Tolerant parsing of query-string values: anything unknown means "no filter"."""
         q = " ".join((q or "").split())[:MAX_QUERY]
-        match = match if match in MATCH_MODES else "prefix"
+        match = match if match in MATCH_MODES else MATCH_MODES[0]
         status = status if status in STATUS_FILTERS else ""
         return cls(q, match, _id_or_none(list_id), status, _id_or_none(segment_id))
 
     def as_args(self) -> dict[str, str]:
-        args = {"q": self.q, "match": self.match if self.q else "",
+        args = {"q": self.q, "match": self.match if self.q and self.match != MATCH_MODES[0] else "",
                 "list": str(self.list_id) if self.list_id else "", "status": self.status,
                 "segment": str(self.segment_id) if self.segment_id else ""}
         return {k: v for k, v in args.items() if v}
@@ -74,6 +107,11 @@ def _id_or_none(value: str | int | None) -> int | None:
     except (TypeError, ValueError):
         return None
     return parsed if parsed is not None and 0 < parsed < 2**31 else None
+
+
+def parse_id(value: str | int | None) -> int | None:
+    """A database id from a form or query string; None when missing or not one."""
+    return _id_or_none(value)
 
 
 def _escape_like(value: str) -> str:
@@ -195,3 +233,82 @@ def page_by_id(session: Session, filters: Filters, *, after: int = 0, limit: int
             subscriptions.setdefault(subscriber_id, []).append((list_id, status))
     return ([(s, subscriptions.get(s.id, [])) for s in rows],
             rows[-1].id if more and rows else None)
+
+
+@dataclass(frozen=True)
+class Total:
+    """How many match: `value` is exact when `exact`, else an estimate (None: unknown, only
+    "more than `cap`")."""
+
+    value: int | None
+    exact: bool
+    cap: int = COUNT_CAP
+
+    @property
+    def words(self) -> str:
+        if self.exact:
+            return f"{self.value:,}"
+        if self.value is None or self.value <= self.cap:
+            return f"more than {self.cap:,}"
+        return f"about {_round_words(self.value)}"
+
+
+def _round_words(value: int) -> str:
+    """Two significant figures, in words for millions: 1,234,567 -> "1.2 million"."""
+    digits = max(int(math.log10(value)) + 1 - 2, 0)
+    rounded = round(value, -digits)
+    if rounded >= 1_000_000:
+        millions = f"{rounded / 1_000_000:.1f}".removesuffix(".0")
+        return f"{millions} million"
+    return f"{rounded:,}"
+
+
+class _Explain(Executable, ClauseElement):
+    """EXPLAIN (FORMAT JSON) of a statement, its bound parameters passed as they are."""
+
+    inherit_cache = False
+
+    def __init__(self, statement: Select) -> None:
+        self.statement = statement
+
+
+@compiles(_Explain, "postgresql")
+def _compile_explain(element: _Explain, compiler: Any, **kw: Any) -> str:
+    return "EXPLAIN (FORMAT JSON) " + compiler.process(element.statement, **kw)
+
+
+def count_matching(session: Session, filters: Filters, *, cap: int = COUNT_CAP) -> Total:
+    """The total for the table's current filter, never counting past `cap` rows."""
+    clauses = filter_clauses(session, filters)
+    if filters.list_id and not (filters.q or filters.segment_id) and \
+            filters.status in ("", *SUBSCRIPTION_STATUSES):
+        # One list (in one status): its subscriptions, one per person, counted on the
+        # (list_id, status) index without reading a subscriber row.
+        on_list = [Subscription.list_id == filters.list_id]
+        if filters.status:
+            on_list.append(Subscription.status == filters.status)
+        bounded = select(literal(1)).select_from(Subscription).where(*on_list)
+    else:
+        bounded = select(literal(1)).select_from(Subscriber).where(*clauses)
+    exact = session.scalar(select(func.count()).select_from(
+        bounded.limit(cap + 1).subquery())) or 0
+    if exact <= cap:
+        return Total(exact, True, cap)
+    if session.get_bind().dialect.name != "postgresql":
+        return Total(None, False, cap)
+    if not clauses:
+        estimate = session.scalar(text(
+            "SELECT reltuples FROM pg_class WHERE oid = 'subscribers'::regclass"))
+    else:
+        plan: Any = session.execute(_Explain(select(Subscriber.id).where(*clauses))).scalar()
+        estimate = (plan[0] if isinstance(plan, list) else plan)["Plan"]["Plan Rows"]
+    # Never analysed (reltuples -1) or an estimate below what was just seen: say only that.
+    return Total(int(estimate) if estimate and estimate > cap else None, False, cap)
+
+
+def count_exactly(session: Session, filters: Filters, max_id: int | None = None) -> int:
+    """Every match (with ids up to `max_id`): for a confirmation page, not for each keystroke."""
+    query = select(func.count()).select_from(Subscriber).where(*filter_clauses(session, filters))
+    if max_id is not None:
+        query = query.where(Subscriber.id <= max_id)
+    return session.scalar(query) or 0

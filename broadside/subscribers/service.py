@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from broadside.accounts import normalise_email
 from broadside.automations.entering import enter_joined
 from broadside.automations.ledger import forget_person
+from broadside.db import rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.events import record_event
 from broadside.models import (
@@ -272,22 +273,33 @@ def erase(session: Session, subscriber_id: int) -> str:
     broadcast's counts stay true) with subscriber_id set NULL by the foreign key; transactional
     mail addressed to them is deleted, since it holds the address.
     """
-    subscriber = get_subscriber(session, subscriber_id)
-    email = subscriber.email
-    session.execute(
-        delete(TransactionalMessage)
-        .where(or_(TransactionalMessage.subscriber_id == subscriber_id,
-                   TransactionalMessage.to_email == email))
-        .execution_options(synchronize_session=False)
-    )
-    forget_person(session, subscriber_id)  # their automation messages: as SET NULL would
-    session.execute(
-        delete(Subscriber).where(Subscriber.id == subscriber_id)
-        .execution_options(synchronize_session=False)
-    )
+    email = get_subscriber(session, subscriber_id).email
+    erase_uncommitted(session, [subscriber_id])
     session.commit()
     session.expunge_all()
     return email
+
+
+def erase_uncommitted(session: Session, subscriber_ids: list[int]) -> int:
+    """`erase` for many people in the caller's transaction (the bulk actions); returns how
+    many were erased (people already gone are skipped). The caller commits."""
+    emails = list(session.scalars(select(Subscriber.email)
+                                  .where(Subscriber.id.in_(subscriber_ids))))
+    if not emails:
+        return 0
+    session.execute(
+        delete(TransactionalMessage)
+        .where(or_(TransactionalMessage.subscriber_id.in_(subscriber_ids),
+                   TransactionalMessage.to_email.in_(emails)))
+        .execution_options(synchronize_session=False)
+    )
+    for subscriber_id in subscriber_ids:
+        forget_person(session, subscriber_id)  # their automation messages: as SET NULL would
+    result = session.execute(
+        delete(Subscriber).where(Subscriber.id.in_(subscriber_ids))
+        .execution_options(synchronize_session=False)
+    )
+    return rowcount(result)
 
 
 @dataclass

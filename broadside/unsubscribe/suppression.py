@@ -156,15 +156,26 @@ def suppress(
         raise ValidationError(f"Unknown suppression {kind!r}: use {', '.join(SUPPRESSIONS)}.")
     if session.scalar(select(Subscriber.id).where(Subscriber.id == subscriber_id)) is None:
         raise NotFound("There is no such subscriber.")
+    changed = suppress_uncommitted(session, subscriber_id, kind, detail,
+                                   broadcast_id=broadcast_id, delivery_id=delivery_id)
+    session.commit()
+    return changed
+
+
+def suppress_uncommitted(
+    session: Session, subscriber_id: int, kind: str = "blocked", detail: str = "", *,
+    broadcast_id: int | None = None, delivery_id: int | None = None,
+) -> bool:
+    """`suppress` for a caller that writes many people in one transaction (the bulk
+    actions): the same guarded write and event; no existence check (a missing person changes
+    nothing), and the caller commits."""
+    if kind not in SUPPRESSIONS:
+        raise ValidationError(f"Unknown suppression {kind!r}: use {', '.join(SUPPRESSIONS)}.")
     detail = (detail or "").strip()[:MAX_DETAIL_LENGTH]
     if not detail and kind == "blocked":
         detail = OWNER_BLOCK_DETAIL
-    changed = _suppress(
-        session, subscriber_id, kind, detail,
-        _Link(delivery_id=delivery_id, broadcast_id=broadcast_id),
-    )
-    session.commit()
-    return changed
+    return _suppress(session, subscriber_id, kind, detail,
+                     _Link(delivery_id=delivery_id, broadcast_id=broadcast_id))
 
 
 def lift_suppression(session: Session, subscriber_id: int, note: str = "") -> str:

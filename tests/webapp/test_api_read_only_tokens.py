@@ -39,7 +39,8 @@ def test_a_read_only_token_reads_but_changes_nothing(client, owner):
                         ("put", "/api/automations/1"), ("delete", "/api/automations/1"),
                         ("post", "/api/automations/1/enable"),
                         ("post", "/api/automations/1/disable"), ("post", "/api/identities"),
-                        ("put", "/api/identities/1"), ("delete", "/api/identities/1")):
+                        ("put", "/api/identities/1"), ("delete", "/api/identities/1"),
+                        ("post", "/api/subscribers/bulk")):
         response = getattr(client, method)(url, json={"name": "Sneaky", "subject": "x"},
                                            headers=bearer(token))
         assert response.status_code == 403, (method, url)
@@ -61,7 +62,7 @@ def test_the_test_above_names_every_changing_route(app):
         "/api/subscribers/<int:subscriber_id>/unsubscribe", "/api/automations",
         "/api/automations/<int:automation_id>", "/api/automations/<int:automation_id>/enable",
         "/api/automations/<int:automation_id>/disable", "/api/identities",
-        "/api/identities/<int:identity_id>",
+        "/api/identities/<int:identity_id>", "/api/subscribers/bulk",
     }
 
 

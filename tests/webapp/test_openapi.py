@@ -133,6 +133,13 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner):
     call("PATCH", "/api/subscribers/{subscriber_id}", subscriber_id=person,
          json={"attributes": {"city": "Berlin"}})
     call("PATCH", "/api/subscribers/{subscriber_id}", subscriber_id=person, json={"name": 5})  # 422
+    bulk = call("POST", "/api/subscribers/bulk", json={
+        "action": "add", "list_id": weekly, "ids": [person]})["id"]
+    call("POST", "/api/subscribers/bulk", json={"action": "block", "filter": {"q": "bob"},
+                                                "expected": 5})  # 409
+    call("POST", "/api/subscribers/bulk", json={"action": "add", "ids": [person]})  # 422
+    call("GET", "/api/subscribers/bulk/{bulk_id}", bulk_id=bulk)
+    call("GET", "/api/subscribers/bulk/{bulk_id}", bulk_id=999)  # 404
 
     rules = {"all": [{"field": "attributes.city", "op": "equals", "value": "Berlin"},
                      {"any": [{"field": "joined", "op": "within_days", "value": 30, "list": weekly},

@@ -4,7 +4,7 @@ subscriber page: add, edit, unsubscribe per list, block, erase."""
 import re
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from broadside.lists import service as lists
 from broadside.models import (
@@ -16,7 +16,7 @@ from broadside.models import (
     TransactionalMessage,
 )
 from broadside.subscribers import service
-from broadside.subscribers.search import Filters, search
+from broadside.subscribers.search import Filters, Total, count_exactly, count_matching, search
 from broadside.unsubscribe import suppression
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
@@ -53,15 +53,74 @@ def found(**kwargs) -> list[str]:
 
 
 def test_search_by_prefix_and_substring_of_email_or_name(people):
-    assert found(q="ann") == ["anna_b@example.net", "ann@example.com"]
-    assert found(q="ANN@") == ["ann@example.com"]
-    assert found(q="bell") == []
-    assert found(q="bell", match="contains") == ["anna_b@example.net"]
+    assert found(q="ann", match="prefix") == ["anna_b@example.net", "ann@example.com"]
+    assert found(q="ANN@", match="prefix") == ["ann@example.com"]
+    assert found(q="bell", match="prefix") == []
+    assert found(q="bell") == ["anna_b@example.net"]  # "contains" is the default
     assert found(q="example.org", match="contains") == ["bob@example.org"]
     # LIKE wildcards in the search are taken literally.
     assert found(q="a_b", match="contains") == ["anna_b@example.net"]
     assert found(q="100%", match="contains") == ["carl@example.com"]
-    assert found(q="%") == []
+    assert found(q="%", match="prefix") == []
+
+
+def test_hamilton_is_found_by_default_in_names_and_addresses(app):
+    for email, name in [("ahamilton@example.com", ""), ("founder@example.org", "Alexander Hamilton"),
+                        ("HAMILTON.Jo@Example.net", "Jo"), ("ham@example.com", "Milton"),
+                        ("hamilton@example.org", "")]:
+        service.save_subscriber(db.session, email=email, name=name)
+    assert found(q="hamilton") == ["hamilton@example.org", "hamilton.jo@example.net",
+                                   "founder@example.org", "ahamilton@example.com"]
+    assert found(q="HAMILTON") == found(q="hamilton")
+    assert found(q="Hamilton", match="prefix") == ["hamilton@example.org",
+                                                    "hamilton.jo@example.net"]
+    # An "@" means an address: names are not searched, and the prefix uses the index.
+    assert found(q="hamilton@") == ["hamilton@example.org", "ahamilton@example.com"]
+    assert found(q="hamilton@", match="prefix") == ["hamilton@example.org"]
+
+
+def test_the_total_is_exact_up_to_the_cap_then_an_estimate_said_as_one(app, backend):
+    for i in range(12):
+        service.save_subscriber(db.session, email=f"p{i:02d}@example.com",
+                                name="Alexander Hamilton" if i % 2 else "Reader")
+    hamiltons = Filters.parse("hamilton")
+    assert count_matching(db.session, Filters(), cap=12) == Total(12, True, 12)
+    assert count_matching(db.session, hamiltons, cap=6) == Total(6, True, 6)
+    assert count_matching(db.session, hamiltons, cap=6).words == "6"
+    over, filtered = count_matching(db.session, Filters(), cap=11), \
+        count_matching(db.session, hamiltons, cap=5)
+    assert not over.exact and not filtered.exact
+    if backend == "sqlite":
+        assert over.words == "more than 11" and filtered.words == "more than 5"
+    else:
+        # PostgreSQL: the table's statistics for everyone, the planner's guess for a filter.
+        db.session.execute(text("ANALYZE subscribers"))
+        db.session.commit()
+        assert count_matching(db.session, Filters(), cap=11).words == "about 12"
+        guess = count_matching(db.session, Filters.parse("p", "prefix"), cap=5)
+        assert not guess.exact and re.fullmatch(r"about \d+|more than 5", guess.words)
+    assert count_exactly(db.session, hamiltons) == 6
+    # One list (in one status) is counted on its subscriptions, the same way bounded.
+    weekly = lists.create_list(db.session, "Weekly").id
+    ids = db.session.scalars(select(Subscriber.id).order_by(Subscriber.id)).all()
+    for n, sid in enumerate(ids[:7]):
+        db.session.add(Subscription(subscriber_id=sid, list_id=weekly,
+                                    status="unsubscribed" if n < 2 else "active"))
+    db.session.commit()
+    assert count_matching(db.session, Filters(list_id=weekly)) == Total(7, True)
+    left = Filters(list_id=weekly, status="unsubscribed")
+    assert count_matching(db.session, left) == Total(2, True)
+    assert not count_matching(db.session, left, cap=1).exact
+    assert count_matching(db.session, Filters(list_id=weekly, q="hamilton")) == Total(3, True)
+
+
+def test_big_totals_are_rounded_in_words():
+    assert Total(1_234_567, False).words == "about 1.2 million"
+    assert Total(3_000_001, False).words == "about 3 million"
+    assert Total(345_678, False).words == "about 350,000"
+    assert Total(None, False).words == "more than 100,000"
+    assert Total(99_000, False).words == "more than 100,000"  # an estimate below the cap
+    assert Total(12_345, True).words == "12,345"
 
 
 def test_filters_by_list_and_status(people):
@@ -98,7 +157,9 @@ def test_table_page_works_without_javascript_and_as_an_htmx_fragment(logged_in_c
     assert 'hx-trigger="input changed delay:300ms, search"' in page.text
     assert emails_on(page.text) == ["anna_b@example.net", "ann@example.com"]
     fragment = logged_in_client.get("/subscribers/?q=bob", headers={"HX-Request": "true"})
-    assert "<html" not in fragment.text and "<form" not in fragment.text
+    # Only the results (with their selection form), not the search form or the page.
+    assert "<html" not in fragment.text and 'id="subscriber-search"' not in fragment.text
+    assert 'id="bulk-form"' in fragment.text and "<strong>1</strong> subscriber match" in fragment.text
     assert emails_on(fragment.text) == ["bob@example.org"]
     assert 'hx-swap-oob="true"' in fragment.text and "export.csv?q=bob" in fragment.text
     # A history restore asks with HX-Request too, but needs the whole page.

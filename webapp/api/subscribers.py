@@ -16,6 +16,12 @@ list (the contract is held by tests/webapp/test_api_subscribers_list.py and desc
   "status": "unsubscribed", "changed"}: "changed" is false when they had already left (the
   call is idempotent). A person who was never on that list is 404, a list that does not exist
   422, an unknown subscriber 404.
+- POST /api/subscribers/bulk {"action", "list_id"?, "ids" | "filter", "expected"?} -> 202
+  BulkAction: the subscriber table's bulk actions (`broadside.subscribers.bulk`: add, remove,
+  unsubscribe, unsubscribe_all, block, erase), for up to 1,000 ids or everyone a filter (the
+  list's filters above) matches now; the worker does it in batches. `expected`, when given,
+  must be the number of people it touches (409 otherwise); an erase requires it.
+  GET /api/subscribers/bulk/<id> -> 200 BulkAction: how far it got.
 """
 
 from __future__ import annotations
@@ -24,13 +30,14 @@ from typing import Any
 
 from flask import jsonify, request
 
-from broadside.errors import ValidationError
-from broadside.models import MailingList, Segment, Subscriber
-from broadside.subscribers import search
+from broadside.errors import Conflict, ValidationError
+from broadside.models import BulkAction, MailingList, Segment, Subscriber
+from broadside.subscribers import bulk, search
 from broadside.subscribers import service as subscribers
 from webapp.api import bp, json_body
 from webapp.api.inputs import (
     id_field,
+    is_id,
     iso,
     only_keys,
     only_query_args,
@@ -38,7 +45,7 @@ from webapp.api.inputs import (
     query_id,
     require_some,
 )
-from webapp.extensions import db
+from webapp.extensions import db, get_jobs
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
@@ -113,3 +120,65 @@ def api_unsubscribe(subscriber_id: int):
     changed = subscribers.unsubscribe(db.session, subscriber_id, list_id, source="api")
     return jsonify(subscriber_id=subscriber_id, list_id=list_id, status="unsubscribed",
                    changed=changed)
+
+
+BULK_KEYS = ("action", "list_id", "ids", "filter", "expected")
+
+
+def bulk_json(record: BulkAction) -> dict[str, Any]:
+    return {"id": record.id, "action": record.action, "list_id": record.list_id,
+            "status": record.status, "total": record.total, "processed": record.processed,
+            "changed": record.changed, "error": record.error,
+            "created_at": iso(record.created_at), "finished_at": iso(record.finished_at)}
+
+
+def _bulk_filter(data: Any) -> search.Filters:
+    if not isinstance(data, dict):
+        raise ValidationError("'filter' must be an object with any of "
+                              f"{', '.join(FILTERS)}.")
+    only_keys(data, FILTERS)
+    list_id, segment_id = id_field(data, "list_id"), id_field(data, "segment_id")
+    status, q = data.get("status", ""), data.get("q", "")
+    if not isinstance(status, str) or (status and status not in search.STATUS_FILTERS):
+        raise ValidationError(f"'status' must be one of {', '.join(search.STATUS_FILTERS)}.")
+    if not isinstance(q, str) or len(q) > search.MAX_QUERY or "\x00" in q:
+        raise ValidationError(f"'q' must be text of at most {search.MAX_QUERY} characters.")
+    if list_id is not None and db.session.get(MailingList, list_id) is None:
+        raise ValidationError(f"'filter.list_id': there is no list with id {list_id}.")
+    if segment_id is not None and db.session.get(Segment, segment_id) is None:
+        raise ValidationError(f"'filter.segment_id': there is no segment with id {segment_id}.")
+    return search.Filters(q=" ".join(q.split()), match="contains", list_id=list_id,
+                          status=status, segment_id=segment_id)
+
+
+@bp.route("/subscribers/bulk", methods=["POST"])
+def api_bulk():
+    """The subscriber table's bulk actions: checked like the page's, done by the worker."""
+    data = json_body()
+    only_keys(data, BULK_KEYS)
+    if ("ids" in data) == ("filter" in data):
+        raise ValidationError("Give either 'ids' (at most "
+                              f"{bulk.MAX_SELECTION:,}) or 'filter', not both.")
+    ids = data.get("ids")
+    if ids is not None and (not isinstance(ids, list) or not all(is_id(i) for i in ids)):
+        raise ValidationError("'ids' must be a list of subscriber ids.")
+    expected = data.get("expected")
+    if expected is not None and (not isinstance(expected, int) or isinstance(expected, bool)):
+        raise ValidationError("'expected' must be a whole number.")
+    plan = bulk.plan(
+        db.session, action=data.get("action"), list_id=id_field(data, "list_id"),
+        scope="selected" if ids is not None else "all", ids=[str(i) for i in ids or []],
+        filters=_bulk_filter(data["filter"]) if "filter" in data else search.Filters())
+    if plan.action == "erase" and expected is None:
+        raise ValidationError(f"An erase cannot be undone: give 'expected', the number of "
+                              f"people it erases ({plan.total} now).")
+    if expected is not None and expected != plan.total:
+        raise Conflict(f"'expected' is {expected}, but the action touches {plan.total} "
+                       "people now.")
+    record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk)
+    return jsonify(bulk_json(record)), 202
+
+
+@bp.route("/subscribers/bulk/<int:bulk_id>", methods=["GET"])
+def api_bulk_progress(bulk_id: int):
+    return jsonify(bulk_json(bulk.get(db.session, bulk_id)))

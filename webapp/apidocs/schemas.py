@@ -13,11 +13,14 @@ from typing import Any
 
 from broadside.broadcasts.drafts import MAX_BODY, MAX_PREHEADER, MAX_SUBJECT
 from broadside.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
+from broadside.models.bulk import BULK_ACTIONS, BULK_STATUSES
 from broadside.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
 from broadside.segments import rules
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
 from broadside.site_settings import MAX_CAP_HOURS
+from broadside.subscribers import bulk
 from broadside.subscribers import service as people
+from broadside.subscribers.search import MAX_QUERY, STATUS_FILTERS
 from webapp.params import MAX_DATABASE_ID
 
 
@@ -162,6 +165,32 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
     "SubscriberPage": obj({"items": {"type": "array", "items": ref("Subscriber")},
                            "next": {**nullable(ID), "description": "Pass as `after` for the next "
                                     "page; null on the last page."}}),
+    "BulkInput": obj({
+        "action": {"type": "string", "enum": list(bulk.CHOICES), "description": (
+            "add, remove and unsubscribe need `list_id`; unsubscribe_all leaves every list; "
+            "block suppresses them; erase deletes them for good.")},
+        "list_id": ID,
+        "ids": {"type": "array", "items": ID, "minItems": 1, "maxItems": bulk.MAX_SELECTION,
+                "description": "These people (every one must exist)."},
+        "filter": obj({"list_id": ID, "segment_id": ID, "status": {
+            "type": "string", "enum": list(STATUS_FILTERS)}, "q": {
+            "type": "string", "maxLength": MAX_QUERY}}, (), description=(
+            "Or everyone matching now, with the filters of GET /api/subscribers; people who "
+            "join later are not included.")),
+        "expected": {"type": "integer", "minimum": 0, "description": (
+            "How many people you expect it to touch: 409 if it is not so. An erase requires "
+            "it.")},
+    }, ("action",), description="Exactly one of `ids` and `filter`."),
+    "BulkAction": obj({
+        "id": ID, "action": {"type": "string", "enum": list(BULK_ACTIONS)},
+        "list_id": {**nullable(ID), "description": "null: every list (or not about a list)."},
+        "status": {"type": "string", "enum": list(BULK_STATUSES)},
+        "total": {"type": "integer", "minimum": 0, "description": "People it touches."},
+        "processed": {"type": "integer", "minimum": 0, "description": "Gone through so far."},
+        "changed": {"type": "integer", "minimum": 0,
+                    "description": "Of those, how many it changed (the rest were already so)."},
+        "error": {"type": ["string", "null"], "description": "Why it stopped, when failed."},
+        "created_at": MOMENT, "finished_at": nullable(MOMENT)}),
     "SubscriberDetail": obj({
         "id": ID, "email": {"type": "string"}, "name": {"type": "string"},
         "attributes": ATTRIBUTES, "created_at": MOMENT, "suppression": SUPPRESSION,

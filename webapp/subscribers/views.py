@@ -1,4 +1,5 @@
-"""Owner pages for subscribers: the searchable table, add, edit, unsubscribe, suppress, erase."""
+"""Owner pages for subscribers: the searchable table (with its total and the selection for bulk
+actions, `bulk_views`), add, edit, unsubscribe, suppress, erase."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from broadside.automations import service as automations
 from broadside.errors import DomainError
 from broadside.lists.service import all_lists
 from broadside.segments.service import all_segments
-from broadside.subscribers import search, service
+from broadside.subscribers import bulk, search, service
 from broadside.timeutil import utcnow
 from broadside.unsubscribe import suppression
 from webapp.extensions import db
@@ -59,12 +60,14 @@ def current_filters() -> search.Filters:
 def index():
     filters = current_filters()
     page = search.search(db.session, filters, before=int_arg("before"), after=int_arg("after"))
+    total = search.count_matching(db.session, filters)
     # HTMX search swaps only the results; without JavaScript the same URL is the whole page.
     partial = bool(request.htmx) and not (
         request.htmx.boosted or request.htmx.history_restore_request)
     template = "subscribers/_table.html" if partial else "subscribers/index.html"
     return vary_on_htmx(make_response(render_template(
-        template, page=page, filters=filters, lists=all_lists(db.session),
+        template, page=page, total=total, filters=filters, lists=all_lists(db.session),
+        bulk_choices=bulk.CHOICES,
         segments=all_segments(db.session),
         statuses=search.STATUS_FILTERS, partial=partial,
     )))
@@ -179,4 +182,5 @@ def delete(subscriber_id: int):
     return redirect(url_for("subscribers.index"))
 
 
-from webapp.subscribers import transfer_views  # noqa: E402,F401 - import/export routes on `bp`
+# The bulk actions' and the import/export routes, on `bp`.
+from webapp.subscribers import bulk_views, transfer_views  # noqa: E402,F401

@@ -1,0 +1,108 @@
+"""Bulk actions from the subscriber table: the confirmation page, the submit, the progress.
+
+- GET /subscribers/bulk?action=&target=&scope=selected|all&ids=…&<the table's filters>
+  The confirmation: exactly how many people and what will happen; changes nothing. Bad input
+  (nobody selected, no list chosen, a list or a person that is gone, an id that is not one)
+  answers 422 with the sentence and a form that keeps the selection.
+- POST /subscribers/bulk  (the same fields, plus `max_id` and `expected` from the confirmation,
+  and for an erase the typed count) stores the action and queues its job, then redirects to
+  its progress page. If the count changed since the confirmation, the confirmation is shown
+  again with the new number (422): the owner confirms what will really happen.
+- GET /subscribers/bulk/<id> and /subscribers/bulk/<id>/progress: the progress bar, polled by
+  htmx every second until the action is over (286 stops the polling).
+"""
+
+from __future__ import annotations
+
+from flask import redirect, render_template, request, url_for
+
+from broadside.errors import ValidationError
+from broadside.lists.service import all_lists
+from broadside.segments.service import all_segments
+from broadside.subscribers import bulk, search
+from webapp.extensions import db, get_jobs
+from webapp.htmx import STOP_POLLING
+from webapp.subscribers.views import bp
+
+
+def _values():
+    source = request.form if request.method == "POST" else request.args
+    filters = search.Filters.parse(source.get("q"), source.get("match"), source.get("list"),
+                                   source.get("status"), source.get("segment"))
+    target = search.parse_id(source.get("target"))
+    max_id = search.parse_id(source.get("max_id"))
+    return source, filters, target, max_id
+
+
+def _filter_words(filters: search.Filters) -> list[str]:
+    """The filter in the owner's words, for the confirmation page."""
+    words = []
+    if filters.q:
+        how = "containing" if filters.match == "contains" else "starting with"
+        words.append(f"email or name {how} “{filters.q}”")
+    if filters.list_id:
+        names = {item.id: item.name for item in all_lists(db.session)}
+        words.append(f"on {names.get(filters.list_id, 'a deleted list')}")
+    if filters.status:
+        words.append(f"status {filters.status}")
+    if filters.segment_id:
+        names = {item.id: item.name for item in all_segments(db.session)}
+        words.append(f"in the segment {names.get(filters.segment_id, '(deleted)')}")
+    return words
+
+
+def _render(source, filters, *, plan=None, error=None, status=200):
+    return render_template(
+        "subscribers/bulk_confirm.html", plan=plan, error=error, filters=filters,
+        filter_args=filters.as_args(), filter_words=_filter_words(filters),
+        choices=bulk.CHOICES, lists=all_lists(db.session),
+        chosen={"action": source.get("action", ""), "target": source.get("target", ""),
+                "scope": source.get("scope", "")},
+        ids=source.getlist("ids"), typed=source.get("confirm_count", ""),
+    ), status
+
+
+@bp.route("/bulk")
+def bulk_confirm():
+    source, filters, target, max_id = _values()
+    try:
+        plan = bulk.plan(db.session, action=source.get("action"), list_id=target,
+                         scope=source.get("scope"), ids=source.getlist("ids"),
+                         filters=filters, max_id=max_id)
+    except ValidationError as exc:
+        return _render(source, filters, error=exc.message, status=422)
+    return _render(source, filters, plan=plan)
+
+
+@bp.route("/bulk", methods=["POST"])
+def bulk_submit():
+    source, filters, target, max_id = _values()
+    try:
+        plan = bulk.plan(db.session, action=source.get("action"), list_id=target,
+                         scope=source.get("scope"), ids=source.getlist("ids"),
+                         filters=filters, max_id=max_id)
+    except ValidationError as exc:
+        return _render(source, filters, error=exc.message, status=422)
+    if source.get("expected") != str(plan.total):
+        return _render(source, filters, plan=plan, status=422,
+                       error=f"The number of people changed since you looked: it is now "
+                             f"{plan.total:,}. Check and confirm again.")
+    if plan.action == "erase" and source.get("confirm_count", "").strip().replace(",", "") \
+            != str(plan.total):
+        return _render(source, filters, plan=plan, status=422,
+                       error=f"Type {plan.total} to confirm the erase.")
+    record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk)
+    return redirect(url_for("subscribers.bulk_status", bulk_id=record.id))
+
+
+@bp.route("/bulk/<int:bulk_id>")
+def bulk_status(bulk_id: int):
+    return render_template("subscribers/bulk_status.html",
+                           state=bulk.progress(db.session, bulk_id))
+
+
+@bp.route("/bulk/<int:bulk_id>/progress")
+def bulk_progress(bulk_id: int):
+    state = bulk.progress(db.session, bulk_id)
+    html = render_template("subscribers/_bulk_progress.html", state=state)
+    return html, STOP_POLLING if state.finished else 200
