@@ -6,7 +6,7 @@
   cursor (`last_id`) in the same transaction as each batch's effect.
 
 Revision ID: 0008
-Revises: 0005
+Revises: 0007
 """
 from alembic import op
 import sqlalchemy as sa
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0008'
-down_revision = '0005'
+down_revision = '0007'
 branch_labels = None
 depends_on = None
 
