@@ -35,7 +35,9 @@ from broadside.models.automations import AutomationStep
 from broadside.segments import service as segments
 from broadside.signup import service as signup
 from broadside.site_settings import update_settings
+from broadside.subscribers import bulk
 from broadside.subscribers.importer import import_dir, import_path, process, receive_upload
+from broadside.subscribers.search import Filters
 from broadside.unsubscribe.suppression import record_bounce, suppress
 from jobs.worker import run_worker
 from tests.browser.steps import sign_in
@@ -145,6 +147,11 @@ OWNER_PAGES = [
     Visit("lift suppression", "suppression.lift", {"subscriber_id": "bounced"}),
     Visit("import", "subscribers.import_csv"),
     Visit("import status", "subscribers.import_status", {"import_id": "import_"}),
+    Visit("bulk: confirm an erase of everyone matching", "subscribers.bulk_confirm",
+          {"action": "erase", "scope": "all", "q": "example"}),
+    Visit("bulk: add the ticked to a list", "subscribers.bulk_confirm",
+          {"action": "add", "scope": "selected", "ids": "long", "target": "weekly"}),
+    Visit("bulk: progress", "subscribers.bulk_status", {"bulk_id": "bulk"}),
     Visit("segments", "segments.index"),
     Visit("new segment", "segments.new"),
     Visit("segment", "segments.edit", {"segment_id": "segment"}),
@@ -179,6 +186,7 @@ NOT_PAGES = {
     "broadcasts.progress": "an htmx fragment of the broadcast page",
     "broadcasts.test_status": "an htmx fragment: a test send's status line",
     "subscribers.import_progress": "an htmx fragment of the import status page",
+    "subscribers.bulk_progress": "an htmx fragment of the bulk action's page",
     "automations.counts": "an htmx fragment of the automations page",
     "system.checks": "an htmx fragment of the System page",
     "system.live": "an htmx fragment of the System page",
@@ -265,8 +273,11 @@ def seed_everything(app: Flask) -> Seed:
     csv = (f"email,name\n{LONG_EMAIL},{LONG_NAME}\n"
            "not-an-address-but-a-remarkably-long-string-of-characters-without-any-at-sign,Nobody\n").encode()
     upload = receive_upload(db.session, weekly.id, "november-import-from-the-old-system.csv", io.BytesIO(csv),
-                            import_dir(app.instance_path), max_bytes=1_000_000)
+                            import_dir(app.instance_path), max_bytes=1_000_000, consent="opted_in")
     process(db.session, upload.id, import_path(app.instance_path, upload.id))
+    planned = bulk.plan(db.session, action="add", list_id=daily.id, scope="all", ids=[],
+                        filters=Filters(q="example"))
+    queued_bulk = bulk.submit(db.session, planned, lambda _id: None)  # waits for a worker
     step = db.session.scalar(select(AutomationStep.id).where(AutomationStep.automation_id == automation.id)
                              .order_by(AutomationStep.position))
     db.session.commit()
@@ -274,6 +285,7 @@ def seed_everything(app: Flask) -> Seed:
     return Seed(
         weekly=weekly.id, long=people[0], bounced=people[1], sent=sent.id, delivery=delivery, draft=draft.id,
         segment=segment.id, automation=automation.id, step=step, identity=identity.id, import_=upload.id,
+        bulk=queued_bulk.id,
         outbox_file=outbox[0], unsubscribe_token=make_token(people[0], weekly.id),
         bad_token="this-link-was-cut-in-half", secret_key=app.config["SECRET_KEY"],
         base_url=app.config["BASE_URL"],
