@@ -41,6 +41,7 @@ from broadside.providers.urls import SMTP_SCHEMES, describe, scheme_of
 from broadside.transports import DeliveryError, OutboxTransport, SmtpTransport
 from webapp.extensions import db
 from webapp.identities import checks as identity_checks
+from webapp.templating import SYSTEM_TIME, epoch_time
 
 CHECK_TIMEOUT_S = 4.0
 SMTP_LAST_CHECK_KEY = "smtp:last_check"
@@ -206,7 +207,8 @@ def worker_info(redis: Redis, namespace: str, stream: str = "default") -> Worker
 
 
 def format_clock(epoch: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
+    """In the owner's zone, named as on every page (the System page shows these lines)."""
+    return epoch_time(epoch, SYSTEM_TIME)
 
 
 def check_worker(redis: Redis, namespace: str) -> Check:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -24,6 +23,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from broadside.identities.service import resolve
+from broadside.timeutil import epoch_to_stored, in_zone, local_format
 from webapp.doctor import SmtpCheck, WorkerInfo, last_smtp_check, worker_info
 from webapp.extensions import db
 from webapp.identities import checks as identity_checks
@@ -41,10 +41,10 @@ NO_WORKER_REASON = "No worker is running: sending would wait until one starts."
 
 
 def _when(epoch: float, zone: ZoneInfo, now: float | None = None) -> str:
-    moment = datetime.fromtimestamp(epoch, UTC).astimezone(zone)
-    today = datetime.fromtimestamp(now or time.time(), UTC).astimezone(zone).date()
-    fmt = "%H:%M %Z" if moment.date() == today else "%Y-%m-%d %H:%M %Z"
-    return moment.strftime(fmt)
+    moment = epoch_to_stored(epoch)
+    today = in_zone(epoch_to_stored(now or time.time()), zone).date()
+    fmt = "%H:%M %Z" if in_zone(moment, zone).date() == today else "%Y-%m-%d %H:%M %Z"
+    return local_format(moment, zone, fmt)
 
 
 @dataclass(frozen=True)

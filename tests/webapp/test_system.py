@@ -267,3 +267,23 @@ def test_dashboard_banner_warns_when_the_last_smtp_check_failed(app, logged_in_c
     text = page_text(logged_in_client.get("/").text)
     assert ("Sending will fail: the last SMTP check failed (connect: could not connect to "
             "smtp://127.0.0.1:") in text
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_line_not_checked_yet_names_the_button_by_its_label(app, logged_in_client, smtp_server):
+    from broadside.identities import service as identities
+
+    def button_and_waiting_lines() -> tuple[str, list[str]]:
+        html = logged_in_client.get("/system/checks").text
+        button = re.search(r'<button type="submit">([^<]+)</button>', html)
+        assert button, html
+        return button.group(1), re.findall(r"not checked yet: press “([^”]+)”", html)
+
+    app.config["SMTP_URL"] = ""  # the outbox
+    assert button_and_waiting_lines() == ("Check the outbox now", ["Check the outbox now"])
+    app.config["SMTP_URL"] = smtp_server.url
+    assert button_and_waiting_lines() == ("Check SMTP now", ["Check SMTP now"])
+    data = identities.parse_input({"name": "Product", "from": "Product <p@acme.example>",
+                                   "transport": smtp_server.url})
+    identities.create(db.session, data)
+    assert button_and_waiting_lines() == ("Check connections now", ["Check connections now"] * 2)
