@@ -38,6 +38,7 @@ from broadside.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY, stream_key
 from broadside.logs import mask_query_passwords, url_passwords
 from broadside.providers.factory import make_transport
 from broadside.providers.urls import SMTP_SCHEMES, describe, scheme_of
+from broadside.redis_health import how_to_start, shown_url
 from broadside.transports import DeliveryError, OutboxTransport, SmtpTransport
 from webapp.extensions import db
 from webapp.identities import checks as identity_checks
@@ -161,14 +162,16 @@ def check_database(app: Flask) -> Check:
                  "run `flask --app webapp db upgrade`")
 
 
-def check_redis(redis: Redis) -> Check:
+def check_redis(redis: Redis, url: str) -> Check:
     try:
         started = time.monotonic()
         redis.ping()
         elapsed_ms = (time.monotonic() - started) * 1000
     except RedisError as exc:
-        return Check("Redis", False, f"unreachable: {exc}",
-                     "check REDIS_URL and that Redis is running (it holds the queue and the lease)")
+        # The same words as the worker's log and the dashboard (broadside.redis_health).
+        return Check("Redis", False, f"not answering at {shown_url(url)} ({exc})",
+                     f"{how_to_start(url)}; it holds the queue and the worker's lease, so nothing "
+                     "is sent without it")
     return Check("Redis", True, f"reachable ({elapsed_ms:.1f} ms)")
 
 
@@ -422,7 +425,7 @@ def run_checks(app: Flask, *, smtp: bool = True) -> list[Check]:
     checks = [
         check_configuration(app.config),
         check_database(app),
-        check_redis(redis),
+        check_redis(redis, app.config["REDIS_URL"]),
         check_worker(redis, namespace),
     ]
     if smtp:

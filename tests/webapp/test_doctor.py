@@ -265,3 +265,16 @@ def test_doctor_with_a_malformed_variable_stops_with_one_line_naming_it(app_conf
     assert result.returncode != 0
     assert "SEND_DELAY_MS must be a whole number" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_doctor_with_nothing_listening_at_redis_url_says_where_and_how_to_start_it(app, app_config):
+    port = free_port()  # nothing listens there
+    result = run_doctor(app_config, REDIS_URL=f"redis://:hunter2-redis@127.0.0.1:{port}/0")
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert f"✗ Redis: not answering at redis://:****@127.0.0.1:{port}/0 (" in out
+    assert "→ start it, e.g. `sudo apt-get install redis-server` (Debian/Ubuntu) or " \
+           "`brew install redis && brew services start redis` (macOS)" in out
+    assert "hunter2-redis" not in out + result.stderr
+    assert "fix: Redis, worker" in out

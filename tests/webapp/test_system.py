@@ -123,13 +123,16 @@ def test_readiness_names_each_reason_and_is_empty_when_ready(app, redis_client, 
 
 
 def test_readiness_when_redis_is_down(app_config):
-    app = create_app({**app_config, "REDIS_URL": "redis://127.0.0.1:1/0"}, environ={})
+    port = free_port()
+    app = create_app({**app_config, "REDIS_URL": f"redis://127.0.0.1:{port}/0"}, environ={})
     with app.app_context():
         reasons = sending_readiness(app).reasons
         db.session.remove()
         db.engine.dispose()
-    assert reasons == ["Redis is unreachable: the send queue lives there, so nothing would be sent "
-                       "until it is back."]
+    assert reasons == [f"Redis is not answering at redis://127.0.0.1:{port}/0: start it, e.g. "
+                       "`sudo apt-get install redis-server` (Debian/Ubuntu) or `brew install redis "
+                       "&& brew services start redis` (macOS). The send queue lives there, so "
+                       "nothing would be sent until it answers."]
 
 
 def test_hourly_reset_forgets_the_window_and_leaves_evidence(app, app_config, logged_in_client,

@@ -100,6 +100,7 @@ class LiveStatus:
     hourly_reset_at: datetime | None
     streams: list[StreamRow] = field(default_factory=list)  # every identity, the default first
     now: float = field(default_factory=time.time)
+    redis_problem: str = ""  # where Redis is not answering and how to start it
 
     @property
     def paused(self) -> list[SendingIdentity]:
@@ -159,7 +160,7 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
     sender = read_readiness(redis, config)
     if not sender.redis_ok:
         return LiveStatus(False, None, [], config["SEND_DELAY_MS"], sending, limit, None, reset_at,
-                          unknown)
+                          unknown, redis_problem=sender.redis_problem)
     worker = sender.worker
     try:
         now = time.time()
@@ -173,7 +174,7 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
                    for identity in identities]
     except RedisError:
         return LiveStatus(False, None, [], config["SEND_DELAY_MS"], sending, limit, None, reset_at,
-                          unknown)
+                          unknown, redis_problem=sender.redis_problem)
     return LiveStatus(True, worker, queue_info, config["SEND_DELAY_MS"], sending, limit, used, reset_at,
                       streams)
 
