@@ -11,7 +11,7 @@ template calls `strftime` itself (tests/webapp/test_times.py reads them all).
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -59,6 +59,11 @@ def zone_label(moment: datetime | None = None) -> str:
     return label_of(in_zone(moment or utcnow(), owner_zone()))
 
 
+def day_label(day: date, weekday: bool = False) -> str:
+    """A day of the owner's (already in their zone): `3 Dec`, or `Wed 3 Dec`."""
+    return f"{day:%a} {day.day} {day:%b}" if weekday else f"{day.day} {day:%b}"
+
+
 def num(value: float | None) -> str:
     return f"{value or 0:,}"
 
@@ -67,4 +72,4 @@ def register_templating(app: Flask) -> None:
     @app.context_processor
     def time_and_numbers() -> dict[str, Any]:
         return {"local_time": local_time, "epoch_time": epoch_time, "zone_label": zone_label,
-                "num": num, "SYSTEM_TIME": SYSTEM_TIME, "WITH_ZONE": WITH_ZONE}
+                "day_label": day_label, "num": num, "SYSTEM_TIME": SYSTEM_TIME, "WITH_ZONE": WITH_ZONE}
