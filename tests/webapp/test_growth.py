@@ -14,9 +14,9 @@ from sqlalchemy import event
 
 from broadside.models import MailingList, Subscriber, Subscription
 from broadside.site_settings import update_settings
-from broadside.subscribers.growth import growth
+from broadside.subscribers.growth import Growth, GrowthDay, growth
 from broadside.timeutil import utcnow
-from webapp.dashboard.chart import HEIGHT, WIDTH, chart
+from webapp.dashboard.chart import HEIGHT, MIN_BAR, WIDTH, chart
 from webapp.extensions import db
 
 LONDON = ZoneInfo("Europe/London")
@@ -134,3 +134,12 @@ def test_the_dashboard_draws_the_last_30_days_with_words_for_a_screen_reader(app
     numbers = re.search(r'<table class="table growth-table">.*?</table>', page, re.S).group(0)
     assert len(re.findall(r"<tr><td>", numbers)) == 3  # the three days with anything, newest first
     assert "script" not in svg.group(0).lower()
+
+
+def test_a_lone_leave_beside_hundreds_of_joins_still_shows_inside_the_box():
+    days = [GrowthDay(date(2026, 11, 2) + timedelta(days=n), 0, 0) for n in range(29)]
+    drawn = chart(Growth([*days, GrowthDay(date(2026, 12, 1), 300, 2)]))
+    joined, left = drawn.bars
+    assert (joined.kind, left.kind) == ("joined", "left")
+    assert left.height == MIN_BAR and left.y + left.height <= HEIGHT
+    assert joined.y == 0 and joined.height == drawn.baseline == HEIGHT - MIN_BAR

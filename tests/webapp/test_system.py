@@ -29,7 +29,7 @@ def page_text(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
-def test_the_system_page_is_for_the_owner_only(client):
+def test_the_system_page_is_for_the_owner_only(client, owner):
     response = client.get("/system/")
     assert response.status_code == 302 and "/login" in response.headers["Location"]
     assert client.get("/system/live").status_code == 302
