@@ -217,8 +217,8 @@ def format_clock(epoch: float) -> str:
 def check_worker(redis: Redis, namespace: str) -> Check:
     try:
         info = worker_info(redis, namespace)
-    except RedisError as exc:
-        return Check("worker", False, f"unknown, Redis unreachable: {exc}", "fix Redis first")
+    except RedisError:
+        return Check("worker", False, "unknown while Redis is not answering", "start Redis first (see above)")
     if info.holder is None:
         last = ""
         if info.heartbeat is not None:
