@@ -27,8 +27,9 @@ def shown_url(url: str) -> str:
     except ValueError:
         return "REDIS_URL (unreadable)"
     if password is not None:
-        parts = parts._replace(netloc=f"{parts.username or ''}:****@{parts.netloc.rpartition('@')[2]}")
-    return urlunsplit(parts._replace(query=mask_query_passwords(parts.query)))
+        host = parts.netloc.rpartition("@")[2]
+        url = urlunsplit(parts._replace(netloc=f"{parts.username or ''}:****@{host}"))
+    return mask_query_passwords(url)
 
 
 def is_local(url: str) -> bool:
