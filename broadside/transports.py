@@ -376,13 +376,23 @@ class SmtpTransport:
 
 
 class OutboxTransport:
-    """No SMTP configured: each message becomes an .eml file under instance/outbox/."""
+    """No SMTP configured: each message becomes an .eml file under instance/outbox/.
+
+    A file's name starts with the moment it was written, from one clock reading to the
+    nanosecond (`20261201T100203-123456789-<rcpt>.eml`), so sorting the names gives the order
+    they were written in: the System page lists the newest by name. A clock that repeats or
+    steps back never reorders or overwrites: each name is at least a nanosecond after this
+    transport's previous one, and a name already taken (another identity's worker process,
+    the same person, the same nanosecond) moves on by one more.
+    """
 
     description = "outbox"
     batch_limit = 1
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, clock_ns: Callable[[], int] = time.time_ns) -> None:
         self.folder = Path(folder)
+        self._clock_ns = clock_ns
+        self._last_ns = 0
         self._result: SendResult | None = None
 
     @staticmethod
@@ -399,18 +409,25 @@ class OutboxTransport:
         result, self._result = self._result, None
         return result
 
+    @staticmethod
+    def _name(ns: int, safe_rcpt: str) -> str:
+        seconds, fraction = divmod(ns, 10**9)
+        return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime(seconds))}-{fraction:09d}-{safe_rcpt}.eml"
+
     def send(
         self, mail_from: str, rcpt: str, message: bytes, pace: Callable[[], object] = lambda: None
     ) -> SendResult:
         pace()
         self.folder.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         safe_rcpt = re.sub(r"[^A-Za-z0-9@._-]", "_", rcpt)[:80]
         fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             handle.write(message)
-        final = self.folder / f"{stamp}-{time.time_ns() % 10**9:09d}-{safe_rcpt}.eml"
+        ns = max(self._clock_ns(), self._last_ns + 1)  # one reading: the date and the fraction
+        while (final := self.folder / self._name(ns, safe_rcpt)).exists():
+            ns += 1  # another worker process wrote to this person in the same nanosecond
         os.replace(tmp, final)  # atomic: a reader never sees half a message
+        self._last_ns = ns
         return SendResult(250, f"written to {final.name}")
 
     def close(self) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from redis.exceptions import RedisError
 from sqlalchemy import bindparam, func, select, update
@@ -26,7 +25,8 @@ from sqlalchemy.orm import Session
 from broadside.broadcasts import ledger, lifecycle
 from broadside.identities import lifecycle as identity_lifecycle
 from broadside.models import Broadcast, Delivery, Revision
-from broadside.timeutil import utcnow
+from broadside.site_settings import owner_zone
+from broadside.timeutil import epoch_to_stored, local_format, utcnow
 from broadside.transports import DeliveryError
 from broadside.waits import add_wait_seconds
 from jobs.batches import send_batch
@@ -281,7 +281,8 @@ class Slice:
             return True
         if free_at is None:
             return True
-        when = datetime.fromtimestamp(free_at, UTC).strftime("%H:%M UTC")
+        # Shown on the broadcast's page: the owner's zone, named as every page names it.
+        when = local_format(epoch_to_stored(free_at), owner_zone(self.session), "%H:%M %Z")
         self._notice(
             f"Waiting for the hourly limit ({cap.limit} per hour): sending resumes at {when}.",
         )

@@ -42,6 +42,7 @@ from broadside.lease import RENEW_EVERY_S, Lease
 from broadside.logs import log_context, redact_also, url_passwords
 from broadside.providers.factory import make_transport
 from broadside.queues import Jobs
+from broadside.redis_health import not_answering, shown_url
 from broadside.streams import record_rate
 from broadside.waits import add_wait_seconds
 from jobs import runtime
@@ -97,18 +98,44 @@ def wait_for_schema(app: Flask, stop: threading.Event) -> bool:
     return False
 
 
-def acquire_lease(lease: Lease, stop: threading.Event) -> bool:
+REDIS_RETRY_FIRST_S = 0.5
+REDIS_RETRY_MAX_S = 15.0
+STILL_DOWN_EVERY_S = 60.0
+
+
+def acquire_lease(lease: Lease, stop: threading.Event, redis_url: str) -> bool:
+    """Wait for the stream's lease: while another worker holds it, or while Redis does not
+    answer (said once in words with how to start it, then every minute; retried with backoff
+    up to REDIS_RETRY_MAX_S, and said again when Redis is back)."""
     last_said = 0.0
+    down_since: float | None = None
+    retry_in = REDIS_RETRY_FIRST_S
     while not stop.is_set():
         try:
-            if lease.try_acquire():
-                log.info("lease taken by %s", lease.identity)
-                return True
-            holder = lease.holder()
+            taken = lease.try_acquire()
+            holder = None if taken else lease.holder()
         except RedisError as exc:
-            holder = f"(Redis unreachable: {exc})"
+            now = time.monotonic()
+            if down_since is None:
+                down_since = last_said = now
+                log.error("%s (%s); the worker retries by itself and starts sending once it answers",
+                          not_answering(redis_url), exc)
+            elif now - last_said >= STILL_DOWN_EVERY_S:
+                last_said = now
+                log.warning("Redis is still not answering at %s after %.0f s; retrying every %.0f s",
+                            shown_url(redis_url), now - down_since, retry_in)
+            stop.wait(retry_in)
+            retry_in = min(retry_in * 2, REDIS_RETRY_MAX_S)
+            continue
+        if down_since is not None:
+            log.info("Redis is answering again at %s", shown_url(redis_url))
+            down_since, last_said, retry_in = None, 0.0, REDIS_RETRY_FIRST_S
+        if taken:
+            log.info("lease taken by %s", lease.identity)
+            return True
         if time.monotonic() - last_said > 10:
-            log.warning("another worker holds the sending lease (%s); waiting for it", holder)
+            log.warning("another worker holds the sending lease (%s); waiting for it",
+                        holder or "it is being released")
             last_said = time.monotonic()
         stop.wait(0.5)
     return False
@@ -129,9 +156,15 @@ class Maintenance(threading.Thread):
 
     def run(self) -> None:
         last_check = 0.0
+        redis_down = False
+        redis_url = self.app.config["REDIS_URL"]
         while not self.done.wait(RENEW_EVERY_S if last_check else 0):
             try:
-                if not self.rt.lease.renew():
+                renewed = self.rt.lease.renew()
+                if redis_down:
+                    redis_down = False
+                    log.info("Redis is answering again at %s", shown_url(redis_url))
+                if not renewed:
                     holder = self.rt.lease.holder()
                     if holder is None and self.rt.lease.try_acquire():
                         log.warning("lease had vanished (Redis restarted or flushed); taken again")
@@ -140,6 +173,9 @@ class Maintenance(threading.Thread):
                         self.on_lost()
                         return
             except RedisError as exc:
+                if not redis_down:
+                    redis_down = True
+                    log.error("%s; sending waits until it answers", not_answering(redis_url))
                 log.warning("cannot renew the lease, Redis unreachable: %s", exc)
                 continue
             if time.monotonic() - last_check >= MAINTENANCE_EVERY_S:
@@ -233,7 +269,7 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
     # Its transport's keys and webhook secret come from the database: never in a log line.
     redact_also([*url_passwords(identity.transport_url), identity.webhook_secret])
     lease = Lease(redis, config["BROADSIDE_NAMESPACE"], stream=identity.key)
-    if not acquire_lease(lease, stop):
+    if not acquire_lease(lease, stop, config["REDIS_URL"]):
         return 0
     transport = make_transport(identity.transport_url, app.instance_path,
                                float(config.get("SMTP_TIMEOUT", 30)))

@@ -19,6 +19,7 @@ from email.utils import parseaddr
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+from zoneinfo import ZoneInfo
 
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -38,15 +39,19 @@ from broadside.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY, stream_key
 from broadside.logs import mask_query_passwords, url_passwords
 from broadside.providers.factory import make_transport
 from broadside.providers.urls import SMTP_SCHEMES, describe, scheme_of
+from broadside.redis_health import how_to_start, shown_url
+from broadside.timeutil import epoch_to_stored, local_format
 from broadside.transports import DeliveryError, OutboxTransport, SmtpTransport
 from webapp.extensions import db
 from webapp.identities import checks as identity_checks
+from webapp.templating import SYSTEM_TIME, owner_zone
 
 CHECK_TIMEOUT_S = 4.0
 SMTP_LAST_CHECK_KEY = "smtp:last_check"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 SECRET_VARS = ("SECRET_KEY", "WEBHOOK_SECRET", "METRICS_TOKEN")
 URL_VARS = ("SMTP_URL", "DATABASE_URL", "REDIS_URL")
+UTC_ZONE = ZoneInfo("UTC")
 
 
 @dataclass(frozen=True)
@@ -160,14 +165,16 @@ def check_database(app: Flask) -> Check:
                  "run `flask --app webapp db upgrade`")
 
 
-def check_redis(redis: Redis) -> Check:
+def check_redis(redis: Redis, url: str) -> Check:
     try:
         started = time.monotonic()
         redis.ping()
         elapsed_ms = (time.monotonic() - started) * 1000
     except RedisError as exc:
-        return Check("Redis", False, f"unreachable: {exc}",
-                     "check REDIS_URL and that Redis is running (it holds the queue and the lease)")
+        # The same words as the worker's log and the dashboard (broadside.redis_health).
+        return Check("Redis", False, f"not answering at {shown_url(url)} ({exc})",
+                     f"{how_to_start(url)}; it holds the queue and the worker's lease, so nothing "
+                     "is sent without it")
     return Check("Redis", True, f"reachable ({elapsed_ms:.1f} ms)")
 
 
@@ -205,23 +212,24 @@ def worker_info(redis: Redis, namespace: str, stream: str = "default") -> Worker
     return WorkerInfo(holder.decode(errors="replace"), _epoch(since), _epoch(heartbeat))
 
 
-def format_clock(epoch: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
+def format_clock(epoch: float, zone: ZoneInfo) -> str:
+    """In the owner's zone, named as on every page (the System page shows these lines)."""
+    return local_format(epoch_to_stored(epoch), zone, SYSTEM_TIME)
 
 
-def check_worker(redis: Redis, namespace: str) -> Check:
+def check_worker(redis: Redis, namespace: str, zone: ZoneInfo = UTC_ZONE) -> Check:
     try:
         info = worker_info(redis, namespace)
-    except RedisError as exc:
-        return Check("worker", False, f"unknown, Redis unreachable: {exc}", "fix Redis first")
+    except RedisError:
+        return Check("worker", False, "unknown while Redis is not answering", "start Redis first (see above)")
     if info.holder is None:
         last = ""
         if info.heartbeat is not None:
-            last = f" (last heartbeat {format_clock(info.heartbeat)})"
+            last = f" (last heartbeat {format_clock(info.heartbeat, zone)})"
         return Check("worker", False, f"no worker holds the sending lease{last}",
                      "start it: `flask --app webapp worker`, or `honcho start` for web and worker")
     age = info.heartbeat_age()
-    since = f" since {format_clock(info.since)}" if info.since else ""
+    since = f" since {format_clock(info.since, zone)}" if info.since else ""
     beat = f", heartbeat {age:.1f} s ago" if age is not None else ""
     return Check("worker", True, f"{info.holder} holds the lease{since}{beat}")
 
@@ -417,12 +425,11 @@ def run_checks(app: Flask, *, smtp: bool = True) -> list[Check]:
     stored results instead)."""
     redis = app.extensions["broadside_redis"]
     namespace = app.config["BROADSIDE_NAMESPACE"]
-    checks = [
-        check_configuration(app.config),
-        check_database(app),
-        check_redis(redis),
-        check_worker(redis, namespace),
-    ]
+    checks = [check_configuration(app.config), check_database(app)]
+    # Times in the owner's zone (Settings), read only once the database answered quickly: a
+    # database that does not answer must not stall the checks.
+    zone = owner_zone() if checks[1].ok else UTC_ZONE
+    checks += [check_redis(redis, app.config["REDIS_URL"]), check_worker(redis, namespace, zone)]
     if smtp:
         checks.append(check_smtp(app, database_ok=bool(checks[1].ok)))
         if checks[1].ok:

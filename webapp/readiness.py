@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -24,6 +23,8 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from broadside.identities.service import resolve
+from broadside.redis_health import not_answering
+from broadside.timeutil import epoch_to_stored, in_zone, local_format
 from webapp.doctor import SmtpCheck, WorkerInfo, last_smtp_check, worker_info
 from webapp.extensions import db
 from webapp.identities import checks as identity_checks
@@ -35,16 +36,14 @@ _PHASE_WORDS = {
     "auth": "the mail server refused the login",
 }
 
-REDIS_DOWN_REASON = ("Redis is unreachable: the send queue lives there, so nothing would be sent "
-                     "until it is back.")
 NO_WORKER_REASON = "No worker is running: sending would wait until one starts."
 
 
 def _when(epoch: float, zone: ZoneInfo, now: float | None = None) -> str:
-    moment = datetime.fromtimestamp(epoch, UTC).astimezone(zone)
-    today = datetime.fromtimestamp(now or time.time(), UTC).astimezone(zone).date()
-    fmt = "%H:%M %Z" if moment.date() == today else "%Y-%m-%d %H:%M %Z"
-    return moment.strftime(fmt)
+    moment = epoch_to_stored(epoch)
+    today = in_zone(epoch_to_stored(now or time.time()), zone).date()
+    fmt = "%H:%M %Z" if in_zone(moment, zone).date() == today else "%Y-%m-%d %H:%M %Z"
+    return local_format(moment, zone, fmt)
 
 
 @dataclass(frozen=True)
@@ -56,6 +55,12 @@ class SendingReadiness:
     now: float = field(default_factory=time.time)
     # Another identity than the default: its name (for the words) and where to fix it.
     identity: str = ""
+    redis_url: str = ""  # REDIS_URL, to say where Redis was not answering
+
+    @property
+    def redis_problem(self) -> str:
+        """Where Redis is not answering and how to start it (`broadside.redis_health`)."""
+        return not_answering(self.redis_url)
 
     @property
     def worker_holder(self) -> str | None:
@@ -73,7 +78,8 @@ class SendingReadiness:
     def reasons(self) -> list[str]:
         """Why a send would not happen now, for the send confirmation ([] when it would)."""
         if not self.redis_ok:
-            return [REDIS_DOWN_REASON]
+            return [f"{self.redis_problem}. The send queue lives there, so nothing would be sent "
+                    "until it answers."]
         reasons = []
         if self.worker_holder is None:
             reasons.append(NO_WORKER_REASON if not self.identity else
@@ -97,7 +103,7 @@ class SendingReadiness:
     def problem(self) -> str | None:
         """The one sentence for a banner (dashboard, a broadcast on its way); None when fine."""
         if not self.redis_ok:
-            return "Sending is stopped: Redis is unreachable, so the worker cannot take jobs."
+            return f"Sending is stopped. {self.redis_problem}."
         if self.worker_holder is None:
             if self.identity:
                 return (f"Sending is stopped: no worker serves the sending identity "
@@ -122,9 +128,10 @@ def read_readiness(redis: Redis, config: Mapping[str, Any],
         worker = worker_info(redis, namespace)
         last = last_smtp_check(redis, namespace, config)
     except RedisError:
-        return SendingReadiness(redis_ok=False, worker=None, zone=zone or ZoneInfo("UTC"))
+        return SendingReadiness(redis_ok=False, worker=None, zone=zone or ZoneInfo("UTC"),
+                                redis_url=config["REDIS_URL"])
     return SendingReadiness(redis_ok=True, worker=worker, last_check=last,
-                            zone=zone or ZoneInfo("UTC"))
+                            zone=zone or ZoneInfo("UTC"), redis_url=config["REDIS_URL"])
 
 
 def sending_readiness(app: Flask | None = None, identity_id: int | None = None) -> SendingReadiness:
@@ -139,7 +146,8 @@ def sending_readiness(app: Flask | None = None, identity_id: int | None = None) 
         worker = worker_info(redis, app.config["BROADSIDE_NAMESPACE"], identity.key)
         checked = identity_checks.last(app, identity)
     except RedisError:
-        return SendingReadiness(redis_ok=False, worker=None, zone=owner_zone(), identity=identity.name)
+        return SendingReadiness(redis_ok=False, worker=None, zone=owner_zone(), identity=identity.name,
+                                redis_url=app.config["REDIS_URL"])
     last = None if checked is None else SmtpCheck(checked.ok, checked.at, checked.target, checked.detail)
     return SendingReadiness(redis_ok=True, worker=worker, last_check=last, zone=owner_zone(),
                             identity=identity.name)

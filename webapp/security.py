@@ -13,6 +13,7 @@ from typing import TypeVar
 from flask import Flask, Response, redirect, url_for
 from flask_login import current_user
 
+from broadside import accounts
 from broadside.models import Owner
 from webapp.extensions import db, login_manager
 from webapp.htmx import make_response, request
@@ -61,6 +62,9 @@ def install_security(app: Flask) -> None:
         if request.htmx:
             # An expired session during an HTMX poll: send the whole page to the login form.
             return make_response("", 401, redirect=url_for("auth.login"))
+        if not accounts.owner_exists(db.session):
+            # A fresh install: there is nobody to sign in yet, so straight to creating the owner.
+            return redirect(url_for("auth.setup"))
         return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
 
     https = str(app.config.get("BASE_URL", "")).lower().startswith("https://")

@@ -1,14 +1,17 @@
 """Helpers every template can call, registered once for the whole app (`register_templating`):
 times in the owner's time zone and numbers with thousands separators.
 
-Pages differ only in the format they pass: `local_time(moment)` is `2025-03-01 14:05`;
-the System page passes `SYSTEM_TIME` (seconds and the zone's name), a progress line
-`'%Y-%m-%d %H:%M %Z'`, and so on.
+Every time a page shows goes through `local_time` (a stored moment) or `epoch_time` (a time
+Redis keeps), both `broadside.timeutil.local_format`: the owner's zone, named by one label
+wherever a format says `%Z` (`zone_label()` alone names it in a column's heading). Pages
+differ only in the format they pass: `local_time(moment)` is `2025-03-01 14:05`; `WITH_ZONE`
+adds the zone (`2025-03-01 14:05 GMT`), `SYSTEM_TIME` seconds and the zone, and so on. No
+template calls `strftime` itself (tests/webapp/test_times.py reads them all).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -16,10 +19,13 @@ from flask import Flask, g
 from sqlalchemy.exc import SQLAlchemyError
 
 from broadside.site_settings import owner_zone as settings_zone
+from broadside.timeutil import epoch_to_stored, in_zone, local_format, utcnow
+from broadside.timeutil import zone_label as label_of
 from webapp.extensions import db
 
 DEFAULT_TIME = "%Y-%m-%d %H:%M"
 SYSTEM_TIME = "%Y-%m-%d %H:%M:%S %Z"
+WITH_ZONE = "%Y-%m-%d %H:%M %Z"
 
 
 def owner_zone() -> ZoneInfo:
@@ -37,14 +43,25 @@ def local_time(moment: datetime | None, fmt: str = DEFAULT_TIME) -> str:
     """A stored (naive UTC) time in the owner's time zone; "" for None."""
     if moment is None:
         return ""
-    return moment.replace(tzinfo=UTC).astimezone(owner_zone()).strftime(fmt)
+    return local_format(moment, owner_zone(), fmt)
 
 
 def epoch_time(epoch: float | None, fmt: str = SYSTEM_TIME) -> str:
     """Epoch seconds (Redis keeps times so) in the owner's time zone; "" for None."""
     if epoch is None:
         return ""
-    return datetime.fromtimestamp(epoch, UTC).astimezone(owner_zone()).strftime(fmt)
+    return local_format(epoch_to_stored(epoch), owner_zone(), fmt)
+
+
+def zone_label(moment: datetime | None = None) -> str:
+    """The owner's zone as `%Z` writes it, at a stored moment (now by default): for a column's
+    heading, "When (GMT)"."""
+    return label_of(in_zone(moment or utcnow(), owner_zone()))
+
+
+def day_label(day: date, weekday: bool = False) -> str:
+    """A day of the owner's (already in their zone): `3 Dec`, or `Wed 3 Dec`."""
+    return f"{day:%a} {day.day} {day:%b}" if weekday else f"{day.day} {day:%b}"
 
 
 def num(value: float | None) -> str:
@@ -54,5 +71,5 @@ def num(value: float | None) -> str:
 def register_templating(app: Flask) -> None:
     @app.context_processor
     def time_and_numbers() -> dict[str, Any]:
-        return {"local_time": local_time, "epoch_time": epoch_time, "num": num,
-                "SYSTEM_TIME": SYSTEM_TIME}
+        return {"local_time": local_time, "epoch_time": epoch_time, "zone_label": zone_label,
+                "day_label": day_label, "num": num, "SYSTEM_TIME": SYSTEM_TIME, "WITH_ZONE": WITH_ZONE}

@@ -59,7 +59,7 @@ def _commit_or_conflict(session: Session, name: str) -> None:
         session.commit()
     except IntegrityError:
         session.rollback()
-        raise Conflict(f"There is already a list called {name!r}.") from None
+        raise Conflict(f"There is already a list called “{name}”.") from None
 
 
 def create_list(session: Session, name: str | None, description: str | None = "",
@@ -67,7 +67,7 @@ def create_list(session: Session, name: str | None, description: str | None = ""
     name = _clean_name(name)
     description = _clean_description(description)
     if _name_taken(session, name):
-        raise Conflict(f"There is already a list called {name!r}.")
+        raise Conflict(f"There is already a list called “{name}”.")
     mailing_list = MailingList(name=name, description=description, signup_enabled=signup_enabled)
     session.add(mailing_list)
     _commit_or_conflict(session, name)
@@ -87,7 +87,7 @@ def update_list(session: Session, list_id: int, *, name: str | None, description
     name = _clean_name(name)
     description = _clean_description(description)
     if _name_taken(session, name, except_id=list_id):
-        raise Conflict(f"There is already a list called {name!r}.")
+        raise Conflict(f"There is already a list called “{name}”.")
     mailing_list.name = name
     mailing_list.description = description
     mailing_list.signup_enabled = bool(signup_enabled)
@@ -122,7 +122,7 @@ def delete_list(session: Session, list_id: int) -> str:
         Automation.list_id == list_id, Automation.status != AutomationStatus.DELETED.value).limit(1))
     if automation is not None:
         session.rollback()
-        raise Conflict(f"The list {name!r} is the trigger of the automation {automation!r}. "
+        raise Conflict(f"The list “{name}” is the trigger of the automation “{automation}”. "
                        "Give it another list or delete it before deleting this list.")
     result = session.execute(
         delete(MailingList).where(MailingList.id == list_id, ~busy, ~automated)
@@ -131,7 +131,7 @@ def delete_list(session: Session, list_id: int) -> str:
     if rowcount(result) == 0:
         session.rollback()
         raise Conflict(
-            f"The list {name!r} has a broadcast that is scheduled, queued, sending or paused. "
+            f"The list “{name}” has a broadcast that is scheduled, queued, sending or paused. "
             "Cancel or finish it before deleting the list."
         )
     session.commit()

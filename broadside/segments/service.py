@@ -85,7 +85,7 @@ def _commit_or_conflict(session: Session, name: str) -> None:
         session.commit()
     except IntegrityError:
         session.rollback()
-        raise Conflict(f"There is already a segment called {name!r}.") from None
+        raise Conflict(f"There is already a segment called “{name}”.") from None
 
 
 def get_segment(session: Session, segment_id: int) -> Segment:
@@ -104,7 +104,7 @@ def create_segment(session: Session, name: Any, rules: Any) -> Segment:
     name = _clean_name(name)
     group = validate(session, rules)
     if _name_taken(session, name):
-        raise Conflict(f"There is already a segment called {name!r}.")
+        raise Conflict(f"There is already a segment called “{name}”.")
     segment = Segment(name=name, rules=group.as_json())
     session.add(segment)
     _commit_or_conflict(session, name)
@@ -117,7 +117,7 @@ def update_segment(session: Session, segment_id: int, name: Any, rules: Any) -> 
     name = _clean_name(name)
     group = validate(session, rules)
     if _name_taken(session, name, except_id=segment_id):
-        raise Conflict(f"There is already a segment called {name!r}.")
+        raise Conflict(f"There is already a segment called “{name}”.")
     segment.name = name
     segment.rules = group.as_json()
     _commit_or_conflict(session, name)
@@ -169,14 +169,14 @@ def delete_segment(session: Session, segment_id: int) -> str:
             Automation.status != AutomationStatus.DELETED.value).limit(1))
         session.rollback()
         if automation is not None and not users:
-            raise Conflict(f"The segment {name!r} is the trigger of the automation {automation!r}. "
+            raise Conflict(f"The segment “{name}” is the trigger of the automation “{automation}”. "
                            "Give it another trigger or delete it before deleting the segment.")
         if users:
             first = users[0]
             subject = first.subject or "(no subject)"
             more = f" and {len(users) - 1} more" if len(users) > 1 else ""
             raise Conflict(
-                f"The segment {name!r} is used by the {first.status} broadcast {subject!r}{more}. "
+                f"The segment “{name}” is used by the {first.status} broadcast “{subject}”{more}. "
                 "Cancel it, let it finish, or give it another audience before deleting the segment."
             )
         raise NotFound("There is no such segment.")

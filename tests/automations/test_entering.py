@@ -183,7 +183,7 @@ def test_erasing_a_person_and_deleting_a_list_forget_them_in_the_automation_rows
     assert {r.subscriber_id for r in messages(automation)} == {None, stays}
     assert db.session.scalar(select(func.count()).select_from(AutomationEntry)
                              .where(AutomationEntry.subscriber_id == gone)) == 0
-    with pytest.raises(Conflict, match="trigger of the automation 'Other welcome'"):
+    with pytest.raises(Conflict, match="trigger of the automation “Other welcome”"):
         delete_list(db.session, other)  # the automation would silently stop
     automations.delete(db.session, kept)
     delete_list(db.session, other)
@@ -224,7 +224,7 @@ def test_a_segment_that_triggers_an_automation_is_not_deleted_from_under_it(app)
     data = automations.parse_input({"name": "Nudge", "trigger": {"type": "segment", "segment_id": segment.id},
                                     "steps": [{"delay": "PT0S", "subject": "Hi", "body": "x"}]})
     automation = automations.create_automation(db.session, data, default_from="a@example.com")
-    with pytest.raises(Conflict, match="trigger of the automation 'Nudge'"):
+    with pytest.raises(Conflict, match="trigger of the automation “Nudge”"):
         segments.delete_segment(db.session, segment.id)
     automations.delete(db.session, automation.id)
     assert segments.delete_segment(db.session, segment.id) == "Trials"

@@ -93,7 +93,7 @@ def test_build_a_segment_watch_the_count_and_save_it(page: Page, live_server, ow
     assert page.evaluate("window.stillTheSamePage") is True
 
     page.get_by_role("button", name="Save segment").click()
-    expect(page.get_by_text("The segment 'Berlin regulars' is saved.")).to_be_visible()
+    expect(page.get_by_text("The segment “Berlin regulars” is saved.")).to_be_visible()
     row = page.locator(".segment-item", has_text="Berlin regulars")
     expect(row).to_contain_text("city is Berlin and (on Weekly or joined within the last 30 days)")
     expect(row.locator(".count")).to_have_text("2 people")

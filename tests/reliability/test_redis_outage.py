@@ -21,6 +21,7 @@ from tests.helpers import (
     start_broadcast,
     wait_until,
 )
+from tests.reliability.conftest import PrivateRedis
 from webapp.extensions import db
 
 pytestmark = pytest.mark.slow
@@ -93,3 +94,35 @@ def test_redis_killed_and_restarted_mid_send_stops_sending_then_resumes_by_itsel
     finished_without_doubles(broadcast.id, smtp_server)
     assert "lease had vanished" in worker.output
     assert worker.proc.poll() is None, "the worker should survive a Redis restart"
+    # It said what was wrong and when it was right again, in words (broadside.redis_health).
+    log = worker.output
+    assert f"Redis is not answering at {private_redis.url}: start it, e.g. `sudo apt-get" in log
+    assert f"Redis is answering again at {private_redis.url}" in log
+
+
+def test_a_worker_started_before_redis_says_so_in_words_and_sends_once_it_answers(
+    app, app_config, smtp_server, worker_factory, tmp_path
+):
+    weekly = make_list(db.session, 3)
+    broadcast = start_broadcast(app, weekly)  # queued on the Redis the web app uses
+    late = PrivateRedis(tmp_path / "late")  # its port chosen; nothing listening there yet
+    app_config["REDIS_URL"] = late.url
+    worker = worker_factory()
+    said = f"Redis is not answering at {late.url}: start it, e.g. `sudo apt-get install redis-server`"
+    wait_until(lambda: said in worker.output, timeout=30, message="the worker did not say Redis is missing")
+    assert "another worker holds the sending lease" not in worker.output
+    assert worker.proc.poll() is None, "the worker should wait for Redis, not exit"
+
+    late.start()
+    try:
+        # Retried with backoff, it says so and takes the lease; orphan repair queues the
+        # broadcast on this Redis, and it is sent.
+        wait_until(lambda: f"Redis is answering again at {late.url}" in worker.output, timeout=20,
+                   message="the worker did not notice Redis answering")
+        assert "lease taken by" in worker.output
+        smtp_server.wait_for(3, timeout=30)
+        wait_until(lambda: broadcast_status(broadcast.id) == "sent", timeout=30)
+        assert worker.output.count(said) == 1, "said once, not on every retry"
+    finally:
+        worker.stop()
+        late.kill()

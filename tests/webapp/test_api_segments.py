@@ -202,7 +202,7 @@ def test_a_segment_in_use_by_a_live_broadcast_cannot_be_deleted(client, api_head
 
     refused = client.delete(f"/api/segments/{segment_id}", headers=api_headers)
     assert refused.status_code == 409
-    assert "used by the paused broadcast 'Hallo Berlin'" in refused.json["error"]
+    assert "used by the paused broadcast “Hallo Berlin”" in refused.json["error"]
     assert segment_count() == 1
 
     assert client.post(f"/api/broadcasts/{live}/cancel", headers=api_headers).status_code == 200

@@ -9,7 +9,10 @@ from webapp.extensions import db
 
 
 def test_setup_creates_first_owner_then_disappears(client):
-    assert client.get("/").headers["Location"].startswith("/login")
+    # A fresh install: any owner page goes straight to creating the owner, not through /login.
+    fresh = client.get("/")
+    assert (fresh.status_code, fresh.headers["Location"]) == (302, "/setup")
+    assert client.get("/lists/").headers["Location"] == "/setup"
     assert client.get("/login").headers["Location"] == "/setup"
     page = client.get("/setup")
     assert page.status_code == 200

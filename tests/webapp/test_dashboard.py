@@ -3,14 +3,17 @@ that says sending is stopped."""
 
 from __future__ import annotations
 
+import html
 import re
 
+import pytest
 from redis import Redis
 from sqlalchemy import event, update
 
 from broadside.broadcasts import drafts
 from broadside.models import Broadcast, MailingList, Subscriber, Subscription
 from tests.helpers import make_list, start_broadcast
+from tests.smtp_server import free_port
 from webapp.extensions import db, namespaced
 
 HTMX = {"HX-Request": "true"}
@@ -25,16 +28,29 @@ def test_banner_says_sending_is_stopped_when_no_worker_holds_the_lease(logged_in
     assert "Sending is stopped" not in page.text
 
 
-def test_banner_says_so_when_redis_is_unreachable(app, logged_in_client):
-    working = app.extensions["broadside_redis"]
-    app.extensions["broadside_redis"] = Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=1)
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_banner_says_where_redis_is_not_answering_and_how_to_start_it(app, logged_in_client):
+    # Signed in (the sign-in throttle needs Redis), then nothing listening at REDIS_URL.
+    working, working_url = app.extensions["broadside_redis"], app.config["REDIS_URL"]
+    port = free_port()
+    app.config["REDIS_URL"] = f"redis://:hunter2-redis@127.0.0.1:{port}/0"
+    app.extensions["broadside_redis"] = Redis.from_url(app.config["REDIS_URL"], socket_connect_timeout=1)
     try:
         page = logged_in_client.get("/")
+        live = html.unescape(logged_in_client.get("/system/live").text)  # the System page: alike
     finally:
         app.extensions["broadside_redis"].close()
         app.extensions["broadside_redis"] = working
+        app.config["REDIS_URL"] = working_url
     assert page.status_code == 200
-    assert "Sending is stopped: Redis is unreachable" in page.text
+    banner = re.search(r'id="sending-banner">([^<]*)<', page.text)
+    assert banner, page.text
+    assert html.unescape(banner.group(1)).split() == (
+        f"Sending is stopped. Redis is not answering at redis://:****@127.0.0.1:{port}/0: start it, "
+        "e.g. `sudo apt-get install redis-server` (Debian/Ubuntu) or `brew install redis && brew "
+        "services start redis` (macOS).").split()
+    assert "hunter2-redis" not in page.text + live
+    assert f"Redis is not answering at redis://:****@127.0.0.1:{port}/0: start it, e.g." in live
 
 
 def test_list_sizes_count_who_a_send_would_reach_in_one_grouped_query(logged_in_client):
@@ -56,7 +72,8 @@ def test_list_sizes_count_who_a_send_would_reach_in_one_grouped_query(logged_in_
         event.remove(db.engine, "before_cursor_execute", record)
     assert re.search(rf'id="list-size-{weekly.id}">2</td>', page.text)  # 5 - 2 left - 1 bounced
     assert ">Empty</a>" in page.text
-    assert len([s for s in seen if "subscriptions" in s]) == 1
+    # One for the list sizes, one for the growth chart (tests/webapp/test_growth.py).
+    assert len([s for s in seen if "subscriptions" in s]) == 2
     assert len([s for s in seen if "group by" in s and "mailing_lists" in s]) == 1
 
 

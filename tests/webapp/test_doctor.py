@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from broadside.lease import Lease
+from broadside.redis_health import not_answering
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT
 from webapp.doctor import (
@@ -265,3 +266,29 @@ def test_doctor_with_a_malformed_variable_stops_with_one_line_naming_it(app_conf
     assert result.returncode != 0
     assert "SEND_DELAY_MS must be a whole number" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_doctor_with_nothing_listening_at_redis_url_says_where_and_how_to_start_it(app, app_config):
+    port = free_port()  # nothing listens there
+    result = run_doctor(app_config, REDIS_URL=f"redis://:hunter2-redis@127.0.0.1:{port}/0")
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert f"✗ Redis: not answering at redis://:****@127.0.0.1:{port}/0 (" in out
+    assert "→ start it, e.g. `sudo apt-get install redis-server` (Debian/Ubuntu) or " \
+           "`brew install redis && brew services start redis` (macOS)" in out
+    assert "hunter2-redis" not in out + result.stderr
+    assert "fix: Redis, worker" in out
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    ("redis://127.0.0.1:6379/0", "Redis is not answering at redis://127.0.0.1:6379/0: start it, e.g. "
+                                 "`sudo apt-get install redis-server`"),
+    ("redis://default:pa55word@localhost:6380/2", "at redis://default:****@localhost:6380/2: start it"),
+    ("rediss://cache.internal:6380/0?password=pa55word",
+     "at rediss://cache.internal:6380/0?password=****: check that Redis runs there and that REDIS_URL"),
+    ("unix:///run/redis/redis.sock?db=0", "at unix:///run/redis/redis.sock?db=0: start it"),
+])
+def test_a_missing_redis_is_named_with_its_password_masked_and_what_to_do(url, said):
+    assert said in not_answering(url)
+    assert "pa55word" not in not_answering(url)

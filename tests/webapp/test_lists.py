@@ -1,5 +1,9 @@
 """Lists: create, rename, describe, sign-up toggle, counts by status, guarded delete."""
 
+import html
+import re
+
+import pytest
 from sqlalchemy import func, select
 
 from broadside.lists import service
@@ -110,3 +114,22 @@ def test_delete_is_refused_while_a_broadcast_may_still_send(logged_in_client):
 def test_unknown_list_is_404(logged_in_client):
     assert logged_in_client.get("/lists/999").status_code == 404
     assert logged_in_client.get("/lists/999/delete").status_code == 404
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_created_and_deleted_say_so_in_words_not_in_programmer_quotes(logged_in_client):
+    token = csrf_token_from(logged_in_client.get("/lists/").text)
+    created = logged_in_client.post("/lists/", data={"name": "Ann's News", "csrf_token": token},
+                                    follow_redirects=True)
+    flash = re.search(r'<div class="flash flash-success" role="status">([^<]*)</div>', created.text)
+    assert flash, created.text
+    assert html.unescape(flash.group(1)) == (
+        "“Ann's News” is ready. Add people by importing a CSV, or open a sign-up form under Settings.")
+    with_form = logged_in_client.post("/lists/", data={"name": "Open", "signup_enabled": "y",
+                                                       "csrf_token": token}, follow_redirects=True)
+    assert "“Open” is ready. Its sign-up form is open; add the people you already have by " \
+           "importing a CSV." in html.unescape(with_form.text)
+    list_id = db.session.scalar(select(MailingList.id).where(MailingList.name == "Ann's News"))
+    gone = logged_in_client.post(f"/lists/{list_id}/delete", data={"csrf_token": token},
+                                 follow_redirects=True)
+    assert "“Ann's News” is deleted. The people on it are still in Subscribers." in html.unescape(gone.text)

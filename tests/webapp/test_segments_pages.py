@@ -315,7 +315,7 @@ def test_bad_rules_are_refused_naming_the_condition_and_nothing_is_saved(logged_
     assert segment_count() == 0
     service.create_segment(db.session, "Older", {"all": [{"field": "name", "op": "contains", "value": "a"}]})
     taken = press(logged_in_client, "/segments/new", {**fields, "c-1-value": "30"}, "save")
-    assert taken.status_code == 422 and "There is already a segment called &#39;Older&#39;" in taken.text
+    assert taken.status_code == 422 and "There is already a segment called “Older”" in taken.text
     assert segment_count() == 1
 
 
@@ -566,7 +566,7 @@ def test_duplicate_then_delete(logged_in_client, people):
     assert "city is Berlin" in confirm.text and "Delete the segment" in confirm.text
     deleted = logged_in_client.post(f"/segments/{copy_id}/delete", data={"csrf_token": token})
     assert deleted.status_code == 302 and deleted.headers["Location"] == "/segments/"
-    assert "The segment &#39;Copy of Berlin&#39; is deleted." in logged_in_client.get("/segments/").text
+    assert "The segment “Copy of Berlin” is deleted." in logged_in_client.get("/segments/").text
     assert segment_count() == 1
     assert logged_in_client.get(f"/segments/{copy_id}/edit").status_code == 404
 
@@ -587,7 +587,7 @@ def test_delete_is_refused_while_a_scheduled_broadcast_uses_the_segment(logged_i
                                     follow_redirects=True)
     assert refused.status_code == 200
     assert ("flash-error" in refused.text
-            and "is used by the scheduled broadcast &#39;Berlin news&#39;" in refused.text)
+            and "is used by the scheduled broadcast “Berlin news”" in refused.text)
     assert segment_count() == 1
 
     # Where it is used, on its page: every broadcast addressed to it, in any state.

@@ -29,7 +29,7 @@ def page_text(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
-def test_the_system_page_is_for_the_owner_only(client):
+def test_the_system_page_is_for_the_owner_only(client, owner):
     response = client.get("/system/")
     assert response.status_code == 302 and "/login" in response.headers["Location"]
     assert client.get("/system/live").status_code == 302
@@ -123,13 +123,16 @@ def test_readiness_names_each_reason_and_is_empty_when_ready(app, redis_client, 
 
 
 def test_readiness_when_redis_is_down(app_config):
-    app = create_app({**app_config, "REDIS_URL": "redis://127.0.0.1:1/0"}, environ={})
+    port = free_port()
+    app = create_app({**app_config, "REDIS_URL": f"redis://127.0.0.1:{port}/0"}, environ={})
     with app.app_context():
         reasons = sending_readiness(app).reasons
         db.session.remove()
         db.engine.dispose()
-    assert reasons == ["Redis is unreachable: the send queue lives there, so nothing would be sent "
-                       "until it is back."]
+    assert reasons == [f"Redis is not answering at redis://127.0.0.1:{port}/0: start it, e.g. "
+                       "`sudo apt-get install redis-server` (Debian/Ubuntu) or `brew install redis "
+                       "&& brew services start redis` (macOS). The send queue lives there, so "
+                       "nothing would be sent until it answers."]
 
 
 def test_hourly_reset_forgets_the_window_and_leaves_evidence(app, app_config, logged_in_client,
@@ -267,3 +270,23 @@ def test_dashboard_banner_warns_when_the_last_smtp_check_failed(app, logged_in_c
     text = page_text(logged_in_client.get("/").text)
     assert ("Sending will fail: the last SMTP check failed (connect: could not connect to "
             "smtp://127.0.0.1:") in text
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_line_not_checked_yet_names_the_button_by_its_label(app, logged_in_client, smtp_server):
+    from broadside.identities import service as identities
+
+    def button_and_waiting_lines() -> tuple[str, list[str]]:
+        html = logged_in_client.get("/system/checks").text
+        button = re.search(r'<button type="submit">([^<]+)</button>', html)
+        assert button, html
+        return button.group(1), re.findall(r"not checked yet: press “([^”]+)”", html)
+
+    app.config["SMTP_URL"] = ""  # the outbox
+    assert button_and_waiting_lines() == ("Check the outbox now", ["Check the outbox now"])
+    app.config["SMTP_URL"] = smtp_server.url
+    assert button_and_waiting_lines() == ("Check SMTP now", ["Check SMTP now"])
+    data = identities.parse_input({"name": "Product", "from": "Product <p@acme.example>",
+                                   "transport": smtp_server.url})
+    identities.create(db.session, data)
+    assert button_and_waiting_lines() == ("Check connections now", ["Check connections now"] * 2)

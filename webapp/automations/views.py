@@ -116,12 +116,12 @@ def _submitted(automation: Automation | None):
         data = automations.parse_input(form.as_body(fields))
         if automation is None:
             saved = automations.create_automation(db.session, data, default_from=_default_from())
-            flash(f"The automation {saved.name!r} is saved. It is disabled until you enable it.",
+            flash(f"The automation “{saved.name}” is saved. It is disabled until you enable it.",
                   "success")
         else:
             saved = automations.update_automation(db.session, automation.id, data,
                                                   default_from=_default_from())
-            flash(f"The automation {saved.name!r} is saved.", "success")
+            flash(f"The automation “{saved.name}” is saved.", "success")
     except (ValidationError, Conflict) as exc:
         return _render_editor(fields, automation, error=exc.message, status=422,
                               name_taken=isinstance(exc, Conflict))
@@ -183,7 +183,7 @@ def delete(automation_id: int):
     confirm = ConfirmForm()
     if request.method == "POST" and confirm.validate_on_submit():
         automations.delete(db.session, automation_id)
-        flash(f"The automation {automation.name!r} is deleted; its waiting messages were skipped.",
+        flash(f"The automation “{automation.name}” is deleted; its waiting messages were skipped.",
               "success")
         return redirect(url_for("automations.index"))
     card = _card(automation)

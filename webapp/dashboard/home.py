@@ -1,13 +1,17 @@
-"""What the dashboard shows: recent broadcasts with their progress, and the size of each list."""
+"""What the dashboard shows: recent broadcasts with their progress, subscriber growth over the
+last 30 days (a chart), and the size of each list."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from broadside.models import Broadcast, MailingList, Subscriber, Subscription
+from broadside.subscribers.growth import growth
+from webapp.dashboard.chart import Chart, chart
 
 RECENT = 8
 
@@ -23,6 +27,7 @@ class ListSize:
 class Home:
     recent: list[tuple[Broadcast, str | None]]
     lists: list[ListSize]
+    growth: Chart
 
     @property
     def any_active(self) -> bool:
@@ -56,5 +61,5 @@ def list_sizes(session: Session) -> list[ListSize]:
     return [ListSize(list_id, name, count) for list_id, name, count in rows]
 
 
-def home_overview(session: Session) -> Home:
-    return Home(recent_broadcasts(session), list_sizes(session))
+def home_overview(session: Session, zone: ZoneInfo) -> Home:
+    return Home(recent_broadcasts(session), list_sizes(session), chart(growth(session, zone)))

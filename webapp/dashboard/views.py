@@ -9,6 +9,7 @@ from webapp.dashboard.home import home_overview, recent_broadcasts
 from webapp.extensions import db
 from webapp.htmx import STOP_POLLING, make_response, request
 from webapp.readiness import sending_readiness
+from webapp.templating import owner_zone
 
 bp = Blueprint("dashboard", __name__)
 ACTIVE = ("queued", "sending")
@@ -16,7 +17,7 @@ ACTIVE = ("queued", "sending")
 
 @bp.route("/")
 def home():
-    return render_template("dashboard/home.html", home=home_overview(db.session),
+    return render_template("dashboard/home.html", home=home_overview(db.session, owner_zone()),
                            status=sending_readiness(),
                            due_soon=automations.due_soon(db.session, hours=24))
 

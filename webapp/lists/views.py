@@ -40,7 +40,11 @@ def create():
         except DomainError as exc:
             form.name.errors.append(exc.message)
         else:
-            flash(f"The list {created.name!r} is ready.", "success")
+            flash(f"“{created.name}” is ready. "
+                  + ("Its sign-up form is open; add the people you already have by importing a CSV."
+                     if created.signup_enabled else
+                     "Add people by importing a CSV, or open a sign-up form under Settings."),
+                  "success")
             return redirect(url_for("lists.show", list_id=created.id))
     return render_template("lists/index.html", summaries=service.list_summaries(db.session),
                            form=form), 422
@@ -95,5 +99,5 @@ def delete(list_id: int):
     except Conflict as exc:
         flash(exc.message, "error")
         return redirect(url_for("lists.confirm_delete", list_id=list_id))
-    flash(f"The list {name!r} is deleted. Its subscribers are still in Subscribers.", "success")
+    flash(f"“{name}” is deleted. The people on it are still in Subscribers.", "success")
     return redirect(url_for("lists.index"))

@@ -142,7 +142,7 @@ def _submit(segment: Segment | None):
         if not isinstance(exc, RuleError):
             form.name.errors = [exc.message]
         return _editor(segment, form, view, error=exc.message, status=422)
-    flash(f"The segment {saved.name!r} is saved.", "success")
+    flash(f"The segment “{saved.name}” is saved.", "success")
     return redirect(url_for(".index"))
 
 
@@ -202,7 +202,7 @@ def duplicate(segment_id: int):
     except Conflict as exc:
         flash(exc.message, "error")
         return redirect(url_for(".index"))
-    flash(f"This is a copy, {copy.name!r}: change its rules and save.", "success")
+    flash(f"This is a copy, “{copy.name}”: change its rules and save.", "success")
     return redirect(url_for(".edit", segment_id=copy.id))
 
 
@@ -226,5 +226,5 @@ def delete(segment_id: int):
     except Conflict as exc:
         flash(exc.message, "error")
         return redirect(url_for(".index"))
-    flash(f"The segment {name!r} is deleted.", "success")
+    flash(f"The segment “{name}” is deleted.", "success")
     return redirect(url_for(".index"))

@@ -40,10 +40,12 @@ from webapp.doctor import (
 from webapp.identities import checks as identity_checks
 from webapp.metrics.collector import oldest_job_age
 from webapp.readiness import read_readiness
+from webapp.templating import epoch_time
 
 log = logging.getLogger("broadside.system")
 
 ERRORS_SHOWN = 20
+CHECKED_AT = "%H:%M:%S %Z"  # when a stored check was made, in the owner's zone
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,7 @@ class LiveStatus:
     hourly_reset_at: datetime | None
     streams: list[StreamRow] = field(default_factory=list)  # every identity, the default first
     now: float = field(default_factory=time.time)
+    redis_problem: str = ""  # where Redis is not answering and how to start it
 
     @property
     def paused(self) -> list[SendingIdentity]:
@@ -157,7 +160,7 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
     sender = read_readiness(redis, config)
     if not sender.redis_ok:
         return LiveStatus(False, None, [], config["SEND_DELAY_MS"], sending, limit, None, reset_at,
-                          unknown)
+                          unknown, redis_problem=sender.redis_problem)
     worker = sender.worker
     try:
         now = time.time()
@@ -171,7 +174,7 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
                    for identity in identities]
     except RedisError:
         return LiveStatus(False, None, [], config["SEND_DELAY_MS"], sending, limit, None, reset_at,
-                          unknown)
+                          unknown, redis_problem=sender.redis_problem)
     return LiveStatus(True, worker, queue_info, config["SEND_DELAY_MS"], sending, limit, used, reset_at,
                       streams)
 
@@ -209,20 +212,36 @@ def last_errors(session: Session, limit: int = ERRORS_SHOWN) -> list[ErrorRow]:
     return errors[:limit]
 
 
+IDENTITY_CHECK_PREFIX = "identity "  # the name of an identity's line among the checks
+
+
+def check_button_label(checks: list[Check], smtp_configured: bool) -> str:
+    """The words on the checks' button, which the lines not checked yet ask the owner to press:
+    one place decides both. With sending identities it checks each one's transport too."""
+    if any(c.name.startswith(IDENTITY_CHECK_PREFIX) for c in checks):
+        return "Check connections now"
+    return "Check SMTP now" if smtp_configured else "Check the outbox now"
+
+
 def page_checks(app: Flask) -> list[Check]:
     """The doctor's checks, with the last stored SMTP result instead of a new conversation."""
     checks = run_checks(app, smtp=False)
+    identities = identity_checks.identity_rows(app)
+    stored = [_stored_identity_check(app, identity) for identity in identities]
+    button = check_button_label(stored, bool(app.config["SMTP_URL"]))
     last = read_readiness(app.extensions["broadside_redis"], app.config).last_check
     if last is not None:
         smtp = smtp_check_as_check(last)
-        checked = time.strftime("%H:%M:%S UTC", time.gmtime(last.at))
+        checked = epoch_time(last.at, CHECKED_AT)
         smtp = Check(smtp.name, smtp.ok, f"{smtp.summary} (checked {checked})", smtp.advice)
     else:
         name = "outbox" if smtp_target(app.config) == "outbox" else "SMTP"
-        smtp = Check(name, None, "not checked yet: press “Check SMTP now”")
+        smtp = Check(name, None, f"not checked yet: press “{button}”")
     checks.insert(-1, smtp)  # before BASE_URL, in the CLI's order
-    for identity in identity_checks.identity_rows(app):
-        checks.insert(-1, _stored_identity_check(app, identity))
+    for check in stored:
+        if check.ok is None:
+            check = Check(check.name, None, f"not checked yet: press “{button}”")
+        checks.insert(-1, check)
     return checks
 
 
@@ -232,10 +251,9 @@ def _stored_identity_check(app: Flask, identity: SendingIdentity) -> Check:
     except RedisError:
         last = None
     if last is None:
-        return Check(f"identity {identity.name}", None,
-                     "not checked yet: press “Check connections now”")
+        return Check(f"{IDENTITY_CHECK_PREFIX}{identity.name}", None, "not checked yet")
     check = identity_check_as_check(identity, last)
-    checked = time.strftime("%H:%M:%S UTC", time.gmtime(last.at))
+    checked = epoch_time(last.at, CHECKED_AT)
     return Check(check.name, check.ok, f"{check.summary} (checked {checked})", check.advice)
 
 

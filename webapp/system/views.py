@@ -40,7 +40,12 @@ def _helpers() -> dict:
             return f"{value / 60:.0f} min"
         return f"{value / 3600:.1f} h"
 
-    return {"seconds": seconds, "smtp_configured": bool(current_app.config["SMTP_URL"])}
+    smtp_configured = bool(current_app.config["SMTP_URL"])
+
+    def check_button_label(checks: list) -> str:
+        return overview.check_button_label(checks, smtp_configured)
+
+    return {"seconds": seconds, "check_button_label": check_button_label}
 
 
 @bp.route("/")
