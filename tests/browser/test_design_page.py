@@ -63,7 +63,10 @@ def test_design_a_logo_and_colour_with_a_live_preview_then_see_them_on_public_pa
     expect(preview.locator("img").first).to_have_attribute("alt", "Acme Rocket News logo")
     assert preview.locator("img").first.evaluate(LOADED)
 
-    # The preview follows the typing, before anything is saved.
+    # The preview follows the typing, before anything is saved (and the CSRF token stays out
+    # of its URLs, which servers log).
+    previews: list[str] = []
+    page.on("request", lambda r: previews.append(r.url) if "/design/preview" in r.url else None)
     page.get_by_label("Brand colour").fill("#aa3300")
     expect(page.locator("#design-preview-frame")).to_have_attribute("src", re.compile("aa3300"))
     expect(preview.locator("td.content")).to_have_css("border-top-color", "rgb(170, 51, 0)")
@@ -75,6 +78,7 @@ def test_design_a_logo_and_colour_with_a_live_preview_then_see_them_on_public_pa
     expect(page.locator("#design-preview .preview-problem")).to_have_count(0)
     page.get_by_label("Font", exact=True).select_option("serif")
     expect(preview.locator("td.content")).to_have_css("font-family", re.compile("Georgia"))
+    assert previews and not any("csrf" in url for url in previews)
     fits(page, "the Design page")
     page.screenshot(path=str(screenshot_dir / f"design-{size}.png"), full_page=True)
     page.locator("#design-preview").screenshot(
