@@ -16,6 +16,8 @@ sent (docs/ARCHITECTURE.md, invariant 8).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlencode
 
 from flask import current_app, flash, redirect, render_template, request, url_for
@@ -102,7 +104,7 @@ def _texts_form() -> TextsForm:
     return TextsForm(formdata=None, data=signup_texts.current_texts(db.session))
 
 
-def _look_values(source) -> design.DesignInput:  # type: ignore[no-untyped-def]
+def _look_values(source: Mapping[str, Any]) -> design.DesignInput:
     return design.DesignInput(colour=source.get("colour", ""), width=source.get("width", ""),
                               font=source.get("font", ""),
                               footer_text=source.get("footer_text", ""))
