@@ -266,6 +266,11 @@ def test_edited_opt_in_email_and_pages_are_what_people_see_and_reset_brings_back
     assert "background-color: #aa3300" in message.html  # the button in the brand colour
     assert "/brand/logo/" in message.text  # the logo, kept in the plain text too
 
+    shown = owner.get("/settings/design/preview/confirmation")
+    assert "Welcome aboard <strong>Your newsletter</strong>" in shown.text
+    assert "Confirm my subscription" in shown.text and "#aa3300" in shown.text
+    assert "frame-ancestors 'self'" in shown.headers["Content-Security-Policy"]
+
     assert save_texts(owner, optin_subject="One click to join {{ list_name }}!",
                       join_heading="Join the {{ list_name }} crew",
                       reset="optin_subject").status_code == 302

@@ -7,6 +7,7 @@ page, with a live preview; and the owner's words for the double opt-in email and
 - POST /settings/design/logo/remove     no logo on new emails and the pages
 - GET  /settings/design/preview         (HTMX) the preview pane for the values being typed
 - GET  /settings/design/preview/email   the sample email itself, for the preview's iframe
+- GET  /settings/design/preview/confirmation   the confirmation email in the saved words
 - POST /settings/design/texts           save the texts; `reset=<key>` puts one back to default
 
 The design is read when an email is frozen (pressing Send, saving an automation, a test send
@@ -28,6 +29,7 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.widgets import ColorInput
 
 from broadside import design, signup_texts
+from broadside.models import MailingList, Subscriber
 from broadside.rendering import CompiledRevision, freeze_content
 from broadside.site_settings import SettingsError, get_settings
 from webapp.extensions import db
@@ -219,6 +221,19 @@ def design_preview_email():
     response = make_response(html)
     response.headers["Content-Security-Policy"] = PREVIEW_CSP
     response.headers["X-Frame-Options"] = "SAMEORIGIN"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.route("/design/preview/confirmation")
+def design_preview_confirmation():
+    """The confirmation email as the saved texts and design make it, for a sample reader."""
+    sample_list = MailingList(name="Your newsletter", description="")
+    reader = Subscriber(email="alex@example.com", name="", attributes={})
+    rendered = signup_texts.confirmation_email(
+        db.session, sample_list, reader, url_for("settings.design_page", _external=True))
+    response = make_response(rendered.html)
+    response.headers["Content-Security-Policy"] = PREVIEW_CSP
     response.headers["Cache-Control"] = "no-store"
     return response
 
