@@ -4,9 +4,15 @@ Freezing (once per revision, milliseconds):
     Markdown (markdown-it-py, commonmark, raw HTML escaped)
     -> sanitised HTML (nh3: no script, no event handlers, only http/https/mailto links and
        https images)
-    -> the responsive layout in templates/email/layout.html
+    -> the responsive layout in templates/email/layout.html, in the owner's design
+       (`EmailDesign`: logo, colour, width, font, footer text; read when the revision is
+       frozen, so one broadcast is one design and a later change never alters it)
     -> CSS inlined (css-inline)                                      = html_template
     and the same sanitised HTML -> plain text (inscriptis) + footer   = text_template
+    (each image, the logo included, kept in the plain text as "[alt: URL]")
+
+The double opt-in email (`render_confirmation`) goes through the same pipeline with the
+owner's words, a confirm button and no unsubscribe link; it is rendered when it is queued.
 
 Merge fields (`{{ name or "friend" }}`, `{{ attributes.city }}`) are cut out of the user's text
 before any of that and carried through as opaque placeholders, then put back as sandboxed
@@ -16,20 +22,17 @@ and a body containing `{% raw %}` or `{{` can never break the layout.
 
 Rendering (per recipient, tens of microseconds): `CompiledRevision` compiles the three templates
 once (per slice), and `render` fills them in with autoescaping on for HTML and off for text.
+The wire form (`message_bytes`, `build_message`) is broadside.mime's, re-exported here.
 """
 
 from __future__ import annotations
 
-import binascii
-import email.policy
-import email.utils
 import functools
 import re
 import secrets
 from dataclasses import dataclass
-from email.header import Header
-from email.headerregistry import Address
-from email.message import EmailMessage
+from html import escape as html_escape
+from html import unescape as html_unescape
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +57,12 @@ from broadside.merge_fields import (
     split_merge_fields,
 )
 from broadside.merge_sandbox import HTML_ENV, TEXT_ENV, render_bounded
+from broadside.mime import RenderedEmail, build_message, format_address, message_bytes
 
 __all__ = [
-    "CompiledRevision", "FrozenContent", "MergeError", "RenderedEmail", "build_message",
-    "format_address", "freeze_content", "markdown_to_safe_html",
+    "CompiledRevision", "EmailDesign", "FrozenContent", "MergeError", "RenderedEmail",
+    "build_message", "format_address", "freeze_content", "markdown_to_safe_html",
+    "message_bytes", "render_confirmation",
 ]
 
 EMAIL_TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "email"
@@ -94,17 +99,35 @@ MAX_HTML_CHARS = 1_000_000
 MAX_TEXT_CHARS = 1_000_000
 
 
+SYSTEM_FONTS = Markup('-apple-system, BlinkMacSystemFont, "Segoe UI", Roboto, Helvetica, '
+                      'Arial, sans-serif')
+
+
+@dataclass(frozen=True)
+class EmailDesign:
+    """How an email looks (broadside.design builds it from Settings -> Design and validates
+    every value: the colours are #rrggbb, the font stack one of a fixed list, so they can go
+    into the layout's CSS as they are). The defaults are the layout before designs existed."""
+
+    colour: str = "#1f5fbf"
+    on_colour: str = "#ffffff"  # text on the colour (a button's label)
+    link_colour: str = "#1f5fbf"  # the colour, made readable on white
+    width: int = 600
+    font_stack: str = SYSTEM_FONTS
+    footer_text: str = ""
+    logo_url: str = ""  # absolute; "" for no logo
+    logo_alt: str = "Logo"
+    logo_width: int = 0  # as shown, in CSS pixels
+    logo_height: int = 0
+
+
+PLAIN_DESIGN = EmailDesign()
+
+
 @dataclass(frozen=True)
 class FrozenContent:
     html_template: str  # full email HTML, CSS inlined, merge fields still as sandboxed Jinja
     text_template: str  # plain-text alternative from the same source, merge fields in place
-
-
-@dataclass(frozen=True)
-class RenderedEmail:
-    subject: str
-    html: str
-    text: str
 
 
 def _keep_safe_urls(tag: str, attribute: str, value: str) -> str | None:
@@ -144,7 +167,8 @@ def _unwrap_block_fields(html: str, placeholders: Placeholders) -> str:
 
 
 def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_name: str,
-                   from_email: str, postal_address: str) -> FrozenContent:
+                   from_email: str, postal_address: str,
+                   design: EmailDesign = PLAIN_DESIGN) -> FrozenContent:
     """Render the layout once, leaving merge fields for `CompiledRevision.render`.
 
     Raises ValidationError (MergeError) with a message naming the field and line when the
@@ -152,11 +176,32 @@ def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_nam
     part of the frozen identity (the worker's envelope and From); the layout prints only the
     name and the postal address.
     """
+    frozen = _freeze(subject=subject, preheader=preheader, body_markdown=body_markdown,
+                     from_name=from_name, postal_address=postal_address, design=design,
+                     link=("unsubscribe_url", ""), others=(from_email,))
+    # Prove now, not at the first recipient, that everything compiles and renders.
+    compiled = CompiledRevision(subject=subject, html_template=frozen.html_template,
+                                text_template=frozen.text_template)
+    try:
+        compiled.fill(_context("someone@example.com", "", {}, "https://example.invalid/u/x"))
+    except _RENDER_ERRORS as exc:
+        raise MergeError(f"A merge field fails even for a sample subscriber: {_said(exc)}"
+                         ) from None
+    return frozen
+
+
+def _freeze(*, subject: str, preheader: str, body_markdown: str, from_name: str,
+            postal_address: str, design: EmailDesign, link: tuple[str, str],
+            others: tuple[str, ...] = ()) -> FrozenContent:
+    """The layout around the body, merge fields left in. `link` is (name of the context
+    variable, button label): `unsubscribe_url` for the owner's mail (a footer link), or
+    another (`confirm_url`) for a notice, shown as a button after the body."""
     check_merge_fields(subject, "subject")
     check_merge_fields(preheader, "preheader")
     check_merge_fields(body_markdown, "body")
     placeholders = _new_placeholders(subject, preheader, body_markdown, from_name,
-                                     from_email, postal_address)
+                                     postal_address, design.footer_text, design.logo_url,
+                                     design.logo_alt, *others)
     subject_text = split_merge_fields(subject, placeholders)
     preheader_text = split_merge_fields(preheader, placeholders)
     body_source = split_merge_fields(body_markdown, placeholders)
@@ -168,32 +213,57 @@ def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_nam
         raise MergeError(f"The body has a merge field where it is not allowed: {fields}. "
                          "A link or image address must start with https:// (or http://, "
                          "mailto:) before any merge field.")
-    unsubscribe = placeholders.add("{{ unsubscribe_url }}", block=False)
+    variable, label = link
+    url = placeholders.add(f"{{{{ {variable} }}}}", block=False)
+    unsubscribe = url if variable == "unsubscribe_url" else ""
     postal_lines = [line.strip() for line in postal_address.splitlines() if line.strip()]
+    footer_paragraphs = [[line for line in block.split("\n") if line]
+                         for block in design.footer_text.split("\n\n") if block.strip()]
 
     layout = _layout_env.get_template("layout.html").render(
         subject=subject_text, preheader=preheader_text, body=Markup(body_html),
         from_name=from_name.strip(), postal_lines=postal_lines, unsubscribe_url=unsubscribe,
+        design=design, footer_paragraphs=footer_paragraphs,
+        action_url="" if unsubscribe else url, action_label=label,
     )
     html_template = join_template(_inliner.inline(layout), placeholders)
 
+    header = f"{_image_text(design.logo_alt, design.logo_url)}\n\n" if design.logo_url else ""
     footer = ["", "--"]
     if from_name.strip():
         footer.append(from_name.strip())
+    if design.footer_text:
+        footer.append(design.footer_text)
     footer.extend(postal_lines)
-    footer.append(f"Unsubscribe: {unsubscribe}")
-    body_text = get_text(body_html, _text_config).strip()
-    text_template = join_template(body_text + "\n" + "\n".join(footer) + "\n", placeholders)
-
-    # Prove now, not at the first recipient, that everything compiles and renders.
-    compiled = CompiledRevision(subject=subject, html_template=html_template,
-                                text_template=text_template)
-    try:
-        compiled.fill(_context("someone@example.com", "", {}, "https://example.invalid/u/x"))
-    except _RENDER_ERRORS as exc:
-        raise MergeError(f"A merge field fails even for a sample subscriber: {_said(exc)}"
-                         ) from None
+    if unsubscribe:
+        footer.append(f"Unsubscribe: {unsubscribe}")
+    body_text = get_text(_images_as_text(body_html), _text_config).strip()
+    if not unsubscribe:
+        body_text += f"\n\n{label}: {url}"
+    text_template = join_template(header + body_text + "\n" + "\n".join(footer)
+                                  + "\n", placeholders)
     return FrozenContent(html_template=html_template, text_template=text_template)
+
+
+_IMG = re.compile(r"<img\b[^>]*>")
+_ATTRIBUTE = re.compile(r'\s([a-z]+)="([^"]*)"')
+
+
+def _image_text(alt: str, url: str) -> str:
+    return f"[{' '.join(alt.split()) or 'Image'}: {url}]"
+
+
+def _images_as_text(html: str) -> str:
+    """Each <img> of sanitised HTML (nh3 writes every attribute as name="value", escaped)
+    as the text "[alt: URL]", so the plain-text part keeps what the image was and where."""
+    def replace(match: re.Match[str]) -> str:
+        attributes = dict(_ATTRIBUTE.findall(match.group(0)))
+        src = attributes.get("src", "")
+        if not src:
+            return ""
+        alt = html_unescape(attributes.get("alt", ""))
+        return f"<span>{html_escape(_image_text(alt, html_unescape(src)), quote=False)}</span>"
+    return _IMG.sub(replace, html)
 
 
 class CompiledRevision:
@@ -245,6 +315,7 @@ def _context(email: str, name: str, attributes: dict, unsubscribe_url: str) -> d
 # some Jinja filters refuse an argument (truncate shorter than its ending).
 _RENDER_ERRORS = (TemplateError, SecurityError, ArithmeticError, TypeError, ValueError,
                   LookupError, AttributeError, AssertionError)
+RENDER_ERRORS = _RENDER_ERRORS  # for other renderers of the owner's merge fields
 
 
 def _said(exc: Exception) -> str:
@@ -253,83 +324,27 @@ def _said(exc: Exception) -> str:
     return text if len(text) <= 300 else text[:300] + "…"
 
 
-def render_notice(template: str, **context: Any) -> tuple[str, str]:
-    """A system email of Broadside's own (not the owner's content), such as the sign-up
-    confirmation: (html, text) from `templates/email/<template>.html` and `.txt`."""
-    return (_layout_env.get_template(f"{template}.html").render(**context),
-            _layout_env.get_template(f"{template}.txt").render(**context))
+CONFIRM_LABEL = "Confirm my subscription"
 
 
-def format_address(name: str, address: str) -> str:
-    """`Name <address>` for a From/To header, quoted as needed."""
-    if not name:
-        return address
-    return str(Address(display_name=name, addr_spec=address))
+def render_confirmation(*, subject: str, body_markdown: str, from_name: str,
+                        postal_address: str, design: EmailDesign, email: str, name: str,
+                        attributes: dict, list_name: str, confirm_url: str) -> RenderedEmail:
+    """The double opt-in email in the owner's words and design: their subject and Markdown
+    body (the merge fields of a broadcast, and `list_name`), then a button to `confirm_url`.
 
-
-def _header_value(value: str) -> str:
-    """One line, and RFC 2047-encoded when not ASCII: merge fields (a subscriber's name in the
-    subject) can never inject a header."""
-    value = " ".join(str(value).replace("\r", " ").replace("\n", " ").split())
-    if value.isascii():
-        return value
-    return Header(value, "utf-8", maxlinelen=998).encode(linesep="\r\n")
-
-
-_PLAIN_ADDRESS = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9.-]+")
-
-
-@functools.lru_cache(maxsize=64)
-def _address_header(value: str) -> str:
-    if _PLAIN_ADDRESS.fullmatch(value):
-        return value  # the usual To: a bare, already validated address
-    name, address = email.utils.parseaddr(value.replace("\r", " ").replace("\n", " "))
-    return email.utils.formataddr((name, address), charset="utf-8") if name else address
-
-
-def _text_part(content_type: str, body: str) -> bytes:
-    """One text part: as it is (7bit) when it is plain ASCII in lines of at most 998 octets,
-    as the email package itself would choose; otherwise quoted-printable (which costs ~10 µs a
-    KB and turns every "=" of the HTML into "=3D")."""
-    data = body.replace("\r\n", "\n").replace("\r", "\n").encode("utf-8")
-    if data.isascii() and b"\x00" not in data and max(map(len, data.split(b"\n"))) <= 998:
-        encoding, encoded = "7bit", data
-    else:
-        encoding, encoded = "quoted-printable", binascii.b2a_qp(data, istext=True)
-    return (f"Content-Type: {content_type}; charset=\"utf-8\"\r\n"
-            f"Content-Transfer-Encoding: {encoding}\r\n\r\n").encode() + encoded.replace(b"\n", b"\r\n")
-
-
-def message_bytes(rendered: RenderedEmail, *, from_addr: str, to_addr: str, message_id: str,
-                  headers: dict[str, str]) -> bytes:
-    """The wire form of a multipart/alternative message (text/plain first, then text/html:
-    RFC 2046 order, clients show the last part they understand), CRLF line endings.
-
-    Assembled directly rather than through `email.message`, whose header handling cost
-    ~3 ms a message: this is the worker's per-recipient hot path.
+    Raises MergeError when the owner's text has a mistake (it is checked when saved, so only
+    a value that fails for this one person, say arithmetic on a text attribute, can).
     """
-    boundary = f"=_broadside_{secrets.token_hex(12)}"
-    lines = [
-        f"Subject: {_header_value(rendered.subject)}",
-        f"From: {_address_header(from_addr)}",
-        f"To: {_address_header(to_addr)}",
-        f"Date: {email.utils.formatdate(usegmt=True)}",
-        f"Message-ID: {message_id if message_id.startswith('<') else f'<{message_id}>'}",
-        "MIME-Version: 1.0",
-        *(f"{name}: {_header_value(value)}" for name, value in headers.items()),
-        f'Content-Type: multipart/alternative; boundary="{boundary}"',
-    ]
-    delimiter = f"\r\n--{boundary}\r\n".encode()
-    return b"".join([
-        "\r\n".join(lines).encode("ascii"), b"\r\n", delimiter,
-        _text_part("text/plain", rendered.text), delimiter,
-        _text_part("text/html", rendered.html), f"\r\n--{boundary}--\r\n".encode(),
-    ])
-
-
-def build_message(rendered: RenderedEmail, *, from_addr: str, to_addr: str, message_id: str,
-                  headers: dict[str, str]) -> EmailMessage:
-    """The same message as `message_bytes`, parsed back into an object (for previews, tests)."""
-    raw = message_bytes(rendered, from_addr=from_addr, to_addr=to_addr, message_id=message_id,
-                        headers=headers)
-    return email.message_from_bytes(raw, policy=email.policy.default)
+    frozen = _freeze(subject=subject, preheader="", body_markdown=body_markdown,
+                     from_name=from_name, postal_address=postal_address, design=design,
+                     link=("confirm_url", CONFIRM_LABEL), others=(confirm_url,))
+    compiled = CompiledRevision(subject=subject, html_template=frozen.html_template,
+                                text_template=frozen.text_template)
+    context = {**_context(email, name, attributes, ""), "list_name": list_name,
+               "confirm_url": confirm_url}
+    try:
+        return compiled.fill(context)
+    except _RENDER_ERRORS as exc:
+        raise MergeError(f"A merge field could not be filled in for {email}: {_said(exc)}"
+                         ) from None

@@ -44,6 +44,8 @@ from webapp.metrics.views import bp as metrics_bp
 from webapp.params import DatabaseIdConverter
 from webapp.security import install_security
 from webapp.segments import bp as segments_bp
+from webapp.settings import design  # noqa: F401 - Settings -> Design adds its routes to the blueprint
+from webapp.settings.brand import bp as brand_bp
 from webapp.settings.views import bp as settings_bp
 from webapp.signup.views import bp as signup_bp
 from webapp.subscribers.views import bp as subscribers_bp
@@ -108,6 +110,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (dashboard_bp, None),
     (health_bp, None),
     (settings_bp, None),
+    (brand_bp, None),
     (identities_bp, None),
     (api_bp, None),
     (unsubscribe_bp, None),

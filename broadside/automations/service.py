@@ -24,6 +24,7 @@ from broadside.accounts import normalise_email
 from broadside.automations import durations, ledger, lifecycle
 from broadside.automations.entering import live_steps
 from broadside.broadcasts.service import sender_of
+from broadside.design import sending_design
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.identities import lifecycle as identity_lifecycle
 from broadside.identities.service import check_choice
@@ -215,7 +216,8 @@ def _freeze(session: Session, step: AutomationStep, identity_id: int | None,
     try:
         frozen = freeze_content(subject=step.subject, preheader=step.preheader,
                                 body_markdown=step.body, from_name=from_name,
-                                from_email=from_email, postal_address=postal)
+                                from_email=from_email, postal_address=postal,
+                                design=sending_design(session, from_name))
     except ValidationError as exc:
         raise ValidationError(f"Step {step.position}: {exc.message}") from None
     revision = AutomationRevision(

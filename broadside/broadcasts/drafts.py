@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from broadside.broadcasts import lifecycle
 from broadside.broadcasts.service import get_broadcast, sender_of
 from broadside.db import rowcount
+from broadside.design import sending_design
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.identities.service import check_choice
 from broadside.models import Broadcast, MailingList, Revision, Segment
@@ -283,7 +284,8 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
                                                           default_from)
         frozen = freeze_content(subject=broadcast.subject, preheader=broadcast.preheader,
                                 body_markdown=broadcast.body, from_name=from_name,
-                                from_email=from_email, postal_address=postal_address)
+                                from_email=from_email, postal_address=postal_address,
+                                design=sending_design(session, from_name))
         compiled = CompiledRevision(subject=broadcast.subject,
                                     html_template=frozen.html_template,
                                     text_template=frozen.text_template)

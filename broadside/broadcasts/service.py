@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
 from broadside.broadcasts import ledger, lifecycle
+from broadside.design import sending_design
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.events import record_event
 from broadside.identities import lifecycle as identity_lifecycle
@@ -147,6 +148,7 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
         from_name=from_name,
         from_email=from_email,
         postal_address=postal,
+        design=sending_design(session, from_name),  # the design at send time: frozen here
     )
     revision = Revision(
         broadcast_id=broadcast.id,
@@ -400,6 +402,7 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
             from_name=from_name,
             from_email=from_email,
             postal_address=postal,
+            design=sending_design(session, from_name),
         )
         subject, html_t, text_t = broadcast.subject, frozen.html_template, frozen.text_template
     # Merge fields are filled in as that person would see them when the address is one of the

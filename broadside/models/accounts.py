@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ForeignKey, String, Text, false
+from sqlalchemy import JSON, ForeignKey, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.db import Model
@@ -64,3 +65,21 @@ class SiteSettings(Model):
     # The default identity's pause (it is not a row: broadside.models.identities); NULL: not
     # paused. Written only by broadside.identities.lifecycle.
     default_pause_reason: Mapped[str | None] = mapped_column(Text)
+    # Settings -> Design (written only by broadside.design and broadside.signup_texts).
+    # The email layout's brand colour (#rrggbb), width in px and font (a key of design.FONTS);
+    # the owner's footer text, printed above the postal address.
+    brand_colour: Mapped[str] = mapped_column(String(7), default="#1f5fbf",
+                                              server_default="#1f5fbf")
+    email_width: Mapped[int] = mapped_column(default=600, server_default="600")
+    email_font: Mapped[str] = mapped_column(String(20), default="system", server_default="system")
+    footer_text: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # The logo: its file under the instance path (content hash + extension; NULL: no logo),
+    # its size in pixels, and its absolute URL made from BASE_URL when it was uploaded or the
+    # design saved (emails need an absolute URL; the domain does not know BASE_URL).
+    logo_file: Mapped[str | None] = mapped_column(String(80))
+    logo_width: Mapped[int | None]
+    logo_height: Mapped[int | None]
+    logo_url: Mapped[str | None] = mapped_column(Text)
+    # The owner's own words for the double opt-in email and the sign-up pages, by key
+    # (broadside.signup_texts.DEFAULTS); a key absent or NULL: the default text.
+    signup_texts: Mapped[dict[str, Any] | None] = mapped_column(JSON)

@@ -24,7 +24,7 @@ from broadside.events import record_event
 from broadside.models import MailingList, Subscriber, Subscription
 from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
-from broadside.rendering import render_notice
+from broadside.signup_texts import confirmation_email
 from broadside.subscribers.service import (
     clean_email,
     clean_name,
@@ -138,12 +138,11 @@ def _send_confirmation(session: Session, mailing_list: MailingList, subscriber: 
                        sent_at: datetime, links: Links, jobs: Jobs) -> None:
     token = make_token(links, subscriber.id, mailing_list.id, sent_at)
     link = f"{links.base_url.rstrip('/')}/join/confirm/{token}"
-    # The name typed into the public form is left out (see the template).
-    html, text = render_notice("confirm_signup", list=mailing_list, link=link)
+    # In the owner's words and design (Settings -> Design; broadside.signup_texts).
+    email = confirmation_email(session, mailing_list, subscriber, link)
     queue_transactional(
         session, jobs, kind="confirmation", to_email=subscriber.email,
-        subject=f"Confirm your subscription to {mailing_list.name}",
-        html=html, text=text, subscriber_id=subscriber.id,
+        subject=email.subject, html=email.html, text=email.text, subscriber_id=subscriber.id,
     )
 
 

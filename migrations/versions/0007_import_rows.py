@@ -8,7 +8,7 @@
 - import_rejections.kind ("rejected" or "warning") and .fields (the row as uploaded).
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 """
 from alembic import op
 import sqlalchemy as sa
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0007'
-down_revision = '0005'
+down_revision = '0006'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,102 @@
+"""The owner's brand on public pages and in emails: the logo file and the colour's stylesheet.
+
+Public routes (no login, no cookie: emails and sign-up pages load them):
+- GET /brand/logo/<hash>.<ext>: a stored logo, named by its content hash, so its URL
+  changes whenever the logo does and it can be cached for a year (`immutable`), with an ETag
+  for revalidation. Old logos stay served: emails already sent still show theirs.
+- GET /brand/theme/<rrggbb>.css: the colour as CSS variables for the public pages (our
+  Content-Security-Policy allows no inline style). The colour is in the URL, so it never goes
+  stale either.
+
+Templates call `site_brand()` (the logo, colour and name, read once per request; a GET
+creates no settings row) and `signup_text(key, list)`, so every public page takes the brand
+through `templates/_brand.html` without each view passing it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from flask import Blueprint, Response, abort, current_app, g, request, url_for
+from sqlalchemy.exc import SQLAlchemyError
+
+from broadside import design
+from broadside.models import MailingList, SiteSettings
+from broadside.signup_texts import page_text, saved_texts
+from webapp.extensions import db
+from webapp.security import public
+
+bp = Blueprint("brand", __name__, url_prefix="/brand")
+
+YEAR = 365 * 24 * 3600
+_HEX = re.compile(r"[0-9a-f]{6}")
+
+
+def logo_directory() -> Path:
+    return Path(current_app.instance_path) / "brand"
+
+
+@bp.route("/logo/<name>")
+@public
+def logo(name: str) -> Response:
+    path = design.logo_path(logo_directory(), name)
+    if path is None:
+        abort(404)
+    # Read whole (at most MAX_LOGO_BYTES): no file handle outlives the request.
+    response = Response(path.read_bytes(), mimetype=design.LOGO_TYPES[name.rsplit(".", 1)[1]])
+    response.set_etag(name.split(".")[0])
+    response.cache_control.public = True
+    response.cache_control.max_age = YEAR
+    response.cache_control.immutable = True
+    return response.make_conditional(request)
+
+
+@bp.route("/theme/<colour>.css")
+@public
+def theme(colour: str) -> Response:
+    if not _HEX.fullmatch(colour):
+        abort(404)
+    brand = f"#{colour}"
+    accent = design.readable_on_white(brand)
+    css = (f":root {{ --brand: {brand}; --brand-ink: {design.text_on(brand)}; "
+           f"--accent: {accent}; --accent-ink: {design.text_on(accent)}; }}\n")
+    response = Response(css, mimetype="text/css")
+    response.cache_control.public = True
+    response.cache_control.max_age = YEAR
+    response.cache_control.immutable = True
+    return response
+
+
+def _settings() -> SiteSettings | None:
+    if "site_settings_row" not in g:
+        try:
+            g.site_settings_row = db.session.get(SiteSettings, 1)
+        except SQLAlchemyError:  # a page about an outage still renders
+            db.session.rollback()
+            g.site_settings_row = None
+    return g.site_settings_row
+
+
+def site_brand() -> dict[str, Any]:
+    """What `_brand.html` shows: the logo (a URL on this host), its size, the colour's
+    stylesheet and the sender's name (shown when there is no logo)."""
+    settings = _settings()
+    saved = design.saved_design(settings)
+    name = (settings.sender_name if settings is not None else "") or ""
+    logo_src = url_for("brand.logo", name=saved.logo_file) if saved.logo_file else ""
+    shown = design.email_design(saved, from_name=name, logo_url=logo_src)
+    return {"logo_src": shown.logo_url, "logo_alt": shown.logo_alt, "logo_width": shown.logo_width,
+            "logo_height": shown.logo_height, "name": name, "colour": saved.colour,
+            "theme_url": url_for("brand.theme", colour=saved.colour.lstrip("#"))}
+
+
+def signup_text(key: str, mailing_list: MailingList) -> list[str]:
+    """The owner's text (or the default) for a sign-up page, as paragraphs."""
+    return page_text(saved_texts(_settings()), key, mailing_list)
+
+
+@bp.app_context_processor
+def brand_helpers() -> dict[str, Any]:
+    return {"site_brand": site_brand, "signup_text": signup_text}

@@ -1,0 +1,259 @@
+"""Settings -> Design: the logo, colour, width, font and footer text of every email and public
+page, with a live preview; and the owner's words for the double opt-in email and sign-up pages.
+
+- GET  /settings/design                 the page
+- POST /settings/design                 save the look (422 with the typed values on a mistake)
+- POST /settings/design/logo            upload a logo (checked by its bytes; 422 says why not)
+- POST /settings/design/logo/remove     no logo on new emails and the pages
+- GET  /settings/design/preview         (HTMX) the preview pane for the values being typed
+- GET  /settings/design/preview/email   the sample email itself, for the preview's iframe
+- GET  /settings/design/preview/confirmation   the confirmation email in the saved words
+- POST /settings/design/texts           save the texts; `reset=<key>` puts one back to default
+
+The design is read when an email is frozen (pressing Send, saving an automation, a test send
+or a preview of a draft), so one broadcast is one design and a change never alters what was
+sent (docs/ARCHITECTURE.md, invariant 8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import current_app, flash, redirect, render_template, request, url_for
+from flask_wtf import FlaskForm
+from flask_wtf.file import FileField
+from wtforms import SelectField, StringField, TextAreaField
+from wtforms.fields.choices import SelectChoice
+from wtforms.widgets import ColorInput
+
+from broadside import design, signup_texts
+from broadside.models import MailingList, Subscriber
+from broadside.rendering import CompiledRevision, freeze_content
+from broadside.site_settings import SettingsError, get_settings
+from webapp.extensions import db
+from webapp.htmx import make_response
+from webapp.settings.brand import logo_directory
+from webapp.settings.views import bp
+
+# The preview document is an email: inline styles, and the logo from this host or https.
+PREVIEW_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; "
+               "base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
+
+SAMPLE_SUBJECT = "Our news this week"
+SAMPLE_BODY = """# Hello {{ name or "there" }},
+
+This is how your emails look: a heading, a paragraph with [a link](https://example.com),
+and a list.
+
+- Your logo sits above the message, your colour on its top edge and on links.
+- Your footer text comes before your postal address and the unsubscribe link.
+
+> A quote stands out like this.
+
+Thank you for reading.
+"""
+
+
+class LookForm(FlaskForm):
+    colour = StringField("Brand colour", widget=ColorInput(),
+                         description="On the top edge of each email, its links and buttons, "
+                                     "and on your sign-up and unsubscribe pages.")
+    width = StringField("Email width (pixels)",
+                        render_kw={"type": "number", "min": design.MIN_WIDTH,
+                                   "max": design.MAX_WIDTH, "step": 10, "inputmode": "numeric"},
+                        description=f"From {design.MIN_WIDTH} to {design.MAX_WIDTH}; 600 suits "
+                                    "most readers. Phones always get the full screen width.")
+    font = SelectField("Font", choices=[SelectChoice(key, label)
+                                        for key, (label, _) in design.FONTS.items()],
+                       validate_choice=False,
+                       description="Fonts every mail client has; web fonts are left out "
+                                   "because most clients never load them.")
+    footer_text = TextAreaField("Footer text", render_kw={"rows": 3},
+                                description="Plain text, printed in every email above your "
+                                            "postal address and the unsubscribe link.")
+
+
+class LogoForm(FlaskForm):
+    logo = FileField("Logo image", id="logo-file",
+                     render_kw={"accept": "image/png,image/jpeg,image/gif,image/webp"},
+                     description=f"PNG, JPEG, GIF or WebP, at most {design.MAX_LOGO_BYTES // 1024}"
+                                 f" KB and {design.MAX_LOGO_SIDE} pixels a side. Shown up to "
+                                 f"{design.LOGO_BOX[0]} × {design.LOGO_BOX[1]} pixels.")
+
+
+class TextsForm(FlaskForm):
+    """One field per `signup_texts.TEXTS` entry (added below)."""
+
+
+for _text in signup_texts.TEXTS:
+    _field = StringField if _text.one_line else TextAreaField
+    setattr(TextsForm, _text.key, _field(_text.label, render_kw={} if _text.one_line
+                                         else {"rows": 6 if _text.key == "optin_body" else 3}))
+
+
+class EmptyForm(FlaskForm):
+    """Only the CSRF token, for buttons that change state."""
+
+
+def _look_form(saved: design.Design) -> LookForm:
+    return LookForm(formdata=None, data={"colour": saved.colour, "width": saved.width,
+                                         "font": saved.font, "footer_text": saved.footer_text})
+
+
+def _texts_form() -> TextsForm:
+    return TextsForm(formdata=None, data=signup_texts.current_texts(db.session))
+
+
+def _look_values(source: Mapping[str, Any]) -> design.DesignInput:
+    return design.DesignInput(colour=source.get("colour", ""), width=source.get("width", ""),
+                              font=source.get("font", ""),
+                              footer_text=source.get("footer_text", ""))
+
+
+def _render(*, look_form: LookForm | None = None, logo_form: LogoForm | None = None,
+            texts_form: TextsForm | None = None, status: int = 200):
+    saved = design.current_design(db.session)
+    look_form = look_form or _look_form(saved)
+    values = _look_values({f.name: f.raw_data[0] if f.raw_data else f.data
+                           for f in (look_form.colour, look_form.width, look_form.font,
+                                     look_form.footer_text)})
+    base_url = current_app.config["BASE_URL"]
+    return render_template(
+        "settings/design.html", look_form=look_form, logo_form=logo_form or LogoForm(),
+        texts_form=texts_form or _texts_form(), action_form=EmptyForm(), saved=saved,
+        preview=_preview(values), texts=signup_texts.TEXTS,
+        stale_logo_url=bool(saved.logo_url and not saved.logo_url.startswith(base_url + "/")),
+    ), status
+
+
+def _preview(values: design.DesignInput) -> dict:
+    """The preview pane for typed values: each wrong one is named and left at its saved
+    value, so the preview always shows something."""
+    saved = design.current_design(db.session)
+    shown, problems = {}, []
+    for name, clean in (("colour", design.clean_colour), ("width", design.clean_width),
+                        ("font", design.clean_font), ("footer_text", design.clean_footer_text)):
+        try:
+            shown[name] = clean(getattr(values, name))
+        except SettingsError as exc:
+            problems.append(exc.message)
+            shown[name] = getattr(saved, name)
+    query = urlencode(shown)
+    return {"problems": problems, "src": url_for("settings.design_preview_email") + "?" + query}
+
+
+@bp.route("/design")
+def design_page():
+    return _render()
+
+
+@bp.route("/design", methods=["POST"])
+def design_save():
+    form = LookForm()
+    if not form.validate_on_submit():
+        return _render(look_form=form, status=400)
+    try:
+        design.update_design(db.session, _look_values(request.form),
+                             base_url=current_app.config["BASE_URL"])
+    except SettingsError as exc:
+        db.session.rollback()
+        getattr(form, exc.field).errors = [exc.message]
+        return _render(look_form=form, status=422)
+    flash("Design saved. New emails, test sends and previews use it now; broadcasts already "
+          "sent keep the design they were sent with.", "success")
+    return redirect(url_for("settings.design_page") + "#look")
+
+
+@bp.route("/design/logo", methods=["POST"])
+def design_logo():
+    form = LogoForm()
+    if not form.validate_on_submit():
+        return _render(logo_form=form, status=400)
+    upload = request.files.get("logo")
+    data = upload.read() if upload is not None else b""
+    try:
+        design.store_logo(db.session, data, directory=logo_directory(),
+                          base_url=current_app.config["BASE_URL"])
+    except SettingsError as exc:
+        db.session.rollback()
+        form.logo.errors = [exc.message]
+        return _render(logo_form=form, status=422)
+    flash("Logo saved. It is on new emails and on your sign-up and unsubscribe pages.",
+          "success")
+    return redirect(url_for("settings.design_page") + "#logo")
+
+
+@bp.route("/design/logo/remove", methods=["POST"])
+def design_logo_remove():
+    if EmptyForm().validate_on_submit():
+        design.remove_logo(db.session)
+        flash("Logo removed from new emails and your pages. Emails already sent still show it.",
+              "success")
+    return redirect(url_for("settings.design_page") + "#logo")
+
+
+@bp.route("/design/preview")
+def design_preview():
+    return render_template("settings/_design_preview.html",
+                           preview=_preview(_look_values(request.args)))
+
+
+@bp.route("/design/preview/email")
+def design_preview_email():
+    """The sample email in the design given by the query (values checked again here)."""
+    saved = design.current_design(db.session)
+    try:
+        shown = design.validate_design(_look_values(request.args), saved)
+    except SettingsError:
+        shown = saved
+    settings = get_settings(db.session)
+    logo = url_for("brand.logo", name=saved.logo_file) if saved.logo_file else ""
+    look = design.email_design(shown, from_name=settings.sender_name, logo_url=logo)
+    frozen = freeze_content(subject=SAMPLE_SUBJECT, preheader="", body_markdown=SAMPLE_BODY,
+                            from_name=settings.sender_name, from_email="",
+                            postal_address=settings.postal_address or "Your postal address",
+                            design=look)
+    html = CompiledRevision(subject=SAMPLE_SUBJECT, html_template=frozen.html_template,
+                            text_template=frozen.text_template).render(
+        email="alex@example.com", name="Alex", attributes={}, unsubscribe_url="#").html
+    response = make_response(html)
+    response.headers["Content-Security-Policy"] = PREVIEW_CSP
+    response.headers["X-Frame-Options"] = "SAMEORIGIN"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.route("/design/preview/confirmation")
+def design_preview_confirmation():
+    """The confirmation email as the saved texts and design make it, for a sample reader."""
+    sample_list = MailingList(name="Your newsletter", description="")
+    reader = Subscriber(email="alex@example.com", name="", attributes={})
+    rendered = signup_texts.confirmation_email(
+        db.session, sample_list, reader, url_for("settings.design_page", _external=True))
+    response = make_response(rendered.html)
+    response.headers["Content-Security-Policy"] = PREVIEW_CSP
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.route("/design/texts", methods=["POST"])
+def design_texts():
+    form = TextsForm()
+    if not form.validate_on_submit():
+        return _render(texts_form=form, status=400)
+    reset = request.form.get("reset") or None
+    if reset is not None and reset not in signup_texts.BY_KEY:
+        reset = None
+    values = {t.key: request.form.get(t.key, "") for t in signup_texts.TEXTS}
+    try:
+        signup_texts.update_texts(db.session, values, reset=reset)
+    except SettingsError as exc:
+        db.session.rollback()
+        getattr(form, exc.field).errors = [exc.message]
+        return _render(texts_form=form, status=422)
+    flash(f"“{signup_texts.BY_KEY[reset].label.split(' (')[0]}” is back to its default."
+          if reset else "Texts saved. New confirmation emails and the sign-up pages use them.",
+          "success")
+    return redirect(url_for("settings.design_page") + "#texts")
