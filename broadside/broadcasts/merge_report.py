@@ -92,7 +92,8 @@ class MissingField:
 
     @property
     def message(self) -> str:
-        return (f"{self.missing:,} of {self.recipients:,} recipients have no {self.label}; they "
+        have = "has" if self.missing == 1 else "have"
+        return (f"{self.missing:,} of {self.recipients:,} recipients {have} no {self.label}; they "
                 f"will see it empty in the {' and '.join(self.wheres)}. Add a fallback: "
                 f"{self.fallback}")
 

@@ -67,7 +67,7 @@ def test_autosave_answers_with_the_unknown_field_its_suggestion_and_who_lacks_a_
     words = text_of(response.text)
     assert ("2 merge fields to check In the body, line 1, column 9: {{ nmae }} is not a merge "
             "field, so it will be empty for everyone. Did you mean {{ name }}?") in words
-    assert ("1 of 4 recipients have no city; they will see it empty in the body. Add a "
+    assert ("1 of 4 recipients has no city; they will see it empty in the body. Add a "
             'fallback: {{ attributes.city or &#34;there&#34; }}') in words
     # The save status (swapped out of band, by the Save button) points at them.
     status = re.search(r'<p id="save-status"[^>]*hx-swap-oob="true"[^>]*>.*?</p>', response.text,
@@ -106,7 +106,7 @@ def test_the_send_page_warns_above_the_send_button_and_still_offers_it(
     words = text_of(page.text)
     assert ("In the subject, column 8: {{ nmae }} is not a merge field, so it will be empty "
             "for everyone. Did you mean {{ name }}?") in words
-    assert "1 of 4 recipients have no city" in words
+    assert "1 of 4 recipients has no city" in words
     assert "Send now to 4 subscribers" in words
 
 
