@@ -18,6 +18,7 @@ attribute is counted by `broadside.broadcasts.merge_report`.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 from collections.abc import Iterator
@@ -36,7 +37,10 @@ _FALLBACK_FILTERS = frozenset({"default", "d"})
 _OPENERS = {"{{": "}}", "{%": "%}", "{#": "#}"}
 _OUTSIDE = re.compile(r"\{\{|\{%|\{#|\}\}|%\}")
 _INSIDE = re.compile(r"['\"]|\{\{|\{%|\{#|\}\}|%\}|\n[ \t]*\r?\n")
-_STRING = {"'": re.compile(r"'([^'\\\n]|\\.)*'", re.S), '"': re.compile(r'"([^"\\\n]|\\.)*"', re.S)}
+# A quoted text inside a tag, as Jinja reads it, but never across a blank line: a quote left
+# open is then reported where it starts rather than closed by an apostrophe paragraphs later.
+_STRING = {quote: re.compile(rf"{quote}([^{quote}\\\n]|\\.|\n(?![ \t]*\r?\n))*{quote}", re.S)
+           for quote in "'\""}
 _ENDRAW = re.compile(r"\{%[-+]?\s*endraw\s*[-+]?%\}")
 _CHAR_AT = re.compile(r"unexpected char (.+) at (\d+)$")
 
@@ -145,6 +149,25 @@ def _block_problem(source: str, tags: list[Tag]) -> tuple[int, str] | None:
     return None
 
 
+class _Lines:
+    """Offsets <-> lines of one text, by bisection (a big body has thousands of fields)."""
+
+    def __init__(self, source: str) -> None:
+        self.starts = [0, *(match.end() for match in re.finditer(r"\n", source))]
+        self.length = len(source)
+
+    def span(self, line: int) -> tuple[int, int]:
+        """[start, end) offsets of a line, from 1."""
+        end = self.starts[line] if line < len(self.starts) else self.length
+        return self.starts[min(line, len(self.starts)) - 1], end
+
+    def line(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset)
+
+    def column(self, offset: int) -> int:
+        return offset - self.starts[bisect.bisect_right(self.starts, offset) - 1] + 1
+
+
 def syntax_problem(source: str, error: TemplateSyntaxError) -> tuple[int, int, str]:
     """(line, column, message) for the mistake behind Jinja's `error` in `source`."""
     found = scan(source)
@@ -159,12 +182,13 @@ def syntax_problem(source: str, error: TemplateSyntaxError) -> tuple[int, int, s
     # Jinja's line; the column of the tag that holds it (the last one starting on or before it).
     lineno = error.lineno or 1
     column = 1
+    lines = _Lines(source)
+    line_start, line_end = lines.span(min(lineno, len(lines.starts)))
     for tag in found.tags:
-        tag_line, tag_column = position(source, tag.start)
-        if tag_line > lineno:
+        if tag.start >= line_end:
             break
-        if position(source, tag.end - 1)[0] >= lineno:
-            lineno, column = tag_line, tag_column
+        if tag.end > line_start:
+            lineno, column = lines.line(tag.start), lines.column(tag.start)
     return lineno, column, said[0].upper() + said[1:] + "."
 
 
@@ -282,31 +306,32 @@ class _Walker:
             self.walk(child, bare=bare, guarded=guarded)
 
 
-def _find(source: str, tags: list[Tag], line: int, word: str, after: int) -> int | None:
-    """The offset of `word` on `line` inside a tag, past `after` (the tree has lines only)."""
-    pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")
-    for tag in tags:
-        if tag.end <= after or position(source, tag.start)[0] > line:
-            continue
-        for hit in pattern.finditer(source, max(tag.start, after), tag.end):
-            if position(source, hit.start())[0] == line:
-                return hit.start()
-    return None
-
-
-def field_uses(source: str) -> list[Use]:
-    """Every field `source` uses, in order. `source` must have passed check_merge_fields."""
+def field_uses(source: str, tree: nodes.Template | None = None) -> list[Use]:
+    """Every field `source` uses, in order. `source` must have passed check_merge_fields
+    (which returns its `tree`)."""
     walker = _Walker()
-    walker.walk(TEXT_ENV.parse(source), bare=True, guarded=frozenset())
+    walker.walk(tree or TEXT_ENV.parse(source), bare=True, guarded=frozenset())
     tags = scan(source).tags
+    ends = [tag.end for tag in tags]
+    lines = _Lines(source)
     uses: list[Use] = []
     seen: dict[str, int] = {}  # word -> offset just past its last hit: the next use is later
     for kind, key, line, bare in walker.uses:
-        offset = _find(source, tags, line, key, seen.get(key, 0))
-        if offset is not None:
-            seen[key] = offset + len(key)
-        uses.append(Use(kind, key, line, None if offset is None else position(source, offset)[1],
-                        bare))
+        # The tree has lines only: the word's first occurrence in a tag on that line, past
+        # the previous use of the same word.
+        start, end = lines.span(line)
+        low = max(start, seen.get(key, 0))
+        pattern = re.compile(rf"(?<!\w){re.escape(key)}(?!\w)")
+        column = None
+        for tag in tags[bisect.bisect_right(ends, low):]:
+            if tag.start >= end:
+                break
+            hit = pattern.search(source, max(tag.start, low), min(tag.end, end))
+            if hit is not None:
+                seen[key] = hit.end()
+                column = lines.column(hit.start())
+                break
+        uses.append(Use(kind, key, line, column, bare))
     return uses
 
 

@@ -70,8 +70,9 @@ def _nodes_with_depth(tree: nodes.Node) -> Any:
         stack.extend((child, depth + 1) for child in node.iter_child_nodes())
 
 
-def check_merge_fields(source: str, where: str) -> None:
-    """Raise MergeError (naming `where` and the line) unless `source` is allowed merge syntax."""
+def check_merge_fields(source: str, where: str) -> nodes.Template:
+    """Raise MergeError (naming `where` and the line) unless `source` is allowed merge syntax;
+    the parsed tree when it is."""
     try:
         tree = TEXT_ENV.parse(source)
     except TemplateSyntaxError as exc:
@@ -106,6 +107,7 @@ def check_merge_fields(source: str, where: str) -> None:
                 and node.node.attr in REFUSED_METHODS):
             raise MergeError(f"The {where} uses {node.node.attr}() on line {lineno}; it is "
                              "not available in merge fields.")
+    return tree
 
 
 @dataclass(frozen=True)

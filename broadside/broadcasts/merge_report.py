@@ -150,11 +150,11 @@ def merge_report(session: Session, broadcast: Broadcast) -> MergeReport:
         if "{" not in source and "}" not in source and "%" not in source:
             continue
         try:
-            check_merge_fields(source, where)
+            tree = check_merge_fields(source, where)
         except MergeError as exc:
             problems.append(exc)
             continue
-        uses[where] = field_uses(source)
+        uses[where] = field_uses(source, tree)
         strays += [StrayCloser(where, line, column, token)
                    for line, column, token in stray_closers(source)]
     if problems:
