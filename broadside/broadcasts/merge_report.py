@@ -16,7 +16,9 @@ silent for a typo. So the editor and the send page ask `merge_report`:
 The counts are one query over the broadcast's audience (`service.audience_condition`, the
 people a send would reach now): COUNT(*) and, per attribute, how many have it missing, null
 or empty, through SQLAlchemy's JSON path (json_extract on SQLite, ->> on PostgreSQL). It runs
-only when the message uses attributes or the name, for at most MAX_CHECKED_KEYS of them.
+only when the message uses attributes or the name, for at most MAX_CHECKED_KEYS of them; the
+editor bounds it to the first `limit` recipients (and says "of the first 10,000 checked"),
+the send page counts everyone it would send to.
 Known attribute names (for suggestions) are read from the newest KEY_SAMPLE recipients, and
 only when a field is unknown.
 """
@@ -26,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, func, or_, select
+from sqlalchemy import ColumnElement, case, func, or_, select, true
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts.service import audience_condition
@@ -58,10 +60,16 @@ class UnknownField:
     column: int | None
     suggestion: str | None  # "name", "attributes.city"
     recipients: int | None = None  # for an attribute: none of this many has it
+    sampled: bool = False  # they are the first `recipients` checked, not all of them
 
     @property
     def place(self) -> str:
         return _place(self.where, self.line, self.column)
+
+    @property
+    def group(self) -> str:
+        """ "the 299 recipients", or "the first 10,000 recipients checked"."""
+        return "the " + _group(self.recipients or 0, self.sampled)
 
     @property
     def message(self) -> str:
@@ -69,9 +77,8 @@ class UnknownField:
             why = (f"{{{{ {self.written} }}}} is not a merge field, so it will be empty for "
                    "everyone")
         else:
-            why = (f"none of the {self.recipients:,} recipients has "
-                   f"{self.label}, so {{{{ {self.written} }}}} "
-                   "will be empty for everyone")
+            why = (f"none of {self.group} has {self.label}, so {{{{ {self.written} }}}} will "
+                   "be empty for everyone")
         hint = f" Did you mean {{{{ {self.suggestion} }}}}?" if self.suggestion else ""
         return f"In the {self.place}: {why}.{hint}"
 
@@ -85,6 +92,12 @@ class MissingField:
     missing: int
     recipients: int
     wheres: tuple[str, ...]
+    sampled: bool = False  # they are the first `recipients` checked, not all of them
+
+    @property
+    def group(self) -> str:
+        """ "299 recipients", or "the first 10,000 recipients checked"."""
+        return ("the " if self.sampled else "") + _group(self.recipients, self.sampled)
 
     @property
     def fallback(self) -> str:
@@ -93,7 +106,7 @@ class MissingField:
     @property
     def message(self) -> str:
         have = "has" if self.missing == 1 else "have"
-        return (f"{self.missing:,} of {self.recipients:,} recipients {have} no {self.label}; they "
+        return (f"{self.missing:,} of {self.group} {have} no {self.label}; they "
                 f"will see it empty in the {' and '.join(self.wheres)}. Add a fallback: "
                 f"{self.fallback}")
 
@@ -134,14 +147,22 @@ class MergeReport:
         return len(self.unknown) + len(self.missing) + len(self.strays) + self.more
 
 
+def _group(recipients: int, sampled: bool) -> str:
+    return (f"first {recipients:,} recipients checked" if sampled
+            else f"{recipients:,} recipient{'' if recipients == 1 else 's'}")
+
+
 def _place(where: str, line: int, column: int | None) -> str:
     if where == "body":
         return f"body, line {line}" + (f", column {column}" if column else "")
     return where + (f", column {column}" if column else "")
 
 
-def merge_report(session: Session, broadcast: Broadcast) -> MergeReport:
-    """What the broadcast's subject, preheader and body merge fields will do (see the module)."""
+def merge_report(session: Session, broadcast: Broadcast, *, limit: int | None = None
+                 ) -> MergeReport:
+    """What the broadcast's subject, preheader and body merge fields will do (see the module).
+    With `limit`, at most that many recipients are looked at (the editor asks on every
+    autosave; the send page counts them all)."""
     problems: list[MergeError] = []
     uses: dict[str, list[Use]] = {}
     strays: list[StrayCloser] = []
@@ -166,8 +187,9 @@ def merge_report(session: Session, broadcast: Broadcast) -> MergeReport:
     name_bare = any(use.kind == "builtin" and use.key == "name" and use.printed_bare
                     for _, use in every)
     condition = audience_condition(session, broadcast)
-    recipients, lacking = (_count_missing(session, condition, keys, name_bare)
+    recipients, lacking = (_count_missing(session, condition, keys, name_bare, limit)
                            if condition is not None and (keys or name_bare) else (0, {}))
+    sampled = limit is not None and recipients >= limit
     # An attribute none of the recipients has is a typo or the wrong audience: say so once.
     nobody = {key for key in keys
               if recipients and lacking[attribute_field(key)] == recipients}
@@ -184,7 +206,8 @@ def merge_report(session: Session, broadcast: Broadcast) -> MergeReport:
         hint = candidates[written] if written is not None else None
         unknown.append(UnknownField(use.written, use.key, where, use.line, use.column,
                                     hint if hint != use.written else None,
-                                    recipients if use.kind == "attribute" else None))
+                                    recipients if use.kind == "attribute" else None,
+                                    sampled))
     missing: list[MissingField] = []
     counted = [("name", "name")] if name_bare else []
     for key, written in [*counted, *((key, attribute_field(key)) for key in keys)]:
@@ -194,7 +217,7 @@ def merge_report(session: Session, broadcast: Broadcast) -> MergeReport:
         wheres = tuple(where for where in FIELDS if any(
             use.printed_bare and use.written == written for use in uses.get(where, [])))
         if wheres:
-            missing.append(MissingField(written, key, count, recipients, wheres))
+            missing.append(MissingField(written, key, count, recipients, wheres, sampled))
     more = sum(max(0, len(kind) - MAX_LISTED) for kind in (unknown, missing, strays))
     return MergeReport([], unknown[:MAX_LISTED], missing[:MAX_LISTED], strays[:MAX_LISTED],
                        more)
@@ -205,13 +228,20 @@ def _lacks(column: Any) -> ColumnElement[Any]:
 
 
 def _count_missing(session: Session, condition: ColumnElement[bool], keys: list[str],
-                   name: bool) -> tuple[int, dict[str, int]]:
-    """(recipients, {"attributes.city": how many lack it, "name": …}) in one query. An
-    attribute is lacking when absent, JSON null or empty text: each of those prints nothing."""
+                   name: bool, limit: int | None) -> tuple[int, dict[str, int]]:
+    """(recipients, {"attributes.city": how many lack it, "name": …}) in one query, over at
+    most `limit` of them. An attribute is lacking when absent, JSON null or empty text: each
+    of those prints nothing."""
+    people: Any = Subscriber
+    names, attributes = Subscriber.name, Subscriber.attributes
+    if limit is not None:
+        people = (select(Subscriber.name, Subscriber.attributes).where(condition).limit(limit)
+                  .subquery("people"))
+        names, attributes, condition = people.c.name, people.c.attributes, true()
     labels = [*(["name"] if name else []), *(attribute_field(key) for key in keys)]
-    columns = [*([_lacks(Subscriber.name)] if name else []),
-               *(_lacks(Subscriber.attributes[key].as_string()) for key in keys)]
-    row = session.execute(select(func.count(), *columns).select_from(Subscriber)
+    columns = [*([_lacks(names)] if name else []),
+               *(_lacks(attributes[key].as_string()) for key in keys)]
+    row = session.execute(select(func.count(), *columns).select_from(people)
                           .where(condition)).one()
     return int(row[0] or 0), {label: int(value or 0) for label, value in zip(labels, row[1:],
                                                                              strict=True)}

@@ -78,6 +78,16 @@ def test_recipients_lacking_a_printed_field_are_counted_in_one_query(app, news, 
             unknown.column) == ("attributes.ctiy", 5, "attributes.city", 3, 15)
     counts = [s for s in statements if "count(" in s.lower()]
     assert len(counts) == 1, counts
+    # The editor looks at a bounded number of recipients, and says so when it reached it.
+    bounded = merge_report(db.session, draft, limit=5)
+    assert {m.written: (m.missing, m.recipients) for m in bounded.missing} == {
+        key: value[:2] for key, value in missing.items()}
+    assert bounded.missing[1].message.startswith(
+        "3 of the first 5 recipients checked have no city;")
+    assert bounded.unknown[0].message.startswith(
+        "In the body, line 3, column 15: none of the first 5 recipients checked has ctiy")
+    assert merge_report(db.session, draft, limit=6).missing[1].message.startswith(
+        "3 of 5 recipients have no city;")
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
