@@ -24,6 +24,7 @@ from typing import Any
 from jinja2 import Template, TemplateError, TemplateSyntaxError, nodes
 
 from broadside.errors import ValidationError
+from broadside.merge_check import syntax_problem
 from broadside.merge_limits import MAX_NESTING
 from broadside.merge_sandbox import (
     ALLOWED_FILTERS,
@@ -35,7 +36,15 @@ from broadside.merge_sandbox import (
 
 
 class MergeError(ValidationError):
-    """Merge fields that cannot be rendered (bad syntax, forbidden construct, runtime error)."""
+    """Merge fields that cannot be rendered (bad syntax, forbidden construct, runtime error).
+
+    A syntax error knows its line and column (from 1), so a page can point at it."""
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None
+                 ) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
 
 
 _TAG_NAMES = {nodes.For: "for", nodes.Assign: "set", nodes.AssignBlock: "set",
@@ -61,14 +70,17 @@ def _nodes_with_depth(tree: nodes.Node) -> Any:
         stack.extend((child, depth + 1) for child in node.iter_child_nodes())
 
 
-def check_merge_fields(source: str, where: str) -> None:
-    """Raise MergeError (naming `where` and the line) unless `source` is allowed merge syntax."""
+def check_merge_fields(source: str, where: str) -> nodes.Template:
+    """Raise MergeError (naming `where` and the line) unless `source` is allowed merge syntax;
+    the parsed tree when it is."""
     try:
         tree = TEXT_ENV.parse(source)
     except TemplateSyntaxError as exc:
-        problem = (exc.message or "unexpected text").rstrip(".")
-        raise MergeError(f"The {where} has a merge-field error on line {exc.lineno}: "
-                         f"{problem}. Fields look like {{{{ name }}}}.") from None
+        # Where the mistake is, not where Jinja's parser gave up (merge_check.scan).
+        line, column, problem = syntax_problem(source, exc)
+        raise MergeError(f"The {where} has a merge-field error on line {line}, column "
+                         f"{column}: {problem} Fields look like {{{{ name }}}}.",
+                         line=line, column=column) from None
     except RecursionError:
         raise _too_deep(where) from None
     for node, depth in _nodes_with_depth(tree):
@@ -95,6 +107,7 @@ def check_merge_fields(source: str, where: str) -> None:
                 and node.node.attr in REFUSED_METHODS):
             raise MergeError(f"The {where} uses {node.node.attr}() on line {lineno}; it is "
                              "not available in merge fields.")
+    return tree
 
 
 @dataclass(frozen=True)

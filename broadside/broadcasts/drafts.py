@@ -15,6 +15,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts import lifecycle
+from broadside.broadcasts.merge_report import MergeReport, merge_report
 from broadside.broadcasts.service import get_broadcast, sender_of
 from broadside.db import rowcount
 from broadside.design import sending_design
@@ -28,6 +29,9 @@ from broadside.timeutil import utcnow
 MAX_SUBJECT = 300
 MAX_PREHEADER = 300
 MAX_BODY = 500_000
+# The editor checks merge fields against at most this many recipients on each autosave (the
+# send page counts them all): a typo shows as fast on a list of a million.
+EDITOR_CHECKED = 10_000
 
 
 class _Keep:
@@ -260,14 +264,18 @@ class DraftPreview:
     rendered: RenderedEmail | None
     problem: str | None
     frozen: bool  # True when this is the revision that was (or is being) sent
+    # A draft's merge fields checked against its audience (asked for by the editor).
+    merge: MergeReport | None = None
 
 
 def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
-                  default_from: str) -> DraftPreview:
+                  default_from: str, check_fields: bool = False) -> DraftPreview:
     """Render a broadcast for a sample recipient with the renderer the worker uses.
 
     A sent broadcast shows its frozen revision (what the list received); a draft is rendered
     from its current text with the current settings. The sample recipient is named Alex.
+    With `check_fields`, a draft's merge fields are also checked against its audience
+    (`merge_report`: unknown fields, recipients lacking an attribute).
     """
 
     broadcast = get_broadcast(session, broadcast_id)
@@ -289,10 +297,12 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
         compiled = CompiledRevision(subject=broadcast.subject,
                                     html_template=frozen.html_template,
                                     text_template=frozen.text_template)
-        return DraftPreview(broadcast, from_name, from_email, postal_address,
-                            compiled.render(**sample), None, False)
+        rendered = compiled.render(**sample)
     except ValidationError as exc:
         return DraftPreview(broadcast, "", "", "", None, exc.message, revision is not None)
+    return DraftPreview(broadcast, from_name, from_email, postal_address, rendered, None, False,
+                        merge_report(session, broadcast, limit=EDITOR_CHECKED)
+                        if check_fields else None)
 
 
 def autosave(session: Session, broadcast_id: int, *, list_id: int | None,
@@ -305,7 +315,7 @@ def autosave(session: Session, broadcast_id: int, *, list_id: int | None,
                  skip_if_received_within_hours=skip_if_received_within_hours,
                  identity_id=identity_id)
     return preview_email(session, broadcast_id, sample_email=sample_email,
-                         default_from=default_from)
+                         default_from=default_from, check_fields=True)
 
 
 def broadcasts_before(session: Session, *, before: int | None = None, limit: int = PAGE_SIZE

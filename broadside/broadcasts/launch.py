@@ -3,7 +3,9 @@ made before it starts.
 
 The pipeline's own rules live in broadside.broadcasts.service (send_broadcast, schedule_broadcast);
 this module adds what only the pages ask for: the audience in words, a postal address in the
-footer, and an explicit "queue anyway" when no worker could send right now.
+footer, merge fields checked before Send is pressed (broken ones block it; unknown ones and
+recipients lacking an attribute are warnings: `merge_report`), and an explicit "queue anyway"
+when no worker could send right now.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts import service
+from broadside.broadcasts.merge_report import MergeReport, merge_report
 from broadside.errors import ValidationError
 from broadside.models import Broadcast
 from broadside.queues import Jobs
+from broadside.rendering import freeze_content
 from broadside.segments.service import NOT_SUBSCRIBED
 from broadside.site_settings import get_settings, owner_zone
 
@@ -49,6 +53,8 @@ class SendPlan:
     # The frequency cap: hours, and how many of the audience got a broadcast within them now.
     cap_hours: int | None = None
     recently_received: int = 0
+    # The merge fields: broken ones are among `problems`; unknown or lacking ones warn here.
+    merge: MergeReport = field(default_factory=MergeReport)
 
     @property
     def skipped_total(self) -> int:
@@ -78,9 +84,20 @@ def send_plan(session: Session, broadcast_id: int) -> SendPlan:
     # identity's own address counts (else the Settings one is what it prints).
     if not (service.sender_of(session, broadcast.identity_id, "")[2] or "").strip():
         problems.append(NO_POSTAL_ADDRESS)
+    merge = merge_report(session, broadcast)
+    problems += [problem.message for problem in merge.problems]
+    if not merge.problems:
+        # Whatever else freezing would refuse (a merge field in a link's address, a field
+        # that fails for every recipient), said here rather than after Send is pressed.
+        try:
+            freeze_content(subject=broadcast.subject, preheader=broadcast.preheader,
+                           body_markdown=broadcast.body, from_name="", from_email="",
+                           postal_address="")
+        except ValidationError as exc:
+            problems.append(exc.message)
     return SendPlan(broadcast, audience["active"], audience["skipped"], problems,
                     settings.time_zone or "UTC", broadcast.skip_if_received_within_hours,
-                    audience["recently_received"])
+                    audience["recently_received"], merge)
 
 
 def send_now(session: Session, broadcast_id: int, *, default_from: str, not_ready: list[str],

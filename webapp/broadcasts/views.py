@@ -141,7 +141,7 @@ def show(broadcast_id: int):
 @bp.route("/<int:broadcast_id>/edit")
 def edit(broadcast_id: int):
     preview = drafts.preview_email(db.session, broadcast_id, sample_email=_sample_email(),
-                                   default_from=_default_from())
+                                   default_from=_default_from(), check_fields=True)
     if preview.broadcast.status == "scheduled":
         flash("This broadcast is scheduled. Cancel the schedule to edit it again.", "info")
         return redirect(url_for(".show", broadcast_id=broadcast_id))
@@ -177,7 +177,7 @@ def save(broadcast_id: int):
     except ValidationError as exc:
         db.session.rollback()
         preview = drafts.preview_email(db.session, broadcast_id, sample_email=_sample_email(),
-                                       default_from=_default_from())
+                                       default_from=_default_from(), check_fields=True)
         return _render_edit(form, preview, error=exc.message, status=422)
     flash("Draft saved.", "success")
     return redirect(url_for(".edit", broadcast_id=broadcast_id))
