@@ -23,7 +23,7 @@ from flask import Flask, url_for
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
-from broadside import accounts
+from broadside import accounts, design
 from broadside.automations import entering
 from broadside.automations import service as automations
 from broadside.broadcasts import drafts
@@ -41,6 +41,7 @@ from broadside.subscribers.search import Filters
 from broadside.unsubscribe.suppression import record_bounce, suppress
 from jobs.worker import run_worker
 from tests.browser.steps import sign_in
+from tests.design_images import png
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, make_token
 from webapp.extensions import db, get_jobs
 
@@ -163,6 +164,9 @@ OWNER_PAGES = [
     Visit("delete automation", "automations.delete", {"automation_id": "automation"}),
     Visit("step preview", "automations.preview", {"automation_id": "automation", "step_id": "step"}),
     Visit("settings", "settings.index"),
+    Visit("design", "settings.design_page"),
+    Visit("design: the sample email", "settings.design_preview_email"),
+    Visit("design: the confirmation email", "settings.design_preview_confirmation"),
     Visit("API reference", "apidocs.api_reference"),
     Visit("sending identities", "identities.index"),
     Visit("edit identity", "identities.edit", {"identity_id": "identity"}),
@@ -187,6 +191,9 @@ NOT_PAGES = {
     "broadcasts.test_status": "an htmx fragment: a test send's status line",
     "subscribers.import_progress": "an htmx fragment of the import status page",
     "subscribers.bulk_progress": "an htmx fragment of the bulk action's page",
+    "settings.design_preview": "an htmx fragment of the Design page",
+    "brand.logo": "an image",
+    "brand.theme": "a stylesheet",
     "automations.counts": "an htmx fragment of the automations page",
     "system.checks": "an htmx fragment of the System page",
     "system.live": "an htmx fragment of the System page",
@@ -224,6 +231,11 @@ def run_worker_until_idle(app: Flask) -> None:
 
 
 def seed_everything(app: Flask) -> Seed:
+    design.store_logo(db.session, png(640, 160, (20, 20, 90)), directory=Path(app.instance_path) / "brand",
+                      base_url=app.config["BASE_URL"])
+    look = design.DesignInput(colour="#0b6e4f", width="640", font="serif",
+                              footer_text="Acme Weekly comes out every Friday. " * 3)
+    design.update_design(db.session, look, base_url=app.config["BASE_URL"])
     update_settings(db.session, sender_name="Acme Weekly", sender_email="news@acme.example",
                     postal_address="Acme Ltd\n1 Main Street\nSpringfield", time_zone="Europe/Berlin")
     weekly = lists.create_list(db.session, LONG_LIST, "Everything that happened at Acme, " * 4,
