@@ -364,6 +364,9 @@ def check(page: Page, visit: Visit, url: str, seed: Seed, problems: list[str], f
     elif response.status != visit.status:
         problems.append(f"{visit.label} ({url}): HTTP {response.status}, expected {visit.status}")
     page.wait_for_function(SETTLED)
+    page.wait_for_function("() => [...document.images].every(i => i.complete)")
+    for broken in page.evaluate("() => [...document.images].filter(i => !i.naturalWidth).map(i => i.src)"):
+        problems.append(f"{visit.label} ({url}): the image {broken} did not load")
     for problem in page.evaluate(LAYOUT_PROBLEMS):
         problems.append(f"{visit.label} at {PHONE} px ({url}): {problem}")
     photograph(page, visit, folder, PHONE)
@@ -393,6 +396,7 @@ def walk(app: Flask, page: Page, base_url: str, visits: list[Visit], seed: Seed,
 
 def test_every_page_fits_a_phone_and_passes_axe(app: Flask, page: Page, live_server, screenshot_dir):
     page.set_default_timeout(5_000)
+    app.config["BASE_URL"] = live_server.url  # the logo's address in emails, as on a real install
     seed = seed_everything(app)
     problems: list[str] = []
     check(page, Visit("first-run setup", "auth.setup"), live_server.url + "/setup", seed, problems,

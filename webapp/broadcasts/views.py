@@ -31,8 +31,9 @@ from webapp.identities.form import send_from_choices
 from webapp.params import int_arg
 from webapp.readiness import sending_readiness
 
-# The preview document is the email itself: inline styles and https images, nothing else.
-PREVIEW_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; "
+# The preview document is the email itself: inline styles and images, nothing else. Images
+# from this host too: the owner's logo is served here, over plain http on a LAN install.
+PREVIEW_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; "
                "base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
 
 

@@ -32,14 +32,11 @@ from broadside import design, signup_texts
 from broadside.models import MailingList, Subscriber
 from broadside.rendering import CompiledRevision, freeze_content
 from broadside.site_settings import SettingsError, get_settings
+from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db
 from webapp.htmx import make_response
 from webapp.settings.brand import logo_directory
 from webapp.settings.views import bp
-
-# The preview document is an email: inline styles, and the logo from this host or https.
-PREVIEW_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; "
-               "base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
 
 SAMPLE_SUBJECT = "Our news this week"
 SAMPLE_BODY = """# Hello {{ name or "there" }},
