@@ -130,12 +130,12 @@ def sign_up(session: Session, list_id: int, email: str | None, name: str | None 
     session.commit()
     if not rowcount(claimed):
         return False
-    _send_confirmation(session, mailing_list, subscriber, now, links, jobs)
+    send_confirmation(session, mailing_list, subscriber, now, links, jobs)
     return True
 
 
-def _send_confirmation(session: Session, mailing_list: MailingList, subscriber: Subscriber,
-                       sent_at: datetime, links: Links, jobs: Jobs) -> None:
+def send_confirmation(session: Session, mailing_list: MailingList, subscriber: Subscriber,
+                      sent_at: datetime, links: Links, jobs: Jobs) -> None:
     token = make_token(links, subscriber.id, mailing_list.id, sent_at)
     link = f"{links.base_url.rstrip('/')}/join/confirm/{token}"
     # In the owner's words and design (Settings -> Design; broadside.signup_texts).

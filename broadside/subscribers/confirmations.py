@@ -25,8 +25,7 @@ from broadside.queues import Jobs
 
 # The sign-up form's own sender (the email's words, link and subject), called as it is so
 # the two never drift; its signature is the sign-up feature's to keep.
-from broadside.signup.service import Links
-from broadside.signup.service import _send_confirmation as send_confirmation
+from broadside.signup.service import Links, send_confirmation
 from broadside.timeutil import utcnow
 
 CHUNK = 200
