@@ -66,21 +66,24 @@ def _render(source, filters, *, plan=None, error=None, status=200):
 def bulk_confirm():
     source, filters, target, max_id = _values()
     try:
-        plan = bulk.plan(db.session, action=source.get("action"), list_id=target,
-                         scope=source.get("scope"), ids=source.getlist("ids"),
-                         filters=filters, max_id=max_id)
+        plan = _plan(source, filters, target, max_id)
     except ValidationError as exc:
         return _render(source, filters, error=exc.message, status=422)
     return _render(source, filters, plan=plan)
+
+
+def _plan(source, filters, target, max_id) -> bulk.Plan:
+    """The same check and count on the confirmation page and on submit (ValidationError)."""
+    return bulk.plan(db.session, action=source.get("action"), list_id=target,
+                     scope=source.get("scope"), ids=source.getlist("ids"),
+                     filters=filters, max_id=max_id)
 
 
 @bp.route("/bulk", methods=["POST"])
 def bulk_submit():
     source, filters, target, max_id = _values()
     try:
-        plan = bulk.plan(db.session, action=source.get("action"), list_id=target,
-                         scope=source.get("scope"), ids=source.getlist("ids"),
-                         filters=filters, max_id=max_id)
+        plan = _plan(source, filters, target, max_id)
     except ValidationError as exc:
         return _render(source, filters, error=exc.message, status=422)
     if source.get("expected") != str(plan.total):
