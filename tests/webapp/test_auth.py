@@ -26,7 +26,10 @@ def test_setup_creates_first_owner_then_disappears(client):
         },
     )
     assert response.status_code == 302
-    assert db.session.query(Owner).one().email == "me@example.com"
+    created = db.session.query(Owner).one()
+    assert created.email == "me@example.com"
+    # scrypt at werkzeug's full cost (N=2^15): the tests' own owner is stored cheaper.
+    assert created.password_hash.startswith("scrypt:32768:8:1$")
     assert client.get("/").status_code == 200
     assert client.get("/setup").status_code == 404
 
