@@ -36,6 +36,9 @@ REVIEWED_PUBLIC = {
     # The API's OpenAPI document: a description of routes and shapes, no data and no secret,
     # read by API clients before they hold a token.
     "apidocs.openapi",
+    # The owner's logo (by content hash) and brand colour (a stylesheet named by the colour):
+    # emails and the public pages load them, with no cookie; nothing else is served.
+    "brand.logo", "brand.theme",
 }
 # Public POSTs that carry no CSRF token by design, each proving itself another way.
 CSRF_EXEMPT = {
@@ -56,7 +59,8 @@ CSRF_EXEMPT = {
 }
 # Documents that are an email, shown in a sandboxed iframe: inline styles are the nature of
 # email, so their own CSP allows inline style, but no script at all (default-src 'none').
-EMAIL_DOCUMENTS = {"broadcasts.preview_frame", "system.outbox_html"}
+EMAIL_DOCUMENTS = {"broadcasts.preview_frame", "system.outbox_html", "automations.preview",
+                   "settings.design_preview_email", "settings.design_preview_confirmation"}
 
 
 @pytest.fixture(params=["sqlite"])
