@@ -329,8 +329,9 @@ def broadcast_state(app, broadcast_id: int) -> dict:
 def steer(app, broadcast_id: int, action: str) -> None:
     """pause / resume / cancel through the same domain functions the pages call."""
     from broadside.broadcasts import service
-    from webapp.extensions import db
+    from webapp.extensions import db, get_jobs
 
     with app.app_context():
-        getattr(service, f"{action}_broadcast")(db.session, broadcast_id)
+        extra = {"jobs": get_jobs()} if action == "resume" else {}  # a resume queues its slice
+        getattr(service, f"{action}_broadcast")(db.session, broadcast_id, **extra)
         db.session.remove()
