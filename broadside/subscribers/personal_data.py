@@ -13,11 +13,12 @@ Subjects are filled in with the details held now (the copy as sent is not kept),
 distinct subject. Each export appends an `exported` event to the person's history; it goes
 with them if they are erased.
 
-The erase is the owner's (`broadside.subscribers.service.erase`): the same rows go the same
-way. The owner's erase records nothing about the person (an event naming them would undo the
-erase, and their events are deleted with them); this one adds one `erased` event that names
-neither the person nor their address, only the list whose link was used and that the person
-asked, so the owner can see that it happened and why.
+The erase is the owner's (`broadside.subscribers.service.erase_uncommitted`, which the
+owner's `erase` and bulk erase run too): the same rows go, the same rows stay. The owner's
+erase records nothing about the person (an event naming them would undo the erase, and their
+events are deleted with them); this one adds one `erased` event that names neither the person
+nor their address, only the list whose link was used and that the person asked, so the owner
+can see that it happened and why.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from broadside.models import (
 from broadside.subscribers import personal_data
 from broadside.subscribers import service as subscribers
 from broadside.timeutil import utcnow
+from broadside.unsubscribe import departures
 from tests.helpers import make_token, read_token, start_broadcast
 from webapp.extensions import db
 
@@ -182,7 +183,8 @@ def test_scanners_following_links_neither_export_nor_erase(app, client, readers)
     assert f'href="/u/{token}/erase"' in prefs.text
 
     for _ in range(3):  # a scanner, a previewer, the reader: GETs only
-        assert client.get(f"/u/{token}/data").status_code == 405
+        scanned = client.get(f"/u/{token}/data")
+        assert scanned.status_code == 405 and "Set-Cookie" not in scanned.headers
         confirm = client.get(f"/u/{token}/erase")
         assert confirm.status_code == 200 and "cannot be undone" in confirm.text
         assert "Set-Cookie" not in confirm.headers
@@ -257,6 +259,10 @@ def test_erase_me_is_the_owners_erase_and_the_link_then_says_the_address_is_gone
     [record] = db.session.scalars(select(Event).where(Event.kind == "erased")).all()
     assert record.subscriber_id is None and record.list_id == readers["weekly"]
     assert "alice" not in json.dumps([record.detail, record.data]).lower()
+    # The owner sees it among the list's departures, as someone erased.
+    [shown] = [d for d in departures.recent_for_list(db.session, readers["weekly"])
+               if d.kind == "erased"]
+    assert shown.email is None and shown.subscriber_id is None
 
     # Every page of the link now says so, plainly, whatever is asked of it.
     for method, path in (("GET", ""), ("POST", ""), ("GET", "/preferences"),
