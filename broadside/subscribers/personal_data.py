@@ -32,6 +32,8 @@ from sqlalchemy.orm import Session
 
 from broadside.errors import ValidationError
 from broadside.events import record_event
+from broadside.merge_fields import compile_template
+from broadside.merge_sandbox import TEXT_ENV, render_bounded
 from broadside.models import (
     Broadcast,
     Delivery,
@@ -42,7 +44,7 @@ from broadside.models import (
     TransactionalMessage,
 )
 from broadside.models.automations import Automation, AutomationMessage, AutomationRevision
-from broadside.rendering import RENDER_ERRORS, CompiledRevision
+from broadside.rendering import MAX_SUBJECT_CHARS, RENDER_ERRORS
 from broadside.subscribers import service as subscribers
 from broadside.timeutil import utcnow
 from broadside.unsubscribe.service import resolve
@@ -69,14 +71,21 @@ class _Subjects:
 
     def __call__(self, subject: str) -> str:
         if subject not in self.done:
-            try:
-                compiled = CompiledRevision(subject=subject, html_template="", text_template="")
-                self.done[subject] = compiled.render(
-                    email=self.email, name=self.name, attributes=self.attributes,
-                    unsubscribe_url="").subject
-            except (ValidationError, *RENDER_ERRORS):
-                self.done[subject] = subject  # as the owner wrote it, rather than nothing
+            self.done[subject] = self._fill(subject)
         return self.done[subject]
+
+    def _fill(self, subject: str) -> str:
+        if "{" not in subject:  # no merge syntax (most subjects): nothing to compile
+            return " ".join(subject.split())
+        try:
+            template = compile_template(TEXT_ENV, subject, "subject")
+            context = {"email": self.email, "name": self.name, "attributes": self.attributes,
+                       "unsubscribe_url": ""}
+            # As the sending path fills it (`CompiledRevision.fill`): bounded, one line.
+            return " ".join(render_bounded(template, context, limit=MAX_SUBJECT_CHARS,
+                                           what="subject").split())
+        except (ValidationError, *RENDER_ERRORS):
+            return subject  # as the owner wrote it, rather than nothing
 
 
 @dataclass(frozen=True)
