@@ -14,6 +14,7 @@ from broadside.timeutil import utcnow
 
 DEPARTURE_KINDS = (
     "unsubscribed", "resubscribed", "bounce", "complaint", "suppressed", "unsuppressed",
+    "erased",  # a person erased themselves from their link (the event names nobody)
 )
 PAGE_SIZE = 50
 

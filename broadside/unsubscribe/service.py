@@ -41,6 +41,14 @@ SOURCES = ("one-click", "link", "preferences", "owner", "api", "import")
 # One message for every link that does not lead to a subscription (erased subscriber, deleted
 # list): it never says which part is missing, so a link cannot tell whether an address exists.
 LINK_GONE = "This link does not work any more. You will not receive mail through it."
+# The one exception: the person the link was made for is gone (erased, by themselves or by the
+# owner). Whoever holds their link is told so plainly: only their own address is concerned.
+ADDRESS_GONE = ("Everything held about the address this link was made for has been erased. "
+                "No more mail is sent to it.")
+
+
+class AddressGone(NotFound):
+    """The token's person no longer exists: erased (or their id now names somebody else)."""
 
 
 @dataclass(frozen=True)
@@ -94,12 +102,21 @@ def resolve(session: Session, claim: UnsubscribeClaim) -> Recipient:
     ).one_or_none()
     if row is None or not claim.made_for(row.created_at):
         # Gone, or the id now belongs to somebody else (a restored backup): the link is not theirs.
-        raise NotFound(LINK_GONE)
+        raise _why_gone(session, claim)
     return Recipient(
         subscriber_id=claim.subscriber_id, email=row.email, list_id=claim.list_id,
         list_name=row.name, status=row.status, broadcast_id=claim.broadcast_id,
         suppression=row.suppression,
     )
+
+
+def _why_gone(session: Session, claim: UnsubscribeClaim) -> NotFound:
+    """Only read when a link leads nowhere: is the person gone, or only the subscription?"""
+    joined = session.scalar(select(Subscriber.created_at)
+                            .where(Subscriber.id == claim.subscriber_id))
+    if joined is None or not claim.made_for(joined):
+        return AddressGone(ADDRESS_GONE)
+    return NotFound(LINK_GONE)
 
 
 def for_list(claim: UnsubscribeClaim, list_id: int) -> UnsubscribeClaim:
@@ -264,7 +281,9 @@ def change_preference(
 
 
 __all__ = [
+    "ADDRESS_GONE",
     "SOFT_BOUNCE_LIMIT",
+    "AddressGone",
     "BounceOutcome",
     "Change",
     "Membership",

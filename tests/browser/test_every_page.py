@@ -101,6 +101,11 @@ def unsubscribe(page: Page, seed: Seed) -> None:
     expect(page.get_by_role("heading", name="You are unsubscribed")).to_be_visible()
 
 
+def erase_me(page: Page, seed: Seed) -> None:
+    page.get_by_role("button", name="Erase everything about me").click()
+    expect(page.get_by_role("heading", name="This address is no longer on our lists")).to_be_visible()
+
+
 def resubscribe(page: Page, seed: Seed) -> None:
     page.get_by_role("button", name="Resubscribe to " + LONG_LIST).click()
     expect(page.get_by_role("heading", name="You are subscribed again")).to_be_visible()
@@ -123,6 +128,10 @@ PUBLIC_PAGES = [
           then=resubscribe),
     Visit("unsubscribe: preferences", "unsubscribe.preferences", {"token": "unsubscribe_token"}),
     Visit("unsubscribe: broken link", "unsubscribe.confirm", {"token": "bad_token"}, status=400),
+    Visit("your data: erase, asked first", "unsubscribe.confirm_erase", {"token": "erase_token"}),
+    Visit("your data: erased", "unsubscribe.confirm_erase", {"token": "erase_token"}, then=erase_me),
+    Visit("your data: a link after the erase", "unsubscribe.preferences", {"token": "erase_token"},
+          status=404),
 ]
 
 # Walked signed in as the owner.
@@ -290,6 +299,11 @@ def seed_everything(app: Flask) -> Seed:
     planned = bulk.plan(db.session, action="add", list_id=daily.id, scope="all", ids=[],
                         filters=Filters(q="example"))
     queued_bulk = bulk.submit(db.session, planned, lambda _id: None)  # waits for a worker
+    # Erased from the public pages (on the daily list only: no delivery row changes).
+    leaving = Subscriber(email="erase.me." + LONG_EMAIL, name=LONG_NAME)
+    db.session.add(leaving)
+    db.session.flush()
+    db.session.add(Subscription(subscriber_id=leaving.id, list_id=daily.id, status="active"))
     step = db.session.scalar(select(AutomationStep.id).where(AutomationStep.automation_id == automation.id)
                              .order_by(AutomationStep.position))
     db.session.commit()
@@ -299,6 +313,7 @@ def seed_everything(app: Flask) -> Seed:
         segment=segment.id, automation=automation.id, step=step, identity=identity.id, import_=upload.id,
         bulk=queued_bulk.id,
         outbox_file=outbox[0], unsubscribe_token=make_token(people[0], weekly.id),
+        erase_token=make_token(leaving.id, daily.id),
         bad_token="this-link-was-cut-in-half", secret_key=app.config["SECRET_KEY"],
         base_url=app.config["BASE_URL"],
     )

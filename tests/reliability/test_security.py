@@ -30,6 +30,8 @@ REVIEWED_PUBLIC = {
     "signup.join", "signup.join_post", "signup.confirm_page", "signup.confirm",
     "unsubscribe.confirm", "unsubscribe.one_click", "unsubscribe.resubscribe",
     "unsubscribe.preferences", "webhooks.events", "webhooks.ses",
+    # The subscriber's own data from the same link: download it (POST), erase it (asks first).
+    "unsubscribe.download_data", "unsubscribe.confirm_erase", "unsubscribe.erase",
     # A provider's own webhooks, per sending identity (and for the default identity).
     "webhooks.postmark", "webhooks.postmark_default", "webhooks.resend",
     "webhooks.resend_default", "webhooks.mailgun", "webhooks.mailgun_default",
@@ -46,6 +48,10 @@ CSRF_EXEMPT = {
                              "the credential",
     "unsubscribe.resubscribe": "the signed token is the credential; these pages set no cookie",
     "unsubscribe.preferences": "the signed token is the credential; these pages set no cookie",
+    "unsubscribe.download_data": "the signed token is the credential, as for the preferences "
+                                 "page's other buttons; a POST so link scanners never trigger it",
+    "unsubscribe.erase": "the signed token is the credential, as for the preferences page's "
+                         "other buttons; reached from a confirmation page, never by a GET",
     "signup.join_post": "a public form with no session to ride; per-IP limit, honeypot, double opt-in",
     "signup.confirm": "the signed confirmation token is the credential",
     "webhooks.events": "HMAC-SHA256 signature of the body",

@@ -287,25 +287,33 @@ def test_tampered_truncated_or_garbage_tokens_get_a_friendly_400_and_change_noth
     assert event_count() == 0
 
 
-def test_tokens_for_an_erased_subscriber_or_deleted_list_get_the_same_404(client):
+def test_tokens_for_an_erased_subscriber_say_so_and_a_deleted_list_gets_the_broken_link_page(client):
     weekly, daily = add_list("Weekly"), add_list("Daily")
     alice = add_subscriber("alice@example.com", {weekly: "active"})
     carol = add_subscriber("carol@example.com", {daily: "active"})
     erased_token, deleted_list_token = make_token(alice, weekly), make_token(carol, daily)
-    never_on_list = make_token(alice, daily)
+    never_on_list = make_token(carol, weekly)
     db.session.delete(db.session.get(Subscriber, alice))
     db.session.delete(db.session.get(MailingList, daily))
     db.session.commit()
 
-    bodies = set()
-    for token in (erased_token, deleted_list_token, never_on_list, make_token(424242, weekly)):
-        for response in (client.get(f"/u/{token}"), client.post(f"/u/{token}", data=ONE_CLICK),
-                         client.get(f"/u/{token}/preferences")):
-            assert response.status_code == 404
-            assert "Set-Cookie" not in response.headers
-            bodies.add(response.text)
-    assert len(bodies) == 1  # the same page whoever the token named: nothing to learn from it
-    assert "This link does not work" in bodies.pop()
+    def bodies(*tokens: str) -> set[str]:
+        seen = set()
+        for token in tokens:
+            for response in (client.get(f"/u/{token}"), client.post(f"/u/{token}", data=ONE_CLICK),
+                             client.get(f"/u/{token}/preferences")):
+                assert response.status_code == 404
+                assert "Set-Cookie" not in response.headers
+                seen.add(response.text)
+        return seen
+
+    # The person is gone (erased, or never was): their link says so plainly, the same page
+    # whoever it named.
+    [gone] = bodies(erased_token, make_token(424242, weekly))
+    assert "This address is no longer on our lists" in gone and "@" not in gone
+    # The person is there but not on the link's list: nothing to learn about which part is gone.
+    [broken] = bodies(deleted_list_token, never_on_list)
+    assert "This link does not work" in broken and "carol" not in broken
     assert event_count() == 0
 
 

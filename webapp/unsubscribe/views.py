@@ -7,6 +7,11 @@
                                 200 itself, never a redirect.
 - POST /u/<token>/resubscribe   undo.
 - GET/POST /u/<token>/preferences   every list this person is on: leave, rejoin, leave all.
+- /u/<token>/data, /u/<token>/erase   their own data: download it, erase it
+                                (`webapp/unsubscribe/personal_data.py`).
+
+Once the person a link was made for is erased, every one of these answers "this address is no
+longer on our lists" (404) rather than the broken-link page.
 
 The signed token is the only credential. These pages use their own layout, which never calls
 `csrf_token()`, so no session cookie is ever set here.
@@ -88,6 +93,8 @@ def _page(template: str, http_status: int = 200, **context):
 @bp.errorhandler(DomainError)
 def problem(exc: DomainError):
     db.session.rollback()
+    if isinstance(exc, service.AddressGone):
+        return _page("unsubscribe/erased.html", exc.status_code, email=None, message=exc.message)
     response = _page("unsubscribe/problem.html", exc.status_code, status=exc.status_code,
                      message=exc.message)
     if exc.status_code == 429:
@@ -144,3 +151,7 @@ def preferences(token: str):
 # The token is the credential; a mail client's one-click POST carries no CSRF token.
 for _view in (one_click, resubscribe, preferences):
     csrf.exempt(_view)
+
+
+# Their own data (download, erase), on `bp`.
+from webapp.unsubscribe import personal_data  # noqa: E402,F401

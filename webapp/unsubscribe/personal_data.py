@@ -1,0 +1,76 @@
+"""The subscriber's own data, from the preferences page: the link in every email, no login,
+no cookie, no script. The signed token is the only credential, as for the other preferences
+actions (`webapp/unsubscribe/views.py`), so these POSTs are CSRF-exempt.
+
+- POST /u/<token>/data    "Download my data": a JSON file (an attachment) of everything held
+                          about the person (`broadside.subscribers.personal_data`). A POST, so
+                          a mail scanner or link previewer that follows every link of an email
+                          never builds it; a GET answers 405 and builds nothing. At most
+                          `EXPORT_LIMIT` a minute per person.
+- GET  /u/<token>/erase   "Erase me": what erasing means, and the button. Changes nothing.
+- POST /u/<token>/erase   erases them (the owner's erase) and answers the "erased" page
+                          itself; a repeat (double click, reload) answers the same page.
+
+Afterwards every page of their links answers "this address is no longer on our lists"
+(`unsubscribe/erased.html`, through the blueprint's error handler), not a broken-link error.
+"""
+
+from __future__ import annotations
+
+import json
+
+from flask import current_app, make_response
+
+from broadside.subscribers import personal_data
+from broadside.timeutil import utcnow
+from broadside.unsubscribe import service
+from webapp.extensions import csrf, db
+from webapp.security import public
+from webapp.unsubscribe.views import TooManyRequests, _claim, _page, _within_limit, bp
+
+EXPORT_LIMIT = 6  # per person and minute: a file is built from up to 10,000 messages
+
+
+@bp.post("/u/<token>/data")
+@public
+def download_data(token: str):
+    claim = _claim(token)
+    limit = int(current_app.config.get("PERSONAL_DATA_EXPORT_LIMIT", EXPORT_LIMIT))
+    if not _within_limit(f"unsubscribe:export:{claim.subscriber_id}", limit):
+        raise TooManyRequests(f"You asked for your data {limit} times in a minute. "
+                              f"Wait a minute, then try again.")
+    document = personal_data.personal_data(db.session, claim)
+    body = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    response = make_response(body, 200)
+    response.mimetype = "application/json"
+    response.headers["Content-Disposition"] = (
+        f'attachment; filename="my-data-{utcnow():%Y-%m-%d}.json"')
+    # Their address and history: never cached, never indexed, as the pages of the link.
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["X-Robots-Tag"] = "noindex, nofollow"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@bp.get("/u/<token>/erase")
+@public
+def confirm_erase(token: str):
+    recipient = service.resolve(db.session, _claim(token))
+    return _page("unsubscribe/erase.html", recipient=recipient, token=token)
+
+
+@bp.post("/u/<token>/erase")
+@public
+def erase(token: str):
+    claim = _claim(token)
+    try:
+        email = personal_data.erase_self(db.session, claim)
+    except service.AddressGone:
+        db.session.rollback()
+        email = None  # erased already: the same page, without the address it no longer knows
+    return _page("unsubscribe/erased.html", email=email, message=service.ADDRESS_GONE)
+
+
+# The token is the credential, as for the preferences page's other buttons.
+for _view in (download_data, erase):
+    csrf.exempt(_view)
