@@ -31,6 +31,7 @@ from broadside.models import (
     Subscription,
     TransactionalMessage,
 )
+from broadside.outgoing import outbox
 from broadside.timeutil import utcnow
 from broadside.unsubscribe import service as leaving
 
@@ -185,6 +186,8 @@ def add_to_lists(session: Session, subscriber_id: int, list_ids: list[int], *,
             created.append(list_id)
             record_event(session, "subscribed", subscriber_id=subscriber_id, list_id=list_id,
                          detail=f"added by {source}")
+            outbox.emit_subscriber(session, "subscriber.created", subscriber_id,
+                                   list_id=list_id, status=status, source=source)
     return created
 
 
