@@ -30,7 +30,7 @@ class Target:
     host: str  # as written (for the Host header and TLS)
     port: int
     path: str  # with the query
-    address: str  # the checked IP to connect to
+    addresses: tuple[str, ...]  # the checked IPs, tried in order (the resolver's)
 
 
 def check_url(url: str) -> str:
@@ -86,4 +86,4 @@ def resolve(url: str, *, allow_private: bool) -> Target:
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    return Target(parts.scheme, host, port, path, addresses[0])
+    return Target(parts.scheme, host, port, path, tuple(addresses))

@@ -75,15 +75,8 @@ def post(target: Target, body: bytes, headers: dict[str, str], timeout: float) -
         host_header = f"[{target.host}]"
     elif ":" in target.host:
         host_header = f"[{target.host}]:{target.port}"
-    connect_timeout = min(timeout, 3.0)
-    conn: HTTPConnection
-    if target.scheme == "https":
-        conn = HTTPSConnection(target.address, target.port, timeout=connect_timeout,
-                               server_hostname=target.host, assert_hostname=target.host)
-    else:
-        conn = HTTPConnection(target.address, target.port, timeout=connect_timeout)
+    conn = _connect(target, min(timeout, 3.0))
     try:
-        conn.connect()
         conn.timeout = timeout
         conn.request("POST", target.path, body=body,
                      headers={**headers, "Host": host_header, "Connection": "close"})
@@ -91,6 +84,28 @@ def post(target: Target, body: bytes, headers: dict[str, str], timeout: float) -
         return response.status, response.data[:2000]
     finally:
         conn.close()
+
+
+def _connect(target: Target, timeout: float) -> HTTPConnection:
+    """A connection to the first of the checked addresses that answers (never to a name
+    resolved again: the address that was checked is the one called). TLS verifies the URL's
+    host name, not the address."""
+    failure: Exception | None = None
+    for address in target.addresses:
+        conn: HTTPConnection
+        if target.scheme == "https":
+            conn = HTTPSConnection(address, target.port, timeout=timeout,
+                                   server_hostname=target.host, assert_hostname=target.host)
+        else:
+            conn = HTTPConnection(address, target.port, timeout=timeout)
+        try:
+            conn.connect()
+            return conn
+        except (HTTPError, OSError) as exc:
+            conn.close()
+            failure = exc
+    assert failure is not None  # resolve() never returns no address
+    raise failure
 
 
 def attempt(message: WebhookMessage, url: str, secret: str, settings: Settings,

@@ -2,7 +2,7 @@
 `ThreadingHTTPServer` on 127.0.0.1 that records every request (headers lower-cased, the raw
 body) and answers 200, or the statuses queued with `fail(n, status)`.
 
-    with Receiver() as receiver:
+    with Receiver() as receiver:       # Receiver(tls=context, host="localhost"): HTTPS
         receiver.fail(1, 500)          # the next request gets a 500
         ... receiver.requests[0].body, .header("broadside-signature"), .json()
         receiver.url                   # http://127.0.0.1:<port>/hook
@@ -11,6 +11,7 @@ body) and answers 200, or the statuses queued with `fail(n, status)`.
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,7 +33,7 @@ class Received:
 
 
 class Receiver:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None, host: str = "127.0.0.1") -> None:
         self.requests: list[Received] = []
         self._failures: list[int] = []
         self._lock = threading.Lock()
@@ -57,8 +58,10 @@ class Receiver:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/hook"
+        self.url = f"{'https' if tls else 'http'}://{host}:{self.port}/hook"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def fail(self, times: int, status: int = 500) -> None:

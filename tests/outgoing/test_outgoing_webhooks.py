@@ -9,11 +9,16 @@ here differs between the engines.
 from __future__ import annotations
 
 import re
+import ssl
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from sqlalchemy import event, func, select
 
 from broadside.errors import ValidationError
@@ -279,3 +284,39 @@ def test_a_broadcast_with_no_endpoint_for_deliveries_writes_no_outbox_rows(app, 
     start_broadcast(app, make_list(db.session, 5))
     assert run_worker_burst() == 0
     assert outbox_rows() == []
+
+
+@pytest.fixture(scope="module")
+def localhost_certificate(tmp_path_factory) -> Path:
+    """A self-signed certificate for the name `localhost` only (not for 127.0.0.1)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.now(UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(minutes=1)).not_valid_after(now + timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    path = tmp_path_factory.mktemp("tls") / "localhost.pem"
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM) + key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return path
+
+
+def test_https_connects_to_the_checked_address_and_verifies_the_url_host(
+        app, localhost_certificate, monkeypatch):
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(localhost_certificate)
+    with Receiver(tls=context, host="localhost") as receiver:
+        endpoint = add_endpoint(receiver.url, "subscriber.created")
+        save_subscriber(db.session, email="hal@example.com", list_ids=[make_list(db.session, 0).id])
+        # Untrusted: refused at the handshake, nothing sent.
+        assert delivery.deliver_due(db.session, ALLOW).statuses == ["pending"]
+        assert receiver.requests == [] and "CERTIFICATE_VERIFY_FAILED" in outbox_rows()[0].last_error
+        # Trusted: the certificate names `localhost`, the connection goes to a checked address.
+        monkeypatch.setenv("SSL_CERT_FILE", str(localhost_certificate))
+        assert delivery.deliver_due(db.session, ALLOW, now=utcnow() + timedelta(minutes=5)).delivered == 1
+        [request] = receiver.requests
+        assert request.header("Host") == f"localhost:{receiver.port}"
+        assert readme_verify()(endpoint.secret, request.header("Broadside-Signature"), request.body)
