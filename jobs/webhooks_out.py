@@ -59,12 +59,17 @@ def run_webhooks_job(_: int = 0) -> str:
     return f"{outcome.delivered} delivered, {outcome.failed} failed"
 
 
+PRUNE_EVERY_SECONDS = 3600
+
+
 def ensure_webhooks(session: Session, jobs: Jobs) -> None:
-    """The maintenance tick's part: rows a dead job left claimed go back, and due events
-    get a job (one queued at a time)."""
+    """The maintenance tick's part: rows a dead job left claimed go back, due events get a
+    job (one queued at a time), and once an hour the log forgets events older than a month."""
     now = utcnow()
     if ledger.release_stale(session, now):
         log.warning("webhook deliveries left in flight by a stopped worker: queued again")
+    if jobs.redis.set(f"{jobs.namespace}:webhooks:pruned", "1", nx=True, ex=PRUNE_EVERY_SECONDS):
+        ledger.prune(session, now)
     due = ledger.anything_due(session, now)
     session.commit()
     if due and not jobs.has_marker("webhooks", 0):

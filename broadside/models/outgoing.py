@@ -54,6 +54,7 @@ class WebhookMessage(Model):
         UniqueConstraint("endpoint_id", "event_id", name="uq_webhook_outbox_endpoint_event"),
         Index("ix_webhook_outbox_due", "status", "next_attempt_at"),
         Index("ix_webhook_outbox_endpoint", "endpoint_id", "id"),
+        Index("ix_webhook_outbox_created", "created_at"),  # the monthly prune
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

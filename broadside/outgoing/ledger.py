@@ -23,7 +23,7 @@ import random
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from broadside.db import rowcount
@@ -34,6 +34,7 @@ _OUTBOX = WebhookMessage.__table__
 STALE_CLAIM = timedelta(minutes=5)
 MAX_BACKOFF = timedelta(hours=1)
 MAX_ERROR = 500
+KEEP = timedelta(days=30)  # how long the log keeps a delivered or failed event
 
 
 def _due(now: datetime):
@@ -158,6 +159,21 @@ def release_stale(session: Session, now: datetime, older_than: timedelta = STALE
         .where(WebhookMessage.status == "sending", WebhookMessage.claimed_at < now - older_than)
         .values(status="pending", next_attempt_at=now, updated_at=now,
                 last_error="The worker stopped during this delivery; sent again.")
+        .execution_options(synchronize_session=False)))
+
+
+def prune(session: Session, now: datetime, keep: timedelta = KEEP, limit: int = 5000) -> int:
+    """Forget delivered and failed events older than `keep` (their payloads name people), at
+    most `limit` rows per call. Does not commit."""
+    old = list(session.scalars(
+        select(WebhookMessage.id)
+        .where(WebhookMessage.created_at < now - keep,
+               WebhookMessage.status.in_(("delivered", "failed")))
+        .limit(limit)))
+    if not old:
+        return 0
+    return rowcount(session.execute(
+        delete(WebhookMessage).where(WebhookMessage.id.in_(old))
         .execution_options(synchronize_session=False)))
 
 

@@ -320,3 +320,15 @@ def test_https_connects_to_the_checked_address_and_verifies_the_url_host(
         [request] = receiver.requests
         assert request.header("Host") == f"localhost:{receiver.port}"
         assert readme_verify()(endpoint.secret, request.header("Broadside-Signature"), request.body)
+
+
+def test_the_log_forgets_settled_events_after_a_month_and_keeps_waiting_ones(app, receiver):
+    add_endpoint(receiver.url, "subscriber.created")
+    weekly = make_list(db.session, 0)
+    save_subscriber(db.session, email="ida@example.com", list_ids=[weekly.id])
+    assert delivery.deliver_due(db.session, ALLOW).delivered == 1
+    save_subscriber(db.session, email="jo@example.com", list_ids=[weekly.id])  # still waiting
+    assert ledger.prune(db.session, utcnow() + timedelta(days=29)) == 0
+    assert ledger.prune(db.session, utcnow() + timedelta(days=31)) == 1
+    db.session.commit()
+    assert [r.status for r in outbox_rows()] == ["pending"]

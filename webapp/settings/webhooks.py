@@ -16,6 +16,7 @@ What is recorded and how it is delivered: `broadside/outgoing/` (README, "Outgoi
 from __future__ import annotations
 
 from flask import current_app, flash, redirect, render_template, request, url_for
+from redis.exceptions import RedisError
 
 from broadside.errors import ValidationError
 from broadside.outgoing import DESCRIPTIONS, EVENT_TYPES, endpoints, ledger
@@ -70,10 +71,18 @@ def webhook_page(endpoint_id: int):
     return _endpoint_page(endpoint_id)
 
 
+def _wake_the_worker() -> None:
+    """Ask for a delivery job now; without Redis the worker's next tick finds the events."""
+    try:
+        get_jobs().enqueue_webhooks()
+    except RedisError:
+        pass
+
+
 @bp.route("/webhooks/<int:endpoint_id>/test", methods=["POST"])
 def webhook_test(endpoint_id: int):
     event_id = endpoints.send_test(db.session, endpoint_id)
-    get_jobs().enqueue_webhooks()
+    _wake_the_worker()
     flash(f"Test event {event_id} queued: the worker sends it within seconds. "
           "Reload to see it in the log.", "success")
     return redirect(url_for("settings.webhook_page", endpoint_id=endpoint_id))
@@ -88,7 +97,7 @@ def webhook_secret(endpoint_id: int):
 @bp.route("/webhooks/<int:endpoint_id>/enable", methods=["POST"])
 def webhook_enable(endpoint_id: int):
     if endpoints.enable(db.session, endpoint_id):
-        get_jobs().enqueue_webhooks()
+        _wake_the_worker()
         flash("Enabled: its waiting events go out again.", "success")
     return redirect(url_for("settings.webhook_page", endpoint_id=endpoint_id))
 
