@@ -50,8 +50,8 @@ def check_url(url: str) -> str:
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
         raise ValidationError("The URL's port is not a number from 1 to 65535.") from None
-    if any(c.isspace() for c in url):
-        raise ValidationError("The URL may not contain spaces.")
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise ValidationError("The URL may not contain spaces or control characters.")
     return url
 
 
@@ -71,7 +71,7 @@ def resolve(url: str, *, allow_private: bool) -> Target:
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: UnicodeError, a name too long
         raise UnsafeAddress(f"The host {host} does not resolve ({exc}).") from None
     addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
     if not addresses:

@@ -48,6 +48,8 @@ def test_create_list_and_delete_an_endpoint(client, api_headers):
     ({"url": "http://127.0.0.1:5000/", "events": ["delivery.sent"]}, "WEBHOOKS_ALLOW_PRIVATE"),
     ({"url": "http://169.254.169.254/", "events": ["delivery.sent"]}, "link-local"),
     ({"url": "https://" + "a" * 2000 + ".example/", "events": ["delivery.sent"]}, "under 2000"),
+    ({"url": "https://exa\u0000mple.com/", "events": ["delivery.sent"]}, "control characters"),
+    ({"url": "https://" + "a" * 300 + ".example/", "events": ["delivery.sent"]}, "does not resolve"),
 ])
 def test_bad_input_is_refused_with_422_and_writes_nothing(client, api_headers, body, message):
     answer = client.post("/api/webhooks", headers=api_headers, json=body)
