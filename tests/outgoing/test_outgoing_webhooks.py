@@ -332,3 +332,11 @@ def test_the_log_forgets_settled_events_after_a_month_and_keeps_waiting_ones(app
     assert ledger.prune(db.session, utcnow() + timedelta(days=31)) == 1
     db.session.commit()
     assert [r.status for r in outbox_rows()] == ["pending"]
+
+
+def test_deliveries_wait_behind_every_mail_queue(app):
+    jobs = get_jobs()
+    assert jobs.listened()[-1] == jobs.queue_name("webhooks")
+    assert jobs.listened("identity:7")[-1] == jobs.queue_name("webhooks")  # shared by every stream
+    assert jobs.enqueue_webhooks() and not jobs.enqueue_webhooks()  # one queued at a time
+    assert jobs.queue("webhooks").count == 1
