@@ -55,6 +55,7 @@ class WebhookMessage(Model):
         Index("ix_webhook_outbox_due", "status", "next_attempt_at"),
         Index("ix_webhook_outbox_endpoint", "endpoint_id", "id"),
         Index("ix_webhook_outbox_created", "created_at"),  # the monthly prune
+        Index("ix_webhook_outbox_subscriber_id", "subscriber_id"),  # erasing a person
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -63,6 +64,10 @@ class WebhookMessage(Model):
     event_id: Mapped[str] = mapped_column(String(40))
     event_type: Mapped[str] = mapped_column(String(40))
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # The person the event names, if any: erasing them deletes their events (no FOREIGN KEY,
+    # like automation messages, so a ledger flush never waits on or fails for an erase;
+    # `broadside.subscribers.service.erase_uncommitted` deletes them).
+    subscriber_id: Mapped[int | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     status: Mapped[str] = mapped_column(String(16), default="pending")
     attempts: Mapped[int] = mapped_column(default=0)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from broadside.models import Subscriber, WebhookEndpoint, WebhookMessage
@@ -48,9 +48,11 @@ def _rows(endpoints: Sequence[int], event_type: str, datas: Sequence[Data],
     rows: list[dict[str, Any]] = []
     for data in datas:
         event_id = new_event_id()
+        person = data.get("subscriber")
+        subscriber_id = person.get("id") if isinstance(person, dict) else None
         rows.extend({"endpoint_id": endpoint_id, "event_id": event_id, "event_type": event_type,
-                     "data": data, "created_at": now, "status": "pending", "attempts": 0,
-                     "next_attempt_at": now}
+                     "data": data, "subscriber_id": subscriber_id, "created_at": now,
+                     "status": "pending", "attempts": 0, "next_attempt_at": now}
                     for endpoint_id in endpoints)
     return rows
 
@@ -105,7 +107,13 @@ def people(session: Session, subscriber_ids: Sequence[int | None]) -> dict[int, 
 def person(session: Session, subscriber_id: int | None) -> Data | None:
     if subscriber_id is None:
         return None
-    return people(session, [subscriber_id]).get(subscriber_id, {"id": subscriber_id})
+    return people(session, [subscriber_id]).get(subscriber_id)
+
+
+def forget_people(session: Session, subscriber_ids: Sequence[int]) -> None:
+    """Erasing people deletes the events that name them, sent or not. Does not commit."""
+    session.execute(delete(WebhookMessage).where(WebhookMessage.subscriber_id.in_(list(subscriber_ids)))
+                    .execution_options(synchronize_session=False))
 
 
 def emit_subscriber(session: Session, event_type: str, subscriber_id: int, **extra: Any) -> int:

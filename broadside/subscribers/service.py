@@ -298,6 +298,7 @@ def erase_uncommitted(session: Session, subscriber_ids: list[int]) -> int:
     )
     for subscriber_id in subscriber_ids:
         forget_person(session, subscriber_id)  # their automation messages: as SET NULL would
+    outbox.forget_people(session, subscriber_ids)  # outgoing webhook events naming them
     result = session.execute(
         delete(Subscriber).where(Subscriber.id.in_(subscriber_ids))
         .execution_options(synchronize_session=False)

@@ -24,7 +24,7 @@ from sqlalchemy import event, func, select
 from broadside.errors import ValidationError
 from broadside.models import Subscriber, WebhookEndpoint, WebhookMessage
 from broadside.outgoing import delivery, endpoints, ledger
-from broadside.subscribers.service import save_subscriber
+from broadside.subscribers.service import erase, save_subscriber
 from broadside.timeutil import utcnow
 from broadside.unsubscribe.service import leave_list
 from broadside.unsubscribe.suppression import suppress
@@ -340,3 +340,14 @@ def test_deliveries_wait_behind_every_mail_queue(app):
     assert jobs.listened("identity:7")[-1] == jobs.queue_name("webhooks")  # shared by every stream
     assert jobs.enqueue_webhooks() and not jobs.enqueue_webhooks()  # one queued at a time
     assert jobs.queue("webhooks").count == 1
+
+
+def test_erasing_a_person_deletes_the_events_that_name_them(app):
+    add_endpoint("http://127.0.0.1:9/", "subscriber.created", "broadcast.started")
+    weekly = make_list(db.session, 0)
+    save_subscriber(db.session, email="kim@example.com", list_ids=[weekly.id])
+    save_subscriber(db.session, email="lou@example.com", list_ids=[weekly.id])
+    kim = db.session.scalar(select(Subscriber.id).where(Subscriber.email == "kim@example.com"))
+    assert [r.subscriber_id is not None for r in outbox_rows()] == [True, True]
+    erase(db.session, kim)
+    assert [r.data["subscriber"]["email"] for r in outbox_rows()] == ["lou@example.com"]
