@@ -47,6 +47,7 @@ ENV_VARS = (
     "SNS_TOPIC_ARNS",
     "TRUSTED_PROXY_COUNT",
     "RETRY_BASE_SECONDS",
+    "WEBHOOKS_ALLOW_PRIVATE",
 )
 
 
@@ -85,6 +86,17 @@ def _int(variable: str, value: Any, minimum: int = 0) -> int:
     if number < minimum:
         raise ConfigError(variable, f"must be at least {minimum}, got {number}")
     return number
+
+
+def _flag(variable: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(variable, f"must be 1 or 0, got {value!r}")
 
 
 def private_folder(path: Path) -> Path:
@@ -130,6 +142,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "SNS_TOPIC_ARNS": "",
         "TRUSTED_PROXY_COUNT": "0",
         "RETRY_BASE_SECONDS": "30",
+        "WEBHOOKS_ALLOW_PRIVATE": "0",
     }
     raw.update({k: v for k, v in environ.items() if k in ENV_VARS and v != ""})
     raw.update(overrides)
@@ -178,6 +191,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     if not 0 < retry_base <= 3600:
         raise ConfigError("RETRY_BASE_SECONDS", "must be between 0 and 3600")
     config["RETRY_BASE_SECONDS"] = retry_base
+    config["WEBHOOKS_ALLOW_PRIVATE"] = _flag("WEBHOOKS_ALLOW_PRIVATE", raw["WEBHOOKS_ALLOW_PRIVATE"])
 
     secret = raw.get("SECRET_KEY") or _secret_key(instance_path)
     if len(str(secret)) < 16:

@@ -25,6 +25,7 @@ from jobs.automations import anything_due, evaluation_due
 from jobs.runtime import Runtime
 from jobs.sending import paused_notice
 from jobs.transactional import due_transactional
+from jobs.webhooks_out import ensure_webhooks
 
 log = logging.getLogger("broadside.worker")
 
@@ -169,3 +170,5 @@ def _ensure_evaluation(session: Session, rt: Runtime) -> None:
     if evaluation_due(session) and not rt.jobs.has_marker("evaluation", 0):
         rt.jobs.enqueue_evaluation()
     session.commit()
+    # Outgoing webhooks send no mail: they go on while an identity is paused.
+    ensure_webhooks(session, rt.jobs)

@@ -27,6 +27,7 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
     subscribers,
 )
 from webapp.api import bp as api_bp
+from webapp.api import webhooks as api_webhooks  # noqa: F401 - its routes attach to the API blueprint
 from webapp.apidocs import bp as apidocs_bp
 from webapp.auth.views import bp as auth_bp
 from webapp.automations import bp as automations_bp
@@ -45,6 +46,7 @@ from webapp.params import DatabaseIdConverter
 from webapp.security import install_security
 from webapp.segments import bp as segments_bp
 from webapp.settings import design  # noqa: F401 - Settings -> Design adds its routes to the blueprint
+from webapp.settings import webhooks as settings_webhooks  # noqa: F401 - and Settings -> Webhooks
 from webapp.settings.brand import bp as brand_bp
 from webapp.settings.views import bp as settings_bp
 from webapp.signup.views import bp as signup_bp

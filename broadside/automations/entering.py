@@ -40,6 +40,7 @@ from broadside.models import (
     Subscriber,
 )
 from broadside.models.automations import ENTERING
+from broadside.outgoing import outbox
 from broadside.segments import rules as segment_rules
 from broadside.segments import service as segments
 from broadside.timeutil import utcnow
@@ -79,7 +80,7 @@ def enter(session: Session, automation: Automation, people: ColumnElement[bool],
     now = now or utcnow()
     if not isinstance(list_for, ColumnElement):
         list_for = literal(list_for, _ENTRIES.c.list_id.type)
-    entered = len(session.execute(
+    entered_ids = list(session.execute(
         _insert(session, _ENTRIES)
         .from_select(
             ["automation_id", "subscriber_id", "source", "evaluation", "entered_at", "list_id"],
@@ -92,7 +93,10 @@ def enter(session: Session, automation: Automation, people: ColumnElement[bool],
         )
         .on_conflict_do_nothing(index_elements=["subscriber_id", "automation_id"])
         .returning(_ENTRIES.c.subscriber_id)
-    ).all())
+    ).scalars())
+    entered = len(entered_ids)
+    if entered:
+        _emit_entered(session, automation, entered_ids, now)
     if not entered or automation.record_only:
         return entered
     # The entries this call made: among these people, this automation's, stamped with this
@@ -116,6 +120,14 @@ def enter(session: Session, automation: Automation, people: ColumnElement[bool],
                    literal(0, _MESSAGES.c.attempts.type)).where(mine),
         ))
     return entered
+
+
+def _emit_entered(session: Session, automation: Automation, subscriber_ids: list[int],
+                  now: datetime) -> None:
+    """`automation.entered` for each person who entered, in bulk (only if an endpoint wants it)."""
+    outbox.emit_many(session, "automation.entered", lambda: [
+        {"automation": {"id": automation.id, "name": automation.name}, "subscriber": person}
+        for person in outbox.people(session, subscriber_ids).values()], now)
 
 
 def welcome_automations(session: Session, list_id: int) -> list[Automation]:

@@ -33,10 +33,18 @@ from sqlalchemy.orm import Session
 
 from broadside.models import Broadcast, Delivery, Event
 from broadside.models.sending import DeliveryStatus
+from broadside.outgoing import outbox
 from broadside.timeutil import utcnow
 
 # One counter column per delivery status (`pending_count`, `sent_count`, ...).
 COUNTER: dict[str, Any] = {status: getattr(Broadcast, f"{status}_count") for status in DeliveryStatus}
+
+# The outgoing webhook event sent when a delivery enters each of these statuses.
+WEBHOOK_FOR: dict[str, str] = {
+    DeliveryStatus.SENT: "delivery.sent",
+    DeliveryStatus.FAILED: "delivery.failed",
+    DeliveryStatus.UNKNOWN: "delivery.unknown",
+}
 
 # The event kind recorded when a delivery enters each status.
 EVENT_FOR: dict[str, str] = {
@@ -190,7 +198,24 @@ def transition(
         move_counters(session, broadcast_id, {(source, target): len(moved) - len(changes)})
     if moved:
         _record(session, broadcast_id, moved, EVENT_FOR[target], now)
+        if target in WEBHOOK_FOR:
+            _emit(session, broadcast_id, moved, WEBHOOK_FOR[target], now)
     return [c.delivery_id for c in moved]
+
+
+def _emit(session: Session, broadcast_id: int, moved: Sequence[Change], event_type: str,
+          now: datetime) -> None:
+    """The flush's outgoing webhook events, in bulk like its evidence: one SELECT of the
+    endpoints wanting them and, only if there are any, one of the people and one executemany."""
+
+    def datas() -> list[dict[str, Any]]:
+        found = outbox.people(session, [c.subscriber_id for c in moved])
+        return [{"broadcast_id": broadcast_id, "delivery_id": c.delivery_id,
+                 "subscriber": found.get(c.subscriber_id) if c.subscriber_id else None,
+                 "detail": c.detail or None}
+                for c in moved]
+
+    outbox.emit_many(session, event_type, datas, now)
 
 
 _CLAIM = (

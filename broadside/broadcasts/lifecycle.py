@@ -36,6 +36,7 @@ from broadside.db import rowcount
 from broadside.events import record_event
 from broadside.models import Broadcast, Delivery
 from broadside.models.sending import BroadcastStatus, DeliveryStatus
+from broadside.outgoing import outbox
 from broadside.timeutil import utcnow
 
 DRAFT = BroadcastStatus.DRAFT
@@ -187,7 +188,26 @@ def move(
         broadcast_id=broadcast_id,
         detail=transition.detail if detail is None else detail,
     )
+    if name in WEBHOOK_FOR:
+        outbox.emit(session, WEBHOOK_FOR[name], lambda: _broadcast_data(session, broadcast_id))
     return True
+
+
+# The outgoing webhook event sent when a broadcast makes these moves.
+WEBHOOK_FOR = {"start": "broadcast.started", "finish": "broadcast.finished"}
+
+
+def _broadcast_data(session: Session, broadcast_id: int) -> dict[str, Any]:
+    row = session.execute(
+        select(Broadcast.subject, Broadcast.list_id, Broadcast.segment_id, Broadcast.sent_count,
+               Broadcast.failed_count, Broadcast.skipped_count,
+               Broadcast.unknown_count)
+        .where(Broadcast.id == broadcast_id)).one()
+    return {"broadcast": {"id": broadcast_id, "subject": row.subject, "list_id": row.list_id,
+                          "segment_id": row.segment_id},
+            "counts": {"sent": row.sent_count,
+                       "failed": row.failed_count, "skipped": row.skipped_count,
+                       "unknown": row.unknown_count}}
 
 
 def pause(session: Session, broadcast_id: int, reason: str) -> bool:

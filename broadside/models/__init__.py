@@ -19,6 +19,7 @@ from broadside.models.automations import (
 from broadside.models.bulk import BulkAction
 from broadside.models.events import Event
 from broadside.models.identities import Identity
+from broadside.models.outgoing import WebhookEndpoint, WebhookMessage
 from broadside.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
 
 __all__ = [
@@ -43,4 +44,6 @@ __all__ = [
     "Subscriber",
     "Subscription",
     "TransactionalMessage",
+    "WebhookEndpoint",
+    "WebhookMessage",
 ]

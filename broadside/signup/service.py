@@ -23,6 +23,7 @@ from broadside.errors import NotFound
 from broadside.events import record_event
 from broadside.models import MailingList, Subscriber, Subscription
 from broadside.outbound import queue_transactional
+from broadside.outgoing import outbox
 from broadside.queues import Jobs
 from broadside.signup_texts import confirmation_email
 from broadside.subscribers.service import (
@@ -113,6 +114,8 @@ def sign_up(session: Session, list_id: int, email: str | None, name: str | None 
     if inserted is not None:
         record_event(session, "subscribed", subscriber_id=subscriber.id, list_id=list_id,
                      detail="sign-up form, waiting for confirmation")
+        outbox.emit_subscriber(session, "subscriber.created", subscriber.id, list_id=list_id,
+                               status="unconfirmed", source="signup")
     now = utcnow()
     # Guarded UPDATE: of two sign-ups racing, only one gets to send the email.
     claimed = session.execute(

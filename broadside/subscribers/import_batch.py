@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from broadside.automations.entering import enter_joined
 from broadside.models import Event, Subscriber, Subscription
+from broadside.outgoing import outbox
 from broadside.subscribers.service import dialect_insert
 from broadside.timeutil import utcnow
 
@@ -96,6 +97,10 @@ def write_batch(session: Session, list_id: int, import_id: int,
             [{"kind": "subscribed", "subscriber_id": sid, "list_id": list_id, "created_at": now,
               "detail": detail} for sid in joining],
         )
+        status = "unconfirmed" if asking else "active"
+        outbox.emit_many(session, "subscriber.created", lambda: [
+            {"subscriber": person, "list_id": list_id, "status": status, "source": "import"}
+            for person in outbox.people(session, joining).values()], now)
         if welcome and not asking:
             # The subscriptions this batch made carry its exact timestamp (a sign-up racing
             # the import for the same person keeps its own row and its own welcome).

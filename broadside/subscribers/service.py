@@ -31,6 +31,7 @@ from broadside.models import (
     Subscription,
     TransactionalMessage,
 )
+from broadside.outgoing import outbox
 from broadside.timeutil import utcnow
 from broadside.unsubscribe import service as leaving
 
@@ -185,6 +186,8 @@ def add_to_lists(session: Session, subscriber_id: int, list_ids: list[int], *,
             created.append(list_id)
             record_event(session, "subscribed", subscriber_id=subscriber_id, list_id=list_id,
                          detail=f"added by {source}")
+            outbox.emit_subscriber(session, "subscriber.created", subscriber_id,
+                                   list_id=list_id, status=status, source=source)
     return created
 
 
@@ -295,6 +298,7 @@ def erase_uncommitted(session: Session, subscriber_ids: list[int]) -> int:
     )
     for subscriber_id in subscriber_ids:
         forget_person(session, subscriber_id)  # their automation messages: as SET NULL would
+    outbox.forget_people(session, subscriber_ids)  # outgoing webhook events naming them
     result = session.execute(
         delete(Subscriber).where(Subscriber.id.in_(subscriber_ids))
         .execution_options(synchronize_session=False)

@@ -22,6 +22,7 @@ from broadside.db import rowcount
 from broadside.errors import NotFound, ValidationError
 from broadside.events import record_event
 from broadside.models import MailingList, Subscriber, Subscription
+from broadside.outgoing import outbox
 from broadside.timeutil import utcnow
 from broadside.unsubscribe.evidence import existing_broadcast_id
 from broadside.unsubscribe.suppression import (
@@ -157,6 +158,8 @@ def leave_list(
         broadcast_id=existing_broadcast_id(session, broadcast_id), detail=source,
         data={"source": source, "broadcast_id": broadcast_id},
     )
+    outbox.emit_subscriber(session, "subscriber.unsubscribed", subscriber_id, list_id=list_id,
+                           source=source, broadcast_id=broadcast_id)
     return True
 
 

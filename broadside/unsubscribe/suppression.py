@@ -22,6 +22,7 @@ from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.events import record_event
 from broadside.models import Broadcast, Delivery, Subscriber, TransactionalMessage
 from broadside.models.audience import SUPPRESSIONS
+from broadside.outgoing import outbox
 from broadside.timeutil import utcnow
 
 # Soft bounces in a row before the address is suppressed. A successful delivery resets the
@@ -139,6 +140,8 @@ def _suppress(
         broadcast_id=link.broadcast_id, delivery_id=link.delivery_id,
         detail=f"{kind}: {detail}" if detail else kind, data={"kind": kind, **(data or {})},
     )
+    outbox.emit_subscriber(session, "subscriber.suppressed", subscriber_id, kind=kind,
+                           detail=detail or None, broadcast_id=link.broadcast_id)
     return True
 
 

@@ -30,14 +30,16 @@ from broadside.broadcasts import drafts
 from broadside.broadcasts.service import send_broadcast
 from broadside.identities import service as identities
 from broadside.lists import service as lists
-from broadside.models import Delivery, Subscriber, Subscription
+from broadside.models import Delivery, Subscriber, Subscription, WebhookEndpoint, WebhookMessage
 from broadside.models.automations import AutomationStep
+from broadside.outgoing import EVENT_TYPES
 from broadside.segments import service as segments
 from broadside.signup import service as signup
 from broadside.site_settings import update_settings
 from broadside.subscribers import bulk
 from broadside.subscribers.importer import import_dir, import_path, process, receive_upload
 from broadside.subscribers.search import Filters
+from broadside.timeutil import utcnow
 from broadside.unsubscribe.suppression import record_bounce, suppress
 from jobs.worker import run_worker
 from tests.browser.steps import sign_in
@@ -177,6 +179,9 @@ OWNER_PAGES = [
     Visit("design: the sample email", "settings.design_preview_email"),
     Visit("design: the confirmation email", "settings.design_preview_confirmation"),
     Visit("API reference", "apidocs.api_reference"),
+    Visit("webhooks", "settings.webhooks_page"),
+    Visit("webhook endpoint", "settings.webhook_page", {"endpoint_id": "endpoint"}),
+    Visit("disabled webhook endpoint", "settings.webhook_page", {"endpoint_id": "disabled_endpoint"}),
     Visit("sending identities", "identities.index"),
     Visit("edit identity", "identities.edit", {"identity_id": "identity"}),
     Visit("delete identity", "identities.delete", {"identity_id": "identity"}),
@@ -306,17 +311,41 @@ def seed_everything(app: Flask) -> Seed:
     db.session.add(Subscription(subscriber_id=leaving.id, list_id=daily.id, status="active"))
     step = db.session.scalar(select(AutomationStep.id).where(AutomationStep.automation_id == automation.id)
                              .order_by(AutomationStep.position))
+    endpoint, disabled_endpoint = seed_webhooks()
     db.session.commit()
 
     return Seed(
         weekly=weekly.id, long=people[0], bounced=people[1], sent=sent.id, delivery=delivery, draft=draft.id,
         segment=segment.id, automation=automation.id, step=step, identity=identity.id, import_=upload.id,
-        bulk=queued_bulk.id,
+        bulk=queued_bulk.id, endpoint=endpoint, disabled_endpoint=disabled_endpoint,
         outbox_file=outbox[0], unsubscribe_token=make_token(people[0], weekly.id),
         erase_token=make_token(leaving.id, daily.id),
         bad_token="this-link-was-cut-in-half", secret_key=app.config["SECRET_KEY"],
         base_url=app.config["BASE_URL"],
     )
+
+
+def seed_webhooks() -> tuple[int, int]:
+    """Two endpoints with long URLs (rows written directly: their hosts need no DNS here), one
+    disabled by a day of failures, and a delivery log with every status."""
+    url = f"https://hooks.{LONG_DOMAIN}/integrations/broadside/events?account=acme-{'x' * 40}"
+    endpoint = WebhookEndpoint(url=url, events="," + ",".join(EVENT_TYPES) + ",", secret="whsec_" + "s" * 43)
+    disabled = WebhookEndpoint(url=url.replace("hooks.", "old-hooks."), events=",delivery.sent,",
+                               secret="whsec_" + "t" * 43, status="disabled",
+                               disabled_reason="Disabled by Broadside: every delivery failed for 24 hours. "
+                               f"Last error: No answer from old-hooks.{LONG_DOMAIN}: connection refused")
+    db.session.add_all([endpoint, disabled])
+    db.session.flush()
+    now = utcnow()
+    rows = [("delivered", 200, 1, None), ("pending", 503, 3, "HTTP 503: " + "Service Unavailable " * 10),
+            ("failed", None, 12, f"No answer from hooks.{LONG_DOMAIN}: timed out"),
+            ("pending", None, 0, None)]
+    for i, (status, code, attempts, error) in enumerate(rows):
+        db.session.add(WebhookMessage(
+            endpoint_id=endpoint.id, event_id=f"evt_{i:032x}", event_type=EVENT_TYPES[i], data={},
+            status=status, response_code=code, attempts=attempts, last_error=error, created_at=now,
+            next_attempt_at=now, updated_at=now, delivered_at=now if status == "delivered" else None))
+    return endpoint.id, disabled.id
 
 
 # ---------------------------------------------------------------- what is checked on each page

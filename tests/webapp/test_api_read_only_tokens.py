@@ -40,7 +40,8 @@ def test_a_read_only_token_reads_but_changes_nothing(client, owner):
                         ("post", "/api/automations/1/enable"),
                         ("post", "/api/automations/1/disable"), ("post", "/api/identities"),
                         ("put", "/api/identities/1"), ("delete", "/api/identities/1"),
-                        ("post", "/api/subscribers/bulk")):
+                        ("post", "/api/subscribers/bulk"), ("post", "/api/webhooks"),
+                        ("delete", "/api/webhooks/1")):
         response = getattr(client, method)(url, json={"name": "Sneaky", "subject": "x"},
                                            headers=bearer(token))
         assert response.status_code == 403, (method, url)
@@ -62,7 +63,8 @@ def test_the_test_above_names_every_changing_route(app):
         "/api/subscribers/<int:subscriber_id>/unsubscribe", "/api/automations",
         "/api/automations/<int:automation_id>", "/api/automations/<int:automation_id>/enable",
         "/api/automations/<int:automation_id>/disable", "/api/identities",
-        "/api/identities/<int:identity_id>", "/api/subscribers/bulk",
+        "/api/identities/<int:identity_id>", "/api/subscribers/bulk", "/api/webhooks",
+        "/api/webhooks/<int:endpoint_id>",
     }
 
 

@@ -18,6 +18,8 @@ def test_defaults(tmp_path):
     assert app.config["BASE_URL"] == "http://localhost:5000"
     assert app.config["SEND_DELAY_MS"] == 200
     assert app.config["SMTP_URL"] == ""
+    assert app.config["WEBHOOKS_ALLOW_PRIVATE"] is False
+    assert make(tmp_path, WEBHOOKS_ALLOW_PRIVATE="1").config["WEBHOOKS_ALLOW_PRIVATE"] is True
     assert app.template_folder == str(REPO_ROOT / "templates")
     assert app.static_folder == str(REPO_ROOT / "static")
 
@@ -53,6 +55,7 @@ def test_postgres_urls_use_psycopg3(tmp_path, url):
         ("SNS_TOPIC_ARNS", "not-an-arn"),
         ("TRUSTED_PROXY_COUNT", "two"),
         ("RETRY_BASE_SECONDS", "0"),
+        ("WEBHOOKS_ALLOW_PRIVATE", "maybe"),
     ],
 )
 def test_malformed_value_names_the_variable(tmp_path, variable, value):

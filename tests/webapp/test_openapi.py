@@ -227,6 +227,14 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner):
     call("DELETE", auto, automation_id=automation)
     call("DELETE", auto, automation_id=automation)  # 404
 
+    hook = "/api/webhooks/{endpoint_id}"
+    endpoint = call("POST", "/api/webhooks", json={
+        "url": "https://93.184.216.34/hooks", "events": ["delivery.sent"]})["id"]
+    call("POST", "/api/webhooks", json={"url": "http://127.0.0.1/", "events": ["delivery.sent"]})  # 422
+    call("GET", "/api/webhooks")
+    call("DELETE", hook, endpoint_id=endpoint)
+    call("DELETE", hook, endpoint_id=endpoint)  # 404
+
     assert contract.seen == documented(doc), "operations never called here"
 
 

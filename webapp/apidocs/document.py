@@ -13,6 +13,7 @@ from webapp.apidocs.automations import AUTOMATION_PATHS, AUTOMATION_SCHEMAS
 from webapp.apidocs.identities import IDENTITY_PATHS, IDENTITY_SCHEMAS
 from webapp.apidocs.paths import PATHS
 from webapp.apidocs.schemas import COMPONENTS
+from webapp.apidocs.webhooks import WEBHOOK_PATHS, WEBHOOK_SCHEMAS
 
 
 def _version() -> str:
@@ -23,8 +24,8 @@ def _version() -> str:
 
 
 DESCRIPTION = """\
-Broadside's JSON API: lists, subscribers, segments, broadcasts, automations and sending
-identities.
+Broadside's JSON API: lists, subscribers, segments, broadcasts, automations, sending
+identities and outgoing webhooks.
 
 **Authentication.** Send an API token with every request:
 `Authorization: Bearer TOKEN`. Create tokens in Settings or with
@@ -55,6 +56,8 @@ TAGS = [
     {"name": "Identities", "description": "Who mail is from and the transport it goes out "
      "through (SMTP or a provider's API), each its own paced stream with its own hourly cap. "
      "Secrets are never returned."},
+    {"name": "Webhooks", "description": "Endpoints Broadside POSTs its events to (new "
+     "subscribers, unsubscribes, deliveries, broadcasts), signed with each one's secret."},
     {"name": "Token", "description": "The token in use, and this document."},
 ]
 
@@ -64,7 +67,7 @@ DOCUMENT: dict[str, Any] = {
              "license": {"name": "MIT", "identifier": "MIT"}},
     "security": [{"bearer": []}],
     "tags": TAGS,
-    "paths": {**PATHS, **AUTOMATION_PATHS, **IDENTITY_PATHS},
+    "paths": {**PATHS, **AUTOMATION_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS},
     "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **AUTOMATION_SCHEMAS,
-                                             **IDENTITY_SCHEMAS}},
+                                             **IDENTITY_SCHEMAS, **WEBHOOK_SCHEMAS}},
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template
 
 from broadside.automations import service as automations
+from broadside.outgoing import endpoints as webhook_endpoints
 from webapp.dashboard.home import home_overview, recent_broadcasts
 from webapp.extensions import db
 from webapp.htmx import STOP_POLLING, make_response, request
@@ -19,7 +20,8 @@ ACTIVE = ("queued", "sending")
 def home():
     return render_template("dashboard/home.html", home=home_overview(db.session, owner_zone()),
                            status=sending_readiness(),
-                           due_soon=automations.due_soon(db.session, hours=24))
+                           due_soon=automations.due_soon(db.session, hours=24),
+                           disabled_webhooks=webhook_endpoints.disabled_notices(db.session))
 
 
 @bp.route("/dashboard/recent")

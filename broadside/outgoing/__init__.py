@@ -1,0 +1,41 @@
+"""Outgoing webhooks: Broadside tells the owner's other systems what happened.
+
+- `addresses.py`: which URLs may be called (http(s), public addresses only unless
+  `WEBHOOKS_ALLOW_PRIVATE=1`), checked when an endpoint is saved and again before each POST.
+- `endpoints.py`: the owner's endpoints (save, delete, the secret, enable and disable: the only
+  writer of their status).
+- `outbox.py`: an event is recorded in the transaction of the change it reports, once per
+  endpoint that wants it, and only then (`emit`, `emit_many` for the delivery ledger's flushes).
+- `ledger.py`: the only writer of an outbox row's status (claim, delivered, retry, failed),
+  each a guarded UPDATE.
+- `signing.py`: the `Broadside-Signature` header and its check.
+- `delivery.py`: one small batch of due events POSTed (the worker's job calls it).
+"""
+
+from __future__ import annotations
+
+EVENT_TYPES = (
+    "subscriber.created",
+    "subscriber.unsubscribed",
+    "subscriber.suppressed",
+    "delivery.sent",
+    "delivery.failed",
+    "delivery.unknown",
+    "broadcast.started",
+    "broadcast.finished",
+    "automation.entered",
+)
+# What the owner's "send a test event" button sends; never subscribed to, always allowed.
+TEST_EVENT = "webhook.test"
+
+DESCRIPTIONS = {
+    "subscriber.created": "a person joined a list (a new subscription, confirmed or not yet)",
+    "subscriber.unsubscribed": "a person left a list",
+    "subscriber.suppressed": "an address was suppressed (bounced, complained or blocked)",
+    "delivery.sent": "a broadcast's email was accepted by the mail server or provider",
+    "delivery.failed": "a broadcast's email failed for good",
+    "delivery.unknown": "a broadcast's email may or may not have been sent (never resent)",
+    "broadcast.started": "a broadcast started sending",
+    "broadcast.finished": "a broadcast finished sending",
+    "automation.entered": "a person entered an automation",
+}

@@ -1,0 +1,72 @@
+"""`GET/POST /api/webhooks` and `DELETE /api/webhooks/{id}`: the contract of
+webapp/api/webhooks.py (SQLite only: nothing here differs between engines)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+
+from broadside import accounts
+from broadside.models import WebhookEndpoint
+from webapp.extensions import db
+
+
+@pytest.fixture(params=["sqlite"])
+def backend(request):
+    return request.param
+
+
+def count() -> int:
+    return db.session.scalar(select(func.count()).select_from(WebhookEndpoint)) or 0
+
+
+def test_create_list_and_delete_an_endpoint(client, api_headers):
+    made = client.post("/api/webhooks", headers=api_headers, json={
+        "url": "https://93.184.216.34/hooks", "events": ["delivery.sent", "subscriber.created"]})
+    assert made.status_code == 201, made.json
+    endpoint = made.json
+    assert endpoint["secret"].startswith("whsec_") and endpoint["status"] == "enabled"
+    assert endpoint["events"] == ["subscriber.created", "delivery.sent"]  # in the documented order
+
+    listed = client.get("/api/webhooks", headers=api_headers).json
+    assert [e["id"] for e in listed] == [endpoint["id"]]
+    assert "secret" not in listed[0]
+
+    assert client.delete(f"/api/webhooks/{endpoint['id']}", headers=api_headers).status_code == 204
+    assert client.get("/api/webhooks", headers=api_headers).json == []
+    assert client.delete(f"/api/webhooks/{endpoint['id']}", headers=api_headers).status_code == 404
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"url": "https://93.184.216.34/", "events": ["delivery.sent"], "secret": "x"}, "Unknown field"),
+    ({"url": "https://93.184.216.34/"}, "list of event names"),
+    ({"url": "https://93.184.216.34/", "events": []}, "at least one"),
+    ({"url": "https://93.184.216.34/", "events": ["delivery.opened"]}, "Unknown event"),
+    ({"url": "https://93.184.216.34/", "events": "delivery.sent"}, "list of event names"),
+    ({"url": 42, "events": ["delivery.sent"]}, "must be a string"),
+    ({"url": "javascript:alert(1)", "events": ["delivery.sent"]}, "https://"),
+    ({"url": "http://127.0.0.1:5000/", "events": ["delivery.sent"]}, "WEBHOOKS_ALLOW_PRIVATE"),
+    ({"url": "http://169.254.169.254/", "events": ["delivery.sent"]}, "link-local"),
+    ({"url": "https://" + "a" * 2000 + ".example/", "events": ["delivery.sent"]}, "under 2000"),
+    ({"url": "https://exa\u0000mple.com/", "events": ["delivery.sent"]}, "control characters"),
+    ({"url": "https://" + "a" * 300 + ".example/", "events": ["delivery.sent"]}, "does not resolve"),
+])
+def test_bad_input_is_refused_with_422_and_writes_nothing(client, api_headers, body, message):
+    answer = client.post("/api/webhooks", headers=api_headers, json=body)
+    assert answer.status_code == 422, answer.json
+    assert message in answer.json["error"]
+    assert count() == 0
+
+
+def test_write_routes_need_a_full_token(client, owner, api_headers):
+    _, read_only = accounts.create_token(db.session, owner.id, "reports", read_only=True)
+    headers = {"Authorization": f"Bearer {read_only}"}
+    assert client.get("/api/webhooks", headers=headers).status_code == 200
+    refused = client.post("/api/webhooks", headers=headers, json={
+        "url": "https://93.184.216.34/", "events": ["delivery.sent"]})
+    assert refused.status_code == 403 and count() == 0
+    made = client.post("/api/webhooks", headers=api_headers, json={
+        "url": "https://93.184.216.34/", "events": ["delivery.sent"]}).json
+    assert client.delete(f"/api/webhooks/{made['id']}", headers=headers).status_code == 403
+    assert client.get("/api/webhooks").status_code == 401
+    assert count() == 1
