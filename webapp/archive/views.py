@@ -1,0 +1,174 @@
+"""The public archive, its Atom feed, the view-in-browser page, and the owner's switches.
+
+Public (no login, no cookie, nothing written):
+- GET /archive/<list>/ : the published issues, newest first, with the sign-up form's link;
+- GET /archive/<list>/<broadcast>-<slug> : one issue (another slug redirects to its own);
+- GET /archive/<list>/feed.atom : the 20 newest issues, full text;
+  all three 404 alike when the archive is off or the issue is not published, and carry an
+  ETag (a digest of the body) and Last-Modified with 304 on a conditional GET, public for
+  a few minutes;
+- GET /view/<token> : the copy a view-in-browser link was made for (that reader's own),
+  an email document: its own CSP (inline style, no script), never cached, no referrer.
+Owner: POSTs for the list's archive switch, publishing a broadcast and its link choice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    flash,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+
+from broadside.archive import service
+from broadside.errors import DomainError, NotFound
+from webapp.extensions import db
+from webapp.security import public
+
+bp = Blueprint("archive", __name__)
+
+MAX_AGE = 300  # seconds a browser or proxy may keep a public page without asking
+# An email document: inline style (the nature of email), images, no script, no form, no frame.
+VIEW_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; "
+            "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+
+@bp.app_template_filter("iso_date")
+def iso_date(moment: datetime) -> str:
+    return moment.date().isoformat()
+
+
+@bp.app_template_filter("atom_time")
+def atom_time(moment: datetime) -> str:
+    """A stored (naive UTC) time as RFC 3339."""
+    return moment.replace(microsecond=0).isoformat() + "Z"
+
+
+def _base_url() -> str:
+    return str(current_app.config["BASE_URL"]).rstrip("/")
+
+
+def _cacheable(body: str, mimetype: str, last_modified: datetime) -> Response:
+    response = Response(body, mimetype=mimetype)
+    response.set_etag(hashlib.sha256(body.encode()).hexdigest()[:32])
+    response.last_modified = last_modified
+    response.cache_control.public = True
+    response.cache_control.max_age = MAX_AGE
+    return response.make_conditional(request)
+
+
+@bp.route("/archive/<int:list_id>/")
+@public
+def index(list_id: int) -> Response:
+    mailing_list = service.open_archive(db.session, list_id)
+    body = render_template("archive/index.html", list=mailing_list,
+                           issues=service.issues(db.session, list_id))
+    return _cacheable(body, "text/html", service.last_changed(db.session, mailing_list))
+
+
+@bp.route("/archive/<int:list_id>/<int:broadcast_id>-<slug>")
+@public
+def issue(list_id: int, broadcast_id: int, slug: str) -> Response:
+    found = service.issue(db.session, list_id, broadcast_id)
+    if slug != found.slug:
+        return redirect(url_for(".issue", list_id=list_id, broadcast_id=broadcast_id,
+                                slug=found.slug), 301)  # type: ignore[return-value]
+    mailing_list = service.open_archive(db.session, list_id)
+    body = render_template("archive/issue.html", list=mailing_list, issue=found)
+    return _cacheable(body, "text/html", service.last_changed(db.session, mailing_list))
+
+
+@bp.route("/archive/<int:list_id>/feed.atom")
+@public
+def feed(list_id: int) -> Response:
+    mailing_list = service.open_archive(db.session, list_id)
+    entries = service.feed_entries(db.session, list_id)
+    updated = service.last_changed(db.session, mailing_list)
+    base = _base_url()
+    host = base.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0] or "localhost"
+    body = render_template("archive/feed.xml", list=mailing_list, entries=entries, base=base,
+                           host=host, updated=updated)
+    return _cacheable(body, "application/atom+xml", updated)
+
+
+@bp.route("/view/<token>")
+@public
+def view(token: str) -> Response:
+    try:
+        rendered = service.reader_view(db.session, token, secret_key=current_app.config["SECRET_KEY"],
+                                       base_url=current_app.config["BASE_URL"])
+    except DomainError as exc:  # only read: nothing to roll back
+        response = Response(render_template("archive/link_problem.html", message=exc.message),
+                            status=exc.status_code)
+    else:
+        response = Response(rendered.html, mimetype="text/html")
+        response.headers["Content-Security-Policy"] = VIEW_CSP
+    response.headers["Cache-Control"] = "private, no-store"
+    # The token must not travel to the sites the email links to.
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["X-Robots-Tag"] = "noindex"
+    return response
+
+
+# ------------------------------------------------------------------ the owner's switches
+
+@bp.route("/archive/lists/<int:list_id>", methods=["POST"])
+def set_archive(list_id: int):
+    enabled = request.form.get("enabled") == "1"
+    mailing_list = service.set_archive(db.session, list_id, enabled)
+    flash(f"The public archive of “{mailing_list.name}” is {'on' if enabled else 'off'}.", "success")
+    return redirect(url_for("lists.show", list_id=list_id) + "#archive")
+
+
+@bp.route("/archive/broadcasts/<int:broadcast_id>/publish", methods=["POST"])
+def publish(broadcast_id: int):
+    wanted = request.form.get("published") == "1"
+    try:
+        state = service.publish(db.session, broadcast_id, wanted)
+    except NotFound:
+        raise
+    except DomainError as exc:
+        db.session.rollback()
+        flash(exc.message, "error")
+    else:
+        if not state.published:
+            flash("It is no longer in the public archive.", "success")
+        elif state.archive_on:
+            flash("Published in the public archive.", "success")
+        else:
+            flash(f"Published; it shows once the archive of “{state.list_name}” is turned on.",
+                  "success")
+    return redirect(url_for("broadcasts.show", broadcast_id=broadcast_id) + "#archive")
+
+
+@bp.app_context_processor
+def archive_helpers() -> dict[str, object]:
+    """`broadcast_archive(id)` for the partials the broadcast pages include (as `site_brand`
+    is for the public pages), so their own views need not know about the archive."""
+    return {"broadcast_archive": lambda broadcast_id: service.broadcast_archive(db.session, broadcast_id)}
+
+
+VIEW_CHOICES = {"default": None, "on": True, "off": False}
+BACK_TO = {"show": "broadcasts.show", "send": "broadcasts.confirm_send"}
+
+
+@bp.route("/archive/broadcasts/<int:broadcast_id>/view-link", methods=["POST"])
+def set_view_link(broadcast_id: int):
+    choice = request.form.get("view_link", "")
+    back = url_for(BACK_TO.get(request.form.get("back", ""), "broadcasts.show"),
+                   broadcast_id=broadcast_id) + "#view-link"
+    if choice not in VIEW_CHOICES:
+        flash("Choose whether the email carries a “View in your browser” link.", "error")
+        return redirect(back)
+    on = service.set_view_link(db.session, broadcast_id, VIEW_CHOICES[choice])
+    flash("Each copy will carry a “View in your browser” link." if on else
+          "The copies will not carry a “View in your browser” link.", "success")
+    return redirect(back)
