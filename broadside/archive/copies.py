@@ -3,8 +3,9 @@
 The public copy is the revision's own subject, preheader and Markdown body, through the same
 pipeline as the email (merge fields cut out, Markdown, nh3, fields put back as sandboxed
 Jinja) and filled in by the same merge sandbox with a context holding nobody: no email, no
-name, no attributes, no unsubscribe link. So `{{ name or "friend" }}` shows "friend" and
-`{{ attributes.city }}` shows nothing; no subscriber's value can reach a public page. It is
+name (a neutral "reader" that counts as empty), no attributes, no unsubscribe link. So
+`{{ name or "friend" }}` shows "friend", `{{ name }}` "reader", `{{ attributes.city }}`
+nothing; no subscriber's value can reach a public page. It is
 rendered once, when the owner publishes, and stored (models.ArchivedIssue); the email's
 layout and footer (the unsubscribe link's place) are not part of it: the page has its own.
 """
@@ -37,9 +38,21 @@ from broadside.rendering import (
 )
 from broadside.unsubscribe.tokens import Tokens, unsubscribe_url
 
+
+class Neutral(str):
+    """A placeholder that reads as text but counts as empty, so a field's own fallback wins:
+    `{{ name or "friend" }}` shows "friend", `{% if name %}` takes its else, and a bare
+    `{{ name }}` shows "reader" instead of leaving "Hi ," behind."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return False
+
+
 # Nobody: what every merge field sees on a public page.
-NOBODY: dict[str, Any] = {"email": "", "name": "", "attributes": {}, "unsubscribe_url": "",
-                          "view_url": ""}
+NOBODY: dict[str, Any] = {"email": "", "name": Neutral("reader"), "attributes": {},
+                          "unsubscribe_url": "", "view_url": ""}
 MAX_SLUG = 60
 
 

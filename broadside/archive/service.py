@@ -174,12 +174,25 @@ def feed_entries(session: Session, list_id: int) -> list[ArchivedIssue]:
         .limit(FEED_ENTRIES)))
 
 
-def last_changed(session: Session, mailing_list: MailingList) -> datetime:
-    """When the list's archive or its issues last changed: the pages' Last-Modified."""
-    latest = session.scalar(select(func.max(ArchivedIssue.published_at))
-                            .where(ArchivedIssue.list_id == mailing_list.id))
+@dataclass(frozen=True)
+class ArchiveVersion:
+    """What the archive's pages of a list depend on in the database, read in one aggregate
+    query: equal versions render equal pages (the issues never change once published, and
+    every publish and unpublish moves `archive_changed_at`; the count and the newest
+    publication catch an issue gone with its broadcast)."""
+
+    key: tuple
+    last_modified: datetime
+
+
+def archive_version(session: Session, mailing_list: MailingList) -> ArchiveVersion:
+    count, latest = session.execute(
+        select(func.count(), func.max(ArchivedIssue.published_at))
+        .where(ArchivedIssue.list_id == mailing_list.id)).one()
     moments = [m for m in (mailing_list.archive_changed_at, latest, mailing_list.created_at) if m]
-    return max(moments)
+    key = (mailing_list.id, mailing_list.name, mailing_list.description,
+           mailing_list.signup_enabled, mailing_list.archive_changed_at, count, latest)
+    return ArchiveVersion(key=key, last_modified=max(moments))
 
 
 # ------------------------------------------------------------------ view in browser

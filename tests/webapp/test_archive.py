@@ -117,7 +117,7 @@ def test_the_archive_shows_published_issues_to_anyone_with_no_readers_data(
     assert issue_path in listing.text
     issue = visitor.get(issue_path)
     assert issue.status_code == 200
-    assert "Hi , news from your town." in issue.text and "The autumn issue" in issue.text
+    assert "Hi reader, news from your town." in issue.text and "The autumn issue" in issue.text
     no_reader_in(issue.text)
     assert "View in your browser" not in issue.text
     assert issue.headers["Cache-Control"] in ("public, max-age=300", "max-age=300, public")

@@ -15,6 +15,9 @@ Owner: POSTs for the list's archive switch, publishing a broadcast and its link 
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from datetime import datetime
 
 from flask import (
@@ -30,8 +33,11 @@ from flask import (
 
 from broadside.archive import service
 from broadside.errors import DomainError, NotFound
+from broadside.models import MailingList
 from webapp.extensions import db
 from webapp.security import public
+from webapp.settings.brand import site_brand
+from webapp.templating import owner_zone
 
 bp = Blueprint("archive", __name__)
 
@@ -56,10 +62,38 @@ def _base_url() -> str:
     return str(current_app.config["BASE_URL"]).rstrip("/")
 
 
-def _cacheable(body: str, mimetype: str, last_modified: datetime) -> Response:
+# Rendered public pages, per app and process, by everything they depend on
+# (service.ArchiveVersion, the brand, the time zone, the page): rendered once per change, not
+# once per visitor.
+MAX_CACHED_PAGES = 256
+_pages_lock = threading.Lock()
+
+
+def _page(key: tuple, render: Callable[[], str]) -> str:
+    pages: OrderedDict[tuple, str] = current_app.extensions.setdefault("archive_pages", OrderedDict())
+    with _pages_lock:
+        body = pages.get(key)
+    if body is None:
+        body = render()
+        with _pages_lock:
+            pages[key] = body
+            while len(pages) > MAX_CACHED_PAGES:
+                pages.popitem(last=False)
+    return body
+
+
+def _public(page: str, list_id: int, render: Callable[[MailingList], str], mimetype: str,
+            *extra: object) -> Response:
+    """A public archive page: 404 unless the archive is on; an ETag (a digest of the body)
+    and Last-Modified, 304 on a conditional GET; cacheable by anyone for a few minutes."""
+    mailing_list = service.open_archive(db.session, list_id)
+    version = service.archive_version(db.session, mailing_list)
+    brand = tuple(sorted(site_brand().items()))
+    key = (page, *extra, version.key, brand, str(owner_zone()), request.script_root)
+    body = _page(key, lambda: render(mailing_list))
     response = Response(body, mimetype=mimetype)
     response.set_etag(hashlib.sha256(body.encode()).hexdigest()[:32])
-    response.last_modified = last_modified
+    response.last_modified = version.last_modified
     response.cache_control.public = True
     response.cache_control.max_age = MAX_AGE
     return response.make_conditional(request)
@@ -68,10 +102,9 @@ def _cacheable(body: str, mimetype: str, last_modified: datetime) -> Response:
 @bp.route("/archive/<int:list_id>/")
 @public
 def index(list_id: int) -> Response:
-    mailing_list = service.open_archive(db.session, list_id)
-    body = render_template("archive/index.html", list=mailing_list,
-                           issues=service.issues(db.session, list_id))
-    return _cacheable(body, "text/html", service.last_changed(db.session, mailing_list))
+    return _public("index", list_id, lambda mailing_list: render_template(
+        "archive/index.html", list=mailing_list, issues=service.issues(db.session, list_id)),
+        "text/html")
 
 
 @bp.route("/archive/<int:list_id>/<int:broadcast_id>-<slug>")
@@ -81,22 +114,23 @@ def issue(list_id: int, broadcast_id: int, slug: str) -> Response:
     if slug != found.slug:
         return redirect(url_for(".issue", list_id=list_id, broadcast_id=broadcast_id,
                                 slug=found.slug), 301)  # type: ignore[return-value]
-    mailing_list = service.open_archive(db.session, list_id)
-    body = render_template("archive/issue.html", list=mailing_list, issue=found)
-    return _cacheable(body, "text/html", service.last_changed(db.session, mailing_list))
+    return _public("issue", list_id, lambda mailing_list: render_template(
+        "archive/issue.html", list=mailing_list, issue=found), "text/html", broadcast_id)
 
 
 @bp.route("/archive/<int:list_id>/feed.atom")
 @public
 def feed(list_id: int) -> Response:
-    mailing_list = service.open_archive(db.session, list_id)
-    entries = service.feed_entries(db.session, list_id)
-    updated = service.last_changed(db.session, mailing_list)
     base = _base_url()
     host = base.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0] or "localhost"
-    body = render_template("archive/feed.xml", list=mailing_list, entries=entries, base=base,
-                           host=host, updated=updated)
-    return _cacheable(body, "application/atom+xml", updated)
+
+    def render(mailing_list: MailingList) -> str:
+        version = service.archive_version(db.session, mailing_list)
+        return render_template("archive/feed.xml", list=mailing_list, base=base, host=host,
+                               entries=service.feed_entries(db.session, list_id),
+                               updated=version.last_modified)
+
+    return _public("feed", list_id, render, "application/atom+xml", base)
 
 
 @bp.route("/view/<token>")
