@@ -12,12 +12,13 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from itsdangerous import URLSafeSerializer
-from sqlalchemy import select
+from sqlalchemy import select, update
 
+from broadside.archive import service as archive
 from broadside.archive.links import SALT, ViewTokens
 from broadside.broadcasts.drafts import create_draft
 from broadside.broadcasts.service import send_broadcast
-from broadside.models import Delivery, MailingList, Subscriber, Subscription
+from broadside.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
 from broadside.subscribers import service as subscribers
 from tests.helpers import csrf_token_from
 from webapp.extensions import db, get_jobs
@@ -270,3 +271,20 @@ def test_the_link_is_in_the_email_when_on_and_not_when_off(
         assert ("View in your browser" in html_part) is wanted, received.rcpt_tos
         assert ("View in your browser" in text_part) is wanted, received.rcpt_tos
         assert ("/view/" in html_part) is wanted and ("/view/" in text_part) is wanted
+
+
+def test_the_feed_stays_valid_xml_whatever_the_body_holds(app):
+    weekly = a_list("Weekly & <Friends>", archive=True, readers=[])
+    draft = create_draft(db.session, list_id=weekly.id, subject="Bells & <tags>",
+                         body="A bell\x07, a form feed\x0c and ]]> <b>not bold</b> & more")
+    send_broadcast(db.session, draft.id, default_from=app.config["MAIL_FROM"], jobs=None)
+    db.session.execute(update(Broadcast).where(Broadcast.id == draft.id).values(status="sent"))
+    db.session.commit()
+    archive.publish(db.session, draft.id, True)
+    feed = app.test_client().get(f"/archive/{weekly.id}/feed.atom")
+    root = ET.fromstring(feed.data)  # raises on anything XML forbids
+    assert root.findtext(f"{ATOM}title") == "Weekly & <Friends>"
+    (entry,) = root.findall(f"{ATOM}entry")
+    assert entry.findtext(f"{ATOM}title") == "Bells & <tags>"
+    content = entry.findtext(f"{ATOM}content") or ""
+    assert "&lt;b&gt;not bold&lt;/b&gt;" in content and "]]&gt;" in content

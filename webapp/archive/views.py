@@ -15,6 +15,7 @@ Owner: POSTs for the list's archive switch, publishing a broadcast and its link 
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -56,6 +57,16 @@ def iso_date(moment: datetime) -> str:
 def atom_time(moment: datetime) -> str:
     """A stored (naive UTC) time as RFC 3339."""
     return moment.replace(microsecond=0).isoformat() + "Z"
+
+
+# Characters XML 1.0 forbids even escaped (C0 controls but tab and line breaks, lone
+# surrogates, U+FFFE/U+FFFF): a Markdown body may hold them, a feed reader would refuse the feed.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+@bp.app_template_filter("xml_text")
+def xml_text(text: str) -> str:
+    return _NOT_XML.sub("", text)
 
 
 def _base_url() -> str:
