@@ -18,6 +18,7 @@ from broadside.archive import service as archive
 from broadside.archive.links import SALT, ViewTokens
 from broadside.broadcasts.drafts import create_draft
 from broadside.broadcasts.service import send_broadcast
+from broadside.lists import service as lists
 from broadside.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
 from broadside.subscribers import service as subscribers
 from tests.helpers import csrf_token_from
@@ -163,11 +164,19 @@ def test_the_archive_shows_published_issues_to_anyone_with_no_readers_data(
     assert content is not None and content.get("type") == "html"
     assert "<h1>The autumn issue</h1>" in (content.text or "")
 
+    # Pages are kept rendered, but never past a change: renamed, sign-up closed.
+    lists.update_list(db.session, weekly.id, name="The Renamed Dispatch", description="",
+                      signup_enabled=False)
+    renamed = visitor.get(index)
+    assert "The Renamed Dispatch" in renamed.text and "/join/" not in renamed.text
+    assert "The Renamed Dispatch" in visitor.get(issue_path).text
+
     # Taken out: gone from the index, the page and the feed; a different ETag.
+    before = visitor.get(index).headers["ETag"]
     post(logged_in_client, f"/archive/broadcasts/{broadcast_id}/publish", {"published": "0"})
     assert visitor.get(issue_path).status_code == 404
     emptied = visitor.get(index)
-    assert "Hello friend" not in emptied.text and emptied.headers["ETag"] != first.headers["ETag"]
+    assert "Hello friend" not in emptied.text and emptied.headers["ETag"] != before
     assert ET.fromstring(visitor.get(f"/archive/{weekly.id}/feed.atom").data).find(f"{ATOM}entry") is None
     # Archive off: 404 again.
     post(logged_in_client, f"/archive/lists/{weekly.id}", {"enabled": "0"})

@@ -75,21 +75,30 @@ def _base_url() -> str:
 
 # Rendered public pages, per app and process, by everything they depend on
 # (service.ArchiveVersion, the brand, the time zone, the page): rendered once per change, not
-# once per visitor.
-MAX_CACHED_PAGES = 256
+# once per visitor. Bounded by their total size (an issue may be up to a megabyte).
+MAX_CACHED_CHARS = 8_000_000
 _pages_lock = threading.Lock()
 
 
+class _Pages(OrderedDict[tuple, str]):
+    chars = 0
+
+
 def _page(key: tuple, render: Callable[[], str]) -> str:
-    pages: OrderedDict[tuple, str] = current_app.extensions.setdefault("archive_pages", OrderedDict())
+    pages: _Pages = current_app.extensions.setdefault("archive_pages", _Pages())
     with _pages_lock:
         body = pages.get(key)
-    if body is None:
-        body = render()
-        with _pages_lock:
+        if body is not None:
+            pages.move_to_end(key)
+            return body
+    body = render()
+    with _pages_lock:
+        if key not in pages and len(body) <= MAX_CACHED_CHARS // 8:
             pages[key] = body
-            while len(pages) > MAX_CACHED_PAGES:
-                pages.popitem(last=False)
+            pages.chars += len(body)
+            while pages.chars > MAX_CACHED_CHARS:
+                _, dropped = pages.popitem(last=False)
+                pages.chars -= len(dropped)
     return body
 
 
