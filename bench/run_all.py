@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import archive
 import automations
 import identities
 import pipeline
@@ -185,6 +186,7 @@ def main() -> int:
                       backend)
         run.phase("identities", "provider batches and two identities, sqlite", identities.run,
                   bench, "sqlite")
+        run.phase("archive", "public archive at 200 issues, sqlite", archive.run, bench)
     finally:
         for sink in sinks.values():
             sink.close()

@@ -216,6 +216,11 @@ def _freeze(*, subject: str, preheader: str, body_markdown: str, from_name: str,
     variable, label = link
     url = placeholders.add(f"{{{{ {variable} }}}}", block=False)
     unsubscribe = url if variable == "unsubscribe_url" else ""
+    # The owner's mail may carry "View in your browser" (broadside.archive.links): a link
+    # only in the copies given a `view_url`, so the tokens are `{% if %}`, the URL, `{% endif %}`.
+    view = ((placeholders.add("{% if view_url %}", block=True),
+             placeholders.add("{{ view_url }}", block=False),
+             placeholders.add("{% endif %}", block=True)) if unsubscribe else ("", "", ""))
     postal_lines = [line.strip() for line in postal_address.splitlines() if line.strip()]
     footer_paragraphs = [[line for line in block.split("\n") if line]
                          for block in design.footer_text.split("\n\n") if block.strip()]
@@ -224,11 +229,13 @@ def _freeze(*, subject: str, preheader: str, body_markdown: str, from_name: str,
         subject=subject_text, preheader=preheader_text, body=Markup(body_html),
         from_name=from_name.strip(), postal_lines=postal_lines, unsubscribe_url=unsubscribe,
         design=design, footer_paragraphs=footer_paragraphs,
-        action_url="" if unsubscribe else url, action_label=label,
+        action_url="" if unsubscribe else url, action_label=label, view=view,
     )
     html_template = join_template(_inliner.inline(layout), placeholders)
 
     header = f"{_image_text(design.logo_alt, design.logo_url)}\n\n" if design.logo_url else ""
+    if unsubscribe:
+        header = f"{view[0]}View in your browser: {view[1]}\n\n{view[2]}" + header
     footer = ["", "--"]
     if from_name.strip():
         footer.append(from_name.strip())
@@ -274,15 +281,15 @@ class CompiledRevision:
         self._html = compile_template(HTML_ENV, html_template, "email HTML")
         self._text = compile_template(TEXT_ENV, text_template, "plain-text email")
 
-    def render(self, *, email: str, name: str, attributes: dict, unsubscribe_url: str
-               ) -> RenderedEmail:
+    def render(self, *, email: str, name: str, attributes: dict, unsubscribe_url: str,
+               view_url: str = "") -> RenderedEmail:
         """The email for one recipient. Unknown fields render empty.
 
         Raises MergeError (a ValidationError) only if an expression fails for this
         recipient's values (say, arithmetic on a text attribute).
         """
         try:
-            return self.fill(_context(email, name, attributes, unsubscribe_url))
+            return self.fill(_context(email, name, attributes, unsubscribe_url, view_url))
         except _RENDER_ERRORS as exc:
             raise MergeError(f"A merge field could not be filled in for {email}: {_said(exc)}"
                              ) from None
@@ -306,9 +313,10 @@ def compiled_revision(subject: str, html_template: str, text_template: str) -> C
     return CompiledRevision(subject=subject, html_template=html_template, text_template=text_template)
 
 
-def _context(email: str, name: str, attributes: dict, unsubscribe_url: str) -> dict[str, Any]:
+def _context(email: str, name: str, attributes: dict, unsubscribe_url: str,
+             view_url: str = "") -> dict[str, Any]:
     return {"email": email, "name": name or "", "attributes": attributes or {},
-            "unsubscribe_url": unsubscribe_url}
+            "unsubscribe_url": unsubscribe_url, "view_url": view_url}
 
 
 # SecurityError covers merge_fields.MergeLimitError (a bound broken); AssertionError is how

@@ -19,6 +19,7 @@ from typing import NamedTuple
 from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.orm import Session
 
+from broadside.archive.links import ViewLinks
 from broadside.models import Broadcast, Delivery, Revision, Subscriber, Subscription
 from broadside.models.sending import MAY_HAVE_RECEIVED, BroadcastStatus
 from broadside.rendering import MergeError, compiled_revision, message_bytes
@@ -195,6 +196,8 @@ class Recheck:
     """One slice's re-check and message builder: the revision compiled, the sender header
     and the token signer made once per slice; per recipient, one query and one render."""
 
+    view_links: ViewLinks | None = None  # "View in your browser" (broadside.archive.links)
+
     def __init__(
         self, session: Session, runtime: Runtime, broadcast_id: int, list_id: int | None,
         revision: Revision, cap_hours: int | None = None,
@@ -212,6 +215,8 @@ class Recheck:
         self.base_url = runtime.config["BASE_URL"]
         # A provider taking many messages in one JSON request gets each message's fields.
         self.batching = int(getattr(runtime.transport, "batch_limit", 1)) > 1
+        self.view_links = ViewLinks.for_broadcast(session, broadcast_id,
+                                                  runtime.config["SECRET_KEY"], self.base_url)
 
     def decide(self, row: Row) -> Decision:
         """Invariant 3: the send-time re-check of this row, and this person's message built
@@ -245,10 +250,11 @@ class Recheck:
         list_id = list_id if list_id is not None else self.list_id
         token = self.tokens.make(row.subscriber_id or 0, list_id or 0, self.broadcast_id, joined)
         link = unsubscribe_url(token, self.base_url)
+        view = self.view_links.url(row.id, row.subscriber_id, joined) if self.view_links else ""
         message_id = self.message_id(row)
         try:
             rendered = self.compiled.render(
-                email=email, name=name, attributes=attributes, unsubscribe_url=link
+                email=email, name=name, attributes=attributes, unsubscribe_url=link, view_url=view
             )
             headers = {
                 "List-Unsubscribe": f"<{link}>",

@@ -29,6 +29,7 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
 from webapp.api import bp as api_bp
 from webapp.api import webhooks as api_webhooks  # noqa: F401 - its routes attach to the API blueprint
 from webapp.apidocs import bp as apidocs_bp
+from webapp.archive.views import bp as archive_bp
 from webapp.auth.views import bp as auth_bp
 from webapp.automations import bp as automations_bp
 from webapp.broadcasts import bp as broadcasts_bp
@@ -127,6 +128,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (system_bp, ("system.index", "System")),
     (metrics_bp, None),
     (apidocs_bp, None),
+    (archive_bp, None),
 )
 
 

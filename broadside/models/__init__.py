@@ -1,6 +1,7 @@
 """The schema. Every change goes through a Flask-Migrate revision under `migrations/`."""
 
 from broadside.models.accounts import ApiToken, Owner, SiteSettings
+from broadside.models.archive import ArchivedIssue
 from broadside.models.audience import (
     Import,
     ImportRejection,
@@ -24,6 +25,7 @@ from broadside.models.sending import Broadcast, Delivery, Revision, Transactiona
 
 __all__ = [
     "ApiToken",
+    "ArchivedIssue",
     "Automation",
     "AutomationEntry",
     "AutomationMessage",

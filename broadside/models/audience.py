@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.db import NEVER_REUSE_IDS, Model
@@ -24,6 +24,10 @@ class MailingList(Model):
     description: Mapped[str] = mapped_column(Text, default="")
     signup_enabled: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # The public archive (broadside.archive): off until the owner turns it on; the moment
+    # it or its published issues last changed is its pages' Last-Modified.
+    archive_enabled: Mapped[bool] = mapped_column(default=False, server_default=false())
+    archive_changed_at: Mapped[datetime | None]
 
 
 class Subscriber(Model):

@@ -101,6 +101,9 @@ class Broadcast(Model):
     # The sending identity (its stream, pace and cap); NULL: the default identity. Its From
     # is frozen into the revision when send is pressed (invariant 8).
     identity_id: Mapped[int | None] = mapped_column(ForeignKey("identities.id"), index=True)
+    # A "View in your browser" link in each copy (broadside.archive.links): True or False as
+    # the owner chose; None follows the list's public archive (on when it is on).
+    view_in_browser: Mapped[bool | None]
 
 
 class FrozenContent:

@@ -24,6 +24,8 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
 from broadside import accounts, design
+from broadside.archive import service as archive
+from broadside.archive.links import ViewTokens
 from broadside.automations import entering
 from broadside.automations import service as automations
 from broadside.broadcasts import drafts
@@ -51,7 +53,8 @@ pytestmark = pytest.mark.browser
 
 PHONE, DESKTOP = 390, 1280
 # Pages photographed at both widths on every run (BROADSIDE_SCREENSHOTS=all: every page).
-SCREENSHOTS = {"unsubscribe: confirm", "unsubscribe: preferences", "deliveries", "subscriber", "list"}
+SCREENSHOTS = {"unsubscribe: confirm", "unsubscribe: preferences", "deliveries", "subscriber", "list",
+               "archive", "archive issue", "view in browser"}
 AXE_SOURCE = (Path(__file__).parent / "vendor" / "axe.min.js").read_text()
 
 LONG_DOMAIN = "correspondence.remarkably-long-company-name.example.com"
@@ -134,6 +137,11 @@ PUBLIC_PAGES = [
     Visit("your data: erased", "unsubscribe.confirm_erase", {"token": "erase_token"}, then=erase_me),
     Visit("your data: a link after the erase", "unsubscribe.preferences", {"token": "erase_token"},
           status=404),
+    Visit("archive", "archive.index", {"list_id": "weekly"}),
+    Visit("archive issue", "archive.issue", {"list_id": "weekly", "broadcast_id": "sent",
+                                             "slug": "archive_slug"}),
+    Visit("view in browser", "archive.view", {"token": "view_token"}),
+    Visit("view in browser: broken link", "archive.view", {"token": "bad_token"}, status=400),
 ]
 
 # Walked signed in as the owner.
@@ -198,6 +206,7 @@ NOT_PAGES = {
     "health.healthz": "a probe's plain answer",
     "metrics.metrics": "Prometheus text",
     "apidocs.openapi": "JSON",
+    "archive.feed": "an Atom feed (XML)",
     "subscribers.export_csv": "a CSV download",
     "subscribers.import_rejections": "a CSV download",
     "dashboard.recent": "an htmx fragment of the dashboard",
@@ -309,6 +318,13 @@ def seed_everything(app: Flask) -> Seed:
     db.session.add(leaving)
     db.session.flush()
     db.session.add(Subscription(subscriber_id=leaving.id, list_id=daily.id, status="active"))
+    # The weekly list's public archive, with the sent broadcast published; its first
+    # reader's view-in-browser link.
+    archive.set_archive(db.session, weekly.id, True)
+    archive_slug = archive.publish(db.session, sent.id, True).slug
+    viewer, joined = db.session.execute(select(Subscriber.id, Subscriber.created_at).join(
+        Delivery, Delivery.subscriber_id == Subscriber.id).where(Delivery.id == delivery)).one()
+    view_token = ViewTokens(app.config["SECRET_KEY"]).make(delivery, sent.id, viewer, joined)
     step = db.session.scalar(select(AutomationStep.id).where(AutomationStep.automation_id == automation.id)
                              .order_by(AutomationStep.position))
     endpoint, disabled_endpoint = seed_webhooks()
@@ -321,7 +337,7 @@ def seed_everything(app: Flask) -> Seed:
         outbox_file=outbox[0], unsubscribe_token=make_token(people[0], weekly.id),
         erase_token=make_token(leaving.id, daily.id),
         bad_token="this-link-was-cut-in-half", secret_key=app.config["SECRET_KEY"],
-        base_url=app.config["BASE_URL"],
+        base_url=app.config["BASE_URL"], archive_slug=archive_slug, view_token=view_token,
     )
 
 

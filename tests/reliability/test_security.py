@@ -41,6 +41,13 @@ REVIEWED_PUBLIC = {
     # The owner's logo (by content hash) and brand colour (a stylesheet named by the colour):
     # emails and the public pages load them, with no cookie; nothing else is served.
     "brand.logo", "brand.theme",
+    # A list's public archive (issue 18): only lists whose owner turned it on, only issues
+    # they published, as copies rendered with nobody's data and no unsubscribe link; the same
+    # 404 for off, unpublished and missing. GET only, no cookie, nothing written.
+    "archive.index", "archive.issue", "archive.feed",
+    # View in your browser: the signed token (one delivery, bound to its reader) is the
+    # credential; a changed token is refused (400) and shows nobody's copy.
+    "archive.view",
 }
 # Public POSTs that carry no CSRF token by design, each proving itself another way.
 CSRF_EXEMPT = {
@@ -66,7 +73,8 @@ CSRF_EXEMPT = {
 # Documents that are an email, shown in a sandboxed iframe: inline styles are the nature of
 # email, so their own CSP allows inline style, but no script at all (default-src 'none').
 EMAIL_DOCUMENTS = {"broadcasts.preview_frame", "system.outbox_html", "automations.preview",
-                   "settings.design_preview_email", "settings.design_preview_confirmation"}
+                   "settings.design_preview_email", "settings.design_preview_confirmation",
+                   "archive.view"}
 
 
 @pytest.fixture(params=["sqlite"])
