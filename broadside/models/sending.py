@@ -101,6 +101,9 @@ class Broadcast(Model):
     # The sending identity (its stream, pace and cap); NULL: the default identity. Its From
     # is frozen into the revision when send is pressed (invariant 8).
     identity_id: Mapped[int | None] = mapped_column(ForeignKey("identities.id"), index=True)
+    # Reader tracking (broadside.analytics.modes): off | aggregate | per_person. NULL on a draft
+    # not yet chosen: Settings' default, frozen at Send. After Send it may only be turned off.
+    tracking: Mapped[str | None] = mapped_column(String(16))
 
 
 class FrozenContent:

@@ -39,6 +39,11 @@ REVIEWED_PUBLIC = {
     # The owner's logo (by content hash) and brand colour (a stylesheet named by the colour):
     # emails and the public pages load them, with no cookie; nothing else is served.
     "brand.logo", "brand.theme",
+    # Reader analytics (webapp/analytics/views.py): a tracked email's 1x1 image and its links.
+    # GET only, no cookie, no page; the token is signed (a bad one is a 404), a click answers 302
+    # only to the exact address signed into its token (never an open redirect), and all either
+    # changes is a counter.
+    "analytics.pixel", "analytics.click",
 }
 # Public POSTs that carry no CSRF token by design, each proving itself another way.
 CSRF_EXEMPT = {
