@@ -82,12 +82,13 @@ class Bursts:
         return f"{self.namespace}:analytics:burst:{digest.hexdigest()[:24]}"
 
     def click(self, *, address: str | None, user_agent: str | None, broadcast_id: int, slot: int,
-              delivery_id: int | None, position: int) -> tuple[bool, int | None]:
+              delivery_id: int | None, position: int, human: bool) -> tuple[bool, int | None]:
         """(is this click part of a burst, the position of the burst's first click when it was
-        counted as a reader's and must now move to the bots)."""
+        counted as a reader's and must now move to the bots). `human`: this click passed the
+        other signals (a first click taken for a machine already is not moved again)."""
         name = self._name(address, user_agent, broadcast_id, slot, delivery_id)
         try:
-            if self.redis.set(name, str(position), nx=True, px=BURST_MS):
+            if self.redis.set(name, str(position) if human else "-", nx=True, px=BURST_MS):
                 return False, None
             first = self.redis.set(name, "-", keepttl=True, get=True)
         except RedisError:

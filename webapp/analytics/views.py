@@ -94,7 +94,7 @@ def click(token: str):
                           current_app.config["BROADSIDE_NAMESPACE"],
                           current_app.config["SECRET_KEY"]).click(
         **client, broadcast_id=claim.broadcast_id, slot=claim.slot,
-        delivery_id=claim.delivery_id, position=claim.position)
+        delivery_id=claim.delivery_id, position=claim.position, human=why is None)
     try:
         record_click(db.session, claim, bot=why is not None or burst)
     except NotFound:
