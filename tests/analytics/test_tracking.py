@@ -365,3 +365,27 @@ def test_a_days_counts_are_one_row_on_both_engines(app, backend):
     db.session.commit()
     assert record_open(db.session, OpenClaim(draft.id, 0), bot=False)
     assert db.session.scalar(select(func.count()).select_from(TrackingDay)) == 2
+
+
+def test_the_access_log_keeps_no_readers_address_for_the_tracking_routes():
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from gunicorn.config import Config
+
+    from webapp.logs import GunicornLogger
+
+    config = Config()
+    config.set("accesslog", "-")
+    logger = GunicornLogger(config)
+    lines = {}
+    for path in ("/t/c/abc.def", "/t/o/abc.def.gif", "/healthz"):
+        request = SimpleNamespace(headers=[("X-FORWARDED-FOR", READER_ADDRESS)], method="GET", path=path,
+                                  query="", uri=path, version=(1, 1))
+        response = SimpleNamespace(status="200 OK", headers=[], response_length=0, sent=0)
+        environ = {"REMOTE_ADDR": READER_ADDRESS, "REQUEST_METHOD": "GET", "RAW_URI": path,
+                   "PATH_INFO": path, "QUERY_STRING": "", "SERVER_PROTOCOL": "HTTP/1.1"}
+        atoms = logger.atoms(response, request, environ, timedelta(seconds=0.01))
+        lines[path] = config.access_log_format % atoms + " " + " ".join(map(str, atoms.values()))
+    assert READER_ADDRESS not in lines["/t/c/abc.def"] and READER_ADDRESS not in lines["/t/o/abc.def.gif"]
+    assert READER_ADDRESS in lines["/healthz"]  # other routes log as before
