@@ -7,14 +7,16 @@ distinct copies were opened or clicked: counts, not names.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import DateTime, case, func, select
 from sqlalchemy.orm import Session
 
 from broadside.analytics.modes import OFF, PER_PERSON, effective
-from broadside.models import Broadcast, PersonActivity, TrackedLink, TrackingDay
+from broadside.models import Broadcast, Delivery, PersonActivity, Subscriber, TrackedLink, TrackingDay
 
 FIRST_DAYS = 7
+PEOPLE_SHOWN = 50
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,15 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Person:
+    """Per-person mode: one copy's first open and its clicks (an erased person: no email)."""
+
+    email: str | None
+    first_open: datetime | None
+    clicks: int
+
+
+@dataclass(frozen=True)
 class Report:
     broadcast_id: int
     mode: str
@@ -44,6 +55,7 @@ class Report:
     links: list[Link] = field(default_factory=list)
     people_opened: int | None = None  # per-person mode only: distinct copies
     people_clicked: int | None = None
+    people: list[Person] = field(default_factory=list)  # the latest PEOPLE_SHOWN of them
 
     @property
     def opens(self) -> int:
@@ -95,5 +107,17 @@ def broadcast_report(session: Session, broadcast_id: int) -> Report | None:
             select(PersonActivity.kind, func.count(func.distinct(PersonActivity.delivery_id)))
             .where(PersonActivity.broadcast_id == broadcast_id).group_by(PersonActivity.kind)).all())
         opened, clicked = counts.get("open", 0), counts.get("click", 0)
+    first_open = func.min(case((PersonActivity.kind == "open", PersonActivity.first_at)),
+                          type_=DateTime)
+    clicks = func.sum(case((PersonActivity.kind == "click", 1), else_=0))
+    people = [Person(email, first, int(n or 0)) for email, first, n in session.execute(
+        select(Subscriber.email, first_open, clicks)
+        .select_from(PersonActivity)
+        .join(Delivery, Delivery.id == PersonActivity.delivery_id)
+        .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
+        .where(PersonActivity.broadcast_id == broadcast_id)
+        .group_by(PersonActivity.delivery_id, Subscriber.email)
+        .order_by(func.max(PersonActivity.first_at).desc(), PersonActivity.delivery_id)
+        .limit(PEOPLE_SHOWN))] if mode == PER_PERSON else []
     return Report(broadcast_id, mode, sent=True, can_stop=mode != OFF, days=days, links=links,
-                  people_opened=opened, people_clicked=clicked)
+                  people_opened=opened, people_clicked=clicked, people=people)

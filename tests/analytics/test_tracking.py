@@ -279,6 +279,10 @@ def test_per_person_needs_the_lists_switch_and_its_public_pages_say_so(
     client.get(later(app, link), headers=READER)
     rows = db.session.execute(select(PersonActivity.kind, func.count()).group_by(PersonActivity.kind)).all()
     assert dict(rows) == {"open": 2, "click": 1}
+    show = logged_in_client.get(f"/broadcasts/{draft.id}")
+    who = show.text.split('id="analytics-people"', 1)[1].split("</table>", 1)[0]
+    assert smtp_server.messages[0].rcpt_tos[0] in who and smtp_server.messages[1].rcpt_tos[0] in who
+    assert re.search(r"<td>\d{4}-\d\d-\d\d \d\d:\d\d</td>", who), who  # the first open, shown
     # The list switched off again: hits of copies already out are counted, but by nobody.
     modes.set_list_per_person(db.session, weekly.id, False)
     client.get(later(app, [unescape(h) for h in HREF.findall(html_of(smtp_server.messages[1]))
