@@ -19,6 +19,7 @@ from typing import NamedTuple
 from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.orm import Session
 
+from broadside.analytics.rewrite import Tracker
 from broadside.archive.links import ViewLinks
 from broadside.models import Broadcast, Delivery, Revision, Subscriber, Subscription
 from broadside.models.sending import MAY_HAVE_RECEIVED, BroadcastStatus
@@ -81,6 +82,7 @@ _RECIPIENT_STATE = (
         Subscription.status,
         Subscriber.soft_bounce_count,
         Subscriber.created_at,
+        Broadcast.tracking,
     )
     .select_from(Broadcast)
     .outerjoin(Subscriber, Subscriber.id == bindparam("subscriber_id"))
@@ -101,6 +103,7 @@ class RecipientState(NamedTuple):
     subscription: str | None  # None: no longer on the list
     soft_bounces: int | None
     joined: datetime | str | None  # when their row was created (text from SQLite's cursor)
+    tracking: str | None = None  # the broadcast's reader tracking, read again for each person
 
 
 _compiled_state: dict[str, tuple[str, list[str] | None]] = {}
@@ -197,6 +200,7 @@ class Recheck:
     and the token signer made once per slice; per recipient, one query and one render."""
 
     view_links: ViewLinks | None = None  # "View in your browser" (broadside.archive.links)
+    tracker: Tracker | None = None  # reader tracking (broadside.analytics); automations: none
 
     def __init__(
         self, session: Session, runtime: Runtime, broadcast_id: int, list_id: int | None,
@@ -217,6 +221,8 @@ class Recheck:
         self.batching = int(getattr(runtime.transport, "batch_limit", 1)) > 1
         self.view_links = ViewLinks.for_broadcast(session, broadcast_id,
                                                   runtime.config["SECRET_KEY"], self.base_url)
+        self.tracker = Tracker(session, broadcast_id, revision.html_template,
+                               secret_key=runtime.config["SECRET_KEY"], base_url=self.base_url)
 
     def decide(self, row: Row) -> Decision:
         """Invariant 3: the send-time re-check of this row, and this person's message built
@@ -233,7 +239,7 @@ class Recheck:
             return Decision(skip=reason)
         assert state.email is not None and state.joined is not None  # skip_reason refused the erased
         decision = self.prepare(row, state.email, state.name or "", state.attributes or {},
-                                state.joined, list_id)
+                                state.joined, list_id, tracking=state.tracking)
         if decision.message is not None:
             decision.message.soft_bounces = state.soft_bounces or 0
         return decision
@@ -242,7 +248,7 @@ class Recheck:
         return message_id_for(row.id, self.broadcast_id, self.from_email)
 
     def prepare(self, row: Row, email: str, name: str, attributes: dict, joined: datetime | str,
-                list_id: int | None = None) -> Decision:
+                list_id: int | None = None, tracking: str | None = None) -> Decision:
         """This person's message, ready for the wire; or why their values cannot make one
         (a merge field that breaks on them, an address that cannot go in a header), which
         fails just their row."""
@@ -256,6 +262,8 @@ class Recheck:
             rendered = self.compiled.render(
                 email=email, name=name, attributes=attributes, unsubscribe_url=link, view_url=view
             )
+            if self.tracker is not None:  # off (or turned off a moment ago): untouched
+                rendered = self.tracker.apply(rendered, tracking, delivery_id=row.id, list_id=list_id)
             headers = {
                 "List-Unsubscribe": f"<{link}>",
                 "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",

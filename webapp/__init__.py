@@ -17,6 +17,7 @@ from broadside import models  # noqa: F401 - registers the tables with the metad
 from broadside.config import load_config
 from broadside.logs import configure_logging
 from broadside.queues import Jobs
+from webapp.analytics.views import bp as analytics_bp
 from webapp.api import (  # noqa: F401 - their routes attach to the API blueprint
     audience,
     automations,
@@ -119,6 +120,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (unsubscribe_bp, None),
     (suppression_bp, None),
     (webhooks_bp, None),
+    (analytics_bp, None),
     (lists_bp, ("lists.index", "Lists")),
     (subscribers_bp, ("subscribers.index", "Subscribers")),
     (segments_bp, ("segments.index", "Segments")),

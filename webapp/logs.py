@@ -8,6 +8,8 @@ from gunicorn.glogging import Logger as _GunicornBaseLogger
 
 from broadside.logs import REDACTED, RedactFilter, secrets_in
 
+TRACKING_PATHS = ("/t/o/", "/t/c/")  # the analytics pixel and click routes
+
 
 class GunicornLogger(_GunicornBaseLogger):
     """gunicorn's logger with the same redaction: its access log prints every request path,
@@ -28,4 +30,9 @@ class GunicornLogger(_GunicornBaseLogger):
         for key in ("{authorization}i", "{cookie}i", "{http_authorization}e", "{http_cookie}e"):
             if key in atoms:
                 atoms[key] = REDACTED
+        if str(atoms.get("U", "")).startswith(TRACKING_PATHS):
+            # A reader's open or click (webapp/analytics): no address of theirs in any log line.
+            for key in ("h", "{x-forwarded-for}i", "{x-real-ip}i", "{remote_addr}e"):
+                if key in atoms:
+                    atoms[key] = "-"
         return atoms

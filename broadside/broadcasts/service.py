@@ -19,6 +19,7 @@ from sqlalchemy import ColumnElement, Select, and_, exists, func, insert, litera
 from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
+from broadside.analytics.sending import freeze_tracking
 from broadside.broadcasts import ledger, lifecycle
 from broadside.design import sending_design
 from broadside.errors import Conflict, NotFound, ValidationError
@@ -215,7 +216,8 @@ def send_broadcast(
             raise ValidationError("This broadcast's sending identity was deleted; choose another.")
 
     def snapshot() -> str:
-        freeze_revision(session, broadcast, default_from)
+        revision = freeze_revision(session, broadcast, default_from)
+        freeze_tracking(session, broadcast, revision.html_template)
         session.execute(
             insert(Delivery).from_select(
                 ["broadcast_id", "subscriber_id", "status", "attempts", "list_id"],

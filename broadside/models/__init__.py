@@ -1,6 +1,7 @@
 """The schema. Every change goes through a Flask-Migrate revision under `migrations/`."""
 
 from broadside.models.accounts import ApiToken, Owner, SiteSettings
+from broadside.models.analytics import PersonActivity, TrackedLink, TrackingDay
 from broadside.models.archive import ArchivedIssue
 from broadside.models.audience import (
     Import,
@@ -40,11 +41,14 @@ __all__ = [
     "ImportRejection",
     "MailingList",
     "Owner",
+    "PersonActivity",
     "Revision",
     "Segment",
     "SiteSettings",
     "Subscriber",
     "Subscription",
+    "TrackedLink",
+    "TrackingDay",
     "TransactionalMessage",
     "WebhookEndpoint",
     "WebhookMessage",

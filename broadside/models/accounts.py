@@ -83,3 +83,6 @@ class SiteSettings(Model):
     # The owner's own words for the double opt-in email and the sign-up pages, by key
     # (broadside.signup_texts.DEFAULTS); a key absent or NULL: the default text.
     signup_texts: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Reader tracking new broadcasts start with (broadside.analytics.modes): off unless the
+    # owner chooses otherwise.
+    default_tracking: Mapped[str] = mapped_column(String(16), default="off", server_default="off")

@@ -23,6 +23,9 @@ class MailingList(Model):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     description: Mapped[str] = mapped_column(Text, default="")
     signup_enabled: Mapped[bool] = mapped_column(default=False)
+    # Who opened or clicked, by person: only when the owner turns it on here (and the list's
+    # public pages then say so). Off: a broadcast to this list counts in aggregate at most.
+    per_person_tracking: Mapped[bool] = mapped_column(default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     # The public archive (broadside.archive): off until the owner turns it on; the moment
     # it or its published issues last changed is its pages' Last-Modified.

@@ -104,6 +104,9 @@ class Broadcast(Model):
     # A "View in your browser" link in each copy (broadside.archive.links): True or False as
     # the owner chose; None follows the list's public archive (on when it is on).
     view_in_browser: Mapped[bool | None]
+    # Reader tracking (broadside.analytics.modes): off | aggregate | per_person. NULL on a draft
+    # not yet chosen: Settings' default, frozen at Send. After Send it may only be turned off.
+    tracking: Mapped[str | None] = mapped_column(String(16))
 
 
 class FrozenContent:

@@ -7,7 +7,7 @@
   and event id).
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 """
 from alembic import op
 import sqlalchemy as sa
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0011'
-down_revision = '0009'
+down_revision = '0010'
 branch_labels = None
 depends_on = None
 

@@ -217,6 +217,8 @@ NOT_PAGES = {
     "settings.design_preview": "an htmx fragment of the Design page",
     "brand.logo": "an image",
     "brand.theme": "a stylesheet",
+    "analytics.pixel": "a tracked email's 1x1 image",
+    "analytics.click": "a tracked email's link: a redirect",
     "automations.counts": "an htmx fragment of the automations page",
     "system.checks": "an htmx fragment of the System page",
     "system.live": "an htmx fragment of the System page",

@@ -48,6 +48,11 @@ REVIEWED_PUBLIC = {
     # View in your browser: the signed token (one delivery, bound to its reader) is the
     # credential; a changed token is refused (400) and shows nobody's copy.
     "archive.view",
+    # Reader analytics (webapp/analytics/views.py): a tracked email's 1x1 image and its links.
+    # GET only, no cookie, no page; the token is signed (a bad one is a 404), a click answers 302
+    # only to the exact address signed into its token (never an open redirect), and all either
+    # changes is a counter.
+    "analytics.pixel", "analytics.click",
 }
 # Public POSTs that carry no CSRF token by design, each proving itself another way.
 CSRF_EXEMPT = {

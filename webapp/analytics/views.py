@@ -1,0 +1,175 @@
+"""Reader analytics: the two public routes a tracked email calls, and the owner's switches.
+
+Public (no login, no cookie set, GET only, nothing changed but a counter):
+- `GET /t/o/<token>.gif`: the 1x1 image of a tracked email. Counts one open (or one
+  suspected-bot open) and answers a transparent GIF that no cache keeps. A token that is not
+  ours answers 404.
+- `GET /t/c/<token>`: a tracked link. The token is signed over the broadcast, the link's
+  position and the exact address (broadside.analytics.tokens), so it is never an open
+  redirect: a changed token, or one naming a link the broadcast does not have, answers 404;
+  a good one counts the click (when tracking is on) and answers 302 to exactly that address.
+  With tracking turned off since, the reader still gets where the link pointed.
+Neither reads a cookie or writes the reader's address or user agent anywhere
+(broadside.analytics.bots reads them to tell a machine from a reader and drops them; the
+access log blanks the address of these two paths: webapp/logs.py).
+
+Owner (signed in, CSRF): the send page's choice for a draft, "stop tracking" on a sent
+broadcast, Settings' default, and a list's per-person switch. Their cards are partials under
+templates/analytics/, included by the pages they sit on; the data they show comes from the
+template functions registered below.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from typing import Any
+
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    flash,
+    g,
+    redirect,
+    url_for,
+)
+
+from broadside.analytics import modes
+from broadside.analytics.bots import Bursts, suspected
+from broadside.analytics.counting import move_click_to_bots, record_click, record_open
+from broadside.analytics.report import broadcast_report
+from broadside.analytics.tokens import BadToken, TrackingTokens
+from broadside.errors import Conflict, NotFound, ValidationError
+from webapp.analytics.chart import chart
+from webapp.broadcasts.sending_views import _render_confirm
+from webapp.extensions import db
+from webapp.htmx import request
+from webapp.lists.views import _render_show
+from webapp.security import public
+from webapp.settings.views import _render as _render_settings
+
+bp = Blueprint("analytics", __name__)
+
+# A transparent 1x1 GIF (43 bytes).
+PIXEL = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")
+NO_STORE = "no-store, no-cache, must-revalidate, private, max-age=0"
+
+
+def _tokens() -> TrackingTokens:
+    return TrackingTokens(current_app.config["SECRET_KEY"])
+
+
+def _client() -> dict[str, Any]:
+    return {"user_agent": request.headers.get("User-Agent"), "address": request.remote_addr}
+
+
+@bp.route("/t/o/<token>.gif")
+@public
+def pixel(token: str):
+    try:
+        claim = _tokens().read_open(token)
+    except BadToken:
+        abort(404)
+    why = suspected(**_client(), slot=claim.slot, now=time.time())
+    record_open(db.session, claim, bot=why is not None)
+    response = Response(PIXEL, mimetype="image/gif")
+    response.headers["Cache-Control"] = NO_STORE
+    return response
+
+
+@bp.route("/t/c/<token>")
+@public
+def click(token: str):
+    try:
+        claim = _tokens().read_click(token)
+    except BadToken:
+        abort(404)
+    if not claim.url.lower().startswith(("https://", "http://")):
+        abort(404)  # we never sign another scheme; refuse one all the same
+    client = _client()
+    why = suspected(**client, slot=claim.slot, now=time.time())
+    burst, first = Bursts(current_app.extensions["broadside_redis"],
+                          current_app.config["BROADSIDE_NAMESPACE"],
+                          current_app.config["SECRET_KEY"]).click(
+        **client, broadcast_id=claim.broadcast_id, slot=claim.slot,
+        delivery_id=claim.delivery_id, position=claim.position, human=why is None)
+    try:
+        record_click(db.session, claim, bot=why is not None or burst)
+    except NotFound:
+        abort(404)
+    if first is not None:
+        move_click_to_bots(db.session, claim.broadcast_id, first)
+    response = redirect(claim.url, 302)
+    response.headers["Cache-Control"] = NO_STORE
+    return response
+
+
+# ---------------------------------------------------------------- the owner's switches
+
+@bp.route("/broadcasts/<int:broadcast_id>/tracking", methods=["POST"])
+def choose(broadcast_id: int):
+    try:
+        broadcast = modes.choose(db.session, broadcast_id, request.form.get("tracking"))
+    except ValidationError as exc:
+        db.session.rollback()
+        g.analytics_error = exc.message
+        return _render_confirm(broadcast_id, status=422)
+    except Conflict as exc:
+        flash(exc.message, "error")
+        return redirect(url_for("broadcasts.show", broadcast_id=broadcast_id))
+    flash(f"Tracking for this broadcast: {modes.SHORT[broadcast.tracking or modes.OFF]}.", "success")
+    return redirect(url_for("broadcasts.confirm_send", broadcast_id=broadcast_id) + "#tracking")
+
+
+@bp.route("/broadcasts/<int:broadcast_id>/tracking/stop", methods=["POST"])
+def stop(broadcast_id: int):
+    modes.stop(db.session, broadcast_id)
+    flash("Tracking is off: copies not yet sent go out without it, and nothing more is counted.",
+          "success")
+    return redirect(url_for("broadcasts.show", broadcast_id=broadcast_id) + "#analytics")
+
+
+@bp.route("/settings/tracking", methods=["POST"])
+def set_default():
+    try:
+        mode = modes.set_default(db.session, request.form.get("tracking"))
+    except ValidationError as exc:
+        db.session.rollback()
+        g.analytics_error = exc.message
+        return _render_settings(status=422)
+    flash(f"Saved. New broadcasts start with tracking: {modes.SHORT[mode]}.", "success")
+    return redirect(url_for("settings.index") + "#tracking")
+
+
+@bp.route("/lists/<int:list_id>/tracking", methods=["POST"])
+def set_list(list_id: int):
+    wanted = request.form.get("per_person")
+    if wanted not in ("on", "off"):
+        g.analytics_error = "Choose whether to track people one by one on this list."
+        return _render_show(list_id, status=422)
+    mailing_list = modes.set_list_per_person(db.session, list_id, wanted == "on")
+    flash("Per-person tracking is on for this list: its sign-up and preferences pages say so."
+          if mailing_list.per_person_tracking else
+          "Per-person tracking is off for this list: broadcasts to it count in aggregate at most.",
+          "success")
+    return redirect(url_for("lists.show", list_id=list_id) + "#tracking")
+
+
+# ---------------------------------------------------------------- what the partials read
+
+@bp.app_context_processor
+def analytics_helpers() -> dict[str, Any]:
+    def report(broadcast_id: int):
+        result = broadcast_report(db.session, broadcast_id)
+        return result, (chart(result) if result is not None and result.sent else None)
+
+    return {
+        "analytics_report": report,
+        "tracking_modes": modes,
+        "tracking_default": lambda: modes.default_mode(db.session),
+        "tracking_of": lambda broadcast: modes.effective(db.session, broadcast),
+        "lists_tracking_people": lambda ids: modes.lists_tracking_people(db.session, list(ids)),
+        "analytics_error": lambda: g.get("analytics_error"),
+    }
