@@ -249,11 +249,16 @@ def test_per_person_needs_the_lists_switch_and_its_public_pages_say_so(
     assert join.status_code == 200 and "tracking-notice" not in join.text
 
     lists_page = logged_in_client.get(f"/lists/{weekly.id}")
+    assert "may record, under your name" not in unescape(lists_page.text)
     answer = logged_in_client.post(f"/lists/{weekly.id}/tracking", data={
         "csrf_token": csrf_token_from(lists_page.text), "per_person": "on"})
     assert answer.status_code == 302
     join = client.get(f"/join/{weekly.id}")
     assert "may record, under your name, whether you opened them" in join.text
+    # The form the owner pastes on their own site says it too (it is shown escaped).
+    snippet = re.search(r'<code id="signup-snippet">(.*?)</code>',
+                        logged_in_client.get(f"/lists/{weekly.id}").text, re.S).group(1)
+    assert "may record, under your name, whether you opened them" in unescape(snippet)
     person = db.session.scalar(select(Subscriber).order_by(Subscriber.id))
     unsubscribe_token = Tokens(app.config["SECRET_KEY"]).make(person.id, weekly.id, None, person.created_at)
     preferences = client.get(f"/u/{unsubscribe_token}/preferences")
