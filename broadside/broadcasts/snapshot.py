@@ -52,6 +52,7 @@ INLINE_LIMIT = 10_000
 CHUNK_SECONDS = 0.15
 PREPARE_SECONDS = 0.4
 FIRST_CHUNK = 5_000  # subscriber ids in the first chunk of a process, before any rate is known
+MIN_CHUNK = 1_000
 MAX_CHUNK = 200_000
 
 _BROADCASTS = Broadcast.__table__
@@ -196,7 +197,7 @@ def prepare(session: Session, broadcast_id: int, *, seconds: float = PREPARE_SEC
         if state.status not in _ACTIVE:
             session.commit()
             return False
-        size = int(min(MAX_CHUNK, max(1000, _rate.get(dialect, FIRST_CHUNK / CHUNK_SECONDS)
+        size = int(min(MAX_CHUNK, max(MIN_CHUNK, _rate.get(dialect, FIRST_CHUNK / CHUNK_SECONDS)
                                       * CHUNK_SECONDS)))
         began = time.monotonic()
         try:
