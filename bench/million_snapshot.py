@@ -46,6 +46,20 @@ def _snapshot_state(app, broadcast_id: int) -> tuple[int, int, int, str]:
     return row.snapshot_cursor, row.snapshot_until, row.total, row.status
 
 
+def write_whole_snapshot(app, broadcast_id: int) -> float:
+    """Write every row of a pressed broadcast's audience now, in this process, as the worker
+    would before its slices (for benches that need the rows at once). Returns the seconds."""
+    from broadside.broadcasts.snapshot import prepare
+    from webapp.extensions import db
+
+    started = time.perf_counter()
+    with app.app_context():
+        while not prepare(db.session, broadcast_id, seconds=60):
+            pass
+        db.session.remove()
+    return time.perf_counter() - started
+
+
 def measure(bench: Bench, backend: str, size: int, sink: Sink) -> list[Figure]:
     url = bench.sqlite_url("million") if backend == "sqlite" else bench.postgres_url("million")
     app = bench.app(url)
