@@ -7,6 +7,8 @@ chunk 7 subscriber ids, so a list of a few dozen is prepared by the worker over 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -14,10 +16,17 @@ from sqlalchemy.orm import Session
 from broadside.broadcasts import lifecycle
 from broadside.broadcasts import snapshot as audience
 from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.service import cancel_broadcast, pause_broadcast, resume_broadcast, send_broadcast
+from broadside.broadcasts.service import (
+    cancel_broadcast,
+    pause_broadcast,
+    resume_broadcast,
+    schedule_broadcast,
+    send_broadcast,
+)
 from broadside.errors import Conflict
 from broadside.models import Broadcast, Delivery, Event, MailingList, Subscriber, Subscription
 from broadside.segments import service as segments
+from broadside.timeutil import utcnow
 from tests.helpers import assert_ledger_consistent, assert_nobody_twice, broadcast_row, make_list
 from webapp.extensions import db, get_jobs
 
@@ -239,3 +248,19 @@ def test_a_small_database_is_still_snapshotted_whole_at_the_press(app, monkeypat
     row = broadcast_row(broadcast.id)
     assert (row.total, row.pending_count, row.snapshot_cursor) == (25, 25, row.snapshot_until)
     assert db.session.scalar(select(MailingList.name).where(MailingList.id == weekly.id)) == "Weekly"
+
+
+def test_a_scheduled_send_is_prepared_by_the_worker_when_its_time_comes(
+        app, smtp_server, run_worker_burst):
+    weekly = make_list(db.session, 30)
+    draft = create_draft(db.session, list_id=weekly.id, subject="Later", body="Hello {{ name }}")
+    schedule_broadcast(db.session, draft.id, utcnow() + timedelta(hours=1))
+    db.session.execute(update(Broadcast).where(Broadcast.id == draft.id)
+                       .values(scheduled_at=utcnow() - timedelta(minutes=1)))
+    db.session.commit()
+    run_worker_burst()  # the maintenance tick starts it (no rows at the press), then sends it
+    received = smtp_server.recipients()
+    assert_nobody_twice(received)
+    assert assert_ledger_consistent(draft.id, received) == {"sent": 30}
+    row = broadcast_row(draft.id)
+    assert (row.status, row.audience_estimate, row.snapshot_cursor) == ("sent", 30, row.snapshot_until)
