@@ -1,6 +1,6 @@
 """The live progress of a broadcast, from ONE row: the counters the pipeline keeps, and while
 the worker is still writing a large recipient list, how far that is ("Preparing the
-recipient list: N of about M", from the snapshot's cursor and the count taken at the press).
+recipient list: N of about M", from the snapshot's cursor and the list's count the worker took first).
 
 The broadcast page polls this every 1.5 s while a send runs, so it must stay cheap at any
 list size: it reads the broadcast's counter columns (kept in the same transaction as each

@@ -113,7 +113,8 @@ class Broadcast(Model):
     # candidates; `snapshot_cursor` is the highest id already snapshotted, moved by a guarded
     # UPDATE in each chunk's transaction. Complete when cursor >= until (0 and 0 for a draft,
     # and for every broadcast sent before chunks existed). `audience_estimate`: a list's
-    # active subscriptions counted at the press (the page's "about M"); None for a segment.
+    # active subscriptions, counted by the worker before its first chunk (the page's "about
+    # M"); None for a segment, and until then.
     snapshot_cursor: Mapped[int] = mapped_column(default=0, server_default="0")
     snapshot_until: Mapped[int] = mapped_column(default=0, server_default="0")
     audience_estimate: Mapped[int | None]

@@ -4,7 +4,7 @@
   highest at the press) are the candidates; the worker snapshots them in chunks, moving the
   cursor with a guarded UPDATE in each chunk's transaction. 0 and 0 (complete) for every
   existing broadcast: those were snapshotted whole at the press.
-- broadcasts.audience_estimate: a list's active subscriptions at the press, for the page.
+- broadcasts.audience_estimate: a list's active subscriptions, counted by the worker, for the page.
 - broadcasts.audience_rules: a segment's rules frozen at the press.
 
 Revision ID: 0012
