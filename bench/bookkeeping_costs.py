@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import Bench, populate, press_send
+from million_snapshot import write_whole_snapshot
 
 BATCH = 20
 
@@ -62,6 +63,7 @@ def measure(app, list_id: int, rows: int) -> dict[str, float]:
         session = db.session
         # --- as the code does it: ledger.claim then Batch.flush("sent"), as Slice._loop does
         broadcast_id, _ = press_send(app, list_id, enqueue=False)
+        write_whole_snapshot(app, broadcast_id)
         rows = pending(broadcast_id)[:rows]
         claim_s = flush_s = 0.0
         for chunk in batches(rows):
@@ -83,6 +85,7 @@ def measure(app, list_id: int, rows: int) -> dict[str, float]:
 
         # --- alternative: one guarded UPDATE ... RETURNING per batch; Core executemany outcome
         broadcast_id, _ = press_send(app, list_id, enqueue=False)
+        write_whole_snapshot(app, broadcast_id)
         rows = pending(broadcast_id)[:len(rows)]
         claim_stmt = (
             update(deliveries)

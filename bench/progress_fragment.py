@@ -53,6 +53,7 @@ def make_app(database_url: str, workdir: Path, namespace: str):
 def populate(app) -> int:
     """100,000 subscribers on one list, and a broadcast to them queued by the real send path."""
     from flask_migrate import upgrade
+    from million_snapshot import write_whole_snapshot
     from sqlalchemy import insert, select, update
 
     from broadside.accounts import create_owner
@@ -83,6 +84,9 @@ def populate(app) -> int:
         draft = create_draft(db.session, list_id=weekly.id, subject="Hello {{ name }}", body="News.")
         broadcast = send_broadcast(db.session, draft.id, default_from="Bench <news@bench.example>",
                                    jobs=None)
+        db.session.commit()
+        write_whole_snapshot(app, broadcast.id)  # the worker's part, done here
+        db.session.refresh(broadcast)
         db.session.execute(update(Broadcast).where(Broadcast.id == broadcast.id)
                            .values(status="sending", send_rate=45.0))
         db.session.commit()

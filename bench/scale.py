@@ -22,6 +22,7 @@ import import_100k
 import progress_fragment
 import subscriber_table
 from harness import REDIS_URL, ROOT, Bench, broadcast_state, press_send, steer
+from million_snapshot import write_whole_snapshot
 from report import Figure, below, median, percentile
 from smtp_sink import Sink
 
@@ -86,6 +87,8 @@ def snapshot(app, backend: str, lists: dict[int, int]) -> tuple[list[Figure], di
     figures, broadcasts = [], {}
     for size, list_id in sorted(lists.items()):
         broadcast_id, seconds = press_send(app, list_id, enqueue=True)
+        # A large audience is written by the worker after the press: time that too, here.
+        seconds += write_whole_snapshot(app, broadcast_id)
         steer(app, broadcast_id, "pause")
         total = broadcast_state(app, broadcast_id)["total"]
         broadcasts[size] = broadcast_id
@@ -94,8 +97,8 @@ def snapshot(app, backend: str, lists: dict[int, int]) -> tuple[list[Figure], di
             "scale", f"enqueue (snapshot) {_label(size)}, {backend}", seconds, "s",
             f"< {SNAPSHOT_TARGET_S:.0f} s" if checked else "",
             below(seconds, SNAPSHOT_TARGET_S) if checked else None,
-            f"send_broadcast: {total:,} pending rows ({total / seconds:,.0f} rows/s), "
-            "content frozen, job queued",
+            f"send_broadcast and the whole snapshot: {total:,} pending rows "
+            f"({total / seconds:,.0f} rows/s), content frozen, job queued",
         ))
     return figures, broadcasts
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from redis.exceptions import RedisError
 
+from broadside.broadcasts.snapshot import prepare
 from broadside.db import db
 from broadside.logs import log_context
 from jobs import runtime
@@ -19,6 +20,9 @@ def send_broadcast_slice(broadcast_id: int) -> str:
         rt.running_broadcast = broadcast_id
         try:
             rt.jobs.clear_marker("slice", broadcast_id)
+            # A large audience is written in short chunks before each slice, until complete:
+            # the first slice sends after the first chunk (broadside.broadcasts.snapshot).
+            prepare(db.session(), broadcast_id)
             result = Slice(db.session(), rt, broadcast_id).run()
             try:
                 # A welcome that became due meanwhile goes next, ahead of the continuation.

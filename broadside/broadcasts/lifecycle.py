@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import BindParameter, DateTime, bindparam, case, exists, func, select, update
+from sqlalchemy import BindParameter, DateTime, and_, bindparam, case, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from broadside.db import rowcount
@@ -68,10 +68,15 @@ def given(name: str) -> BindParameter:
     return bindparam(name)
 
 
-# Extra guard for `finish`: no row of this broadcast is pending or in flight.
-_NOTHING_LEFT = ~exists().where(
-    _DELIVERIES.c.broadcast_id == bindparam("_id"),
-    _DELIVERIES.c.status.in_((DeliveryStatus.PENDING.value, DeliveryStatus.SENDING.value)),
+# Extra guard for `finish`: the audience snapshot is complete (the worker writes it in
+# chunks while the first ones send: broadside.broadcasts.snapshot) and no row of this
+# broadcast is pending or in flight.
+_NOTHING_LEFT = and_(
+    _BROADCASTS.c.snapshot_cursor >= _BROADCASTS.c.snapshot_until,
+    ~exists().where(
+        _DELIVERIES.c.broadcast_id == bindparam("_id"),
+        _DELIVERIES.c.status.in_((DeliveryStatus.PENDING.value, DeliveryStatus.SENDING.value)),
+    ),
 )
 
 
@@ -99,7 +104,8 @@ def _table(*transitions: Transition) -> dict[str, Transition]:
 
 
 TRANSITIONS: dict[str, Transition] = _table(
-    # The owner's "send": freeze and snapshot follow in the same transaction (service.py).
+    # The owner's "send": the freeze and the audience's decision follow in the same
+    # transaction (service.py, snapshot.py); the worker writes a large audience in chunks.
     Transition("send", (DRAFT,), QUEUED, "queued", {"queued_at": NOW, "pause_reason": None}),
     # The worker's maintenance, when a scheduled time has come.
     Transition("send_scheduled", (SCHEDULED,), QUEUED, "queued",
@@ -109,7 +115,8 @@ TRANSITIONS: dict[str, Transition] = _table(
     # A slice begins; started_at keeps the first start across slices and resumptions.
     Transition("start", (QUEUED,), SENDING, "started",
                {"started_at": func.coalesce(_BROADCASTS.c.started_at, NOW)}),
-    # Done only when no row is pending or in flight, in the same statement.
+    # Done only when the snapshot is complete and no row is pending or in flight, in the
+    # same statement.
     Transition("finish", (SENDING,), SENT, "finished", {"finished_at": NOW, "notice": None},
                guard=_NOTHING_LEFT),
     # By the owner, or by the worker with the reason (a channel error, too many restarts).

@@ -1,4 +1,6 @@
-"""The live progress of a broadcast, from ONE row: the counters the pipeline keeps.
+"""The live progress of a broadcast, from ONE row: the counters the pipeline keeps, and while
+the worker is still writing a large recipient list, how far that is ("Preparing the
+recipient list: N of about M", from the snapshot's cursor and the list's count the worker took first).
 
 The broadcast page polls this every 1.5 s while a send runs, so it must stay cheap at any
 list size: it reads the broadcast's counter columns (kept in the same transaction as each
@@ -24,7 +26,8 @@ _COLUMNS = (
     Broadcast.sending_count, Broadcast.sent_count, Broadcast.skipped_count,
     Broadcast.failed_count, Broadcast.unknown_count, Broadcast.send_rate,
     Broadcast.pause_reason, Broadcast.notice, Broadcast.scheduled_at, Broadcast.started_at,
-    Broadcast.finished_at,
+    Broadcast.finished_at, Broadcast.snapshot_cursor, Broadcast.snapshot_until,
+    Broadcast.audience_estimate,
 )
 
 
@@ -45,7 +48,32 @@ class Progress:
     scheduled_at: datetime | None
     started_at: datetime | None
     finished_at: datetime | None
+    # The audience snapshot (broadside.broadcasts.snapshot): the highest subscriber id
+    # written, the highest one at the press, and a list's active people counted then.
+    snapshot_cursor: int = 0
+    snapshot_until: int = 0
+    audience_estimate: int | None = None
     send_delay_ms: int = 0
+
+    @property
+    def preparing(self) -> bool:
+        """The worker is still writing the recipient list (in chunks, while it sends); a
+        paused broadcast continues it on Resume, a cancelled one never does."""
+        return self.status in (*ACTIVE, "paused") and self.snapshot_cursor < self.snapshot_until
+
+    @property
+    def prepared_percent(self) -> int:
+        """How far the snapshot is through the subscribers (ids up to the press's highest)."""
+        if self.snapshot_until <= 0:
+            return 100
+        return min(100, self.snapshot_cursor * 100 // self.snapshot_until)
+
+    @property
+    def about(self) -> int | None:
+        """The "about M" of "N of about M": never less than what is already written."""
+        if self.audience_estimate is None:
+            return None
+        return max(self.audience_estimate, self.total)
 
     @property
     def done(self) -> int:
@@ -94,13 +122,14 @@ class Progress:
         if self.status not in ACTIVE:
             return "–"
         if self.waiting == 0:
-            return "finishing"
+            return "preparing" if self.preparing else "finishing"
         return duration_words(self.eta_seconds)
 
     @property
     def version(self) -> str:
         """Changes whenever a delivery changes status (every move goes through the counters)
-        or the broadcast does: the page re-reads its deliveries table only when this moved."""
+        or the broadcast does: the page re-reads its deliveries table only when this moved.
+        A chunk of the snapshot moves it too: its rows arrive as pending."""
         return ".".join(str(n) for n in (self.status, self.pending, self.sending, self.sent,
                                           self.skipped, self.failed, self.unknown))
 

@@ -15,24 +15,24 @@ from email.utils import parseaddr
 from typing import Any
 
 from redis.exceptions import RedisError
-from sqlalchemy import ColumnElement, Select, and_, exists, func, insert, literal, select, update
+from sqlalchemy import ColumnElement, and_, exists, func, select
 from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
 from broadside.analytics.sending import freeze_tracking
 from broadside.broadcasts import ledger, lifecycle
+from broadside.broadcasts import snapshot as audience_snapshot
 from broadside.design import sending_design
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.events import record_event
 from broadside.identities import lifecycle as identity_lifecycle
 from broadside.logs import owner_action
 from broadside.models import Broadcast, Delivery, Identity, Revision, Segment, Subscriber, Subscription
-from broadside.models.sending import MAY_HAVE_RECEIVED, DeliveryStatus
+from broadside.models.sending import MAY_HAVE_RECEIVED
 from broadside.outbound import queue_transactional
 from broadside.queues import Jobs
 from broadside.rendering import CompiledRevision, freeze_content
 from broadside.segments import service as segments
-from broadside.segments.rules import delivery_list
 from broadside.site_settings import get_settings
 from broadside.timeutil import utcnow
 
@@ -166,33 +166,6 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
     return revision
 
 
-def _audience_select(session: Session, broadcast_id: int, list_id: int | None,
-                     segment: Segment | None) -> Select:
-    """The snapshot's rows (broadcast, subscriber, pending, 0 attempts, their copy's list), in
-    one statement. A list: its active, unsuppressed subscribers. A segment: the people its rules
-    match among those active on some list and unsuppressed, one row each, with the list whose
-    subscription is re-checked at their turn and whose unsubscribe link they get."""
-    pending = literal(DeliveryStatus.PENDING.value, Delivery.status.type)
-    zero = literal(0, Delivery.attempts.type)
-    this = literal(broadcast_id, Delivery.broadcast_id.type)
-    if segment is not None:
-        group = segments.rules_of(segment)
-        return select(this, Subscriber.id, pending, zero, delivery_list(group)).where(
-            segments.segment_clause(session, group))
-    return (
-        select(this, Subscription.subscriber_id, pending, zero,
-               literal(list_id, Delivery.list_id.type))
-        .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
-        .where(
-            and_(
-                Subscription.list_id == list_id,
-                Subscription.status == "active",
-                Subscriber.suppression.is_(None),
-            )
-        )
-    )
-
-
 def send_broadcast(
     session: Session,
     broadcast_id: int,
@@ -201,9 +174,13 @@ def send_broadcast(
     jobs: Jobs | None,
     scheduled: bool = False,
 ) -> Broadcast:
-    """Freeze the content, snapshot the audience into pending deliveries, queue it (with
-    `jobs=None` the job is left to the worker's orphan repair). `scheduled`: the worker
-    starting a scheduled broadcast whose time has come, not the owner pressing send."""
+    """Freeze the content (invariant 8), decide the audience, queue it (with `jobs=None` the
+    job is left to the worker's orphan repair). `scheduled`: the worker starting a scheduled
+    broadcast whose time has come, not the owner pressing send.
+
+    Answers at once at any list size: the audience's rows are written in the same transaction
+    only when it cannot be large; otherwise the worker writes them in chunks before its first
+    slices (`broadside.broadcasts.snapshot`), and sending starts after the first chunk."""
     broadcast = get_broadcast(session, broadcast_id)
     if not broadcast.subject.strip():
         raise ValidationError("Give the broadcast a subject before sending it.")
@@ -218,20 +195,9 @@ def send_broadcast(
     def snapshot() -> str:
         revision = freeze_revision(session, broadcast, default_from)
         freeze_tracking(session, broadcast, revision.html_template)
-        session.execute(
-            insert(Delivery).from_select(
-                ["broadcast_id", "subscriber_id", "status", "attempts", "list_id"],
-                _audience_select(session, broadcast_id, broadcast.list_id, segment),
-            )
-        )
-        # (Counted in the same transaction: psycopg reports no rowcount for INSERT ... SELECT.)
-        total = session.scalar(
-            select(func.count()).select_from(Delivery).where(Delivery.broadcast_id == broadcast_id)
-        )
-        session.execute(
-            update(Broadcast).where(Broadcast.id == broadcast_id).values(total=total, pending_count=total)
-        )
-        return f"{total} recipients"
+        # The audience is decided here; its rows are written now when it cannot be large,
+        # else by the worker in chunks (broadside.broadcasts.snapshot).
+        return audience_snapshot.begin(session, broadcast, segment)
 
     try:
         # The guarded UPDATE is the lock: of two concurrent sends, one moves the row, one gets

@@ -107,6 +107,20 @@ class Broadcast(Model):
     # Reader tracking (broadside.analytics.modes): off | aggregate | per_person. NULL on a draft
     # not yet chosen: Settings' default, frozen at Send. After Send it may only be turned off.
     tracking: Mapped[str | None] = mapped_column(String(16))
+    # The audience snapshot, taken by the worker in chunks after the press
+    # (broadside.broadcasts.snapshot, the one writer of these three and `audience_rules`):
+    # people with a subscriber id up to `snapshot_until` (the highest at the press) are
+    # candidates; `snapshot_cursor` is the highest id already snapshotted, moved by a guarded
+    # UPDATE in each chunk's transaction. Complete when cursor >= until (0 and 0 for a draft,
+    # and for every broadcast sent before chunks existed). `audience_estimate`: a list's
+    # active subscriptions, counted by the worker before its first chunk (the page's "about
+    # M"); None for a segment, and until then.
+    snapshot_cursor: Mapped[int] = mapped_column(default=0, server_default="0")
+    snapshot_until: Mapped[int] = mapped_column(default=0, server_default="0")
+    audience_estimate: Mapped[int | None]
+    # A segment's rules as they were at the press: every chunk applies these, so editing or
+    # deleting the segment meanwhile never changes who this broadcast is for.
+    audience_rules: Mapped[str | None] = mapped_column(Text)
 
 
 class FrozenContent:

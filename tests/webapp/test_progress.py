@@ -183,3 +183,18 @@ def test_progress_arithmetic():
     assert duration_words(59) == "less than a minute"
     assert duration_words(61) == "about 1 minute"
     assert duration_words(3 * 3600 + 25 * 60) == "about 3 hours 25 min"
+
+
+def test_progress_while_the_recipient_list_is_prepared():
+    base = dict(id=1, status="sending", total=40_000, pending=39_990, sending=0, sent=10,
+                skipped=0, failed=0, unknown=0, send_rate=0.0, pause_reason=None, notice=None,
+                scheduled_at=None, started_at=None, finished_at=None,
+                snapshot_cursor=50_000, snapshot_until=1_000_000, audience_estimate=900_000)
+    preparing = Progress(**base)
+    assert preparing.preparing and preparing.prepared_percent == 5 and preparing.about == 900_000
+    assert not Progress(**{**base, "snapshot_cursor": 1_000_000}).preparing
+    assert Progress(**{**base, "status": "paused"}).preparing  # Resume continues it
+    assert not Progress(**{**base, "status": "cancelled"}).preparing  # never continued
+    # The estimate is never shown below what is already written.
+    assert Progress(**{**base, "audience_estimate": 30_000}).about == 40_000
+    assert Progress(**{**base, "pending": 0, "sending": 0}).eta_text == "preparing"

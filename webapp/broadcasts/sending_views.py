@@ -156,8 +156,14 @@ def send(broadcast_id: int):
             return redirect(url_for(".show", broadcast_id=broadcast_id))
         return _render_confirm(broadcast_id, error=exc.message, status=exc.status_code,
                                send_form=form)
-    flash(f"Sending to {broadcast.total:,} subscribers. You can leave this page: the worker "
-          "carries on.", "success")
+    if broadcast.snapshot_cursor >= broadcast.snapshot_until:
+        flash(f"Sending to {broadcast.total:,} subscribers. You can leave this page: the worker "
+              "carries on.", "success")
+    else:  # a large audience: the worker writes its rows in chunks and sends from the first
+        about = (f" of about {broadcast.audience_estimate:,} subscribers"
+                 if broadcast.audience_estimate is not None else "")
+        flash(f"Sending: the worker is preparing the recipient list{about} and starts with the "
+              "first of them. You can leave this page: the worker carries on.", "success")
     return redirect(url_for(".show", broadcast_id=broadcast_id))
 
 
