@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.db import Model
@@ -19,8 +19,14 @@ class Event(Model):
     __table_args__ = (
         Index("ix_events_broadcast_id", "broadcast_id", "id"),
         Index("ix_events_subscriber_id", "subscriber_id", "id"),
-        Index("ix_events_delivery_id", "delivery_id"),
-        Index("ix_events_automation_message_id", "automation_message_id"),
+        # Partial: most events belong to no delivery or no automation message, and an index
+        # entry for each NULL cost every event bytes no query ever read.
+        Index("ix_events_delivery_id", "delivery_id",
+              postgresql_where=text("delivery_id IS NOT NULL"),
+              sqlite_where=text("delivery_id IS NOT NULL")),
+        Index("ix_events_automation_message_id", "automation_message_id",
+              postgresql_where=text("automation_message_id IS NOT NULL"),
+              sqlite_where=text("automation_message_id IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
