@@ -111,6 +111,23 @@ def sizes(app) -> dict[str, dict[str, int]]:
     return found
 
 
+def live_bytes(app) -> int | None:
+    """PostgreSQL: deliveries + events after VACUUM FULL (the rows alone, no dead versions'
+    space): the floor an owner's database approaches when autovacuum keeps up during sends."""
+    from webapp.extensions import db
+
+    with app.app_context():
+        if db.engine.dialect.name != "postgresql":
+            return None
+        with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.exec_driver_sql("VACUUM FULL deliveries, events")
+            size = connection.exec_driver_sql(
+                "SELECT pg_total_relation_size('deliveries') + pg_total_relation_size('events')"
+            ).scalar_one()
+        db.session.remove()
+    return int(size)
+
+
 def measure(bench: Bench, backend: str, recipients: int) -> Figure:
     url = bench.sqlite_url("storage") if backend == "sqlite" else bench.postgres_url("storage")
     app = bench.app(url)
@@ -123,9 +140,12 @@ def measure(bench: Bench, backend: str, recipients: int) -> Figure:
     per = total / recipients
     breakdown = {table: {name: round(size / recipients, 1) for name, size in parts.items()}
                  for table, parts in found.items()}
+    live = live_bytes(app)
     words = "; ".join(
         f"{table} " + ", ".join(f"{name} {value:.0f}" for name, value in parts.items())
         for table, parts in breakdown.items())
+    if live is not None:
+        words += f"; after VACUUM FULL (live rows only): {live / recipients:.0f} B"
     if autovacuum is not None:
         words += f"; autovacuum ran {autovacuum} times on deliveries during the send"
     target = f"< {TARGET_BYTES} B" if backend == "postgresql" else ""
@@ -133,7 +153,8 @@ def measure(bench: Bench, backend: str, recipients: int) -> Figure:
         "storage", f"bytes per sent delivery ({backend}, {recipients:,})", round(per, 1), "B",
         target=target, ok=below(per, TARGET_BYTES) if backend == "postgresql" else None,
         detail=f"{total / 1e6:.1f} MB for deliveries + events; per delivery: {words}",
-        extra={"bytes": found, "per_delivery": breakdown, "send_seconds": round(seconds, 1)},
+        extra={"bytes": found, "per_delivery": breakdown, "send_seconds": round(seconds, 1),
+               "live_bytes_per_delivery": round(live / recipients, 1) if live else None},
     )
 
 

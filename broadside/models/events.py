@@ -1,4 +1,5 @@
-"""The append-only evidence log: every state change of a delivery or a broadcast."""
+"""The append-only evidence log: every state change of a delivery or a broadcast (but the two
+a delivery row keeps itself: broadside.broadcasts.ledger)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from broadside.timeutil import utcnow
 
 
 class Event(Model):
-    """Rows are inserted, never updated (invariant 9: evidence)."""
+    """Rows are inserted, never updated (invariant 9: evidence). Deleted only with what they
+    belong to (the cascades: an erased subscriber, a deleted broadcast) and by the owner's
+    retention: a settled broadcast's per-delivery events (broadside.broadcasts.compaction)."""
 
     __tablename__ = "events"
     __table_args__ = (
