@@ -29,7 +29,7 @@ def test_choose_a_retention_and_see_it_on_a_compacted_broadcast(
     history = page.locator("#history")
     expect(history.get_by_label("Forever (the default)")).to_be_checked()
     history.get_by_label("A number of days").check()
-    history.get_by_label("Days").fill("ninety")
+    history.get_by_label("Days", exact=True).fill("ninety")
     history.get_by_role("button", name="Save the history setting").click()
     expect(page.locator("#retention_days-error")).to_contain_text("whole number from 1 to 3650")
     expect(page.locator("#history").get_by_label("A number of days")).to_be_checked()
@@ -37,10 +37,10 @@ def test_choose_a_retention_and_see_it_on_a_compacted_broadcast(
     page.locator("#history").scroll_into_view_if_needed()
     page.locator("#history").screenshot(path=str(screenshot_dir / f"history-refused-{size}.png"))
 
-    page.locator("#history").get_by_label("Days").fill("30")
+    page.locator("#history").get_by_label("Days", exact=True).fill("30")
     page.locator("#history").get_by_role("button", name="Save the history setting").click()
     expect(page.locator(".flash")).to_contain_text("lose their step-by-step history")
-    expect(page.locator("#history").get_by_label("Days")).to_have_value("30")
+    expect(page.locator("#history").get_by_label("Days", exact=True)).to_have_value("30")
     fits(page, "the saved retention")
     page.locator("#history").screenshot(path=str(screenshot_dir / f"history-saved-{size}.png"))
 
