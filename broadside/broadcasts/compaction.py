@@ -3,13 +3,14 @@
 Settings -> "Keep the step-by-step history of sent broadcasts for" (forever by default,
 `SiteSettings.history_retention_days`). Once a broadcast has been settled (`sent` or
 `cancelled`, with its `finished_at`) for longer than that, its per-delivery events older than
-the retention (claims, retries, outcomes: `Event.delivery_id` set) are deleted; what stays:
+the retention (the ledger's claims, retries and outcomes: `STEP_KINDS` with a `delivery_id`)
+are deleted; what stays:
 
 - every delivery row, untouched: its final status, reason, SMTP code, error class, attempts and
   times (claimed, sent, updated), which is what the deliveries table and each recipient's
   timeline show (`broadside.broadcasts.evidence` reads the row's moments);
 - the broadcast's own events (queued, started, finished...) and the people's own (unsubscribed,
-  bounced...), which name no delivery;
+  a bounce, a complaint, a suppression), even those that name the delivery they came from;
 - one `compacted` event on the broadcast saying when, after how many days, and how many
   events went, which the broadcast page reads (`last_compaction`).
 
@@ -33,6 +34,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, exists, select
 from sqlalchemy.orm import Session
 
+from broadside.broadcasts import ledger
 from broadside.db import rowcount
 from broadside.events import record_event
 from broadside.models import Broadcast, Event, SiteSettings
@@ -74,8 +76,13 @@ def _settled_before(broadcast_id: int, cutoff: datetime):
                           Broadcast.finished_at.is_not(None), Broadcast.finished_at < cutoff)
 
 
+# The ledger's own kinds: a delivery's moves. A bounce, a complaint or an unsubscribe may name
+# a delivery too, but it is the person's evidence (their suppression, the metrics): kept.
+STEP_KINDS = tuple(sorted(set(ledger.EVENT_FOR.values())))
+
+
 def _old_delivery_events(cutoff: datetime):
-    return (Event.delivery_id.is_not(None), Event.created_at < cutoff)
+    return (Event.delivery_id.is_not(None), Event.kind.in_(STEP_KINDS), Event.created_at < cutoff)
 
 
 def due(session: Session, now: datetime, days: int, limit: int = 20) -> list[int]:

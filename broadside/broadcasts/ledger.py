@@ -221,9 +221,8 @@ def transition(
         move_counters(session, broadcast_id, {(source, target): len(moved) - len(changes)})
     if moved and (source, target) not in ROW_KEEPS:
         _record(session, broadcast_id, moved, EVENT_FOR[target], now)
-    if moved:
-        if target in WEBHOOK_FOR:
-            _emit(session, broadcast_id, moved, WEBHOOK_FOR[target], now)
+    if moved and target in WEBHOOK_FOR:
+        _emit(session, broadcast_id, moved, WEBHOOK_FOR[target], now)
     return [c.delivery_id for c in moved]
 
 

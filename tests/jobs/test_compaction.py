@@ -12,9 +12,11 @@ from sqlalchemy import func, select, update
 
 from broadside.broadcasts import compaction, ledger, lifecycle
 from broadside.broadcasts.evidence import delivery_timeline
-from broadside.models import Broadcast, Delivery, Event, SiteSettings
+from broadside.message_refs import delivery_message_id
+from broadside.models import Broadcast, Delivery, Event, SiteSettings, Subscriber
 from broadside.site_settings import SettingsError, get_settings, update_history_retention
 from broadside.timeutil import utcnow
+from broadside.unsubscribe.service import record_complaint
 from jobs.compaction import ensure_compaction
 from tests.helpers import csrf_token_from, make_list, start_broadcast
 from webapp.extensions import db, get_jobs
@@ -90,15 +92,28 @@ def test_a_settled_broadcast_loses_its_steps_and_keeps_every_final_state(app):
     broadcast_id = sent_broadcast(app)
     set_retention(30)
     rows = rows_of(broadcast_id)
+    # A complaint names the delivery it came from: the person's evidence, never compacted.
+    first = rows[0][0]
+    email = db.session.scalar(select(Subscriber.email).join(
+        Delivery, Delivery.subscriber_id == Subscriber.id).where(Delivery.id == first))
+    complaint = record_complaint(db.session, email, message_ids=[
+        delivery_message_id(first, broadcast_id, "news@example.com")])
+    assert complaint.delivery_id == first
+    person = db.session.scalars(select(Event.kind).where(
+        Event.delivery_id == first, Event.kind.in_(("complaint", "suppressed")))).all()
+    assert sorted(person) == ["complaint", "suppressed"]
     kept = db.session.scalars(select(Event.kind).where(Event.broadcast_id == broadcast_id,
                                                        Event.delivery_id.is_(None))).all()
     # Not yet: finished moments ago.
     assert compaction.compact_due(db.session) == []
     [done] = compaction.compact_due(db.session, now=utcnow() + LATER)
     assert done.finished and done.removed == 5  # 2 retries, 2 re-claims, 1 failure
-    assert delivery_events(broadcast_id) == 0
+    assert delivery_events(broadcast_id) == 2  # the complaint and the suppression
+    assert sorted(db.session.scalars(select(Event.kind).where(
+        Event.delivery_id == first)).all()) == ["complaint", "suppressed"]
     assert rows_of(broadcast_id) == rows  # final state, reason, code and times untouched
-    after = db.session.scalars(select(Event.kind).where(Event.broadcast_id == broadcast_id)
+    after = db.session.scalars(select(Event.kind).where(Event.broadcast_id == broadcast_id,
+                                                        Event.delivery_id.is_(None))
                                .order_by(Event.id)).all()
     assert after == [*kept, "compacted"]
     last = compaction.last_compaction(db.session, broadcast_id)
@@ -108,7 +123,7 @@ def test_a_settled_broadcast_loses_its_steps_and_keeps_every_final_state(app):
     moments = delivery_timeline(db.session, broadcast_id, refused).moments
     assert [m.kind for m in moments] == ["claimed"]
     assert "550" in delivery_timeline(db.session, broadcast_id, refused).row.explanation
-    accepted = delivery_timeline(db.session, broadcast_id, rows[0][0]).moments
+    accepted = delivery_timeline(db.session, broadcast_id, rows[3][0]).moments
     assert [m.kind for m in accepted] == ["claimed", "sent"] and "250" in accepted[-1].detail
     # Nothing more to do: a second pass finds nothing and records nothing.
     assert compaction.compact_due(db.session, now=utcnow() + LATER) == []
