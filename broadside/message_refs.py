@@ -9,6 +9,11 @@ provider id yet, invariant 5):
 Providers that rebuild the message from JSON (Postmark, Resend) carry the same reference in
 their own echoed fields (Postmark's Metadata, Resend's tags), written as `ref_for` makes it.
 A reference only ever narrows the search: the event's address must match the row's too.
+
+A delivery's Message-ID is not stored (issue 19: a string and an index entry per recipient):
+`delivery_message_id` derives it again from the row and its revision's From, exactly as the
+worker writes it (jobs/recheck.py `message_id_for`, which a test holds equal), and a provider's
+event naming it finds the row through `row_of`.
 """
 
 from __future__ import annotations
@@ -18,6 +23,12 @@ import re
 _OURS = re.compile(r"^<?broadside[._]([dmt])(\d{1,18})(?:[._][ab]\d{1,18})?(?:@|>|$)")
 KINDS = {"d": "delivery", "m": "automation message", "t": "transactional message"}
 TAG_NAME = "broadside"
+
+
+def delivery_message_id(delivery_id: int, broadcast_id: int, from_email: str) -> str:
+    """The Message-ID a broadcast's delivery was sent with: stable, so "send again" reuses it."""
+    domain = from_email.rpartition("@")[2] or "localhost"
+    return f"<broadside.d{delivery_id}.b{broadcast_id}@{domain}>"
 
 
 def ref_for(message_id: str) -> str | None:

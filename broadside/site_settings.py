@@ -112,3 +112,33 @@ def update_sending_defaults(session: Session, *, skip_if_received_within_hours: 
     settings.default_skip_if_received_within_hours = cap
     session.commit()
     return settings
+
+
+MAX_RETENTION_DAYS = 3650  # ten years
+
+
+def clean_retention_days(value: object) -> int | None:
+    """How long settled broadcasts keep their step-by-step history: None (forever, the
+    default) or a whole number of days from 1 to MAX_RETENTION_DAYS."""
+    if value is None or value == "" or value == "forever":
+        return None
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
+        value = int(value.strip())
+    if (not isinstance(value, int) or isinstance(value, bool)
+            or not 1 <= value <= MAX_RETENTION_DAYS):
+        raise ValidationError("Keep the step-by-step history for how many days? Give a whole "
+                              f"number from 1 to {MAX_RETENTION_DAYS}, or choose forever.")
+    return value
+
+
+def update_history_retention(session: Session, *, days: object) -> SiteSettings:
+    """Settings -> History: forever (None) or N days (validated first, one commit). The
+    worker's compaction (broadside.broadcasts.compaction) reads it on its next pass."""
+    try:
+        cleaned = clean_retention_days(days)
+    except ValidationError as exc:
+        raise SettingsError("retention_days", exc.message) from None
+    settings = get_settings(session)
+    settings.history_retention_days = cleaned
+    session.commit()
+    return settings

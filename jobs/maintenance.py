@@ -22,6 +22,7 @@ from broadside.broadcasts.service import send_broadcast
 from broadside.models import Automation, AutomationMessage, Broadcast, Delivery, TransactionalMessage
 from broadside.timeutil import utcnow
 from jobs.automations import anything_due, evaluation_due
+from jobs.compaction import ensure_compaction
 from jobs.runtime import Runtime
 from jobs.sending import paused_notice
 from jobs.transactional import due_transactional
@@ -172,3 +173,4 @@ def _ensure_evaluation(session: Session, rt: Runtime) -> None:
     session.commit()
     # Outgoing webhooks send no mail: they go on while an identity is paused.
     ensure_webhooks(session, rt.jobs)
+    ensure_compaction(session, rt.jobs)

@@ -229,6 +229,23 @@ def _person_words(kind: str, detail: str) -> tuple[str, str]:
     return words.get(kind, kind.capitalize()), detail
 
 
+def _row_moments(row: DeliveryRow, claimed_at: datetime | None,
+                 recorded: list[Moment]) -> list[Moment]:
+    """The moves the row itself keeps instead of an event (broadside.broadcasts.ledger): its
+    latest claim, and the mail server's acceptance of a `sent` row. Rows from before that
+    change have both as events too: shown once."""
+    moments = []
+    kinds = {(m.kind, m.at) for m in recorded}
+    if claimed_at is not None and ("claimed", claimed_at) not in kinds:
+        moments.append(Moment(claimed_at, "claimed", *_delivery_words("claimed", "")))
+    if row.status == "sent" and not any(m.kind == "sent" for m in recorded):
+        reply = " ".join(str(part) for part in (row.smtp_code, row.reason) if part)
+        at = row.sent_at or row.updated_at or claimed_at
+        if at is not None:
+            moments.append(Moment(at, "sent", *_delivery_words("sent", reply)))
+    return moments
+
+
 def delivery_timeline(session: Session, broadcast_id: int, delivery_id: int) -> Timeline:
     """Everything that happened to one recipient of this broadcast, oldest first."""
     broadcast = service.get_broadcast(session, broadcast_id)
@@ -247,10 +264,12 @@ def delivery_timeline(session: Session, broadcast_id: int, delivery_id: int) -> 
     ):
         words, extra = _delivery_words(kind, detail or "")
         moments.append(Moment(at, kind, words, extra))
+    copy_list, claimed_at = session.execute(
+        select(Delivery.list_id, Delivery.claimed_at).where(Delivery.id == delivery_id)).one()
+    moments.extend(_row_moments(row, claimed_at, moments))
     if row.subscriber_id is not None and broadcast.queued_at is not None:
         # What the person did meanwhile: "unsubscribed at 10:42" explains "skipped". About the
         # list of their copy (for a segment, the list whose link they got).
-        copy_list = session.scalar(select(Delivery.list_id).where(Delivery.id == delivery_id))
         list_id = copy_list if copy_list is not None else broadcast.list_id
         for at, kind, detail in session.execute(
             select(Event.created_at, Event.kind, Event.detail)

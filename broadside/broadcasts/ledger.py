@@ -9,6 +9,16 @@ worker's claims and outcomes, orphan repair, the owner's cancel and "send again"
 provider's verified delivery event (`unknown -> sent`, broadside.webhooks.settle: the one way an
 unknown row settles without the owner, and only on the provider's own signed word).
 
+Evidence without duplicates (issue 19: a million rows per broadcast). Two moves are kept by
+the delivery row itself rather than by an event, because the row records them and never
+overwrites them afterwards: a row's first claim (`claimed_at`, `attempts` = 1; a re-claim, which
+overwrites them, writes its `claimed` event) and the worker's `sending -> sent` (`sent` is
+final: `sent_at`, `smtp_code` and `reason`, the server's reply, are never written again). Every
+other move appends its event, as does a provider's delivery event settling an `unknown` row
+(its detail is the evidence). The timeline (`broadside.broadcasts.evidence`) reads the row's
+moments with the events. Nor is our Message-ID stored: it names the row
+(`broadside.message_refs`), so a `message_id` value a caller passes is not written.
+
 Lock order: the broadcast row first, then its deliveries (then subscribers). Every
 transaction that touches both takes them in that order, so a cancel during a fast send
 cannot deadlock on PostgreSQL (a cancel used to lock the broadcast then the deliveries while
@@ -173,6 +183,19 @@ def _record(session: Session, broadcast_id: int, moved: Sequence[Change], kind: 
     )
 
 
+# (source, target) moves whose evidence is the delivery row itself (see the module's doc).
+ROW_KEEPS = {(DeliveryStatus.SENDING.value, DeliveryStatus.SENT.value)}
+# Values derived rather than stored (`broadside.message_refs.delivery_message_id`).
+DERIVED = ("message_id",)
+
+
+def _stored(change: Change) -> Change:
+    if not any(key in change.values for key in DERIVED):
+        return change
+    values = {k: v for k, v in change.values.items() if k not in DERIVED}
+    return Change(change.delivery_id, change.subscriber_id, values, change.detail, change.data)
+
+
 def transition(
     session: Session,
     broadcast_id: int,
@@ -186,7 +209,7 @@ def transition(
 
     Returns the ids that moved. Does not commit: the caller owns the transaction.
     """
-    changes = list(changes)
+    changes = [_stored(c) for c in changes]
     if not changes:
         return []
     now = now or utcnow()
@@ -196,10 +219,10 @@ def transition(
     if len(moved) < len(changes):
         # Some had already left `source`: take back the counters they did not earn.
         move_counters(session, broadcast_id, {(source, target): len(moved) - len(changes)})
-    if moved:
+    if moved and (source, target) not in ROW_KEEPS:
         _record(session, broadcast_id, moved, EVENT_FOR[target], now)
-        if target in WEBHOOK_FOR:
-            _emit(session, broadcast_id, moved, WEBHOOK_FOR[target], now)
+    if moved and target in WEBHOOK_FOR:
+        _emit(session, broadcast_id, moved, WEBHOOK_FOR[target], now)
     return [c.delivery_id for c in moved]
 
 
@@ -227,7 +250,7 @@ _CLAIM = (
         updated_at=bindparam("now"),
         attempts=_DELIVERIES.c.attempts + 1,
     )
-    .returning(_DELIVERIES.c.id)
+    .returning(_DELIVERIES.c.id, _DELIVERIES.c.attempts)
 )
 
 
@@ -235,22 +258,25 @@ def claim(
     session: Session, broadcast_id: int, rows: Sequence[tuple[int, int | None]], now: datetime | None = None
 ) -> list[int]:
     """pending -> sending for a small batch, in one guarded statement; the caller commits
-    before any SMTP conversation."""
+    before any SMTP conversation. Only re-claims (a row's second attempt or later) write a
+    `claimed` event: a first claim is the row's own `claimed_at`."""
     if not rows:
         return []
     now = now or utcnow()
     # Lock order: the broadcast row (its counters) before the deliveries.
     move_counters(session, broadcast_id, {("pending", "sending"): len(rows)})
-    claimed = set(
-        session.connection()
-        .execute(_CLAIM, {"ids": [delivery_id for delivery_id, _ in rows], "now": now})
-        .scalars()
-    )
+    claimed: dict[int, int] = {
+        delivery_id: attempts
+        for delivery_id, attempts in session.connection().execute(
+            _CLAIM, {"ids": [delivery_id for delivery_id, _ in rows], "now": now})
+    }
     moved = [Change(d, s) for d, s in rows if d in claimed]
     if len(moved) < len(rows):
         move_counters(session, broadcast_id, {("pending", "sending"): len(moved) - len(rows)})
-    if moved:
-        _record(session, broadcast_id, moved, EVENT_FOR["sending"], now)
+    # A first claim is the row's own `claimed_at`; a re-claim overwrites it, so it is recorded.
+    again = [c for c in moved if claimed[c.delivery_id] > 1]
+    if again:
+        _record(session, broadcast_id, again, EVENT_FOR["sending"], now)
     return [c.delivery_id for c in moved]
 
 

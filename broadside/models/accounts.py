@@ -86,3 +86,7 @@ class SiteSettings(Model):
     # Reader tracking new broadcasts start with (broadside.analytics.modes): off unless the
     # owner chooses otherwise.
     default_tracking: Mapped[str] = mapped_column(String(16), default="off", server_default="off")
+    # How long the step-by-step history (per-delivery events) of a settled broadcast is kept,
+    # in days; NULL: forever (broadside.broadcasts.compaction). Each delivery row keeps its
+    # final state, reason, code and times whatever this says.
+    history_retention_days: Mapped[int | None]

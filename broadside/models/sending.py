@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.db import NEVER_REUSE_IDS, Model
@@ -152,14 +152,24 @@ class Revision(FrozenContent, Model):
 
 
 class Delivery(Model):
+    """One recipient's copy of a broadcast. Lean on purpose (issue 19: a million of these per
+    broadcast): no stored Message-ID (ours names the row: `broadside.message_refs`), three
+    indexes that each serve a query, and the row keeps its own claim (`claimed_at`,
+    `attempts`) and its final outcome (`status`, `reason`, `smtp_code`, `sent_at`), which the
+    evidence timeline reads alongside the events (`broadside.broadcasts.ledger`)."""
+
     __tablename__ = "deliveries"
     __table_args__ = (
-        UniqueConstraint("broadcast_id", "subscriber_id", name="uq_deliveries_broadcast_subscriber"),
+        # One copy per person per broadcast; subscriber first, so it also serves the person's
+        # own deliveries (the frequency cap, their page, erasure's SET NULL).
+        UniqueConstraint("subscriber_id", "broadcast_id", name="uq_deliveries_subscriber_broadcast"),
         CheckConstraint(_one_of(DELIVERY_STATUSES), name="status"),
+        # The worker's due rows, the page's status filter and keyset, the counts by status.
         Index("ix_deliveries_broadcast_status", "broadcast_id", "status", "id"),
-        Index("ix_deliveries_subscriber_id", "subscriber_id"),
-        Index("ix_deliveries_message_id", "message_id"),
-        Index("ix_deliveries_provider_message_id", "provider_message_id"),
+        # A provider's webhook names its own id: only rows sent through an HTTP API have one.
+        Index("ix_deliveries_provider_message_id", "provider_message_id",
+              postgresql_where=text("provider_message_id IS NOT NULL"),
+              sqlite_where=text("provider_message_id IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -179,7 +189,6 @@ class Delivery(Model):
     error_class: Mapped[str | None] = mapped_column(String(16))
     reason: Mapped[str | None] = mapped_column(Text)
     smtp_code: Mapped[int | None]
-    message_id: Mapped[str | None] = mapped_column(String(255))
     # The provider's own id for this message (HTTP APIs), which its webhooks name.
     provider_message_id: Mapped[str | None] = mapped_column(String(255))
     claimed_at: Mapped[datetime | None]

@@ -20,7 +20,8 @@ from broadside.accounts import normalise_email
 from broadside.db import rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.events import record_event
-from broadside.models import Broadcast, Delivery, Subscriber, TransactionalMessage
+from broadside.message_refs import delivery_message_id, row_of
+from broadside.models import Broadcast, Delivery, Revision, Subscriber, TransactionalMessage
 from broadside.models.audience import SUPPRESSIONS
 from broadside.outgoing import outbox
 from broadside.timeutil import utcnow
@@ -90,16 +91,21 @@ def _link(
     forms = message_id_forms(message_ids)
     if not forms:
         return _Link()
+    # A delivery's Message-ID is not stored: ours names its row (broadside.message_refs).
+    named = [row_id for kind, row_id in filter(None, map(row_of, forms)) if kind == "delivery"]
     delivery = session.execute(
-        select(Delivery.id, Delivery.broadcast_id, Delivery.message_id, Broadcast.list_id)
+        select(Delivery.id, Delivery.broadcast_id, Broadcast.list_id, Revision.from_email)
         .join(Broadcast, Broadcast.id == Delivery.broadcast_id)
-        .where(or_(Delivery.message_id.in_(forms), Delivery.provider_message_id.in_(forms)),
+        .outerjoin(Revision, Revision.broadcast_id == Delivery.broadcast_id)
+        .where(or_(Delivery.id.in_(named), Delivery.provider_message_id.in_(forms)),
                Delivery.subscriber_id == subscriber_id)
         .order_by(Delivery.id.desc())
         .limit(1)
     ).first()
     if delivery is not None:
-        return _Link(delivery.message_id, delivery.id, delivery.broadcast_id, delivery.list_id)
+        return _Link(delivery_message_id(delivery.id, delivery.broadcast_id,
+                                         delivery.from_email or ""),
+                     delivery.id, delivery.broadcast_id, delivery.list_id)
     message = session.execute(
         select(TransactionalMessage.id, TransactionalMessage.broadcast_id,
                TransactionalMessage.message_id)

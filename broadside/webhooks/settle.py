@@ -14,8 +14,9 @@ sent` here, through the row's ledger and nowhere else:
   guarded UPDATE, its `reason` holding the evidence.
 
 The row is found by the provider's id for the message (`provider_message_id`: deliveries,
-then automation messages, then transactional messages), else by our Message-ID, else by the
-row our Message-ID names (broadside.message_refs: a row left `unknown` by a crash has neither
+then automation messages, then transactional messages), else by our Message-ID as recorded
+(automation and transactional messages; a delivery's is not stored), else by the row our
+Message-ID names (broadside.message_refs: a row left `unknown` by a crash has neither
 id recorded), and only if it was sent to the address the event names. A row in any other
 state is left alone: `sent` already says it, and a `failed`, `pending` or `sending` row
 belongs to the worker or the owner (it is logged). Whatever was found, a delivery ends the
@@ -104,6 +105,8 @@ def find_row(session: Session, message_ids: tuple[str, ...], email: str) -> Foun
     address = _address(email)
     for column in ("provider_message_id", "message_id"):
         for kind in KINDS.values():
+            if kind == "delivery" and column == "message_id":
+                continue  # not stored: the row it names is found below (message_refs)
             found = _one(session, kind, address, column, list(forms))
             if found is not None:
                 return found

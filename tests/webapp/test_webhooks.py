@@ -14,6 +14,7 @@ import time
 import pytest
 from sqlalchemy import select
 
+from broadside.message_refs import delivery_message_id
 from broadside.models import Delivery, Subscriber
 from tests.helpers import webhook_body, webhook_headers
 from tests.webapp.test_unsubscribe import add_broadcast, add_list, add_subscriber, events, http
@@ -61,13 +62,13 @@ def test_signed_hard_bounce_over_real_http_suppresses_and_links_the_delivery(app
     weekly = add_list()
     alice = add_subscriber("alice@example.com", {weekly: "active"})
     broadcast = add_broadcast(weekly)
-    delivery = Delivery(broadcast_id=broadcast, subscriber_id=alice, status="sent",
-                        message_id="<abc@broadside.test>")
+    delivery = Delivery(broadcast_id=broadcast, subscriber_id=alice, status="sent")
     db.session.add(delivery)
     db.session.commit()
     body = json.dumps({
         "id": "evt-0001", "type": "bounce", "email": "alice@example.com", "bounce_type": "hard",
-        "message_id": "<abc@broadside.test>", "detail": "550 5.1.1 unknown",
+        "message_id": delivery_message_id(delivery.id, broadcast, "news@broadside.test"),
+        "detail": "550 5.1.1 unknown",
     }).encode()
 
     status, headers, text = http("POST", live_server.url + "/webhooks/events", body,

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.x509.oid import NameOID
 from sqlalchemy import select
 
+from broadside.message_refs import delivery_message_id
 from broadside.models import Delivery, Subscriber
 from broadside.webhooks import sns
 from tests.webapp.test_unsubscribe import add_broadcast, add_list, add_subscriber, events, http
@@ -210,11 +211,13 @@ def test_signed_bounce_notification_over_real_http_suppresses_and_links(
     alice = add_subscriber("alice@example.com", {weekly: "active"})
     bob = add_subscriber("bob@example.com", {weekly: "active"})
     broadcast = add_broadcast(weekly)
-    delivery = Delivery(broadcast_id=broadcast, subscriber_id=alice, status="sent",
-                        message_id="<m1@broadside.test>")
+    delivery = Delivery(broadcast_id=broadcast, subscriber_id=alice, status="sent")
     db.session.add(delivery)
     db.session.commit()
-    message = signed(notification(ses_bounce("alice@example.com", "Bob@Example.com")),
+    # Our Message-ID names the row (it is not stored: broadside.message_refs).
+    ours = delivery_message_id(delivery.id, broadcast, "news@broadside.test")
+    message = signed(notification(ses_bounce("alice@example.com", "Bob@Example.com",
+                                             message_id=ours)),
                      signing_key, version)
 
     status, _, text = http("POST", live_server.url + "/webhooks/ses",

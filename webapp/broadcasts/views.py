@@ -19,7 +19,7 @@ from flask_login import current_user
 from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField, TextAreaField
 
-from broadside.broadcasts import drafts, evidence
+from broadside.broadcasts import compaction, drafts, evidence
 from broadside.broadcasts.progress import read_progress
 from broadside.errors import Conflict, ValidationError
 from broadside.identities.service import all_identities
@@ -136,7 +136,8 @@ def show(broadcast_id: int):
                            list_name=drafts.audience_name(db.session, preview.broadcast),
                            action_form=EmptyForm(), p=progress, sending_problem=stopped,
                            settings=get_settings(db.session),
-                           page=evidence.delivery_page(db.session, broadcast_id, per_page=20))
+                           page=evidence.delivery_page(db.session, broadcast_id, per_page=20),
+                           compacted=compaction.last_compaction(db.session, broadcast_id))
 
 
 @bp.route("/<int:broadcast_id>/edit")

@@ -17,6 +17,7 @@ from broadside.site_settings import (
     SettingsError,
     get_settings,
     time_zones,
+    update_history_retention,
     update_sending_defaults,
     update_settings,
 )
@@ -61,6 +62,18 @@ class DefaultsForm(FlaskForm):
                     "it). Checked at each person's turn; empty: no cap.")
 
 
+class RetentionForm(FlaskForm):
+    keep = RadioField("Keep the step-by-step history of sent broadcasts for",
+                      choices=[SelectChoice("forever", "Forever (the default)"),
+                               SelectChoice("days", "A number of days")],
+                      default="forever", validators=[Optional()])
+    retention_days = StringField(
+        "Days", render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "90"},
+        description="After a broadcast has been finished or cancelled this long, each "
+                    "recipient's claims, retries and replies are removed; their final state, "
+                    "reason, code and times stay on the deliveries table.")
+
+
 class EmptyForm(FlaskForm):
     """A form with only the CSRF token, for buttons that change state."""
 
@@ -79,9 +92,15 @@ def _defaults_form() -> DefaultsForm:
     return DefaultsForm(formdata=None, data={"skip_hours": str(cap) if cap else ""})
 
 
+def _retention_form() -> RetentionForm:
+    days = get_settings(db.session).history_retention_days
+    return RetentionForm(formdata=None, data={"keep": "days" if days else "forever",
+                                              "retention_days": str(days) if days else ""})
+
+
 def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | None = None,
             new_token: str | None = None, defaults_form: DefaultsForm | None = None,
-            status: int = 200):
+            retention_form: RetentionForm | None = None, status: int = 200):
     config = current_app.config
     delay = config["SEND_DELAY_MS"]
     return render_template(
@@ -92,6 +111,7 @@ def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | No
         new_token=new_token,
         sender_form=sender_form or _sender_form(),
         defaults_form=defaults_form or _defaults_form(),
+        retention_form=retention_form or _retention_form(),
         mail_from=config["MAIL_FROM"],
         send_delay_ms=delay,
         # The delay bounds the rate; the SMTP conversation itself makes it a little slower.
@@ -119,6 +139,25 @@ def update_defaults():
         return _render(defaults_form=form, status=422)
     flash("Saved. New broadcasts start with this frequency cap.", "success")
     return redirect(url_for("settings.index") + "#defaults")
+
+
+@bp.route("/history", methods=["POST"])
+def update_history():
+    form = RetentionForm()
+    if not form.validate_on_submit():
+        return _render(retention_form=form, status=400)
+    days = "forever" if form.keep.data != "days" else (form.retention_days.data or "").strip()
+    try:
+        update_history_retention(db.session, days=days or "missing")
+    except SettingsError as exc:
+        db.session.rollback()
+        form.retention_days.errors = [exc.message]
+        return _render(retention_form=form, status=422)
+    flash("Saved. Sent broadcasts keep their step-by-step history forever." if days == "forever"
+          else f"Saved. Broadcasts finished more than {days} days ago lose their step-by-step "
+               "history within the next few minutes; each recipient's final state stays.",
+          "success")
+    return redirect(url_for("settings.index") + "#history")
 
 
 @bp.route("/sender", methods=["POST"])
