@@ -119,6 +119,25 @@ def jobs(app, lists: dict[str, int], broadcast_id: int) -> list[tuple[str, str, 
     return out
 
 
+def _wait_for(port: int, server: subprocess.Popen, seconds: float = 120) -> None:
+    """subscriber_table.wait_for with more patience: a loaded machine starts gunicorn slowly."""
+    import http.client
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"gunicorn exited: {server.stderr.read().decode()[-2000:]}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/healthz")
+            conn.getresponse().read()
+            conn.close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"gunicorn did not answer within {seconds:.0f} s")
+
+
 def measure(bench: Bench, backend: str, quick: bool, seconds: float) -> list[Figure]:
     subscribers, history_rows = sizes(quick, backend)
     url, app, lists, broadcast_id, steps = build(bench, backend, subscribers, history_rows)
@@ -137,7 +156,7 @@ def measure(bench: Bench, backend: str, quick: bool, seconds: float) -> list[Fig
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     bench.processes.append(server)
     try:
-        subscriber_table.wait_for(port, server)
+        _wait_for(port, server)
         cookie = subscriber_table.login(port)
         measured = jobs(app, lists, broadcast_id)
         for name, path, htmx, target in measured:
