@@ -113,7 +113,8 @@ def population(app, n: int, seed: int = 19) -> dict[str, int]:
     json = "json_object" if backend == "sqlite" else "json_build_object"
     attributes = f"{json}('city', {city}, 'plan', {plan}, 'age', 18 + (s.x * 7 + {k}) % 60)"
     first, last = _pick(FIRST, f"s.x * 5 + {k}"), _pick(LAST, f"(s.x * 3 + {k}) / 7")
-    created = _ago(backend, f"({n} - s.x) * 35000000 / {n} + s.x % 60")
+    # Spread over ~405 days, oldest first (small integers: no overflow of PostgreSQL's int4).
+    created = _ago(backend, f"({n} - s.x) * {max(35_000_000 // n, 1)} + s.x % 60")
     insert_people = f"""
         INSERT INTO subscribers (email, name, attributes, created_at, suppression,
                                  suppressed_at, soft_bounce_count)
