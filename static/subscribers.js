@@ -37,7 +37,7 @@
       var scope = document.getElementById("bulk-scope");
       if (scope) { scope.value = "all"; scope.focus(); }
       var note = document.getElementById("select-all-note");
-      if (note) { note.textContent = "Everyone matching is chosen: " + event.target.textContent.replace(/^Select /, "") + "."; }
+      if (note) { note.textContent = "Everyone " + (event.target.dataset.who || "matching") + " is chosen: the next page says how many."; }
     }
   });
   document.addEventListener("DOMContentLoaded", refresh);

@@ -160,6 +160,7 @@ OWNER_PAGES = [
     Visit("delete list", "lists.confirm_delete", {"list_id": "weekly"}),
     Visit("departures", "suppression.list_departures", {"list_id": "weekly"}),
     Visit("subscribers", "subscribers.index"),
+    Visit("subscribers: how many (no JavaScript)", "subscribers.total", {"q": "example"}),
     Visit("subscriber", "subscribers.show", {"subscriber_id": "bounced"}),
     Visit("edit subscriber", "subscribers.edit", {"subscriber_id": "long"}),
     Visit("new subscriber", "subscribers.new"),

@@ -42,7 +42,7 @@ def test_create_send_read_and_deliveries(app, client, api_headers, smtp_server, 
     }
     rows = client.get("/api/broadcasts/1/deliveries?status=sent", headers=api_headers).json
     assert [r["email"] for r in rows] == [f"reader{i:05d}@example.com" for i in range(3)]
-    assert set(rows[0]) == {"email", "status", "reason", "attempts"}
+    assert set(rows[0]) == {"id", "email", "status", "reason", "attempts"}
     assert client.get("/api/broadcasts/1/deliveries?status=failed", headers=api_headers).json == []
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from flask import current_app, jsonify, request
 from sqlalchemy import select
 
-from broadside.broadcasts import drafts, service
+from broadside.broadcasts import drafts, evidence, service
 from broadside.errors import ValidationError
 from broadside.models import Broadcast, Delivery, Subscriber
 from broadside.models.sending import DELIVERY_STATUSES
@@ -138,21 +138,26 @@ def deliveries(broadcast_id: int):
     status = request.args.get("status")
     if status is not None and status not in DELIVERY_STATUSES:
         raise ValidationError(f"'status' must be one of {', '.join(DELIVERY_STATUSES)}.")
-    limit = min(int_arg("limit", 1000, strict=True) or 0, 10_000)
+    limit = max(min(int_arg("limit", 1000, strict=True) or 0, 10_000), 1)
     after = int_arg("after", 0, strict=True) or 0
+    # Keyset on the delivery id, read through the (broadcast_id, status, id) index: one range
+    # for a status, else the first `limit` past `after` of each status (never a sort of the
+    # whole broadcast, never an OFFSET).
     query = (
         select(Delivery.id, Subscriber.email, Delivery.status, Delivery.reason, Delivery.attempts)
         .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
         .where(Delivery.broadcast_id == broadcast_id, Delivery.id > after)
         .order_by(Delivery.id)
-        .limit(max(limit, 1))
+        .limit(limit)
     )
     if status:
         query = query.where(Delivery.status == status)
+    else:
+        query = query.where(Delivery.id.in_(evidence.next_delivery_ids(broadcast_id, after, None, limit)))
     return jsonify(
         [
-            {"email": email, "status": st, "reason": reason, "attempts": attempts}
-            for _id, email, st, reason, attempts in db.session.execute(query)
+            {"id": delivery_id, "email": email, "status": st, "reason": reason, "attempts": attempts}
+            for delivery_id, email, st, reason, attempts in db.session.execute(query)
         ]
     )
 

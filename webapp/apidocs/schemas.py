@@ -303,7 +303,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                         "the default identity."},
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
                         "clears list_id and giving list_id clears segment_id.")),
-    "Delivery": obj({"email": {"type": ["string", "null"]},
+    "Delivery": obj({"id": {**ID, "description": "Pass the last one as `after` for the next page."},
+                     "email": {"type": ["string", "null"]},
                      "status": {"type": "string", "enum": list(DELIVERY_STATUSES)},
                      "reason": {"type": ["string", "null"]}, "attempts": {"type": "integer"}}),
     "TestSend": obj({"email": {"type": "string", "format": "email"}}),

@@ -7,6 +7,9 @@ deliveries table, where every delivery records how it ended; the waiting times a
 totals the worker adds to Redis. So that a scrape does not re-read all history, a settled
 broadcast's figures and the bounce count are cached in Redis (see `_delivery_groups` and
 `_bounce_counts`); losing Redis loses only the cache.
+
+A broadcast still sending is not re-read either (`webapp.metrics.active`: its counters, its
+few skipped/failed/unknown rows, and the `sent` events since the last scrape).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from broadside.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
 from broadside.timeutil import utcnow
 from broadside.waits import WAIT_KEYS
 from webapp.doctor import last_smtp_check, worker_info
+from webapp.metrics.active import active_groups
 
 OUTCOMES = ("sent", "skipped", "failed", "unknown")
 # Skip reasons the pipeline writes (jobs.recheck.skip_reason, cancel); anything else is "other",
@@ -63,6 +67,7 @@ DELIVERY_CACHE_KEY = "metrics:deliveries"
 BOUNCE_CACHE_KEY = "metrics:bounces"
 BOUNCE_RECOUNT_SECONDS = 300
 MAX_BROADCASTS_PER_QUERY = 500
+ACTIVE_CACHE_KEY = "metrics:active"
 
 
 def _skip_label(reason: str | None) -> str:
@@ -134,6 +139,11 @@ class BroadsideCollector(Collector):
                 if data.get("stamp") == stamp:
                     groups.extend(tuple(g) for g in data["groups"])
                     continue
+            if not settled:
+                groups.extend(active_groups(self.session, self.redis,
+                                            f"{self.namespace}:{ACTIVE_CACHE_KEY}:{broadcast_id}",
+                                            broadcast_id, pending, sending, row[3]))
+                continue
             stale[broadcast_id] = (stamp, settled)
         if not stale:
             return groups

@@ -60,17 +60,28 @@ def current_filters() -> search.Filters:
 def index():
     filters = current_filters()
     page = search.search(db.session, filters, before=int_arg("before"), after=int_arg("after"))
-    total = search.count_matching(db.session, filters)
-    # HTMX search swaps only the results; without JavaScript the same URL is the whole page.
+    # The total is its own request (`total`, loaded by htmx once the table is shown), so the
+    # table never waits for a count. HTMX search swaps only the results; without JavaScript
+    # the same URL is the whole page.
     partial = bool(request.htmx) and not (
         request.htmx.boosted or request.htmx.history_restore_request)
     template = "subscribers/_table.html" if partial else "subscribers/index.html"
     return vary_on_htmx(make_response(render_template(
-        template, page=page, total=total, filters=filters, lists=all_lists(db.session),
+        template, page=page, filters=filters, lists=all_lists(db.session),
         bulk_choices=bulk.CHOICES,
         segments=all_segments(db.session),
         statuses=search.STATUS_FILTERS, partial=partial,
     )))
+
+
+@bp.route("/total")
+def total():
+    """How many match the table's filter: the fragment htmx loads into the table's heading,
+    or without JavaScript a small page of its own (the table links to it)."""
+    filters = current_filters()
+    found = search.count_matching(db.session, filters, window=0)
+    template = "subscribers/_total.html" if request.htmx else "subscribers/total.html"
+    return vary_on_htmx(make_response(render_template(template, total=found, filters=filters)))
 
 
 @bp.route("/new", methods=["GET", "POST"])

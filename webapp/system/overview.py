@@ -14,7 +14,7 @@ from flask import Flask
 from redis import Redis
 from redis.exceptions import RedisError
 from rq.queue import Queue
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from broadside import queues
@@ -22,7 +22,7 @@ from broadside.errors import DomainError, NotFound
 from broadside.events import record_event
 from broadside.hourly import HourlyCap
 from broadside.identities.service import SendingIdentity, all_identities, resolve
-from broadside.models import Broadcast, Delivery, SiteSettings, Subscriber, TransactionalMessage
+from broadside.models import Broadcast, Delivery, Event, SiteSettings, Subscriber, TransactionalMessage
 from broadside.site_settings import get_settings
 from broadside.streams import StreamStatus, read_stream
 from broadside.system.outbox import OutboxEntry, list_outbox, outbox_folder
@@ -45,6 +45,10 @@ from webapp.templating import epoch_time
 log = logging.getLogger("broadside.system")
 
 ERRORS_SHOWN = 20
+# How far back (in events, newest first) the System page looks for delivery errors: a range
+# of the events' primary key, so the page costs the same with ten million deliveries in
+# history; an error older than that is still on its broadcast's deliveries table.
+ERROR_EVENTS_WINDOW = 100_000
 CHECKED_AT = "%H:%M:%S %Z"  # when a stored check was made, in the owner's zone
 
 
@@ -181,14 +185,27 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
 
 def last_errors(session: Session, limit: int = ERRORS_SHOWN) -> list[ErrorRow]:
     """Deliveries and transactional mail (test sends, sign-up confirmations) that failed,
-    ended unknown, or wait to retry after an error; newest first."""
+    ended unknown, or wait to retry after an error; newest first.
+
+    The deliveries are found through their events (the ledger records `failed`, `unknown` and
+    `retry` as each happens) among the newest ERROR_EVENTS_WINDOW events, never by reading the
+    deliveries of every broadcast ever sent; each is then shown as it stands now."""
+    newest = session.scalar(select(func.max(Event.id))) or 0
+    recent = (
+        select(Event.delivery_id)
+        .where(Event.id > newest - ERROR_EVENTS_WINDOW, Event.kind.in_(("failed", "unknown", "retry")),
+               Event.delivery_id.is_not(None))
+        .order_by(Event.id.desc())
+        .limit(limit * 5)
+    ).subquery()
     rows = session.execute(
         select(Delivery.id, Delivery.status, Delivery.error_class, Delivery.smtp_code,
                Delivery.reason, Delivery.updated_at, Delivery.attempts, Broadcast.id,
                Broadcast.subject, Subscriber.email)
         .join(Broadcast, Broadcast.id == Delivery.broadcast_id)
         .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
-        .where(or_(Delivery.status.in_(("failed", "unknown")),
+        .where(Delivery.id.in_(select(recent.c.delivery_id)),
+               or_(Delivery.status.in_(("failed", "unknown")),
                    and_(Delivery.status == "pending", Delivery.error_class.is_not(None))))
         .order_by(Delivery.updated_at.desc(), Delivery.id.desc())
         .limit(limit)

@@ -1,0 +1,111 @@
+"""The deliveries table's keyset pages (issue 19 point 3): read through the (broadcast_id,
+status, id) index status by status, yet in id order across statuses, with no row skipped or
+repeated while rows change status between the pages, forwards and backwards; the API's pages
+likewise."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from sqlalchemy import select
+
+from broadside.broadcasts import evidence
+from broadside.broadcasts.ledger import Change, transition
+from broadside.models import Delivery
+from tests.helpers import make_list, start_broadcast
+from webapp.extensions import db
+
+
+@pytest.fixture
+def sending(app):
+    broadcast = start_broadcast(app, make_list(db.session, 230), enqueue=False)
+    return broadcast.id
+
+
+def _move_some(broadcast_id: int, rng: random.Random, count: int) -> None:
+    """Play the worker: claim some pending rows and settle some claimed ones, anywhere in the
+    table (before and after the page being read), through the ledger."""
+    pending = list(db.session.execute(select(Delivery.id, Delivery.subscriber_id).where(
+        Delivery.broadcast_id == broadcast_id, Delivery.status == "pending")).all())
+    claimed = list(db.session.execute(select(Delivery.id, Delivery.subscriber_id).where(
+        Delivery.broadcast_id == broadcast_id, Delivery.status == "sending")).all())
+    for rows, source, target in ((pending, "pending", "sending"),
+                                 (claimed, "sending", rng.choice(["sent", "failed", "unknown"]))):
+        picked = rng.sample(rows, min(count, len(rows)))
+        transition(db.session, broadcast_id, [Change(i, s) for i, s in picked],
+                   source=source, target=target)
+    db.session.commit()
+
+
+def test_forward_pages_see_every_row_once_while_rows_move(sending):
+    rng = random.Random(19)
+    every = list(db.session.scalars(select(Delivery.id).where(Delivery.broadcast_id == sending)
+                                    .order_by(Delivery.id)))
+    seen, after, pages = [], None, 0
+    while True:
+        page = evidence.delivery_page(db.session, sending, after=after, per_page=17)
+        seen += [row.id for row in page.rows]
+        pages += 1
+        assert [row.id for row in page.rows] == sorted(row.id for row in page.rows)
+        _move_some(sending, rng, 25)
+        if not page.has_next:
+            break
+        after = page.last_id
+    assert seen == every and pages == 14  # 230 rows / 17
+    statuses = {row.status for row in evidence.delivery_page(db.session, sending, per_page=50).rows}
+    assert len(statuses) > 2  # the rows really were in several statuses as the pages were read
+
+
+def test_backward_pages_see_every_row_once_while_rows_move(sending):
+    rng = random.Random(7)
+    every = list(db.session.scalars(select(Delivery.id).where(Delivery.broadcast_id == sending)
+                                    .order_by(Delivery.id)))
+    seen, before = [], every[-1] + 1
+    while True:
+        page = evidence.delivery_page(db.session, sending, before=before, per_page=20)
+        assert [row.id for row in page.rows] == sorted(row.id for row in page.rows)
+        seen = [row.id for row in page.rows] + seen
+        _move_some(sending, rng, 30)
+        if not page.has_prev:
+            break
+        before = page.first_id
+    assert seen == every
+
+
+def test_a_status_filter_pages_through_its_own_rows(sending):
+    _move_some(sending, random.Random(3), 120)
+    sent = list(db.session.scalars(select(Delivery.id).where(
+        Delivery.broadcast_id == sending, Delivery.status == "sending").order_by(Delivery.id)))
+    seen, after = [], None
+    while True:
+        page = evidence.delivery_page(db.session, sending, status="sending", after=after, per_page=30)
+        seen += [row.id for row in page.rows]
+        if not page.has_next:
+            break
+        after = page.last_id
+    assert seen == sent and sent
+
+
+def test_the_pages_over_http_and_the_api_agree(logged_in_client, client, api_headers, sending):
+    first = logged_in_client.get(f"/broadcasts/{sending}/deliveries?per_page=5",
+                                 headers={"HX-Request": "true"})
+    assert first.status_code == 200
+    ids = list(db.session.scalars(select(Delivery.id).where(Delivery.broadcast_id == sending)
+                                  .order_by(Delivery.id).limit(5)))
+    for delivery_id in ids:
+        assert f"/deliveries/{delivery_id}" in first.text
+    middle = logged_in_client.get(f"/broadcasts/{sending}/deliveries?after={ids[-1]}&per_page=5")
+    assert middle.status_code == 200 and f"/deliveries/{ids[-1] + 1}" in middle.text
+    rng, seen, after = random.Random(5), [], 0
+    while True:  # the API's keyset pages, rows moving between them
+        api = client.get(f"/api/broadcasts/{sending}/deliveries?limit=40&after={after}",
+                         headers=api_headers)
+        assert api.status_code == 200
+        if not api.json:
+            break
+        seen += [row["id"] for row in api.json]
+        after = api.json[-1]["id"]
+        _move_some(sending, rng, 20)
+    assert seen == list(db.session.scalars(select(Delivery.id).where(
+        Delivery.broadcast_id == sending).order_by(Delivery.id)))
