@@ -31,7 +31,7 @@ from smtp_sink import Sink
 
 PEAK_TARGET_MB = 80.0
 SLOPE_TARGET_MB = 5.0  # RSS after `sends` minus after 10,000: bounded, not growing with the list
-EARLY = 10_000
+EARLY = int(os.environ.get("LEAN_EARLY", 10_000))
 LEAN_COMMAND = [sys.executable, "-m", "jobs"]
 
 
