@@ -228,6 +228,8 @@ def recovery(bench: Bench, app, database_url: str, record: Sink, list_id: int,
         _, next_accepted = min(after)
         proven = "provably dead" in second.output
         ready_logged = _log_time(second.output, "worker ready for identity", wall_minus_mono)
+        asked_logged = _log_time(second.output, "taking the sending lease", wall_minus_mono)
+        held_logged = _log_time(second.output, "lease taken by", wall_minus_mono)
     finally:
         second.terminate()
         redis.close()
@@ -248,6 +250,11 @@ def recovery(bench: Bench, app, database_url: str, record: Sink, list_id: int,
                (ready_logged - second.started_at) if ready_logged else None, "s",
                detail=f"`python -m jobs`: imports, schema check, lease; the rows in flight at "
                       f"the kill became unknown: {state['counts'].get('unknown', 0)}"),
+        Figure("recovery", "lease hand-over (new worker's first attempt → lease held)",
+               (held_logged - asked_logged) if held_logged and asked_logged else None, "s",
+               "< 1 s", (held_logged - asked_logged) < 1.0 if held_logged and asked_logged else None,
+               "what the lease adds to the recovery, start-up aside (the rest is start-up: "
+               "imports, configuration, schema check; then orphan repair and the first slice)"),
         Figure("recovery", "cold start, no lease held (spawn → lease → first send)", cold_first_send, "s",
                detail=f"lease taken {cold_lease:.2f} s after spawn, first MAIL FROM "
                       f"{cold_first_send - cold_lease:.2f} s later"),

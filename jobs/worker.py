@@ -145,11 +145,15 @@ def acquire_lease(lease: Lease, stop: threading.Event, redis_url: str) -> bool:
 
 
 class RedisWatch:
-    """Says once when the lease's renewals find Redis not answering, and when it is back."""
+    """Says in words when the lease's renewals find Redis not answering (once), that they
+    still fail (every RENEWAL_FAILED_EVERY_S), and when it is back."""
+
+    RENEWAL_FAILED_EVERY_S = 2.0
 
     def __init__(self, redis_url: str) -> None:
         self.redis_url = redis_url
         self.down = False
+        self.said_at = 0.0
 
     def __call__(self, error: RedisError | None) -> None:
         if error is None:
@@ -159,8 +163,10 @@ class RedisWatch:
             return
         if not self.down:
             self.down = True
-            log.error("%s; sending waits until it answers (cannot renew the lease: %s)",
-                      not_answering(self.redis_url), error)
+            log.error("%s; sending waits until it answers", not_answering(self.redis_url))
+        if time.monotonic() - self.said_at >= self.RENEWAL_FAILED_EVERY_S:
+            self.said_at = time.monotonic()
+            log.warning("cannot renew the lease, Redis unreachable: %s", error)
 
 
 class Maintenance(threading.Thread):
@@ -272,6 +278,7 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
     lease_redis = Redis.from_url(config["REDIS_URL"], socket_timeout=RENEW_EVERY_S * 2,
                                  socket_connect_timeout=RENEW_EVERY_S * 2)
     lease = Lease(lease_redis, config["BROADSIDE_NAMESPACE"], stream=identity.key)
+    log.info("taking the sending lease of identity %s", identity.name)
     if not acquire_lease(lease, stop, config["REDIS_URL"]):
         lease_redis.close()
         return 0
