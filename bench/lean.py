@@ -5,13 +5,15 @@ A list of N generated people (fixed names, no randomness needed) gets one broadc
 "send" (`send_broadcast`, as the page does); the worker, started as the Procfile starts it
 (`python -m jobs`), sends it to the bench's discarding SMTP server with SEND_DELAY_MS=0.
 Sending a whole 1,000,000 takes 15+ minutes here, so the figure is taken over the first
-`sends` messages of the N-recipient broadcast (N = 1,000,000, sends = 100,000; quick: N and
-sends = 100,000), then SIGTERM: the peak RSS (VmHWM) over that run, and the growth slope, the
+`sends` messages of the N-recipient broadcast (N = 1,000,000, sends = 100,000; quick:
+N = 110,000, sends = 100,000), then SIGTERM: the peak RSS (VmHWM) over that run, and the growth slope, the
 RSS after `sends` sends minus the RSS after 10,000. A bounded worker's RSS stops growing
 once its caches are warm: the slope says whether the rest of the million would add more.
 
-Also shown, side by side on the same broadcast: the worker started the old way (the whole web
-app, as `flask --app webapp worker` runs it) over its first 10,000 sends.
+Also shown, on the rest of the same broadcast right after: the worker started the old way (the
+whole web app, as `flask --app webapp worker` runs it) over 10,000 sends. LEAN_PEOPLE,
+LEAN_SENDS, LEAN_EARLY and LEAN_TRACE (print the RSS along the way) are for development.
+SQLite only (PostgreSQL adds its driver, psycopg, to the worker).
 """
 
 from __future__ import annotations
