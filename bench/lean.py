@@ -164,7 +164,8 @@ def memory(bench: Bench, quick: bool) -> list[Figure]:
                f"{sends // 2:,} {marks[sends // 2]:.1f} MB, after {sends:,} {marks[sends]:.1f} MB"),
         Figure("lean", f"worker RSS growth, {sends:,} sends minus {EARLY:,}", slope, "MB",
                f"< {SLOPE_TARGET_MB:.0f} MB", below(slope, SLOPE_TARGET_MB),
-               "bounded: what the rest of the million would add at this slope is "
+               f"what the other {people - sends:,} sends of this broadcast would add at this "
+               f"(linear, so pessimistic) slope: "
                f"{max(slope, 0) * (people - sends) / max(sends - EARLY, 1):.1f} MB"),
         Figure("lean", f"old way (web app in the worker) peak RSS over {EARLY:,} sends", old_peak, "MB",
                detail=f"RSS at {EARLY:,} sends {old_marks[EARLY]:.1f} MB; the same broadcast, "
