@@ -175,10 +175,18 @@ def _log_time(text: str, needle: str, wall_minus_mono: float) -> float | None:
     return None
 
 
+# Issue 19 point 6: SIGKILL -> the restarted worker's next accepted send, under 5 s.
+RECOVERY_FAST_TARGET_S = 5.0
+
+
 def recovery(bench: Bench, app, database_url: str, record: Sink, list_id: int,
              delay_ms: int = 20) -> list[Figure]:
-    """SIGKILL the worker's whole process group mid-broadcast, start a new one at once, and
-    time the gap to the next message the server accepts, split at the lease hand-over."""
+    """SIGKILL the worker's whole process group mid-broadcast, start a new one at once (as the
+    Procfile starts it: `python -m jobs`), and time the gap to the next message the server
+    accepts, split at the lease hand-over (taken at once from a holder proven dead, else
+    after the TTL)."""
+    from lean import start_worker
+
     from broadside.lease import LEASE_KEY, TTL_MS
 
     redis = bench.redis()
@@ -186,7 +194,7 @@ def recovery(bench: Bench, app, database_url: str, record: Sink, list_id: int,
     wall_minus_mono = time.time() - time.monotonic()
     record.reset()
     broadcast_id, _ = press_send(app, list_id)
-    first = bench.worker(database_url, smtp_url=record.url, delay_ms=delay_ms, burst=False,
+    first = start_worker(bench, database_url, smtp_url=record.url, delay_ms=delay_ms, burst=False,
                          label="recovery-first")
     while redis.get(lease_key) is None and first.alive() and time.monotonic() - first.started_at < 60:
         time.sleep(0.005)
@@ -198,7 +206,7 @@ def recovery(bench: Bench, app, database_url: str, record: Sink, list_id: int,
     killed_at = time.monotonic()
     first.kill_group()
     seen_at_kill = record.count()
-    second = bench.worker(database_url, smtp_url=record.url, delay_ms=delay_ms, burst=False,
+    second = start_worker(bench, database_url, smtp_url=record.url, delay_ms=delay_ms, burst=False,
                           label="recovery-second")
     expired_at = taken_at = None
     deadline = killed_at + 60
@@ -218,8 +226,10 @@ def recovery(bench: Bench, app, database_url: str, record: Sink, list_id: int,
         if not after:
             raise RuntimeError("no send after the restart; log:\n" + second.output[-3000:])
         _, next_accepted = min(after)
-        waiting_logged = _log_time(second.output, "another worker holds the sending lease",
-                                   wall_minus_mono)
+        proven = "provably dead" in second.output
+        ready_logged = _log_time(second.output, "worker ready for identity", wall_minus_mono)
+        asked_logged = _log_time(second.output, "taking the sending lease", wall_minus_mono)
+        held_logged = _log_time(second.output, "lease taken by", wall_minus_mono)
     finally:
         second.terminate()
         redis.close()
@@ -227,21 +237,25 @@ def recovery(bench: Bench, app, database_url: str, record: Sink, list_id: int,
     if state["status"] in ("queued", "sending", "paused"):
         steer(app, broadcast_id, "cancel")  # the rest of the list is not part of the figure
     total = next_accepted - killed_at
-    startup = f"{waiting_logged - second.started_at:.2f} s" if waiting_logged else "not logged"
-    split = (f"kill → dead lease expired {expired_at - killed_at:.2f} s "
-             f"(it had {ttl_left_ms / 1000:.2f} s of its {TTL_MS / 1000:.0f} s TTL left); "
-             f"expired → new lease {taken_at - expired_at:.2f} s (the new worker retries every 0.5 s); "
+    how = ("taken at once: the dead holder's pid was gone (same boot and pid namespace)" if proven
+           else f"after the dead lease expired (it had {ttl_left_ms / 1000:.2f} s of its "
+                f"{TTL_MS / 1000:.0f} s TTL left)")
+    split = (f"kill → new worker holds the lease {taken_at - killed_at:.2f} s ({how}); "
              f"new lease → next accepted send {next_accepted - taken_at:.2f} s (orphan repair, "
              f"job, slice start)") if expired_at and taken_at else "lease hand-over not observed"
     return [
         Figure("recovery", "SIGKILL → next accepted send after restart", total, "s",
-               f"≤ {RECOVERY_TARGET_S:.0f} s", total <= RECOVERY_TARGET_S, split),
-        Figure("recovery", "new worker start-up (spawn → first lease attempt)",
-               (waiting_logged - second.started_at) if waiting_logged else None, "s",
-               detail=f"overlaps the lease wait; {startup}; the rows in flight at the kill became "
-                      f"unknown: {state['counts'].get('unknown', 0)}"),
+               f"< {RECOVERY_FAST_TARGET_S:.0f} s", total < RECOVERY_FAST_TARGET_S, split),
+        Figure("recovery", "new worker start-up (spawn → ready, lease held)",
+               (ready_logged - second.started_at) if ready_logged else None, "s",
+               detail=f"`python -m jobs`: imports, schema check, lease; the rows in flight at "
+                      f"the kill became unknown: {state['counts'].get('unknown', 0)}"),
+        Figure("recovery", "lease hand-over (new worker's first attempt → lease held)",
+               (held_logged - asked_logged) if held_logged and asked_logged else None, "s",
+               "< 1 s", (held_logged - asked_logged) < 1.0 if held_logged and asked_logged else None,
+               "what the lease adds to the recovery, start-up aside (the rest is start-up: "
+               "imports, configuration, schema check; then orphan repair and the first slice)"),
         Figure("recovery", "cold start, no lease held (spawn → lease → first send)", cold_first_send, "s",
                detail=f"lease taken {cold_lease:.2f} s after spawn, first MAIL FROM "
                       f"{cold_first_send - cold_lease:.2f} s later"),
     ]
-

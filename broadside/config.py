@@ -123,6 +123,24 @@ def _secret_key(instance_path: Path) -> str:
     return key
 
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def process_environment() -> dict[str, str]:
+    """The environment a process reads its configuration from: `.env` (at the repository's
+    root), overridden by the real environment. Shared by the web app and the worker."""
+    from dotenv import dotenv_values
+
+    return {**{k: v for k, v in dotenv_values(REPO_ROOT / ".env").items() if v is not None},
+            **os.environ}
+
+
+def instance_folder(given: str | os.PathLike[str] | None = None) -> str:
+    """The instance folder (secret key, logo, .eml outbox, SQLite database by default): the one
+    given, else BROADSIDE_INSTANCE_PATH, else `instance/` at the repository's root."""
+    return str(given or os.environ.get("BROADSIDE_INSTANCE_PATH") or REPO_ROOT / "instance")
+
+
 def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapping[str, Any]) -> dict:
     """Merge defaults, the environment and overrides, then validate every value."""
     private_folder(instance_path)

@@ -36,16 +36,8 @@ from html import unescape as html_unescape
 from pathlib import Path
 from typing import Any
 
-import css_inline
-import nh3
-from inscriptis import get_text
-from inscriptis.css_profiles import CSS_PROFILES
-from inscriptis.html_properties import Display, WhiteSpace
-from inscriptis.model.config import ParserConfig
-from inscriptis.model.html_element import HtmlElement
 from jinja2 import Environment, FileSystemLoader, TemplateError, select_autoescape
 from jinja2.sandbox import SecurityError
-from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from broadside.merge_fields import (
@@ -67,13 +59,10 @@ __all__ = [
 
 EMAIL_TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "email"
 
-_markdown = MarkdownIt("commonmark", {"html": False})
 # `.html` templates are autoescaped, `.txt` ones are not (as Flask does for its pages).
 _layout_env = Environment(loader=FileSystemLoader(EMAIL_TEMPLATES),
                           autoescape=select_autoescape(default_for_string=True),
                           keep_trailing_newline=True)
-# No network: a body cannot make the server fetch a stylesheet.
-_inliner = css_inline.CSSInliner(keep_at_rules=True, load_remote_stylesheets=False)
 
 ALLOWED_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5",
@@ -85,10 +74,6 @@ ALLOWED_ATTRIBUTES = {
     "img": {"src", "alt", "title", "width", "height"},
     "ol": {"start"},
 }
-_text_css = dict(CSS_PROFILES["strict"])
-# Keep the line breaks of code blocks (<pre><code>) in the plain-text part.
-_text_css["code"] = HtmlElement(display=Display.inline, whitespace=WhiteSpace.pre)
-_text_config = ParserConfig(css=_text_css, display_links=True)
 _blank_lines = re.compile(r"\n{3,}")
 
 # The most one rendered message may hold (characters; merge_fields bounds each value and the
@@ -97,6 +82,37 @@ _blank_lines = re.compile(r"\n{3,}")
 MAX_SUBJECT_CHARS = 1_000
 MAX_HTML_CHARS = 1_000_000
 MAX_TEXT_CHARS = 1_000_000
+
+
+# Markdown, sanitising, CSS inlining and HTML -> text run when content is frozen (at Send, for
+# a draft's preview, a confirmation email), never per recipient: they are imported on first
+# use, so a worker that only sends keeps them (about 8 MB) out of its memory.
+@functools.cache
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False})
+
+
+@functools.cache
+def _inliner() -> Any:
+    import css_inline
+
+    # No network: a body cannot make the server fetch a stylesheet.
+    return css_inline.CSSInliner(keep_at_rules=True, load_remote_stylesheets=False)
+
+
+@functools.cache
+def _text_config() -> Any:
+    from inscriptis.css_profiles import CSS_PROFILES
+    from inscriptis.html_properties import Display, WhiteSpace
+    from inscriptis.model.config import ParserConfig
+    from inscriptis.model.html_element import HtmlElement
+
+    text_css = dict(CSS_PROFILES["strict"])
+    # Keep the line breaks of code blocks (<pre><code>) in the plain-text part.
+    text_css["code"] = HtmlElement(display=Display.inline, whitespace=WhiteSpace.pre)
+    return ParserConfig(css=text_css, display_links=True)
 
 
 SYSTEM_FONTS = Markup('-apple-system, BlinkMacSystemFont, "Segoe UI", Roboto, Helvetica, '
@@ -140,8 +156,10 @@ def _keep_safe_urls(tag: str, attribute: str, value: str) -> str | None:
 
 def markdown_to_safe_html(markdown: str) -> str:
     """Markdown to HTML that is safe to put in an email (and in a page)."""
+    import nh3
+
     return nh3.clean(
-        _markdown.render(markdown),
+        _markdown().render(markdown),
         tags=ALLOWED_TAGS,
         clean_content_tags={"script", "style"},
         attributes=ALLOWED_ATTRIBUTES,
@@ -231,7 +249,7 @@ def _freeze(*, subject: str, preheader: str, body_markdown: str, from_name: str,
         design=design, footer_paragraphs=footer_paragraphs,
         action_url="" if unsubscribe else url, action_label=label, view=view,
     )
-    html_template = join_template(_inliner.inline(layout), placeholders)
+    html_template = join_template(_inliner().inline(layout), placeholders)
 
     header = f"{_image_text(design.logo_alt, design.logo_url)}\n\n" if design.logo_url else ""
     if unsubscribe:
@@ -244,7 +262,9 @@ def _freeze(*, subject: str, preheader: str, body_markdown: str, from_name: str,
     footer.extend(postal_lines)
     if unsubscribe:
         footer.append(f"Unsubscribe: {unsubscribe}")
-    body_text = get_text(_images_as_text(body_html), _text_config).strip()
+    from inscriptis import get_text
+
+    body_text = get_text(_images_as_text(body_html), _text_config()).strip()
     if not unsubscribe:
         body_text += f"\n\n{label}: {url}"
     text_template = join_template(header + body_text + "\n" + "\n".join(footer)

@@ -50,7 +50,7 @@ class Children:
             proc = self.procs.get(identity_id)
             if proc is not None and proc.poll() is None:
                 return
-            argv = [sys.executable, "-m", "flask", "--app", "webapp", "worker", "--identity", name]
+            argv = [sys.executable, "-m", "jobs", "--identity", name]
             if self.burst:
                 argv.append("--burst")
             self.procs[identity_id] = subprocess.Popen(argv, env=self._env(), preexec_fn=_die_with_parent)

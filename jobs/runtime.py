@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.hourly import HourlyCap
-from broadside.lease import Lease
+from broadside.lease import Lease, LeaseKeeper
 from broadside.models import Identity, SiteSettings
 from broadside.queues import Jobs
 from jobs.pacing import Pacer
@@ -26,6 +26,25 @@ from jobs.pacing import Pacer
 MAX_THROTTLES = 20
 THROTTLE_FIRST_WAIT_S = 1.0
 THROTTLE_MAX_WAIT_S = 60.0
+
+
+class LeasedPacer(Pacer):
+    """The pace, then the lease (invariant 1), right before each MAIL FROM or provider request:
+    a message starts only while the stream's lease is surely this process's (a local check,
+    no round trip; see broadside.lease). Past the lease's sure window it waits for the
+    keeper's next renewal, and raises LeaseLost if the lease is gone: the message is then
+    recorded as an unexpected failure (unknown), never sent by two workers at once."""
+
+    def __init__(self, delay_ms: int, keeper: LeaseKeeper, stop: threading.Event | None = None) -> None:
+        super().__init__(delay_ms)
+        self.keeper = keeper
+        self.stop = stop
+
+    def wait(self) -> float:
+        now = super().wait()
+        if not self.keeper.lease.fresh():
+            self.keeper.wait_fresh(self.stop)
+        return now
 
 
 @dataclass

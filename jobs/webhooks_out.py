@@ -16,21 +16,30 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 from sqlalchemy.orm import Session
 
 from broadside.db import db
-from broadside.outgoing import delivery, ledger
+from broadside.outgoing import ledger
 from broadside.queues import Jobs
 from broadside.timeutil import utcnow
 from jobs import runtime
 
+if TYPE_CHECKING:
+    from broadside.outgoing.delivery import Settings
+
 log = logging.getLogger(__name__)
 
 
-def settings_from(config: dict[str, Any]) -> delivery.Settings:
+# The POSTs (urllib3 and the address checks, about 1 MB) load with the first webhook job: a
+# worker whose owner has no endpoint never holds them.
+
+
+def settings_from(config: dict[str, Any]) -> Settings:
+    from broadside.outgoing import delivery
+
     return delivery.Settings(
         allow_private=bool(config.get("WEBHOOKS_ALLOW_PRIVATE")),
         window=timedelta(seconds=float(config.get("WEBHOOKS_WINDOW_SECONDS", 86400))),
@@ -40,6 +49,8 @@ def settings_from(config: dict[str, Any]) -> delivery.Settings:
 
 
 def run_webhooks_job(_: int = 0) -> str:
+    from broadside.outgoing import delivery
+
     rt = runtime.get()
     rt.jobs.clear_marker("webhooks", 0)
     try:

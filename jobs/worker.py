@@ -1,16 +1,18 @@
-"""`flask --app webapp worker`: the sending worker, one paced stream per sending identity.
+"""The sending worker, one paced stream per sending identity: `python -m jobs` (or the
+`broadside-worker` script; `flask --app webapp worker` runs the same code in the web app).
 
 Each identity's stream is served by one process holding that identity's lease (invariant 1,
-per identity): `flask --app webapp worker` serves the default identity in this process and
-starts one child process per other identity (and for identities added later, at its next
-maintenance tick); `--identity NAME` (repeatable) serves only those, so a large installation
-runs one worker per identity on as many machines as it likes. Children die with their parent
-(PR_SET_PDEATHSIG) and are stopped with it on SIGTERM.
+per identity): the worker serves the default identity in this process and starts one child
+process per other identity (and for identities added later, at its next maintenance tick);
+`--identity NAME` (repeatable) serves only those, so a large installation runs one worker per
+identity on as many machines as it likes. Children die with their parent (PR_SET_PDEATHSIG)
+and are stopped with it on SIGTERM.
 
 RQ's SimpleWorker runs each job in the stream's process (no forked work-horse), so killing
-it stops that stream's sending at once. Before taking any job a stream takes its lease,
-repairs its orphans (invariants 5 and 7), and then listens to its transactional queue before
-its broadcasts queue.
+it stops that stream's sending at once. Before taking any job a stream takes its lease (at
+once from a holder proven dead, see broadside.lease), repairs its orphans (invariants 5 and
+7), and then listens to its transactional queue before its broadcasts queue. The lease is
+renewed by its own thread (`LeaseKeeper`), maintenance runs on another.
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ import threading
 import time
 
 import click
-from alembic.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from flask import Flask, current_app
 from flask.cli import with_appcontext
 from redis import Redis
@@ -38,7 +38,7 @@ from broadside.db import db
 from broadside.hourly import HourlyCap
 from broadside.identities import service as identity_service
 from broadside.identities.service import SendingIdentity
-from broadside.lease import RENEW_EVERY_S, Lease
+from broadside.lease import RENEW_EVERY_S, Lease, LeaseKeeper
 from broadside.logs import log_context, redact_also, url_passwords
 from broadside.providers.factory import make_transport
 from broadside.queues import Jobs
@@ -46,11 +46,11 @@ from broadside.redis_health import not_answering, shown_url
 from broadside.streams import record_rate
 from broadside.waits import add_wait_seconds
 from jobs import runtime
+from jobs.app import create_worker_app, schema_state
 from jobs.bulk import recover_interrupted_bulk_actions
 from jobs.children import Children
 from jobs.imports import recover_interrupted_imports
 from jobs.maintenance import STALE_CLAIM, ensure_jobs, mark_orphans_unknown
-from jobs.pacing import Pacer
 
 log = logging.getLogger("broadside.worker")
 
@@ -75,18 +75,15 @@ class BroadsideWorker(SimpleWorker):
 
 def wait_for_schema(app: Flask, stop: threading.Event) -> bool:
     """The web process applies migrations; the worker waits until they are in place."""
-    migrate = app.extensions["migrate"]
-    config = migrate.migrate.get_config(migrate.directory)
-    head = ScriptDirectory.from_config(config).get_current_head()
     said = False
     while not stop.is_set():
         try:
             with app.app_context(), db.engine.connect() as connection:
-                current = MigrationContext.configure(connection).get_current_revision()
-            if current == head:
+                ready, current, head = schema_state(connection)
+            if ready:
                 return True
         except SQLAlchemyError as exc:
-            current = f"unreachable ({exc.__class__.__name__})"
+            current, head = f"unreachable ({exc.__class__.__name__})", "the migrations' head"
         if not said:
             log.info(
                 "waiting for the database schema (at %s, need %s): run `flask --app webapp db upgrade`",
@@ -113,6 +110,12 @@ def acquire_lease(lease: Lease, stop: threading.Event, redis_url: str) -> bool:
     while not stop.is_set():
         try:
             taken = lease.try_acquire()
+            if not taken:
+                dead = lease.take_from_dead()
+                if dead is not None:
+                    log.warning("the previous holder of the sending lease (%s) is provably dead "
+                                "(its process is gone); taking over", dead)
+                    taken = lease.try_acquire()
             holder = None if taken else lease.holder()
         except RedisError as exc:
             now = time.monotonic()
@@ -141,46 +144,48 @@ def acquire_lease(lease: Lease, stop: threading.Event, redis_url: str) -> bool:
     return False
 
 
-class Maintenance(threading.Thread):
-    """Keeps the lease alive and, every few seconds, repairs orphans and promotes schedules."""
+class RedisWatch:
+    """Says in words when the lease's renewals find Redis not answering (once), that they
+    still fail (every RENEWAL_FAILED_EVERY_S), and when it is back."""
 
-    def __init__(self, app: Flask, rt: runtime.Runtime, on_lost,
-                 children: Children | None = None) -> None:
+    RENEWAL_FAILED_EVERY_S = 2.0
+
+    def __init__(self, redis_url: str) -> None:
+        self.redis_url = redis_url
+        self.down = False
+        self.said_at = 0.0
+
+    def __call__(self, error: RedisError | None) -> None:
+        if error is None:
+            if self.down:
+                self.down = False
+                log.info("Redis is answering again at %s", shown_url(self.redis_url))
+            return
+        if not self.down:
+            self.down = True
+            log.error("%s; sending waits until it answers", not_answering(self.redis_url))
+        if time.monotonic() - self.said_at >= self.RENEWAL_FAILED_EVERY_S:
+            self.said_at = time.monotonic()
+            log.warning("cannot renew the lease, Redis unreachable: %s", error)
+
+
+class Maintenance(threading.Thread):
+    """Every few seconds: repairs orphans, promotes schedules, follows the children, reports
+    the stream's rate. (The lease is renewed by its own thread, broadside.lease.LeaseKeeper.)"""
+
+    def __init__(self, app: Flask, rt: runtime.Runtime, children: Children | None = None) -> None:
         super().__init__(name="broadside-maintenance", daemon=True)
         self.app = app
         self.rt = rt
-        self.on_lost = on_lost
         self.children = children
         self.done = threading.Event()
         self.pace_wait_flushed = 0.0
 
     def run(self) -> None:
-        last_check = 0.0
-        redis_down = False
-        redis_url = self.app.config["REDIS_URL"]
-        while not self.done.wait(RENEW_EVERY_S if last_check else 0):
-            try:
-                renewed = self.rt.lease.renew()
-                if redis_down:
-                    redis_down = False
-                    log.info("Redis is answering again at %s", shown_url(redis_url))
-                if not renewed:
-                    holder = self.rt.lease.holder()
-                    if holder is None and self.rt.lease.try_acquire():
-                        log.warning("lease had vanished (Redis restarted or flushed); taken again")
-                    else:
-                        log.error("lease lost to %s; stopping", holder)
-                        self.on_lost()
-                        return
-            except RedisError as exc:
-                if not redis_down:
-                    redis_down = True
-                    log.error("%s; sending waits until it answers", not_answering(redis_url))
-                log.warning("cannot renew the lease, Redis unreachable: %s", exc)
-                continue
-            if time.monotonic() - last_check >= MAINTENANCE_EVERY_S:
-                last_check = time.monotonic()
-                self.tick()
+        first = True
+        while not self.done.wait(0 if first else MAINTENANCE_EVERY_S):
+            first = False
+            self.tick()
 
     def tick(self) -> None:
         try:
@@ -268,14 +273,34 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     # Its transport's keys and webhook secret come from the database: never in a log line.
     redact_also([*url_passwords(identity.transport_url), identity.webhook_secret])
-    lease = Lease(redis, config["BROADSIDE_NAMESPACE"], stream=identity.key)
+    # The lease's own connection, with a timeout well under the TTL: a renewal stuck behind
+    # a slow Redis reply gives up and retries, instead of outliving the lease.
+    lease_redis = Redis.from_url(config["REDIS_URL"], socket_timeout=RENEW_EVERY_S * 2,
+                                 socket_connect_timeout=RENEW_EVERY_S * 2)
+    lease = Lease(lease_redis, config["BROADSIDE_NAMESPACE"], stream=identity.key)
+    log.info("taking the sending lease of identity %s", identity.name)
     if not acquire_lease(lease, stop, config["REDIS_URL"]):
+        lease_redis.close()
         return 0
+
+    exit_code = 0
+    lost = threading.Event()
+    current_worker: list[BroadsideWorker] = []
+
+    def on_lost(holder: str | None) -> None:
+        log.error("lease lost to %s; stopping", holder)
+        lost.set()
+        stop.set()
+        for worker in current_worker:
+            worker._stop_requested = True
+
+    keeper = LeaseKeeper(lease, on_lost, RedisWatch(config["REDIS_URL"]))
+    keeper.start()  # renewing from now on: start-up below may take longer than the TTL
     transport = make_transport(identity.transport_url, app.instance_path,
                                float(config.get("SMTP_TIMEOUT", 30)))
     rt = runtime.Runtime(
         lease=lease,
-        pacer=Pacer(identity.delay_ms),
+        pacer=runtime.LeasedPacer(identity.delay_ms, keeper, stop),
         transport=transport,
         hourly=HourlyCap(redis, config["BROADSIDE_NAMESPACE"], identity.hourly_limit, identity.key),
         config=config,
@@ -293,16 +318,6 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
         transport.description, identity.delay_ms,
     )
 
-    exit_code = 0
-    lost = threading.Event()
-    current_worker: list[BroadsideWorker] = []
-
-    def on_lost() -> None:
-        lost.set()
-        stop.set()
-        for worker in current_worker:
-            worker._stop_requested = True
-
     with app.app_context():
         mark_orphans_unknown(db.session(), exclude_broadcast=None, older_than=None,
                              identity_id=rt.identity_id)
@@ -314,7 +329,7 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
             recover_interrupted_imports(db.session(), rt)
             recover_interrupted_bulk_actions(db.session(), rt)
         db.session.remove()
-    maintenance = Maintenance(app, rt, on_lost, children)
+    maintenance = Maintenance(app, rt, children)
     maintenance.start()
     # RQ blocks in BLPOP for minutes at a time: its connection must not have the app's
     # 5-second socket timeout, or every idle wait ends in a "Redis connection timeout".
@@ -343,7 +358,9 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
                     stop.wait(1.0)
     finally:
         maintenance.done.set()
+        keeper.stop()
         maintenance.join(5)
+        keeper.join(5)
         try:
             maintenance.flush_pace_wait()  # the last few seconds' waiting, for /metrics
         except RedisError:
@@ -358,17 +375,30 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
                 log.info("lease released; worker stopped")
             except RedisError:
                 pass
+        lease_redis.close()
         runtime.current = None
     return exit_code
 
 
+BURST = click.option("--burst", is_flag=True, help="Exit when the queues are empty (for tests).")
+IDENTITY = click.option("--identity", "identities", multiple=True, metavar="NAME",
+                        help="Serve only this sending identity's stream (repeatable; 'default' is "
+                             "the environment's). Without it, every identity is served.")
+
+
 @click.command("worker")
-@click.option("--burst", is_flag=True, help="Exit when the queues are empty (for tests).")
-@click.option("--identity", "identities", multiple=True, metavar="NAME",
-              help="Serve only this sending identity's stream (repeatable; 'default' is the "
-                   "environment's). Without it, every identity is served.")
+@BURST
+@IDENTITY
 @with_appcontext
 def worker_command(burst: bool, identities: tuple[str, ...]) -> None:
     """Run the sending worker: one paced stream per identity (RQ, concurrency 1 each)."""
     sys.exit(run_worker(current_app._get_current_object(), burst=burst,  # type: ignore[attr-defined]
                         identities=identities))
+
+
+@click.command("broadside-worker")
+@BURST
+@IDENTITY
+def main(burst: bool, identities: tuple[str, ...]) -> None:
+    """Run the sending worker (the lean way: no web app in the process)."""
+    sys.exit(run_worker(create_worker_app(), burst=burst, identities=identities))

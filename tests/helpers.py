@@ -259,12 +259,18 @@ class Browser:
 
 # ---------------------------------------------------------------- a worker process
 
+LEAN_WORKER = (sys.executable, "-m", "jobs")
+FLASK_WORKER = (sys.executable, "-m", "flask", "--app", "webapp", "worker")
+
+
 class WorkerProcess:
-    """`flask --app webapp worker` as a real subprocess, configured like the test app."""
+    """The worker as the Procfile runs it (`python -m jobs`) as a real subprocess, configured
+    like the test app; `command=FLASK_WORKER` runs `flask --app webapp worker` instead."""
 
     def __init__(self, app_config: dict, extra_env: dict[str, str] | None = None,
-                 args: tuple[str, ...] = ()) -> None:
+                 args: tuple[str, ...] = (), command: tuple[str, ...] = LEAN_WORKER) -> None:
         self.args = args  # e.g. ("--identity", "Product")
+        self.command = command
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "PYTEST_"))}
         env.update(
             DATABASE_URL=app_config["DATABASE_URL"],
@@ -287,7 +293,7 @@ class WorkerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")  # closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flask", "--app", "webapp", "worker", *self.args],
+            [*self.command, *self.args],
             cwd=REPO_ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )

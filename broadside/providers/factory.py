@@ -1,19 +1,23 @@
-"""The one factory of transports: an identity's transport URL -> the object that sends."""
+"""The one factory of transports: an identity's transport URL -> the object that sends.
+
+A provider's module is imported only when an identity uses it: botocore (SES) alone is about
+6 MB of a worker's memory, which a worker sending over SMTP never needs.
+"""
 
 from __future__ import annotations
 
+import importlib
 import socket
 from pathlib import Path
 
-from broadside.providers.mailgun import MailgunTransport
-from broadside.providers.postmark import PostmarkTransport
-from broadside.providers.resend import ResendTransport
-from broadside.providers.ses import SesTransport
 from broadside.providers.urls import SMTP_SCHEMES, scheme_of
 from broadside.transports import OutboxTransport, SmtpTransport, Transport
 
-PROVIDERS = {"ses": SesTransport, "postmark": PostmarkTransport, "resend": ResendTransport,
-             "mailgun": MailgunTransport}
+# scheme -> (module, class), imported on first use.
+PROVIDERS = {"ses": ("broadside.providers.ses", "SesTransport"),
+             "postmark": ("broadside.providers.postmark", "PostmarkTransport"),
+             "resend": ("broadside.providers.resend", "ResendTransport"),
+             "mailgun": ("broadside.providers.mailgun", "MailgunTransport")}
 
 
 def make_transport(url: str, instance_path: str, timeout: float = 30.0) -> Transport:
@@ -24,4 +28,6 @@ def make_transport(url: str, instance_path: str, timeout: float = 30.0) -> Trans
         return SmtpTransport(url, timeout=timeout, local_hostname=socket.getfqdn() or None)
     if scheme == "outbox":
         return OutboxTransport(Path(instance_path) / "outbox")
-    return PROVIDERS[scheme](url, timeout=timeout)
+    module, name = PROVIDERS[scheme]
+    transport: Transport = getattr(importlib.import_module(module), name)(url, timeout=timeout)
+    return transport

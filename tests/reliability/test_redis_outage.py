@@ -76,7 +76,7 @@ def test_redis_killed_and_restarted_mid_send_stops_sending_then_resumes_by_itsel
     smtp_server.wait_for(40, timeout=40)
     private_redis.kill()
     at_kill = len(smtp_server.recipients())
-    # Two failed lease renewals (a renewal every 2 s) prove Redis has been down a while.
+    # Two failed lease renewals (said at most every 2 s) prove Redis has been down a while.
     wait_until(lambda: worker.output.count("Redis unreachable") >= 2, timeout=15,
                message="the worker did not notice that Redis was gone")
     during = len(smtp_server.recipients())
