@@ -170,8 +170,8 @@ LAUNCH_WORKER = ("import sys; from webapp import create_app; from jobs.worker im
 
 
 class WorkerProcess:
-    """The worker of `flask --app webapp worker [--burst]`, its own process group, with its peak
-    resident memory (VmHWM) sampled from /proc while it runs."""
+    """The worker of the Procfile (`python -m jobs [--burst]`, the lean worker), its own process
+    group, with its peak resident memory (VmHWM) sampled from /proc while it runs."""
 
     def __init__(self, env: dict[str, str], log_path: Path, burst: bool) -> None:
         self.log_path = log_path
@@ -179,7 +179,8 @@ class WorkerProcess:
         # What `flask --app webapp worker [--burst]` runs, called directly: the command now comes
         # from an entry point of the installed package, which a tree from before that change
         # (bench/ab_throughput.py's "before") does not provide.
-        command = [sys.executable, "-c", LAUNCH_WORKER]
+        lean = (ROOT / "jobs" / "__main__.py").exists()
+        command = [sys.executable, "-m", "jobs"] if lean else [sys.executable, "-c", LAUNCH_WORKER]
         if burst:
             command.append("--burst")
         self.started_at = time.monotonic()
