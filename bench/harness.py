@@ -176,9 +176,8 @@ class WorkerProcess:
     def __init__(self, env: dict[str, str], log_path: Path, burst: bool) -> None:
         self.log_path = log_path
         self._log = open(log_path, "ab")  # closed in wait()/stop()
-        # What `flask --app webapp worker [--burst]` runs, called directly: the command now comes
-        # from an entry point of the installed package, which a tree from before that change
-        # (bench/ab_throughput.py's "before") does not provide.
+        # A tree from before the lean worker (bench/ab_throughput.py's "before") has no
+        # `python -m jobs`: there, what `flask --app webapp worker` runs, called directly.
         lean = (ROOT / "jobs" / "__main__.py").exists()
         command = [sys.executable, "-m", "jobs"] if lean else [sys.executable, "-c", LAUNCH_WORKER]
         if burst:
