@@ -2,7 +2,7 @@
 
 The database (bench/million.py, fixed seed): 1,000,000 subscribers (quick: 100,000) on
 "Everyone" plus two smaller lists, a 1,000,000-recipient broadcast half sent (quick: every
-active person on "Everyone"), and settled history of 10,000,000 deliveries (quick: 1,000,000)
+active person on "Everyone"), and settled history of 2,000,000 deliveries (quick: 1,000,000; see `sizes`)
 with their events. The app runs under gunicorn as the Procfile's `web` line (2 workers x 4
 threads, bench/scale.py's way), an owner signs in through the login form, and two client
 threads ask for every page in a shuffled cycle for a few seconds (scale._load); each page's
@@ -44,13 +44,15 @@ BACKENDS = ("sqlite", "postgresql")
 
 
 def sizes(quick: bool, backend: str) -> tuple[int, int]:
-    """(subscribers, history rows). The full history on SQLite is 2,000,000 rows, not
-    10,000,000: building 10M rows with their 20M events there takes ~10 minutes on this
-    machine (58 s per million measured), which the run's time budget cannot hold; the
-    scrape's cost does not grow with settled history (it is cached), so the figure holds."""
+    """(subscribers, history rows). The issue asks for 10,000,000 history rows; building them
+    with their 20,000,000 events does not fit the run's budget here (measured on a loaded
+    machine: 34-126 s per million on SQLite, 459 s per million on PostgreSQL), so the full run
+    builds 2,000,000 on both and says so. A warm scrape's cost does not grow with settled
+    history (each settled broadcast is cached once), which is what the figure checks."""
+    del backend
     if quick:
         return 100_000, 1_000_000
-    return 1_000_000, (10_000_000 if backend == "postgresql" else 2_000_000)
+    return 1_000_000, 2_000_000
 
 
 def build(bench: Bench, backend: str, subscribers: int, history_rows: int):
