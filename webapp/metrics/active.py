@@ -3,10 +3,11 @@ rows: a million-row GROUP BY at every scrape would cost a second each time.
 
 - outcomes and in-flight figures: the broadcast's counters (the ledger keeps them exact);
 - skipped, failed and unknown rows (few): one GROUP BY on the (broadcast_id, status) index;
-- reply codes and attempts of sent rows: added up from the `sent` events appended since the
-  last scrape (a range of the events' (broadcast_id, id) index), kept in Redis with the last
-  event id counted. A delivery is sent once (invariant: never sent twice), so each is counted
-  once; losing the Redis key only means counting them all again once;
+- reply codes and attempts of sent rows: added up from the sent rows past the last one counted
+  (a range of the (broadcast_id, status, id) index; the row itself is the evidence of a send,
+  no event is written for it), kept in Redis with that row's id. A delivery is sent once
+  (invariant: never sent twice) and stays sent, so each is counted once; losing the Redis key
+  only means counting them all again once;
 - pending rows waiting to retry (pending with an error class): recounted at most once every
   RETRYING_SECONDS (it reads the pending rows).
 
@@ -23,7 +24,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import case, func, literal, select
 from sqlalchemy.orm import Session
 
-from broadside.models import Delivery, Event
+from broadside.models import Delivery
 
 RETRYING_SECONDS = 60
 KEEP_SECONDS = 7 * 86400
@@ -44,18 +45,19 @@ def active_groups(session: Session, redis: Redis, key: str, broadcast_id: int, p
         raw = redis.get(key)
     except RedisError:
         raw = None
-    state = json.loads(raw) if raw else {"event_id": 0, "sent": [], "retrying": None, "at": 0}
-    newest = session.scalar(select(func.max(Event.id)).where(
-        Event.broadcast_id == broadcast_id)) or 0
+    state = json.loads(raw) if raw else {"after": 0, "sent": [], "retrying": None, "at": 0}
+    after = state.get("after", 0)
     sent: dict[tuple, int] = {(code, tries): n for code, tries, n in state["sent"]}
-    if newest > state["event_id"]:
-        for code, tries, count in session.execute(
-            select(Delivery.smtp_code, Delivery.attempts, func.count())
-            .join(Event, Event.delivery_id == Delivery.id)
-            .where(Event.broadcast_id == broadcast_id, Event.id > state["event_id"],
-                   Event.id <= newest, Event.kind == "sent", Delivery.status == "sent")
-            .group_by(Delivery.smtp_code, Delivery.attempts)):
-            sent[(code, tries)] = sent.get((code, tries), 0) + count
+    # Sent rows past the last one counted, read as a range of the (broadcast_id, status, id)
+    # index: a slice claims pending rows in id order, so nearly every newly sent row lies past
+    # it. (A retried row sent after the range moved on is counted below as "missing".)
+    for code, tries, count, last in session.execute(
+        select(Delivery.smtp_code, Delivery.attempts, func.count(), func.max(Delivery.id))
+        .where(Delivery.broadcast_id == broadcast_id, Delivery.status == "sent",
+               Delivery.id > after)
+        .group_by(Delivery.smtp_code, Delivery.attempts)):
+        sent[(code, tries)] = sent.get((code, tries), 0) + count
+        after = max(after, last)
     now = time.time()
     retrying = state["retrying"]
     if retrying is None or now - state["at"] >= RETRYING_SECONDS:
@@ -65,15 +67,15 @@ def active_groups(session: Session, redis: Redis, key: str, broadcast_id: int, p
                 Delivery.error_class.is_not(None))) or 0
         state["at"] = now
     retrying = min(retrying, pending)
-    state.update(event_id=newest, retrying=retrying,
+    state.update(after=after, retrying=retrying,
                  sent=[[code, tries, n] for (code, tries), n in sent.items()])
     try:
         redis.set(key, json.dumps(state), ex=KEEP_SECONDS)
     except RedisError:
         pass
     groups += [("sent", None, None, code, tries, n) for (code, tries), n in sent.items()]
-    # Sent rows whose event is gone (their person was erased before a scrape saw it): counted,
-    # with no code and one attempt, until the settled recount reads the rows themselves.
+    # Sent rows the range passed by while they were still pending (a retry sent late): counted
+    # with no code and no attempts until the settled recount reads the rows themselves.
     missing = sent_count - sum(sent.values())
     if missing > 0:
         groups.append(("sent", None, None, None, None, missing))
