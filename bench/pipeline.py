@@ -14,7 +14,9 @@ from harness import Bench, broadcast_state, press_send, steer
 from report import Figure, at_least
 from smtp_sink import Sink
 
-THROUGHPUT_TARGET = 0.70  # worker >= 70% of a bare smtplib loop
+THROUGHPUT_TARGET = 0.70  # worker >= 70% of a bare smtplib loop (aiosmtpd; bench/wire.py asks
+# 1.0 on PostgreSQL: the worker pipelines, the bare loop does not)
+CEILING_TARGET = 0.90  # worker >= 90% of the bare loop against the discarding responder
 PACING_RATE_TARGET = 0.95  # at 50 ms, >= 95% of 20/s and never above
 RECOVERY_TARGET_S = 15.0  # sending resumes within 15 s of a SIGKILL and restart
 
@@ -60,7 +62,8 @@ def bare_loop(port: int, messages: list[tuple[str, list[str], bytes]]) -> float:
 
 
 def throughput(bench: Bench, app, database_url: str, backend: str, record: Sink, list_id: int,
-               size: int, repeats: int = 1) -> tuple[list[Figure], list]:
+               size: int, repeats: int = 1,
+               target: float = THROUGHPUT_TARGET) -> tuple[list[Figure], list]:
     """Worker (SEND_DELAY_MS=0), then at once the bare loop replaying exactly the bytes the
     worker sent, both against the same aiosmtpd process; the ratio of the rates the server saw.
     With `repeats` > 1 the pair runs that many times and the median ratio is reported."""
@@ -84,7 +87,7 @@ def throughput(bench: Bench, app, database_url: str, backend: str, record: Sink,
               if repeats > 1 else "")
     return [Figure(
         "throughput", f"worker / bare smtplib, {label} recipients, {backend}", ratio, "ratio",
-        f"≥ {THROUGHPUT_TARGET:.2f}", at_least(ratio, THROUGHPUT_TARGET),
+        f"≥ {target:.2f}", at_least(ratio, target),
         f"{spread}worker {worker_rate:,.0f} msg/s, bare loop {bare_rate:,.0f} msg/s "
         f"(aiosmtpd, {size_kb:.1f} KB messages)",
         extra={"pairs": [{"ratio": r, "worker_msg_s": w, "bare_msg_s": b} for r, w, b in pairs]},
@@ -93,20 +96,26 @@ def throughput(bench: Bench, app, database_url: str, backend: str, record: Sink,
 
 def ceiling(bench: Bench, app, database_url: str, backend: str, discard: Sink, list_id: int,
             size: int, messages: list) -> list[Figure]:
-    """The worker against a server that answers at once: what the pipeline itself can do.
-    The bare loop against the same responder, for scale."""
+    """The worker against a server that answers at once: what the pipeline itself can do,
+    against the bare smtplib loop sending the same bytes to the same responder right after.
+    Target: the worker >= CEILING_TARGET x the bare loop (issue 19 point 5)."""
     _, stats, peak = _send_with_worker(bench, app, database_url, discard, list_id, size,
                                        label=f"ceiling-{backend}-{size}")
     worker_rate = _rate(stats)
     discard.reset()
-    bare_loop(discard.port, messages)
+    replay = [messages[i % len(messages)] for i in range(size)] if messages else []
+    bare_loop(discard.port, replay)
     bare_rate = _rate(discard.stats())
     discard.reset()
+    ratio = worker_rate / bare_rate
     label = f"{size // 1000}k" if size >= 1000 else str(size)
     return [
         Figure("ceiling", f"worker → discarding responder, {label}, {backend}", worker_rate, "msg/s",
                detail=f"bare smtplib → same responder: {bare_rate:,.0f} msg/s "
-                      f"({len(messages):,} messages); worker peak RSS {peak:.0f} MB"),
+                      f"({len(replay):,} messages); worker peak RSS {peak:.0f} MB"),
+        Figure("ceiling", f"worker / bare smtplib, discarding responder, {label}, {backend}", ratio,
+               "ratio", f"≥ {CEILING_TARGET:.2f}", at_least(ratio, CEILING_TARGET),
+               f"worker {worker_rate:,.0f} msg/s, bare loop {bare_rate:,.0f} msg/s"),
     ]
 
 

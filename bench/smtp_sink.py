@@ -8,6 +8,11 @@ Two kinds:
 - `discard`: a minimal asyncio responder that answers 220/250/354/250/221 at once and keeps
   nothing but timings: the pipeline's own ceiling, with the server taken out of the way.
 
+`record` and `discard` offer PIPELINING (RFC 2920) as real MTAs do; both read a pipelined
+MAIL/RCPT/DATA group in order and answer each command (the discard loop takes every complete
+line in its buffer; aiosmtpd 1.4 reads line by line). The smtplib peer never pipelines. The
+`stamp` server (pacing) does not offer it: it needs each MAIL alone in its segment.
+
 Times are `time.monotonic()`, which on Linux is one clock for every process on the machine,
 so the parent can compare them with its own (a kill, a lease change).
 
@@ -60,6 +65,11 @@ def serve_record(timings: Timings) -> tuple[int, object]:
     from aiosmtpd.controller import Controller
 
     class Handler:
+        async def handle_EHLO(self, server, session, envelope, hostname, responses):
+            # aiosmtpd reads pipelined commands in order but does not offer PIPELINING itself.
+            session.host_name = hostname
+            return [*responses[:-1], "250-PIPELINING", responses[-1]]
+
         async def handle_MAIL(self, server, session, envelope, address, mail_options):
             envelope.mail_from = address
             envelope.bench_mail_at = time.monotonic()
@@ -126,7 +136,7 @@ async def _discard_session(reader: asyncio.StreamReader, writer: asyncio.StreamW
                     in_data, at_data_start = True, True
                     writer.write(b"354 go ahead\r\n")
                 elif verb == b"EHLO":
-                    writer.write(b"250-bench\r\n250 8BITMIME\r\n")
+                    writer.write(b"250-bench\r\n250-PIPELINING\r\n250 8BITMIME\r\n")
                 elif verb == b"QUIT":
                     writer.write(b"221 bye\r\n")
                     await writer.drain()

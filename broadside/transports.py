@@ -3,6 +3,26 @@
 The SMTP conversation is driven step by step (MAIL, RCPT, DATA, body, final reply) so that
 every failure says *where* it happened: a failure before the body is on the wire proves the
 message was not accepted; a failure after it is ambiguous (invariant 5).
+
+When the server's EHLO offers PIPELINING (RFC 2920), MAIL, RCPT and DATA go in one write and
+their three replies are read in order: one round trip instead of three before the body. The
+replies still say where a failure happened (the first refused of mail | rcpt |
+data-command), and the body is written only after a 354 that follows an accepted MAIL and
+RCPT; so everything before the body stays provably not accepted, exactly as in lock-step.
+A refused RCPT with the DATA already sent: the server answers DATA 503/554 (RFC 2920 3.1),
+we send RSET and keep the connection. Should a server answer 354 anyway after a refused
+MAIL or RCPT, the connection is dropped without a final dot: an unterminated DATA is never
+delivered (RFC 5321 4.1.1.4), and no empty message goes out.
+
+The next message's MAIL/RCPT/DATA are NOT written behind the previous body's final dot,
+though RFC 2920 allows it. That would need the next person's re-check before the previous
+verdict is known, and a 354 for them may already be in hand when that verdict turns out
+channel-wide (a sender refused at the end of DATA) or when their own re-check must be
+redone after a wait: the only safe exit is then dropping a connection mid-DATA, every
+time. It would also move the next MAIL FROM ahead of the pace's own moment (invariant 2).
+What it would save is the one remaining round trip per message, which the worker already
+overlaps: the next person is re-checked and built while the server takes the current body
+(jobs.sending), so the wait it removes is mostly spent working anyway.
 """
 
 from __future__ import annotations
@@ -148,10 +168,24 @@ def _text(reply: bytes | str) -> str:
     return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
 
 
+def _plain_address(address: str, verb: str) -> None:
+    """Refused before anything is sent, as a server without SMTPUTF8 would refuse it."""
+    if "\r" in address or "\n" in address or not address.isascii():
+        raise DeliveryError(
+            verb, 553, "5.1.3 address not deliverable by this sender (line break or non-ASCII characters)"
+        )
+
+
+# The pipelined group's replies, in order, and the codes that accept each step.
+_PIPELINED = ("mail", "rcpt", "data-command")
+_ACCEPTED = {"mail": (250,), "rcpt": (250, 251), "data-command": (354,)}
+
+
 class SmtpTransport:
     batch_limit = 1
 
-    def __init__(self, url: str, timeout: float = 30.0, local_hostname: str | None = None) -> None:
+    def __init__(self, url: str, timeout: float = 30.0, local_hostname: str | None = None,
+                 pipelining: bool = True) -> None:
         parts = urlsplit(url)
         self.scheme = parts.scheme
         self.host = parts.hostname or "localhost"
@@ -163,6 +197,7 @@ class SmtpTransport:
         self.local_hostname = local_hostname
         self.conn: smtplib.SMTP | None = None
         self._awaiting = False  # a message's final reply is still to be read
+        self.pipelining = pipelining  # used when the server offers it (False: never)
 
     @property
     def description(self) -> str:
@@ -298,6 +333,24 @@ class SmtpTransport:
                 pace()  # a failed connection attempt is paced like any other attempt
         else:
             pace()
+        if self.pipelining and self.conn.has_extn("pipelining"):
+            self._envelope_pipelined(mail_from, rcpt, reused, pace)
+        else:
+            self._envelope_lockstep(mail_from, rcpt, reused, pace)
+        assert self.conn is not None
+        # From here the message is on the wire: a lost connection is ambiguous (invariant 5).
+        try:
+            self.conn.send(wire)
+        except (smtplib.SMTPServerDisconnected, OSError) as exc:
+            self._lost_after_data(exc)
+        self._awaiting = True
+
+    def _envelope_lockstep(self, mail_from: str, rcpt: str, reused: bool,
+                           pace: Callable[[], object]) -> None:
+        """MAIL, RCPT, DATA, each waiting for its reply (a server without PIPELINING). Both
+        addresses are checked before MAIL, so a refused one never leaves a transaction open."""
+        _plain_address(mail_from, "mail")
+        _plain_address(rcpt, "rcpt")
         try:
             code, reply = self._step("mail", lambda: self._command(f"FROM:<{mail_from}>", "mail"))
         except DeliveryError:
@@ -314,16 +367,61 @@ class SmtpTransport:
         if code not in (250, 251):
             self._after_refusal(code)
             raise DeliveryError("rcpt", code, reply)
-        code, reply = self._step("data-command", lambda: self.conn.docmd("data"))
+        conn = self.conn
+        assert conn is not None
+        code, reply = self._step("data-command", lambda: conn.docmd("data"))
         if code != 354:
             self._after_refusal(code)
             raise DeliveryError("data-command", code, reply)
-        # From here the message is on the wire: a lost connection is ambiguous (invariant 5).
+
+    def _envelope_pipelined(self, mail_from: str, rcpt: str, reused: bool,
+                            pace: Callable[[], object]) -> None:
+        """MAIL, RCPT and DATA in one write (RFC 2920), then their three replies in order.
+        Returns only after a 354 that follows an accepted MAIL and RCPT: the body may go."""
+        _plain_address(mail_from, "mail")  # refused before anything is written
+        _plain_address(rcpt, "rcpt")
+        group = f"MAIL FROM:<{mail_from}>\r\nRCPT TO:<{rcpt}>\r\nDATA\r\n".encode("ascii")
         try:
-            self.conn.send(wire)
+            replies = self._group(group)
+        except DeliveryError as error:
+            if not reused or error.code is not None or error.phase != "mail":
+                raise
+            # No reply at all on a reused connection: the server closed it while idle and
+            # took nothing (no 354, no body). Reconnect once, paced like any attempt.
+            self.conn = self._connect()
+            pace()
+            replies = self._group(group)
+        refusal = next((DeliveryError(phase, code, reply) for phase, code, reply in replies
+                        if code not in _ACCEPTED[phase]), None)
+        if refusal is None:
+            return
+        if replies[-1][1] == 354 or any(code == 421 for _, code, _ in replies):
+            # A 354 after a refused MAIL or RCPT: no body may follow, and an unterminated DATA
+            # is never delivered, so the connection goes. 421: the server is closing it.
+            self._drop()
+        else:
+            self._reset()
+        raise refusal
+
+    def _group(self, group: bytes) -> list[tuple[str, int, str]]:
+        """Write MAIL/RCPT/DATA at once; read the three replies in order. A lost connection
+        raises the first refusal read before it, else the phase whose reply was awaited
+        (network): nothing of the body was sent, so each proves the message not accepted."""
+        assert self.conn is not None
+        replies: list[tuple[str, int, str]] = []
+        try:
+            self.conn.send(group)
+            for phase in _PIPELINED:
+                code, raw = self.conn.getreply()
+                replies.append((phase, code, _text(raw)))
         except (smtplib.SMTPServerDisconnected, OSError) as exc:
-            self._lost_after_data(exc)
-        self._awaiting = True
+            self._drop()
+            for phase, code, reply in replies:
+                if code not in _ACCEPTED[phase]:  # refused before the connection went
+                    raise DeliveryError(phase, code, reply) from None
+            phase = _PIPELINED[len(replies)]
+            raise DeliveryError(phase, None, f"connection lost: {exc}", network=True) from None
+        return replies
 
     def finish(self) -> SendResult:
         """The server's reply to the end of DATA of the message `start` wrote."""
@@ -346,11 +444,7 @@ class SmtpTransport:
     def _command(self, argument: str, verb: str) -> tuple[int, bytes]:
         """MAIL/RCPT with addresses we validated ourselves (smtplib's own quoting re-parses
         each address, a noticeable cost per message)."""
-        if "\r" in argument or "\n" in argument or not argument.isascii():
-            # Refused before anything is sent, as a server without SMTPUTF8 would refuse it.
-            raise DeliveryError(
-                verb, 553, "5.1.3 address not deliverable by this sender (line break or non-ASCII characters)"
-            )
+        _plain_address(argument, verb)
         assert self.conn is not None
         self.conn.putcmd(verb, argument)
         return self.conn.getreply()

@@ -6,6 +6,14 @@ flight, and transactional mail waits at most one slice. Invariant 1: the lease i
 before every claim. Invariant 4: rows are claimed (pending -> sending) and committed before
 any SMTP. Invariant 2: the pace is kept by the transport, right before MAIL FROM.
 
+The bookkeeping between two batches (recording the outcomes, the lease check, the next claim
+and its commit) runs while the previous batch's last message is with the server, after its
+final dot and before its reply is read (`pending`), so the database's round trips overlap the
+server's work instead of following it. That message's own outcome is recorded with the next
+batch's; the next claim is still committed before any of its rows is sent (invariant 4), the
+lease is still checked before it (invariant 1), and every way out of the loop reads and
+records the verdict first. Rows exposed to a crash: the claimed batch plus that one message.
+
 This module is the loop; the send-time re-check and message build are in jobs.recheck
 (invariant 3), the outcomes and their policy in jobs.outcomes and jobs.classify (invariant
 6), the broadcast's state changes in broadside.broadcasts.lifecycle, and every delivery's
@@ -122,6 +130,9 @@ class Slice:
         self.decide_seconds = 0.0  # how long a re-check and build take (a moving average)
         self.waited_for_cap = 0  # times this slice waited for the hourly limit
         self.pause_checked = False  # its identity's pause, read once (see _stream_open)
+        # The last message of the previous batch, on the wire awaiting its verdict while the
+        # next batch is claimed (see the module docstring); None between slices.
+        self.pending: Prepared | None = None
 
     # -------------------------------------------------------------- the loop
 
@@ -165,18 +176,27 @@ class Slice:
     def _loop(self, deadline: float) -> str:
         while True:
             if self.rt.stop.is_set() or time.monotonic() >= deadline or self.attempts >= SLICE_MAX_SENDS:
-                return "continue"
+                return self._settle() or "continue"
+            if self.pending is not None and not self._straight_on():
+                # Something may wait or stop here: the message in flight is settled first.
+                stop = self._settle()
+                if stop:
+                    return stop
             held = self._stream_open(deadline)
             if held:
                 return held
             # Invariant 1: the lease is re-checked before every claim. A claim covers at most
             # ~0.2 s of sends, so a worker that lost its lease stops within that.
             if not self._lease_ok():
-                return "lost-lease"
+                return self._settle() or "lost-lease"
             if not self._hourly_room(deadline):
                 return "continue"
             rows = self._due_rows()
             if not rows:
+                stop = self._settle()
+                if stop:
+                    return stop
+                self.outcomes.flush()
                 if self._finish_if_done():
                     return "finished"
                 if not self._wait_for_due(deadline):
@@ -198,6 +218,20 @@ class Slice:
                 return stop
             if not self.batching:
                 self._adapt_batch(len(claimed), time.monotonic() - began)
+
+    def _straight_on(self) -> bool:
+        """Whether the loop goes straight to its next claim, with no wait and no stop in
+        between: only then may a message stay in flight across it."""
+        return self.pause_checked and self.rt.held_for() <= 0 and self.rt.hourly.limit <= 0
+
+    def _settle(self) -> str | None:
+        """Read and record the verdict of the message left in flight by the last batch; the
+        reason to stop, if that verdict gives one (the broadcast is then paused)."""
+        if self.pending is None:
+            return None
+        message, self.pending = self.pending, None
+        stop = self._finish(message)
+        return self._stop([], stop) if stop else None
 
     def _finish_if_done(self) -> bool:
         return finish_if_done(self.session, self.broadcast_id)
@@ -316,6 +350,9 @@ class Slice:
     def _send_claimed(self, rows: list[Row], deadline: float) -> str | None:
         """Each person in turn: re-check, build, send, read the server's verdict.
 
+        `self.pending` (the previous batch's last message) is the first in flight; this
+        batch's last is left in flight the same way when the batch ends.
+
         When the pace leaves no wait before the next send (SEND_DELAY_MS=0, or a delay
         already spent), the next person is re-checked and their message built while the server
         is still taking the current one (after its final dot, before its reply): their MAIL
@@ -324,7 +361,7 @@ class Slice:
         out first and the re-check comes after the wait.
         """
         outcomes, decide, pacer = self.outcomes, self.recheck.decide, self.rt.pacer
-        in_flight: Prepared | None = None
+        in_flight, self.pending = self.pending, None  # the previous batch's last, if any
         for index, row in enumerate(rows):
             decision: Decision | None = None
             if in_flight is not None:
@@ -377,10 +414,8 @@ class Slice:
                 return self._stop(rows[index + 1 :], stop)
             if on_the_wire:
                 in_flight = decision.message
-        if in_flight is not None:
-            stop = self._finish(in_flight)
-            if stop:
-                return self._stop([], stop)
+        # The last message's verdict is read after the next claim (`_loop`, `_settle`).
+        self.pending = in_flight
         return None
 
     def _stop(self, unattempted: list[Row], stop: str) -> str:

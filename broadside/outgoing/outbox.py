@@ -7,9 +7,14 @@ back has none (the outbox pattern). One row per endpoint that wants the event, s
 stable event id (`evt_…`), which the receiver uses to deduplicate.
 
 Nothing is written, and the event's data is not even built, when no enabled endpoint wants
-the event type: the cost is one indexed-nothing SELECT on a table of a handful of rows (per
-flush, for the delivery ledger), so a million-recipient broadcast with no endpoint for
-`delivery.*` writes nothing extra.
+the event type: the cost is one SELECT on a table of a handful of rows (per flush, for the
+delivery ledger), so a million-recipient broadcast with no endpoint for `delivery.*` writes
+nothing extra. That SELECT sits between the send loop's batches, so it is compiled once per
+dialect and run on the driver's cursor (as the send-time re-check is: jobs/recheck.py), and
+the event type is matched in Python. Its answer is never cached: it is read in the
+transaction that records the change, so an endpoint committed before that transaction reads
+it gets the event, exactly as a fresh ORM query would; no TTL, no window in which a new
+endpoint misses events.
 """
 
 from __future__ import annotations
@@ -33,14 +38,27 @@ def new_event_id() -> str:
     return "evt_" + uuid.uuid4().hex
 
 
+_ENABLED = (select(WebhookEndpoint.id, WebhookEndpoint.events)
+            .where(WebhookEndpoint.status == "enabled").order_by(WebhookEndpoint.id))
+_compiled_enabled: dict[str, str] = {}
+
+
 def wanting(session: Session, event_type: str) -> list[int]:
-    """The enabled endpoints that want `event_type`."""
-    return list(session.scalars(
-        select(WebhookEndpoint.id).where(
-            WebhookEndpoint.status == "enabled",
-            WebhookEndpoint.events.like(f"%,{event_type},%"),
-        ).order_by(WebhookEndpoint.id)
-    ))
+    """The enabled endpoints that want `event_type`, read now, in the session's transaction
+    (one statement compiled once per dialect, run on the driver's cursor)."""
+    connection = session.connection()
+    sql = _compiled_enabled.get(connection.dialect.name)
+    if sql is None:
+        sql = _compiled_enabled[connection.dialect.name] = str(_ENABLED.compile(
+            dialect=connection.dialect, compile_kwargs={"literal_binds": True}))  # a constant
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(sql)
+        rows = cursor.fetchall()
+    finally:
+        cursor.close()
+    wanted = f",{event_type},"
+    return [endpoint_id for endpoint_id, events in rows if wanted in (events or "")]
 
 
 def _rows(endpoints: Sequence[int], event_type: str, datas: Sequence[Data],

@@ -76,8 +76,9 @@ def test_a_sequence_arrives_in_order_and_stops_for_someone_who_unsubscribes(
     while_the_server_takes(smtp_server, "leaves@example.com", update(Subscription).where(
         Subscription.subscriber_id == leaves).values(status="unsubscribed"))
     worker_factory()
-    wait_until(lambda: all(r.status != "pending" for r in outcomes(automation.id)), timeout=30,
-               message="every step settled")
+    # Settled: neither waiting nor claimed (a claimed row's outcome is not known yet).
+    wait_until(lambda: all(r.status not in ("pending", "sending") for r in outcomes(automation.id)),
+               timeout=30, message="every step settled")
     got = [(m.rcpt_tos[0], m.message["Subject"]) for m in smtp_server.messages]
     assert [s for to, s in got if to == "stays@example.com"] == ["One", "Two", "Three"]
     assert [s for to, s in got if to == "leaves@example.com"] == ["One"]

@@ -258,10 +258,11 @@ def test_a_real_send_records_delivery_events_in_bulk_and_the_worker_posts_them(
     assert len({r.event_id for r in sent}) == 30
     assert [r.event_type for r in outbox_rows() if r.event_type.startswith("broadcast.")] == [
         "broadcast.started", "broadcast.finished"]
-    # In bulk: one executemany per ledger flush, never one INSERT per recipient.
-    bulk = [n for n, many in inserts if many]
-    assert sum(bulk) == 30 and len(bulk) < 30, inserts
-    assert len(inserts) == len(bulk) + 2  # plus started and finished
+    # In bulk: one INSERT (an executemany) per ledger flush, never one per recipient. A flush
+    # may hold a single row (the message the send loop carried across its last claim), so
+    # count statements and rows: 30 deliveries plus started and finished.
+    assert sum(n for n, _ in inserts) == 32 and len(inserts) < 12, inserts
+    assert any(many and n > 1 for n, many in inserts), inserts
 
     # The worker delivers them on its webhooks queue.
     get_jobs().enqueue_webhooks()

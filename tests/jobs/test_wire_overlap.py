@@ -1,0 +1,97 @@
+"""The send loop's batch boundary with the wire kept busy (issue 19 point 5): the next batch is
+claimed while the previous batch's last message awaits its verdict. Claim before send
+(invariant 4) still holds for every message, every verdict is recorded, the ledger adds up,
+and a verdict that pauses the broadcast there still stops everything after it."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+import pytest
+from sqlalchemy import select, text
+
+from broadside.models import Delivery, Event, Subscriber
+from tests.helpers import (
+    assert_ledger_consistent,
+    assert_nobody_twice,
+    broadcast_status,
+    make_list,
+    start_broadcast,
+    statuses,
+)
+from webapp.extensions import db
+
+SIZE = 90  # several claims at SEND_DELAY_MS=0 (the first is FIRST_BATCH = 20 rows)
+
+
+@pytest.fixture
+def app_config(app_config):
+    app_config["SEND_DELAY_MS"] = 0
+    return app_config
+
+
+def test_every_message_is_claimed_and_committed_before_the_server_takes_it(
+    app, smtp_server, run_worker_burst
+):
+    weekly = make_list(db.session, SIZE)
+    broadcast = start_broadcast(app, weekly)
+    engine = db.engine
+    seen_status: dict[str, str] = {}
+
+    def at_data(envelope) -> None:  # on the server's thread, its own connection: committed rows only
+        with engine.connect() as connection:
+            seen_status[envelope.rcpt_tos[0]] = connection.execute(text(
+                "SELECT d.status FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id "
+                "WHERE s.email = :email AND d.broadcast_id = :b"),
+                {"email": envelope.rcpt_tos[0], "b": broadcast.id}).scalar_one()
+
+    smtp_server.script.on_data = at_data
+    assert run_worker_burst() == 0
+    received = smtp_server.recipients()
+    assert len(received) == SIZE and all(m.pipelined for m in smtp_server.messages)
+    assert_nobody_twice(received)
+    assert_ledger_consistent(broadcast.id, received)
+    assert statuses(broadcast.id) == {"sent": SIZE}
+    assert set(seen_status.values()) == {"sending"}, seen_status  # claimed, committed, in flight
+
+    # The overlap happened: some run of `sent` events holds a row claimed before the run of
+    # claims just ahead of it (the previous batch's last message, settled after the next claim).
+    events = db.session.execute(
+        select(Event.kind, Event.delivery_id).where(Event.broadcast_id == broadcast.id,
+                                                    Event.kind.in_(("claimed", "sent")))
+        .order_by(Event.id)).all()
+    runs = [(kind, {d for _, d in group}) for kind, group in groupby(events, key=lambda e: e[0])]
+    carried = [sent - claimed for (_, claimed), (kind, sent) in zip(runs, runs[1:], strict=False)
+               if kind == "sent" and sent - claimed]
+    assert carried, "every batch's verdicts were all read before the next claim"
+    assert all(len(rows) == 1 for rows in carried)  # only ever the one message in flight
+
+
+def test_a_channel_wide_verdict_on_the_carried_message_pauses_before_anyone_else_is_sent(
+    app, smtp_server, run_worker_burst
+):
+    """The message left in flight across a claim is refused for the whole channel (a 554 at
+    the end of DATA): the claimed batch goes back to pending untouched and nobody after it
+    is sent."""
+    weekly = make_list(db.session, SIZE)
+    broadcast = start_broadcast(app, weekly)
+    # The 20th message ends the first claim (FIRST_BATCH): it is the one carried across.
+    count = {"n": 0}
+
+    def at_data(envelope) -> None:
+        count["n"] += 1
+        if count["n"] == 20:
+            smtp_server.script.data_replies.append("554 5.7.1 sender blocked")
+
+    smtp_server.script.on_data = at_data
+    run_worker_burst()
+    db.session.expire_all()
+    assert broadcast_status(broadcast.id) == "paused"
+    received = smtp_server.recipients()
+    assert len(received) == 19  # the first 19; the 20th refused; nobody after it
+    rows = dict(db.session.execute(
+        select(Subscriber.email, Delivery.status).join(Subscriber, Subscriber.id == Delivery.subscriber_id)
+        .where(Delivery.broadcast_id == broadcast.id)).all())
+    assert rows["reader00019@example.com"] == "pending"  # channel-wide: back to pending, kept
+    assert statuses(broadcast.id) == {"sent": 19, "pending": SIZE - 19}
+    assert_nobody_twice(received)
