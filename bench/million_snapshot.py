@@ -109,7 +109,7 @@ def measure(bench: Bench, backend: str, size: int, sink: Sink) -> list[Figure]:
     return [
         Figure("snapshot", f"press Send (the request) {where}", request_s, "s",
                f"< {REQUEST_TARGET_S:.0f} s", below(request_s, REQUEST_TARGET_S),
-               f"send_broadcast: freeze, decide the audience (highest id, count), queue; "
+               f"send_broadcast: freeze, decide the audience (the highest subscriber id), queue; "
                f"population took {populated:.0f} s"),
         Figure("snapshot", f"press -> first message {where}", first_s, "s",
                f"< {FIRST_MESSAGE_TARGET_S:.0f} s", below(first_s, FIRST_MESSAGE_TARGET_S),

@@ -7,8 +7,10 @@ chunk 7 subscriber ids, so a list of a few dozen is prepared by the worker over 
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
+import psycopg
 import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -27,7 +29,7 @@ from broadside.errors import Conflict
 from broadside.models import Broadcast, Delivery, Event, MailingList, Subscriber, Subscription
 from broadside.segments import service as segments
 from broadside.timeutil import utcnow
-from tests.helpers import assert_ledger_consistent, assert_nobody_twice, broadcast_row, make_list
+from tests.helpers import assert_ledger_consistent, assert_nobody_twice, broadcast_row, make_list, wait_until
 from webapp.extensions import db, get_jobs
 
 CHUNK = 7
@@ -265,3 +267,44 @@ def test_a_scheduled_send_is_prepared_by_the_worker_when_its_time_comes(
     assert assert_ledger_consistent(draft.id, received) == {"sent": 30}
     row = broadcast_row(draft.id)
     assert (row.status, row.audience_estimate, row.snapshot_cursor) == ("sent", 30, row.snapshot_until)
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_a_chunk_takes_the_broadcast_row_before_any_delivery(app, database_url):
+    """The lock order, held deterministically (as tests/reliability/test_steering.py does for
+    the other writers): while another transaction holds the broadcast row, a chunk waits for
+    it before it has written any delivery; then it writes its rows."""
+    weekly = make_list(db.session, 20)
+    broadcast = press(app, list_id=weekly.id, enqueue=False)
+    errors: list[BaseException] = []
+    engine = db.engine  # read here: the thread has no app context
+
+    def run() -> None:
+        try:
+            with Session(engine) as session:
+                audience.prepare(session, broadcast.id, seconds=0)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    with psycopg.connect(database_url) as holder:
+        holder.execute("SELECT id FROM broadcasts WHERE id = %s FOR UPDATE", (broadcast.id,))
+        writer = threading.Thread(target=run)
+        writer.start()
+        wait_until(lambda: _waiting_on_a_lock(database_url), timeout=10,
+                   message="the chunk did not wait for the broadcast row")
+        with psycopg.connect(database_url, autocommit=True) as probe:
+            writing = probe.execute(
+                "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                "WHERE c.relname = 'deliveries' AND l.mode = 'RowExclusiveLock'").fetchone()[0]
+        assert writing == 0, "the chunk wrote deliveries before it held the broadcast row"
+        holder.rollback()
+    writer.join(10)
+    assert not writer.is_alive() and errors == []
+    assert len(snapshotted(broadcast.id)) == CHUNK
+
+
+def _waiting_on_a_lock(database_url: str) -> bool:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'").fetchone()[0] > 0
