@@ -123,9 +123,17 @@ def check_base_url(base_url: str) -> Check:
 
 
 def _schema_head(app: Flask) -> str | None:
+    """The code's newest migration, read once per process: the migrations folder cannot change
+    under a running app, and reading it (Alembic loads every revision file) cost the System
+    page most of its time."""
+    cached = app.extensions.get("broadside_schema_head")
+    if cached is not None:
+        return cached[0]
     migrate = app.extensions["migrate"]
     config = migrate.migrate.get_config(migrate.directory)
-    return ScriptDirectory.from_config(config).get_current_head()
+    head = ScriptDirectory.from_config(config).get_current_head()
+    app.extensions["broadside_schema_head"] = (head,)
+    return head
 
 
 def check_database(app: Flask) -> Check:
