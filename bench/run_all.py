@@ -1,8 +1,9 @@
 """Every benchmark in one run, one table, PASS/FAIL against the targets the issues state.
 
-    .venv/bin/python bench/run_all.py            # the full set (6-10 minutes)
-    .venv/bin/python bench/run_all.py --quick    # a reduced set (under about 2 minutes)
+    .venv/bin/python bench/run_all.py            # the full set, the scale ones at 1,000,000
+    .venv/bin/python bench/run_all.py --quick    # a reduced set, the scale ones at 100,000
     .venv/bin/python bench/run_all.py --markdown # also print the table as Markdown
+    .venv/bin/python bench/run_all.py --only pages --only wire   # some scale areas alone
 
 Needs Redis on 127.0.0.1:6379 and PostgreSQL on 127.0.0.1:5432 (user postgres, database
 test), like the test suite. Everything is private to the run and removed afterwards: a temp
@@ -17,6 +18,7 @@ same bytes to the same server). See BENCHMARKS.md for the figures and what they 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import signal
 import sys
@@ -30,7 +32,6 @@ import archive
 import automations
 import identities
 import pipeline
-import scale
 import segments
 from harness import Bench, populate
 from report import Figure, as_json, load_average, machine, markdown_table, table
@@ -43,33 +44,33 @@ RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 class Plan:
     throughput_sizes: tuple[int, ...]
     repeats_1k: int  # worker/bare pairs at 1k (the median is reported)
-    ceiling_size: int
-    ceiling_backends: tuple[str, ...]
     pacing: tuple[tuple[int, int], ...]  # (SEND_DELAY_MS, recipients)
     pacing_aiosmtpd: int  # recipients for the 50 ms run timed by aiosmtpd's handler (0 = skip)
     recovery_size: int
-    postgres_snapshot: bool
-    memory_complete: tuple[int, ...]
-    memory_bounded_sends: int
-    page_seconds: float
-    import_rows: int
+    quick: bool  # the scale benchmarks (issue 19) at 100,000 instead of 1,000,000
 
 
 FULL = Plan(
     throughput_sizes=(1_000, 10_000), repeats_1k=3,
-    ceiling_size=10_000, ceiling_backends=("sqlite", "postgresql"),
     pacing=((20, 100), (50, 60), (200, 20)), pacing_aiosmtpd=200,
-    recovery_size=1_000, postgres_snapshot=True,
-    memory_complete=(1_000, 10_000), memory_bounded_sends=10_000,
-    page_seconds=12.0, import_rows=100_000,
+    recovery_size=1_000, quick=False,
 )
 QUICK = Plan(
     throughput_sizes=(1_000,), repeats_1k=1,
-    ceiling_size=1_000, ceiling_backends=("sqlite",),
     pacing=((20, 50), (50, 40), (200, 10)), pacing_aiosmtpd=0,
-    recovery_size=1_000, postgres_snapshot=False,
-    memory_complete=(1_000,), memory_bounded_sends=2_000,
-    page_seconds=4.0, import_rows=100_000,
+    recovery_size=1_000, quick=True,
+)
+
+# Issue 19's scale benchmarks: each module's `run(bench, quick)` builds its own generated data
+# (fixed seed) at 1,000,000 (quick: 100,000) and removes it afterwards.
+SCALE = (
+    ("import", "import a million (page, API, re-import)", "million_import"),
+    ("snapshot", "send to a million: the press and the first message", "million_snapshot"),
+    ("pages", "pages at a million subscribers", "million_pages"),
+    ("storage", "bytes per sent delivery", "storage"),
+    ("wire", "worker ceiling and throughput against bare smtplib", "wire"),
+    ("lean", "the lean worker's imports and memory", "lean"),
+    ("cancel", "cancelling a million", "cancel"),
 )
 
 
@@ -97,34 +98,25 @@ class Run:
 
 
 def pipeline_benchmarks(run: Run, bench: Bench, sinks: dict[str, Sink], backend: str) -> None:
-    record, discard = sinks["record"], sinks["discard"]
+    """Throughput against aiosmtpd, the pace, recovery after SIGKILL (the worker's ceiling
+    against the discarding server is bench/wire.py's, in the scale section)."""
+    record = sinks["record"]
     plan = run.plan
     url = bench.sqlite_url("pipeline") if backend == "sqlite" else bench.postgres_url("pipeline")
     app = bench.app(url)
     lists = {f"throughput {n}": n for n in plan.throughput_sizes}
-    lists[f"ceiling {plan.ceiling_size}"] = plan.ceiling_size
-    people = max(plan.throughput_sizes + (plan.ceiling_size,))
+    people = max(plan.throughput_sizes)
     if backend == "sqlite":
         lists.update({f"pacing {d}": n for d, n in plan.pacing})
         lists["pacing aiosmtpd"] = plan.pacing_aiosmtpd
         lists["recovery"] = plan.recovery_size
-    if backend == "postgresql" and plan.postgres_snapshot:
-        lists.update({f"snapshot {n}": n for n in scale.SIZES})
-        people = max(people, *scale.SIZES)
     run.say(f"{backend}: {people:,} subscribers on {len(lists)} lists")
     ids = populate(app, people, lists)
 
-    sent_messages: list = []
     for size in plan.throughput_sizes:
-        result = run.phase("throughput", f"{size:,} recipients, {backend}", pipeline.throughput,
-                           bench, app, url, backend, record, ids[f"throughput {size}"], size,
-                           plan.repeats_1k if size <= 1_000 else 1)
-        if result:
-            sent_messages = result[1]
-    if backend in plan.ceiling_backends and sent_messages:
-        run.phase("ceiling", f"{plan.ceiling_size:,} recipients, {backend}", pipeline.ceiling,
-                  bench, app, url, backend, discard, ids[f"ceiling {plan.ceiling_size}"],
-                  plan.ceiling_size, sent_messages[: plan.ceiling_size])
+        run.phase("throughput", f"{size:,} recipients, {backend}", pipeline.throughput,
+                  bench, app, url, backend, record, ids[f"throughput {size}"], size,
+                  plan.repeats_1k if size <= 1_000 else 1)
     if backend == "sqlite":
         runs = [(d, n, ids[f"pacing {d}"]) for d, n in plan.pacing]
         run.phase("pacing", "SEND_DELAY_MS " + "/".join(str(d) for d, _ in plan.pacing),
@@ -134,29 +126,28 @@ def pipeline_benchmarks(run: Run, bench: Bench, sinks: dict[str, Sink], backend:
                       bench, app, url, record, ids["pacing aiosmtpd"], plan.pacing_aiosmtpd)
         run.phase("recovery", "SIGKILL and restart", pipeline.recovery, bench, app, url, record,
                   ids["recovery"])
-    if backend == "postgresql" and plan.postgres_snapshot:
-        run.phase("scale", "snapshot, postgresql", scale.snapshot, app, "postgresql",
-                  {n: ids[f"snapshot {n}"] for n in scale.SIZES})
 
 
-def scale_benchmarks(run: Run, bench: Bench, discard: Sink) -> None:
-    plan = run.plan
-    run.say("scale: building the 100k database (bench/subscriber_table.py's population)")
-    workdir, url, app, lists = scale.prepare_scale_database(bench)
-    result = run.phase("scale", "snapshot, sqlite", scale.snapshot, app, "sqlite", lists)
-    if result is None:
-        return
-    broadcasts = result[1]
-    run.phase("scale", "worker memory", scale.memory, bench, app, url, discard, broadcasts,
-              plan.memory_bounded_sends, plan.memory_complete)
-    run.phase("pages", "page latency at 100k", scale.pages, bench, workdir, app,
-              broadcasts[max(broadcasts)], plan.page_seconds)
+def scale_benchmarks(run: Run, bench: Bench, only: set[str] | None) -> None:
+    for area, name, module_name in SCALE:
+        if only and area not in only:
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            run.figures.append(Figure(area, name, None, "", missing=True, detail=str(exc)))
+            continue
+        run.phase(area, name + (" (100k)" if run.plan.quick else " (1M)"), module.run, bench,
+                  run.plan.quick)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a reduced set, under ~2 minutes")
     parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
+    parser.add_argument("--only", action="append", metavar="AREA",
+                        help="run only these scale areas (" + ", ".join(a for a, _, _ in SCALE)
+                             + ") and skip the rest of the run; repeatable")
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
     run = Run(plan)
@@ -173,20 +164,21 @@ def main() -> int:
         for kind in ("record", "discard", "stamp"):
             sinks[kind] = Sink(kind)
         run.say(f"run {bench.run_id}: Redis namespace {bench.namespace}, files in {bench.workdir}")
-        for backend in ("sqlite", "postgresql"):
-            run.phase("setup", f"sending benchmarks on {backend}", lambda b=backend: (
-                pipeline_benchmarks(run, bench, sinks, b) or []))
-        run.phase("setup", "scale benchmarks", lambda: scale_benchmarks(run, bench, sinks["discard"]) or [])
-        run.phase("scale", f"CSV import of {plan.import_rows:,} rows", scale.csv_import, bench,
-                  plan.import_rows)
-        for backend in ("sqlite", "postgresql"):
-            run.phase("segments", f"segments at 100k, {backend}", segments.run, bench, backend)
-        for backend in ("sqlite", "postgresql"):
-            run.phase("automations", f"automations at 100k, {backend}", automations.run, bench,
-                      backend)
-        run.phase("identities", "provider batches and two identities, sqlite", identities.run,
-                  bench, "sqlite")
-        run.phase("archive", "public archive at 200 issues, sqlite", archive.run, bench)
+        only = set(args.only or ())
+        if not only:
+            for backend in ("sqlite", "postgresql"):
+                run.phase("setup", f"sending benchmarks on {backend}", lambda b=backend: (
+                    pipeline_benchmarks(run, bench, sinks, b) or []))
+        run.phase("setup", "scale benchmarks", lambda: scale_benchmarks(run, bench, only) or [])
+        if not only:
+            for backend in ("sqlite", "postgresql"):
+                run.phase("segments", f"segments at 100k, {backend}", segments.run, bench, backend)
+            for backend in ("sqlite", "postgresql"):
+                run.phase("automations", f"automations at 100k, {backend}", automations.run, bench,
+                          backend)
+            run.phase("identities", "provider batches and two identities, sqlite", identities.run,
+                      bench, "sqlite")
+            run.phase("archive", "public archive at 200 issues, sqlite", archive.run, bench)
     finally:
         for sink in sinks.values():
             sink.close()
