@@ -12,7 +12,8 @@ unknown row settles without the owner, and only on the provider's own signed wor
 Evidence without duplicates (issue 19: a million rows per broadcast). Two moves are kept by
 the delivery row itself rather than by an event, because the row records them and never
 overwrites them afterwards: a row's first claim (`claimed_at`, `attempts` = 1; a re-claim, which
-overwrites them, writes its `claimed` event) and the worker's `sending -> sent` (`sent` is
+overwrites them, writes its `claimed` event, and a row sent back to `pending` first records
+its first claim at that claim's own time) and the worker's `sending -> sent` (`sent` is
 final: `sent_at`, `smtp_code` and `reason`, the server's reply, are never written again). Every
 other move appends its event, as does a provider's delivery event settling an `unknown` row
 (its detail is the evidence). The timeline (`broadside.broadcasts.evidence`) reads the row's
@@ -219,11 +220,39 @@ def transition(
     if len(moved) < len(changes):
         # Some had already left `source`: take back the counters they did not earn.
         move_counters(session, broadcast_id, {(source, target): len(moved) - len(changes)})
+    # A release (never attempted: attempts back by one) is no attempt to keep.
+    attempted = [c for c in moved if c.values.get(ATTEMPTS_DELTA) != -1]
+    if attempted and target == DeliveryStatus.PENDING.value:
+        _keep_first_claim(session, broadcast_id, attempted)
     if moved and (source, target) not in ROW_KEEPS:
         _record(session, broadcast_id, moved, EVENT_FOR[target], now)
     if moved and target in WEBHOOK_FOR:
         _emit(session, broadcast_id, moved, WEBHOOK_FOR[target], now)
     return [c.delivery_id for c in moved]
+
+
+def _keep_first_claim(session: Session, broadcast_id: int, moved: Sequence[Change]) -> None:
+    """A row back in `pending` will be claimed again, which overwrites `claimed_at`: its first
+    claim (attempts = 1, the one claim without an event) becomes an event now, at its own
+    time, so the timeline keeps every attempt. Later claims wrote theirs when they happened."""
+    session.connection().execute(
+        insert(_EVENTS).from_select(
+            ["kind", "broadcast_id", "delivery_id", "subscriber_id", "detail", "created_at"],
+            select(
+                literal(EVENT_FOR[DeliveryStatus.SENDING], Event.kind.type),
+                _DELIVERIES.c.broadcast_id,
+                _DELIVERIES.c.id,
+                _DELIVERIES.c.subscriber_id,
+                literal("", Event.detail.type),
+                _DELIVERIES.c.claimed_at,
+            ).where(
+                _DELIVERIES.c.id.in_([c.delivery_id for c in moved]),
+                _DELIVERIES.c.broadcast_id == broadcast_id,
+                _DELIVERIES.c.attempts == 1,
+                _DELIVERIES.c.claimed_at.is_not(None),
+            ),
+        )
+    )
 
 
 def _emit(session: Session, broadcast_id: int, moved: Sequence[Change], event_type: str,

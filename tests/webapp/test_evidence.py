@@ -134,9 +134,7 @@ def test_timelines_show_the_unsubscribe_before_the_skip_and_the_servers_replies(
     deferred = delivery_of(email(0))
     text = logged_in_client.get(f"/broadcasts/{outcomes.id}/deliveries/{deferred.id}", headers=HTMX).text
     assert text.count("Not accepted this time; will try again") == 4
-    # Each re-claim (attempts 2 to 5) is an event or the row's own claimed_at; the first
-    # claim, overwritten by the second, is not kept (its refusal is, with its time).
-    assert text.count("Picked up by the worker to send") == 4
+    assert text.count("Picked up by the worker to send") == 5
 
 
 def test_unknown_and_deferred_rows_are_sent_again_only_after_the_owner_confirms(
