@@ -201,11 +201,11 @@ def run_import(session: Session, import_id: int, path: Path,
             for name, value in written.items():
                 setattr(tally, name, getattr(tally, name) + value)
         notes = []
-        for at, kind, reason, row in sorted(found, key=lambda note: note[0]):
+        for at, kind, reason, kept_row in sorted(found, key=lambda note: note[0]):
             if kept[kind] < MAX_KEPT_ROWS:
                 kept[kind] += 1
                 notes.append({"import_id": import_id, "line": at, "reason": reason,
-                              "kind": kind, "fields": row})
+                              "kind": kind, "fields": kept_row})
         found.clear()
         if notes:
             session.execute(ImportRejection.__table__.insert(), notes)
