@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any, Literal, get_args
 
 from redis.exceptions import RedisError
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from broadside.config import private_folder
@@ -43,6 +43,7 @@ from broadside.errors import DomainError, NotFound, ValidationError
 from broadside.models import Import, ImportRejection, MailingList
 from broadside.queues import Jobs
 from broadside.signup.service import Links
+from broadside.subscribers import import_report
 from broadside.subscribers.confirmations import ask_to_confirm
 from broadside.subscribers.csvfile import (
     HEADER_SNIFF_BYTES,
@@ -344,13 +345,27 @@ def start_import(session: Session, list_id: int, filename: str, stream: IO[bytes
 
 def import_now(session: Session, list_id: int, filename: str, stream: IO[bytes], *,
                instance_path: str | Path, max_bytes: int, consent: Consent,
-               enqueue: Callable[[int], Any],
-               welcome: bool = False) -> tuple[Import, list[ImportRejection]]:
-    """Receive and process an upload before returning (the API's import). An import asking
-    people to confirm hands their emails to the background job (`ask`); if Redis is not
-    answering, the worker finds the import `asking` when it starts."""
+               enqueue: Callable[[int], Any], inline_max_bytes: int | None = None,
+               welcome: bool = False) -> tuple[Import, list[ImportRejection] | None]:
+    """Receive an upload; process it before returning (the API's import) when it is at most
+    `inline_max_bytes` (None: any size), else hand it to the background job and return the
+    queued import with None for the rejections (the API answers 202 and the client polls).
+
+    An import processed here that asks people to confirm hands their emails to the
+    background job (`ask`); if Redis is not answering, the worker finds the import `asking`
+    when it starts."""
     record = receive_upload(session, list_id, filename, stream, import_dir(instance_path),
                             max_bytes, consent=consent, welcome=welcome)
+    if inline_max_bytes is not None and record.size_bytes > inline_max_bytes:
+        try:
+            enqueue(record.id)
+        except RedisError:
+            import_path(instance_path, record.id).unlink(missing_ok=True)
+            fail_import(session, record.id, "The import could not be queued (Redis is not "
+                                            "answering). Try again in a moment.")
+            raise ServiceUnavailable("The import could not be queued (Redis is not "
+                                     "answering). Try again in a moment.") from None
+        return get_import(session, record.id), None
     process(session, record.id, import_path(instance_path, record.id))
     record = get_import(session, record.id)
     if record.status == "failed":
@@ -361,9 +376,9 @@ def import_now(session: Session, list_id: int, filename: str, stream: IO[bytes],
         except RedisError:
             log.warning("import %s: the confirmation emails wait for the worker's restart",
                         record.id)
-    rejections = list(session.scalars(
-        select(ImportRejection).where(ImportRejection.import_id == record.id,
-                                      ImportRejection.kind == "rejected")
-        .order_by(ImportRejection.line, ImportRejection.id)
-    ))
-    return record, rejections
+    return record, import_report.first_rows(session, record.id, "rejected",
+                                            limit=MAX_KEPT_ROWS)
+
+
+class ServiceUnavailable(DomainError):
+    status_code = 503
