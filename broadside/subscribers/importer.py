@@ -2,8 +2,10 @@
 
 The upload is copied to disk in chunks (never held in memory), checked (a UTF-8 CSV with a
 header that names an `email` column, not empty, not over MAX_IMPORT_BYTES) before anything is
-written, then read record by record by the csv module and upserted 1,000 rows per
-transaction with INSERT ... ON CONFLICT DO NOTHING. Bad records are rejected one by one with
+written. A run counts the file's records first (`Import.total_rows`: the progress bar's exact
+total), then reads them one by one with the csv module and writes BATCH_SIZE accepted rows per
+transaction, set-based (`import_batch`); the addresses already read stay on disk
+(`import_seen`), so memory does not grow with the file. Bad records are rejected one by one with
 their line number and the row as uploaded (`import_report` keeps and shows them); the good
 ones still import. A name longer than the column is shortened, with a warning.
 
