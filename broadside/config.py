@@ -152,7 +152,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "MAIL_FROM": "Broadside <newsletter@localhost>",
         "SEND_DELAY_MS": "200",
         "SEND_HOURLY_LIMIT": "0",
-        "MAX_IMPORT_BYTES": str(50 * 1024 * 1024),
+        "MAX_IMPORT_BYTES": str(200 * 1024 * 1024),  # a million rows is ~60 MB
         "WEBHOOK_SECRET": "",
         "METRICS_TOKEN": "",
         "LOG_FORMAT": "plain",

@@ -5,8 +5,9 @@ before running any job; uploads are found under the runtime's instance folder. T
 is claimed queued -> running with a guarded UPDATE, so a duplicated or retried job does
 nothing; the uploaded file is deleted when the run ends. An import that asks its people to
 confirm then queues their confirmation emails (`importer.ask`), in this job: they go out on
-the transactional queue, paced like all mail. The API's import writes its rows in the request
-and queues this job for that second part alone.
+the transactional queue, paced like all mail. The API's import of a small file (at most
+API_IMPORT_INLINE_BYTES) writes its rows in the request and queues this job for that second
+part alone; a larger one is stored and run by this job like the page's (the API answers 202).
 """
 
 from __future__ import annotations

@@ -100,6 +100,9 @@ class Import(Model):
     status: Mapped[str] = mapped_column(String(16), default="queued")
     size_bytes: Mapped[int] = mapped_column(default=0)
     processed_rows: Mapped[int] = mapped_column(default=0)
+    # The file's rows, counted before the first is written (the progress bar's total);
+    # None until then.
+    total_rows: Mapped[int | None]
     imported: Mapped[int] = mapped_column(default=0)
     updated: Mapped[int] = mapped_column(default=0)
     rejected: Mapped[int] = mapped_column(default=0)

@@ -237,6 +237,12 @@ def records(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
             yield start, fields, None
 
 
+def count_records(path: Path) -> int:
+    """How many records `records()` yields for this file (the progress bar's exact total):
+    the same reader, so quoted newlines, blank rows and malformed lines count alike."""
+    return sum(1 for _ in records(path))
+
+
 # What must stay with the character before it: combining marks, the zero-width joiner,
 # variation selectors and skin-tone modifiers (cutting there would change what is shown).
 _JOINERS = {"\u200d", "\ufe0e", "\ufe0f", *map(chr, range(0x1F3FB, 0x1F400))}

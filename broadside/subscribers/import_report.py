@@ -121,7 +121,11 @@ def estimated_rows(path: Path, size_bytes: int) -> int | None:
 @dataclass
 class Progress:
     record: Import
-    estimated_rows: int | None
+    estimated_rows: int | None  # the exact total once counted (`Import.total_rows`)
+
+    @property
+    def exact(self) -> bool:
+        return self.record.total_rows is not None
 
     @property
     def finished(self) -> bool:
@@ -151,9 +155,11 @@ class Progress:
 
 
 def progress(session: Session, import_id: int, instance_path: str | Path) -> Progress:
+    """The import's progress: against the exact row count once the run has counted the file
+    (its first step), an estimate from the first 64 KB before that."""
     record = get_import(session, import_id)
     session.refresh(record)
-    estimate = None
-    if record.status in ("queued", "running"):
-        estimate = estimated_rows(import_path(instance_path, import_id), record.size_bytes)
-    return Progress(record, estimate)
+    total = record.total_rows
+    if total is None and record.status in ("queued", "running"):
+        total = estimated_rows(import_path(instance_path, import_id), record.size_bytes)
+    return Progress(record, total)

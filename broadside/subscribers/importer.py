@@ -2,8 +2,10 @@
 
 The upload is copied to disk in chunks (never held in memory), checked (a UTF-8 CSV with a
 header that names an `email` column, not empty, not over MAX_IMPORT_BYTES) before anything is
-written, then read record by record by the csv module and upserted 1,000 rows per
-transaction with INSERT ... ON CONFLICT DO NOTHING. Bad records are rejected one by one with
+written. A run counts the file's records first (`Import.total_rows`: the progress bar's exact
+total), then reads them one by one with the csv module and writes BATCH_SIZE accepted rows per
+transaction, set-based (`import_batch`); the addresses already read stay on disk
+(`import_seen`), so memory does not grow with the file. Bad records are rejected one by one with
 their line number and the row as uploaded (`import_report` keeps and shows them); the good
 ones still import. A name longer than the column is shortened, with a warning.
 
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any, Literal, get_args
 
 from redis.exceptions import RedisError
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from broadside.config import private_folder
@@ -43,16 +45,19 @@ from broadside.errors import DomainError, NotFound, ValidationError
 from broadside.models import Import, ImportRejection, MailingList
 from broadside.queues import Jobs
 from broadside.signup.service import Links
+from broadside.subscribers import import_report
 from broadside.subscribers.confirmations import ask_to_confirm
 from broadside.subscribers.csvfile import (
     HEADER_SNIFF_BYTES,
+    Accepted,
     EmailNormaliser,
     check_file,
+    count_records,
     parse_header,
     records,
     validate_record,
 )
-from broadside.subscribers.import_batch import write_batch
+from broadside.subscribers.import_batch import refresh_statistics, write_batch
 from broadside.subscribers.import_report import (
     MAX_KEPT_ROWS,
     get_import,
@@ -60,9 +65,10 @@ from broadside.subscribers.import_report import (
     import_path,
     kept_fields,
 )
+from broadside.subscribers.import_seen import SeenAddresses
 from broadside.timeutil import utcnow
 
-BATCH_SIZE = 1000
+BATCH_SIZE = 5000
 CHUNK = 1024 * 1024
 log = logging.getLogger(__name__)
 
@@ -134,7 +140,13 @@ class Tally:
 
 def run_import(session: Session, import_id: int, path: Path,
                on_batch: Callable[[Tally], None] | None = None) -> Import:
-    """Process a stored upload; updates the Import row after every batch and at the end."""
+    """Process a stored upload; updates the Import row after every batch and at the end.
+
+    Memory stays flat whatever the file's size: the file is streamed, a batch of BATCH_SIZE
+    rows is held at a time, and the addresses already read (for "duplicate of line N") are
+    kept on disk (`import_seen`). The first step counts the file's rows (CSV-aware, as the
+    import reads them) so the progress bar is exact.
+    """
     record = session.get(Import, import_id)
     if record is None:
         raise NotFound("There is no such import.")
@@ -143,63 +155,83 @@ def run_import(session: Session, import_id: int, path: Path,
         raise ValidationError("The list this import was for has been deleted.")
     with open(path, "rb") as raw:
         header = parse_header(raw.readline(HEADER_SNIFF_BYTES))
-    consent = record.consent
+    consent, welcome = record.consent, record.welcome
+    if record.total_rows is None:
+        session.execute(update(Import).where(Import.id == import_id)
+                        .values(total_rows=count_records(path)))
+        session.commit()
     tally = Tally()
     normalise = EmailNormaliser()
-    seen: dict[str, int] = {}
-    batch: list[tuple[str, str, dict[str, str]]] = []
-    notes: list[dict[str, Any]] = []
+    pending: list[tuple[int, Accepted, list[str]]] = []
+    # (line, kind, reason, fields): sorted by line at each flush, so the kept rows are the
+    # first ones of the file whatever order they were found in.
+    found: list[tuple[int, str, str, list[str] | None]] = []
     # Rows kept so far, by kind. A run after a crash reads the file again from the top, so
     # what an earlier run kept goes (in the first batch's transaction).
     kept = {"rejected": 0, "warning": 0}
     session.execute(ImportRejection.__table__.delete().where(
         ImportRejection.__table__.c.import_id == import_id))
+    seen = SeenAddresses(path.with_suffix(".seen"))
+    batches = [0]
 
-    def note(kind: str, line: int, reason: str, fields: list[str] | None = None) -> None:
-        if kept[kind] < MAX_KEPT_ROWS:
-            kept[kind] += 1
-            notes.append({"import_id": import_id, "line": line, "reason": reason,
-                          "kind": kind, "fields": fields})
+    def reject(line: int, reason: str, fields: list[str] | None) -> None:
+        tally.rejected += 1
+        original, cut = kept_fields(None if fields is None else header.original(fields))
+        found.append((line, "rejected", reason + cut, original))
 
     def flush() -> None:
-        if batch:
+        if pending:
+            earlier = seen.first_lines([accepted.email for _, accepted, _ in pending])
+            first: dict[str, int] = {}
+            batch: list[tuple[str, str, dict[str, str]]] = []
+            for at, accepted, row in pending:
+                was = earlier.get(accepted.email) or first.get(accepted.email)
+                if was is not None:
+                    reject(at, f"duplicate of line {was} (the same address)", row)
+                    continue
+                first[accepted.email] = at
+                batch.append((accepted.email, accepted.name, accepted.attributes))
+                for warning in accepted.warnings:
+                    tally.warnings += 1
+                    found.append((at, "warning", warning, None))
+            seen.add(first.items())
+            pending.clear()
+            batches[0] += 1
+            if batches[0] & (batches[0] - 1) == 0:  # batches 1, 2, 4, 8...: the tables grew
+                refresh_statistics(session)
             written = write_batch(session, list_id, import_id, batch, consent=consent,
-                                  welcome=record.welcome)
+                                  welcome=welcome)
             for name, value in written.items():
                 setattr(tally, name, getattr(tally, name) + value)
-            batch.clear()
+        notes = []
+        for at, kind, reason, kept_row in sorted(found, key=lambda note: note[0]):
+            if kept[kind] < MAX_KEPT_ROWS:
+                kept[kind] += 1
+                notes.append({"import_id": import_id, "line": at, "reason": reason,
+                              "kind": kind, "fields": kept_row})
+        found.clear()
         if notes:
             session.execute(ImportRejection.__table__.insert(), notes)
-            notes.clear()
         session.execute(update(Import).where(Import.id == import_id).values(**tally.counts()))
         session.commit()
         if on_batch:
             on_batch(tally)
 
-    for line, fields, reason in records(path):
-        tally.processed += 1
-        if fields is not None and reason is None:
-            try:
-                accepted = validate_record(header, fields, normalise)
-            except ValidationError as exc:
-                reason = exc.message
-            else:
-                first = seen.get(accepted.email)
-                if first is not None:
-                    reason = f"duplicate of line {first} (the same address)"
-                else:
-                    seen[accepted.email] = line
-                    batch.append((accepted.email, accepted.name, accepted.attributes))
-                    for warning in accepted.warnings:
-                        tally.warnings += 1
-                        note("warning", line, warning)
-        if reason is not None:
-            tally.rejected += 1
-            original, cut = kept_fields(None if fields is None else header.original(fields))
-            note("rejected", line, reason + cut, original)
-        if len(batch) >= BATCH_SIZE or len(notes) >= BATCH_SIZE:
-            flush()
-    flush()
+    try:
+        for line, fields, reason in records(path):
+            tally.processed += 1
+            if fields is not None and reason is None:
+                try:
+                    pending.append((line, validate_record(header, fields, normalise), fields))
+                except ValidationError as exc:
+                    reason = exc.message
+            if reason is not None:
+                reject(line, reason, fields)
+            if len(pending) >= BATCH_SIZE or len(found) >= BATCH_SIZE:
+                flush()
+        flush()
+    finally:
+        seen.close()
     # An import that asks people to confirm has its emails to queue before it is done.
     after = "asking" if consent == "confirm" else "done"
     session.execute(
@@ -315,13 +347,27 @@ def start_import(session: Session, list_id: int, filename: str, stream: IO[bytes
 
 def import_now(session: Session, list_id: int, filename: str, stream: IO[bytes], *,
                instance_path: str | Path, max_bytes: int, consent: Consent,
-               enqueue: Callable[[int], Any],
-               welcome: bool = False) -> tuple[Import, list[ImportRejection]]:
-    """Receive and process an upload before returning (the API's import). An import asking
-    people to confirm hands their emails to the background job (`ask`); if Redis is not
-    answering, the worker finds the import `asking` when it starts."""
+               enqueue: Callable[[int], Any], inline_max_bytes: int | None = None,
+               welcome: bool = False) -> tuple[Import, list[ImportRejection] | None]:
+    """Receive an upload; process it before returning (the API's import) when it is at most
+    `inline_max_bytes` (None: any size), else hand it to the background job and return the
+    queued import with None for the rejections (the API answers 202 and the client polls).
+
+    An import processed here that asks people to confirm hands their emails to the
+    background job (`ask`); if Redis is not answering, the worker finds the import `asking`
+    when it starts."""
     record = receive_upload(session, list_id, filename, stream, import_dir(instance_path),
                             max_bytes, consent=consent, welcome=welcome)
+    if inline_max_bytes is not None and record.size_bytes > inline_max_bytes:
+        try:
+            enqueue(record.id)
+        except RedisError:
+            import_path(instance_path, record.id).unlink(missing_ok=True)
+            fail_import(session, record.id, "The import could not be queued (Redis is not "
+                                            "answering). Try again in a moment.")
+            raise ServiceUnavailable("The import could not be queued (Redis is not "
+                                     "answering). Try again in a moment.") from None
+        return get_import(session, record.id), None
     process(session, record.id, import_path(instance_path, record.id))
     record = get_import(session, record.id)
     if record.status == "failed":
@@ -332,9 +378,9 @@ def import_now(session: Session, list_id: int, filename: str, stream: IO[bytes],
         except RedisError:
             log.warning("import %s: the confirmation emails wait for the worker's restart",
                         record.id)
-    rejections = list(session.scalars(
-        select(ImportRejection).where(ImportRejection.import_id == record.id,
-                                      ImportRejection.kind == "rejected")
-        .order_by(ImportRejection.line, ImportRejection.id)
-    ))
-    return record, rejections
+    return record, import_report.first_rows(session, record.id, "rejected",
+                                            limit=MAX_KEPT_ROWS)
+
+
+class ServiceUnavailable(DomainError):
+    status_code = 503

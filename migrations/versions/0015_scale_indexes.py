@@ -8,14 +8,14 @@
   the few suppressed people, not the whole table.
 
 Revision ID: 0015
-Revises: 0011
+Revises: 0014
 """
 from alembic import op
 
 
 # revision identifiers, used by Alembic.
 revision = '0015'
-down_revision = '0013'
+down_revision = '0014'
 branch_labels = None
 depends_on = None
 

@@ -101,3 +101,28 @@ def test_the_import_form_and_its_report_fit_a_desktop_and_a_phone(
     lines = download.text().splitlines()
     assert lines[0] == "rejected_line,rejected_reason,email,name,city,notes"
     assert lines[1].endswith(',not-an-address,"Lee, Bob",Rome,"a note, with a comma"')
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+@pytest.mark.parametrize("size", list(WIDTHS))
+def test_a_running_import_shows_its_exact_total(page: Page, live_server, owner, size,
+                                                screenshot_dir):
+    """A million-row import half way: the rows read of the file's counted rows, a bar at the
+    exact share (the worker counted the file before writing; nothing estimated)."""
+    from broadside.models import Import
+
+    weekly = lists.create_list(db.session, "Monthly news")
+    record = Import(list_id=weekly.id, filename="everyone-we-ever-met.csv", status="running",
+                    size_bytes=61_000_000, consent="opted_in", total_rows=1_000_000,
+                    processed_rows=420_000, imported=415_000, updated=3_000,
+                    skipped_suppressed=1_200, rejected=800,
+                    header={"delimiter": ",", "columns": ["email", "name"]})
+    db.session.add(record)
+    db.session.commit()
+    page.set_viewport_size({"width": WIDTHS[size], "height": 900})
+    sign_in(page, live_server.url)
+    page.goto(f"{live_server.url}/subscribers/imports/{record.id}")
+    expect(page.get_by_text("420,000 of 1,000,000 rows read.")).to_be_visible()
+    expect(page.get_by_role("progressbar", name="Import progress")).to_have_attribute("value", "42")
+    fits(page, "a running import")
+    page.screenshot(path=str(screenshot_dir / f"import-running-{size}.png"), full_page=True)

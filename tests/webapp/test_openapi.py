@@ -121,8 +121,18 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner):
     call("POST", "/api/lists", json={"name": "weekly"})  # 409
     call("GET", "/api/lists")
     csv = b"email,name,city\nann@example.com,Ann,Berlin\nnope,X,Y\n"
-    call("POST", "/api/lists/{list_id}/import", list_id=weekly, content_type="multipart/form-data",
-         data={"file": (io.BytesIO(csv), "a.csv"), "welcome": "1", "consent": "opted_in"})
+    imported = call("POST", "/api/lists/{list_id}/import", list_id=weekly,
+                    content_type="multipart/form-data",
+                    data={"file": (io.BytesIO(csv), "a.csv"), "welcome": "1",
+                          "consent": "opted_in"})["import_id"]
+    call("GET", "/api/imports/{import_id}", import_id=imported)
+    call("GET", "/api/imports/{import_id}", import_id=999999)  # 404
+    app.config["API_IMPORT_INLINE_BYTES"] = 10  # a large file: stored, queued, 202
+    queued = call("POST", "/api/lists/{list_id}/import", list_id=weekly,
+                  content_type="multipart/form-data",
+                  data={"file": (io.BytesIO(csv), "b.csv"), "consent": "opted_in"})["import_id"]
+    call("GET", "/api/imports/{import_id}", import_id=queued)  # queued: counts still zero
+    del app.config["API_IMPORT_INLINE_BYTES"]
 
     person = call("POST", "/api/subscribers", json={
         "email": "bob@example.com", "lists": [weekly], "attributes": {"age": 30}})["id"]

@@ -152,7 +152,11 @@ LIST_PATHS: dict[str, Any] = {
         f"{MAX_KEPT_ROWS:,}); a name longer than {MAX_NAME} characters is shortened, with a "
         "warning. With `welcome` set to 1 or true, exactly the people the import adds to the "
         "list as active enter its enabled welcome automations (people asked to confirm enter "
-        "them when they confirm).",
+        "them when they confirm). A file of at most 1 MB (`API_IMPORT_INLINE_BYTES`) is "
+        "imported in the request and answered 200 with the result; a larger one (up to "
+        "`MAX_IMPORT_BYTES`, as on the import page) is stored and imported by the worker, "
+        "answered 202 with the import's id and its status URL (also in `Location`): poll "
+        "`GET /api/imports/{import_id}` until `status` is `done` or `failed`.",
         parameters=[LIST], write=True,
         request={"required": True, "content": {"multipart/form-data": {"schema": {
             "type": "object", "required": ["file"], "properties": {
@@ -173,8 +177,25 @@ LIST_PATHS: dict[str, Any] = {
                           "row": ["ann@example", "Ann", "Paris"]}],
             "rejected_count": 1,
             "warnings": [{"line": 6, "message": "name shortened to 200 characters (it had 231)"}]}),
-                   "413": reply("The file is larger than the API accepts.", "Error")},
+                   "202": reply("Stored; the worker imports it.", "ImportQueued", {
+                       "import_id": 8, "status": "queued", "status_url": "/api/imports/8"}),
+                   "413": reply("The file is larger than the import limit.", "Error"),
+                   "503": reply("The import could not be queued (Redis is not answering); "
+                                "nothing was imported.", "Error")},
         errors=("NotFound", "Invalid"))},
+    "/api/imports/{import_id}": {"get": operation(
+        "Lists", "getImport", "An import's progress and result",
+        "While the worker imports the file, `processed_rows` counts the rows read of "
+        "`total_rows` (null until the file is counted, its first step). Once `status` is "
+        "`done` (or `asking`: the worker is queueing confirmation emails) the fields are the "
+        "same as the import's 200 answer; `failed` comes with `error`.",
+        parameters=[_id_param("import_id", "import")],
+        responses={"200": reply("The import.", "ImportStatus", {
+            "import_id": 8, "status": "running", "consent": "opted_in", "imported": 40000,
+            "updated": 0, "skipped": {"unsubscribed": 0, "suppressed": 0}, "rejected": [],
+            "rejected_count": 0, "warnings": [], "total_rows": 1000000,
+            "processed_rows": 40000, "error": None})},
+        errors=("NotFound",))},
 }
 
 SUBSCRIBER_PATHS: dict[str, Any] = {

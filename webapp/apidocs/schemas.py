@@ -149,6 +149,31 @@ ATTRIBUTES = {"type": "object", "description": (
 SEGMENT = {"id": ID, "name": {"type": "string"}, "rules": ref("RuleGroup"),
            "created_at": MOMENT, "updated_at": MOMENT}
 
+IMPORT_RESULT: dict[str, Any] = {
+    "import_id": ID,
+    "status": {"type": "string", "enum": ["done", "asking"], "description": (
+        "`asking`: the rows are in and the worker is queueing the confirmation emails.")},
+    "consent": {"type": "string", "enum": ["opted_in", "confirm"]},
+    "imported": {"type": "integer", "description": "New on the list."},
+    "updated": {"type": "integer", "description": (
+        "Already on the list, subscribed or waiting for confirmation: name and "
+        "attributes refreshed, status kept.")},
+    "skipped": obj({"unsubscribed": {"type": "integer"}, "suppressed": {"type": "integer"}},
+                   description="Accepted rows left off the list: they unsubscribed from "
+                   "it, or their address is suppressed (bounced, complained, blocked)."),
+    "rejected": {"type": "array", "description": "The first rejected rows, by line.",
+                 "items": obj({
+                     "line": {"type": "integer"}, "reason": {"type": "string"},
+                     "row": {"type": ["array", "null"], "items": {"type": "string"},
+                             "description": "The row's fields as uploaded (bytes that "
+                             "are not UTF-8 replaced by U+FFFD); null when it could not "
+                             "be read or is too long to keep."}})},
+    "rejected_count": {"type": "integer", "description": "Every rejected row, listed or not."},
+    "warnings": {"type": "array", "description": "Rows imported with a change.",
+                 "items": obj({"line": {"type": "integer"}, "message": {"type": "string"}})},
+}
+
+
 AUDIENCE_SCHEMAS: dict[str, Any] = {
     "List": obj({"id": ID, "name": {"type": "string"}, "counts": obj(
         {status: {"type": "integer", "minimum": 0} for status in SUBSCRIPTION_STATUSES})}),
@@ -220,28 +245,18 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
     "Unsubscribed": obj({"subscriber_id": ID, "list_id": ID, "status": {"const": "unsubscribed"},
                          "changed": {"type": "boolean", "description": "false when they had "
                                      "already left that list (nothing was changed)."}}),
-    "ImportResult": obj({
-        "import_id": ID,
-        "status": {"type": "string", "enum": ["done", "asking"], "description": (
-            "`asking`: the rows are in and the worker is queueing the confirmation emails.")},
-        "consent": {"type": "string", "enum": ["opted_in", "confirm"]},
-        "imported": {"type": "integer", "description": "New on the list."},
-        "updated": {"type": "integer", "description": (
-            "Already on the list, subscribed or waiting for confirmation: name and "
-            "attributes refreshed, status kept.")},
-        "skipped": obj({"unsubscribed": {"type": "integer"}, "suppressed": {"type": "integer"}},
-                       description="Accepted rows left off the list: they unsubscribed from "
-                       "it, or their address is suppressed (bounced, complained, blocked)."),
-        "rejected": {"type": "array", "description": "The first rejected rows, by line.",
-                     "items": obj({
-                         "line": {"type": "integer"}, "reason": {"type": "string"},
-                         "row": {"type": ["array", "null"], "items": {"type": "string"},
-                                 "description": "The row's fields as uploaded (bytes that "
-                                 "are not UTF-8 replaced by U+FFFD); null when it could not "
-                                 "be read or is too long to keep."}})},
-        "rejected_count": {"type": "integer", "description": "Every rejected row, listed or not."},
-        "warnings": {"type": "array", "description": "Rows imported with a change.",
-                     "items": obj({"line": {"type": "integer"}, "message": {"type": "string"}})},
+    "ImportResult": obj(IMPORT_RESULT),
+    "ImportQueued": obj({
+        "import_id": ID, "status": {"type": "string", "enum": ["queued", "failed"]},
+        "status_url": {"type": "string", "description": "GET it for progress and the result."},
+    }),
+    "ImportStatus": obj({
+        **IMPORT_RESULT,
+        "status": {"type": "string", "enum": ["queued", "running", "asking", "done", "failed"]},
+        "total_rows": {"type": ["integer", "null"], "description": (
+            "The file's rows, counted before the first is written; null until then.")},
+        "processed_rows": {"type": "integer", "description": "Rows read so far."},
+        "error": {"type": ["string", "null"], "description": "Why it failed."},
     }),
     "Segment": obj(SEGMENT),
     "SegmentWithCount": obj({**SEGMENT, "count": {

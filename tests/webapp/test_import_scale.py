@@ -1,0 +1,148 @@
+"""The import at scale: an exact row count before the first row is written (quoted newlines
+and blank rows counted as the importer reads them), duplicates found across batches without
+holding the file's addresses in memory, a re-import that writes nothing when nothing changed,
+and the API's large imports answered 202 and run by the worker (issue 19, point 1)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from sqlalchemy import event, func, select
+
+from broadside.lists import service as lists
+from broadside.models import Event, Import, ImportRejection, Subscriber, Subscription
+from broadside.subscribers import import_report, importer
+from tests.webapp.import_steps import last_import, upload
+from webapp.extensions import db
+
+
+@pytest.fixture
+def weekly(app):
+    return lists.create_list(db.session, "Weekly")
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    monkeypatch.setattr(importer, "BATCH_SIZE", 3)
+
+
+def count(model) -> int:
+    return db.session.scalar(select(func.count()).select_from(model))
+
+
+FILE = (b"email,name,city\n"
+        b"a@example.com,A,Paris\n"            # 2
+        b'"b@example.com","B\nTwo lines",Rome\n'  # 3-4: one record
+        b"\n"                                  # 5: blank, not a row
+        b"c@example.com,C,Oslo\n"              # 6
+        b"d@example.com,D,Kiel\n"              # 7
+        b"e@example.com,E,\xc3\x89vian\n"      # 8
+        b"A@Example.com,A again,Lyon\n"        # 9: duplicate of line 2, another batch
+        b"nope,X,Y\n"                          # 10
+        b"f@example.com,F,Graz\n")             # 11
+
+
+def test_the_total_is_counted_exactly_before_the_first_row_and_progress_uses_it(
+        small_batches, app, weekly):
+    with io.BytesIO(FILE) as stream:
+        record = importer.receive_upload(db.session, weekly.id, "p.csv", stream,
+                                         importer.import_dir(app.instance_path), 10**6,
+                                         consent="opted_in")
+    path = importer.import_path(app.instance_path, record.id)
+    assert importer.claim(db.session, record.id)
+    seen: list[tuple[int, int | None, int | None]] = []
+
+    def on_batch(tally: importer.Tally) -> None:
+        state = import_report.progress(db.session, record.id, app.instance_path)
+        seen.append((state.record.processed_rows, state.record.total_rows, state.percent))
+
+    importer.run_import(db.session, record.id, path, on_batch)
+    record = last_import()
+    assert (record.total_rows, record.processed_rows) == (8, 8)
+    assert (record.imported, record.rejected) == (6, 2)
+    assert all(total == 8 for _, total, _ in seen)
+    assert [(done, percent) for done, _, percent in seen[:2]] == [(3, 37), (6, 75)]
+    rejected = dict(db.session.execute(
+        select(ImportRejection.line, ImportRejection.reason)
+        .where(ImportRejection.kind == "rejected")).all())
+    assert rejected[9] == "duplicate of line 2 (the same address)"
+    assert set(rejected) == {9, 10}
+    assert not path.with_suffix(".seen").exists()  # the scratch file goes with the run
+
+
+def test_a_reimport_of_unchanged_people_writes_no_subscriber_and_refreshes_changed_ones(
+        small_batches, logged_in_client, weekly):
+    content = ("email,name,city,plan\n" + "".join(
+        f"p{i}@example.com,P {i},Zürich,{'gold' if i % 2 else ''}\n" for i in range(7))).encode()
+    upload(logged_in_client, weekly.id, content)
+    assert last_import().imported == 7
+    db.session.execute(Subscriber.__table__.update().where(Subscriber.email == "p3@example.com")
+                       .values(attributes={"city": "Bern", "vip": "yes"}, name="Old"))
+    db.session.commit()
+    events = count(Event)
+    written: list[int] = []
+
+    def watch(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("UPDATE SUBSCRIBERS"):
+            written.append(cursor.rowcount)
+
+    event.listen(db.engine, "after_cursor_execute", watch)
+    try:
+        upload(logged_in_client, weekly.id, content)
+    finally:
+        event.remove(db.engine, "after_cursor_execute", watch)
+    record = last_import()
+    assert (record.imported, record.updated) == (0, 7)
+    assert sum(written) == 1  # p3 only: everyone else already had exactly these values
+    p3 = db.session.scalar(select(Subscriber).where(Subscriber.email == "p3@example.com"))
+    assert (p3.name, p3.attributes) == ("P 3", {"city": "Zürich", "vip": "yes", "plan": "gold"})
+    p2 = db.session.scalar(select(Subscriber).where(Subscriber.email == "p2@example.com"))
+    assert p2.attributes == {"city": "Zürich"}  # an empty cell adds nothing
+    assert count(Event) == events and count(Subscription) == 7
+
+
+@pytest.fixture
+def api_inline_limit(app_config):
+    app_config["API_IMPORT_INLINE_BYTES"] = 100
+
+
+def test_a_large_api_import_is_answered_202_and_the_worker_imports_it(
+        api_inline_limit, client, api_headers, weekly, run_worker_burst):
+    content = b"email,name\n" + b"".join(b"q%d@example.com,Q %d\n" % (i, i) for i in range(40))
+    content += b"bad,Bad\n"
+    response = client.post(f"/api/lists/{weekly.id}/import", headers=api_headers,
+                           data={"file": (io.BytesIO(content), "q.csv"), "consent": "opted_in"},
+                           content_type="multipart/form-data")
+    assert response.status_code == 202, response.json
+    import_id = response.json["import_id"]
+    assert response.json == {"import_id": import_id, "status": "queued",
+                             "status_url": f"/api/imports/{import_id}"}
+    assert response.headers["Location"].endswith(f"/api/imports/{import_id}")
+    assert count(Subscriber) == 0  # nothing written in the request
+    waiting = client.get(f"/api/imports/{import_id}", headers=api_headers).json
+    assert (waiting["status"], waiting["total_rows"], waiting["processed_rows"]) == (
+        "queued", None, 0)
+
+    assert run_worker_burst() == 0
+
+    done = client.get(f"/api/imports/{import_id}", headers=api_headers)
+    assert done.status_code == 200
+    assert {k: done.json[k] for k in ("status", "imported", "rejected_count", "total_rows",
+                                      "processed_rows", "error")} == {
+        "status": "done", "imported": 40, "rejected_count": 1, "total_rows": 41,
+        "processed_rows": 41, "error": None}
+    assert done.json["rejected"][0]["line"] == 42 and done.json["rejected"][0]["row"] == [
+        "bad", "Bad"]
+    assert count(Subscription) == 40
+    assert client.get("/api/imports/999999", headers=api_headers).status_code == 404
+    assert db.session.get(Import, import_id).status == "done"
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_small_api_import_keeps_its_200_answer(client, api_headers, weekly):
+    response = client.post(f"/api/lists/{weekly.id}/import", headers=api_headers,
+                           data={"file": (io.BytesIO(b"email\na@example.com\n"), "a.csv")},
+                           content_type="multipart/form-data")
+    assert response.status_code == 200 and response.json["status"] == "done"
+    assert response.json["imported"] == 1
