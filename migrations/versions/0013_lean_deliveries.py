@@ -14,7 +14,7 @@ broadside.message_refs derives again; existing `claimed` and `sent` events are k
 (the timeline reads them and the row alike).
 
 Revision ID: 0013
-Revises: 0011
+Revises: 0012
 """
 from alembic import op
 import sqlalchemy as sa
