@@ -235,7 +235,7 @@ def check_worker(redis: Redis, namespace: str, zone: ZoneInfo = UTC_ZONE) -> Che
         if info.heartbeat is not None:
             last = f" (last heartbeat {format_clock(info.heartbeat, zone)})"
         return Check("worker", False, f"no worker holds the sending lease{last}",
-                     "start it: `flask --app webapp worker`, or `honcho start` for web and worker")
+                     "start it: `python -m jobs`, or `honcho start` for web and worker")
     age = info.heartbeat_age()
     since = f" since {format_clock(info.since, zone)}" if info.since else ""
     beat = f", heartbeat {age:.1f} s ago" if age is not None else ""

@@ -107,7 +107,7 @@ class SendingReadiness:
         if self.worker_holder is None:
             if self.identity:
                 return (f"Sending is stopped: no worker serves the sending identity "
-                        f"“{self.identity}”. Start `flask --app webapp worker` (it serves every "
+                        f"“{self.identity}”. Start `python -m jobs` (it serves every "
                         "identity) or one with `--identity`.")
             return "Sending is stopped: the worker is not running. Start it with `honcho start`."
         if self.check_failed:

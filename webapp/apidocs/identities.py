@@ -34,7 +34,7 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
     "IdentityInput": obj({
         "name": {"type": "string", "minLength": 1, "maxLength": service.MAX_NAME,
                  "pattern": r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$", "description": (
-                     "Unique, ignoring case; not “default”. `flask --app webapp worker "
+                     "Unique, ignoring case; not “default”. `python -m jobs "
                      "--identity NAME` serves only this identity.")},
         "from": {"type": "string", "minLength": 3, "description": "“Name <address>” or an address."},
         "transport": TRANSPORT,
