@@ -199,6 +199,19 @@ def windowed(filters: Filters) -> bool:
     return bool(filters.q or filters.status or filters.list_id or filters.segment_id)
 
 
+def _whole_address(session: Session, filters: Filters) -> list[Subscriber]:
+    """When the window found nobody and the term is a whole address (what an owner pastes to
+    find one person), that person through the unique index on `email`, wherever their id
+    lies: the window bounds the scan, never an exact lookup."""
+    needle = (filters.q or "").strip().lower()
+    local, at, domain = needle.partition("@")
+    if not (at and local and "." in domain) or any(c.isspace() for c in needle):
+        return []
+    exact = Filters.from_dict({**filters.as_dict(), "q": None})
+    return list(session.scalars(select(Subscriber).where(
+        Subscriber.email == needle, *filter_clauses(session, exact)).limit(1)))
+
+
 def _max_id(session: Session) -> int:
     return session.scalar(select(func.max(Subscriber.id))) or 0
 
@@ -240,6 +253,8 @@ def search(session: Session, filters: Filters, *, before: int | None = None,
             if session.scalar(select(Subscriber.id).where(Subscriber.id < top - window)
                               .order_by(Subscriber.id.desc()).limit(1)) is not None:
                 searched_to = top - window
+    if not rows and bounded and after is None:
+        rows = _whole_address(session, filters)
     if not rows:
         return Page([], None, before - 1 if bounded and before else None, searched_to, window)
     subscriptions: dict[int, list[tuple[str, str]]] = {}

@@ -114,3 +114,20 @@ def test_the_total_of_a_list_is_counted_on_its_index_not_windowed(crowd):
     assert count_matching(db.session, Filters(list_id=weekly), window=0) == Total(35, True)
     assert count_matching(db.session, Filters.parse("odd"), window=0) == Total(5, True, window=10)
     assert count_matching(db.session, Filters.parse("odd")) == Total(18, True)  # no window asked
+
+
+def test_a_whole_address_is_found_at_once_wherever_it_lies(logged_in_client, crowd):
+    # p03 is in the oldest window: "contains" with the whole address finds them through the
+    # unique index (what an owner pastes to find one person), and says the window's search
+    # can still go further for anyone else matching.
+    page = search.search(db.session, Filters.parse("P03.rare.odd@example.com"))
+    assert [r.subscriber.email for r in page.rows] == ["p03.rare.odd@example.com"]
+    assert page.searched_to is not None
+    # The other filters still apply to that lookup.
+    unsubscribed = Filters.parse("p03.rare.odd@example.com", status="unsubscribed")
+    assert search.search(db.session, unsubscribed).rows == []
+    # A fragment is no whole address: the window alone, which holds nobody.
+    assert search.search(db.session, Filters.parse("p03.rare.odd@example")).rows == []
+    response = logged_in_client.get("/subscribers/?q=p03.rare.odd%40example.com")
+    assert response.status_code == 200
+    assert emails_on(response.get_data(as_text=True)) == ["p03.rare.odd@example.com"]
