@@ -99,3 +99,38 @@ def _messages(monkeypatch, tracking: str, view: bool) -> list[bytes]:
 def test_messages_are_byte_identical_to_before(monkeypatch, tracking, view):
     digests = [hashlib.sha256(m).hexdigest() for m in _messages(monkeypatch, tracking, view)]
     assert digests == GOLDEN[f"{tracking}/{'view' if view else 'no-view'}"]
+
+
+def test_tokens_are_the_ones_itsdangerous_makes():
+    rng = random.Random(19)
+    pairs = [(UNSUB_SALT, lambda s: Tokens(s).make(rng.randrange(2**31), rng.randrange(2**31),
+                                                   rng.choice([None, rng.randrange(2**31)]),
+                                                   "2026-01-02 03:04:05.678901")),
+             (VIEW_SALT, lambda s: ViewLinks(rng.randrange(1, 2**31), s, BASE).tokens.make(
+                 rng.randrange(1, 2**31), 7, rng.randrange(2**31), "2026-01-02 03:04:05")),
+             (OPEN_SALT, lambda s: TrackingTokens(s).open_token(7, rng.randrange(2**31),
+                                                                 rng.choice([None, 5]))),
+             (CLICK_SALT, lambda s: TrackingTokens(s).click_token(
+                 7, 2, "https://example.com/" + "ab" * rng.randrange(60) + "é", 9, None))]
+    for salt, make in pairs:
+        for _ in range(50):
+            token = make(SECRET)
+            reference = URLSafeSerializer(SECRET, salt=salt)
+            payload = reference.loads(token)  # raises when the signature is not theirs
+            assert reference.dumps(payload) == token
+    # one compressed payload (itsdangerous zips JSON when that is shorter): still theirs
+    long_url = "https://example.com/" + "a" * 400
+    token = TrackingTokens(SECRET).click_token(7, 0, long_url, 1)
+    assert token.startswith(".")
+    assert URLSafeSerializer(SECRET, salt=CLICK_SALT).dumps([7, 0, long_url, 1]) == token
+
+
+def test_quoted_printable_per_line_is_binascii_whole():
+    rng = random.Random(5)
+    alphabet = [b"a", b" ", b"\t", b".", b"=", b"\n", "é".encode(), b"x" * 80, b"\x00", b"_",
+                b"\x7f", b"\xff", b"\x0b", b"\x0c", b"\x1c", "\u2028".encode()]
+    for _ in range(5000):
+        data = b"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        expected = binascii.b2a_qp(data, istext=True).replace(b"\n", b"\r\n")
+        assert mime._quoted_printable(data) == expected, data
+        assert mime._quoted_printable(data) == expected, data  # and from the cache
