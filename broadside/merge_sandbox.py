@@ -111,6 +111,16 @@ class _MergeCodeGenerator(CodeGenerator):
             self.write(", ")
         self.write("))")
 
+    def _output_child_pre(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
+        # In the HTML template the finalizer (_printed_html) returns escaped Markup already, and
+        # escaping Markup again returns the same text: the call Jinja wraps around each printed
+        # field is left out (one call per field per recipient, nothing else changes).
+        if (frame.eval_ctx.autoescape and not frame.eval_ctx.volatile
+                and self.environment.finalize is _printed_html and finalize.src is not None):
+            self.write("(" + finalize.src)
+            return
+        super()._output_child_pre(node, frame, finalize)
+
 
 class _QuietUndefined(ChainableUndefined):
     """Unknown names, attributes and calls render as nothing; they never raise."""
