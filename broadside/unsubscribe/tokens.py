@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -30,8 +31,14 @@ MARK_BYTES = 9  # 72 bits: 12 URL-safe characters in the token
 def joined_text(joined: datetime | str) -> str:
     """The creation moment as one canonical string, whether it comes from the ORM (a datetime)
     or from SQLite's raw cursor (its stored text, which may omit the microseconds)."""
-    moment = datetime.fromisoformat(joined) if isinstance(joined, str) else joined
-    return f"{moment:%Y-%m-%d %H:%M:%S.%f}"
+    if isinstance(joined, str):
+        if len(joined) == 26 and _CANONICAL.fullmatch(joined):
+            return joined  # already the canonical form (parsing and printing it gives it back)
+        joined = datetime.fromisoformat(joined)
+    return f"{joined:%Y-%m-%d %H:%M:%S.%f}"
+
+
+_CANONICAL = re.compile(r"[1-9]\d{3}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}", re.ASCII)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import binascii
 import hashlib
 import random
+from datetime import datetime
 
 import pytest
 from itsdangerous import URLSafeSerializer
@@ -23,7 +24,7 @@ from broadside.archive.links import SALT as VIEW_SALT
 from broadside.archive.links import ViewLinks
 from broadside.rendering import compiled_revision, freeze_content, message_bytes
 from broadside.unsubscribe.tokens import SALT as UNSUB_SALT
-from broadside.unsubscribe.tokens import Tokens, unsubscribe_url
+from broadside.unsubscribe.tokens import Tokens, joined_text, unsubscribe_url
 
 SECRET = "golden-secret-key-0123456789abcdef"
 BASE = "https://news.example.org"
@@ -134,3 +135,19 @@ def test_quoted_printable_per_line_is_binascii_whole():
         expected = binascii.b2a_qp(data, istext=True).replace(b"\n", b"\r\n")
         assert mime._quoted_printable(data) == expected, data
         assert mime._quoted_printable(data) == expected, data  # and from the cache
+
+
+def test_joined_text_fast_path_is_the_parse_and_print():
+    rng = random.Random(8)
+    for _ in range(3000):
+        moment = datetime(rng.randint(1, 9999), rng.randint(1, 12), rng.randint(1, 28),
+                          rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59),
+                          rng.choice([0, rng.randint(0, 999_999)]))
+        for text in (str(moment), moment.isoformat(), f"{moment:%Y-%m-%d %H:%M:%S.%f}"):
+            try:
+                expected = f"{datetime.fromisoformat(text):%Y-%m-%d %H:%M:%S.%f}"
+            except ValueError:  # years before 1000 print unpadded: refused before and after
+                with pytest.raises(ValueError):
+                    joined_text(text)
+                continue
+            assert joined_text(text) == expected
