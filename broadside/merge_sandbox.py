@@ -111,6 +111,16 @@ class _MergeCodeGenerator(CodeGenerator):
             self.write(", ")
         self.write("))")
 
+    def _output_child_pre(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
+        # In the HTML template the finalizer (_printed_html) returns escaped Markup already, and
+        # escaping Markup again returns the same text: the call Jinja wraps around each printed
+        # field is left out (one call per field per recipient, nothing else changes).
+        if (frame.eval_ctx.autoescape and not frame.eval_ctx.volatile
+                and self.environment.finalize is _printed_html and finalize.src is not None):
+            self.write("(" + finalize.src)
+            return
+        super()._output_child_pre(node, frame, finalize)
+
 
 class _QuietUndefined(ChainableUndefined):
     """Unknown names, attributes and calls render as nothing; they never raise."""
@@ -145,12 +155,21 @@ def _printable(value: Any) -> Any:
 
 def _printed_text(value: Any) -> Any:
     """What a {{ … }} prints in the plain-text templates, charged to the render."""
+    if type(value) is str:  # the usual field (a name): what `checked` does, in one step
+        bounded(len(value), "a merge field's value")
+        return value
     return checked(_printable(value), "a merge field's value")
 
 
 def _printed_html(value: Any) -> Markup:
     """What a {{ … }} prints in the HTML template: escaped here rather than by Jinja (escaping
     Markup again changes nothing), so the charge is the escaped length."""
+    if type(value) is str:  # the usual field (a name): the same checks and charges, fewer calls
+        if len(value) > MAX_VALUE:
+            bounded(len(value), "a merge field's value")  # raises
+        html = escape(value)
+        charge(len(value) + len(html))  # over budget after either charge iff after both
+        return html
     value = _printable(value)
     bounded(size_of(value), "a merge field's value")
     html = escape(value)

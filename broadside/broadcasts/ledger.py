@@ -85,13 +85,29 @@ def move_counters(session: Session, broadcast_id: int, moves: dict[tuple[str, st
         if count:
             deltas[source] = deltas.get(source, 0) - count
             deltas[target] = deltas.get(target, 0) + count
-    values = {COUNTER[s].key: _BROADCASTS.c[COUNTER[s].key] + d for s, d in deltas.items() if d}
-    if values:
+    params = {f"d_{COUNTER[s].key}": d for s, d in deltas.items() if d}
+    if params:
         # On the table, not the entity: the ORM's bulk-update bookkeeping cost more than the
         # statement, twice per batch of sends. Callers commit before reading the counters.
-        session.connection().execute(
-            update(_BROADCASTS).where(_BROADCASTS.c.id == broadcast_id).values(**values)
+        params["_broadcast_id"] = broadcast_id
+        session.connection().execute(_counters_statement(tuple(sorted(params))), params)
+
+
+_counter_statements: dict[tuple[str, ...], Any] = {}  # bind names -> UPDATE of the counters
+
+
+def _counters_statement(names: tuple[str, ...]):
+    """One UPDATE per set of counters moved, built once (like `_move_statement`): batches
+    shrink to a few rows under load, so this runs often; `count = count + :delta` as before."""
+    statement = _counter_statements.get(names)
+    if statement is None:
+        columns = [name[2:] for name in names if name.startswith("d_")]
+        statement = (
+            update(_BROADCASTS).where(_BROADCASTS.c.id == bindparam("_broadcast_id"))
+            .values({key: _BROADCASTS.c[key] + bindparam(f"d_{key}") for key in columns})
         )
+        _counter_statements[names] = statement
+    return statement
 
 
 _DELIVERIES = Delivery.__table__
