@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
 from broadside.analytics.sending import freeze_tracking
-from broadside.broadcasts import ledger, lifecycle
+from broadside.broadcasts import cancelling, ledger, lifecycle
 from broadside.broadcasts import snapshot as audience_snapshot
 from broadside.design import sending_design
 from broadside.errors import Conflict, NotFound, ValidationError
@@ -284,17 +284,27 @@ def resume_broadcast(session: Session, broadcast_id: int, *, jobs: Jobs) -> Broa
     return broadcast
 
 
-def cancel_broadcast(session: Session, broadcast_id: int) -> Broadcast:
-    """Stop for good: every row still pending becomes skipped ("cancelled").
+def cancel_broadcast(session: Session, broadcast_id: int, *, jobs: Jobs | None = None) -> Broadcast:
+    """Stop for good: every row still pending becomes skipped ("cancelled"), at once or soon.
 
     The broadcast row is moved (and so locked) first, then its deliveries: the ledger's lock
-    order. A slice in flight finds the broadcast cancelled at its next re-check (invariant 3)
-    and skips the rest of its claimed rows the same way."""
-    skipped: list[int] = []
+    order. At most `cancelling.INLINE_LIMIT` pending rows are skipped in this transaction, as
+    they always were; more are left to the worker, which skips them in short committed chunks
+    (`broadside.broadcasts.cancelling`, queued here when `jobs` is given, else by the worker's
+    maintenance within seconds), so this answers in milliseconds at any size and never holds
+    SQLite's writer lock past a sending job's busy_timeout. Either way the one "cancelled"
+    event says how many, and nothing is sent after this commits: no slice starts a cancelled
+    broadcast, and a slice in flight finds it cancelled at its next re-check (invariant 3) and
+    skips the rest of its claimed rows the same way."""
+    counts = {"skipped": 0, "to_skip": 0}
 
     def skip_pending() -> str:
-        skipped.append(ledger.cancel_pending(session, broadcast_id, "cancelled"))
-        return f"{skipped[0]} pending recipients skipped"
+        pending = session.scalar(select(Broadcast.pending_count).where(Broadcast.id == broadcast_id)) or 0
+        if pending > cancelling.INLINE_LIMIT:
+            counts["to_skip"] = pending
+            return f"cancelled: {pending} pending recipients will be skipped"
+        counts["skipped"] = ledger.cancel_pending(session, broadcast_id, cancelling.REASON)
+        return f"{counts['skipped']} pending recipients skipped"
 
     _steer(
         session,
@@ -304,8 +314,14 @@ def cancel_broadcast(session: Session, broadcast_id: int) -> Broadcast:
         then=skip_pending,
     )
     session.commit()
-    owner_action("broadcast cancelled", broadcast_id=broadcast_id, skipped=skipped[0])
-    return get_broadcast(session, broadcast_id)
+    owner_action("broadcast cancelled", broadcast_id=broadcast_id, **counts)
+    broadcast = get_broadcast(session, broadcast_id)
+    if jobs is not None and broadcast.pending_count > 0:
+        try:
+            jobs.enqueue_slice(broadcast_id, broadcast.identity_id)  # it skips (jobs.tasks)
+        except RedisError:
+            pass  # the worker's maintenance queues it once Redis is back
+    return broadcast
 
 
 def retry_deliveries(session: Session, broadcast_id: int, *, which: str, jobs: Jobs) -> int:
