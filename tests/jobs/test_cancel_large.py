@@ -201,3 +201,48 @@ def test_nothing_is_sent_after_a_large_cancel_of_a_running_send(
     assert result["sent"] + result["skipped"] == size
     assert "Traceback" not in worker.output
     assert "database is locked" not in worker.output
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_a_chunk_takes_the_broadcast_row_before_any_delivery(app, database_url, monkeypatch):
+    """The lock order, held deterministically (as tests/reliability/test_steering.py does for
+    every other writer): while another transaction holds the broadcast row, a chunk of the
+    worker's skip waits for it BEFORE locking any of its deliveries."""
+    import threading
+
+    import psycopg
+    from sqlalchemy.orm import Session
+
+    from tests.reliability.test_steering import waiting_on_a_lock
+
+    monkeypatch.setattr(cancelling, "INLINE_LIMIT", 0)
+    bid = queued_broadcast(app, 40)
+    service.cancel_broadcast(db.session, bid)
+    errors: list[BaseException] = []
+    engine = db.engine
+
+    def run() -> None:
+        try:
+            with Session(engine) as session:
+                ledger.skip_pending_chunk(session, bid, after_id=0, limit=100)
+                session.commit()
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    with psycopg.connect(database_url) as holder:
+        holder.execute("SELECT id FROM broadcasts WHERE id = %s FOR UPDATE", (bid,))
+        writer = threading.Thread(target=run)
+        writer.start()
+        wait_until(lambda: waiting_on_a_lock(database_url), timeout=10,
+                   message="the chunk did not wait for the broadcast row")
+        with psycopg.connect(database_url) as probe:
+            try:
+                probe.execute("SELECT id FROM deliveries WHERE broadcast_id = %s FOR UPDATE NOWAIT",
+                              (bid,))
+            except psycopg.errors.LockNotAvailable:
+                pytest.fail("the chunk locked deliveries before the broadcast row")
+        holder.rollback()
+    writer.join(10)
+    assert not writer.is_alive() and errors == []
+    assert statuses(bid) == {"skipped": 40}
+    assert counters(bid) == {"skipped": 40}
