@@ -151,8 +151,9 @@ def measure(bench: Bench, backend: str, size: int, sink: Sink) -> list[Figure]:
     ]
 
 
-def run(bench: Bench, quick: bool, backends: tuple[str, ...] = ("sqlite", "postgresql")) -> list[Figure]:
-    size = 100_000 if quick else 1_000_000
+def run(bench: Bench, quick: bool, backends: tuple[str, ...] = ("sqlite", "postgresql"),
+        size: int | None = None) -> list[Figure]:
+    size = size or (100_000 if quick else 1_000_000)
     sink = Sink("discard")
     bench.cleanups.append(sink.close)
     figures: list[Figure] = []
@@ -165,12 +166,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100,000 recipients instead of 1,000,000")
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), action="append")
+    parser.add_argument("--size", type=int, help="recipients (overrides --quick)")
     args = parser.parse_args()
     bench = Bench()
     failed = False
     try:
         started = time.perf_counter()
-        for figure in run(bench, args.quick, tuple(args.backend or ("sqlite", "postgresql"))):
+        for figure in run(bench, args.quick, tuple(args.backend or ("sqlite", "postgresql")),
+                          args.size):
             failed |= figure.ok is False
             print(f"{figure.result:5} {figure.name:50} {figure.shown():>10}  {figure.detail}")
         print(f"({time.perf_counter() - started:.0f} s in all)")
