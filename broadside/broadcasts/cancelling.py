@@ -50,6 +50,18 @@ SKIP_SECONDS = 5.0
 REASON = "cancelled"
 
 
+def skip_or_defer(session: Session, broadcast_id: int, counts: dict[str, int]) -> str:
+    """The request's part, run by the lifecycle's cancel while it holds the broadcast row:
+    skip a small broadcast's pending rows now (one event each, as always), or leave a large
+    one's to the worker. Fills `counts` (skipped now, to skip) and returns the event's detail."""
+    pending = session.scalar(select(Broadcast.pending_count).where(Broadcast.id == broadcast_id)) or 0
+    if pending > INLINE_LIMIT:
+        counts.update(skipped=0, to_skip=pending)
+        return f"cancelled: {pending} pending recipients will be skipped"
+    counts.update(skipped=ledger.cancel_pending(session, broadcast_id, REASON), to_skip=0)
+    return f"{counts['skipped']} pending recipients skipped"
+
+
 def still_to_skip(session: Session, broadcast_id: int) -> int:
     """How many of a cancelled broadcast's rows are still pending (its counter: one row)."""
     return session.scalar(

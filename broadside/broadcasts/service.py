@@ -288,30 +288,17 @@ def cancel_broadcast(session: Session, broadcast_id: int, *, jobs: Jobs | None =
     """Stop for good: every row still pending becomes skipped ("cancelled"), at once or soon.
 
     The broadcast row is moved (and so locked) first, then its deliveries: the ledger's lock
-    order. At most `cancelling.INLINE_LIMIT` pending rows are skipped in this transaction, as
-    they always were; more are left to the worker, which skips them in short committed chunks
-    (`broadside.broadcasts.cancelling`, queued here when `jobs` is given, else by the worker's
-    maintenance within seconds), so this answers in milliseconds at any size and never holds
-    SQLite's writer lock past a sending job's busy_timeout. Either way the one "cancelled"
-    event says how many, and nothing is sent after this commits: no slice starts a cancelled
-    broadcast, and a slice in flight finds it cancelled at its next re-check (invariant 3) and
-    skips the rest of its claimed rows the same way."""
-    counts = {"skipped": 0, "to_skip": 0}
-
-    def skip_pending() -> str:
-        pending = session.scalar(select(Broadcast.pending_count).where(Broadcast.id == broadcast_id)) or 0
-        if pending > cancelling.INLINE_LIMIT:
-            counts["to_skip"] = pending
-            return f"cancelled: {pending} pending recipients will be skipped"
-        counts["skipped"] = ledger.cancel_pending(session, broadcast_id, cancelling.REASON)
-        return f"{counts['skipped']} pending recipients skipped"
-
+    order. A small broadcast's rows are skipped in this transaction; a large one's by the
+    worker in short chunks (`broadside.broadcasts.cancelling`: why nothing is sent meanwhile;
+    its job is queued here when `jobs` is given, else by the worker's maintenance), so this
+    answers in milliseconds at any size."""
+    counts: dict[str, int] = {}
     _steer(
         session,
         broadcast_id,
         "cancel",
         "Only a scheduled, queued, sending or paused broadcast can be cancelled.",
-        then=skip_pending,
+        then=lambda: cancelling.skip_or_defer(session, broadcast_id, counts),
     )
     session.commit()
     owner_action("broadcast cancelled", broadcast_id=broadcast_id, **counts)
