@@ -127,7 +127,7 @@ def population(app, n: int, seed: int = 19) -> dict[str, int]:
         FROM {_series(backend, n)}
         ORDER BY s.x
     """
-    roll = f"((subscribers.id * 7919 + {k}) % 100)"
+    roll = f"(((subscribers.id % 100) * 7919 + {k}) % 100)"  # the same, without int4 overflow
     joined = "subscribers.created_at"
     statements = [
         insert_people,

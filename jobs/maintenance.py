@@ -6,6 +6,8 @@ moved to `unknown` (through its ledger, guarded by `status = 'sending'`), shown 
 and never resent automatically. Invariant 7: every broadcast in `queued`/`sending` without a job gets one, a
 bounded number of times in a row without progress (the lifecycle's `auto_resume` and
 `stalled`); past the bound it is paused with the reason (the lifecycle's one `pause`).
+A cancelled broadcast with rows still pending gets a job that skips them (a large cancel is
+finished by the worker, and a skip cut short by a crash resumes: `_ensure_skipping`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from broadside.automations import ledger as automation_ledger
-from broadside.broadcasts import ledger, lifecycle
+from broadside.broadcasts import cancelling, ledger, lifecycle
 from broadside.broadcasts.service import send_broadcast
 from broadside.models import Automation, AutomationMessage, Broadcast, Delivery, TransactionalMessage
 from broadside.timeutil import utcnow
@@ -96,6 +98,7 @@ def mark_orphans_unknown(
 def ensure_jobs(session: Session, rt: Runtime) -> None:
     """Give every active broadcast, due schedule and pending transactional message a job."""
 
+    _ensure_skipping(session, rt)
     now = utcnow()
     for broadcast_id in session.scalars(
         select(Broadcast.id).where(Broadcast.status == "scheduled", Broadcast.scheduled_at <= now)
@@ -165,6 +168,18 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
             not rt.jobs.has_marker("automations", rt.identity_id or 0):
         rt.jobs.enqueue_automations(rt.identity_id)
     _ensure_evaluation(session, rt)
+
+
+def _ensure_skipping(session: Session, rt: Runtime) -> None:
+    """A cancelled broadcast of this stream with rows still pending gets a job that skips
+    them (broadside.broadcasts.cancelling): after a large cancel, and after a worker died
+    mid-skip. It sends nothing, so it goes on while the identity is paused."""
+    for broadcast_id, identity_id in cancelling.unfinished(session):
+        if identity_id != rt.identity_id or broadcast_id == rt.running_broadcast:
+            continue
+        if rt.jobs.enqueue_slice(broadcast_id, rt.identity_id):
+            log.info("cancelled broadcast %s has rows to skip: queued", broadcast_id)
+    session.commit()
 
 
 def _ensure_evaluation(session: Session, rt: Runtime) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from redis.exceptions import RedisError
 
+from broadside.broadcasts import cancelling
 from broadside.broadcasts.snapshot import prepare
 from broadside.db import db
 from broadside.logs import log_context
@@ -20,10 +21,17 @@ def send_broadcast_slice(broadcast_id: int) -> str:
         rt.running_broadcast = broadcast_id
         try:
             rt.jobs.clear_marker("slice", broadcast_id)
+            if cancelling.still_to_skip(db.session(), broadcast_id):
+                db.session.commit()
+                return skip_cancelled(broadcast_id)
             # A large audience is written in short chunks before each slice, until complete:
             # the first slice sends after the first chunk (broadside.broadcasts.snapshot).
             prepare(db.session(), broadcast_id)
             result = Slice(db.session(), rt, broadcast_id).run()
+            if cancelling.still_to_skip(db.session(), broadcast_id):
+                # Cancelled while this slice ran (it stopped at its re-check): skip the rest.
+                db.session.commit()
+                return skip_cancelled(broadcast_id)
             try:
                 # A welcome that became due meanwhile goes next, ahead of the continuation.
                 if anything_due(db.session(), identity_id=rt.identity_id):
@@ -39,6 +47,26 @@ def send_broadcast_slice(broadcast_id: int) -> str:
             return result.outcome
         finally:
             rt.running_broadcast = None
+            db.session.remove()
+
+
+def skip_cancelled(broadcast_id: int) -> str:
+    """A cancelled broadcast's pending rows become skipped, in short committed chunks for
+    about a slice's time (broadside.broadcasts.cancelling); the rest in a continuation on the
+    same queue, so a send of another broadcast takes its turn in between. Resumable: a
+    killed run leaves exactly the rows still pending, which the next one (or the worker's
+    maintenance) takes up. Runs from the broadcast's slice job (its marker, its queue)."""
+    rt = runtime.get()
+    with log_context(broadcast_id=broadcast_id):
+        try:
+            finished = cancelling.skip(db.session(), broadcast_id)
+            if not finished:
+                try:
+                    rt.jobs.enqueue_slice(broadcast_id, rt.identity_id)
+                except RedisError:
+                    pass  # the maintenance queues it once Redis is back
+            return "skipped" if finished else "skipping"
+        finally:
             db.session.remove()
 
 

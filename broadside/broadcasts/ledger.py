@@ -30,6 +30,11 @@ moved: taking the lock costs no statement. A broadcast's lifecycle move
 runs after it in the same transaction (`cancel_pending`). SQLite serialises writers anyway.
 Taking the broadcast row first also makes a cancel's "skip every pending row" exact: nobody
 can claim one of them between its events and its UPDATE.
+
+A large cancel (`skip_pending_chunk`, run by the worker in committed chunks after the owner's
+click) writes no event per row either: a skipped row's status and reason ("cancelled") are
+never overwritten, so the row is each recipient's evidence, and the broadcast's one
+"cancelled" event says how many were to be skipped.
 """
 
 from __future__ import annotations
@@ -330,7 +335,10 @@ def cancel_pending(session: Session, broadcast_id: int, reason: str, now: dateti
 
     The caller holds the broadcast row already (the lifecycle's cancel moved it in this
     transaction: the lock order), so no claim can take a pending row between the events and
-    the UPDATE. Two statements whatever the size of the list. Does not commit.
+    the UPDATE. Two statements, but their time grows with the rows: the owner's cancel calls
+    this only for a small broadcast (`broadside.broadcasts.cancelling.INLINE_LIMIT`); a larger
+    one is skipped by the worker in chunks (`skip_pending_chunk`, which writes no per-row
+    event: the row's status and reason are the evidence). Does not commit.
     """
     now = now or utcnow()
     pending = (_DELIVERIES.c.broadcast_id == broadcast_id) & (
@@ -357,3 +365,49 @@ def cancel_pending(session: Session, broadcast_id: int, reason: str, now: dateti
     ).rowcount
     move_counters(session, broadcast_id, {("pending", "skipped"): moved})
     return moved
+
+
+def skip_pending_chunk(session: Session, broadcast_id: int, *, after_id: int, limit: int,
+                       reason: str = "cancelled", now: datetime | None = None) -> tuple[int, int | None]:
+    """One short chunk of a cancelled broadcast's skip (`broadside.broadcasts.cancelling`):
+    up to `limit` of its rows still pending, by id after `after_id`, become skipped (`reason`).
+    Returns (rows moved, the highest id looked at, or None when none is left past `after_id`).
+
+    The ids come from the (broadcast_id, status, id) index. Then, in the lock order, the
+    counters first, in ONE statement guarded by `status = 'cancelled'` (so this never skips a
+    row of a broadcast that is not cancelled, and the broadcast row is held from here on), then
+    the rows' own guarded UPDATE (`AND status = 'pending'`: a row a running slice claimed
+    meanwhile is left to that slice, whose re-check releases it as skipped), and the counters
+    corrected by the rows that did not move. No per-row event: the row's status and reason are
+    its evidence (invariant 9), like `sent`; the broadcast's "cancelled" event says how many.
+    The UPDATE names the id range (after_id, last id], on the same index, not a list of ids.
+    Does not commit: the caller commits each chunk.
+    """
+    now = now or utcnow()
+    ids = list(session.connection().execute(
+        select(_DELIVERIES.c.id)
+        .where(_DELIVERIES.c.broadcast_id == broadcast_id,
+               _DELIVERIES.c.status == DeliveryStatus.PENDING.value,
+               _DELIVERIES.c.id > after_id)
+        .order_by(_DELIVERIES.c.id).limit(limit)).scalars())
+    if not ids:
+        return 0, None
+    pending, skipped = COUNTER["pending"].key, COUNTER["skipped"].key
+    held = session.connection().execute(
+        update(_BROADCASTS)
+        .where(_BROADCASTS.c.id == broadcast_id, _BROADCASTS.c.status == "cancelled")
+        .values({pending: _BROADCASTS.c[pending] - len(ids),
+                 skipped: _BROADCASTS.c[skipped] + len(ids)})).rowcount
+    if held != 1:
+        return 0, None  # not cancelled (or gone): nothing of it is skipped here
+    moved = session.connection().execute(
+        update(_DELIVERIES)
+        .where(_DELIVERIES.c.broadcast_id == broadcast_id,
+               _DELIVERIES.c.status == DeliveryStatus.PENDING.value,
+               _DELIVERIES.c.id > after_id, _DELIVERIES.c.id <= ids[-1])
+        .values(status=DeliveryStatus.SKIPPED.value, reason=reason, updated_at=now)).rowcount
+    if moved != len(ids):
+        # A slice claimed some meanwhile (fewer moved), or released some back (more): the
+        # counters move by exactly the rows that did.
+        move_counters(session, broadcast_id, {("pending", "skipped"): moved - len(ids)})
+    return moved, ids[-1]

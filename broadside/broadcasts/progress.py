@@ -1,6 +1,8 @@
 """The live progress of a broadcast, from ONE row: the counters the pipeline keeps, and while
 the worker is still writing a large recipient list, how far that is ("Preparing the
-recipient list: N of about M", from the snapshot's cursor and the list's count the worker took first).
+recipient list: N of about M", from the snapshot's cursor and the list's count the worker took first),
+and after a large cancel, how many the worker has still to skip (`cancelling`, from the same
+counters).
 
 The broadcast page polls this every 1.5 s while a send runs, so it must stay cheap at any
 list size: it reads the broadcast's counter columns (kept in the same transaction as each
@@ -60,6 +62,12 @@ class Progress:
         """The worker is still writing the recipient list (in chunks, while it sends); a
         paused broadcast continues it on Resume, a cancelled one never does."""
         return self.status in (*ACTIVE, "paused") and self.snapshot_cursor < self.snapshot_until
+
+    @property
+    def cancelling(self) -> bool:
+        """Cancelled, and the worker is still skipping the rows not sent yet (a large cancel
+        is finished in chunks, broadside.broadcasts.cancelling): the page keeps polling."""
+        return self.status == "cancelled" and self.waiting > 0
 
     @property
     def prepared_percent(self) -> int:
@@ -136,6 +144,8 @@ class Progress:
     @property
     def poll_every(self) -> str | None:
         """How often the page asks again (an htmx trigger), or None when it is over."""
+        if self.cancelling:
+            return "every 1500ms"
         if self.terminal or self.status == "draft":
             return None
         if self.status == "scheduled":

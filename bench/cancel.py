@@ -1,0 +1,186 @@
+"""Cancelling a million: the owner's request answers in < 1 s, and the worker then skips every
+pending row in short committed chunks (issue 19, the cancel that did not notice the size).
+
+Per backend: `million.population` (fixed seed) and a broadcast of N recipients all `pending`
+(N = 1,000,000, or 100,000 with --quick: `million.half_sent_broadcast`, its sent half put back
+to pending, the broadcast paused so nothing sends before the cancel), a real worker process
+running against the discarding SMTP server, then Cancel pressed as the web does
+(`service.cancel_broadcast`), timed. The figures:
+
+- the request: the seconds `cancel_broadcast` took (< 1 s);
+- the worker's completion: from the press until the broadcast's pending counter is 0 (for
+  information; the counters are checked against the rows afterwards);
+- for information, before: the same rows put back to pending and skipped the old way, in the
+  request's own transaction (`ledger.cancel_pending`: one event per row, one UPDATE) — what
+  the request used to take, holding the database all that while.
+
+Everything is removed afterwards (`Bench.close`).
+
+    .venv/bin/python bench/cancel.py [--quick] [--backend sqlite|postgresql]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from harness import Bench
+from million import half_sent_broadcast, population
+from report import Figure, below
+from smtp_sink import Sink
+
+REQUEST_TARGET_S = 1.0
+COMPLETE_WAIT_S = 600.0
+
+
+def all_pending(app, broadcast_id: int) -> int:
+    """Every row of the broadcast back to pending (as if none had been attempted), its
+    counters to match, the broadcast paused (the worker leaves it alone until the cancel)."""
+    from sqlalchemy import func, select, update
+
+    from broadside.models import Broadcast, Delivery, Event
+    from webapp.extensions import db
+
+    with app.app_context():
+        db.session.execute(update(Delivery).where(Delivery.broadcast_id == broadcast_id).values(
+            status="pending", attempts=0, smtp_code=None, reason=None, claimed_at=None,
+            sent_at=None))
+        db.session.execute(Event.__table__.delete().where(Event.broadcast_id == broadcast_id,
+                                                          Event.delivery_id.is_not(None)))
+        total = db.session.scalar(select(func.count()).select_from(Delivery)
+                                  .where(Delivery.broadcast_id == broadcast_id)) or 0
+        db.session.execute(update(Broadcast).where(Broadcast.id == broadcast_id).values(
+            status="paused", pause_reason="bench", finished_at=None, total=total,
+            pending_count=total, sending_count=0, sent_count=0, skipped_count=0,
+            failed_count=0, unknown_count=0))
+        db.session.commit()
+        db.session.remove()
+    return total
+
+
+def _state(app, broadcast_id: int) -> tuple[int, int, dict[str, int]]:
+    from sqlalchemy import func, select
+
+    from broadside.models import Broadcast, Delivery
+    from webapp.extensions import db
+
+    with app.app_context():
+        pending, skipped = db.session.execute(
+            select(Broadcast.pending_count, Broadcast.skipped_count)
+            .where(Broadcast.id == broadcast_id)).one()
+        rows = dict(db.session.execute(
+            select(Delivery.status, func.count()).where(Delivery.broadcast_id == broadcast_id)
+            .group_by(Delivery.status)).all()) if pending == 0 else {}
+        db.session.remove()
+    return pending, skipped, rows
+
+
+def _pending(app, broadcast_id: int) -> int:
+    from sqlalchemy import select
+
+    from broadside.models import Broadcast
+    from webapp.extensions import db
+
+    with app.app_context():
+        value = db.session.scalar(select(Broadcast.pending_count).where(Broadcast.id == broadcast_id))
+        db.session.remove()
+    return int(value or 0)
+
+
+def measure(bench: Bench, backend: str, size: int, sink: Sink) -> list[Figure]:
+    from broadside.broadcasts import ledger, service
+    from webapp.extensions import db, get_jobs
+
+    url = bench.sqlite_url("cancel") if backend == "sqlite" else bench.postgres_url("cancel")
+    app = bench.app(url)
+    started = time.perf_counter()
+    # ~89% of "Everyone" is active and unsuppressed: enough people for `size` recipients.
+    list_id = population(app, size * 115 // 100)["Everyone"]
+    broadcast_id = half_sent_broadcast(app, list_id, size)
+    rows = all_pending(app, broadcast_id)
+    populated = time.perf_counter() - started
+    label = f"{size // 1000}k" if size < 1_000_000 else f"{size // 1_000_000}M"
+
+    worker = bench.worker(url, smtp_url=sink.url, burst=False, label=f"cancel-{backend}")
+    deadline = time.monotonic() + 60
+    while "worker ready" not in worker.output:
+        if not worker.alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the worker did not start; log:\n{worker.output[-3000:]}")
+        time.sleep(0.05)
+
+    with app.app_context():
+        pressed = time.perf_counter()
+        service.cancel_broadcast(db.session, broadcast_id, jobs=get_jobs())
+        request_s = time.perf_counter() - pressed
+        db.session.remove()
+    complete_s = None
+    while time.perf_counter() - pressed < COMPLETE_WAIT_S and worker.alive():
+        if _pending(app, broadcast_id) == 0:
+            complete_s = time.perf_counter() - pressed
+            break
+        time.sleep(0.05)
+    worker.terminate()
+    pending, skipped, by_status = _state(app, broadcast_id)
+    exact = pending == 0 and by_status == {"skipped": rows} and skipped == rows
+    if complete_s is None or not exact:
+        raise RuntimeError(f"the skip did not finish exactly ({pending=}, {skipped=}, {by_status}); "
+                           f"worker log:\n{worker.output[-3000:]}")
+
+    # Before: the same rows skipped the old way, inside the request's transaction.
+    all_pending(app, broadcast_id)
+    with app.app_context():
+        began = time.perf_counter()
+        ledger.cancel_pending(db.session, broadcast_id, "cancelled")
+        db.session.commit()
+        before_s = time.perf_counter() - began
+        db.session.remove()
+
+    where = f"{label} pending, {backend}"
+    return [
+        Figure("cancel", f"press Cancel (the request) {where}", request_s, "s",
+               f"< {REQUEST_TARGET_S:.0f} s", below(request_s, REQUEST_TARGET_S),
+               f"cancel_broadcast: the broadcast moved, one event, the worker's job queued; "
+               f"the old in-request skip of the same rows took {before_s:.1f} s; "
+               f"population took {populated:.0f} s",
+               extra={"before_in_request_s": before_s}),
+        Figure("cancel", f"press Cancel -> every row skipped {where}", complete_s, "s", "",
+               None, f"the worker's chunks ({rows:,} rows, {rows / complete_s:,.0f} rows/s); "
+               "counters equal the rows",
+               extra={"rows": rows}),
+    ]
+
+
+def run(bench: Bench, quick: bool, backends: tuple[str, ...] = ("sqlite", "postgresql"),
+        size: int | None = None) -> list[Figure]:
+    size = size or (100_000 if quick else 1_000_000)
+    sink = Sink("discard")
+    bench.cleanups.append(sink.close)
+    figures: list[Figure] = []
+    for backend in backends:
+        figures += measure(bench, backend, size, sink)
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="100,000 recipients instead of 1,000,000")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), action="append")
+    parser.add_argument("--size", type=int, help="recipients (overrides --quick)")
+    args = parser.parse_args()
+    bench = Bench()
+    failed = False
+    try:
+        started = time.perf_counter()
+        for figure in run(bench, args.quick, tuple(args.backend or ("sqlite", "postgresql")),
+                          args.size):
+            failed |= figure.ok is False
+            print(f"{figure.result:5} {figure.name:50} {figure.shown():>10}  {figure.detail}")
+        print(f"({time.perf_counter() - started:.0f} s in all)")
+    finally:
+        bench.close()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
