@@ -114,7 +114,7 @@ def resume(broadcast_id: int):
 
 @bp.route("/broadcasts/<int:broadcast_id>/cancel", methods=["POST"])
 def cancel(broadcast_id: int):
-    return jsonify(_state(service.cancel_broadcast(db.session, broadcast_id)))
+    return jsonify(_state(service.cancel_broadcast(db.session, broadcast_id, jobs=get_jobs())))
 
 
 @bp.route("/broadcasts/<int:broadcast_id>")

@@ -253,7 +253,7 @@ def cancel(broadcast_id: int):
         broadcast = service.get_broadcast(db.session, broadcast_id)
         return render_template("broadcasts/cancel_confirm.html", broadcast=broadcast,
                                p=_progress(broadcast_id))
-    return _steer(broadcast_id, service.cancel_broadcast,
+    return _steer(broadcast_id, functools.partial(service.cancel_broadcast, jobs=get_jobs()),
                   "Cancelled. Nobody else will receive it; what was sent stays sent.")
 
 
