@@ -39,7 +39,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts import ledger
-from broadside.models import Broadcast
+from broadside.models import Broadcast, Identity
+from broadside.models.identities import IdentityStatus
 
 # At most this many pending rows are skipped inside the owner's request (milliseconds).
 INLINE_LIMIT = 10_000
@@ -70,10 +71,15 @@ def still_to_skip(session: Session, broadcast_id: int) -> int:
 
 
 def unfinished(session: Session) -> list[tuple[int, int | None]]:
-    """(broadcast id, identity id) of every cancelled broadcast whose skip is not done."""
-    return [(b, i) for b, i in session.execute(
-        select(Broadcast.id, Broadcast.identity_id)
-        .where(Broadcast.status == "cancelled", Broadcast.pending_count > 0))]
+    """(broadcast id, the stream that skips it) of every cancelled broadcast whose skip is not
+    done. The stream is the broadcast's identity's; a deleted identity has no stream any more
+    (it may be deleted once its broadcast is cancelled), so the default stream (None) skips
+    that broadcast's rows: a skip sends nothing, so any stream may do it."""
+    rows = session.execute(
+        select(Broadcast.id, Broadcast.identity_id, Identity.status)
+        .outerjoin(Identity, Identity.id == Broadcast.identity_id)
+        .where(Broadcast.status == "cancelled", Broadcast.pending_count > 0))
+    return [(b, None if status == IdentityStatus.DELETED.value else i) for b, i, status in rows]
 
 
 def skip(session: Session, broadcast_id: int, *, seconds: float = SKIP_SECONDS,

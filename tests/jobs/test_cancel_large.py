@@ -173,6 +173,34 @@ def test_a_chunk_never_skips_a_broadcast_that_is_not_cancelled(app):
     assert counters(bid) == {"pending": 50}
 
 
+def test_a_deleted_identitys_cancelled_broadcast_is_skipped_by_the_default_stream(
+        app, small_inline, monkeypatch):
+    """An identity may be deleted once its broadcast is cancelled; its stream is gone with it,
+    so the default stream's maintenance takes up the skip (it sends nothing)."""
+    from broadside.identities import service as identities
+    from broadside.models import Broadcast
+    from jobs import runtime, tasks
+
+    identity = identities.create(db.session, identities.parse_input(
+        {"name": "Gone", "from": "Gone <gone@product.example>",
+         "transport": "smtp://127.0.0.1:9", "delay_ms": 0}))
+    bid = queued_broadcast(app, 3_000)
+    db.session.get(Broadcast, bid).identity_id = identity.id
+    db.session.commit()
+    service.cancel_broadcast(db.session, bid)
+    identities.delete(db.session, identity.id)
+    assert statuses(bid) == {"pending": 3_000}
+
+    rt = worker_runtime(app, transport=None)  # the default stream
+    assert rt.identity_id is None
+    ensure_jobs(db.session, rt)
+    assert rt.jobs.has_marker("slice", bid)
+    monkeypatch.setattr(runtime, "current", rt)
+    assert tasks.send_broadcast_slice(bid) == "skipped"
+    assert statuses(bid) == {"skipped": 3_000}
+    assert counters(bid) == {"skipped": 3_000}
+
+
 @pytest.mark.slow
 def test_nothing_is_sent_after_a_large_cancel_of_a_running_send(
         app, app_config, small_inline, smtp_server, worker_factory, client, api_headers):
