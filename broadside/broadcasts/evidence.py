@@ -261,8 +261,9 @@ def _person_words(kind: str, detail: str) -> tuple[str, str]:
 def _row_moments(row: DeliveryRow, claimed_at: datetime | None,
                  recorded: list[Moment]) -> list[Moment]:
     """The moves the row itself keeps instead of an event (broadside.broadcasts.ledger): its
-    latest claim, and the mail server's acceptance of a `sent` row. Rows from before that
-    change have both as events too: shown once."""
+    latest claim, the mail server's acceptance of a `sent` row, and the skip of a row that a
+    large cancel skipped in a chunk (broadside.broadcasts.cancelling). Rows from before that
+    change have them as events too: shown once."""
     moments = []
     kinds = {(m.kind, m.at) for m in recorded}
     if claimed_at is not None and ("claimed", claimed_at) not in kinds:
@@ -272,6 +273,10 @@ def _row_moments(row: DeliveryRow, claimed_at: datetime | None,
         at = row.sent_at or row.updated_at or claimed_at
         if at is not None:
             moments.append(Moment(at, "sent", *_delivery_words("sent", reply)))
+    if row.status == "skipped" and row.updated_at is not None \
+            and not any(m.kind == "skipped" for m in recorded):
+        # A large cancel's rows are skipped in chunks by the worker, the row its own evidence.
+        moments.append(Moment(row.updated_at, "skipped", *_delivery_words("skipped", row.reason or "")))
     return moments
 
 

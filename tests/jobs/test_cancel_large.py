@@ -112,6 +112,12 @@ def test_a_large_cancel_answers_at_once_and_the_worker_skips_the_rest(
     db.session.commit()
     reasons = set(db.session.scalars(select(Delivery.reason).where(Delivery.broadcast_id == bid)))
     assert reasons == {"cancelled"}
+    # Each recipient's timeline still shows the skip (the row is its evidence, no event).
+    from broadside.broadcasts.evidence import delivery_timeline
+
+    one = db.session.scalar(select(Delivery.id).where(Delivery.broadcast_id == bid).limit(1))
+    moments = [(m.kind, m.words) for m in delivery_timeline(db.session, bid, one).moments]
+    assert moments == [("skipped", "Skipped: the broadcast was cancelled")]
 
     # Done: the usual cancelled summary, and the polling stops (286).
     assert not read_progress(db.session, bid).cancelling
