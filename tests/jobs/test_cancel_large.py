@@ -2,8 +2,9 @@
 ONE event, the worker skips the pending rows in short committed chunks, nothing is sent after
 the cancel, a skip cut short resumes, and the counters end exact. On SQLite and PostgreSQL.
 
-The request's inline limit is lowered for these tests (30,000 rows stand for a million), so
-the path a million-row cancel takes is the one tested.
+The request's inline limit and the worker's chunk are lowered for these tests (3,000 rows in
+500-row chunks stand for a million in 5,000-row chunks), so the path a million-row cancel
+takes is the one tested.
 """
 
 from __future__ import annotations
@@ -32,14 +33,15 @@ from tests.helpers import (
 )
 from webapp.extensions import db
 
-ROWS = 30_000
-SOME = 12_000
+ROWS = 3_000
+SOME = 1_200
 HTMX = {"HX-Request": "true"}
 
 
 @pytest.fixture
 def small_inline(monkeypatch):
     monkeypatch.setattr(cancelling, "INLINE_LIMIT", 1_000)
+    monkeypatch.setattr(cancelling, "CHUNK_ROWS", 500)
 
 
 def queued_broadcast(app, size: int) -> int:
@@ -105,7 +107,7 @@ def test_a_large_cancel_answers_at_once_and_the_worker_skips_the_rest(
     finally:
         ledger.skip_pending_chunk = real  # type: ignore[assignment]
     assert outcome == "skipped"
-    assert max(chunks) <= cancelling.CHUNK_ROWS and sum(chunks) == ROWS
+    assert len(chunks) > 1 and max(chunks) <= cancelling.CHUNK_ROWS and sum(chunks) == ROWS
     assert statuses(bid) == {"skipped": ROWS}
     assert counters(bid) == {"skipped": ROWS}
     assert delivery_events(bid) == 0  # the rows are the evidence
@@ -143,11 +145,11 @@ def test_a_skip_cut_short_resumes_from_the_rows_still_pending(app, small_inline,
     # Two chunks committed, then the worker dies inside the third (after its counters, before
     # its rows): the transaction is lost whole.
     for _ in range(2):
-        ledger.skip_pending_chunk(db.session, bid, after_id=0, limit=4_000)
+        ledger.skip_pending_chunk(db.session, bid, after_id=0, limit=400)
         db.session.commit()
-    ledger.skip_pending_chunk(db.session, bid, after_id=0, limit=4_000)
+    ledger.skip_pending_chunk(db.session, bid, after_id=0, limit=400)
     db.session.rollback()
-    assert statuses(bid) == {"skipped": 8_000, "pending": SOME - 8_000}
+    assert statuses(bid) == {"skipped": 800, "pending": SOME - 800}
     assert counters(bid) == statuses(bid)
 
     # The worker's maintenance notices the cancelled broadcast with rows pending: one job.
@@ -162,7 +164,7 @@ def test_a_skip_cut_short_resumes_from_the_rows_still_pending(app, small_inline,
     assert len(rt.jobs.queue("broadcasts").get_jobs()) == 1
 
     # A continuation that runs twice, or two runners, skip each row once.
-    monkeypatch.setattr(cancelling, "CHUNK_ROWS", 3_000)
+    monkeypatch.setattr(cancelling, "CHUNK_ROWS", 300)
     assert not cancelling.skip(db.session, bid, seconds=0)
     assert cancelling.skip(db.session, bid)
     assert cancelling.skip(db.session, bid)
@@ -213,7 +215,7 @@ def test_nothing_is_sent_after_a_large_cancel_of_a_running_send(
     """A real worker sending fast to a real SMTP server on loopback; the owner cancels
     mid-send; the slice stops at its next re-check and the worker skips the rest."""
     app_config["SEND_DELAY_MS"] = 0
-    size = 6_000
+    size = 2_500
     broadcast = start_broadcast(app, make_list(db.session, size))
     bid = broadcast.id
     worker = worker_factory()
