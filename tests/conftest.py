@@ -88,7 +88,18 @@ def postgres_database(tmp_path_factory) -> Iterator[str]:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+_EMPTYING: dict[str, str] = {}  # database url -> the statements that empty it
+_EMPTIED: dict[str, int] = {}  # database url -> resets since its last TRUNCATE
+TRUNCATE_EVERY = 200
+
+
 def _truncate_postgres(url: str) -> None:
+    """Empty every table and restart every id, as a fresh migrated database has them.
+
+    DELETE with the foreign-key triggers off (session_replication_role = replica) and the
+    sequences set back, in one round trip: a TRUNCATE of the ~30 tables gives each a new file
+    set and cost ~20 times as much (1.2 s against 65 ms under load), paid by every PostgreSQL
+    test. The dead rows DELETE leaves are cleared by a TRUNCATE every TRUNCATE_EVERY resets."""
     with psycopg.connect(url, autocommit=True) as conn:
         tables = [
             row[0]
@@ -96,8 +107,20 @@ def _truncate_postgres(url: str) -> None:
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
                 "AND tablename <> 'alembic_version'"
             )
-        ]
-        conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+        ] if url not in _EMPTYING or _EMPTIED[url] >= TRUNCATE_EVERY else []
+        if tables:
+            conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+            sequences = [row[0] for row in conn.execute(
+                "SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'")]
+            _EMPTYING[url] = "".join(
+                ["SET session_replication_role = replica;"]
+                + [f'DELETE FROM "{table}";' for table in tables]
+                + [f"SELECT setval('\"{name}\"', 1, false);" for name in sequences]
+                + ["SET session_replication_role = DEFAULT;"])
+            _EMPTIED[url] = 0
+            return
+        conn.execute(_EMPTYING[url])
+        _EMPTIED[url] += 1
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
