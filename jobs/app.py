@@ -8,13 +8,15 @@ and logs through broadside.logs with the same redaction. `python -m jobs` and th
 runs the same code inside the web app.
 
 `schema_state` tells whether the database is at the migrations' head by reading the revision
-files' `revision`/`down_revision` assignments (a few lines of `ast`) instead of importing
-Alembic (about 10 MB of the worker's memory).
+files' `revision`/`down_revision` assignment lines instead of importing Alembic (about 10 MB
+of the worker's memory); only those lines are parsed (a whole file's syntax tree cost the
+worker 1.2 MB of memory it never gave back).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -51,7 +53,11 @@ def create_worker_app(config: Mapping[str, Any] | None = None, *,
 
 
 def _assigned(source: str, name: str) -> Any:
-    for node in ast.parse(source).body:
+    # Only the module-level lines that assign `name` are parsed (the whole file's tree would
+    # stay in the worker's memory as freed-but-kept arenas).
+    lines = re.findall(rf"^{name}\b[^=\n]*=[ \t]*(?:\([^)]*\)|\[[^\]]*\]|[^\n]*)", source,
+                       flags=re.MULTILINE)
+    for node in ast.parse("\n".join(lines)).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target, value = node.targets[0], node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:

@@ -11,7 +11,7 @@ from broadside.db import db
 from broadside.logs import log_context
 from jobs import runtime
 from jobs.automations import AutomationSlice, anything_due, run_evaluation
-from jobs.sending import Slice
+from jobs.sending import SLICE_MAX_SENDS, Slice
 from jobs.transactional import send_transactional as send
 
 
@@ -25,8 +25,9 @@ def send_broadcast_slice(broadcast_id: int) -> str:
                 db.session.commit()
                 return skip_cancelled(broadcast_id)
             # A large audience is written in short chunks before each slice, until complete:
-            # the first slice sends after the first chunk (broadside.broadcasts.snapshot).
-            prepare(db.session(), broadcast_id)
+            # the first slice sends after the first chunk (broadside.broadcasts.snapshot);
+            # longer while fewer rows are pending than two slices could send.
+            prepare(db.session(), broadcast_id, ahead=2 * SLICE_MAX_SENDS)
             result = Slice(db.session(), rt, broadcast_id).run()
             if cancelling.still_to_skip(db.session(), broadcast_id):
                 # Cancelled while this slice ran (it stopped at its re-check): skip the rest.

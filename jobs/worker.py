@@ -31,7 +31,9 @@ from redis.exceptions import RedisError
 from rq import SimpleWorker
 from rq.job import Job
 from rq.queue import Queue
+from sqlalchemy import exists, select
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from broadside import queues
 from broadside.db import db
@@ -40,6 +42,7 @@ from broadside.identities import service as identity_service
 from broadside.identities.service import SendingIdentity
 from broadside.lease import RENEW_EVERY_S, Lease, LeaseKeeper
 from broadside.logs import log_context, redact_also, url_passwords
+from broadside.models import BulkAction, Import
 from broadside.providers.factory import make_transport
 from broadside.queues import Jobs
 from broadside.redis_health import not_answering, shown_url
@@ -47,14 +50,28 @@ from broadside.streams import record_rate
 from broadside.waits import add_wait_seconds
 from jobs import runtime
 from jobs.app import create_worker_app, schema_state
-from jobs.bulk import recover_interrupted_bulk_actions
 from jobs.children import Children
-from jobs.imports import recover_interrupted_imports
 from jobs.maintenance import STALE_CLAIM, ensure_jobs, mark_orphans_unknown
 
 log = logging.getLogger("broadside.worker")
 
 MAINTENANCE_EVERY_S = 5.0
+FINISHED = ("done", "failed")  # an import's or a bulk action's final states
+
+
+def recover_interrupted(session: Session, rt: runtime.Runtime) -> None:
+    """Queue again the imports and bulk actions a stopped worker left unfinished. Their
+    modules (the CSV importer, the bulk actions: ~1.3 MB) are loaded only when a row of theirs
+    is unfinished, so a worker that only sends never holds them (issue 19 point 6)."""
+    if session.scalar(select(exists().where(Import.status.not_in(FINISHED)))):
+        from jobs.imports import recover_interrupted_imports
+
+        recover_interrupted_imports(session, rt)
+    if session.scalar(select(exists().where(BulkAction.status.not_in(FINISHED)))):
+        from jobs.bulk import recover_interrupted_bulk_actions
+
+        recover_interrupted_bulk_actions(session, rt)
+    session.commit()
 
 
 class BroadsideWorker(SimpleWorker):
@@ -326,8 +343,7 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
             # Holding the default stream's lease, no import can really be running (imports
             # run on a stream's worker, and every stream's worker is started beside the
             # default's or after it): requeue the interrupted ones.
-            recover_interrupted_imports(db.session(), rt)
-            recover_interrupted_bulk_actions(db.session(), rt)
+            recover_interrupted(db.session(), rt)
         db.session.remove()
     maintenance = Maintenance(app, rt, children)
     maintenance.start()

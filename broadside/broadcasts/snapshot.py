@@ -27,7 +27,14 @@ first chunk without ever finishing early.
 An audience that cannot be large (at most `INLINE_LIMIT` subscribers in the whole database) is
 snapshotted whole in the press's own transaction, as it always was: small lists never wait
 for the worker. Chunks are short (`CHUNK_SECONDS` per transaction, `PREPARE_SECONDS` per
-job), so the worker's transactional mail still goes first and the sends are not starved.
+job), so the worker's transactional mail still goes first and the sends are not starved. A
+job whose sends would soon run out of written rows (fewer than `ahead` pending) prepares
+longer first, up to `PREPARE_LONGEST`: the sender never waits on the snapshot for want of
+time given to it, and a fast sender gives it more of its time.
+
+On PostgreSQL most of a chunk's time is the deliveries' three FOREIGN KEY checks (broadcast,
+subscriber, list: one trigger per row each; about three quarters of the INSERT's time under
+EXPLAIN ANALYZE at 10,000 rows), not the audience query or the indexes.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ INLINE_LIMIT = 10_000
 # A chunk's transaction aims at about this long; a job prepares for about PREPARE_SECONDS.
 CHUNK_SECONDS = 0.25
 PREPARE_SECONDS = 0.5
+PREPARE_LONGEST = 2.0  # while fewer than `ahead` rows are pending (see `prepare`)
 FIRST_CHUNK = 5_000  # subscriber ids in the first chunk of a process, before any rate is known
 MIN_CHUNK = 1_000
 MAX_CHUNK = 200_000
@@ -195,15 +203,19 @@ def _next_bound(session: Session, lo: int, until: int, size: int) -> int:
     return until if bound is None else bound
 
 
-def prepare(session: Session, broadcast_id: int, *, seconds: float = PREPARE_SECONDS) -> bool:
-    """Snapshot chunks of a queued or sending broadcast for about `seconds`, each committed.
-    Returns whether the snapshot is complete (True too for a broadcast with nothing to do:
-    a finished, paused or cancelled one writes nothing here)."""
-    deadline = time.monotonic() + seconds
+def prepare(session: Session, broadcast_id: int, *, seconds: float = PREPARE_SECONDS,
+            ahead: int = 0, longest: float = PREPARE_LONGEST) -> bool:
+    """Snapshot chunks of a queued or sending broadcast for about `seconds`, each committed,
+    and on up to `longest` seconds while fewer than `ahead` of its rows are pending (the
+    rows its next slice may send). Returns whether the snapshot is complete (True too for a
+    broadcast with nothing to do: a finished, paused or cancelled one writes nothing here)."""
+    started = time.monotonic()
+    deadline = started + seconds
     dialect = session.get_bind().dialect.name
     while True:
         state = session.execute(
-            select(Broadcast.status, Broadcast.snapshot_cursor, Broadcast.snapshot_until)
+            select(Broadcast.status, Broadcast.snapshot_cursor, Broadcast.snapshot_until,
+                   Broadcast.pending_count)
             .where(Broadcast.id == broadcast_id)).first()
         if state is None or state.snapshot_cursor >= state.snapshot_until:
             session.commit()
@@ -229,5 +241,6 @@ def prepare(session: Session, broadcast_id: int, *, seconds: float = PREPARE_SEC
             continue  # it moved under us (paused, cancelled, another runner): read it again
         if hi >= state.snapshot_until:
             return True
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= deadline and (now >= started + longest or state.pending_count + written >= ahead):
             return False

@@ -308,3 +308,20 @@ def _waiting_on_a_lock(database_url: str) -> bool:
         return conn.execute(
             "SELECT count(*) FROM pg_stat_activity "
             "WHERE datname = current_database() AND wait_event_type = 'Lock'").fetchone()[0] > 0
+
+
+def test_a_job_prepares_past_its_budget_only_while_fewer_rows_are_pending_than_it_needs(app):
+    weekly = make_list(db.session, 40)
+    broadcast = press(app, list_id=weekly.id, enqueue=False)
+    # Budget spent after the first chunk; 10 rows wanted ahead: a second chunk is written.
+    assert not audience.prepare(db.session, broadcast.id, seconds=0, ahead=10)
+    assert broadcast_row(broadcast.id).pending_count == 14
+    # Enough rows pending already: one chunk, then the budget ends it.
+    assert not audience.prepare(db.session, broadcast.id, seconds=0, ahead=10)
+    assert broadcast_row(broadcast.id).pending_count == 21
+    # `longest` bounds it however few are pending.
+    assert not audience.prepare(db.session, broadcast.id, seconds=0, ahead=10_000, longest=0)
+    assert broadcast_row(broadcast.id).pending_count == 28
+    assert audience.prepare(db.session, broadcast.id, seconds=0, ahead=10_000)
+    assert broadcast_row(broadcast.id).pending_count == 40
+    assert sorted(snapshotted(broadcast.id)) == sorted(active_ids(weekly.id))
