@@ -181,20 +181,23 @@ def run_import(session: Session, import_id: int, path: Path,
 
     def flush() -> None:
         if pending:
-            earlier = seen.first_lines([accepted.email for _, accepted, _ in pending])
-            first: dict[str, int] = {}
+            first: dict[str, int] = {}  # each address's first line in this batch
+            for at, accepted, _ in pending:
+                if accepted.email not in first:
+                    first[accepted.email] = at
+            earlier = seen.add_new(first)
             batch: list[tuple[str, str, dict[str, str]]] = []
             for at, accepted, row in pending:
-                was = earlier.get(accepted.email) or first.get(accepted.email)
+                was = earlier.get(accepted.email)
+                if was is None and first[accepted.email] != at:
+                    was = first[accepted.email]
                 if was is not None:
                     reject(at, f"duplicate of line {was} (the same address)", row)
                     continue
-                first[accepted.email] = at
                 batch.append((accepted.email, accepted.name, accepted.attributes))
                 for warning in accepted.warnings:
                     tally.warnings += 1
                     found.append((at, "warning", warning, None))
-            seen.add(first.items())
             pending.clear()
             batches[0] += 1
             if batches[0] & (batches[0] - 1) == 0:  # batches 1, 2, 4, 8...: the tables grew
