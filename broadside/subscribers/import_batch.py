@@ -167,9 +167,9 @@ def write_batch(session: Session, list_id: int, import_id: int, batch: Sequence[
     detail = f"imported (import {import_id})" + (", asked to confirm" if asking else "")
     values = {"list_id": list_id, "now": now, "status": status, "detail": detail}
     if postgres:
-        joined = list(connection.execute(_sql(_PG_JOIN_AND_EVENTS, True), values).scalars())
+        joined = connection.execute(_sql(_PG_JOIN_AND_EVENTS, True), values).scalars().all()
     else:
-        joined = list(connection.execute(_sql(_JOIN, False), values).scalars())
+        joined = connection.execute(_sql(_JOIN, False), values).scalars().all()
         if joined:
             process = DateTime().dialect_impl(connection.dialect).bind_processor(
                 connection.dialect)
