@@ -10,7 +10,6 @@ belongs to one run of one import and is deleted when the run ends.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
 from pathlib import Path
 
 _CHUNK = 5000  # well under SQLite's 32,766 bound parameters
@@ -27,20 +26,28 @@ class SeenAddresses:
         self.db.execute("CREATE TABLE seen (email TEXT PRIMARY KEY, line INTEGER NOT NULL) "
                         "WITHOUT ROWID")
 
-    def first_lines(self, emails: list[str]) -> dict[str, int]:
-        """The line each of `emails` was first read on, for those read before."""
-        found: dict[str, int] = {}
-        for start in range(0, len(emails), _CHUNK):
-            chunk = emails[start:start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            found.update(self.db.execute(
-                f"SELECT email, line FROM seen WHERE email IN ({marks})", chunk))
-        return found
-
-    def add(self, rows: Iterable[tuple[str, int]]) -> None:
+    def add_new(self, firsts: dict[str, int]) -> dict[str, int]:
+        """Keep each address of a batch with the line it is first read on in the batch
+        (`firsts`, lines after every earlier batch's), and return those read before (each
+        with its earlier line). One executemany: an address already kept is ignored, so
+        when as many rows went in as were given (the usual batch) none was read before and
+        nothing is looked up."""
         self.db.execute("BEGIN")
-        self.db.executemany("INSERT OR IGNORE INTO seen VALUES (?, ?)", rows)
+        before = self.db.total_changes
+        self.db.executemany("INSERT OR IGNORE INTO seen VALUES (?, ?)", firsts.items())
+        inserted = self.db.total_changes - before
+        found: dict[str, int] = {}
+        if inserted != len(firsts):
+            emails = list(firsts)
+            for start in range(0, len(emails), _CHUNK):
+                chunk = emails[start:start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                for email, line in self.db.execute(
+                        f"SELECT email, line FROM seen WHERE email IN ({marks})", chunk):
+                    if line != firsts[email]:
+                        found[email] = line
         self.db.execute("COMMIT")
+        return found
 
     def close(self) -> None:
         self.db.close()
