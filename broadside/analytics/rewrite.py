@@ -89,6 +89,10 @@ class Tracker:
         self.own_prefix = self.base_url + "/"  # our own per-recipient links are never rewritten
         self.clock = clock
         self._per_person: dict[int | None, bool] = {}
+        # An aggregate token names no person: every recipient in one slot gets the same pixel
+        # and the same token for one link and address, so each is signed once per slot.
+        self._shared: dict[tuple, str] = {}
+        self._shared_slot: int | None = None
 
     def _list_allows(self, list_id: int | None) -> bool:
         if list_id not in self._per_person:
@@ -113,12 +117,35 @@ class Tracker:
         return replace(rendered, html=html, text=text)
 
     def open_url(self, slot: int, person: int | None) -> str:
+        if person is None:
+            return self._shared_url(("open", slot), lambda: self._open(slot, None))
+        return self._open(slot, person)
+
+    def click_url(self, position: int, url: str, slot: int, person: int | None) -> str:
+        if person is None:
+            return self._shared_url((position, url, slot),
+                                    lambda: self._click(position, url, slot, None))
+        return self._click(position, url, slot, person)
+
+    def _open(self, slot: int, person: int | None) -> str:
         token = self.tokens.open_token(self.broadcast_id, slot, person)
         return f"{self.base_url}/t/o/{token}.gif"
 
-    def click_url(self, position: int, url: str, slot: int, person: int | None) -> str:
+    def _click(self, position: int, url: str, slot: int, person: int | None) -> str:
         token = self.tokens.click_token(self.broadcast_id, position, url, slot, person)
         return f"{self.base_url}/t/c/{token}"
+
+    def _shared_url(self, key: tuple, make: Callable[[], str]) -> str:
+        """A token naming no person, made once per slot (a link whose address holds a merge
+        field has one per distinct address: bounded, emptied when full)."""
+        slot = key[-1]
+        if slot != self._shared_slot or len(self._shared) >= 10_000:
+            self._shared = {}
+            self._shared_slot = slot
+        url = self._shared.get(key)
+        if url is None:
+            url = self._shared[key] = make()
+        return url
 
     def _links(self, html: str, slot: int, person: int | None) -> tuple[str, dict[str, str]]:
         swapped: dict[str, str] = {}
