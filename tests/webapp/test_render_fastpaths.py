@@ -9,12 +9,14 @@ before the year 1000 or with an offset), so a difference shows where it is.
 from __future__ import annotations
 
 import random
+import re
 from datetime import datetime, timedelta, timezone
 from email.header import Header
 
 from itsdangerous import URLSafeSerializer
 
 import broadside.mime as mime
+from broadside.rendering import _blank_lines
 from broadside.signing import FastDumps
 from broadside.unsubscribe.tokens import joined_text
 
@@ -100,3 +102,11 @@ def test_text_part_encodings_are_the_same_as_before():
         for content_type in ("text/plain", "text/html"):
             assert mime._text_part(content_type, body) == before(content_type, body), body
             assert mime._text_part(content_type, body) == before(content_type, body), body
+
+
+def test_blank_lines_are_collapsed_as_before():
+    rng = random.Random(31)
+    before = re.compile(r"\n{3,}")
+    for _ in range(5000):
+        text = "".join(rng.choice(["\n", "a", "\r", " ", "\n\n\n"]) for _ in range(rng.randint(0, 30)))
+        assert _blank_lines.sub("\n\n", text) == before.sub("\n\n", text), text
