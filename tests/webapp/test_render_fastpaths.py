@@ -110,3 +110,38 @@ def test_blank_lines_are_collapsed_as_before():
     for _ in range(5000):
         text = "".join(rng.choice(["\n", "a", "\r", " ", "\n\n\n"]) for _ in range(rng.randint(0, 30)))
         assert _blank_lines.sub("\n\n", text) == before.sub("\n\n", text), text
+
+
+def test_tracking_with_warm_caches_is_the_same_as_cold():
+    """The tracker keeps, per slice, which template link each href is and (for tokens naming
+    no person) each signed URL: a recipient's copy from a tracker that served others before
+    is the copy a fresh tracker makes, in both modes, across a slot change."""
+    from broadside.analytics.rewrite import Tracker
+    from broadside.rendering import compiled_revision, freeze_content
+
+    body = ("[a](https://example.com/a) [b](https://example.com/b?c={{ attributes.city }}) "
+            "[a again](https://example.com/a) [mail](mailto:x@example.com)\n\n"
+            "{% if attributes.vip %}[vip](https://example.com/vip){% endif %} "
+            "[last](https://example.com/z)\n")
+    frozen = freeze_content(subject="Hi", preheader="", body_markdown=body, from_name="P",
+                            from_email="p@example.org", postal_address="")
+    compiled = compiled_revision("Hi", frozen.html_template, frozen.text_template)
+    moments = iter([1_764_590_400.0 + 4 * i for i in range(100)])  # 10 s slots: some shared
+
+    def tracker(clock) -> Tracker:
+        made = Tracker(None, 7, frozen.html_template, secret_key="k" * 32,  # type: ignore[arg-type]
+                       base_url="https://news.example.org", clock=clock)
+        made._per_person = {3: True}  # the list allows per-person tracking (no query)
+        return made
+
+    now = [0.0]
+    warm = tracker(lambda: now[0])
+    for mode in ("aggregate", "per_person"):
+        for i, city in enumerate(["Oslo", "Lyon & <x>", "Oslo", "Malmö", "Oslo", "Lyon & <x>"]):
+            now[0] = next(moments)
+            rendered = compiled.render(email=f"r{i}@example.com", name="R",
+                                       attributes={"city": city, "vip": i % 2 == 0},
+                                       unsubscribe_url="https://news.example.org/u/t")
+            cold = tracker(lambda: now[0]).apply(rendered, mode, delivery_id=100 + i, list_id=3)
+            assert warm.apply(rendered, mode, delivery_id=100 + i, list_id=3) == cold
+            assert "/t/c/" in cold.html and "/t/o/" in cold.html
