@@ -68,10 +68,10 @@ def test_fast_dumps_payload_is_itsdangerous():
 
 def test_joined_text_of_a_moment_is_strftimes():
     rng = random.Random(11)
-    for _ in range(2000):
-        moment = datetime(rng.randint(1000, 9999), rng.randint(1, 12), rng.randint(1, 28),
-                          rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59),
-                          rng.choice([0, rng.randint(0, 999_999)]))
+    first, span = datetime(1000, 1, 1), (datetime(9999, 12, 31) - datetime(1000, 1, 1)).days
+    for _ in range(2000):  # whole seconds and not, over every year strftime pads to four digits
+        moment = first + timedelta(days=rng.randrange(span), seconds=rng.randrange(86_400),
+                                   microseconds=rng.choice([0, rng.randrange(1_000_000)]))
         assert joined_text(moment) == f"{moment:%Y-%m-%d %H:%M:%S.%f}"
     # the two moments the fast path leaves to strftime: an offset, a year before 1000
     aware = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=timezone(timedelta(hours=2)))
