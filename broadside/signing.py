@@ -11,12 +11,20 @@ signature encoding its own, so every token is one itsdangerous reads and would h
 
 from __future__ import annotations
 
+import base64
 import hmac
+import json
+import zlib
 from typing import Any
 
 from itsdangerous import URLSafeSerializer
-from itsdangerous.encoding import base64_encode, want_bytes
+from itsdangerous._json import _CompactJSON
+from itsdangerous.encoding import want_bytes
 from itsdangerous.signer import HMACAlgorithm
+
+# itsdangerous' `_CompactJSON.dumps` is `json.dumps(obj, ensure_ascii=False,
+# separators=(",", ":"))`, which builds this very encoder on every call; here it is built once.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 class FastDumps:
@@ -29,12 +37,27 @@ class FastDumps:
         self.serializer = serializer
         self.sep = signer.sep
         self.mac = hmac.new(signer.derive_key(), digestmod=signer.algorithm.digest_method)
+        # The payload built here only for the serializer it copies (the default one, no
+        # options); any other goes through its own `dump_payload`.
+        self.own_json = serializer.serializer is _CompactJSON and not serializer.serializer_kwargs
+
+    def payload(self, obj: Any) -> bytes:
+        """`URLSafeSerializer.dump_payload(obj)`: compact JSON, zlib-compressed when that is
+        at least two bytes shorter (marked by a leading "."), URL-safe base64 without padding."""
+        if not self.own_json:
+            return want_bytes(self.serializer.dump_payload(obj))
+        data = _COMPACT.encode(obj).encode("utf-8")
+        compressed = zlib.compress(data)
+        if len(compressed) < len(data) - 1:
+            return b"." + base64.urlsafe_b64encode(compressed).rstrip(b"=")
+        return base64.urlsafe_b64encode(data).rstrip(b"=")
 
     def __call__(self, obj: Any) -> str:
-        payload = want_bytes(self.serializer.dump_payload(obj))
+        payload = self.payload(obj)
         mac = self.mac.copy()
         mac.update(payload)
-        return (payload + self.sep + base64_encode(mac.digest())).decode("utf-8")
+        return (payload + self.sep + base64.urlsafe_b64encode(mac.digest()).rstrip(b"=")
+                ).decode("utf-8")
 
 
 class KeyedDigest:

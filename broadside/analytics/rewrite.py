@@ -89,6 +89,11 @@ class Tracker:
         self.own_prefix = self.base_url + "/"  # our own per-recipient links are never rewritten
         self.clock = clock
         self._per_person: dict[int | None, bool] = {}
+        # An aggregate token names no person: every recipient in one slot gets the same pixel
+        # and the same token for one link and address, so each is signed once per slot.
+        self._shared: dict[tuple, str] = {}
+        self._shared_slot: int | None = None
+        self._matched: dict[tuple[str, int], tuple[int, str] | tuple[()]] = {}
 
     def _list_allows(self, list_id: int | None) -> bool:
         if list_id not in self._per_person:
@@ -113,12 +118,35 @@ class Tracker:
         return replace(rendered, html=html, text=text)
 
     def open_url(self, slot: int, person: int | None) -> str:
+        if person is None:
+            return self._shared_url(("open", slot), lambda: self._open(slot, None))
+        return self._open(slot, person)
+
+    def click_url(self, position: int, url: str, slot: int, person: int | None) -> str:
+        if person is None:
+            return self._shared_url((position, url, slot),
+                                    lambda: self._click(position, url, slot, None))
+        return self._click(position, url, slot, person)
+
+    def _open(self, slot: int, person: int | None) -> str:
         token = self.tokens.open_token(self.broadcast_id, slot, person)
         return f"{self.base_url}/t/o/{token}.gif"
 
-    def click_url(self, position: int, url: str, slot: int, person: int | None) -> str:
+    def _click(self, position: int, url: str, slot: int, person: int | None) -> str:
         token = self.tokens.click_token(self.broadcast_id, position, url, slot, person)
         return f"{self.base_url}/t/c/{token}"
+
+    def _shared_url(self, key: tuple, make: Callable[[], str]) -> str:
+        """A token naming no person, made once per slot (a link whose address holds a merge
+        field has one per distinct address: bounded, emptied when full)."""
+        slot = key[-1]
+        if slot != self._shared_slot or len(self._shared) >= 10_000:
+            self._shared = {}
+            self._shared_slot = slot
+        url = self._shared.get(key)
+        if url is None:
+            url = self._shared[key] = make()
+        return url
 
     def _links(self, html: str, slot: int, person: int | None) -> tuple[str, dict[str, str]]:
         swapped: dict[str, str] = {}
@@ -127,15 +155,29 @@ class Tracker:
         def one(match: re.Match[str]) -> str:
             nonlocal next_link
             href = match.group(2)
-            if not _tracked(href) or unescape(href).startswith(self.own_prefix):
-                return match.group(0)  # mailto:, or ours: unsubscribe, view in browser
-            for link in self.links[next_link:]:
-                if link.pattern.fullmatch(href):
-                    next_link = link.position + 1
-                    url = unescape(href)
-                    tracked = self.click_url(link.position, url, slot, person)
-                    swapped.setdefault(url, tracked)
-                    return f"{match.group(1)}{escape(tracked)}{match.group(3)}"
-            return match.group(0)  # not a link of the template: left as it is
+            key = (href, next_link)
+            found = self._matched.get(key)
+            if found is None:
+                found = self._match(href, next_link)
+                if len(self._matched) < 10_000:
+                    self._matched[key] = found
+            if not found:
+                return match.group(0)
+            position, url = found
+            next_link = position + 1
+            tracked = self.click_url(position, url, slot, person)
+            swapped.setdefault(url, tracked)
+            return f"{match.group(1)}{escape(tracked)}{match.group(3)}"
 
         return _HREF.sub(one, html), swapped
+
+    def _match(self, href: str, start: int) -> tuple[int, str] | tuple[()]:
+        """The template link a rendered href is, looking from link `start` on: its position
+        and address; () when it is not tracked. It depends on nothing else, so the slice keeps
+        each answer (most hrefs are the same for every recipient: the owner's links)."""
+        if not _tracked(href) or unescape(href).startswith(self.own_prefix):
+            return ()  # mailto:, or ours: unsubscribe, view in browser
+        for link in self.links[start:]:
+            if link.pattern.fullmatch(href):
+                return link.position, unescape(href)
+        return ()  # not a link of the template: left as it is
