@@ -74,7 +74,7 @@ def test_list_sizes_count_who_a_send_would_reach_with_bounded_queries(logged_in_
     assert ">Empty</a>" in page.text
     # Each list counted on its own, never past the cap (a LIMIT); the suppressed in one query;
     # the growth chart one more (tests/webapp/test_growth.py).
-    counts = [s for s in seen if "from subscriptions where" in s and "limit" in s]
+    counts = [s for s in seen if "from subscriptions where subscriptions.list_id" in s and "limit" in s]
     assert len(counts) == 2
     # The suppressed: their subscriptions by person, from a LIMITed read of the suppression
     # index (never a walk of every active subscription to find the few suppressed).
@@ -85,6 +85,9 @@ def test_list_sizes_count_who_a_send_would_reach_with_bounded_queries(logged_in_
 
     sizes = {size.id: size for size in list_sizes(db.session, cap=2)}
     assert sizes[weekly.id].active is None and re.fullmatch(r"more than 2|about \d+", sizes[weekly.id].shown)
+    # More suppressed people than it looks up: an exact list says "at most" its active ones.
+    sizes = {size.id: size for size in list_sizes(db.session, suppressed_cap=0)}
+    assert sizes[weekly.id].active is None and sizes[weekly.id].shown == "at most 3"
 
 
 def test_recent_broadcasts_show_state_and_progress_and_poll_only_while_sending(app, logged_in_client):
