@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, func, literal, literal_column, or_, select, union_all
+from sqlalchemy import Select, and_, func, literal, literal_column, or_, select, union_all
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts import service
@@ -174,9 +174,9 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
     if not status and not query:
         statement = statement.where(Delivery.id.in_(
             next_delivery_ids(broadcast_id, after, before if backwards else None, per_page + 1)))
-    low = high = None  # a search's window of ids: low < id < high
+    low = high = 0  # a search's window of ids: low < id < high
     if query:
-        if backwards:
+        if before is not None and backwards:
             low, high = before - SEARCH_WINDOW - 1, before
         else:
             start = after if after is not None else _first_id(session, broadcast_id) - 1
@@ -210,7 +210,7 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
 
 def _first_id(session: Session, broadcast_id: int) -> int:
     """The broadcast's lowest delivery id (0 if none): the first of each status's range."""
-    first = select(func.min(literal_column("id"))).select_from(
+    first: Select[tuple[int | None]] = select(func.min(literal_column("id"))).select_from(
         next_delivery_ids(broadcast_id, None, None, 1).subquery())
     return session.scalar(first) or 0
 
@@ -219,7 +219,7 @@ def _any_beyond(session: Session, broadcast_id: int, edge: int, backwards: bool)
     """Whether the broadcast has a delivery past `edge` (below it, going back)."""
     ids = next_delivery_ids(broadcast_id, None if backwards else edge,
                             edge + 1 if backwards else None, 1)
-    return session.scalar(select(func.count()).select_from(ids.subquery())) > 0
+    return (session.scalar(select(func.count()).select_from(ids.subquery())) or 0) > 0
 
 
 def next_delivery_ids(broadcast_id: int, after: int | None, before: int | None, limit: int):
