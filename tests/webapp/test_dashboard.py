@@ -118,3 +118,33 @@ def test_dashboard_shows_names_as_text(logged_in_client):
     page = logged_in_client.get("/").text
     assert "<script>alert(" not in page
     assert "&lt;script&gt;alert(&#39;list&#39;)&lt;/script&gt;" in page
+
+
+def test_a_list_far_past_the_cap_is_estimated_without_counting_on_postgresql(app, backend):
+    """PostgreSQL: a list the planner's statistics put far past the cap is said as an
+    estimate with no COUNT run (at a million, each such list saved 100,001 index entries)."""
+    from sqlalchemy import text
+
+    from broadside.subscribers.search import Filters, count_matching
+
+    weekly = make_list(db.session, 12)
+    db.session.commit()
+    if backend == "postgresql":
+        db.session.execute(text("ANALYZE subscriptions"))
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        seen.append(" ".join(statement.lower().split()))
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        total = count_matching(db.session, Filters(list_id=weekly.id, status="active"), cap=3)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    counted = [s for s in seen if s.startswith("select count(")]
+    if backend == "postgresql":
+        assert (total.value, total.exact, counted) == (12, False, [])
+        assert total.words == "about 12"
+    else:  # no statistics to trust: counted to the cap and said as such
+        assert (total.value, total.exact, len(counted)) == (None, False, 1)
+        assert total.words == "more than 3"
