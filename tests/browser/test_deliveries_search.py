@@ -45,3 +45,23 @@ def test_a_search_goes_window_by_window_until_it_finds(
         expect(page.locator(".list-sizes")).to_contain_text("Weekly readers")
         page.screenshot(path=str(screenshot_dir / f"dashboard-lists-{name}.png"), full_page=True)
     assert problems == []
+
+
+def test_the_subscriber_search_window_and_its_total(page: Page, live_server, owner, monkeypatch,
+                                                     screenshot_dir):
+    from broadside.subscribers import search
+
+    monkeypatch.setattr(search, "SCAN_WINDOW", 10)
+    make_list(db.session, 35, name="Weekly readers")
+    db.session.commit()
+    sign_in(page, live_server.url)
+    for width, name in ((1280, "desktop"), (390, "phone")):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{live_server.url}/subscribers/?q=3")
+        # reader00030-34 are among the newest 10; 00003, 00013 and 00023 lie further back.
+        expect(page.locator("#subscriber-total")).to_contain_text(
+            "At least 5 match: 5 among the newest 10 subscribers")
+        expect(page.locator("#search-window")).to_contain_text("Search the next 10")
+        page.screenshot(path=str(screenshot_dir / f"subscribers-window-total-{name}.png"),
+                        full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
