@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, func, literal, or_, select, union_all
+from sqlalchemy import Select, and_, func, literal, literal_column, or_, select, union_all
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts import service
@@ -26,6 +26,11 @@ from broadside.models.sending import DELIVERY_STATUSES
 
 PER_PAGE = 50
 MAX_QUERY = 320
+# Deliveries one search request examines at most (a range of ids past the page's key): a
+# search by address is a LIKE over the joined subscribers, which no index serves, so like
+# the subscriber table's (broadside/subscribers/search.py) it is bounded, and the page says
+# so and offers to search the next ones. Without a search, pages are index ranges.
+SEARCH_WINDOW = 20_000
 
 SKIP_REASONS = {
     "unsubscribed": "they had unsubscribed",
@@ -120,6 +125,11 @@ class DeliveryPage:
     after: int | None = None
     before: int | None = None
     per_page: int = PER_PAGE
+    # A search whose window ended before the page was full, with deliveries left beyond it:
+    # the `after` (or, going back, the `before`) that searches on from there.
+    searched_to: int | None = None
+    searched_back: bool = False
+    window: int = SEARCH_WINDOW
 
     @property
     def size_arg(self) -> int | None:
@@ -164,6 +174,14 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
     if not status and not query:
         statement = statement.where(Delivery.id.in_(
             next_delivery_ids(broadcast_id, after, before if backwards else None, per_page + 1)))
+    low = high = 0  # a search's window of ids: low < id < high
+    if query:
+        if before is not None and backwards:
+            low, high = before - SEARCH_WINDOW - 1, before
+        else:
+            start = after if after is not None else _first_id(session, broadcast_id) - 1
+            low, high = start, start + SEARCH_WINDOW + 1
+        statement = statement.where(Delivery.id > low, Delivery.id < high)
     if backwards:
         statement = statement.where(Delivery.id < before).order_by(Delivery.id.desc())
     else:
@@ -173,6 +191,12 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
     found = [DeliveryRow(*row) for row in session.execute(statement.limit(per_page + 1))]
     more = len(found) > per_page
     rows = found[:per_page]
+    searched_to = None
+    if query and not more:
+        # The window ended first: are there deliveries beyond it, not searched yet?
+        edge = low if backwards else high - 1
+        if _any_beyond(session, broadcast_id, edge, backwards):
+            searched_to = edge + 1 if backwards else edge
     if backwards:
         rows.reverse()
         has_prev, has_next = more, True
@@ -180,7 +204,22 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
         has_prev, has_next = after is not None and after > 0, more
     return DeliveryPage(rows, status, query, rows[0].id if rows else None,
                         rows[-1].id if rows else None, has_next, has_prev,
-                        after=after, before=before if backwards else None, per_page=per_page)
+                        after=after, before=before if backwards else None, per_page=per_page,
+                        searched_to=searched_to, searched_back=backwards, window=SEARCH_WINDOW)
+
+
+def _first_id(session: Session, broadcast_id: int) -> int:
+    """The broadcast's lowest delivery id (0 if none): the first of each status's range."""
+    first: Select[tuple[int | None]] = select(func.min(literal_column("id"))).select_from(
+        next_delivery_ids(broadcast_id, None, None, 1).subquery())
+    return session.scalar(first) or 0
+
+
+def _any_beyond(session: Session, broadcast_id: int, edge: int, backwards: bool) -> bool:
+    """Whether the broadcast has a delivery past `edge` (below it, going back)."""
+    ids = next_delivery_ids(broadcast_id, None if backwards else edge,
+                            edge + 1 if backwards else None, 1)
+    return (session.scalar(select(func.count()).select_from(ids.subquery())) or 0) > 0
 
 
 def next_delivery_ids(broadcast_id: int, after: int | None, before: int | None, limit: int):

@@ -109,3 +109,52 @@ def test_the_pages_over_http_and_the_api_agree(logged_in_client, client, api_hea
         _move_some(sending, rng, 20)
     assert seen == list(db.session.scalars(select(Delivery.id).where(
         Delivery.broadcast_id == sending).order_by(Delivery.id)))
+
+
+def _search_all(broadcast_id: int, term: str, *, status: str | None = None) -> tuple[list[int], int]:
+    """Every id a search finds, following "search the next" and "Next" to the end."""
+    seen, requests, after = [], 0, None
+    while True:
+        page = evidence.delivery_page(db.session, broadcast_id, query=term, status=status,
+                                      after=after, per_page=3)
+        requests += 1
+        seen += [row.id for row in page.rows]
+        if page.has_next:
+            after = page.last_id
+        elif page.searched_to is not None:
+            assert not page.searched_back
+            after = page.searched_to
+        else:
+            return seen, requests
+
+
+def test_a_search_examines_a_window_of_deliveries_and_searches_on(monkeypatch, sending):
+    """A search by address (a LIKE no index serves) reads at most SEARCH_WINDOW deliveries
+    per request; the page says where it stopped, and searching on finds every match once."""
+    monkeypatch.setattr(evidence, "SEARCH_WINDOW", 40)
+    all_ids = db.session.scalars(select(Delivery.id).where(Delivery.broadcast_id == sending)
+                                 .order_by(Delivery.id)).all()
+    # reader00007, 00017, ... 00227: 23 matches spread over all 230 rows (six windows).
+    expected = [i for i, n in zip(all_ids, range(230), strict=True) if n % 10 == 7]
+    found, requests = _search_all(sending, "7@")
+    assert found == expected
+    assert requests > 230 // 40  # it went window by window, never all at once
+    first = evidence.delivery_page(db.session, sending, query="00229@")
+    assert first.rows == [] and first.searched_to == all_ids[0] - 1 + 40
+    # The last match, from the window that holds it; nothing is found twice going back.
+    last = evidence.delivery_page(db.session, sending, query="00229@", after=all_ids[-1] - 10)
+    assert [r.id for r in last.rows] == [all_ids[-1]] and last.searched_to is None
+    back = evidence.delivery_page(db.session, sending, query="7@", before=all_ids[-1] + 1)
+    assert back.searched_back and back.searched_to is not None
+    assert [r.id for r in back.rows] == [i for i in expected if i > all_ids[-1] - 41]
+
+
+def test_the_deliveries_page_says_where_a_search_stopped(monkeypatch, logged_in_client, sending):
+    monkeypatch.setattr(evidence, "SEARCH_WINDOW", 40)
+    page = logged_in_client.get(f"/broadcasts/{sending}/deliveries?q=00200%40",
+                                headers={"HX-Request": "true"})
+    assert page.status_code == 200
+    assert "looks through 40 deliveries at a time, and found nobody among them" in page.text
+    assert 'id="delivery-search-further"' in page.text and "No delivery matches among these." in page.text
+    plain = logged_in_client.get(f"/broadcasts/{sending}/deliveries?q=reader&per_page=20")
+    assert "looks through" not in plain.text  # a page filled by the window says nothing
