@@ -164,6 +164,8 @@ def app(app_config) -> Iterator[Flask]:
         yield app
         db.session.remove()
         db.engine.dispose()
+    if "doctor_engine" in app.extensions:  # the System page's checks keep one connection
+        app.extensions["doctor_engine"].dispose()
 
 
 @pytest.fixture

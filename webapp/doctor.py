@@ -28,9 +28,8 @@ from flask import Flask
 from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy import create_engine
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.pool import NullPool
 
 from broadside.broadcasts.service import sender_identity
 from broadside.config import ENV_VARS
@@ -136,6 +135,23 @@ def _schema_head(app: Flask) -> str | None:
     return head
 
 
+def _check_engine(app: Flask, url: URL) -> Engine:
+    """The checks' own engine: a short connect timeout without touching the app's pool. One
+    per app, keeping one connection: the System page and its checks poll this, and a new
+    PostgreSQL connection per view cost more than the rest of the page."""
+    engine = app.extensions.get("doctor_engine")
+    if engine is not None and engine.url != url:
+        engine.dispose()
+        engine = None
+    if engine is None:
+        connect_args = {"timeout": CHECK_TIMEOUT_S} if url.get_backend_name() == "sqlite" else {
+            "connect_timeout": int(CHECK_TIMEOUT_S)}
+        engine = create_engine(url, pool_size=1, max_overflow=1, pool_pre_ping=False,
+                               connect_args=connect_args)
+        app.extensions["doctor_engine"] = engine
+    return engine
+
+
 def check_database(app: Flask) -> Check:
     url = make_url(app.config["SQLALCHEMY_DATABASE_URI"])
     backend = url.get_backend_name()
@@ -143,19 +159,15 @@ def check_database(app: Flask) -> Check:
         if not Path(url.database).exists():
             return Check("database", False, f"the SQLite file {url.database} does not exist",
                          "run `flask --app webapp db upgrade` (the Procfile's web process does it)")
-    connect_args = {"timeout": CHECK_TIMEOUT_S} if backend == "sqlite" else {
-        "connect_timeout": int(CHECK_TIMEOUT_S)}
-    # A private engine: a short connect timeout without touching the app's pool.
-    engine = create_engine(url, poolclass=NullPool, connect_args=connect_args)
+    engine = _check_engine(app, url)
     try:
         with engine.connect() as connection:
             current = MigrationContext.configure(connection).get_current_revision()
     except SQLAlchemyError as exc:
+        engine.dispose()  # the next check connects afresh
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:200]
         return Check("database", False, f"{backend} unreachable: {reason}",
                      "check DATABASE_URL and that the database server is running")
-    finally:
-        engine.dispose()
     head = _schema_head(app)
     if current == head:
         return Check("database", True, f"{backend} reachable, schema current ({head})")
