@@ -191,7 +191,8 @@ class Slice:
                 return self._settle() or "lost-lease"
             if not self._hourly_room(deadline):
                 return "continue"
-            rows = self._due_rows()
+            # Invariant 4, claim before send: pending -> sending, committed before any SMTP.
+            rows = self._claim_due()
             if not rows:
                 stop = self._settle()
                 if stop:
@@ -202,11 +203,9 @@ class Slice:
                 if not self._wait_for_due(deadline):
                     return "continue"
                 continue
-            # Invariant 4, claim before send: pending -> sending, committed before any SMTP.
-            claimed = set(self._claim([(r.id, r.subscriber_id) for r in rows]))
             self.session.commit()
             began = time.monotonic()
-            mine = [r for r in rows if r.id in claimed]
+            mine = rows
             if self.batching:
                 stop = send_batch(self, mine, deadline)
                 if stop == "paused" or self.outcomes.pause_reason:
@@ -217,7 +216,7 @@ class Slice:
             if stop:
                 return stop
             if not self.batching:
-                self._adapt_batch(len(claimed), time.monotonic() - began)
+                self._adapt_batch(len(mine), time.monotonic() - began)
 
     def _straight_on(self) -> bool:
         """Whether the loop goes straight to its next claim, with no wait and no stop in
@@ -258,6 +257,17 @@ class Slice:
             if self.rt.held_for() > 0:
                 return "continue"
         return None
+
+    def _claim_due(self) -> list[Row]:
+        """The next due rows (at most `batch_size`), claimed: pending -> sending, not yet
+        committed (the loop commits before any SMTP). A broadcast's rows are read and claimed
+        by one statement (`ledger.claim_due`); a subclass with rows of its own (automation
+        messages: `_due_rows` and `_claim` of its own) reads them, then claims them."""
+        if type(self)._claim is not Slice._claim or type(self)._due_rows is not Slice._due_rows:
+            rows = self._due_rows()
+            claimed = set(self._claim([(r.id, r.subscriber_id) for r in rows])) if rows else set()
+            return [r for r in rows if r.id in claimed]
+        return [Row(*r) for r in ledger.claim_due(self.session, self.broadcast_id, self.batch_size)]
 
     def _claim(self, rows: list[tuple[int, int | None]]) -> list[int]:
         return ledger.claim(self.session, self.broadcast_id, rows)
