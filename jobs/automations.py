@@ -212,13 +212,16 @@ class AutomationSlice(Slice):
                  self.attempts, self.skipped, time.monotonic() - started)
         return SliceResult(outcome, self.attempts, self.skipped)
 
-    def _due_rows(self) -> list[Row]:
-        return [MessageRow(*r) for r in self.session.execute(
+    def _claim_due(self) -> list[Row]:
+        """This identity's due automation messages, read, then claimed (pending -> sending,
+        each guarded: a row claimed meanwhile is not among those returned); not committed."""
+        rows = [MessageRow(*r) for r in self.session.execute(
             _DUE_ROWS.where(of_identity(self.rt.identity_id)),
             {"now": utcnow(), "limit": self.batch_size})]
-
-    def _claim(self, rows: list[tuple[int, int | None]]) -> list[int]:
-        return automation_ledger.claim(self.session, rows)
+        if not rows:
+            return []
+        claimed = set(automation_ledger.claim(self.session, [(r.id, r.subscriber_id) for r in rows]))
+        return [r for r in rows if r.id in claimed]
 
     def _finish_if_done(self) -> bool:
         """Done when nothing will be due before this slice would end anyway."""

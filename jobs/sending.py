@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from redis.exceptions import RedisError
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts import ledger, lifecycle
@@ -76,18 +76,6 @@ def batch_size_for(rows_per_second: float) -> int:
 def pace_limit(delay_seconds: float) -> float:
     """The fastest the pace allows, in sends per second."""
     return 1.0 / delay_seconds if delay_seconds > 0 else float("inf")
-
-
-_DUE_ROWS = (
-    select(Delivery.id, Delivery.subscriber_id, Delivery.list_id)
-    .where(
-        Delivery.broadcast_id == bindparam("broadcast_id"),
-        Delivery.status == "pending",
-        (Delivery.next_attempt_at.is_(None)) | (Delivery.next_attempt_at <= bindparam("now")),
-    )
-    .order_by(Delivery.id)
-    .limit(bindparam("limit"))
-)
 
 
 def start(session: Session, broadcast_id: int) -> Broadcast | None:
@@ -261,24 +249,9 @@ class Slice:
     def _claim_due(self) -> list[Row]:
         """The next due rows (at most `batch_size`), claimed: pending -> sending, not yet
         committed (the loop commits before any SMTP). A broadcast's rows are read and claimed
-        by one statement (`ledger.claim_due`); a subclass with rows of its own (automation
-        messages: `_due_rows` and `_claim` of its own) reads them, then claims them."""
-        if type(self)._claim is not Slice._claim or type(self)._due_rows is not Slice._due_rows:
-            rows = self._due_rows()
-            claimed = set(self._claim([(r.id, r.subscriber_id) for r in rows])) if rows else set()
-            return [r for r in rows if r.id in claimed]
+        by one guarded statement (`ledger.claim_due`); jobs.automations overrides this for
+        automation messages."""
         return [Row(*r) for r in ledger.claim_due(self.session, self.broadcast_id, self.batch_size)]
-
-    def _claim(self, rows: list[tuple[int, int | None]]) -> list[int]:
-        return ledger.claim(self.session, self.broadcast_id, rows)
-
-    def _due_rows(self) -> list[Row]:
-        return [
-            Row(*r)
-            for r in self.session.connection().execute(
-                _DUE_ROWS, {"broadcast_id": self.broadcast_id, "now": utcnow(), "limit": self.batch_size}
-            )
-        ]
 
     def _wait_for_due(self, deadline: float) -> bool:
         """Rows wait for their retry time: sleep until the first is due, within this slice."""
