@@ -132,8 +132,10 @@ def _estimate(session: Session, broadcast_id: int) -> None:
 
 def _audience(session: Session, broadcast_id: int, list_id: int | None,
               rules: str | None) -> Select | None:
-    """The snapshot's rows for subscriber ids in (:lo, :hi]: (broadcast, subscriber, pending,
-    0 attempts, their copy's list). A list: its active, unsuppressed subscribers. A segment:
+    """The snapshot's rows for subscriber ids in (:lo, :hi], in subscriber-id order (so the
+    deliveries' ids, which the worker sends by, follow the order people joined, wherever their
+    rows lie on disk): (broadcast, subscriber, pending, 0 attempts, their copy's list). A
+    list: its active, unsuppressed subscribers. A segment:
     the people its frozen rules match among those active on some list and unsuppressed, one
     row each, with the list whose subscription is re-checked at their turn and whose
     unsubscribe link they get. None when there is no audience any more (its list deleted)."""
@@ -144,7 +146,8 @@ def _audience(session: Session, broadcast_id: int, list_id: int | None,
     if rules is not None:
         group = parse(json.loads(rules))
         return select(this, Subscriber.id, pending, zero, delivery_list(group)).where(
-            Subscriber.id > lo, Subscriber.id <= hi, segments.segment_clause(session, group))
+            Subscriber.id > lo, Subscriber.id <= hi, segments.segment_clause(session, group)
+        ).order_by(Subscriber.id)
     if list_id is None:
         return None
     # Driven by the subscribers' primary key (the chunk's id range), each person's
@@ -153,7 +156,8 @@ def _audience(session: Session, broadcast_id: int, list_id: int | None,
     return select(this, Subscriber.id, pending, zero, literal(list_id, Delivery.list_id.type)).where(
         Subscriber.id > lo, Subscriber.id <= hi, Subscriber.suppression.is_(None),
         exists().where(Subscription.subscriber_id == Subscriber.id,
-                       Subscription.list_id == list_id, Subscription.status == "active"))
+                       Subscription.list_id == list_id, Subscription.status == "active")
+    ).order_by(Subscriber.id)
 
 
 def _chunk(session: Session, broadcast_id: int, lo: int, hi: int, until: int, *,
