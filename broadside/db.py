@@ -79,3 +79,15 @@ def _owner_only(path: str) -> None:
             os.chmod(path, 0o600)
     except OSError:
         pass  # not ours to change (another user's file, a read-only mount): leave it as it is
+
+
+def dialect_insert(session: Any, table: Any) -> Any:
+    """An INSERT that knows ON CONFLICT, on SQLite and PostgreSQL (the one helper the
+    subscribers, sign-up, automations and analytics writers share)."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert(table)
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert(table)

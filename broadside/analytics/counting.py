@@ -11,25 +11,19 @@ for hits not taken for a machine.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import ColumnElement, Table, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session
 
 from broadside.analytics.modes import AGGREGATE, PER_PERSON
 from broadside.analytics.tokens import ClickClaim, OpenClaim
+from broadside.db import dialect_insert
 from broadside.errors import NotFound
 from broadside.models import Broadcast, Delivery, MailingList, PersonActivity, TrackedLink, TrackingDay
 from broadside.timeutil import utcnow
 
 COUNTING = (AGGREGATE, PER_PERSON)
 DAY_SECONDS = 86_400
-
-
-def _insert(session: Session, table: Table) -> Any:
-    dialect = session.get_bind().dialect.name
-    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
 
 
 def _day(broadcast: Broadcast, now: datetime) -> int:
@@ -44,7 +38,7 @@ def bump_day(session: Session, broadcast_id: int, day: int, column: str, by: int
               "bot_clicks": 0}
     values[column] = max(by, 0)
     current: ColumnElement = table.c[column]
-    statement = _insert(session, table).values(**values).on_conflict_do_update(
+    statement = dialect_insert(session, table).values(**values).on_conflict_do_update(
         index_elements=["broadcast_id", "day"], set_={column: current + by})
     session.execute(statement)
 
@@ -65,7 +59,7 @@ def _person_allowed(session: Session, broadcast: Broadcast, delivery_id: int | N
 
 def _first_time(session: Session, broadcast_id: int, delivery_id: int, kind: str, position: int,
                 now: datetime) -> None:
-    statement = _insert(session, PersonActivity.__table__).values(
+    statement = dialect_insert(session, PersonActivity.__table__).values(
         broadcast_id=broadcast_id, delivery_id=delivery_id, kind=kind, position=position,
         first_at=now).on_conflict_do_nothing(index_elements=["delivery_id", "kind", "position"])
     session.execute(statement)

@@ -27,9 +27,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, insert, literal, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from broadside.db import dialect_insert
 from broadside.models import (
     Automation,
     AutomationEntry,
@@ -51,12 +51,6 @@ _EVENTS = Event.__table__
 
 EVALUATION_BATCH = 10_000  # people entered per statement group in a lifecycle evaluation
 EVALUATION_BUDGET_SECONDS = 3.0  # one evaluation job's share of the worker, like a slice
-
-
-def _insert(session: Session, table: Any):
-    if session.get_bind().dialect.name == "postgresql":
-        return postgresql.insert(table)
-    return sqlite.insert(table)
 
 
 def live_steps(session: Session, automation_id: int) -> list[AutomationStep]:
@@ -81,7 +75,7 @@ def enter(session: Session, automation: Automation, people: ColumnElement[bool],
     if not isinstance(list_for, ColumnElement):
         list_for = literal(list_for, _ENTRIES.c.list_id.type)
     entered_ids = list(session.execute(
-        _insert(session, _ENTRIES)
+        dialect_insert(session, _ENTRIES)
         .from_select(
             ["automation_id", "subscriber_id", "source", "evaluation", "entered_at", "list_id"],
             select(literal(automation.id, _ENTRIES.c.automation_id.type), Subscriber.id,

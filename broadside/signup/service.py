@@ -18,7 +18,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from broadside.automations.entering import enter_joined
-from broadside.db import rowcount
+from broadside.db import dialect_insert, rowcount
 from broadside.errors import NotFound
 from broadside.events import record_event
 from broadside.models import MailingList, Subscriber, Subscription
@@ -29,7 +29,6 @@ from broadside.signup_texts import confirmation_email
 from broadside.subscribers.service import (
     clean_email,
     clean_name,
-    dialect_insert,
     get_or_create_subscriber,
 )
 from broadside.timeutil import utcnow

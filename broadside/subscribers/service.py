@@ -11,15 +11,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, delete, func, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import delete, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
 from broadside.automations.entering import enter_joined
 from broadside.automations.ledger import forget_person
-from broadside.db import rowcount
+from broadside.db import dialect_insert, rowcount
 from broadside.errors import Conflict, NotFound, ValidationError
 from broadside.events import record_event
 from broadside.models import (
@@ -41,13 +40,6 @@ MAX_ATTRIBUTE_KEY = 100
 MAX_ATTRIBUTE_VALUE = 1000
 MAX_ATTRIBUTES_JSON = 10_000
 RESERVED_ATTRIBUTES = ("email", "name")
-
-
-def dialect_insert(session: Session, table: Table):
-    """An INSERT that knows ON CONFLICT on both SQLite and PostgreSQL."""
-    if session.get_bind().dialect.name == "postgresql":
-        return postgresql.insert(table)
-    return sqlite.insert(table)
 
 
 def clean_name(name: str | None) -> str:
