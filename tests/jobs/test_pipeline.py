@@ -12,6 +12,7 @@ from broadside.broadcasts.evidence import delivery_timeline
 from broadside.message_refs import delivery_message_id
 from broadside.models import Broadcast, Delivery, Event, Subscription
 from tests.helpers import counters, make_list, start_broadcast, statuses, while_the_server_takes
+from tests.smtp_server import paired
 from webapp.extensions import db, get_jobs
 
 
@@ -307,9 +308,12 @@ def test_gaps_between_sends_at_the_server_respect_the_delay(app, smtp_server, ru
     run_worker_burst()
     gaps = smtp_server.gaps()
     assert len(gaps) == 7
-    # Without pacing these would be a millisecond or two; the 10% allows for this test
-    # process's own scheduling of the server thread (bench/ measures the true minimum).
-    assert min(gaps) >= 0.050 * 0.9
+    # Without pacing these would be a millisecond or two. The server thread notes arrivals in
+    # this test process, which shares the cores with the suite's other worker: one late note
+    # shortens the next gap by what it added to the one before, so consecutive gaps are
+    # averaged in pairs (tests/smtp_server.py:paired); bench/ measures the true minimum.
+    assert min(paired(gaps)) >= 0.050 * 0.9, gaps
+    assert sum(gaps) / len(gaps) >= 0.050 * 0.95, gaps
 
 
 def test_outbox_transport_writes_eml_files_when_no_smtp(app, smtp_server):

@@ -29,6 +29,7 @@ from tests.helpers import (
     statuses,
     wait_until,
 )
+from tests.smtp_server import paired
 from webapp.extensions import db
 
 pytestmark = pytest.mark.slow
@@ -143,9 +144,14 @@ def test_the_pace_holds_for_every_attempt_through_refusals_retries_and_reconnect
 
     assert statuses(broadcast.id) == {"sent": 28, "failed": 1, "unknown": 1}
     assert len(server.mail_times) == attempts
-    # 10% for the server thread's own scheduling on a busy machine (the pipeline tests allow
-    # the same); the benchmark in bench/ measures the true minimum gap.
-    assert min(server.attempt_gaps()) >= delay * 0.9, sorted(server.attempt_gaps())[:3]
+    # The server notes each MAIL FROM in this test process, which shares two cores with the
+    # suite's other worker: one note taken late shortens the next gap by as much as it
+    # lengthened the one before. So no two consecutive gaps average under 90% of the pace,
+    # and the whole run keeps it on average (an unpaced worker fails both by a factor of
+    # ten); the benchmark in bench/ measures the true minimum gap.
+    gaps = server.attempt_gaps()
+    assert min(paired(gaps)) >= delay * 0.9, sorted(gaps)[:3]
+    assert sum(gaps) / len(gaps) >= delay * 0.95, sorted(gaps)[:3]
 
 
 # aiosmtpd warns that AUTH without TLS is unsafe: true, and fine on loopback in a test.

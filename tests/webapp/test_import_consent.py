@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from broadside.lists import service as lists
 from broadside.models import Import, Subscriber, Subscription, TransactionalMessage
+from tests.smtp_server import paired
 from tests.webapp.import_steps import last_import, statuses, upload
 from webapp.extensions import db, get_jobs
 
@@ -69,7 +70,8 @@ def test_asking_them_to_confirm_mails_each_new_person_once_through_the_worker(
     new = ["new1@example.com", "new2@example.com", "new3@example.com"]
     received = smtp_server.wait_for(3)
     assert sorted(smtp_server.recipients()) == new
-    assert all(gap >= 0.05 for gap in smtp_server.gaps())  # paced like every other message
+    gaps = smtp_server.gaps()  # paced (60 ms) like every other message; see paired()
+    assert min(paired(gaps)) >= 0.060 * 0.9 and sum(gaps) / len(gaps) >= 0.060 * 0.95, gaps
     # The sign-up form's own confirmation email (kind, subject and link: see below).
     sent = {m.to_email: m for m in db.session.scalars(select(TransactionalMessage))}
     assert {m.kind for m in sent.values()} == {"confirmation"}
