@@ -166,6 +166,10 @@ def app(app_config) -> Iterator[Flask]:
         db.engine.dispose()
     if "doctor_engine" in app.extensions:  # the System page's checks keep one connection
         app.extensions["doctor_engine"].dispose()
+    # Closed here, not left to the garbage collector: a socket it finalises before the client
+    # is a ResourceWarning in whatever test runs then (the suite makes warnings errors).
+    if "broadside_redis" in app.extensions:
+        app.extensions["broadside_redis"].close()
 
 
 @pytest.fixture

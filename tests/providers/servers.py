@@ -266,13 +266,15 @@ class ProviderServer:
         times = [r.at for r in self.sends()]
         return min((b - a for a, b in zip(times, times[1:], strict=False)), default=float("inf"))
 
-    def min_paired_gap(self) -> float:
-        """The shortest average of two consecutive gaps. With two servers' threads in one
+    def min_paired_gap(self, over: int = 2) -> float:
+        """The shortest average of `over` consecutive gaps. With two servers' threads in one
         process, one can record a request a scheduling stall late, which shortens the gap after
-        it by as much as it lengthened the one before; the pair's average is immune to that,
-        and unpaced requests still show as a few ms (see tests/smtp_server.py:paired_gaps)."""
+        it by as much as it lengthened the one before; the average over a pair is immune to
+        one such stall (over three, to two in a row), and unpaced requests still show as a few
+        ms (see tests/smtp_server.py:paired)."""
         times = [r.at for r in self.sends()]
-        return min(((c - a) / 2 for a, c in zip(times, times[2:], strict=False)), default=float("inf"))
+        return min(((c - a) / over for a, c in zip(times, times[over:], strict=False)),
+                   default=float("inf"))
 
     # ------------------------------------------------------------------ answering
 

@@ -288,14 +288,15 @@ def test_two_provider_identities_at_once_each_keep_their_own_pace(app, app_confi
         wait_until(lambda: broadcast_status(first) == "sent" and broadcast_status(second) == "sent",
                    timeout=60, message=lambda: worker.output)
         assert len(ses.accepted) == 40 and len(mailgun.accepted) == 40
-        # Each at its own server: on average at least the pace, and no pair of gaps far below
-        # it. This test process schedules both servers' threads (beside the suite's other
-        # processes), so one can note a request a stall late, which shortens the pair after
-        # it; a worker that did not keep the pace would show gaps of a few ms.
+        # Each at its own server: on average at least the pace, and no three gaps in a row far
+        # below it. This test process schedules both servers' threads (beside the suite's other
+        # processes), so it can note a request a stall late, which shortens the gap after it
+        # (on a loaded machine, two requests in a row: one CI run saw gaps averaging 61 ms over
+        # a pair at a 100 ms pace); a worker that did not keep the pace shows gaps of a few ms.
         for server, pace in ((ses, 0.100), (mailgun, 0.060)):
             times = [r.at for r in server.sends()]
             assert (times[-1] - times[0]) / (len(times) - 1) >= pace * 0.95, server.min_gap()
-            assert server.min_paired_gap() >= pace * 0.7, server.min_gap()
+            assert server.min_paired_gap(over=3) >= pace * 0.7, server.min_gap()
         # Side by side: the two streams were at work at once.
         a, b = [r.at for r in ses.sends()], [r.at for r in mailgun.sends()]
         assert a[0] < b[-1] and b[0] < a[-1]
