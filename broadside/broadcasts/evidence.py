@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Select, and_, func, literal, literal_column, or_, select, union_all
+from sqlalchemy import Select, and_, func, literal, literal_column, or_, select, true, union_all
 from sqlalchemy.orm import Session
 
 from broadside.broadcasts import service
@@ -137,10 +137,23 @@ class DeliveryPage:
         return None if self.per_page == PER_PAGE else self.per_page
 
 
-def _columns():
-    return (Delivery.id, Delivery.subscriber_id, Subscriber.email, Subscriber.name, Delivery.status,
+def _columns(person=Subscriber):
+    return (Delivery.id, Delivery.subscriber_id, person.email, person.name, Delivery.status,
             Delivery.reason, Delivery.smtp_code, Delivery.error_class, Delivery.attempts,
             Delivery.next_attempt_at, Delivery.sent_at, Delivery.updated_at)
+
+
+def _with_person(session: Session, searching: bool) -> Select:
+    """The deliveries with their person's address and name. A search on PostgreSQL looks each
+    delivery of the window up by id (a LATERAL subquery): joined plainly, the planner reads
+    every subscriber to find the few whose address matches (a million rows: 200 ms), where
+    the window is 20,000 deliveries (60 ms of lookups). A searched row always has a person."""
+    if not (searching and session.get_bind().dialect.name == "postgresql"):
+        return select(*_columns()).outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
+    # OFFSET keeps PostgreSQL from flattening the subquery back into that join.
+    person = (select(Subscriber.email, Subscriber.name)
+              .where(Subscriber.id == Delivery.subscriber_id).offset(0).lateral())
+    return select(*_columns(person.c)).join(person, true())
 
 
 def _like_escape(text: str) -> str:
@@ -161,15 +174,12 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
     query = (query or "").strip().lower()
     if len(query) > MAX_QUERY:
         raise ValidationError(f"Search for at most {MAX_QUERY} characters.")
-    statement = (
-        select(*_columns())
-        .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
-        .where(Delivery.broadcast_id == broadcast_id)
-    )
+    statement = _with_person(session, bool(query)).where(Delivery.broadcast_id == broadcast_id)
     if status:
         statement = statement.where(Delivery.status == status)
     if query:
-        statement = statement.where(Subscriber.email.like(f"%{_like_escape(query)}%", escape="\\"))
+        email = statement.selected_columns[2]
+        statement = statement.where(email.like(f"%{_like_escape(query)}%", escape="\\"))
     backwards = before is not None and after is None
     if not status and not query:
         statement = statement.where(Delivery.id.in_(
