@@ -21,12 +21,24 @@ summer time.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import ColumnElement, Integer, Select, String, func, literal_column, select, union_all
+from sqlalchemy import (
+    ColumnElement,
+    CompoundSelect,
+    Integer,
+    Select,
+    String,
+    bindparam,
+    func,
+    literal_column,
+    select,
+    union_all,
+)
 from sqlalchemy.orm import QueryableAttribute, Session
 
 from broadside.models import Subscription
@@ -72,27 +84,33 @@ def local_midnight(day: date, zone: ZoneInfo) -> datetime:
     return datetime.combine(day, time(0), tzinfo=zone).astimezone(UTC).replace(tzinfo=None)
 
 
-def _per_day(moment: QueryableAttribute[Any], bounds: list[datetime], kind: str,
+def _per_day(moment: QueryableAttribute[Any], days: int, kind: str,
              *where: ColumnElement[bool]) -> list[Select[int, str, int]]:
-    """One count per day: the rows whose `moment` falls in [bounds[n], bounds[n + 1])."""
+    """One count per day: the rows whose `moment` falls in [b<n>, b<n + 1>), the bounds
+    bound when the statement runs."""
     return [select(literal_column(str(n), Integer).label("day"),
                    literal_column(f"'{kind}'", String).label("kind"), func.count().label("moves"))
-            .where(*where, moment >= low, moment < high)
-            for n, (low, high) in enumerate(zip(bounds, bounds[1:], strict=False))]
+            .where(*where, moment >= bindparam(f"b{n}"), moment < bindparam(f"b{n + 1}"))
+            for n in range(days)]
+
+
+@functools.cache
+def _statement(days: int) -> CompoundSelect:
+    """Built once per number of days: 90 SELECTs are ~18 ms of Python to build anew."""
+    joined = Subscription.status != "unconfirmed"
+    return union_all(
+        *_per_day(Subscription.confirmed_at, days, "joined", joined),
+        *_per_day(Subscription.created_at, days, "joined", joined, Subscription.confirmed_at.is_(None)),
+        *_per_day(Subscription.unsubscribed_at, days, "left"))
 
 
 def growth(session: Session, zone: ZoneInfo, days: int = DAYS, now: datetime | None = None) -> Growth:
     """Joins and leaves per day over the last `days` days up to now (today included)."""
     today = in_zone(now or utcnow(), zone).date()
     first = today - timedelta(days=days - 1)
-    bounds = [local_midnight(first + timedelta(days=n), zone) for n in range(days + 1)]
-    joined = Subscription.status != "unconfirmed"
+    bounds = {f"b{n}": local_midnight(first + timedelta(days=n), zone) for n in range(days + 1)}
     counts: dict[tuple[int, str], int] = {}
-    for day, kind, moves in session.execute(union_all(
-            *_per_day(Subscription.confirmed_at, bounds, "joined", joined),
-            *_per_day(Subscription.created_at, bounds, "joined", joined,
-                      Subscription.confirmed_at.is_(None)),
-            *_per_day(Subscription.unsubscribed_at, bounds, "left"))).all():
+    for day, kind, moves in session.execute(_statement(days), bounds).all():
         counts[(day, kind)] = counts.get((day, kind), 0) + moves
     return Growth([
         GrowthDay(first + timedelta(days=n), counts.get((n, "joined"), 0), counts.get((n, "left"), 0))
