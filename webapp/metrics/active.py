@@ -2,7 +2,13 @@
 rows: a million-row GROUP BY at every scrape would cost a second each time.
 
 - outcomes and in-flight figures: the broadcast's counters (the ledger keeps them exact);
-- skipped, failed and unknown rows (few): one GROUP BY on the (broadcast_id, status) index;
+- skipped, failed and unknown rows, by reason, class and code: added up the same way, from the
+  rows of those statuses past the last one counted (each is settled at the person's turn, in
+  id order). A GROUP BY of them all at each scrape read every such row (5% of a 1,000,000-row
+  broadcast: 360 ms on SQLite, 1.3 s on PostgreSQL). A row that reached one of them after the
+  range moved on (a retry that failed late) is counted without its reason until the broadcast
+  settles; when the owner sends rows again, the broadcast's counter of their status goes
+  down, and they are all counted again once;
 - reply codes and attempts of sent rows: added up from the sent rows past the last one counted
   (a range of the (broadcast_id, status, id) index; the row itself is the evidence of a send,
   no event is written for it), kept in Redis with that row's id. A delivery is sent once
@@ -21,7 +27,7 @@ import time
 
 from redis import Redis
 from redis.exceptions import RedisError
-from sqlalchemy import case, func, literal, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from broadside.models import Delivery
@@ -30,23 +36,24 @@ RETRYING_SECONDS = 60
 KEEP_SECONDS = 7 * 86400
 
 
+SETTLED_ELSEWISE = ("skipped", "failed", "unknown")
+
+
 def active_groups(session: Session, redis: Redis, key: str, broadcast_id: int, pending: int,
-                  sending: int, sent_count: int) -> list[tuple]:
+                  sending: int, sent_count: int, counters: dict[str, int]) -> list[tuple]:
     """A sending broadcast's groups, as `BroadsideCollector._delivery_groups` gives them,
-    without reading its rows (see the module's docstring); `key` holds its running state."""
-    skipped_reason = case((Delivery.status == "skipped", Delivery.reason), else_=None)
-    groups: list[tuple] = [tuple(row) for row in session.execute(
-        select(Delivery.status, Delivery.error_class, skipped_reason, Delivery.smtp_code,
-               literal(None), func.count())
-        .where(Delivery.broadcast_id == broadcast_id,
-               Delivery.status.in_(("skipped", "failed", "unknown")))
-        .group_by(Delivery.status, Delivery.error_class, skipped_reason, Delivery.smtp_code))]
+    without reading its rows (see the module's docstring); `key` holds its running state and
+    `counters` are the broadcast's skipped, failed and unknown counters."""
     try:
         raw = redis.get(key)
     except RedisError:
         raw = None
-    state = json.loads(raw) if raw else {"after": 0, "sent": [], "retrying": None, "at": 0}
-    after = state.get("after", 0)
+    state = json.loads(raw) if raw else {}
+    if state.get("version") != 2:
+        state = {"version": 2, "after": 0, "sent": [], "retrying": None, "at": 0,
+                 "others_after": 0, "others": [], "counters": {}}
+    groups = _others(session, state, broadcast_id, counters)
+    after = state["after"]
     sent: dict[tuple, int] = {(code, tries): n for code, tries, n in state["sent"]}
     # Sent rows past the last one counted, read as a range of the (broadcast_id, status, id)
     # index: a slice claims pending rows in id order, so nearly every newly sent row lies past
@@ -82,4 +89,35 @@ def active_groups(session: Session, redis: Redis, key: str, broadcast_id: int, p
     groups += [("pending", None, None, None, None, pending - retrying),
                ("pending", "transient", None, None, None, retrying),
                ("sending", None, None, None, None, sending)]
+    return groups
+
+
+def _others(session: Session, state: dict, broadcast_id: int, counters: dict[str, int]) -> list[tuple]:
+    """The skipped, failed and unknown groups, updated in `state` from the rows past the last
+    one counted. A counter below the one last seen means the owner sent rows again (they are
+    pending now, no longer what they were): everything of these statuses is counted afresh."""
+    seen = state["counters"]
+    if any(counters[status] < seen.get(status, 0) for status in SETTLED_ELSEWISE):
+        state.update(others_after=0, others=[])
+    state["counters"] = dict(counters)
+    counted: dict[tuple, int] = {tuple(group[:-1]): group[-1] for group in state["others"]}
+    after = state["others_after"]
+    skipped_reason = case((Delivery.status == "skipped", Delivery.reason), else_=None)
+    for status, error_class, reason, code, count, last in session.execute(
+        select(Delivery.status, Delivery.error_class, skipped_reason, Delivery.smtp_code,
+               func.count(), func.max(Delivery.id))
+        .where(Delivery.broadcast_id == broadcast_id, Delivery.status.in_(SETTLED_ELSEWISE),
+               Delivery.id > state["others_after"])
+        .group_by(Delivery.status, Delivery.error_class, skipped_reason, Delivery.smtp_code)):
+        group = (status, error_class, reason, code)
+        counted[group] = counted.get(group, 0) + count
+        after = max(after, last)
+    state.update(others_after=after, others=[[*group, n] for group, n in counted.items()])
+    groups = [(*group[:4], None, n) for group, n in counted.items()]
+    for status in SETTLED_ELSEWISE:
+        # Rows that reached this status behind the range (a retry that failed late): counted
+        # without their reason, class or code until the broadcast settles.
+        behind = counters[status] - sum(n for group, n in counted.items() if group[0] == status)
+        if behind > 0:
+            groups.append((status, None, None, None, None, behind))
     return groups
