@@ -1,7 +1,8 @@
 """Where the CPU goes in the ceiling (issue 19 point 5): the worker and the bare smtplib loop
 against the discarding responder, CPU seconds per message of every process involved.
 
-    .venv/bin/python bench/ceiling_cpu.py [--size N] [--backend sqlite|postgresql]
+    .venv/bin/python bench/ceiling_cpu.py [--size N] [--rounds R] [--base REF]
+                                          [--backend sqlite|postgresql]
 
 Per backend, on a population of its own (bench/wire.py's): the worker (`python -m jobs
 --burst`, as bench/pipeline.py's `_send_with_worker` starts it) sends the list once to the
@@ -17,7 +18,9 @@ accepted end of DATA, bench/pipeline.py's `_rate`), for
 - database: on PostgreSQL, every backend connected to the bench's database
   (pg_stat_activity by datname: the worker's connections; the bench's own are idle).
   SQLite runs inside the worker, so its CPU is the client's.
-Per message: each, their total, and the wall time. Then what the CPU alone allows on this
+Per message: each, their total, and the wall time. With --base REF the worker of that commit
+runs too (from `git archive`), interleaved with this tree's (A B, then B A), same list, same
+servers: the before and after in one run. Then what the CPU alone allows on this
 machine's cores: a process runs on one core at a time (the worker's Python holds the GIL)
 and all of them share the cores, so the worker's wall per message is at least
 max(client, sink, database, total / cores); against the bare loop's measured wall that is
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
+import statistics
 import subprocess
 import sys
 import threading
@@ -155,21 +159,28 @@ def _window(sink: Sink) -> tuple[float, float, int]:
 
 
 def measure_worker(bench: Bench, app, url: str, sink: Sink, list_id: int, size: int,
-                   backends: Backends | None, label: str) -> dict:
+                   backends: Backends | None, label: str, tree: Path = ROOT) -> dict:
+    """The worker of the tree at `tree` (`python -m jobs --burst`, as the Procfile starts it)
+    sending the list once to `sink`."""
     sink.reset()
     sampler = Sampler()
     sampler.watch(sink.proc.pid, "sink")
     broadcast_id, _ = press_send(app, list_id, enqueue=False)
-    worker = bench.worker(url, smtp_url=sink.url, burst=True, label=label)
-    sampler.watch(worker.proc.pid, "client")
+    log = bench.workdir / f"{label}.log"
+    env = bench.env(url, SEND_DELAY_MS="0", SMTP_URL=sink.url, PYTHONPATH=str(tree))
+    with open(log, "ab") as output:
+        worker = subprocess.Popen([sys.executable, "-m", "jobs", "--burst"], cwd=tree, env=env,
+                                  stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    bench.processes.append(worker)
+    sampler.watch(worker.pid, "client")
     try:
-        while worker.alive():
+        deadline = time.monotonic() + 60 + size / 20
+        while worker.poll() is None and time.monotonic() < deadline:
             if backends is not None:
                 backends.look(sampler)
-            for pid in _descendants(worker.proc.pid):
+            for pid in _descendants(worker.pid):
                 sampler.watch(pid, "client")
             time.sleep(0.1)
-        worker.wait(5)
     finally:
         sampler.stop()
         state = broadcast_state(app, broadcast_id)
@@ -177,7 +188,8 @@ def measure_worker(bench: Bench, app, url: str, sink: Sink, list_id: int, size: 
             steer(app, broadcast_id, "cancel")
     start, end, count = _window(sink)
     if state["status"] != "sent" or count != size:
-        raise RuntimeError(f"{label}: {count} of {size} sent, {state}:\n{worker.output[-3000:]}")
+        raise RuntimeError(f"{label}: {count} of {size} sent, {state}:\n"
+                           f"{log.read_text(errors='replace')[-3000:]}")
     return {**sampler.within(start, end), "wall": end - start, "count": count}
 
 
@@ -203,23 +215,35 @@ def measure_bare(bench: Bench, sink: Sink, messages: list, label: str) -> dict:
     return {**sampler.within(start, end), "wall": end - start, "count": count}
 
 
-def row(name: str, figures: dict) -> dict:
+ROLES = ("client", "sink", "database")
+
+
+def per_message(figures: dict) -> dict[str, float]:
     n = figures["count"]
-    roles = ("client", "sink", "database")
-    per = {role: figures.get(role, 0.0) / n * 1e6 for role in roles}
-    per["total"] = sum(per.values())
+    per = {role: figures.get(role, 0.0) / n * 1e6 for role in ROLES}
+    per.update({f"{role} sys": figures.get(f"{role} sys", 0.0) / n * 1e6 for role in ROLES})
+    per["total"] = sum(per[role] for role in ROLES)
     per["wall"] = figures["wall"] / n * 1e6
-    system = {role: figures.get(f"{role} sys", 0.0) / n * 1e6 for role in roles}
-    print(f"{name:24} " + " ".join(f"{per[r]:5.0f} ({system[r]:3.0f})" for r in roles)
-          + f" {per['total']:8.0f} {per['wall']:8.0f} {1e6 / per['wall']:8,.0f}", flush=True)
     return per
 
 
-def run_backend(bench: Bench, backend: str, size: int, sinks: dict[str, Sink]) -> None:
+def row(name: str, per: dict[str, float]) -> None:
+    print(f"{name:24} " + " ".join(f"{per[r]:5.0f} ({per[r + ' sys']:3.0f})" for r in ROLES)
+          + f" {per['total']:8.0f} {per['wall']:8.0f} {1e6 / per['wall']:8,.0f}", flush=True)
+
+
+def median(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+def run_backend(bench: Bench, backend: str, size: int, sinks: dict[str, Sink],
+                sides: list[tuple[str, Path]], rounds: int) -> None:
     url = bench.sqlite_url("cpu") if backend == "sqlite" else bench.postgres_url("cpu")
     app = bench.app(url)
     ids = populate(app, size, {"cpu bytes": size, "cpu worker": size}, domain="wire.example")
     backends = Backends(url) if backend == "postgresql" else None
+    runs: dict[str, list[dict[str, float]]] = {label: [] for label, _ in sides}
+    runs["bare"] = []
     try:
         # The bytes the worker sends, for the bare loop (as bench/wire.py takes them).
         measure_worker(bench, app, url, sinks["record"], ids["cpu bytes"], size, None,
@@ -229,33 +253,57 @@ def run_backend(bench: Bench, backend: str, size: int, sinks: dict[str, Sink]) -
         print(f"\n{backend}, {size:,} messages of {sum(len(m[2]) for m in messages) / size / 1024:.1f}"
               f" KB; CPU µs per message (of which system)\n{'':24} client      sink        "
               f"database      total     wall    msg/s")
-        worker = measure_worker(bench, app, url, sinks["discard"], ids["cpu worker"], size,
-                                backends, f"cpu-worker-{backend}")
-        w = row("worker → discard", worker)
-        b = row("bare smtplib → discard", measure_bare(bench, sinks["discard"], messages,
-                                                       f"cpu-bare-{backend}"))
+        for round_ in range(rounds):  # A B, then B A: drift favours neither
+            for label, tree in (sides if round_ % 2 == 0 else sides[::-1]):
+                figures = per_message(measure_worker(
+                    bench, app, url, sinks["discard"], ids["cpu worker"], size, backends,
+                    f"cpu-{label.split()[0]}-{backend}-{round_}", tree))
+                runs[label].append(figures)
+                row(f"{label} → discard", figures)
+            figures = per_message(measure_bare(bench, sinks["discard"], messages,
+                                               f"cpu-bare-{backend}-{round_}"))
+            runs["bare"].append(figures)
+            row("bare smtplib → discard", figures)
     finally:
         if backends is not None:
             backends.close()
-    longest = max(w["client"], w["sink"], w["database"], w["total"] / CORES)
-    print(f"measured ratio (wall): {b['wall'] / w['wall']:.2f}; the CPU allows at most "
-          f"{b['wall'] / longest:.2f} with perfect overlap on {CORES} cores (worker wall ≥ "
-          f"max(client, sink, db, total/{CORES}) = {longest:.0f} µs); a strict ping-pong of the "
-          f"worker's parts would give {b['wall'] / w['total']:.2f}; the bare loop's wall is "
-          f"{b['wall'] / b['total']:.2f}x its CPU", flush=True)
+    bare = median(runs["bare"])
+    print(f"medians of {rounds}:")
+    for label, _ in sides:
+        row(f"{label}", median(runs[label]))
+    row("bare smtplib", bare)
+    for label, _ in sides:
+        w = median(runs[label])
+        longest = max(w["client"], w["sink"], w["database"], w["total"] / CORES)
+        print(f"{label}: measured ratio {bare['wall'] / w['wall']:.2f} (medians); the CPU allows "
+              f"at most {bare['wall'] / longest:.2f} with perfect overlap on {CORES} cores "
+              f"(worker wall ≥ max(client, sink, db, total/{CORES}) = {longest:.0f} µs), "
+              f"{bare['wall'] / w['total']:.2f} with none (a ping-pong of its parts); "
+              f"0.90 needs a worker wall ≤ {bare['wall'] / 0.9:.0f} µs", flush=True)
+    print(f"bare loop: wall {bare['wall'] / bare['total']:.2f}x its CPU (a ping-pong)")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--base", help="a git ref: its worker too, interleaved (A/B)")
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), action="append")
     args = parser.parse_args()
     print(f"load average {open('/proc/loadavg').read().split()[:3]}, {CORES} cores")
     bench = Bench()
+    sides = [("worker", ROOT)]
+    if args.base:
+        base = bench.workdir / "base"
+        base.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.base], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        sides = [(f"A {args.base}", base), ("B worktree", ROOT)]
     sinks = {kind: Sink(kind) for kind in ("record", "discard")}
     try:
         for backend in args.backend or ("sqlite", "postgresql"):
-            run_backend(bench, backend, args.size, sinks)
+            run_backend(bench, backend, args.size, sinks, sides, args.rounds)
     finally:
         for sink in sinks.values():
             sink.close()

@@ -69,7 +69,12 @@ class _NotPlain(Exception):
 
 
 class PlainTemplate:
-    """A template of literal chunks, printed expressions and `if` blocks."""
+    """A template of literal chunks, printed expressions and `if` blocks.
+
+    Which branches a render takes depends only on the truth of the `if` tests, so the text is
+    laid out once per combination of test results (a list of literal chunks with the slots
+    the printed values go into, kept per combination seen); a render evaluates the
+    expressions, picks the layout and fills its slots."""
 
     def __init__(self, program: list[Any], expressions: list[Evaluate], uses: int,
                  autoescape: bool) -> None:
@@ -77,6 +82,9 @@ class PlainTemplate:
         self._expressions = expressions
         self._uses = uses  # fields printed or tested, and filters run, over every branch
         self._autoescape = autoescape
+        self._tests = sorted(_tests(program))
+        self._layouts: dict[tuple[bool, ...], tuple[list[str], list[tuple[int, int]],
+                                                    list[int]]] = {}
 
     def render(self, context: dict[str, Any], limit: int) -> str | None:
         """The text the sandbox would render for `context`, or None (render with the
@@ -85,47 +93,80 @@ class PlainTemplate:
             values = [evaluate(context) for evaluate in self._expressions]
         except _Bail:
             return None
-        printed: list[str] = []
+        truths = tuple([bool(values[test]) for test in self._tests])
+        layout = self._layouts.get(truths)
+        if layout is None:
+            layout = self._layout(truths)
+        chunks, slots, fields = layout
+        printed: dict[int, str] = {}
         longest = PLAIN_CONST_LIMIT
-        for value in values:
+        for index in fields:
+            value = values[index]
             if type(value) is str:
-                printed.append(str(escape(value)) if self._autoescape else value)
+                printed[index] = escape(value) if self._autoescape else value
                 longest = max(longest, len(value))
-            else:  # nothing, or not printable here (then `_run` gives up if it is printed)
-                printed.append("")
+            elif value is None or value is UNDEFINED:
+                printed[index] = ""
+            else:
+                return None  # the sandbox prints numbers, lists... its own way
+        for value in values:  # the values only tested or filtered count too
+            if type(value) is str and len(value) > longest:
+                longest = len(value)
         # What the sandbox charges to the render's budget is at most this: each print charges
         # the value and its escaped form (at most 5 times longer), each filter its operation,
         # its inputs and its result. Every value a filter sees is either one of `values` or
         # empty, so `longest` bounds them all.
         if self._uses * (OP_COST + 10 + 8 * longest) > RENDER_BUDGET:
             return None
-        out: list[str] = []
-        if not self._run(self._program, values, printed, out):
-            return None
+        out = chunks.copy()
+        for position, index in slots:
+            out[position] = printed[index]
         text = "".join(out)
         return text if len(text) <= limit else None
 
-    def _run(self, program: list[Any], values: list[Any], printed: list[str],
-             out: list[str]) -> bool:
-        for step in program:
-            if type(step) is str:
-                out.append(step)
-            elif type(step) is int:
-                value = values[step]
-                if not (type(value) is str or value is None or value is UNDEFINED):
-                    return False  # the sandbox prints numbers, lists... its own way
-                out.append(printed[step])
-            else:  # (branches, else): the first branch whose test is true
-                branches, otherwise = step
-                for test, body in branches:
-                    if values[test]:
-                        if not self._run(body, values, printed, out):
-                            return False
-                        break
-                else:
-                    if not self._run(otherwise, values, printed, out):
-                        return False
-        return True
+    def _layout(self, truths: tuple[bool, ...]) -> tuple[list[str], list[tuple[int, int]],
+                                                         list[int]]:
+        """The chunks and slots of the text when the tests come out as `truths`."""
+        truth = dict(zip(self._tests, truths, strict=True))
+        chunks: list[str] = []
+        slots: list[tuple[int, int]] = []
+        literal = False  # whether the last chunk is literal text (the next one joins it)
+
+        def walk(program: list[Any]) -> None:
+            nonlocal literal
+            for step in program:
+                if type(step) is str:
+                    if literal:
+                        chunks[-1] += step
+                    else:
+                        chunks.append(step)
+                        literal = True
+                elif type(step) is int:
+                    slots.append((len(chunks), step))
+                    chunks.append("")
+                    literal = False
+                else:  # (branches, else): the first branch whose test is true
+                    branches, otherwise = step
+                    walk(next((body for test, body in branches if truth[test]), otherwise))
+
+        walk(self._program)
+        fields = sorted({index for _, index in slots})
+        if len(self._layouts) >= 64:  # many `if`s: keep the memory bounded
+            self._layouts.clear()
+        self._layouts[truths] = (chunks, slots, fields)
+        return chunks, slots, fields
+
+
+def _tests(program: list[Any]) -> set[int]:
+    found: set[int] = set()
+    for step in program:
+        if type(step) is tuple:
+            branches, otherwise = step
+            for test, body in branches:
+                found.add(test)
+                found |= _tests(body)
+            found |= _tests(otherwise)
+    return found
 
 
 def plain_template(tree: nodes.Template, *, autoescape: bool) -> PlainTemplate | None:
