@@ -281,6 +281,12 @@ def run_backend(bench: Bench, backend: str, size: int, sinks: dict[str, Sink],
               f"{bare['wall'] / w['total']:.2f} with none (a ping-pong of its parts); "
               f"0.90 needs a worker wall ≤ {bare['wall'] / 0.9:.0f} µs", flush=True)
     print(f"bare loop: wall {bare['wall'] / bare['total']:.2f}x its CPU (a ping-pong)")
+    for label, _ in sides:  # each worker run against the bare loop of its own round
+        ratios = [b["wall"] / w["wall"] for w, b in zip(runs[label], runs["bare"], strict=True)]
+        cpu = [b["total"] / w["total"] for w, b in zip(runs[label], runs["bare"], strict=True)]
+        print(f"{label}: worker/bare per round (wall) {', '.join(f'{r:.2f}' for r in ratios)}, "
+              f"median {statistics.median(ratios):.2f}; bare CPU ÷ worker CPU (all processes) "
+              f"{', '.join(f'{r:.2f}' for r in cpu)}, median {statistics.median(cpu):.2f}")
 
 
 def main() -> int:
