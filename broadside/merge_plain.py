@@ -128,23 +128,18 @@ class PlainTemplate:
                                                          list[int]]:
         """The chunks and slots of the text when the tests come out as `truths`."""
         truth = dict(zip(self._tests, truths, strict=True))
+        # The literal chunks are the program's own strings, referred to, never joined here:
+        # a layout is a list of references, however long the text and however many layouts.
         chunks: list[str] = []
         slots: list[tuple[int, int]] = []
-        literal = False  # whether the last chunk is literal text (the next one joins it)
 
         def walk(program: list[Any]) -> None:
-            nonlocal literal
             for step in program:
                 if type(step) is str:
-                    if literal:
-                        chunks[-1] += step
-                    else:
-                        chunks.append(step)
-                        literal = True
+                    chunks.append(step)
                 elif type(step) is int:
                     slots.append((len(chunks), step))
                     chunks.append("")
-                    literal = False
                 else:  # (branches, else): the first branch whose test is true
                     branches, otherwise = step
                     walk(next((body for test, body in branches if truth[test]), otherwise))

@@ -148,3 +148,31 @@ def test_the_work_budget_is_never_approached_on_the_plain_path(monkeypatch):
     plain = plain_template(HTML_ENV.parse("{{ name }}" * 10), autoescape=True)
     assert plain.render(_context("a@x", "ab", {}, "u"), limit=10**6) == "ab" * 10
     assert plain.render(_context("a@x", "a" * 5_000, {}, "u"), limit=10**6) is None
+
+
+def test_layouts_stay_few_and_share_the_literal_text():
+    # Eight independent `if`s: 256 ways through; at most 64 layouts are kept, and each refers
+    # to the template's own literal strings (a big body is never copied per layout).
+    big = "<p>" + "x" * 100_000 + "</p>"
+    source = "".join(f"{{% if attributes.f{i} %}}{big}{i}{{% endif %}}" for i in range(8))
+    plain = plain_template(HTML_ENV.parse(source), autoescape=True)
+    sandbox = HTML_ENV.from_string(source)
+    for combination in range(256):
+        attrs = {f"f{i}": bool(combination >> i & 1) for i in range(8)}
+        context = _context("a@x", "n", attrs, "u")
+        assert plain.render(dict(context), limit=10**7) == sandbox.render(dict(context))
+        assert len(plain._layouts) <= 64
+    literals = {id(chunk) for chunk in _literals(plain._program)}
+    for chunks, _, _ in plain._layouts.values():
+        assert all(id(chunk) in literals or chunk == "" for chunk in chunks)
+
+
+def _literals(program):
+    for step in program:
+        if type(step) is str:
+            yield step
+        elif type(step) is tuple:
+            branches, otherwise = step
+            for _, body in branches:
+                yield from _literals(body)
+            yield from _literals(otherwise)
