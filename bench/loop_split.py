@@ -17,7 +17,7 @@ import sys
 
 # (part, the frames that put a sample in it), first match wins
 PARTS = [
-    ("re-check query", ("recipient_state",)),
+    ("re-check query", ("recipient_state", "StateReader.__call__")),
     ("frequency cap query", ("recently_received",)),
     ("render (prepare)", ("Recheck.prepare",)),
     ("claim (claim_due, or due rows + claim)", ("Slice._claim_due", "Slice._claim", "Slice._due_rows")),

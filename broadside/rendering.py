@@ -21,7 +21,9 @@ merge_fields.jinja_literal). So the user's fields are the only user-controlled t
 and a body containing `{% raw %}` or `{{` can never break the layout.
 
 Rendering (per recipient, tens of microseconds): `CompiledRevision` compiles the three templates
-once (per slice), and `render` fills them in with autoescaping on for HTML and off for text.
+once (per slice), and `render` fills them in with autoescaping on for HTML and off for text;
+a template whose merge fields are plain substitutions is filled in by broadside.merge_plain
+(the same text, without the sandbox's per-render machinery), anything else by the sandbox.
 The wire form (`message_bytes`, `build_message`) is broadside.mime's, re-exported here.
 """
 
@@ -48,7 +50,8 @@ from broadside.merge_fields import (
     join_template,
     split_merge_fields,
 )
-from broadside.merge_sandbox import HTML_ENV, TEXT_ENV, render_bounded
+from broadside.merge_plain import PlainTemplate, plain_template
+from broadside.merge_sandbox import HTML_ENV, TEXT_ENV, MergeEnvironment, render_bounded
 from broadside.mime import RenderedEmail, build_message, format_address, message_bytes
 
 __all__ = [
@@ -303,6 +306,12 @@ class CompiledRevision:
         self._subject = _no_globals(compile_template(TEXT_ENV, subject, "subject"))
         self._html = _no_globals(compile_template(HTML_ENV, html_template, "email HTML"))
         self._text = _no_globals(compile_template(TEXT_ENV, text_template, "plain-text email"))
+        # The same three without the sandbox's per-render machinery when their merge fields
+        # are plain substitutions (broadside.merge_plain: the same text, or none and then the
+        # sandbox renders); None when they are not.
+        self._plain_subject = _plain(TEXT_ENV, subject)
+        self._plain_html = _plain(HTML_ENV, html_template)
+        self._plain_text = _plain(TEXT_ENV, text_template)
 
     def render(self, *, email: str, name: str, attributes: dict, unsubscribe_url: str,
                view_url: str = "") -> RenderedEmail:
@@ -318,14 +327,30 @@ class CompiledRevision:
                              ) from None
 
     def fill(self, context: dict[str, Any]) -> RenderedEmail:
-        subject = render_bounded(self._subject, context, limit=MAX_SUBJECT_CHARS,
-                                 what="subject")
-        html = render_bounded(self._html, context, limit=MAX_HTML_CHARS, what="email HTML")
-        text = render_bounded(self._text, context, limit=MAX_TEXT_CHARS,
-                              what="plain-text email")
+        subject = _plain_render(self._plain_subject, context, MAX_SUBJECT_CHARS)
+        if subject is None:
+            subject = render_bounded(self._subject, context, limit=MAX_SUBJECT_CHARS,
+                                     what="subject")
+        html = _plain_render(self._plain_html, context, MAX_HTML_CHARS)
+        if html is None:
+            html = render_bounded(self._html, context, limit=MAX_HTML_CHARS, what="email HTML")
+        text = _plain_render(self._plain_text, context, MAX_TEXT_CHARS)
+        if text is None:
+            text = render_bounded(self._text, context, limit=MAX_TEXT_CHARS,
+                                  what="plain-text email")
         # A header is one line; a value with a line break must not add headers.
         return RenderedEmail(subject=" ".join(subject.split()), html=html,
                              text=_blank_lines.sub("\n\n", text).strip() + "\n")
+
+
+def _plain(env: MergeEnvironment, source: str) -> PlainTemplate | None:
+    # The source compiled in the sandbox just before, so it parses.
+    return plain_template(env.parse(source), autoescape=bool(env.autoescape))
+
+
+def _plain_render(template: PlainTemplate | None, context: dict[str, Any],
+                  limit: int) -> str | None:
+    return template.render(context, limit) if template is not None else None
 
 
 def _no_globals(template: Any) -> Any:
