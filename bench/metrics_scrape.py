@@ -12,10 +12,12 @@ and times:
   - page_checks()         the System page's doctor checks (database, Redis, lease)
 Needs Redis on 127.0.0.1:6379 and PostgreSQL (user postgres, db test). Run:
     .venv/bin/python bench/metrics_scrape.py [deliveries ...]     (default: 100000 1000000)
+(METRICS_BACKENDS=postgresql picks one database.)
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -128,7 +130,7 @@ def main() -> None:
     bench = Bench()
     try:
         for deliveries in sizes:
-            for backend in ("sqlite", "postgresql"):
+            for backend in os.environ.get("METRICS_BACKENDS", "sqlite,postgresql").split(","):
                 measure(bench, backend, deliveries)
     finally:
         bench.close()
