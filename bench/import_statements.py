@@ -32,8 +32,12 @@ POSTGRES_URL = os.environ.get("BROADSIDE_BENCH_POSTGRES", "postgresql://postgres
 def label(statement: str) -> str:
     """A short, stable name for a statement: its first words, parameters left out."""
     words = re.sub(r"\s+", " ", statement).strip()
-    if words.startswith("WITH joined"):
-        return "INSERT subscriptions + events (CTE)"
+    for prefix, name in (("WITH joined", "INSERT subscriptions + events (CTE)"),
+                         ("WITH found", "known people: look up, refresh, count"),
+                         ("WITH new", "all new: people + subscriptions + events"),
+                         ("WITH people", "classify + subscriptions + events")):
+        if words.startswith(prefix):
+            return name
     for prefix, name in (("UPDATE subscribers", "UPDATE known people"),
                          ("INSERT INTO subscribers", "INSERT new people"),
                          ("SELECT coalesce(sum", "classify SELECT"),
@@ -89,9 +93,9 @@ def run(database_url: str, csv_path: Path, workdir: Path, explain: bool) -> None
             stage(connection, batch)
             # The COPY (or executemany) and the statements around it; the statements seen by
             # the cursor events are counted under their own names.
-            times["stage (COPY, CREATE/TRUNCATE)"] += (
+            times["stage (json, COPY, its setup)"] += (
                 time.perf_counter() - started - (sum(times.values()) - inner_before))
-            calls["stage (COPY, CREATE/TRUNCATE)"] += 1
+            calls["stage (json, COPY, its setup)"] += 1
 
         import_batch._stage = timed_stage
         write = importer.write_batch
