@@ -174,6 +174,7 @@ def run_import(session: Session, import_id: int, path: Path,
         ImportRejection.__table__.c.import_id == import_id))
     seen = SeenAddresses(path.with_suffix(".seen"))
     batches = [0]
+    grew = [False]  # anyone added to the tables since their statistics were last refreshed
 
     def reject(line: int, reason: str, fields: list[str] | None) -> None:
         tally.rejected += 1
@@ -201,10 +202,14 @@ def run_import(session: Session, import_id: int, path: Path,
                     found.append((at, "warning", warning, None))
             pending.clear()
             batches[0] += 1
-            if batches[0] & (batches[0] - 1) == 0:  # batches 1, 2, 4, 8...: the tables grew
+            # Batches 1, 2, 4, 8...: the tables grew (the first: whatever came before). Not
+            # when nobody was added since the last time (a re-import): nothing grew.
+            if batches[0] & (batches[0] - 1) == 0 and (batches[0] == 1 or grew[0]):
                 refresh_statistics(session)
+                grew[0] = False
             written = write_batch(session, list_id, import_id, batch, consent=consent,
                                   welcome=welcome)
+            grew[0] = grew[0] or written["imported"] > 0
             for name, value in written.items():
                 setattr(tally, name, getattr(tally, name) + value)
         notes = []

@@ -20,7 +20,10 @@ from broadside.models import (
     Import,
     Subscriber,
     Subscription,
+    WebhookMessage,
 )
+from broadside.outgoing import endpoints
+from broadside.subscribers import importer
 from tests.helpers import make_list
 from webapp.extensions import db
 
@@ -411,6 +414,52 @@ def test_an_import_with_welcome_enters_exactly_the_people_it_added(client, api_h
                                                       "dee@example.com"))
     assert entries(automation_id) == added  # not Ann: she was on the list already
     assert db.session.scalar(select(Import.welcome)) is True
+
+
+def test_each_kind_of_import_batch_welcomes_and_announces_exactly_the_people_it_added(
+        monkeypatch, client, api_headers):
+    """Batches of two: only new addresses (PostgreSQL writes them in one statement), a known
+    person on the list with a new one, two known people from another list, a last new one;
+    then the same file again. The welcome entries and the `subscriber.created` webhook events
+    are the people each batch put on the list, and a re-import makes none."""
+    monkeypatch.setattr(importer, "BATCH_SIZE", 2)
+    weekly, automation_id = _prepare_import(client, api_headers)
+    other = db.session.scalar(select(Subscription.list_id)
+                              .where(Subscription.list_id != weekly).limit(1))
+    assert client.post("/api/subscribers", headers=api_headers,
+                       json={"email": "eve@example.com", "lists": [other]}).status_code == 201
+    endpoint = endpoints.create(db.session, "https://93.184.216.34/hooks",
+                                ["subscriber.created"], allow_private=True)
+    csv = (b"email,name\nn1@example.com,N1\nn2@example.com,N2\nann@example.com,Ann\n"
+           b"n3@example.com,N3\nbob@example.com,Bob\neve@example.com,Eve\nn4@example.com,N4\n")
+
+    def send():
+        return client.post(f"/api/lists/{weekly}/import", headers=api_headers,
+                           content_type="multipart/form-data",
+                           data={"file": (io.BytesIO(csv), "people.csv"),
+                                 "consent": "opted_in", "welcome": "1"})
+
+    response = send()
+    assert response.status_code == 200, response.json
+    assert (response.json["imported"], response.json["updated"]) == (6, 1)
+    added = sorted(person_id(e) for e in ("n1@example.com", "n2@example.com", "n3@example.com",
+                                          "bob@example.com", "eve@example.com",
+                                          "n4@example.com"))
+    assert entries(automation_id) == [(i, "import") for i in added]
+    rows = db.session.scalars(select(WebhookMessage).where(
+        WebhookMessage.endpoint_id == endpoint.id)).all()
+    assert sorted(r.subscriber_id for r in rows) == added
+    for row in rows:
+        assert row.event_type == "subscriber.created"
+        assert row.data["list_id"] == weekly and row.data["source"] == "import"
+        assert row.data["status"] == "active"
+        assert row.data["subscriber"]["id"] == row.subscriber_id
+        assert row.data["subscriber"]["email"] == db.session.get(
+            Subscriber, row.subscriber_id).email
+    response = send()
+    assert (response.json["imported"], response.json["updated"]) == (0, 7)
+    assert entries(automation_id) == [(i, "import") for i in added]
+    assert db.session.scalar(select(func.count()).select_from(WebhookMessage)) == len(rows)
 
 
 @pytest.mark.parametrize("fields", [{}, {"welcome": "0"}, {"welcome": "false"}])
