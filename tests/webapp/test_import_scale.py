@@ -186,14 +186,13 @@ def test_statistics_are_refreshed_as_the_tables_grow_and_once_when_nothing_is_ad
     assert refreshed == [0]
 
 
+@pytest.mark.parametrize("backend", ["postgresql"])  # the one-statement batch is PostgreSQL's
 def test_an_address_a_sign_up_takes_while_a_new_batch_is_written_is_added_once(
         small_batches, logged_in_client, weekly):
     """PostgreSQL writes a batch of only new addresses in one statement; a sign-up that
     creates one of them after the batch was looked up makes it fail, and the batch is then
     written as any other: the sign-up's person is kept (not refreshed: they were not known
     when the known people were) and put on the list, counted imported."""
-    if db.engine.dialect.name != "postgresql":
-        pytest.skip("the one-statement batch of new people is PostgreSQL's")
     other = db.engine.connect()
     raced: list[bool] = []
     statements: list[str] = []
