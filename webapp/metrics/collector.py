@@ -52,9 +52,8 @@ from broadside.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
 from broadside.timeutil import utcnow
 from broadside.waits import WAIT_KEYS
 from webapp.doctor import last_smtp_check, worker_info
-from webapp.metrics.active import SETTLED_ELSEWISE, active_groups
+from webapp.metrics.active import OUTCOMES, active_groups
 
-OUTCOMES = ("sent", "skipped", "failed", "unknown")
 # Skip reasons the pipeline writes (jobs.recheck.skip_reason, cancel); anything else is "other",
 # so a free-text reason can never explode the number of series.
 SKIP_REASONS = (
@@ -142,8 +141,8 @@ class BroadsideCollector(Collector):
             if not settled:
                 groups.extend(active_groups(self.session, self.redis,
                                             f"{self.namespace}:{ACTIVE_CACHE_KEY}:{broadcast_id}",
-                                            broadcast_id, pending, sending, row[3],
-                                            dict(zip(SETTLED_ELSEWISE, row[4:7], strict=True))))
+                                            broadcast_id, pending, sending,
+                                            dict(zip(OUTCOMES, row[3:7], strict=True))))
                 continue
             stale[broadcast_id] = (stamp, settled)
         if not stale:
