@@ -164,9 +164,9 @@ def _dispose(app) -> None:
     app.extensions["broadside_redis"].close()
 
 
-LAUNCH_WORKER = ("import sys; from webapp import create_app; from jobs.worker import run_worker; "
-                 "app = create_app(); app.app_context().push(); "
-                 "sys.exit(run_worker(app, burst='--burst' in sys.argv))")
+LAUNCH_WORKER = ("import sys; from webapp import create_app; from jobs.app import from_flask; "
+                 "from jobs.worker import run_worker; app = create_app(); "
+                 "sys.exit(run_worker(from_flask(app), burst='--burst' in sys.argv))")
 
 
 class WorkerProcess:

@@ -76,8 +76,8 @@ def populate_fast(app, people: int) -> int:
     """`people` subscribers on one list, inserted in large chunks; returns the list's id."""
     from sqlalchemy import insert, literal, select
 
-    from broadside.db import db
     from broadside.models import MailingList, Subscriber, Subscription
+    from webapp.extensions import db
 
     with app.app_context():
         session = db.session
@@ -195,7 +195,8 @@ def imports() -> list[Figure]:
     probe = ("import sys; import jobs.worker, jobs.tasks; "
              "rss = [l for l in open('/proc/self/status') if l.startswith('VmRSS')][0].split()[1]; "
              "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'webapp', 'alembic', "
-             "'botocore', 'wtforms', 'flask_wtf', 'flask_login', 'flask_migrate', 'mako'}); "
+             "'botocore', 'wtforms', 'flask_wtf', 'flask_login', 'flask_migrate', 'mako', 'flask', "
+             "'flask_sqlalchemy', 'werkzeug', 'click'}); "
              "print(int(rss) / 1024, ','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout.split()

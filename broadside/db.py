@@ -1,17 +1,19 @@
-"""The SQLAlchemy handle every model and service uses, created unbound (the web app and the
-worker bind it in `webapp.create_app`), and the connection settings SQLite needs.
+"""The declarative base every model maps onto, the engine settings both processes share
+(`make_engine`) and the connection settings SQLite needs.
 
-Nothing here connects to anything at import time.
+No Flask here: the web app binds these models to Flask-SQLAlchemy (`webapp.extensions.db`), and
+the worker to a plain scoped session (`jobs.database`), so the sending process never loads the
+web stack (issue 19 point 6). Nothing here connects to anything at import time.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
+import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import MetaData, Table, event
+from sqlalchemy import MetaData, Table, create_engine, event, make_url, pool
 from sqlalchemy.engine import CursorResult, Engine, Result
 from sqlalchemy.orm import DeclarativeBase
 
@@ -28,26 +30,47 @@ class Base(DeclarativeBase):
         }
     )
 
+    if TYPE_CHECKING:
+        # Every model maps one table (SQLAlchemy declares the wider `FromClause`).
+        __table__: ClassVar[Table]
+
 
 # For tables whose ids reach the outside world (in links, tokens, API answers): an id is never
 # given to a second row, even after the newest row is deleted. PostgreSQL's sequences never go
 # back; SQLite reuses the largest id + 1 unless the table is AUTOINCREMENT.
 NEVER_REUSE_IDS = {"sqlite_autoincrement": True}
 
-db = SQLAlchemy(model_class=Base)
+# Every model subclasses this (it maps one table, named by its `__tablename__`).
+Model = Base
 
-# The base class of every model. `db.Model` is built at run time, so a type checker cannot see
-# it; it is `Base` plus Flask-SQLAlchemy's model mixin, which is what it is declared as here.
-if TYPE_CHECKING:
-    from flask_sqlalchemy.model import Model as _FlaskModel
 
-    class Model(Base, _FlaskModel):
-        """`Base` with Flask-SQLAlchemy's `query` and `__fsa__`."""
+def engine_options(config: Mapping[str, Any], instance_path: str) -> dict[str, Any]:
+    """`create_engine`'s arguments for the configured database, as Flask-SQLAlchemy makes them
+    for the web app (so the worker opens the same database the same way): a relative SQLite
+    path is under the instance folder, an in-memory database is one shared connection, and
+    SQLALCHEMY_ENGINE_OPTIONS / SQLALCHEMY_ECHO apply."""
+    options: dict[str, Any] = dict(config.get("SQLALCHEMY_ENGINE_OPTIONS") or {})
+    options["echo"] = bool(config.get("SQLALCHEMY_ECHO", False))
+    url = make_url(config["SQLALCHEMY_DATABASE_URI"])
+    if url.drivername in {"sqlite", "sqlite+pysqlite"}:
+        if url.database in (None, "", ":memory:"):
+            options["poolclass"] = pool.StaticPool
+            options.setdefault("connect_args", {})["check_same_thread"] = False
+        else:
+            uri = bool(url.query.get("uri"))
+            path = url.database[5:] if uri else url.database
+            if not os.path.isabs(path):
+                os.makedirs(instance_path, exist_ok=True)
+                path = os.path.join(instance_path, path)
+                url = url.set(database=f"file:{path}" if uri else path)
+    options["url"] = url
+    return options
 
-        # Every model maps one table (SQLAlchemy declares the wider `FromClause`).
-        __table__: ClassVar[Table]
-else:
-    Model = db.Model
+
+def make_engine(config: Mapping[str, Any], instance_path: str) -> Engine:
+    """The engine for the configured database (see `engine_options`)."""
+    options = engine_options(config, instance_path)
+    return create_engine(options.pop("url"), **options)
 
 
 def rowcount(result: Result[Any]) -> int:
@@ -59,7 +82,10 @@ def rowcount(result: Result[Any]) -> int:
 @event.listens_for(Engine, "connect")
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
     # WAL and a busy timeout let the web process and the worker write at the same time.
-    if isinstance(dbapi_connection, sqlite3.Connection):
+    # sqlite3 is loaded by SQLAlchemy's SQLite dialect before its first connection; a process
+    # on PostgreSQL never loads it (libsqlite3 and its module are ~1 MB of the worker).
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is not None and isinstance(dbapi_connection, sqlite3.Connection):
         cursor = dbapi_connection.cursor()
         _owner_only(cursor.execute("PRAGMA database_list").fetchone()[2])
         cursor.execute("PRAGMA journal_mode=WAL")

@@ -1,11 +1,14 @@
-"""The worker's own small Flask app: configuration, the database handle and Redis, nothing of the
-web (no blueprints, templates, forms, logins or Alembic), so the sending process stays small.
+"""What the worker runs on: its configuration, its database engine and Redis (`WorkerApp`), and
+nothing of the web: no Flask, blueprints, templates, forms, logins or Alembic, so the sending
+process stays small (issue 19 point 6: Flask, Werkzeug, Click and Flask-SQLAlchemy were ~5 MB
+of it).
 
 `create_worker_app` reads the configuration exactly as `webapp.create_app` does
-(broadside.config: defaults, `.env`, the environment; the same instance folder and secret key)
+(broadside.config: defaults, `.env`, the environment; the same instance folder and secret key),
+opens the database as Flask-SQLAlchemy opens it for the web app (`broadside.db.make_engine`)
 and logs through broadside.logs with the same redaction. `python -m jobs` and the
 `broadside-worker` script run the worker with it; `flask --app webapp worker` still works and
-runs the same code inside the web app.
+runs the same code with the web app's configuration, engine and Redis (`from_flask`).
 
 `schema_state` tells whether the database is at the migrations' head by reading the revision
 files' `revision`/`down_revision` assignment lines instead of importing Alembic (about 10 MB
@@ -18,38 +21,56 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flask import Flask
-from flask.logging import default_handler
 from redis import Redis
 from sqlalchemy import text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from broadside import models  # noqa: F401 - registers the tables with the metadata
 from broadside.config import REPO_ROOT, instance_folder, load_config, process_environment
-from broadside.db import db
+from broadside.db import make_engine
 from broadside.logs import configure_logging
 
 MIGRATIONS = REPO_ROOT / "migrations" / "versions"
 
 
+@dataclass(frozen=True)
+class WorkerApp:
+    """The worker's configuration, instance folder, database engine and Redis client."""
+
+    config: dict[str, Any]
+    instance_path: str
+    engine: Engine
+    redis: Redis
+
+
 def create_worker_app(config: Mapping[str, Any] | None = None, *,
-                      environ: Mapping[str, str] | None = None) -> Flask:
+                      environ: Mapping[str, str] | None = None) -> WorkerApp:
     """The worker's app: defaults, then the environment (and `.env`), then `config`."""
     overrides = dict(config or {})
-    app = Flask("broadside.worker", instance_path=instance_folder(overrides.pop("INSTANCE_PATH", None)),
-                root_path=str(REPO_ROOT))
-    app.config.update(load_config(Path(app.instance_path),
-                                  process_environment() if environ is None else environ, overrides))
-    db.init_app(app)
-    app.extensions["broadside_redis"] = Redis.from_url(app.config["REDIS_URL"], socket_timeout=5,
-                                                       socket_connect_timeout=2)
-    configure_logging(app.config)
-    app.logger.removeHandler(default_handler)
-    return app
+    instance_path = str(instance_folder(overrides.pop("INSTANCE_PATH", None)))
+    settings = load_config(Path(instance_path),
+                           process_environment() if environ is None else environ, overrides)
+    configure_logging(settings)
+    return WorkerApp(
+        config=dict(settings),
+        instance_path=instance_path,
+        engine=make_engine(settings, instance_path),
+        redis=Redis.from_url(settings["REDIS_URL"], socket_timeout=5, socket_connect_timeout=2),
+    )
+
+
+def from_flask(app: Any) -> WorkerApp:
+    """The web app's configuration, engine and Redis, for running the worker inside it
+    (`flask --app webapp worker`, the tests). Duck-typed: the worker never imports Flask."""
+    with app.app_context():
+        engine = app.extensions["sqlalchemy"].engine
+    return WorkerApp(config=dict(app.config), instance_path=app.instance_path, engine=engine,
+                     redis=app.extensions["broadside_redis"])
 
 
 def _assigned(source: str, name: str) -> Any:

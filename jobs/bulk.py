@@ -16,9 +16,9 @@ import logging
 from redis.exceptions import RedisError
 from sqlalchemy.orm import Session
 
-from broadside.db import db
 from broadside.subscribers import bulk
 from jobs import runtime
+from jobs.database import db
 
 log = logging.getLogger(__name__)
 

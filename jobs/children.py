@@ -17,10 +17,9 @@ import subprocess
 import sys
 import threading
 
-from flask import Flask
-
 from broadside.config import ENV_VARS
 from broadside.identities import service as identity_service
+from jobs.app import WorkerApp
 
 log = logging.getLogger("broadside.worker")
 
@@ -30,7 +29,7 @@ class Children:
     identities get one, deleted ones lose theirs, one that died is started again) and
     stopped with this process."""
 
-    def __init__(self, app: Flask, burst: bool, *, follow_all: bool, fixed: list[int]) -> None:
+    def __init__(self, app: WorkerApp, burst: bool, *, follow_all: bool, fixed: list[int]) -> None:
         self.app = app
         self.burst = burst
         self.follow_all = follow_all

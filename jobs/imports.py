@@ -1,13 +1,13 @@
 """The background CSV import: one job per Import row, on the `imports` queue.
 
-Safe to import (no app, no connections at import time). The worker pushes an app context
-before running any job; uploads are found under the runtime's instance folder. The Import row
-is claimed queued -> running with a guarded UPDATE, so a duplicated or retried job does
-nothing; the uploaded file is deleted when the run ends. An import that asks its people to
-confirm then queues their confirmation emails (`importer.ask`), in this job: they go out on
-the transactional queue, paced like all mail. The API's import of a small file (at most
-API_IMPORT_INLINE_BYTES) writes its rows in the request and queues this job for that second
-part alone; a larger one is stored and run by this job like the page's (the API answers 202).
+Safe to import (no app, no connections at import time). Uploads are found under the runtime's
+instance folder. The Import row is claimed queued -> running with a guarded UPDATE, so a
+duplicated or retried job does nothing; the uploaded file is deleted when the run ends. An
+import that asks its people to confirm then queues their confirmation emails (`importer.ask`),
+in this job: they go out on the transactional queue, paced like all mail. The API's import of a
+small file (at most API_IMPORT_INLINE_BYTES) writes its rows in the request and queues this job
+for that second part alone; a larger one is stored and run by this job like the page's (the API
+answers 202).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from __future__ import annotations
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from broadside.db import db
 from broadside.models import Import
 from broadside.signup.service import Links
 from broadside.subscribers import importer
 from jobs import runtime
+from jobs.database import db
 
 
 def run_import_job(import_id: int) -> None:

@@ -108,5 +108,5 @@ current: Runtime | None = None
 
 def get() -> Runtime:
     if current is None:
-        raise RuntimeError("jobs run inside `flask --app webapp worker`, which sets up the runtime")
+        raise RuntimeError("jobs run inside the worker (`python -m jobs`), which sets up the runtime")
     return current

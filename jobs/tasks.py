@@ -1,5 +1,5 @@
-"""RQ entry points. Safe to import; they take ids, never ORM objects, and run inside the app
-context the worker pushes for every job."""
+"""RQ entry points. Safe to import; they take ids, never ORM objects, and use the worker's
+database session (jobs.database), which the worker closes after every job."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from redis.exceptions import RedisError
 
 from broadside.broadcasts import cancelling
 from broadside.broadcasts.snapshot import prepare
-from broadside.db import db
 from broadside.logs import log_context
 from jobs import runtime
 from jobs.automations import AutomationSlice, anything_due, run_evaluation
+from jobs.database import db
 from jobs.sending import SLICE_MAX_SENDS, Slice
 from jobs.transactional import send_transactional as send
 

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 from sqlalchemy.orm import Session
 
-from broadside.db import db
 from broadside.outgoing import ledger
 from broadside.queues import Jobs
 from broadside.timeutil import utcnow
 from jobs import runtime
+from jobs.database import db
 
 if TYPE_CHECKING:
     from broadside.outgoing.delivery import Settings

@@ -17,15 +17,13 @@ renewed by its own thread (`LeaseKeeper`), maintenance runs on another.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import signal
 import sys
 import threading
 import time
 
-import click
-from flask import Flask, current_app
-from flask.cli import with_appcontext
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import SimpleWorker
@@ -36,7 +34,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from broadside import queues
-from broadside.db import db
 from broadside.hourly import HourlyCap
 from broadside.identities import service as identity_service
 from broadside.identities.service import SendingIdentity
@@ -49,13 +46,17 @@ from broadside.redis_health import not_answering, shown_url
 from broadside.streams import record_rate
 from broadside.waits import add_wait_seconds
 from jobs import runtime
-from jobs.app import create_worker_app, schema_state
+from jobs.app import WorkerApp, create_worker_app, schema_state
 from jobs.children import Children
+from jobs.database import db
 from jobs.maintenance import STALE_CLAIM, ensure_jobs, mark_orphans_unknown
 
 log = logging.getLogger("broadside.worker")
 
 MAINTENANCE_EVERY_S = 5.0
+BURST_HELP = "Exit when the queues are empty (for tests)."
+IDENTITY_HELP = ("Serve only this sending identity's stream (repeatable; 'default' is the "
+                 "environment's). Without it, every identity is served.")
 FINISHED = ("done", "failed")  # an import's or a bulk action's final states
 
 
@@ -75,13 +76,15 @@ def recover_interrupted(session: Session, rt: runtime.Runtime) -> None:
 
 
 class BroadsideWorker(SimpleWorker):
-    """Runs every job inside the app context, with the job id on every log line."""
-
-    flask_app: Flask
+    """Runs every job with the job id on every log line, and closes the job's database session
+    after it (whatever the job left open)."""
 
     def perform_job(self, job: Job, queue: Queue) -> bool:
-        with self.flask_app.app_context(), log_context(job_id=job.id):
-            return super().perform_job(job, queue)
+        try:
+            with log_context(job_id=job.id):
+                return super().perform_job(job, queue)
+        finally:
+            db.session.remove()
 
     def request_stop(self, signum, frame):
         # A deploy: the slice in progress stops after the send in flight and hands over.
@@ -90,12 +93,12 @@ class BroadsideWorker(SimpleWorker):
         super().request_stop(signum, frame)
 
 
-def wait_for_schema(app: Flask, stop: threading.Event) -> bool:
+def wait_for_schema(app: WorkerApp, stop: threading.Event) -> bool:
     """The web process applies migrations; the worker waits until they are in place."""
     said = False
     while not stop.is_set():
         try:
-            with app.app_context(), db.engine.connect() as connection:
+            with app.engine.connect() as connection:
                 ready, current, head = schema_state(connection)
             if ready:
                 return True
@@ -190,7 +193,7 @@ class Maintenance(threading.Thread):
     """Every few seconds: repairs orphans, promotes schedules, follows the children, reports
     the stream's rate. (The lease is renewed by its own thread, broadside.lease.LeaseKeeper.)"""
 
-    def __init__(self, app: Flask, rt: runtime.Runtime, children: Children | None = None) -> None:
+    def __init__(self, app: WorkerApp, rt: runtime.Runtime, children: Children | None = None) -> None:
         super().__init__(name="broadside-maintenance", daemon=True)
         self.app = app
         self.rt = rt
@@ -206,7 +209,7 @@ class Maintenance(threading.Thread):
 
     def tick(self) -> None:
         try:
-            with self.app.app_context():
+            try:
                 mark_orphans_unknown(
                     db.session(), exclude_broadcast=self.rt.running_broadcast, older_than=STALE_CLAIM,
                     exclude_automations=self.rt.running_automations, identity_id=self.rt.identity_id,
@@ -214,6 +217,7 @@ class Maintenance(threading.Thread):
                 ensure_jobs(db.session(), self.rt)
                 if self.children is not None:
                     self.children.follow(db.session())
+            finally:
                 db.session.remove()
             self.flush_pace_wait()
             self.report_rate()
@@ -238,9 +242,10 @@ class Maintenance(threading.Thread):
         self.pace_wait_flushed = waited
 
 
-def run_worker(app: Flask, burst: bool = False, identities: tuple[str, ...] = ()) -> int:
+def run_worker(app: WorkerApp, burst: bool = False, identities: tuple[str, ...] = ()) -> int:
     """Serve every identity (none named) or the named ones: the first in this process, each
     other in a child process."""
+    db.bind(app.engine)
     stop = threading.Event()
 
     def on_signal(signum, frame):
@@ -250,7 +255,7 @@ def run_worker(app: Flask, burst: bool = False, identities: tuple[str, ...] = ()
     try:
         if not wait_for_schema(app, stop):
             return 0
-        with app.app_context():
+        try:
             if identities:
                 found = [(name, identity_service.by_name(db.session(), app.config, name))
                          for name in identities]
@@ -262,6 +267,7 @@ def run_worker(app: Flask, burst: bool = False, identities: tuple[str, ...] = ()
                 served = [identity for _, identity in found if identity is not None]
             else:
                 served = [identity_service.default_identity(db.session(), app.config)]
+        finally:
             db.session.remove()
     finally:
         for sig, handler in previous.items():
@@ -277,10 +283,10 @@ def run_worker(app: Flask, burst: bool = False, identities: tuple[str, ...] = ()
         children.stop_all()
 
 
-def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
+def serve_stream(app: WorkerApp, identity: SendingIdentity, burst: bool = False,
                  children: Children | None = None) -> int:
     """One identity's stream in this process: its lease, pace, cap, transport and queues."""
-    redis = app.extensions["broadside_redis"]
+    redis = app.redis
     config = dict(app.config)
     stop = threading.Event()
 
@@ -335,7 +341,7 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
         transport.description, identity.delay_ms,
     )
 
-    with app.app_context():
+    try:
         mark_orphans_unknown(db.session(), exclude_broadcast=None, older_than=None,
                              identity_id=rt.identity_id)
         ensure_jobs(db.session(), rt)
@@ -344,6 +350,7 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
             # run on a stream's worker, and every stream's worker is started beside the
             # default's or after it): requeue the interrupted ones.
             recover_interrupted(db.session(), rt)
+    finally:
         db.session.remove()
     maintenance = Maintenance(app, rt, children)
     maintenance.start()
@@ -356,7 +363,6 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
             names = rt.jobs.listened(rt.stream)
             listened = [Queue(n, connection=rq_redis, serializer=queues.SERIALIZER) for n in names]
             worker = BroadsideWorker(listened, connection=rq_redis, serializer=queues.SERIALIZER)
-            worker.flask_app = app
             current_worker[:] = [worker]
             try:
                 worker.work(burst=burst, logging_level="WARNING", with_scheduler=False)
@@ -396,25 +402,15 @@ def serve_stream(app: Flask, identity: SendingIdentity, burst: bool = False,
     return exit_code
 
 
-BURST = click.option("--burst", is_flag=True, help="Exit when the queues are empty (for tests).")
-IDENTITY = click.option("--identity", "identities", multiple=True, metavar="NAME",
-                        help="Serve only this sending identity's stream (repeatable; 'default' is "
-                             "the environment's). Without it, every identity is served.")
-
-
-@click.command("worker")
-@BURST
-@IDENTITY
-@with_appcontext
-def worker_command(burst: bool, identities: tuple[str, ...]) -> None:
-    """Run the sending worker: one paced stream per identity (RQ, concurrency 1 each)."""
-    sys.exit(run_worker(current_app._get_current_object(), burst=burst,  # type: ignore[attr-defined]
-                        identities=identities))
-
-
-@click.command("broadside-worker")
-@BURST
-@IDENTITY
-def main(burst: bool, identities: tuple[str, ...]) -> None:
-    """Run the sending worker (the lean way: no web app in the process)."""
-    sys.exit(run_worker(create_worker_app(), burst=burst, identities=identities))
+def main(argv: list[str] | None = None) -> None:
+    """`python -m jobs [--identity NAME]... [--burst]`: the sending worker, the lean way (no web
+    app in the process). The options are `flask --app webapp worker`'s (jobs.flask_command)."""
+    parser = argparse.ArgumentParser(
+        prog="broadside-worker",
+        description="Run the sending worker: one paced stream per sending identity (RQ, concurrency 1 each).")
+    parser.add_argument("--burst", action="store_true", help=BURST_HELP)
+    parser.add_argument("--identity", dest="identities", action="append", default=[],
+                        metavar="NAME", help=IDENTITY_HELP)
+    options = parser.parse_args(argv)
+    sys.exit(run_worker(create_worker_app(), burst=options.burst,
+                        identities=tuple(options.identities)))

@@ -24,6 +24,7 @@ from werkzeug.security import generate_password_hash
 from werkzeug.serving import make_server
 
 from broadside.models import Owner
+from jobs.app import from_flask
 from jobs.worker import run_worker
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, SECRET_KEY, WorkerProcess, csrf_token_from
 from tests.smtp_server import SmtpServer, free_port
@@ -310,7 +311,7 @@ def run_worker_burst(app, smtp_server):
 
     def run() -> int:
         try:
-            return run_worker(app, burst=True)
+            return run_worker(from_flask(app), burst=True)
         finally:
             for sig, handler in saved.items():
                 signal.signal(sig, handler)

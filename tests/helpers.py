@@ -84,7 +84,12 @@ def unsubscribe_url(token: str, base_url: str | None = None) -> str:
 def worker_runtime(app, transport, *, identity: str | None = None, hourly: HourlyCap | None = None,
                    **config) -> Runtime:
     """A worker's runtime built by hand (as `jobs.worker.run_worker` builds it), for tests that
-    run one slice or one maintenance pass in this process. `config` overrides the app's."""
+    run one slice or one maintenance pass in this process. `config` overrides the app's. The
+    jobs' database session is bound to the app's engine, as `run_worker` binds it."""
+    from jobs.database import db as jobs_db
+
+    with app.app_context():
+        jobs_db.bind(db.engine)
     redis = app.extensions["broadside_redis"]
     namespace = app.config["BROADSIDE_NAMESPACE"]
     lease = Lease(redis, namespace, identity) if identity else Lease(redis, namespace)

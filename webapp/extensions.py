@@ -8,15 +8,19 @@ from __future__ import annotations
 from flask import current_app
 from flask_login import LoginManager
 from flask_migrate import Migrate
+from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
 from redis import Redis
 
-from broadside.db import db
+from broadside.db import Base
 from broadside.queues import Jobs
 
 __all__ = ["csrf", "db", "get_jobs", "get_redis", "login_manager", "migrate", "namespaced"]
 
 
+# The web app's session and engine over the models (bound in `create_app`); the worker opens
+# the same database without Flask (jobs.database).
+db = SQLAlchemy(model_class=Base)
 migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()

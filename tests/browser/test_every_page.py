@@ -43,6 +43,7 @@ from broadside.subscribers.importer import import_dir, import_path, process, rec
 from broadside.subscribers.search import Filters
 from broadside.timeutil import utcnow
 from broadside.unsubscribe.suppression import record_bounce, suppress
+from jobs.app import from_flask
 from jobs.worker import run_worker
 from tests.browser.steps import sign_in
 from tests.design_images import png
@@ -249,7 +250,7 @@ def run_worker_until_idle(app: Flask) -> None:
     """The real worker in burst mode, with no SMTP_URL: every message becomes an outbox file."""
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        run_worker(app, burst=True)
+        run_worker(from_flask(app), burst=True)
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)

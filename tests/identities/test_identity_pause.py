@@ -12,6 +12,7 @@ from broadside.broadcasts.drafts import create_draft
 from broadside.broadcasts.service import resume_broadcast, send_broadcast, send_test
 from broadside.identities import service as identities
 from broadside.models import Identity, TransactionalMessage
+from jobs.app import from_flask
 from jobs.worker import run_worker
 from tests.helpers import assert_nobody_twice, broadcast_row, get_jobs, make_list, statuses
 from tests.smtp_server import SmtpServer
@@ -29,7 +30,7 @@ def burst(app, *names: str) -> int:
     db.session.commit()  # the test's reads end before the worker writes (SQLite)
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return run_worker(app, burst=True, identities=names)
+        return run_worker(from_flask(app), burst=True, identities=names)
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)

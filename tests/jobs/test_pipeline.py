@@ -320,6 +320,7 @@ def test_outbox_transport_writes_eml_files_when_no_smtp(app, smtp_server):
     import signal
     from pathlib import Path
 
+    from jobs.app import from_flask
     from jobs.worker import run_worker
 
     assert app.config["SMTP_URL"] == ""
@@ -327,7 +328,7 @@ def test_outbox_transport_writes_eml_files_when_no_smtp(app, smtp_server):
     start_broadcast(app, weekly)
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        run_worker(app, burst=True)
+        run_worker(from_flask(app), burst=True)
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)

@@ -17,7 +17,8 @@ from webapp import REPO_ROOT
 from webapp.extensions import db
 
 WEB_ONLY = {"webapp", "alembic", "flask_migrate", "flask_wtf", "wtforms", "flask_login", "botocore",
-            "markdown_it", "inscriptis", "css_inline", "nh3", "mako"}
+            "markdown_it", "inscriptis", "css_inline", "nh3", "mako",
+            "flask", "flask_sqlalchemy", "werkzeug", "click", "blinker"}
 
 
 def test_the_worker_imports_no_web_stack():
@@ -56,8 +57,10 @@ def test_the_worker_app_reads_the_configuration_as_the_web_app_does(app, app_con
                  "SEND_DELAY_MS", "MAIL_FROM", "BASE_URL", "LOG_FORMAT"):
         assert worker_app.config[name] == app.config[name], name
     assert worker_app.instance_path == app.instance_path
-    assert "broadside_redis" in worker_app.extensions and "sqlalchemy" in worker_app.extensions
-    worker_app.extensions["broadside_redis"].close()
+    assert worker_app.engine.url == db.engine.url  # the same database, opened the same way
+    assert worker_app.engine.pool.__class__ is db.engine.pool.__class__
+    worker_app.redis.close()
+    worker_app.engine.dispose()
 
 
 @pytest.mark.slow
@@ -74,3 +77,26 @@ def test_both_commands_send_a_broadcast(app, app_config, smtp_server, command):
         worker.stop()
     assert statuses(broadcast.id) == {"sent": 12}
     assert sorted(smtp_server.recipients()) == [f"reader{i:05d}@example.com" for i in range(12)]
+
+
+def test_the_worker_opens_sqlite_where_flask_sqlalchemy_does(tmp_path: Path):
+    """A relative SQLite path is under the instance folder and an in-memory database is one
+    shared connection, in the worker's engine as in the web app's (Flask-SQLAlchemy)."""
+    from flask import Flask
+    from flask_sqlalchemy import SQLAlchemy
+    from sqlalchemy import pool
+
+    from broadside.db import engine_options
+
+    for uri in ("sqlite:///relative.db", "sqlite://", "sqlite:///file:rel.db?uri=true",
+                f"sqlite:///{tmp_path / 'absolute.db'}"):
+        flask_app = Flask("probe", instance_path=str(tmp_path / "instance"))
+        flask_app.config["SQLALCHEMY_DATABASE_URI"] = uri
+        flask_db = SQLAlchemy()
+        flask_db.init_app(flask_app)
+        with flask_app.app_context():
+            theirs = flask_db.engine
+        ours = engine_options({"SQLALCHEMY_DATABASE_URI": uri}, str(tmp_path / "instance"))
+        assert ours["url"] == theirs.url, uri
+        assert (ours.get("poolclass") is pool.StaticPool) == isinstance(theirs.pool, pool.StaticPool), uri
+        theirs.dispose()

@@ -16,6 +16,7 @@ from broadside.broadcasts.evidence import delivery_timeline
 from broadside.broadcasts.service import send_broadcast
 from broadside.identities import service as identities
 from broadside.models import Delivery, Identity, Subscriber
+from jobs.app import from_flask
 from jobs.worker import run_worker
 from tests.helpers import (
     assert_nobody_twice,
@@ -65,7 +66,7 @@ def burst(app, identity: Identity) -> None:
     db.session.commit()
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        assert run_worker(app, burst=True, identities=(identity.name,)) == 0
+        assert run_worker(from_flask(app), burst=True, identities=(identity.name,)) == 0
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from flask_migrate import upgrade
 
-from broadside.db import db
 from broadside.lists import service as lists
 from broadside.models import Import
 from tests.helpers import SECRET_KEY, csrf_token_from
 from webapp import create_app
+from webapp.extensions import db
 
 
 def mode(path: Path) -> int:

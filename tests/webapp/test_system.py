@@ -202,12 +202,13 @@ def test_failed_test_sends_and_confirmations_show_among_the_errors(app, logged_i
 
 
 def run_outbox_worker(app) -> None:
+    from jobs.app import from_flask
     from jobs.worker import run_worker
 
     app.config["SMTP_URL"] = ""
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        assert run_worker(app, burst=True) == 0
+        assert run_worker(from_flask(app), burst=True) == 0
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)

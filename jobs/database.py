@@ -1,0 +1,36 @@
+"""The worker's database handle, without Flask: an engine and a thread-scoped session.
+
+`db.session()` is this thread's session (the job's, or the maintenance thread's), and
+`db.session.remove()` closes it, as Flask-SQLAlchemy's `db.session` does in the web app. The
+worker binds it once it knows its database (`jobs.worker.run_worker`): to an engine of its
+own (`python -m jobs`, `broadside.db.make_engine`), or to the web app's engine when the web app
+runs the worker (`flask --app webapp worker`, the tests). Binding again (another app in the
+same process, as tests do) closes the sessions of the previous binding first.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import scoped_session, sessionmaker
+
+
+class WorkerDatabase:
+    def __init__(self) -> None:
+        self.session = scoped_session(sessionmaker())
+        self._engine: Engine | None = None
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise RuntimeError("the worker's database is not bound yet (jobs.worker.run_worker binds it)")
+        return self._engine
+
+    def bind(self, engine: Engine) -> None:
+        if engine is self._engine:
+            return
+        self.session.remove()
+        self.session.configure(bind=engine)
+        self._engine = engine
+
+
+db = WorkerDatabase()
