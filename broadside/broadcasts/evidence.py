@@ -31,6 +31,11 @@ MAX_QUERY = 320
 # the subscriber table's (broadside/subscribers/search.py) it is bounded, and the page says
 # so and offers to search the next ones. Without a search, pages are index ranges.
 SEARCH_WINDOW = 20_000
+# PostgreSQL: a search looks the PROBE deliveries nearest its key up one by one, then reads
+# the rest of its window's people as a range of subscriber ids if that range holds at most
+# SPAN_PER_DELIVERY ids a delivery (see `_searched`).
+PROBE = 1_000
+SPAN_PER_DELIVERY = 4
 
 SKIP_REASONS = {
     "unsubscribed": "they had unsubscribed",
@@ -143,17 +148,77 @@ def _columns(person=Subscriber):
             Delivery.next_attempt_at, Delivery.sent_at, Delivery.updated_at)
 
 
-def _with_person(session: Session, searching: bool) -> Select:
-    """The deliveries with their person's address and name. A search on PostgreSQL looks each
-    delivery of the window up by id (a LATERAL subquery): joined plainly, the planner reads
-    every subscriber to find the few whose address matches (a million rows: 200 ms), where
-    the window is 20,000 deliveries (60 ms of lookups). A searched row always has a person."""
-    if not (searching and session.get_bind().dialect.name == "postgresql"):
-        return select(*_columns()).outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
+def _with_person() -> Select:
+    """The deliveries with their person's address and name (none for an erased person)."""
+    return select(*_columns()).outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
+
+
+def _looked_up() -> Select:
+    """PostgreSQL: the deliveries, each with its person looked up by id (a LATERAL subquery),
+    for a search: joined plainly, the planner reads every subscriber to find the few whose
+    address matches (a million rows: 200 ms). ~1.5 µs a delivery, and it stops as soon as the
+    page is full. A searched row always has a person."""
     # OFFSET keeps PostgreSQL from flattening the subquery back into that join.
     person = (select(Subscriber.email, Subscriber.name)
               .where(Subscriber.id == Delivery.subscriber_id).offset(0).lateral())
     return select(*_columns(person.c)).join(person, true())
+
+
+def _by_range(session: Session, broadcast_id: int, low: int, high: int) -> Select | None:
+    """PostgreSQL: the deliveries low < id < high with their people, for a search, read as a
+    range of subscriber ids when that range is short. A snapshot writes a broadcast's
+    deliveries in subscriber order, so a window's people are usually a short range: read in
+    id order with the LIKE (~0.3 µs a person), each match then finds its delivery by
+    (subscriber_id, broadcast_id): 20,000 deliveries in ~6 ms, against ~30 ms looked up one by
+    one. The range is the window's lowest and highest subscriber id (one statement over its
+    deliveries alone, ~3 ms), so every delivery of the window has its person in it: the same
+    rows. Past SPAN_PER_DELIVERY people a delivery of the window (other broadcasts' deliveries
+    may share its ids), the lookups are cheaper and used. None: the window has no delivery
+    with a person."""
+    people = (select(Delivery.subscriber_id)
+              .where(Delivery.broadcast_id == broadcast_id, Delivery.id > low, Delivery.id < high)
+              .offset(0).subquery())  # OFFSET: aggregated as read, not walked in an index's order
+    lowest, highest, deliveries = session.execute(select(
+        func.min(people.c.subscriber_id), func.max(people.c.subscriber_id),
+        func.count(people.c.subscriber_id))).one()
+    if not deliveries:
+        return None
+    if highest - lowest >= SPAN_PER_DELIVERY * deliveries:
+        return _looked_up()
+    return (select(*_columns()).join(Subscriber, Subscriber.id == Delivery.subscriber_id)
+            .where(Subscriber.id.between(lowest, highest)))
+
+
+def _searched(session: Session, broadcast_id: int, status: str | None, query: str, low: int,
+              high: int, backwards: bool, limit: int) -> list[DeliveryRow]:
+    """The first `limit` deliveries low < id < high (from `high` down when `backwards`) whose
+    person's address contains `query`, in that order.
+
+    On PostgreSQL in two steps: the PROBE deliveries nearest the key one by one, which fills
+    the page at once when many addresses match; only if it did not, the rest of the window
+    by range (`_by_range`), which reads the window's people whatever the page needs."""
+    pattern = f"%{_like_escape(query)}%"
+
+    def rows(shape: Select, low: int, high: int, limit: int) -> list[DeliveryRow]:
+        statement = shape.where(Delivery.broadcast_id == broadcast_id,
+                                Delivery.id > low, Delivery.id < high)
+        if status:
+            statement = statement.where(Delivery.status == status)
+        statement = statement.where(statement.selected_columns[2].like(pattern, escape="\\"))
+        statement = statement.order_by(Delivery.id.desc() if backwards else Delivery.id)
+        return [DeliveryRow(*row) for row in session.execute(statement.limit(limit))]
+
+    if session.get_bind().dialect.name != "postgresql":
+        return rows(_with_person(), low, high, limit)
+    if backwards:
+        near, rest = (max(low, high - PROBE - 1), high), (low, max(low, high - PROBE - 1) + 1)
+    else:
+        near, rest = (low, min(high, low + PROBE + 1)), (min(high, low + PROBE + 1) - 1, high)
+    found = rows(_looked_up(), *near, limit)
+    if len(found) >= limit or rest[1] - rest[0] <= 1:
+        return found
+    shape = _by_range(session, broadcast_id, *rest)
+    return found if shape is None else found + rows(shape, *rest, limit - len(found))
 
 
 def _like_escape(text: str) -> str:
@@ -174,16 +239,7 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
     query = (query or "").strip().lower()
     if len(query) > MAX_QUERY:
         raise ValidationError(f"Search for at most {MAX_QUERY} characters.")
-    statement = _with_person(session, bool(query)).where(Delivery.broadcast_id == broadcast_id)
-    if status:
-        statement = statement.where(Delivery.status == status)
-    if query:
-        email = statement.selected_columns[2]
-        statement = statement.where(email.like(f"%{_like_escape(query)}%", escape="\\"))
     backwards = before is not None and after is None
-    if not status and not query:
-        statement = statement.where(Delivery.id.in_(
-            next_delivery_ids(broadcast_id, after, before if backwards else None, per_page + 1)))
     low = high = 0  # a search's window of ids: low < id < high
     if query:
         if before is not None and backwards:
@@ -191,14 +247,21 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
         else:
             start = after if after is not None else _first_id(session, broadcast_id) - 1
             low, high = start, start + SEARCH_WINDOW + 1
-        statement = statement.where(Delivery.id > low, Delivery.id < high)
-    if backwards:
-        statement = statement.where(Delivery.id < before).order_by(Delivery.id.desc())
+        found = _searched(session, broadcast_id, status, query, low, high, backwards, per_page + 1)
     else:
-        if after is not None:
-            statement = statement.where(Delivery.id > after)
-        statement = statement.order_by(Delivery.id)
-    found = [DeliveryRow(*row) for row in session.execute(statement.limit(per_page + 1))]
+        statement = _with_person().where(Delivery.broadcast_id == broadcast_id)
+        if status:
+            statement = statement.where(Delivery.status == status)
+        else:
+            statement = statement.where(Delivery.id.in_(next_delivery_ids(
+                broadcast_id, after, before if backwards else None, per_page + 1)))
+        if backwards:
+            statement = statement.where(Delivery.id < before).order_by(Delivery.id.desc())
+        else:
+            if after is not None:
+                statement = statement.where(Delivery.id > after)
+            statement = statement.order_by(Delivery.id)
+        found = [DeliveryRow(*row) for row in session.execute(statement.limit(per_page + 1))]
     more = len(found) > per_page
     rows = found[:per_page]
     searched_to = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, inspect, select
 from sqlalchemy.orm import Session
 
 from broadside.errors import NotFound
@@ -166,13 +166,21 @@ def duration_words(seconds: float | None) -> str:
     return text + (f" {minutes} min" if minutes else "")
 
 
+# The read, built once: a Core statement of the table's columns (the ORM's attributes would
+# be coerced, given a cache key and run through the ORM's execution for each poll: ~170 µs of
+# the ~200 µs a read took on SQLite, where the statement itself takes ~10).
+_broadcasts, _identities = Broadcast.__table__, Identity.__table__
+_READ = (select(*(inspect(Broadcast).columns[attribute.key] for attribute in _COLUMNS),
+                _identities.c.delay_ms)
+         .select_from(_broadcasts.outerjoin(_identities,
+                                            _identities.c.id == _broadcasts.c.identity_id))
+         .where(_broadcasts.c.id == bindparam("broadcast_id")))
+
+
 def read_progress(session: Session, broadcast_id: int, *, send_delay_ms: int = 0) -> Progress:
     """One indexed read of the broadcast's row (with its identity's pace; `send_delay_ms` is
     the default identity's); no COUNT over deliveries."""
-    row = session.execute(
-        select(*_COLUMNS, Identity.delay_ms)
-        .outerjoin(Identity, Identity.id == Broadcast.identity_id)
-        .where(Broadcast.id == broadcast_id)).first()
+    row = session.execute(_READ, {"broadcast_id": broadcast_id}).first()
     if row is None:
         raise NotFound("There is no such broadcast.")
     *columns, identity_delay = row

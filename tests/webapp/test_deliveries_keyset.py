@@ -158,3 +158,43 @@ def test_the_deliveries_page_says_where_a_search_stopped(monkeypatch, logged_in_
     assert 'id="delivery-search-further"' in page.text and "No delivery matches among these." in page.text
     plain = logged_in_client.get(f"/broadcasts/{sending}/deliveries?q=reader&per_page=20")
     assert "looks through" not in plain.text  # a page filled by the window says nothing
+
+
+@pytest.mark.parametrize("span", [evidence.SPAN_PER_DELIVERY, 0])
+def test_a_search_finds_the_same_rows_however_it_reads_the_people(monkeypatch, sending, backend, span):
+    """On PostgreSQL a search looks the PROBE deliveries nearest its key up one by one and
+    reads the rest of its window's people as a range of subscriber ids (or, when that range is
+    wide, one by one too): the pages are the ones a plain read of the window gives, forwards,
+    backwards and within a status, a term matching many, a few, one or none."""
+    from sqlalchemy import event
+
+    from broadside.models import Subscriber
+
+    monkeypatch.setattr(evidence, "SEARCH_WINDOW", 40)
+    monkeypatch.setattr(evidence, "PROBE", 7)
+    monkeypatch.setattr(evidence, "SPAN_PER_DELIVERY", span)
+    _move_some(sending, random.Random(11), 60)
+    rows = db.session.execute(select(Delivery.id, Subscriber.email, Delivery.status).join(
+        Subscriber, Subscriber.id == Delivery.subscriber_id).where(
+        Delivery.broadcast_id == sending).order_by(Delivery.id)).all()
+    statements: list[str] = []
+    record = lambda conn, cursor, statement, *args: statements.append(statement)  # noqa: E731
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        for term in ("reader", "7@", "00229@", "nobody"):
+            assert _search_all(sending, term)[0] == [i for i, email, _ in rows if term in email]
+        found, _ = _search_all(sending, "1", status="sending")
+        assert found == [i for i, email, status in rows if "1" in email and status == "sending"]
+        # Backwards from past the last delivery: the last matches of the window below it.
+        before = rows[-1][0] + 1
+        back = evidence.delivery_page(db.session, sending, query="3", before=before, per_page=5)
+        assert [r.id for r in back.rows] == [
+            i for i, email, _ in rows if "3" in email and i > before - 41][-5:]
+        assert all("3" in (r.email or "") for r in back.rows)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    by_range = [s for s in statements if "BETWEEN" in s]
+    if backend == "postgresql" and span:
+        assert by_range  # the rare terms read the windows' people by range
+    else:
+        assert by_range == []

@@ -60,6 +60,36 @@ def test_fragment_reads_one_row_and_never_counts_deliveries(logged_in_client, se
     assert not [s for s in seen if "count(" in s.lower()], seen
 
 
+
+def test_the_read_gives_each_column_of_the_row_to_its_field(app, sending):
+    """read_progress reads the row's columns by a statement built once: each field is its own
+    column (every one set to a value of its own here), the pace the identity's when it has
+    one, else the default given."""
+    from dataclasses import fields
+
+    from broadside.broadcasts.progress import _COLUMNS, read_progress
+    from broadside.models import Identity
+
+    moments = {name: datetime(2026, 5, day, 8, day) for day, name in
+               enumerate(("scheduled_at", "started_at", "finished_at"), start=3)}
+    set_counters(sending.id, total=1000, pending_count=101, sending_count=7, sent_count=803,
+                 skipped_count=41, failed_count=29, unknown_count=19, send_rate=12.5,
+                 pause_reason="a reason", notice="a notice", snapshot_cursor=444,
+                 snapshot_until=555, audience_estimate=999, **moments)
+    read = read_progress(db.session, sending.id, send_delay_ms=250)
+    row = db.session.get(Broadcast, sending.id)
+    db.session.refresh(row)
+    names = [f.name for f in fields(Progress)][:len(_COLUMNS)]
+    assert [getattr(read, n) for n in names] == [getattr(row, c.key) for c in _COLUMNS]
+    assert (read.pending, read.sent, read.scheduled_at, read.audience_estimate) == (
+        101, 803, moments["scheduled_at"], 999)
+    assert read.send_delay_ms == 250  # no identity: the default pace
+    identity = Identity(name="Slow", from_email="slow@example.com", delay_ms=1500)
+    db.session.add(identity)
+    db.session.flush()
+    set_counters(sending.id, identity_id=identity.id)
+    assert read_progress(db.session, sending.id, send_delay_ms=250).send_delay_ms == 1500
+
 def test_fragment_shows_bar_counts_rate_and_time_left_and_keeps_polling(logged_in_client, sending):
     response = logged_in_client.get(f"/broadcasts/{sending.id}/progress", headers=HTMX)
     text = response.text
