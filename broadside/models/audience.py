@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint, false
+from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.db import NEVER_REUSE_IDS, Model
@@ -40,8 +40,13 @@ class Subscriber(Model):
             "suppression IS NULL OR suppression IN ('bounced', 'complained', 'blocked')",
             name="suppression",
         ),
-        # The few suppressed people, without reading everyone (migration 0015).
-        Index("ix_subscribers_suppression", "suppression"),
+        # The few suppressed people, without reading everyone (migration 0015). Partial on
+        # PostgreSQL (0017): its queries ask for a suppression, and nobody imported or signed
+        # up has one, so they add no entry. Whole on SQLite: its planner reads the unsuppressed
+        # people of an id range (the snapshot's chunks, a segment's audience) from this index
+        # alone, 0.78-0.93x the time of reading their rows at a million.
+        Index("ix_subscribers_suppression", "suppression",
+              postgresql_where=text("suppression IS NOT NULL")),
         NEVER_REUSE_IDS,
     )
 
@@ -74,7 +79,11 @@ class Subscription(Model):
         # The growth chart's joins and leaves of each of the last 30 days, as ranges read
         # from the indexes alone (migrations 0015 and 0016: status is in the index).
         Index("ix_subscriptions_joined", "confirmed_at", "created_at", "status"),
-        Index("ix_subscriptions_unsubscribed_at", "unsubscribed_at"),
+        # Partial (0017): the chart asks for ranges, and a subscription is written with no
+        # unsubscribed_at (an import's, a sign-up's).
+        Index("ix_subscriptions_unsubscribed_at", "unsubscribed_at",
+              postgresql_where=text("unsubscribed_at IS NOT NULL"),
+              sqlite_where=text("unsubscribed_at IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
