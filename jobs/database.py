@@ -1,4 +1,4 @@
-"""The worker's database handle, without Flask: an engine and a thread-scoped session.
+"""The worker's database handle, without Flask: a thread-scoped session on its engine.
 
 `db.session()` is this thread's session (the job's, or the maintenance thread's), and
 `db.session.remove()` closes it, as Flask-SQLAlchemy's `db.session` does in the web app. The
@@ -18,12 +18,6 @@ class WorkerDatabase:
     def __init__(self) -> None:
         self.session = scoped_session(sessionmaker())
         self._engine: Engine | None = None
-
-    @property
-    def engine(self) -> Engine:
-        if self._engine is None:
-            raise RuntimeError("the worker's database is not bound yet (jobs.worker.run_worker binds it)")
-        return self._engine
 
     def bind(self, engine: Engine) -> None:
         if engine is self._engine:

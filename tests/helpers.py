@@ -86,10 +86,10 @@ def worker_runtime(app, transport, *, identity: str | None = None, hourly: Hourl
     """A worker's runtime built by hand (as `jobs.worker.run_worker` builds it), for tests that
     run one slice or one maintenance pass in this process. `config` overrides the app's. The
     jobs' database session is bound to the app's engine, as `run_worker` binds it."""
+    from jobs.app import from_flask
     from jobs.database import db as jobs_db
 
-    with app.app_context():
-        jobs_db.bind(db.engine)
+    jobs_db.bind(from_flask(app).engine)
     redis = app.extensions["broadside_redis"]
     namespace = app.config["BROADSIDE_NAMESPACE"]
     lease = Lease(redis, namespace, identity) if identity else Lease(redis, namespace)
