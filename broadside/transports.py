@@ -14,15 +14,21 @@ we send RSET and keep the connection. Should a server answer 354 anyway after a 
 MAIL or RCPT, the connection is dropped without a final dot: an unterminated DATA is never
 delivered (RFC 5321 4.1.1.4), and no empty message goes out.
 
-The next message's MAIL/RCPT/DATA are NOT written behind the previous body's final dot,
-though RFC 2920 allows it. That would need the next person's re-check before the previous
-verdict is known, and a 354 for them may already be in hand when that verdict turns out
-channel-wide (a sender refused at the end of DATA) or when their own re-check must be
-redone after a wait: the only safe exit is then dropping a connection mid-DATA, every
-time. It would also move the next MAIL FROM ahead of the pace's own moment (invariant 2).
-What it would save is the one remaining round trip per message, which the worker already
-overlaps: the next person is re-checked and built while the server takes the current body
-(jobs.sending), so the wait it removes is mostly spent working anyway.
+At full speed (no pace to keep) the worker also lets the next message's MAIL/RCPT/DATA ride
+in the same write as the previous body, behind its final dot (RFC 2920 3.1: message content
+may begin a group): `start(..., then=...)` writes them, `finish()` reads the body's verdict,
+and `start_next()` reads the rider's three replies and writes its body. The server answers
+the body and the next envelope together, so the one round trip left per message overlaps the
+worker's own work instead of following it. What this moves, and why each is safe:
+- the rider's re-check is made before the previous body is written (jobs.sending): it is still
+  the last read before that person's MAIL FROM, which follows it in the same write;
+- the rider is never sent on a verdict that says stop: when `finish()` says so, or the worker
+  holds, `abandon()` drops the connection without a final dot (an unterminated DATA is never
+  delivered, RFC 5321 4.1.1.4), and the rider's row goes back to pending, not attempted;
+- a refused body is not followed by RSET (the transaction is over; RSET would land behind the
+  rider's envelope), except 421, which closes the connection and the rider with it.
+Only `start` and `start_next` write a body, each only after a 354 that follows an accepted
+MAIL and RCPT, so everything before a body stays provably not accepted (invariant 5).
 """
 
 from __future__ import annotations
@@ -164,8 +170,45 @@ class BatchTransport(Transport, Protocol):
         ...
 
 
+class FollowingTransport(Transport, Protocol):
+    """A transport that can let the next message's envelope ride behind a body (SMTP with
+    PIPELINING; see this module's docstring). The worker asks `follows()` before each batch."""
+
+    def follows(self) -> bool:
+        """Whether `start(..., then=...)` may be used now (a live connection that pipelines)."""
+        ...
+
+    @property
+    def following(self) -> bool:
+        """Whether an envelope is riding behind the last body, its replies unread."""
+        ...
+
+    def start(self, mail_from: str, rcpt: str, wire: bytes, pace: Callable[[], object] = ...,
+              then: tuple[str, str] | None = None) -> None:
+        """`Transport.start`, with `then`'s (mail_from, rcpt) envelope riding behind the body."""
+        ...
+
+    def start_next(self, wire: bytes, then: tuple[str, str] | None = None,
+                   pace: Callable[[], object] = ...) -> None:
+        """The rider's turn, after `finish()`: read its replies, then write its body (and
+        `then`'s envelope behind it); raises `DeliveryError` as `start` does."""
+        ...
+
+    def abandon(self) -> None:
+        """Give up the rider without sending it (drops the connection)."""
+        ...
+
+
 def _text(reply: bytes | str) -> str:
     return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
+
+
+def _envelope(mail_from: str, rcpt: str) -> bytes:
+    """MAIL, RCPT and DATA as one pipelined group; an address that cannot be written raises
+    (phase mail or rcpt) before anything is."""
+    _plain_address(mail_from, "mail")
+    _plain_address(rcpt, "rcpt")
+    return f"MAIL FROM:<{mail_from}>\r\nRCPT TO:<{rcpt}>\r\nDATA\r\n".encode("ascii")
 
 
 def _plain_address(address: str, verb: str) -> None:
@@ -199,6 +242,8 @@ class SmtpTransport:
         self.local_hostname = local_hostname
         self.conn: smtplib.SMTP | None = None
         self._awaiting = False  # a message's final reply is still to be read
+        self._following = False  # an envelope rides behind that body, its replies unread
+        self._rider_refused: DeliveryError | None = None  # its addresses could not be written
         self.pipelining = pipelining  # used when the server offers it (False: never)
 
     @property
@@ -269,6 +314,8 @@ class SmtpTransport:
             pass
 
     def close(self) -> None:
+        if self._following:
+            self._drop()  # a QUIT behind a rider's DATA would be read as message text
         if self.conn is not None:
             try:
                 self.conn.quit()
@@ -281,6 +328,26 @@ class SmtpTransport:
         self._close(self.conn)
         self.conn = None
         self._awaiting = False
+        self._following = False
+        self._rider_refused = None
+
+    def follows(self) -> bool:
+        """Whether an envelope may ride behind a body: pipelining not turned off here, and the
+        server offers it; before a connection is open that is not known yet, and assumed
+        (`start` asks again once connected, and writes no rider to a server without it)."""
+        return self.pipelining and (self.conn is None or self.conn.has_extn("pipelining"))
+
+    @property
+    def following(self) -> bool:
+        return self._following or self._rider_refused is not None
+
+    def abandon(self) -> None:
+        """Give up the envelope riding behind the last body, after that body's `finish()`: its
+        DATA may already have its 354, and a DATA never ended by a dot is never delivered
+        (RFC 5321 4.1.1.4), so the connection goes; the next `start` opens a new one."""
+        self._rider_refused = None
+        if self._following:
+            self._drop()
 
     def _reset(self) -> None:
         """RSET after a refused step so the reused connection starts clean."""
@@ -319,15 +386,18 @@ class SmtpTransport:
         return self.finish()
 
     def start(
-        self, mail_from: str, rcpt: str, wire: bytes, pace: Callable[[], object] = lambda: None
+        self, mail_from: str, rcpt: str, wire: bytes, pace: Callable[[], object] = lambda: None,
+        then: tuple[str, str] | None = None,
     ) -> None:
         """MAIL, RCPT, DATA and the body through its final dot (`wire` comes from `wire()`);
         the server's verdict is read by `finish()`, so the caller can prepare the next message
         while the server processes this one. `pace()` runs right before MAIL FROM, after any
-        (re)connect, so the spacing the pacer promises is the spacing the server sees."""
-        if self._awaiting:
-            # The previous message's reply was never read (its caller failed in between): the
-            # stream is out of step, so start on a fresh connection.
+        (re)connect, so the spacing the pacer promises is the spacing the server sees.
+        `then` (mail_from, rcpt): the next message's envelope rides behind the body in the
+        same write (only when `follows()`); its turn is `start_next`."""
+        if self._awaiting or self.following:
+            # The previous message's reply (or its rider's) was never read (its caller failed
+            # in between): the stream is out of step, so start on a fresh connection.
             self._drop()
         reused = self.conn is not None
         if self.conn is None:
@@ -341,13 +411,45 @@ class SmtpTransport:
             self._envelope_pipelined(mail_from, rcpt, reused, pace)
         else:
             self._envelope_lockstep(mail_from, rcpt, reused, pace)
+        self._body(wire, then, pace)
+
+    def start_next(self, wire: bytes, then: tuple[str, str] | None = None,
+                   pace: Callable[[], object] = lambda: None) -> None:
+        """The turn of the message whose envelope rode behind the previous body, after that
+        body's `finish()`: read its three replies (a refusal raises, as in `start`: nothing
+        of it was sent), then write its body, with `then`'s envelope riding behind."""
+        assert not self._awaiting, "start_next() before finish()"
+        refused, self._rider_refused = self._rider_refused, None
+        if refused is not None:
+            raise refused
+        if not self._following or self.conn is None:
+            raise DeliveryError("mail", None, "connection lost before this message's turn", network=True)
+        self._following = False
+        self._accept(self._replies())
+        self._body(wire, then, pace)
+
+    def _body(self, wire: bytes, then: tuple[str, str] | None, pace: Callable[[], object]) -> None:
+        """Write the body after its 354, and `then`'s envelope behind it in the same write."""
         assert self.conn is not None
+        rider = b""
+        if then is not None and self.follows():  # else it waits for a `start` of its own
+            try:
+                rider = _envelope(*then)
+            except DeliveryError as refusal:  # an address that cannot be written: kept for its turn
+                self._rider_refused = refusal
+            else:
+                try:
+                    pace()  # right before the rider's MAIL FROM goes out (the lease: invariant 1)
+                except BaseException:
+                    self._drop()  # nothing more goes out: this DATA, never ended, delivers nothing
+                    raise
         # From here the message is on the wire: a lost connection is ambiguous (invariant 5).
         try:
-            self.conn.send(wire)
+            self.conn.send(wire + rider if rider else wire)
         except (smtplib.SMTPServerDisconnected, OSError) as exc:
             self._lost_after_data(exc)
         self._awaiting = True
+        self._following = bool(rider)
 
     def _envelope_lockstep(self, mail_from: str, rcpt: str, reused: bool,
                            pace: Callable[[], object]) -> None:
@@ -382,9 +484,7 @@ class SmtpTransport:
                             pace: Callable[[], object]) -> None:
         """MAIL, RCPT and DATA in one write (RFC 2920), then their three replies in order.
         Returns only after a 354 that follows an accepted MAIL and RCPT: the body may go."""
-        _plain_address(mail_from, "mail")  # refused before anything is written
-        _plain_address(rcpt, "rcpt")
-        group = f"MAIL FROM:<{mail_from}>\r\nRCPT TO:<{rcpt}>\r\nDATA\r\n".encode("ascii")
+        group = _envelope(mail_from, rcpt)  # an address is refused before anything is written
         try:
             replies = self._group(group)
         except DeliveryError as error:
@@ -395,6 +495,11 @@ class SmtpTransport:
             self.conn = self._connect()
             pace()
             replies = self._group(group)
+        self._accept(replies)
+
+    def _accept(self, replies: list[tuple[str, int, str]]) -> None:
+        """Return when MAIL and RCPT were accepted and DATA answered 354: the body may go.
+        Otherwise raise the first refusal, the connection kept clean (RSET) or dropped."""
         refusal = next((DeliveryError(phase, code, reply) for phase, code, reply in replies
                         if code not in _ACCEPTED[phase]), None)
         if refusal is None:
@@ -408,13 +513,22 @@ class SmtpTransport:
         raise refusal
 
     def _group(self, group: bytes) -> list[tuple[str, int, str]]:
-        """Write MAIL/RCPT/DATA at once; read the three replies in order. A lost connection
-        raises the first refusal read before it, else the phase whose reply was awaited
-        (network): nothing of the body was sent, so each proves the message not accepted."""
+        """Write MAIL/RCPT/DATA at once; read the three replies in order."""
+        assert self.conn is not None
+        try:
+            self.conn.send(group)
+        except (smtplib.SMTPServerDisconnected, OSError) as exc:
+            self._drop()
+            raise DeliveryError("mail", None, f"connection lost: {exc}", network=True) from None
+        return self._replies()
+
+    def _replies(self) -> list[tuple[str, int, str]]:
+        """The three replies to a MAIL/RCPT/DATA group, in order. A lost connection raises the
+        first refusal read before it, else the phase whose reply was awaited (network):
+        nothing of the body was sent, so each proves the message not accepted."""
         assert self.conn is not None
         replies: list[tuple[str, int, str]] = []
         try:
-            self.conn.send(group)
             for phase in _PIPELINED:
                 code, raw = self.conn.getreply()
                 replies.append((phase, code, _text(raw)))
@@ -437,7 +551,9 @@ class SmtpTransport:
             self._lost_after_data(exc)
         reply = _text(raw)
         if code != 250:
-            self._after_refusal(code)
+            if code == 421 or not self._following:
+                self._after_refusal(code)
+            # else: the transaction is over, and an RSET now would land behind the rider
             raise DeliveryError("data-end", code, reply)
         return SendResult(code, reply)
 

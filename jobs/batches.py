@@ -56,16 +56,9 @@ def send_batch(slice_: Slice, rows: list[Row], deadline: float) -> str | None:
             outcomes.release(rows[index:], cancelled=(decision.stop == lifecycle.CANCELLED))
             release_prepared(slice_, ready)
             return "stopped"
-        if decision.hold:
-            outcomes.release([row], cancelled=False)
-        elif decision.skip is not None:
-            outcomes.skipped(row, decision.skip)
-            slice_.skipped += 1
-        elif decision.fail is not None:
-            outcomes.unbuildable(row, decision.fail)
-        else:
-            assert decision.message is not None
-            ready.append(decision.message)
+        message = slice_.message_of(row, decision)
+        if message is not None:
+            ready.append(message)
     if not ready:
         return None
     if not slice_._hourly_room(deadline):

@@ -142,6 +142,20 @@ def while_the_server_takes(smtp_server, email: str, statement, then=None) -> Non
     smtp_server.script.on_data = hook
 
 
+def refuse_the_nth_body(smtp_server, n: int, reply: str) -> dict[str, int]:
+    """The server answers the n-th end of DATA it handles with `reply` (counting from 1);
+    returns the running count of DATA the server's handler reached."""
+    count = {"n": 0}
+
+    def at_data(envelope) -> None:
+        count["n"] += 1
+        if count["n"] == n:
+            smtp_server.script.data_replies.append(reply)
+
+    smtp_server.script.on_data = at_data
+    return count
+
+
 def start_broadcast(
     app,
     mailing_list: MailingList,

@@ -34,6 +34,7 @@ class Received:
     at: float  # time.monotonic() when the conversation for it began (MAIL FROM)
     peer: tuple = ()  # the client's (host, port): which connection, so which sender
     pipelined: bool = False  # its RCPT and DATA were already read in with its MAIL
+    followed: bool = False  # the next MAIL had already arrived with its end of DATA (it rode)
 
     @property
     def message(self) -> EmailMessage:
@@ -85,9 +86,11 @@ class RecordingHandler:
             script.on_data(envelope)
         if script.data_replies:
             return script.data_replies.pop(0)
+        # The next message's envelope, written behind this body's final dot, is already in.
+        followed = b"MAIL FROM" in bytes(getattr(server._reader, "_buffer", b"")).upper()
         record = Received(envelope.mail_from, list(envelope.rcpt_tos), envelope.content, started,
                           tuple(session.peer or ()),
-                          getattr(envelope, "broadside_pipelined", False))
+                          getattr(envelope, "broadside_pipelined", False), followed)
         with self.server.lock:
             self.server.messages.append(record)
         if any(r.lower() in script.drop_after_data for r in envelope.rcpt_tos):
@@ -182,3 +185,66 @@ class SmtpServer:
                     return list(self.messages)
             time.sleep(0.02)
         raise AssertionError(f"expected {count} messages, got {len(self.messages)}")
+
+
+class Scripted:
+    """One connection at a time on a loopback socket; `answer(line)` gives the reply to each
+    command line (None: close the connection). Records every line and body it read. `finals`:
+    the replies to the next ends of DATA, in turn (None: close the connection), then 250."""
+
+    def __init__(self, answer: Callable[[bytes], bytes | None], pipelining: bool = True) -> None:
+        self.answer = answer
+        self.pipelining = pipelining
+        self.finals: list[bytes | None] = []
+        self.connections = 0
+        self.lines: list[bytes] = []
+        self.bodies: list[bytes] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"smtp://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn, conn.makefile("rb") as reader:
+                try:
+                    self._session(reader, conn)
+                except OSError:  # the client went (a dropped connection): its session is over
+                    pass
+
+    def _session(self, reader, conn: socket.socket) -> None:
+        conn.sendall(b"220 scripted ESMTP\r\n")
+        while line := reader.readline():
+            line = line.rstrip(b"\r\n")
+            self.lines.append(line)
+            verb = line[:4].upper()
+            if verb == b"EHLO":
+                extra = b"250-PIPELINING\r\n" if self.pipelining else b""
+                conn.sendall(b"250-scripted\r\n" + extra + b"250 8BITMIME\r\n")
+                continue
+            reply = self.answer(line)
+            if reply is None:
+                return
+            conn.sendall(reply + b"\r\n")
+            if reply.startswith(b"354"):
+                body = b""
+                while (part := reader.readline()) and part != b".\r\n":
+                    body += part
+                if not part:
+                    return  # cut mid-DATA: nothing is kept
+                self.bodies.append(body)
+                final = self.finals.pop(0) if self.finals else b"250 OK"
+                if final is None:
+                    return
+                conn.sendall(final + b"\r\n")
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def default(line: bytes) -> bytes | None:
+    return b"354 go ahead" if line.upper() == b"DATA" else b"250 OK"

@@ -17,6 +17,7 @@ from tests.helpers import (
     assert_nobody_twice,
     broadcast_status,
     make_list,
+    refuse_the_nth_body,
     start_broadcast,
     statuses,
 )
@@ -87,14 +88,7 @@ def test_a_channel_wide_verdict_on_the_carried_message_pauses_before_anyone_else
     weekly = make_list(db.session, SIZE)
     broadcast = start_broadcast(app, weekly)
     # The 20th message ends the first claim (FIRST_BATCH): it is the one carried across.
-    count = {"n": 0}
-
-    def at_data(envelope) -> None:
-        count["n"] += 1
-        if count["n"] == 20:
-            smtp_server.script.data_replies.append("554 5.7.1 sender blocked")
-
-    smtp_server.script.on_data = at_data
+    refuse_the_nth_body(smtp_server, 20, "554 5.7.1 sender blocked")
     run_worker_burst()
     db.session.expire_all()
     assert broadcast_status(broadcast.id) == "paused"

@@ -10,14 +10,13 @@ accepted) or data-body | data-end (after the body).
 from __future__ import annotations
 
 import socket
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from broadside.transports import DeliveryError, SmtpTransport
 from jobs.classify import classify
-from tests.smtp_server import SmtpServer
+from tests.smtp_server import Scripted, SmtpServer, default
 
 MESSAGE = b"From: a@example.com\r\nTo: b@example.com\r\nSubject: hi\r\n\r\nHello.\r\n.dot line\r\n"
 
@@ -137,62 +136,6 @@ def test_an_address_with_a_line_break_is_refused_before_anything_is_written(serv
     assert (refused.value.phase, refused.value.code) == ("rcpt", 553)
     assert send(transport, "ok@example.com").code == 250
     assert server.recipients() == ["ok@example.com"]
-
-
-# ------------------------------------------------------------ a scripted server
-
-
-class Scripted:
-    """One connection at a time on a loopback socket; `answer(line)` gives the reply to each
-    command line (None: close the connection). Records every line and body it read."""
-
-    def __init__(self, answer: Callable[[bytes], bytes | None], pipelining: bool = True) -> None:
-        self.answer = answer
-        self.pipelining = pipelining
-        self.lines: list[bytes] = []
-        self.bodies: list[bytes] = []
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"smtp://127.0.0.1:{self.listener.getsockname()[1]}"
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            with conn:
-                self._session(conn.makefile("rb"), conn)
-
-    def _session(self, reader, conn: socket.socket) -> None:
-        conn.sendall(b"220 scripted ESMTP\r\n")
-        while line := reader.readline():
-            line = line.rstrip(b"\r\n")
-            self.lines.append(line)
-            verb = line[:4].upper()
-            if verb == b"EHLO":
-                extra = b"250-PIPELINING\r\n" if self.pipelining else b""
-                conn.sendall(b"250-scripted\r\n" + extra + b"250 8BITMIME\r\n")
-                continue
-            reply = self.answer(line)
-            if reply is None:
-                return
-            conn.sendall(reply + b"\r\n")
-            if reply.startswith(b"354"):
-                body = b""
-                while (part := reader.readline()) and part != b".\r\n":
-                    body += part
-                if not part:
-                    return  # cut mid-DATA: nothing is kept
-                self.bodies.append(body)
-                conn.sendall(b"250 OK\r\n")
-
-    def close(self) -> None:
-        self.listener.close()
-
-
-def default(line: bytes) -> bytes | None:
-    return b"354 go ahead" if line.upper() == b"DATA" else b"250 OK"
 
 
 def test_a_5xx_to_data_after_a_good_rcpt_says_data_command_and_resets():
