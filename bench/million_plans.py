@@ -15,6 +15,7 @@ and, for the slowest, EXPLAIN (ANALYZE) on PostgreSQL or EXPLAIN QUERY PLAN on S
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import statistics
 import sys
@@ -29,10 +30,14 @@ from harness import POSTGRES_URL, Bench
 
 
 def _urls(backend: str, keep: Path, size: int) -> str:
+    """The kept database: a SQLite file in `keep`, or a PostgreSQL database named after the
+    size and `keep` (two people keeping theirs in two folders never share one, and one's
+    --drop leaves the other's)."""
     name = f"million_{size}"
     if backend == "sqlite":
         return f"sqlite:///{keep / (name + '.db')}"
-    return POSTGRES_URL.rsplit("/", 1)[0] + f"/broadside_plans_{name}"
+    folder = hashlib.sha1(str(keep.resolve()).encode()).hexdigest()[:8]
+    return POSTGRES_URL.rsplit("/", 1)[0] + f"/broadside_plans_{name}_{folder}"
 
 
 def _exists(backend: str, url: str) -> bool:

@@ -39,7 +39,7 @@ def run_backend(bench: Bench, backend: str, quick: bool, sinks: dict[str, Sink])
                                   size, repeats, target=THROUGHPUT_TARGETS[backend])
     figures.extend(result)
     figures.extend(ceiling(bench, app, url, backend, sinks["discard"], ids["wire ceiling"], size,
-                           messages))
+                           messages, repeats))
     return figures
 
 
