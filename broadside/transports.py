@@ -175,7 +175,8 @@ class FollowingTransport(Transport, Protocol):
     PIPELINING; see this module's docstring). The worker asks `follows()` before each batch."""
 
     def follows(self) -> bool:
-        """Whether `start(..., then=...)` may be used now (a live connection that pipelines)."""
+        """Whether an envelope may ride behind a body (the server pipelines, or is not known
+        yet not to); `start` writes none to a server that turns out not to."""
         ...
 
     @property
@@ -395,10 +396,11 @@ class SmtpTransport:
         (re)connect, so the spacing the pacer promises is the spacing the server sees.
         `then` (mail_from, rcpt): the next message's envelope rides behind the body in the
         same write (only when `follows()`); its turn is `start_next`."""
-        if self._awaiting or self.following:
+        if self._awaiting or self._following:
             # The previous message's reply (or its rider's) was never read (its caller failed
             # in between): the stream is out of step, so start on a fresh connection.
             self._drop()
+        self._rider_refused = None  # a rider never written, given up
         reused = self.conn is not None
         if self.conn is None:
             try:
