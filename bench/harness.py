@@ -63,6 +63,8 @@ class Bench:
     # ------------------------------------------------------------ databases
 
     def sqlite_url(self, name: str) -> str:
+        """A SQLite file of this run's; each bench of a run names its own (run_all runs them
+        all in one run: a shared name would hand one bench another's leftover database)."""
         return f"sqlite:///{self.workdir / (name + '.db')}"
 
     def postgres_url(self, name: str) -> str:

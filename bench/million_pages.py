@@ -56,7 +56,7 @@ def sizes(quick: bool, backend: str) -> tuple[int, int]:
 
 
 def build(bench: Bench, backend: str, subscribers: int, history_rows: int):
-    url = bench.sqlite_url("million") if backend == "sqlite" else bench.postgres_url("million")
+    url = bench.sqlite_url("pages") if backend == "sqlite" else bench.postgres_url("pages")
     app = bench.app(url)
     steps: dict[str, float] = {}
     started = time.perf_counter()

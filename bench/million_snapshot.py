@@ -65,7 +65,7 @@ def write_whole_snapshot(app, broadcast_id: int) -> float:
 
 
 def measure(bench: Bench, backend: str, size: int, sink: Sink) -> list[Figure]:
-    url = bench.sqlite_url("million") if backend == "sqlite" else bench.postgres_url("million")
+    url = bench.sqlite_url("snapshot") if backend == "sqlite" else bench.postgres_url("snapshot")
     app = bench.app(url)
     started = time.perf_counter()
     list_id = populate(app, size, {"everyone": size})["everyone"]
