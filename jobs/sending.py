@@ -462,27 +462,20 @@ class Slice:
                 message = self.message_of(row, decision)
                 if message is not None:
                     ahead.append((message, row))
-            if in_flight is not None:
-                stop = self._finish(in_flight)
-                in_flight = None
-                if stop or halt is not None or not self._straight_on():
-                    # Nothing more is written: what rides is abandoned, the rest released.
-                    if riding is not None:
-                        transport.abandon()
-                    left, riding, ahead = unwritten(), None, []
-                    index = len(rows)
-                    if stop:
-                        return self._stop(left, stop)
-                    if halt is not None:
-                        outcomes.release(left, cancelled=(halt == lifecycle.CANCELLED))
-                        return "stopped"
-                    outcomes.release(left, cancelled=False)  # the loop waits out the hold
-                    return None
-            elif halt is not None:
+            stop = self._finish(in_flight) if in_flight is not None else None
+            in_flight = None
+            if stop or halt is not None or not self._straight_on():
+                # Nothing more is written: what rides is abandoned, the rest released.
                 if riding is not None:
                     transport.abandon()
-                outcomes.release(unwritten(), cancelled=(halt == lifecycle.CANCELLED))
-                return "stopped"
+                left = unwritten()
+                if stop:
+                    return self._stop(left, stop)
+                if halt is not None:
+                    outcomes.release(left, cancelled=(halt == lifecycle.CANCELLED))
+                    return "stopped"
+                outcomes.release(left, cancelled=False)  # the loop waits out the hold
+                return None
             # This turn's message: the one riding (its replies come now), else the first ahead.
             current, rides = riding, riding is not None
             riding = None
