@@ -5,7 +5,9 @@ header that names an `email` column, not empty, not over MAX_IMPORT_BYTES) befor
 written. A run counts the file's records first (`Import.total_rows`: the progress bar's exact
 total), then reads them one by one with the csv module and writes BATCH_SIZE accepted rows per
 transaction, set-based (`import_batch`); the addresses already read stay on disk
-(`import_seen`), so memory does not grow with the file. Bad records are rejected one by one with
+(`import_seen`), so memory does not grow with the file. The reading and checking run in a
+thread one batch ahead of the writing (`ReadAhead`), which is all that touches the database:
+while PostgreSQL works on a batch, the next one is read. Bad records are rejected one by one with
 their line number and the row as uploaded (`import_report` keeps and shows them); the good
 ones still import. A name longer than the column is shortened, with a warning.
 
@@ -30,11 +32,13 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import queue
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, get_args
+from typing import IO, Any, Generic, Literal, TypeVar, get_args
 
 from redis.exceptions import RedisError
 from sqlalchemy import update
@@ -52,6 +56,7 @@ from broadside.subscribers.csvfile import (
     HEADER_SNIFF_BYTES,
     Accepted,
     EmailNormaliser,
+    Header,
     check_file,
     count_records,
     parse_header,
@@ -72,6 +77,7 @@ from broadside.timeutil import utcnow
 BATCH_SIZE = 5000
 CHUNK = 1024 * 1024
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 Consent = Literal["opted_in", "confirm"]
@@ -139,6 +145,99 @@ class Tally:
                 "warnings": self.warnings}
 
 
+# (line, kind, reason, the fields as uploaded or None): a row for the import's report.
+Note = tuple[int, str, str, list[str] | None]
+
+
+def rejection(header: Header, line: int, reason: str, fields: list[str] | None) -> Note:
+    original, cut = kept_fields(None if fields is None else header.original(fields))
+    return (line, "rejected", reason + cut, original)
+
+
+@dataclass
+class Chunk:
+    """A batch read from the file: the rows accepted so far (up to BATCH_SIZE), the rows
+    rejected while reading them, and the counts from the top of the file to its last row."""
+
+    pending: list[tuple[int, Accepted, list[str]]]
+    found: list[Note]
+    processed: int
+    rejected: int
+
+
+def read_chunks(path: Path, header: Header) -> Iterator[Chunk]:
+    """The file's records read, checked and cut into batches; the last chunk may be empty
+    (it carries the final counts). Touches no database: it can run in another thread."""
+    normalise = EmailNormaliser()
+    pending: list[tuple[int, Accepted, list[str]]] = []
+    found: list[Note] = []
+    processed = rejected = 0
+    for line, fields, reason in records(path):
+        processed += 1
+        if fields is not None and reason is None:
+            try:
+                pending.append((line, validate_record(header, fields, normalise), fields))
+            except ValidationError as exc:
+                reason = exc.message
+        if reason is not None:
+            rejected += 1
+            found.append(rejection(header, line, reason, fields))
+        if len(pending) >= BATCH_SIZE or len(found) >= BATCH_SIZE:
+            yield Chunk(pending, found, processed, rejected)
+            pending, found = [], []
+    yield Chunk(pending, found, processed, rejected)
+
+
+class ReadAhead(Generic[T]):
+    """An iterator's items made in a thread, one ahead of the caller; an exception it raises
+    is raised in the caller, in its place. Leaving the `with` block (at the end, or early,
+    on an error) stops the thread before returning."""
+
+    _DONE = object()
+
+    def __init__(self, items: Iterator[T]) -> None:
+        self._items = items
+        self._queue: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, name="import-reader", daemon=True)
+
+    def _offer(self, entry: tuple[Any, BaseException | None]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _produce(self) -> None:
+        try:
+            for item in self._items:
+                if not self._offer((item, None)):
+                    return
+        except BaseException as exc:  # handed to the caller, raised there
+            self._offer((self._DONE, exc))
+            return
+        self._offer((self._DONE, None))
+
+    def __enter__(self) -> Iterator[T]:
+        self._thread.start()
+        return self._consume()
+
+    def _consume(self) -> Iterator[T]:
+        while True:
+            item, error = self._queue.get()
+            if error is not None:
+                raise error
+            if item is self._DONE:
+                return
+            yield item
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def run_import(session: Session, import_id: int, path: Path,
                on_batch: Callable[[Tally], None] | None = None) -> Import:
     """Process a stored upload; updates the Import row after every batch and at the end.
@@ -162,56 +261,55 @@ def run_import(session: Session, import_id: int, path: Path,
                         .values(total_rows=count_records(path)))
         session.commit()
     tally = Tally()
-    normalise = EmailNormaliser()
-    pending: list[tuple[int, Accepted, list[str]]] = []
     # (line, kind, reason, fields): sorted by line at each flush, so the kept rows are the
     # first ones of the file whatever order they were found in.
-    found: list[tuple[int, str, str, list[str] | None]] = []
+    found: list[Note] = []
     # Rows kept so far, by kind. A run after a crash reads the file again from the top, so
     # what an earlier run kept goes (in the first batch's transaction).
     kept = {"rejected": 0, "warning": 0}
     session.execute(ImportRejection.__table__.delete().where(
         ImportRejection.__table__.c.import_id == import_id))
     seen = SeenAddresses(path.with_suffix(".seen"))
-    batches = [0]
-    grew = [False]  # anyone added to the tables since their statistics were last refreshed
+    batches = 0
+    grew = False  # anyone added to the tables since their statistics were last refreshed
+    duplicates = 0
 
-    def reject(line: int, reason: str, fields: list[str] | None) -> None:
-        tally.rejected += 1
-        original, cut = kept_fields(None if fields is None else header.original(fields))
-        found.append((line, "rejected", reason + cut, original))
-
-    def flush() -> None:
-        if pending:
+    def flush(chunk: Chunk) -> None:
+        nonlocal batches, grew, duplicates
+        found.extend(chunk.found)
+        if chunk.pending:
             first: dict[str, int] = {}  # each address's first line in this batch
-            for at, accepted, _ in pending:
+            for at, accepted, _ in chunk.pending:
                 if accepted.email not in first:
                     first[accepted.email] = at
             earlier = seen.add_new(first)
             batch: list[tuple[str, str, dict[str, str]]] = []
-            for at, accepted, row in pending:
+            for at, accepted, row in chunk.pending:
                 was = earlier.get(accepted.email)
                 if was is None and first[accepted.email] != at:
                     was = first[accepted.email]
                 if was is not None:
-                    reject(at, f"duplicate of line {was} (the same address)", row)
+                    duplicates += 1
+                    found.append(rejection(header, at, f"duplicate of line {was} (the same address)",
+                                           row))
                     continue
                 batch.append((accepted.email, accepted.name, accepted.attributes))
                 for warning in accepted.warnings:
                     tally.warnings += 1
                     found.append((at, "warning", warning, None))
-            pending.clear()
-            batches[0] += 1
+            batches += 1
             # Batches 1, 2, 4, 8...: the tables grew (the first: whatever came before). Not
             # when nobody was added since the last time (a re-import): nothing grew.
-            if batches[0] & (batches[0] - 1) == 0 and (batches[0] == 1 or grew[0]):
+            if batches & (batches - 1) == 0 and (batches == 1 or grew):
                 refresh_statistics(session)
-                grew[0] = False
+                grew = False
             written = write_batch(session, list_id, import_id, batch, consent=consent,
                                   welcome=welcome)
-            grew[0] = grew[0] or written["imported"] > 0
+            grew = grew or written["imported"] > 0
             for name, value in written.items():
                 setattr(tally, name, getattr(tally, name) + value)
+        tally.processed = chunk.processed
+        tally.rejected = chunk.rejected + duplicates
         notes = []
         for at, kind, reason, kept_row in sorted(found, key=lambda note: note[0]):
             if kept[kind] < MAX_KEPT_ROWS:
@@ -234,18 +332,11 @@ def run_import(session: Session, import_id: int, path: Path,
     if froze:
         gc.freeze()
     try:
-        for line, fields, reason in records(path):
-            tally.processed += 1
-            if fields is not None and reason is None:
-                try:
-                    pending.append((line, validate_record(header, fields, normalise), fields))
-                except ValidationError as exc:
-                    reason = exc.message
-            if reason is not None:
-                reject(line, reason, fields)
-            if len(pending) >= BATCH_SIZE or len(found) >= BATCH_SIZE:
-                flush()
-        flush()
+        # The file is read and checked one batch ahead, in a thread, while this one writes
+        # the batch before: on PostgreSQL the database's work and the reading overlap.
+        with ReadAhead(read_chunks(path, header)) as chunks:
+            for chunk in chunks:
+                flush(chunk)
     finally:
         if froze:
             gc.unfreeze()

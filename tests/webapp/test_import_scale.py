@@ -6,6 +6,7 @@ and the API's large imports answered 202 and run by the worker (issue 19, point 
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
 from sqlalchemy import event, func, select, text
@@ -223,3 +224,86 @@ def test_an_address_a_sign_up_takes_while_a_new_batch_is_written_is_added_once(
     assert sorted(db.session.scalars(select(Event.subscriber_id)
                                      .where(Event.kind == "subscribed"))) == sorted(
         db.session.scalars(select(Subscriber.id)))
+
+
+# ---------------------------------------------------------------- reading one batch ahead
+
+def test_reading_ahead_hands_over_every_item_in_order_and_then_stops():
+    with importer.ReadAhead(iter(range(500))) as items:
+        assert list(items) == list(range(500))
+
+
+def test_a_reading_error_is_raised_where_the_item_would_have_been():
+    def numbers():
+        yield 1
+        yield 2
+        raise OSError("the disk went away")
+
+    got: list[int] = []
+    with pytest.raises(OSError, match="the disk went away"), importer.ReadAhead(numbers()) as items:
+        for item in items:
+            got.append(item)
+    assert got == [1, 2]
+
+
+def test_leaving_early_stops_the_reader_without_reading_the_rest():
+    pulled: list[int] = []
+
+    def numbers():
+        for n in range(10_000):
+            pulled.append(n)
+            yield n
+
+    reader = importer.ReadAhead(numbers())
+    with pytest.raises(RuntimeError, match="the database failed"), reader as items:
+        for item in items:
+            if item == 3:
+                raise RuntimeError("the database failed")
+    assert not reader._thread.is_alive()
+    # One item ahead: the one handed over, one in the queue, one waiting to be put.
+    assert len(pulled) <= 7
+
+
+def reader_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name == "import-reader"]
+
+
+def test_a_batch_that_fails_to_write_fails_the_import_and_ends_its_reader(
+        small_batches, monkeypatch, logged_in_client, weekly):
+    write = importer.write_batch
+    calls: list[int] = []
+
+    def second_fails(session, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the database went away")
+        return write(session, *args, **kwargs)
+
+    monkeypatch.setattr(importer, "write_batch", second_fails)
+    content = b"email,name\n" + b"".join(b"w%d@example.com,W %d\n" % (i, i) for i in range(12))
+    upload(logged_in_client, weekly.id, content)
+    record = last_import()
+    assert record.status == "failed" and "RuntimeError" in record.error
+    assert (record.imported, record.processed_rows) == (3, 3)  # the first batch, committed
+    assert count(Subscription) == 3
+    assert reader_threads() == []
+
+
+def test_a_file_that_fails_to_read_midway_keeps_the_batches_before_and_fails(
+        small_batches, monkeypatch, logged_in_client, weekly):
+    real = importer.records
+
+    def breaks_after_seven(path):
+        for n, record in enumerate(real(path)):
+            if n == 7:
+                raise OSError("read error")
+            yield record
+
+    monkeypatch.setattr(importer, "records", breaks_after_seven)
+    content = b"email,name\n" + b"".join(b"f%d@example.com,F %d\n" % (i, i) for i in range(12))
+    upload(logged_in_client, weekly.id, content)
+    record = last_import()
+    assert record.status == "failed" and "OSError" in record.error
+    assert (record.imported, record.processed_rows) == (6, 6)  # two whole batches of three
+    assert count(Subscription) == 6
+    assert reader_threads() == []
