@@ -29,7 +29,17 @@ import time
 import uuid
 from pathlib import Path
 
-from harness import LAUNCH_WORKER, ROOT, Bench, WorkerProcess, broadcast_state, press_send, proc_status, steer
+from harness import (
+    LAUNCH_WORKER,
+    ROOT,
+    Bench,
+    WorkerProcess,
+    broadcast_state,
+    insert_people,
+    press_send,
+    proc_status,
+    steer,
+)
 from report import Figure, below
 from smtp_sink import Sink
 
@@ -73,7 +83,8 @@ def start_worker(bench: Bench, database_url: str, *, smtp_url: str, delay_ms: in
 
 
 def populate_fast(app, people: int) -> int:
-    """`people` subscribers on one list, inserted in large chunks; returns the list's id."""
+    """`people` subscribers (lean0000000@bench.example..., no attributes) on one list, set-based;
+    returns the list's id."""
     from sqlalchemy import insert, literal, select
 
     from broadside.models import MailingList, Subscriber, Subscription
@@ -81,12 +92,7 @@ def populate_fast(app, people: int) -> int:
 
     with app.app_context():
         session = db.session
-        chunk = 50_000
-        for start in range(0, people, chunk):
-            session.execute(insert(Subscriber), [
-                {"email": f"lean{i:07d}@bench.example", "name": f"Reader {i}", "attributes": {}}
-                for i in range(start, min(people, start + chunk))])
-            session.commit()
+        insert_people(session, people, prefix="lean", width=7, city=False)
         weekly = MailingList(name="Lean")
         session.add(weekly)
         session.flush()

@@ -195,7 +195,7 @@ def main() -> int:
         return 0
     quick = args.size < 1_000_000
     history_rows = args.history if args.history is not None else \
-        million_pages.sizes(quick, args.backend)[1]
+        million.sizes(quick)[2]
     bench = Bench()
     bench.workdir = args.keep
     try:
