@@ -27,7 +27,7 @@ import sys
 import time
 
 from harness import Bench
-from million import half_sent_broadcast, is_built, population, shared
+from million import half_sent_broadcast, is_built, population, settle_all, shared
 from report import Figure, below
 from smtp_sink import Sink
 
@@ -115,6 +115,7 @@ def measure(bench: Bench, backend: str, size: int | None, sink: Sink, quick: boo
     label = f"{rows // 1000}k" if rows < 1_000_000 else f"{rows / 1_000_000:g}M"
 
     bench.forget_jobs()  # no job another bench left queued on this database
+    settle_all(bench)
     worker = bench.worker(url, smtp_url=sink.url, burst=False, label=f"cancel-{backend}")
     deadline = time.monotonic() + 60
     while "worker ready" not in worker.output:

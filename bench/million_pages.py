@@ -112,6 +112,7 @@ def _wait_for(port: int, server: subprocess.Popen, seconds: float = 120) -> None
 def measure(bench: Bench, backend: str, quick: bool, seconds: float) -> list[Figure]:
     shared = million.shared(bench, backend, quick)
     shared.half_sent()
+    million.settle_all(bench)
     url, app, lists, broadcast_id = shared.url, shared.app, shared.lists, shared.broadcast_id
     size = f"{shared.recipients // 1000:,}k" if shared.recipients < 1_000_000 else "1M"
     figures = [Figure(

@@ -78,6 +78,7 @@ def measure(bench: Bench, backend: str, quick: bool, sink: Sink) -> list[Figure]
 
     sink.reset()
     bench.forget_jobs()  # no job another bench left queued on this database
+    million.settle_all(bench)
     worker = bench.worker(url, smtp_url=sink.url, burst=False, label=f"million-{backend}")
     deadline = time.monotonic() + 60
     while "worker ready" not in worker.output:
