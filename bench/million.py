@@ -17,12 +17,12 @@ through Python, so 1,000,000 subscribers take seconds, not minutes. Reusable by 
 
 Every function returns what it made and works on SQLite and PostgreSQL alike.
 
-`shared(bench, backend, quick)` builds the million of a run once per database and hands it
-to every bench that reads it (the pages, the cancel, the snapshot's press): 1,150,000 people
-(quick: 115,000), so that "Everyone" holds 1,000,000 (100,000) who can receive, a broadcast
-to exactly that many half sent, and settled history. Each bench puts the broadcast in the
-state it needs (`Million.half_sent`, or its own `all_pending`) rather than counting on the
-order they run in.
+`shared(bench, backend, quick)` builds the million of a run once per database and hands it to
+every bench that reads it (the pages, the cancel, the snapshot's press): 1,150,000 people
+(quick: 115,000), so that over 1,000,000 (100,000) on "Everyone" can receive (1,023,500 at
+1M), a broadcast to exactly 1,000,000 (100,000) of them half sent, and settled history. Each
+bench puts the broadcast in the state it needs (`Million.half_sent`, or its own `all_pending`)
+rather than counting on the order they run in.
 """
 
 from __future__ import annotations
@@ -393,13 +393,13 @@ def settle_all(bench) -> None:
 
 
 def sizes(quick: bool) -> tuple[int, int, int]:
-    """(subscribers, recipients, history rows) of a run's million. 1,150,000 people put
-    1,000,000 on "Everyone" who can receive (90% active, 1% suppressed). The issue asks for
-    10,000,000 history rows under /metrics; building them with their 20,000,000 events does
-    not fit the run's budget (measured on a loaded machine: 34-126 s per million on SQLite,
-    459 s per million on PostgreSQL), so the full run builds 2,000,000 on both and says so. A
-    warm scrape's cost does not grow with settled history (each settled broadcast is cached
-    once), which is what the figure checks."""
+    """(subscribers, recipients, history rows) of a run's million. 1,150,000 people put over
+    1,000,000 on "Everyone" who can receive (90% active, 1% suppressed: 1,023,500). The
+    issue asks for 10,000,000 history rows under /metrics; building them with their
+    20,000,000 events does not fit the run's budget (measured on a loaded machine: 34-126
+    s per million on SQLite, 459 s per million on PostgreSQL), so the full run builds
+    2,000,000 on both and says so. A warm scrape's cost does not grow with settled history
+    (each settled broadcast is cached once), which is what the figure checks."""
     if quick:
         return 115_000, 100_000, 1_000_000
     return 1_150_000, 1_000_000, 2_000_000
