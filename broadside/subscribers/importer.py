@@ -218,6 +218,12 @@ class ReadAhead(Generic[T]):
         except BaseException as exc:  # handed to the caller, raised there
             self._offer((self._DONE, exc))
             return
+        finally:
+            # A generator is closed in the thread that runs it (its file with it), whether
+            # it ended or was left early.
+            close = getattr(self._items, "close", None)
+            if close is not None:
+                close()
         self._offer((self._DONE, None))
 
     def __enter__(self) -> Iterator[T]:

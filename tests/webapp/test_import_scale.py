@@ -248,11 +248,15 @@ def test_a_reading_error_is_raised_where_the_item_would_have_been():
 
 def test_leaving_early_stops_the_reader_without_reading_the_rest():
     pulled: list[int] = []
+    closed: list[bool] = []
 
     def numbers():
-        for n in range(10_000):
-            pulled.append(n)
-            yield n
+        try:
+            for n in range(10_000):
+                pulled.append(n)
+                yield n
+        finally:
+            closed.append(True)  # what closes the file a reading generator holds
 
     reader = importer.ReadAhead(numbers())
     with pytest.raises(RuntimeError, match="the database failed"), reader as items:
@@ -260,6 +264,7 @@ def test_leaving_early_stops_the_reader_without_reading_the_rest():
             if item == 3:
                 raise RuntimeError("the database failed")
     assert not reader._thread.is_alive()
+    assert closed == [True]
     # One item ahead: the one handed over, one in the queue, one waiting to be put.
     assert len(pulled) <= 7
 
