@@ -35,7 +35,7 @@ from harness import (
     Bench,
     WorkerProcess,
     broadcast_state,
-    insert_people,
+    populate,
     press_send,
     proc_status,
     steer,
@@ -82,33 +82,6 @@ def start_worker(bench: Bench, database_url: str, *, smtp_url: str, delay_ms: in
     return worker
 
 
-def populate_fast(app, people: int) -> int:
-    """`people` subscribers (lean0000000@bench.example..., no attributes) on one list, set-based;
-    returns the list's id."""
-    from sqlalchemy import insert, literal, select
-
-    from broadside.models import MailingList, Subscriber, Subscription
-    from webapp.extensions import db
-
-    with app.app_context():
-        session = db.session
-        insert_people(session, people, prefix="lean", width=7, city=False)
-        weekly = MailingList(name="Lean")
-        session.add(weekly)
-        session.flush()
-        session.execute(insert(Subscription).from_select(
-            ["subscriber_id", "list_id", "status"],
-            select(Subscriber.id, literal(weekly.id), literal("active"))))
-        list_id = weekly.id
-        session.commit()
-        session.remove()
-        if db.engine.dialect.name == "postgresql":
-            # What autovacuum would have done long before a send (it is off on this server).
-            with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-                connection.exec_driver_sql("VACUUM (ANALYZE) subscribers, subscriptions, mailing_lists")
-    return list_id
-
-
 def sample_run(worker: Worker, sink: Sink, marks: list[int], timeout: float) -> dict[int, float]:
     """The worker's RSS as the sink passes each mark (sends accepted)."""
     seen: dict[int, float] = {}
@@ -134,7 +107,7 @@ def memory(bench: Bench, quick: bool, backend: str = "sqlite") -> list[Figure]:
     url = bench.sqlite_url("lean") if backend == "sqlite" else bench.postgres_url("lean")
     app = bench.app(url)
     started = time.monotonic()
-    list_id = populate_fast(app, people)
+    list_id = populate(app, people, {"Lean": people}, prefix="lean", width=7, city=False)["Lean"]
     broadcast_id, snapshot_s = press_send(app, list_id, enqueue=False)
     steer(app, broadcast_id, "pause")
     made = time.monotonic() - started

@@ -45,13 +45,13 @@ PLANS = ["free", "pro", "team"]
 OWNER = ("owner@example.com", "bench password 123")
 
 
-def _pick(words: list[str], number_sql: str) -> str:
+def pick(words: list[str], number_sql: str) -> str:
     """One of the words, chosen by an SQL number (a CASE: no join, the same SQL on both)."""
     whens = " ".join(f"WHEN {i} THEN '{w}'" for i, w in enumerate(words))
     return f"(CASE ({number_sql}) % {len(words)} {whens} END)"
 
 
-def _series(backend: str, n: int) -> str:
+def series(backend: str, n: int) -> str:
     """A relation `s(x)` of 1..n."""
     if backend == "sqlite":
         return (f"(WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {n}) "
@@ -120,21 +120,21 @@ def population(app, n: int, seed: int = 19) -> dict[str, int]:
         db.session.commit()
         db.session.remove()
     k = seed % 97
-    city = _pick(CITIES, f"s.x * 11 + {k}")
-    plan = _pick(PLANS, f"s.x * 13 + {k}")
+    city = pick(CITIES, f"s.x * 11 + {k}")
+    plan = pick(PLANS, f"s.x * 13 + {k}")
     json = "json_object" if backend == "sqlite" else "json_build_object"
     attributes = f"{json}('city', {city}, 'plan', {plan}, 'age', 18 + (s.x * 7 + {k}) % 60)"
-    first, last = _pick(FIRST, f"s.x * 5 + {k}"), _pick(LAST, f"(s.x * 3 + {k}) / 7")
+    first, last = pick(FIRST, f"s.x * 5 + {k}"), pick(LAST, f"(s.x * 3 + {k}) / 7")
     # Spread over ~405 days, oldest first (small integers: no overflow of PostgreSQL's int4).
     created = _ago(backend, f"({n} - s.x) * {max(35_000_000 // n, 1)} + s.x % 60")
     insert_people = f"""
         INSERT INTO subscribers (email, name, attributes, created_at, suppression,
                                  suppressed_at, soft_bounce_count)
-        SELECT lower({first}) || '.' || lower({last}) || s.x || '@' || {_pick(DOMAINS, f"s.x + {k}")},
+        SELECT lower({first}) || '.' || lower({last}) || s.x || '@' || {pick(DOMAINS, f"s.x + {k}")},
                {first} || ' ' || {last}, {attributes}, {created},
                CASE WHEN s.x % 100 = 0 THEN 'bounced' END,
                CASE WHEN s.x % 100 = 0 THEN {created} END, 0
-        FROM {_series(backend, n)}
+        FROM {series(backend, n)}
         ORDER BY s.x
     """
     roll = f"(((subscribers.id % 100) * 7919 + {k}) % 100)"  # the same, without int4 overflow
@@ -277,7 +277,7 @@ def history(app, rows: int, per_broadcast: int | None = None) -> list[int]:
             SELECT {broadcast_id}, sub, status, error_class, reason, smtp_code, attempts,
                    CASE WHEN attempts > 0 THEN at END, CASE WHEN status = 'sent' THEN at END, at
             FROM (SELECT {subscriber} AS sub, {columns}, {when} AS at
-                  FROM {_series(backend, count)}) AS g
+                  FROM {series(backend, count)}) AS g
             ORDER BY sub""")
     statements.append(f"""
         INSERT INTO events (kind, broadcast_id, delivery_id, subscriber_id, detail, created_at)
