@@ -53,7 +53,9 @@ class Subscriber(Model):
     id: Mapped[int] = mapped_column(primary_key=True)
     # Stored normalised (lower-cased), so uniqueness is case-insensitive.
     email: Mapped[str] = mapped_column(String(320), unique=True)
-    name: Mapped[str] = mapped_column(String(200), default="", index=True)
+    # Not indexed (migration 0018): every query over names asks for lower(name), ILIKE or
+    # a case-insensitive LIKE, which a plain index on the name does not serve.
+    name: Mapped[str] = mapped_column(String(200), default="")
     attributes: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     # Suppression applies to every list: bounced, complained, or blocked by the owner.
