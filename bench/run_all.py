@@ -50,7 +50,7 @@ class Plan:
     quick: bool  # the scale benchmarks (issue 19) at 100,000 instead of 1,000,000
 
 
-# The worker against bare smtplib at 10,000 is wire.py's (three pairs, both databases), in
+# The worker against bare smtplib at 5,000 is wire.py's (three pairs, both databases), in
 # the scale section: measuring it here too doubled two minutes of the run for one figure.
 FULL = Plan(
     throughput_sizes=(1_000,), repeats_1k=3,
