@@ -252,7 +252,8 @@ class SmtpTransport:
         return f"{self.scheme}://{self.host}:{self.port}"
 
     def _connect(self) -> smtplib.SMTP:
-        context = ssl.create_default_context()
+        # Made only where TLS is used: loading the system's certificates is a few ms.
+        context = ssl.create_default_context() if self.scheme != "smtp" else None
         try:
             if self.scheme == "smtps":
                 conn: smtplib.SMTP = smtplib.SMTP_SSL(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+import zlib
 from datetime import datetime, timedelta, timezone
 from email.header import Header
 
@@ -64,6 +65,29 @@ def test_fast_dumps_payload_is_itsdangerous():
         compressed += token.startswith(".")
         assert token == serializer.dumps(obj), obj
     assert compressed >= 2
+
+
+def test_compress_is_zlibs_byte_for_byte():
+    """`signing.compress` is `zlib.compress` on every length around its small-window limit,
+    for data that compresses well, a little, or not at all."""
+    from broadside import signing
+
+    assert signing._SMALL_WINDOW  # this machine's zlib: the small window is what is tested
+    rng = random.Random(19)
+    alphabets = [b"a", b"ab", b"abc", b"0123456789", b'[1,"A', bytes(range(32, 127)),
+                 bytes(range(256))]
+    checked = 0
+    for length in [*range(0, 40), *range(signing.SMALL_PAYLOAD - 30, signing.SMALL_PAYLOAD + 30)]:
+        for alphabet in alphabets:
+            for _ in range(6):
+                data = bytes(rng.choice(alphabet) for _ in range(length))
+                assert signing.compress(data) == zlib.compress(data), data
+                checked += 1
+    # a repeat just within the window's reach, and one just past it
+    for gap in (240, 247, 248, 249, 250, 251):
+        data = b"xyzw" + bytes(rng.randrange(256) for _ in range(gap)) + b"xyzw"
+        assert signing.compress(data) == zlib.compress(data)
+    assert checked > 4000
 
 
 def test_joined_text_of_a_moment_is_strftimes():
