@@ -18,7 +18,6 @@ Run alone: .venv/bin/python bench/segments.py [--backend sqlite|postgresql] [--r
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from datetime import timedelta
@@ -35,58 +34,77 @@ CITIES = ["Berlin", "Paris", "Lisbon", "Oslo", "Rome", "Vienna", "Madrid", "Prag
 PLANS = ["free", "free", "free", "paid", "team"]
 
 
-def populate(app, subscribers: int = SUBSCRIBERS) -> dict[str, int]:
-    """Fill the database; returns the ids the rules name."""
-    from sqlalchemy import insert, select
+def _draw(number_sql: str, salt: int) -> str:
+    """A fixed pseudo-random number 0..4294967290 for each `number_sql` and `salt` (the same
+    on both databases: 64-bit integer arithmetic), so the population needs no Python loop."""
+    return f"((({number_sql}) * 2654435761 + {salt} * 40503) % 4294967291)"
 
-    from broadside.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
+
+def populate(app, subscribers: int = SUBSCRIBERS) -> dict[str, int]:
+    """Fill the database; returns the ids the rules name. Set-based (INSERT ... SELECT over a
+    generated series, the draws `_draw`): 100,000 people with their lists and history in
+    seconds, where the executemany of Python dicts it replaces took 15 s on SQLite and 33 s
+    on PostgreSQL, twice a run for each (segments, then automations)."""
+    from million import _ago, pick, series
+    from sqlalchemy import text
+
+    from broadside.models import Broadcast, MailingList
     from broadside.timeutil import utcnow
     from webapp.extensions import db
 
-    rng = random.Random(14)
     now = utcnow()
     with app.app_context():
         session = db.session
+        backend = session.get_bind().dialect.name
         weekly, offers = MailingList(name="Weekly"), MailingList(name="Offers")
         session.add_all([weekly, offers])
         session.flush()
-        chunk = 10_000
-        for start in range(0, subscribers, chunk):
-            session.execute(insert(Subscriber), [
-                {"email": f"reader{i}@bench.example", "name": f"Reader {i}",
-                 "attributes": {"city": rng.choice(CITIES), "country": "EU",
-                                "plan": rng.choice(PLANS), "age": str(rng.randint(18, 80)),
-                                "renews": f"202{rng.randint(5, 7)}-0{rng.randint(1, 9)}-15"},
-                 "created_at": now, "suppression": "bounced" if i % 100 == 0 else None}
-                for i in range(start, min(start + chunk, subscribers))])
-        ids = session.scalars(select(Subscriber.id).order_by(Subscriber.id)).all()
-        rows = []
-        for subscriber_id in ids:
-            joined = now - timedelta(days=rng.randint(0, 730))
-            status = "unsubscribed" if rng.random() < 0.05 else "active"
-            rows.append({"subscriber_id": subscriber_id, "list_id": weekly.id, "status": status,
-                         "created_at": joined})
-            if rng.random() < 0.3:
-                rows.append({"subscriber_id": subscriber_id, "list_id": offers.id,
-                             "status": "active", "created_at": joined})
-        for start in range(0, len(rows), chunk):
-            session.execute(insert(Subscription), rows[start:start + chunk])
+        i = "(s.x - 1)" if backend == "sqlite" else "(s.x::bigint - 1)"
+        as_text = "CAST({} AS TEXT)"
+        json_object = "json_object" if backend == "sqlite" else "json_build_object"
+        age = as_text.format(f"18 + {_draw(i, 3)} % 63")
+        renews = (f"'202' || {as_text.format(f'5 + {_draw(i, 4)} % 3')} || '-0' || "
+                  f"{as_text.format(f'1 + {_draw(i, 5)} % 9')} || '-15'")
+        attributes = (f"{json_object}('city', {pick(CITIES, _draw(i, 1))}, 'country', 'EU', "
+                      f"'plan', {pick(PLANS, _draw(i, 2))}, 'age', {age}, 'renews', {renews})")
+        session.execute(text(f"""
+            INSERT INTO subscribers (email, name, attributes, created_at, soft_bounce_count,
+                                     suppression)
+            SELECT 'reader' || {i} || '@bench.example', 'Reader ' || {i}, {attributes}, :now, 0,
+                   CASE WHEN {i} % 100 = 0 THEN 'bounced' END
+            FROM {series(backend, subscribers)} ORDER BY s.x"""), {"now": now})
+        person = "p.id" if backend == "sqlite" else "p.id::bigint"
+        joined = _ago(backend, f"({_draw(person, 7)} % 731) * 86400")
+        # Everyone on Weekly (5% of them unsubscribed), 30% also on Offers, joined over two years.
+        session.execute(text(f"""
+            INSERT INTO subscriptions (subscriber_id, list_id, status, created_at)
+            SELECT p.id, :weekly,
+                   CASE WHEN {_draw(person, 6)} % 100 < 5 THEN 'unsubscribed' ELSE 'active' END,
+                   {joined}
+            FROM subscribers p ORDER BY p.id"""), {"weekly": weekly.id})
+        session.execute(text(f"""
+            INSERT INTO subscriptions (subscriber_id, list_id, status, created_at)
+            SELECT p.id, :offers, 'active', {joined}
+            FROM subscribers p WHERE {_draw(person, 8)} % 10 < 3 ORDER BY p.id"""),
+            {"offers": offers.id})
         history = []
         for n in range(HISTORY):
+            sent_at = now - timedelta(days=7 * (HISTORY - n))
             past = Broadcast(list_id=weekly.id, subject=f"Issue #{n + 1}", status="sent",
-                             created_at=now - timedelta(days=7 * (HISTORY - n)))
+                             created_at=sent_at)
             session.add(past)
             session.flush()
             history.append(past.id)
-            sent_at = now - timedelta(days=7 * (HISTORY - n))
-            deliveries = [{"broadcast_id": past.id, "subscriber_id": s, "status": "sent",
-                           "attempts": 1, "list_id": weekly.id, "sent_at": sent_at}
-                          for s in ids if rng.random() < 0.8]
-            for start in range(0, len(deliveries), chunk):
-                session.execute(insert(Delivery), deliveries[start:start + chunk])
+            # Each reached about 80% of everyone.
+            session.execute(text(f"""
+                INSERT INTO deliveries (broadcast_id, subscriber_id, status, attempts, list_id,
+                                        sent_at)
+                SELECT :broadcast, p.id, 'sent', 1, :weekly, :sent_at
+                FROM subscribers p WHERE {_draw(person, 10 + n)} % 10 < 8 ORDER BY p.id"""),
+                {"broadcast": past.id, "weekly": weekly.id, "sent_at": sent_at})
         result = {"weekly": weekly.id, "offers": offers.id, "last": history[-1]}
         session.commit()
-        if db.engine.dialect.name == "postgresql":
+        if backend == "postgresql":
             session.remove()
             with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
                 conn.exec_driver_sql("VACUUM ANALYZE")
