@@ -273,8 +273,14 @@ def reader_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name == "import-reader"]
 
 
+def no_scratch_file_left(app) -> bool:
+    """The reader's store of the addresses read so far (`SeenAddresses`) goes with the run."""
+    path = importer.import_path(app.instance_path, last_import().id)
+    return not path.with_suffix(".seen").exists()
+
+
 def test_a_batch_that_fails_to_write_fails_the_import_and_ends_its_reader(
-        small_batches, monkeypatch, logged_in_client, weekly):
+        small_batches, monkeypatch, app, logged_in_client, weekly):
     write = importer.write_batch
     calls: list[int] = []
 
@@ -292,10 +298,11 @@ def test_a_batch_that_fails_to_write_fails_the_import_and_ends_its_reader(
     assert (record.imported, record.processed_rows) == (3, 3)  # the first batch, committed
     assert count(Subscription) == 3
     assert reader_threads() == []
+    assert no_scratch_file_left(app)
 
 
 def test_a_file_that_fails_to_read_midway_keeps_the_batches_before_and_fails(
-        small_batches, monkeypatch, logged_in_client, weekly):
+        small_batches, monkeypatch, app, logged_in_client, weekly):
     real = importer.records
 
     def breaks_after_seven(path):
@@ -312,3 +319,4 @@ def test_a_file_that_fails_to_read_midway_keeps_the_batches_before_and_fails(
     assert (record.imported, record.processed_rows) == (6, 6)  # two whole batches of three
     assert count(Subscription) == 6
     assert reader_threads() == []
+    assert no_scratch_file_left(app)
