@@ -157,8 +157,18 @@ def message_bytes(rendered: RenderedEmail, *, from_addr: str, to_addr: str, mess
     ~3 ms a message: this is the worker's per-recipient hot path.
     """
     boundary = f"=_broadside_{secrets.token_hex(12)}"
+    delimiter = f"\r\n--{boundary}\r\n".encode()
+    return b"".join([
+        _head(rendered.subject, from_addr, to_addr, message_id, headers, boundary), b"\r\n",
+        delimiter, _text_part("text/plain", rendered.text), delimiter,
+        _text_part("text/html", rendered.html), f"\r\n--{boundary}--\r\n".encode(),
+    ])
+
+
+def _head(subject: str, from_addr: str, to_addr: str, message_id: str, headers: dict[str, str],
+          boundary: str) -> bytes:
     lines = [
-        f"Subject: {_header_value(rendered.subject)}",
+        f"Subject: {_header_value(subject)}",
         f"From: {_address_header(from_addr)}",
         f"To: {_address_header(to_addr)}",
         f"Date: {_date()}",
@@ -167,12 +177,18 @@ def message_bytes(rendered: RenderedEmail, *, from_addr: str, to_addr: str, mess
         *(f"{name}: {_header_value(value)}" for name, value in headers.items()),
         f'Content-Type: multipart/alternative; boundary="{boundary}"',
     ]
-    delimiter = f"\r\n--{boundary}\r\n".encode()
-    return b"".join([
-        "\r\n".join(lines).encode("ascii"), b"\r\n", delimiter,
-        _text_part("text/plain", rendered.text), delimiter,
-        _text_part("text/html", rendered.html), f"\r\n--{boundary}--\r\n".encode(),
-    ])
+    return "\r\n".join(lines).encode("ascii")
+
+
+def check_message(rendered: RenderedEmail, *, from_addr: str, to_addr: str, message_id: str,
+                  headers: dict[str, str]) -> None:
+    """Raise what `message_bytes` would raise for these values (a header that cannot be
+    written, a body that is not text), without assembling the message: for a JSON API, which
+    takes the parts as they are, so a person's message fails there exactly when it would
+    over SMTP. Its headers are what can fail; the bodies only in their encoding."""
+    _head(rendered.subject, from_addr, to_addr, message_id, headers, boundary="")
+    rendered.text.encode("utf-8")
+    rendered.html.encode("utf-8")
 
 
 def build_message(rendered: RenderedEmail, *, from_addr: str, to_addr: str, message_id: str,

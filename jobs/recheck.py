@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from broadside.analytics.rewrite import Tracker
 from broadside.archive.links import ViewLinks
+from broadside.mime import check_message
 from broadside.models import Broadcast, Delivery, Revision, Subscriber, Subscription
 from broadside.models.sending import MAY_HAVE_RECEIVED, BroadcastStatus
 from broadside.rendering import MergeError, compiled_revision, message_bytes
@@ -296,20 +297,26 @@ class Recheck:
                 "List-Unsubscribe": f"<{link}>",
                 "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
             }
-            payload = message_bytes(
-                rendered,
-                from_addr=self.from_header,
-                to_addr=email,
-                message_id=message_id,
-                headers=headers,
-            )
-            wire = self.rt.transport.wire(payload)
             fields = None
-            if self.batching:  # a JSON API takes the parts as they are: no MIME parsed back
+            if self.batching:
+                # A JSON API takes the parts as they are (no MIME made, nor parsed back), and
+                # fails this person's message exactly where the MIME message would fail.
+                check_message(rendered, from_addr=self.from_header, to_addr=email,
+                              message_id=message_id, headers=headers)
+                wire = b""
                 fields = MessageFields(
                     sender=self.from_header, to=email, subject=rendered.subject,
                     text=rendered.text, html=rendered.html, reply_to=None,
                     headers=[("Message-ID", message_id), *headers.items()])
+            else:
+                payload = message_bytes(
+                    rendered,
+                    from_addr=self.from_header,
+                    to_addr=email,
+                    message_id=message_id,
+                    headers=headers,
+                )
+                wire = self.rt.transport.wire(payload)
         except MergeError as error:
             return Decision(fail=f"could not fill in the merge fields: {error.message}"[:500])
         except Exception as error:  # one person's message, not the whole send

@@ -15,7 +15,7 @@ from broadside.broadcasts.drafts import create_draft
 from broadside.broadcasts.evidence import delivery_timeline
 from broadside.broadcasts.service import send_broadcast
 from broadside.identities import service as identities
-from broadside.models import Delivery, Identity, Subscriber
+from broadside.models import Delivery, Identity, Subscriber, Subscription
 from jobs.app import from_flask
 from jobs.worker import run_worker
 from tests.helpers import (
@@ -120,6 +120,30 @@ def test_a_rejected_recipient_fails_alone(app, provider):
     assert failed.error_class == "recipient" and failed.reason
     assert sorted(a.rcpt for a in provider.accepted) == [e for e in everyone(30)
                                                          if e != f"reader00003@{DOMAIN}"]
+
+
+def test_a_message_that_cannot_be_written_fails_alone_in_a_batch(app, batch_provider):
+    """A JSON API gets each message's parts, not the MIME message; a person whose message could
+    not be written (an address with a non-ASCII local part cannot go in a To: header) still
+    fails alone, as over SMTP, and nothing is sent for them."""
+    identity = identity_for(batch_provider)
+    people = make_list(db.session, 12, "Readers", domain=DOMAIN)
+    odd = Subscriber(email=f"jörg@{DOMAIN}", name="Jörg", attributes={})
+    db.session.add(odd)
+    db.session.flush()
+    db.session.add(Subscription(subscriber_id=odd.id, list_id=people.id, status="active"))
+    db.session.commit()
+    draft = create_draft(db.session, list_id=people.id, subject="Hello {{ name }}",
+                         body="The news", identity_id=identity.id)
+    broadcast_id = send_broadcast(db.session, draft.id, default_from=app.config["MAIL_FROM"],
+                                  jobs=get_jobs()).id
+    burst(app, identity)
+
+    assert statuses(broadcast_id) == {"sent": 12, "failed": 1}
+    failed = db.session.scalar(select(Delivery).where(Delivery.status == "failed"))
+    assert failed.subscriber_id == odd.id
+    assert failed.reason.startswith("could not build this person's message (UnicodeEncodeError")
+    assert sorted(a.rcpt for a in batch_provider.accepted) == everyone(12)
 
 
 def test_throttling_slows_down_without_losing_anyone(app, batch_provider):

@@ -14,6 +14,7 @@ import zlib
 from datetime import datetime, timedelta, timezone
 from email.header import Header
 
+import pytest
 from itsdangerous import URLSafeSerializer
 
 import broadside.mime as mime
@@ -88,6 +89,33 @@ def test_compress_is_zlibs_byte_for_byte():
         data = b"xyzw" + bytes(rng.randrange(256) for _ in range(gap)) + b"xyzw"
         assert signing.compress(data) == zlib.compress(data)
     assert checked > 4000
+
+
+def test_check_message_fails_exactly_where_message_bytes_does():
+    """A JSON API's message is not assembled (`mime.check_message`), and fails for the same
+    values as the MIME message would: addresses, subjects and header values that cannot be
+    written, bodies that are not text (a lone surrogate from an attribute)."""
+    rng = random.Random(16)
+    addresses = ["a@b.example", "jörg@b.example", "Zoë <z@b.example>", '"A, B" <a@b.example>',
+                 "x\r\nBcc: e@vil.example", "", "<>", "ü", "a@b.example\udc80"]
+    texts = ["Hi", "Zoë's news ✉", "a\r\nBcc: e@vil.example", "\udc80", "", "x" * 2000,
+             "=?utf-8?q?x?=", "tab\there"]
+    failed = 0
+    for _ in range(600):
+        rendered = mime.RenderedEmail(subject=rng.choice(texts), html=rng.choice(texts),
+                                      text=rng.choice(texts))
+        values = {"from_addr": rng.choice(addresses), "to_addr": rng.choice(addresses),
+                  "message_id": rng.choice(["<m@b.example>", "m@b.example"]),
+                  "headers": {"List-Unsubscribe": f"<{rng.choice(texts)}>"}}
+        try:
+            mime.message_bytes(rendered, **values)
+        except Exception as error:
+            with pytest.raises(type(error)):
+                mime.check_message(rendered, **values)
+            failed += 1
+        else:
+            mime.check_message(rendered, **values)
+    assert 100 < failed < 550  # both kinds seen, many times
 
 
 def test_joined_text_of_a_moment_is_strftimes():
