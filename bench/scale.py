@@ -214,12 +214,15 @@ def _load(port: int, cookie: str, jobs: list[tuple[str, str, bool]], seconds: fl
     one-off costs (a statement built and compiled once per process: the dashboard's growth
     chart ~100 ms). Warmed on one connection only, the other process's first requests were
     timed, two or three of ~50: enough to be the p95 of a 2-second sample."""
+    def warm_up(client: subscriber_table.Client) -> None:
+        for _, path, htmx in jobs:
+            for _ in range(2):
+                status, _, body = client.get(path, htmx)
+                if status not in (200, 286):
+                    raise RuntimeError(f"GET {path}: {status} {body[:300]!r}")
+
     warm = subscriber_table.Client(port, cookie)
-    for _, path, htmx in jobs:
-        for _ in range(2):
-            status, _, body = warm.get(path, htmx)
-            if status not in (200, 286):
-                raise RuntimeError(f"GET {path}: {status} {body[:300]!r}")
+    warm_up(warm)  # here first: a page that fails is said plainly, before any thread waits
     warm.conn.close()
     timings: dict[str, list[float]] = {name: [] for name, _, _ in jobs}
     lock = threading.Lock()
@@ -227,9 +230,7 @@ def _load(port: int, cookie: str, jobs: list[tuple[str, str, bool]], seconds: fl
 
     def run(index: int) -> None:
         client = subscriber_table.Client(port, cookie)
-        for _, path, htmx in jobs:
-            for _ in range(2):
-                client.get(path, htmx)
+        warm_up(client)
         started.wait(timeout=300)  # a client that failed to warm up breaks it for all
         rng = random.Random(index)
         order = list(jobs)

@@ -274,7 +274,7 @@ def reader_threads() -> list[str]:
 
 
 def no_scratch_file_left(app) -> bool:
-    """The reader's store of the addresses read so far (`SeenAddresses`) goes with the run."""
+    """The import's store of the addresses read so far (`SeenAddresses`) goes with the run."""
     path = importer.import_path(app.instance_path, last_import().id)
     return not path.with_suffix(".seen").exists()
 

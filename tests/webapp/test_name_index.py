@@ -13,8 +13,7 @@ from sqlalchemy.orm import Session
 from broadside.models import Subscriber
 from broadside.segments import rules
 from broadside.subscribers.search import Filters, filter_clauses
-from tests.helpers import SECRET_KEY
-from tests.webapp.test_partial_indexes import _plan, fresh_url  # noqa: F401  (a fixture)
+from tests.webapp.test_partial_indexes import _plan, fresh_url, unmigrated_app  # noqa: F401  (fixtures)
 from webapp.extensions import db
 
 NAMES = ["Alice Martin", "alicia keys", "Bob Alison", "Carol", "", "ALI", "Dmitri", "Zoë Ali"]
@@ -60,15 +59,10 @@ def _has_name_index(connection: Connection) -> bool:
     return bool(connection.execute(text(query)).scalar())
 
 
-def test_0018_drops_an_index_no_name_query_read(fresh_url, backend, tmp_path,  # noqa: F811
-                                               namespace):
+def test_0018_drops_an_index_no_name_query_read(unmigrated_app, backend):  # noqa: F811
     from flask_migrate import downgrade, upgrade
 
-    from webapp import create_app
-
-    app = create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SECRET_KEY": SECRET_KEY,
-                      "DATABASE_URL": fresh_url, "BROADSIDE_NAMESPACE": namespace}, environ={})
-    with app.app_context():
+    with unmigrated_app.app_context():
         upgrade(revision="0017")
         with db.engine.begin() as connection:
             _people(connection)
@@ -102,4 +96,3 @@ def test_0018_drops_an_index_no_name_query_read(fresh_url, backend, tmp_path,  #
         upgrade()
         with db.engine.begin() as connection:
             assert not _has_name_index(connection)
-        db.engine.dispose()

@@ -75,6 +75,18 @@ def fresh_url(backend, tmp_path):
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture
+def unmigrated_app(fresh_url, tmp_path, namespace):
+    """An app on the fresh database, which the test migrates step by step."""
+    from webapp import create_app
+
+    app = create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SECRET_KEY": SECRET_KEY,
+                      "DATABASE_URL": fresh_url, "BROADSIDE_NAMESPACE": namespace}, environ={})
+    yield app
+    with app.app_context():
+        db.engine.dispose()
+
+
 ROWS = [
     "INSERT INTO mailing_lists (name, description, signup_enabled, created_at) "
     "VALUES ('Weekly', '', false, '2026-01-01')",
@@ -116,15 +128,10 @@ def _snapshot(connection: Connection) -> list:
             for table in ("subscribers", "subscriptions", "events")]
 
 
-def test_0017_keeps_every_row_and_the_queries_keep_their_indexes(fresh_url, backend, tmp_path,
-                                                                 namespace):
+def test_0017_keeps_every_row_and_the_queries_keep_their_indexes(unmigrated_app, backend):
     from flask_migrate import downgrade, upgrade
 
-    from webapp import create_app
-
-    app = create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SECRET_KEY": SECRET_KEY,
-                      "DATABASE_URL": fresh_url, "BROADSIDE_NAMESPACE": namespace}, environ={})
-    with app.app_context():
+    with unmigrated_app.app_context():
         upgrade(revision="0016")
         with db.engine.begin() as connection:
             for statement in ROWS:
@@ -154,4 +161,3 @@ def test_0017_keeps_every_row_and_the_queries_keep_their_indexes(fresh_url, back
             assert {name: conditions(connection)[name] for name in PARTIAL[backend]} == {
                 name: None if column is None else f"{column}isnotnull"
                 for name, column in PARTIAL[backend].items()}
-        db.engine.dispose()
