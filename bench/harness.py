@@ -140,10 +140,11 @@ class Bench:
         """Remove this run's Redis keys (queues, jobs, leases), with no worker running: a
         bench that hands its database on leaves no job of its own for the next bench's worker
         (a queued cancel of its broadcast, say) to pick up."""
+        from tests.helpers import forget_namespace
+
         client = self.redis()
         try:
-            for key in client.scan_iter(f"*{self.namespace}*", count=1000):
-                client.delete(key)
+            forget_namespace(client, self.namespace)
         finally:
             client.close()
 

@@ -26,7 +26,14 @@ from werkzeug.serving import make_server
 from broadside.models import Owner
 from jobs.app import from_flask
 from jobs.worker import run_worker
-from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, SECRET_KEY, WorkerProcess, csrf_token_from
+from tests.helpers import (
+    OWNER_EMAIL,
+    OWNER_PASSWORD,
+    SECRET_KEY,
+    WorkerProcess,
+    csrf_token_from,
+    forget_namespace,
+)
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT, create_app
 from webapp.extensions import db
@@ -146,8 +153,7 @@ def namespace(redis_client) -> Iterator[str]:
     """A private Redis namespace per test (queues, lease, throttles), deleted afterwards."""
     ns = f"bstest-{RUN_ID}-{uuid.uuid4().hex[:6]}"
     yield ns
-    for key in redis_client.scan_iter(f"*{ns}*", count=1000):
-        redis_client.delete(key)
+    forget_namespace(redis_client, ns)
 
 
 # ---------------------------------------------------------------- the app
