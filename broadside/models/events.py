@@ -33,6 +33,10 @@ class Event(Model):
         Index("ix_events_automation_message_id", "automation_message_id",
               postgresql_where=text("automation_message_id IS NOT NULL"),
               sqlite_where=text("automation_message_id IS NOT NULL")),
+        # Only a subscription's events name a list; deleting the list reads them (0019).
+        Index("ix_events_list_id", "list_id",
+              postgresql_where=text("list_id IS NOT NULL"),
+              sqlite_where=text("list_id IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

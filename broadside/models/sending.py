@@ -170,6 +170,8 @@ class Delivery(Model):
         Index("ix_deliveries_provider_message_id", "provider_message_id",
               postgresql_where=text("provider_message_id IS NOT NULL"),
               sqlite_where=text("provider_message_id IS NOT NULL")),
+        # Deleting a list sets its copies' list to NULL: found here, not by reading them all.
+        Index("ix_deliveries_list_id", "list_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
