@@ -64,9 +64,10 @@ QUICK = Plan(
 )
 
 # Issue 19's scale benchmarks: each module's `run(bench, quick)` at 1,000,000 (quick: 100,000)
-# on generated data (fixed seed), removed at the run's end. The pages, the cancel and the
-# snapshot share one million per database (`million.shared`: built by the first of them to
-# run, each putting its broadcast in the state it needs); the others build their own.
+# on generated data (fixed seed), removed at the run's end. The pages, the cancel, the
+# snapshot and the list deletion share one million per database (`million.shared`: built by
+# the first of them to run, each putting its broadcast in the state it needs); the others
+# build their own.
 SCALE = (
     ("import", "import a million (page, API, re-import)", "million_import"),
     ("pages", "pages at a million subscribers", "million_pages"),
@@ -75,6 +76,7 @@ SCALE = (
     ("storage", "bytes per sent delivery", "storage"),
     ("wire", "worker ceiling and throughput against bare smtplib", "wire"),
     ("lean", "the lean worker's imports and memory", "lean"),
+    ("lists", "deleting a list at a million", "list_delete"),  # last: it deletes a list
 )
 
 
