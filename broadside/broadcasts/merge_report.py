@@ -18,7 +18,8 @@ people a send would reach now): COUNT(*) and, per attribute, how many have it mi
 or empty, through SQLAlchemy's JSON path (json_extract on SQLite, ->> on PostgreSQL). It runs
 only when the message uses attributes or the name, for at most MAX_CHECKED_KEYS of them; the
 editor bounds it to the first `limit` recipients (and says "of the first 10,000 checked"),
-the send page counts everyone it would send to.
+the send page to the first 100,000 (`launch.SEND_PAGE_CHECKED`: counting a million people's
+attributes took ~1 s on SQLite, in the page the owner waits for before pressing Send).
 Known attribute names (for suggestions) are read from the newest KEY_SAMPLE recipients, and
 only when a field is unknown.
 """
@@ -158,11 +159,8 @@ def _place(where: str, line: int, column: int | None) -> str:
     return where + (f", column {column}" if column else "")
 
 
-def merge_report(session: Session, broadcast: Broadcast, *, limit: int | None = None
-                 ) -> MergeReport:
-    """What the broadcast's subject, preheader and body merge fields will do (see the module).
-    With `limit`, at most that many recipients are looked at (the editor asks on every
-    autosave; the send page counts them all)."""
+def _read(broadcast: Broadcast) -> tuple[list[MergeError], dict[str, list[Use]], list[StrayCloser]]:
+    """Each field's merge syntax checked and its uses listed, without reading any recipient."""
     problems: list[MergeError] = []
     uses: dict[str, list[Use]] = {}
     strays: list[StrayCloser] = []
@@ -178,6 +176,21 @@ def merge_report(session: Session, broadcast: Broadcast, *, limit: int | None = 
         uses[where] = field_uses(source, tree)
         strays += [StrayCloser(where, line, column, token)
                    for line, column, token in stray_closers(source)]
+    return problems, uses, strays
+
+
+def merge_problems(broadcast: Broadcast) -> list[MergeError]:
+    """`merge_report(...).problems` (what refuses Send and Schedule), without counting anyone:
+    the press asks only this."""
+    return _read(broadcast)[0]
+
+
+def merge_report(session: Session, broadcast: Broadcast, *, limit: int | None = None
+                 ) -> MergeReport:
+    """What the broadcast's subject, preheader and body merge fields will do (see the module).
+    With `limit`, at most that many recipients are looked at (the editor asks on every
+    autosave; the send page the first 100,000)."""
+    problems, uses, strays = _read(broadcast)
     if problems:
         return MergeReport(problems=problems)
     every = [(where, use) for where, listed in uses.items() for use in listed]

@@ -81,20 +81,27 @@ def audience_summary(session: Session, list_id: int | None) -> dict[str, Any]:
     """Who a send to this list would reach now, and who would be skipped and why."""
     if list_id is None:
         return {"active": 0, "skipped": {}}
-    rows = session.execute(
-        select(Subscription.status, Subscriber.suppression, func.count())
-        .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
-        .where(Subscription.list_id == list_id)
-        .group_by(Subscription.status, Subscriber.suppression)
-    ).all()
-    active, skipped = 0, dict[str, int]()
-    for status, suppression, count in rows:
-        if status == "active" and suppression is None:
-            active += count
-        else:
-            reason = suppression or status
-            skipped[reason] = skipped.get(reason, 0) + count
-    return {"active": active, "skipped": skipped}
+    # Two reads that stay small at a million: the list's subscriptions by status, from the
+    # (list_id, status) index alone, and its suppressed people (a few), from theirs; rather
+    # than one join that reads every member's row for their suppression (0.8 s on SQLite).
+    by_status: dict[str, int] = {}
+    for status, count in session.execute(
+            select(Subscription.status, func.count()).where(Subscription.list_id == list_id)
+            .group_by(Subscription.status)):
+        by_status[status] = count
+    skipped: dict[str, int] = {}
+    for status, suppression, count in session.execute(
+            select(Subscription.status, Subscriber.suppression, func.count())
+            .join(Subscription, Subscription.subscriber_id == Subscriber.id)
+            .where(Subscriber.suppression.is_not(None), Subscription.list_id == list_id)
+            .group_by(Subscription.status, Subscriber.suppression)):
+        by_status[status] -= count  # a suppressed person is skipped for that, whatever else
+        reason = str(suppression)  # not NULL: the WHERE asks for it
+        skipped[reason] = skipped.get(reason, 0) + count
+    for status, count in by_status.items():
+        if status != "active" and count:
+            skipped[status] = skipped.get(status, 0) + count
+    return {"active": by_status.get("active", 0), "skipped": skipped}
 
 
 def _list_audience(list_id: int) -> ColumnElement[bool]:
@@ -112,6 +119,13 @@ def audience_condition(session: Session, broadcast: Broadcast) -> ColumnElement[
         segment = session.get(Segment, broadcast.segment_id)
         return segments.segment_clause(session, segment) if segment is not None else None
     return _list_audience(broadcast.list_id) if broadcast.list_id is not None else None
+
+
+def has_audience(session: Session, broadcast: Broadcast) -> bool:
+    """Whether a send would reach anyone now: the first such person, not a count."""
+    condition = audience_condition(session, broadcast)
+    return condition is not None and session.scalar(
+        select(Subscriber.id).where(condition).limit(1)) is not None
 
 
 def broadcast_audience(session: Session, broadcast: Broadcast) -> dict[str, Any]:

@@ -129,6 +129,61 @@ def test_send_refuses_without_a_postal_address_and_writes_nothing(logged_in_clie
     assert db.session.scalar(select(func.count()).select_from(Delivery)) == 0
 
 
+def test_the_press_refuses_what_the_page_shows_without_counting_the_audience(logged_in_client, draft):
+    """Pressing Send (or Schedule) checks what blocks a send without counting the audience
+    (`blocking_problems`: at a million people the page's counts take a second); it must
+    refuse exactly what the confirmation page lists, in each way a draft can be blocked."""
+    from broadside.broadcasts.launch import blocking_problems, send_plan
+    from broadside.segments.service import create_segment
+
+    settings()
+    nobody = create_segment(db.session, "Nobody", {"all": [
+        {"field": "email", "op": "contains", "value": "@nowhere.example"}]}).id
+    everyone = MailingList(name="Left")
+    db.session.add(everyone)
+    db.session.commit()
+    left = everyone.id
+
+    def problems_both_ways() -> tuple[list[str], list[str]]:
+        db.session.expire_all()
+        broadcast = db.session.get(Broadcast, draft.id)
+        counted = send_plan(db.session, draft.id).problems
+        return blocking_problems(db.session, broadcast), counted
+
+    changes = [
+        ({}, []),
+        ({"subject": "  "}, ["Give the broadcast a subject before sending it."]),
+        ({"body": "Hi {{ name "}, None),  # a broken merge field: its message, whatever it says
+        ({"list_id": left}, ["Nobody on this list would receive it: it has no active subscribers."]),
+        ({"list_id": None, "segment_id": nobody},
+         ["Nobody in this segment would receive it: no active subscriber matches its rules now."]),
+        ({"list_id": None}, ["Choose a list or a segment to send to."]),
+    ]
+    original = {"subject": draft.subject, "body": draft.body, "list_id": draft.list_id,
+                "segment_id": None}
+    for change, expected in changes:
+        db.session.execute(Broadcast.__table__.update().where(Broadcast.id == draft.id)
+                           .values(**{**original, **change}))
+        db.session.commit()
+        pressed, shown = problems_both_ways()
+        assert pressed == shown, change
+        if expected is not None:
+            assert pressed == expected, change
+        else:
+            assert len(pressed) == 1 and "line 1" in pressed[0], pressed
+        if pressed:
+            page = logged_in_client.get(f"/broadcasts/{draft.id}/send")
+            response = logged_in_client.post(f"/broadcasts/{draft.id}/send", data={
+                "csrf_token": csrf_token_from(page.text), "queue_anyway": "y"})
+            assert response.status_code == 422 and pressed[0] in response.text.replace("&#34;", '"')
+    settings(postal_address="")
+    pressed, shown = problems_both_ways()
+    assert pressed == shown and len(pressed) == 2  # no postal address; no list chosen
+    db.session.expire_all()
+    assert db.session.get(Broadcast, draft.id).status == "draft"
+    assert db.session.scalar(select(func.count()).select_from(Delivery)) == 0
+
+
 def test_send_without_a_worker_needs_queue_anyway_then_freezes_and_snapshots(logged_in_client, draft):
     settings()
     page = logged_in_client.get(f"/broadcasts/{draft.id}/send")
@@ -246,3 +301,38 @@ def test_actions_on_someone_elses_id_are_a_clean_404(logged_in_client, draft):
     response = logged_in_client.post("/broadcasts/999/test",
                                      data={"csrf_token": token, "to_email": "a@b.example"})
     assert response.status_code == 404
+
+
+def test_the_audience_counts_match_each_person_counted_one_by_one(app):
+    """`audience_summary` reads the list's statuses from its index and corrects them by its
+    suppressed people; it must give what deciding person by person gives: active and not
+    suppressed receives it, else the suppression is the reason, else the status."""
+    import random
+
+    from broadside.broadcasts.service import audience_summary
+
+    chance = random.Random(14)
+    lists = [MailingList(name="One"), MailingList(name="Two")]
+    db.session.add_all(lists)
+    db.session.flush()
+    expected: list[dict] = [{"active": 0, "skipped": {}} for _ in lists]
+    for number in range(120):
+        suppression = chance.choice([None, None, None, "bounced", "complained", "blocked"])
+        person = Subscriber(email=f"p{number}@example.com", name="", attributes={},
+                            suppression=suppression)
+        db.session.add(person)
+        db.session.flush()
+        for index, mailing_list in enumerate(lists):
+            status = chance.choice([None, "active", "active", "unsubscribed", "unconfirmed"])
+            if status is None:
+                continue
+            db.session.add(Subscription(subscriber_id=person.id, list_id=mailing_list.id,
+                                        status=status))
+            if status == "active" and suppression is None:
+                expected[index]["active"] += 1
+            else:
+                reason = suppression or status
+                expected[index]["skipped"][reason] = expected[index]["skipped"].get(reason, 0) + 1
+    db.session.commit()
+    assert [audience_summary(db.session, m.id) for m in lists] == expected
+    assert all(len(e["skipped"]) == 5 for e in expected)  # every reason occurs on both lists

@@ -117,9 +117,9 @@ def _readiness(identity_id: int | None = None) -> list[str]:
 
 def _render_confirm(broadcast_id: int, *, error: str | None = None, status: int = 200,
                     send_form: SendForm | None = None, schedule_form: ScheduleForm | None = None):
+    if service.get_broadcast(db.session, broadcast_id).status != "draft":
+        return redirect(url_for(".show", broadcast_id=broadcast_id))  # before counting anyone
     plan = launch.send_plan(db.session, broadcast_id)
-    if plan.broadcast.status != "draft":
-        return redirect(url_for(".show", broadcast_id=broadcast_id))
     not_ready = _readiness(plan.broadcast.identity_id)
     # The identity it goes out through: its From, and its transport (masked) to name where.
     identity = resolve_identity(db.session, current_app.config, plan.broadcast.identity_id)
