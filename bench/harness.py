@@ -347,6 +347,53 @@ def press_send(app, list_id: int, *, enqueue: bool = True, subject: str | None =
     return broadcast_id, seconds
 
 
+def press_send_page(app, list_id: int) -> tuple[int, float, float, float]:
+    """What the owner does at a million, through the web app's own views (Flask's test
+    client, in this process, logged in): a draft with the realistic body, its confirmation
+    page (GET /broadcasts/<id>/send: who receives it and who is skipped, counted), then Send
+    pressed (POST: the checks that block a send, the freeze, the audience decided, the job
+    queued). Returns the broadcast id, the seconds the page and the press each took, and the
+    moment (`time.perf_counter`) the press began."""
+    import re
+
+    from render import BODY
+
+    from broadside.broadcasts.drafts import create_draft
+    from broadside.site_settings import get_settings, update_settings
+    from webapp.extensions import db
+
+    with app.app_context():
+        if not (get_settings(db.session).postal_address or "").strip():
+            update_settings(db.session, sender_name="Bench", sender_email="news@bench.example",
+                            postal_address="Bench Ltd, 1 Main Street, Springfield",
+                            time_zone="UTC")
+        draft_id = create_draft(db.session, list_id=list_id, subject="News for {{ name or \"you\" }}",
+                                body=BODY).id
+        db.session.remove()
+    client = app.test_client()
+
+    def token(path: str) -> str:
+        found = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', client.get(path).text)
+        assert found, f"no CSRF token on {path}"
+        return found.group(1)
+
+    response = client.post("/login", data={"email": OWNER[0], "password": OWNER[1],
+                                           "csrf_token": token("/login")})
+    assert response.status_code == 302, response.status_code
+    started = time.perf_counter()
+    page = client.get(f"/broadcasts/{draft_id}/send")
+    page_s = time.perf_counter() - started
+    assert page.status_code == 200 and "Send now to" in page.text, page.text[-2000:]
+    found = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', page.text)
+    assert found
+    pressed = time.perf_counter()
+    response = client.post(f"/broadcasts/{draft_id}/send",
+                           data={"csrf_token": found.group(1), "queue_anyway": "y"})
+    press_s = time.perf_counter() - pressed
+    assert response.status_code == 302, response.text[-2000:]
+    return draft_id, page_s, press_s, pressed
+
+
 def broadcast_state(app, broadcast_id: int) -> dict:
     from sqlalchemy import func, select
 
