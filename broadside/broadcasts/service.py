@@ -15,7 +15,7 @@ from email.utils import parseaddr
 from typing import Any
 
 from redis.exceptions import RedisError
-from sqlalchemy import ColumnElement, and_, exists, func, select
+from sqlalchemy import ColumnElement, Select, and_, exists, func, select
 from sqlalchemy.orm import Session
 
 from broadside.accounts import normalise_email
@@ -81,20 +81,18 @@ def audience_summary(session: Session, list_id: int | None) -> dict[str, Any]:
     """Who a send to this list would reach now, and who would be skipped and why."""
     if list_id is None:
         return {"active": 0, "skipped": {}}
-    # Two reads that stay small at a million: the list's subscriptions by status, from the
-    # (list_id, status) index alone, and its suppressed people (a few), from theirs; rather
-    # than one join that reads every member's row for their suppression (0.8 s on SQLite).
+    # Reads that stay small at a million: the list's subscriptions by status, from the
+    # (list_id, status) index alone, and its suppressed people, from whichever side is
+    # smaller (`_suppressed_members`); rather than one join that reads every member's row for
+    # their suppression (0.8 s on SQLite).
     by_status: dict[str, int] = {}
     for status, count in session.execute(
             select(Subscription.status, func.count()).where(Subscription.list_id == list_id)
             .group_by(Subscription.status)):
         by_status[status] = count
     skipped: dict[str, int] = {}
-    for status, suppression, count in session.execute(
-            select(Subscription.status, Subscriber.suppression, func.count())
-            .join(Subscription, Subscription.subscriber_id == Subscriber.id)
-            .where(Subscriber.suppression.is_not(None), Subscription.list_id == list_id)
-            .group_by(Subscription.status, Subscriber.suppression)):
+    for status, suppression, count in session.execute(_suppressed_members(
+            session, list_id, members=sum(by_status.values()))):
         by_status[status] -= count  # a suppressed person is skipped for that, whatever else
         reason = str(suppression)  # not NULL: the WHERE asks for it
         skipped[reason] = skipped.get(reason, 0) + count
@@ -102,6 +100,33 @@ def audience_summary(session: Session, list_id: int | None) -> dict[str, Any]:
         if status != "active" and count:
             skipped[status] = skipped.get(status, 0) + count
     return {"active": by_status.get("active", 0), "skipped": skipped}
+
+
+def _suppressed_members(session: Session, list_id: int, *, members: int) -> Select:
+    """(subscription status, suppression, count) of the list's suppressed people, read from
+    whichever side is smaller, decided here: SQLite's statistics count the NULLs of the
+    suppression index (nearly every row), so left to itself it reads every member's row to
+    find the few suppressed (0.41 s at a million on SQLite). Fewer suppressed people in the
+    whole database than members: they are read first, from the suppression index, each one's
+    subscription found by UNIQUE(subscriber_id, list_id) (0.04 s); else the members first, as
+    before (a small list in a database with many suppressed people)."""
+    suppressed_people = select(Subscriber.id).where(Subscriber.suppression.is_not(None))
+    group = (Subscription.status, Subscriber.suppression)
+    if (session.scalar(select(func.count()).select_from(
+            suppressed_people.limit(members + 1).subquery())) or 0) > members:
+        return (select(*group, func.count())
+                .join(Subscription, Subscription.subscriber_id == Subscriber.id)
+                .where(Subscriber.suppression.is_not(None), Subscription.list_id == list_id)
+                .group_by(*group))
+    # MATERIALIZED: the suppressed people first, whatever the planner would reorder.
+    first = (select(Subscriber.id, Subscriber.suppression)
+             .where(Subscriber.suppression.is_not(None))
+             .cte("suppressed").prefix_with("MATERIALIZED"))
+    return (select(Subscription.status, first.c.suppression, func.count())
+            .select_from(first)
+            .join(Subscription, and_(Subscription.subscriber_id == first.c.id,
+                                     Subscription.list_id == list_id))
+            .group_by(Subscription.status, first.c.suppression))
 
 
 def _list_audience(list_id: int) -> ColumnElement[bool]:
