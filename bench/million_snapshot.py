@@ -9,8 +9,10 @@ the owner's two requests through the web app's own views (`harness.press_send_pa
 confirmation page, then Send pressed (the checks that block a send, the freeze, the audience
 decided, the job queued), timed. The figures:
 
-- the confirmation page: the seconds GET /broadcasts/<id>/send took (< 1 s): it counts who
-  receives it and who is skipped, and what the merge fields do to them;
+- the confirmation page: the seconds GET /broadcasts/<id>/send took (< 1 s), the median of
+  three views, each in the detail (one view was one sample of a noisy machine: 1.10 s and
+  0.62-0.74 s on one database): it counts who receives it and who is skipped, and what the
+  merge fields do to them;
 - the request: the seconds POST /broadcasts/<id>/send took (< 1 s). Until the eighth pass this
   timed `send_broadcast` alone; the view also checked what blocks a send by counting the
   whole audience, the page's plan (2.0 s on SQLite at 1M), which it no longer does;
@@ -32,6 +34,7 @@ import argparse
 import os
 import sys
 import time
+from statistics import median
 
 import million
 from harness import Bench, press_send_page, steer
@@ -129,10 +132,11 @@ def measure(bench: Bench, backend: str, quick: bool, sink: Sink) -> list[Figure]
         whole_note = (f"est.: {cursor / max(until, 1):.0%} of the ids written after {watched:.0f} s, "
                       f"{total:,} rows")
     return [
-        Figure("snapshot", f"the confirmation page {where}", page_s, "s",
-               f"< {REQUEST_TARGET_S:.0f} s", below(page_s, REQUEST_TARGET_S),
+        Figure("snapshot", f"the confirmation page {where}", median(page_s), "s",
+               f"< {REQUEST_TARGET_S:.0f} s", below(median(page_s), REQUEST_TARGET_S),
                "GET /broadcasts/<id>/send: the audience counted (who receives it, who is "
-               "skipped and why), the merge fields checked against it"),
+               "skipped and why), the merge fields checked against it; median of "
+               f"{len(page_s)} views, in turn " + ", ".join(f"{s:.2f}" for s in page_s) + " s"),
         Figure("snapshot", f"press Send (the request) {where}", request_s, "s",
                f"< {REQUEST_TARGET_S:.0f} s", below(request_s, REQUEST_TARGET_S),
                f"POST /broadcasts/<id>/send: the checks that block a send, freeze, decide the "
