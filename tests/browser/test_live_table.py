@@ -152,10 +152,23 @@ def test_the_table_and_its_counts_follow_the_send_and_the_test_line_its_message(
     failures.screenshot(path=str(screenshot_dir / "live-deliveries-page-phone.png"))
     failures.set_viewport_size({"width": 1280, "height": 720})
     failures.screenshot(path=str(screenshot_dir / "live-deliveries-page.png"))
-    assert not problems, problems
+    # A table refresh the send triggered may be in flight when the phone's filter changes: the
+    # owner's request replaces it (hx-sync replace), and htmx reports the aborted one on the
+    # console. That is the design; any other console error is a defect.
+    assert not beyond_replaced_requests(problems), problems
     # "First" replaces whatever request the table has in flight (hx-sync replace: the owner's
     # choice wins over a refresh the send triggered), and htmx reports the one it aborts on
     # the console (htmx:sendAbort, then its htmx:afterRequest): that, and nothing else.
     page.locator("#first-deliveries").click()
     expect(page.locator(f"#delivery-{ids[3]}")).to_contain_text("Refused for this address (550 5.1.1")
-    assert all(text.startswith(("htmx:sendAbort", "htmx:afterRequest")) for text in problems), problems
+    assert not beyond_replaced_requests(problems), problems
+
+
+def beyond_replaced_requests(problems: list[str]) -> list[str]:
+    """The console errors left once each request a newer one replaced is taken out: htmx logs
+    an abort as "htmx:afterRequest, <elt>" then "htmx:sendAbort, <elt>" (a failed request's
+    afterRequest comes with htmx:sendError or htmx:timeout instead, and stays)."""
+    left = [text for text in problems if not text.startswith("htmx:sendAbort")]
+    for _ in range(len(problems) - len(left)):
+        left.remove(next(text for text in left if text.startswith("htmx:afterRequest")))
+    return left
