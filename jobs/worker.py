@@ -86,6 +86,23 @@ class BroadsideWorker(SimpleWorker):
         finally:
             db.session.remove()
 
+    def unsubscribe(self) -> None:
+        # RQ's own order (UNSUBSCRIBE, then stop the listening thread) races: when the reply
+        # reaches the thread before the main thread stops it, the thread, no longer subscribed,
+        # waits 60 s for a subscription; since redis-py 8.2 the stop() joins it, so a deploy's
+        # SIGTERM went unobeyed for a minute. Stopping first, the reply ends the thread's loop.
+        thread = self.pubsub_thread
+        if thread is None:
+            return
+        pubsub = self.pubsub
+        assert pubsub is not None  # set with the thread, in subscribe()
+        thread.stop(timeout=0)  # clears its run flag; joined below, briefly
+        try:
+            pubsub.unsubscribe()
+        finally:
+            thread.join(timeout=1)
+            pubsub.close()
+
     def request_stop(self, signum, frame):
         # A deploy: the slice in progress stops after the send in flight and hands over.
         if runtime.current is not None:
