@@ -23,6 +23,7 @@ from broadside.broadcasts import service
 from broadside.errors import NotFound, ValidationError
 from broadside.models import Delivery, Event, Subscriber
 from broadside.models.sending import DELIVERY_STATUSES
+from broadside.subscribers.search import is_whole_address
 
 PER_PAGE = 50
 MAX_QUERY = 320
@@ -135,6 +136,9 @@ class DeliveryPage:
     searched_to: int | None = None
     searched_back: bool = False
     window: int = SEARCH_WINDOW
+    # The first window found nobody and the search is a whole address: its person's delivery,
+    # found through the unique indexes wherever it lies (`_whole_address`).
+    whole_address: bool = False
 
     @property
     def size_arg(self) -> int | None:
@@ -262,6 +266,10 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
                 statement = statement.where(Delivery.id > after)
             statement = statement.order_by(Delivery.id)
         found = [DeliveryRow(*row) for row in session.execute(statement.limit(per_page + 1))]
+    whole_address = False
+    if query and not found and after is None and before is None:
+        found = _whole_address(session, broadcast_id, status, query)
+        whole_address = bool(found)
     more = len(found) > per_page
     rows = found[:per_page]
     searched_to = None
@@ -278,7 +286,24 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
     return DeliveryPage(rows, status, query, rows[0].id if rows else None,
                         rows[-1].id if rows else None, has_next, has_prev,
                         after=after, before=before if backwards else None, per_page=per_page,
-                        searched_to=searched_to, searched_back=backwards, window=SEARCH_WINDOW)
+                        searched_to=searched_to, searched_back=backwards, window=SEARCH_WINDOW,
+                        whole_address=whole_address)
+
+
+def _whole_address(session: Session, broadcast_id: int, status: str | None,
+                   query: str) -> list[DeliveryRow]:
+    """When the first window found nobody and the search is a whole address (what an owner
+    pastes to find one person, say from a complaint), that person's delivery through the
+    unique indexes on `email` and (subscriber_id, broadcast_id), wherever it lies: the window
+    bounds the scan, never an exact lookup (as the subscriber table's search does)."""
+    if not is_whole_address(query):
+        return []
+    person = select(Subscriber.id).where(Subscriber.email == query).scalar_subquery()
+    statement = _with_person().where(Delivery.broadcast_id == broadcast_id,
+                                     Delivery.subscriber_id == person)
+    if status:
+        statement = statement.where(Delivery.status == status)
+    return [DeliveryRow(*row) for row in session.execute(statement.limit(1))]
 
 
 def _first_id(session: Session, broadcast_id: int) -> int:

@@ -205,13 +205,19 @@ def windowed(filters: Filters) -> bool:
     return bool(filters.q or filters.status or filters.list_id or filters.segment_id)
 
 
+def is_whole_address(needle: str) -> bool:
+    """Whether a search term is a whole address (local part, @, a dotted domain, no space):
+    what an owner pastes to find one person, looked up exactly through the unique index."""
+    local, at, domain = needle.partition("@")
+    return bool(at and local and "." in domain) and not any(c.isspace() for c in needle)
+
+
 def _whole_address(session: Session, filters: Filters) -> list[Subscriber]:
     """When the window found nobody and the term is a whole address (what an owner pastes to
     find one person), that person through the unique index on `email`, wherever their id
     lies: the window bounds the scan, never an exact lookup."""
     needle = (filters.q or "").strip().lower()
-    local, at, domain = needle.partition("@")
-    if not (at and local and "." in domain) or any(c.isspace() for c in needle):
+    if not is_whole_address(needle):
         return []
     exact = Filters.from_dict({**filters.as_dict(), "q": None})
     return list(session.scalars(select(Subscriber).where(

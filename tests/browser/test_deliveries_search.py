@@ -1,6 +1,7 @@
 """The deliveries table's bounded search (issue 19 point 3) in a real Chromium: a search
 examines one window of deliveries at a time, says so, and "Search the next" carries on until
-the match is found; on a desktop and on a phone, with the dashboard's list sizes beside it."""
+the match is found, and an address pasted whole is found at once; on a desktop and on a
+phone, with the dashboard's list sizes beside it."""
 
 from __future__ import annotations
 
@@ -39,6 +40,16 @@ def test_a_search_goes_window_by_window_until_it_finds(
         expect(page.locator(".delivery-row")).to_have_count(1)
         expect(page.locator(".delivery-row")).to_contain_text("reader00045@example.com")
         page.screenshot(path=str(screenshot_dir / f"deliveries-search-found-{name}.png"),
+                        full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        # An address pasted whole is found at once, beyond the first window, and says how.
+        page.locator("#delivery-search").fill("Reader00052@example.com")
+        page.locator("#delivery-search").press("Enter")
+        expect(page.locator(".delivery-row")).to_have_count(1)
+        expect(page.locator(".delivery-row")).to_contain_text("reader00052@example.com")
+        expect(notice).to_contain_text("Found by its whole address")
+        expect(page.locator("#delivery-search-further")).to_be_visible()
+        page.screenshot(path=str(screenshot_dir / f"deliveries-search-whole-address-{name}.png"),
                         full_page=True)
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         page.goto(f"{live_server.url}/")

@@ -160,6 +160,32 @@ def test_the_deliveries_page_says_where_a_search_stopped(monkeypatch, logged_in_
     assert "looks through" not in plain.text  # a page filled by the window says nothing
 
 
+def test_a_whole_address_is_found_at_once_wherever_its_delivery_lies(monkeypatch, logged_in_client,
+                                                                     sending):
+    """The window bounds the scan, never an exact lookup: an address pasted whole (say from a
+    complaint) finds its person's delivery through the unique indexes when the first window
+    found nobody, and the page says how it was found and still offers the next window."""
+    monkeypatch.setattr(evidence, "SEARCH_WINDOW", 40)
+    all_ids = db.session.scalars(select(Delivery.id).where(Delivery.broadcast_id == sending)
+                                 .order_by(Delivery.id)).all()
+    page = evidence.delivery_page(db.session, sending, query=" Reader00200@Example.com ")
+    assert [r.id for r in page.rows] == [all_ids[200]] and page.whole_address
+    assert page.searched_to == all_ids[0] - 1 + 40  # substring matches: still window by window
+    assert [r.id for r in evidence.delivery_page(db.session, sending, query="reader00200@example.com",
+                                                 status="pending").rows] == [all_ids[200]]
+    for query, status, after in (("reader00200@example.com", "sent", None),  # not in that status
+                                 ("reader00200@example", None, None),  # not a whole address
+                                 ("nobody@example.com", None, None),  # not in this broadcast
+                                 ("reader00200@example.com", None, all_ids[40])):  # a later window
+        found = evidence.delivery_page(db.session, sending, query=query, status=status, after=after)
+        assert not found.whole_address
+        assert found.rows == [] or after is not None  # the later window holds it by its LIKE
+    answer = logged_in_client.get(f"/broadcasts/{sending}/deliveries?q=reader00200%40example.com",
+                                  headers={"HX-Request": "true"})
+    assert answer.status_code == 200 and f'id="delivery-{all_ids[200]}"' in answer.text
+    assert "Found by its whole address" in answer.text and 'id="delivery-search-further"' in answer.text
+
+
 @pytest.mark.parametrize("span", [evidence.SPAN_PER_DELIVERY, 0])
 def test_a_search_finds_the_same_rows_however_it_reads_the_people(monkeypatch, sending, backend, span):
     """On PostgreSQL a search looks the PROBE deliveries nearest its key up one by one and
