@@ -32,6 +32,7 @@ from tests.helpers import (
     SECRET_KEY,
     WorkerProcess,
     csrf_token_from,
+    forget_namespace,
 )
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT, create_app
@@ -152,12 +153,11 @@ def namespace(redis_client) -> Iterator[str]:
     """A private Redis namespace per test (queues, lease, throttles), deleted afterwards."""
     ns = f"bstest-{RUN_ID}-{uuid.uuid4().hex[:6]}"
     yield ns
-    # Only the namespace's own keys, as before b9c92ee. `tests.helpers.forget_namespace` (RQ's
-    # job and worker keys too) is kept for the benches, which run alone: it was suspected of
-    # stalling other tests' workers between slices, but that stall also happens without it
-    # (under parallel load; not yet explained).
-    for key in redis_client.scan_iter(f"*{ns}*", count=1000):
-        redis_client.delete(key)
+    # RQ's own job and worker keys of the namespace too: a job left queued or failed has no
+    # TTL, and each suite run left ~250 of them. (6ae35b2 took this out, suspecting it of
+    # stalling other tests' workers; the stall was RQ's teardown racing its command listener,
+    # fixed in c407ef2, and it happened without this too.)
+    forget_namespace(redis_client, ns)
 
 
 # ---------------------------------------------------------------- the app

@@ -376,8 +376,8 @@ def forget_namespace(redis, namespace: str) -> None:
     leases), and the keys RQ keeps under its own prefix for that namespace's queues: each job's
     hash, result stream and executions (`rq:job:<id>`, `rq:results:<id>`, `rq:executions:<id>`),
     and each worker's hash. A job still queued or failed when the test ends has no TTL, so
-    without this every run would leave them behind. Used by the benches, which run alone; the
-    tests' `namespace` fixture deletes only the namespace's own keys (see its comment)."""
+    without this every run would leave them behind. Used by the tests' `namespace` fixture
+    and by the benches."""
 
     def text(value) -> str:
         return value.decode() if isinstance(value, bytes) else value
