@@ -2,7 +2,7 @@
 
 Target (issue 18): with 200 issues published on one list, the archive's index and its issue
 pages answer with p95 < 20 ms. The population: 200 broadcasts of a ~4 KB Markdown newsletter
-with merge fields, each frozen by `send_broadcast` and published by `broadside.archive.service
+with merge fields, each frozen by `send_broadcast` and published by `broadside.campaigns.archive.service
 .publish` (its public copy rendered once, then stored). The app is served over real HTTP
 (werkzeug, threaded, loopback) and read sequentially by a visitor without a cookie: the index
 (all 200 issues), issue pages chosen at random, the Atom feed, the index as a conditional GET
@@ -68,10 +68,10 @@ def populate(app, issues: int = ISSUES) -> int:
     """A list with one reader and `issues` published broadcasts; returns the list's id."""
     from sqlalchemy import update
 
-    from broadside.archive import service
-    from broadside.broadcasts.drafts import create_draft
-    from broadside.broadcasts.service import send_broadcast
-    from broadside.models import Broadcast, MailingList, Subscriber, Subscription
+    from broadside.campaigns.archive import service
+    from broadside.campaigns.broadcasts.drafts import create_draft
+    from broadside.campaigns.broadcasts.service import send_broadcast
+    from broadside.core.models import Broadcast, MailingList, Subscriber, Subscription
     from webapp.extensions import db
 
     with app.app_context():
@@ -114,7 +114,7 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[float, int, st
 def measure(app, list_id: int, requests: int) -> list[Figure]:
     from werkzeug.serving import make_server
 
-    from broadside.archive import service
+    from broadside.campaigns.archive import service
     from tests.smtp_server import free_port
     from webapp.extensions import db
 

@@ -4,7 +4,7 @@ automation.
 Target (issue 15): entering 100,000 people into a lifecycle automation < 5 s, on SQLite and
 on PostgreSQL. The population is the segments benchmark's (100,000 people with five attributes,
 one or two lists, a history of five broadcasts); the segment matches everyone active (about
-95,000 people). What is timed is `broadside.automations.entering.evaluate` as the worker runs
+95,000 people). What is timed is `broadside.campaigns.automations.entering.evaluate` as the worker runs
 it (its own time budget per job, stopping at a batch boundary), summed over the jobs until the
 evaluation finishes: the entries, their events and one message per step (two steps) for each
 person, each written by an INSERT ... SELECT per batch of 5,000.
@@ -29,9 +29,9 @@ ENTER_S = 5.0
 def measure(app, backend: str, ids: dict[str, int]) -> list[Figure]:
     from sqlalchemy import func, select
 
-    from broadside.automations import entering
-    from broadside.automations import service as automations
-    from broadside.models import AutomationEntry, AutomationMessage
+    from broadside.campaigns.automations import entering
+    from broadside.campaigns.automations import service as automations
+    from broadside.core.models import AutomationEntry, AutomationMessage
     from broadside.segments import service as segment_service
     from webapp.extensions import db
 

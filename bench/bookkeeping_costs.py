@@ -40,9 +40,9 @@ def per_row_us(seconds: float, rows: int) -> float:
 def measure(app, list_id: int, rows: int) -> dict[str, float]:
     from sqlalchemy import and_, bindparam, func, insert, select, update
 
-    from broadside.broadcasts import ledger
-    from broadside.models import Delivery, Event, Subscriber, Subscription
-    from broadside.timeutil import utcnow
+    from broadside.campaigns.broadcasts import ledger
+    from broadside.core.models import Delivery, Event, Subscriber, Subscription
+    from broadside.core.timeutil import utcnow
     from jobs.outcomes import Batch
     from jobs.recheck import recipient_state
     from webapp.extensions import db
@@ -146,7 +146,7 @@ def measure(app, list_id: int, rows: int) -> dict[str, float]:
         figures["re-check as the code does it (recipient_state)"] = per_row_us(
             time.perf_counter() - started, len(rows))
         subscribers, subscriptions = Subscriber.__table__, Subscription.__table__
-        from broadside.models import Broadcast
+        from broadside.core.models import Broadcast
 
         broadcasts = Broadcast.__table__
         state_stmt = (
@@ -184,9 +184,9 @@ def measure(app, list_id: int, rows: int) -> dict[str, float]:
 def per_message_cpu(app, rows: int) -> dict[str, float]:
     from render import BODY
 
-    from broadside.lease import Lease
-    from broadside.rendering import CompiledRevision, freeze_content, message_bytes
-    from broadside.unsubscribe.tokens import Tokens, unsubscribe_url
+    from broadside.delivery.lease import Lease
+    from broadside.mail.rendering import CompiledRevision, freeze_content, message_bytes
+    from broadside.mail.unsubscribe_tokens import Tokens, unsubscribe_url
 
     figures: dict[str, float] = {}
     redis = app.extensions["broadside_redis"]

@@ -43,7 +43,7 @@ def all_pending(app, broadcast_id: int) -> int:
     counters to match, the broadcast paused (the worker leaves it alone until the cancel)."""
     from sqlalchemy import func, select, update
 
-    from broadside.models import Broadcast, Delivery, Event
+    from broadside.core.models import Broadcast, Delivery, Event
     from webapp.extensions import db
 
     with app.app_context():
@@ -66,7 +66,7 @@ def all_pending(app, broadcast_id: int) -> int:
 def _state(app, broadcast_id: int) -> tuple[int, int, dict[str, int]]:
     from sqlalchemy import func, select
 
-    from broadside.models import Broadcast, Delivery
+    from broadside.core.models import Broadcast, Delivery
     from webapp.extensions import db
 
     with app.app_context():
@@ -83,7 +83,7 @@ def _state(app, broadcast_id: int) -> tuple[int, int, dict[str, int]]:
 def _pending(app, broadcast_id: int) -> int:
     from sqlalchemy import select
 
-    from broadside.models import Broadcast
+    from broadside.core.models import Broadcast
     from webapp.extensions import db
 
     with app.app_context():
@@ -96,7 +96,7 @@ def measure(bench: Bench, backend: str, size: int | None, sink: Sink, quick: boo
             before: bool = False) -> list[Figure]:
     """Cancel a broadcast of `size` pending rows built here, or (size None) the run's shared
     million's (`million.shared`), which is left with every row skipped."""
-    from broadside.broadcasts import ledger, service
+    from broadside.campaigns.broadcasts import ledger, service
     from webapp.extensions import db, get_jobs
 
     started = time.perf_counter()

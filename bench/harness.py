@@ -270,7 +270,7 @@ def insert_people(session, count: int, *, prefix: str = "reader", width: int = 6
     from million import pick, series
     from sqlalchemy import text
 
-    from broadside.timeutil import utcnow
+    from broadside.core.timeutil import utcnow
 
     if count <= 0:
         return
@@ -296,7 +296,7 @@ def populate(app, subscribers: int, lists: dict[str, int], domain: str = "bench.
     and lists holding the first N of them, all `active`. Returns {list name: list id}."""
     from sqlalchemy import insert, literal, select
 
-    from broadside.models import MailingList, Subscriber, Subscription
+    from broadside.core.models import MailingList, Subscriber, Subscription
     from webapp.extensions import db
 
     with app.app_context():
@@ -331,8 +331,8 @@ def press_send(app, list_id: int, *, enqueue: bool = True, subject: str | None =
     queue). Returns the broadcast id and the seconds `send_broadcast` took."""
     from render import BODY  # bench/render.py: the 4 KB newsletter the renderer is timed on
 
-    from broadside.broadcasts.drafts import create_draft
-    from broadside.broadcasts.service import send_broadcast
+    from broadside.campaigns.broadcasts.drafts import create_draft
+    from broadside.campaigns.broadcasts.service import send_broadcast
     from webapp.extensions import db, get_jobs
 
     with app.app_context():
@@ -359,8 +359,8 @@ def press_send_page(app, list_id: int, views: int = 3) -> tuple[int, list[float]
 
     from render import BODY
 
-    from broadside.broadcasts.drafts import create_draft
-    from broadside.site_settings import get_settings, update_settings
+    from broadside.campaigns.broadcasts.drafts import create_draft
+    from broadside.core.site_settings import get_settings, update_settings
     from webapp.extensions import db
 
     with app.app_context():
@@ -400,7 +400,7 @@ def press_send_page(app, list_id: int, views: int = 3) -> tuple[int, list[float]
 def broadcast_state(app, broadcast_id: int) -> dict:
     from sqlalchemy import func, select
 
-    from broadside.models import Broadcast, Delivery
+    from broadside.core.models import Broadcast, Delivery
     from webapp.extensions import db
 
     with app.app_context():
@@ -416,7 +416,7 @@ def broadcast_state(app, broadcast_id: int) -> dict:
 
 def steer(app, broadcast_id: int, action: str) -> None:
     """pause / resume / cancel through the same domain functions the pages call."""
-    from broadside.broadcasts import service
+    from broadside.campaigns.broadcasts import service
     from webapp.extensions import db, get_jobs
 
     with app.app_context():

@@ -40,7 +40,7 @@ PARALLEL_TARGET = 1.8
 
 
 def _identity(app, name: str, transport: str, delay_ms: int) -> int:
-    from broadside.identities import service as identities
+    from broadside.delivery.identities import service as identities
     from webapp.extensions import db
 
     with app.app_context():
@@ -57,8 +57,8 @@ def _send(app, list_id: int, identity_id: int | None) -> int:
     "send" with no job queued: the worker's start-up repair and maintenance give it one."""
     from render import BODY
 
-    from broadside.broadcasts.drafts import create_draft
-    from broadside.broadcasts.service import send_broadcast
+    from broadside.campaigns.broadcasts.drafts import create_draft
+    from broadside.campaigns.broadcasts.service import send_broadcast
     from webapp.extensions import db, get_jobs
 
     with app.app_context():
@@ -71,7 +71,7 @@ def _send(app, list_id: int, identity_id: int | None) -> int:
 
 
 def _status(app, broadcast_id: int) -> str:
-    from broadside.models import Broadcast
+    from broadside.core.models import Broadcast
     from webapp.extensions import db
 
     with app.app_context():

@@ -51,8 +51,8 @@ def generate(path: Path, rows: int) -> None:
 
 
 def child(workdir: Path, csv_path: Path) -> None:
-    from broadside.lists.service import create_list
-    from broadside.subscribers import importer
+    from broadside.audience.lists import create_list
+    from broadside.audience.transfer import importer
     from webapp import create_app
     from webapp.extensions import db
 

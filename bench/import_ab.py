@@ -41,8 +41,8 @@ def peak_rss_mb() -> float:
 def child(workdir: Path, database_url: str, csv_path: Path, profile: str | None) -> None:
     from flask_migrate import upgrade
 
-    from broadside.lists.service import create_list
-    from broadside.subscribers import importer
+    from broadside.audience.lists import create_list
+    from broadside.audience.transfer import importer
     from webapp import create_app
     from webapp.extensions import db
 

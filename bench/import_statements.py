@@ -58,8 +58,9 @@ def run(database_url: str, csv_path: Path, workdir: Path, explain: bool) -> None
     from flask_migrate import upgrade
     from sqlalchemy import event
 
-    from broadside.lists.service import create_list
-    from broadside.subscribers import import_batch, importer
+    from broadside.audience.lists import create_list
+    from broadside.audience.transfer import batch as import_batch
+    from broadside.audience.transfer import importer
     from webapp import create_app
     from webapp.extensions import db
 
@@ -159,8 +160,8 @@ def explain_batch(db, list_id: int, csv_path: Path) -> None:
     known people (rolled back)."""
     from sqlalchemy import DateTime, bindparam, text
 
-    from broadside.subscribers import import_batch
-    from broadside.timeutil import utcnow
+    from broadside.audience.transfer import batch as import_batch
+    from broadside.core.timeutil import utcnow
 
     rows = []
     with open(csv_path, encoding="utf-8") as lines:

@@ -72,7 +72,7 @@ def deliveries(app) -> int:
 
 
 def timed_delete(app, list_id: int) -> float:
-    from broadside.lists import service
+    from broadside.audience import lists as service
     from webapp.extensions import db
 
     with app.app_context():
@@ -84,7 +84,7 @@ def timed_delete(app, list_id: int) -> float:
 
 
 def new_list(app, name: str) -> int:
-    from broadside.models import MailingList
+    from broadside.core.models import MailingList
     from webapp.extensions import db
 
     with app.app_context():

@@ -37,9 +37,9 @@ def main() -> int:
 
     from sqlalchemy import select
 
-    from broadside.broadcasts import ledger
-    from broadside.models import Delivery
-    from broadside.timeutil import utcnow
+    from broadside.campaigns.broadcasts import ledger
+    from broadside.core.models import Delivery
+    from broadside.core.timeutil import utcnow
     from jobs.recheck import recipient_state
     from jobs.sending import _DUE_ROWS
     from webapp.extensions import db

@@ -95,7 +95,7 @@ def analyse(app) -> None:
 
 
 def owner(app) -> None:
-    from broadside.accounts import create_owner
+    from broadside.core.accounts import create_owner
     from webapp.extensions import db
 
     with app.app_context():
@@ -106,7 +106,7 @@ def owner(app) -> None:
 def population(app, n: int, seed: int = 19) -> dict[str, int]:
     """n subscribers and their subscriptions (see the module's docstring). Returns
     {list name: list id}."""
-    from broadside.models import MailingList
+    from broadside.core.models import MailingList
     from webapp.extensions import db
 
     with app.app_context():
@@ -173,9 +173,9 @@ def half_sent_broadcast(app, list_id: int, n: int) -> int:
     and a `sent` event each, as ledger.transition writes them), the rest `pending`."""
     from sqlalchemy import update
 
-    from broadside.broadcasts.drafts import create_draft
-    from broadside.broadcasts.service import send_broadcast
-    from broadside.models import Broadcast, MailingList
+    from broadside.campaigns.broadcasts.drafts import create_draft
+    from broadside.campaigns.broadcasts.service import send_broadcast
+    from broadside.core.models import Broadcast, MailingList
     from webapp.extensions import db
 
     with app.app_context():
@@ -212,7 +212,7 @@ def half_sent_broadcast(app, list_id: int, n: int) -> int:
     with app.app_context():
         from sqlalchemy import func, select
 
-        from broadside.models import Delivery
+        from broadside.core.models import Delivery
 
         counts = dict(db.session.execute(
             select(Delivery.status, func.count()).where(Delivery.broadcast_id == broadcast_id)
@@ -245,7 +245,7 @@ def history(app, rows: int, per_broadcast: int | None = None) -> list[int]:
     broadcast sent some days ago. Returns the broadcast ids."""
     from sqlalchemy import func, select
 
-    from broadside.models import Broadcast, Subscriber
+    from broadside.core.models import Broadcast, Subscriber
     from webapp.extensions import db
 
     with app.app_context():
@@ -311,7 +311,7 @@ def set_half_sent(app, broadcast_id: int) -> None:
     (attempts 1, 250), the rest `pending`, no event of a row, its counters to match."""
     from sqlalchemy import func, select, text, update
 
-    from broadside.models import Broadcast, Delivery, Event
+    from broadside.core.models import Broadcast, Delivery, Event
     from webapp.extensions import db
 
     with app.app_context():

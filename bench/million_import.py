@@ -53,8 +53,8 @@ def generate(path: Path, rows: int) -> None:
 def _import(bench: Bench, app, url: str, list_id: int, csv_path: Path, api: bool) -> dict:
     """Store and queue one import the way the page (or the API) does, run a burst worker,
     and return the seconds, the worker's peak RSS and the Import row's figures."""
-    from broadside.models import Import
-    from broadside.subscribers import importer
+    from broadside.audience.transfer import importer
+    from broadside.core.models import Import
     from webapp.extensions import db, get_jobs
 
     with app.app_context():
@@ -91,7 +91,7 @@ def _import(bench: Bench, app, url: str, list_id: int, csv_path: Path, api: bool
 
 
 def run_backend(bench: Bench, backend: str, rows: int, csv_path: Path) -> list[Figure]:
-    from broadside.lists.service import create_list
+    from broadside.audience.lists import create_list
     from webapp.extensions import db
 
     label = f"{rows:,}"

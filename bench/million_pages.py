@@ -46,7 +46,7 @@ BACKENDS = ("sqlite", "postgresql")
 def _middle_delivery(app, broadcast_id: int) -> int:
     from sqlalchemy import func, select
 
-    from broadside.models import Delivery
+    from broadside.core.models import Delivery
     from webapp.extensions import db
 
     with app.app_context():

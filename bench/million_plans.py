@@ -84,7 +84,7 @@ def build(bench: Bench, backend: str, url: str, size: int, history_rows: int) ->
 def _ids(app) -> tuple[dict[str, int], int]:
     from sqlalchemy import select
 
-    from broadside.models import Broadcast, MailingList
+    from broadside.core.models import Broadcast, MailingList
     from webapp.extensions import db
 
     with app.app_context():

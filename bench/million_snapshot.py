@@ -51,7 +51,7 @@ COMPLETE_WAIT_S = float(os.environ.get("SNAPSHOT_WAIT_S", 30))
 def _snapshot_state(app, broadcast_id: int) -> tuple[int, int, int, str]:
     from sqlalchemy import select
 
-    from broadside.models import Broadcast
+    from broadside.core.models import Broadcast
     from webapp.extensions import db
 
     with app.app_context():
@@ -65,7 +65,7 @@ def _snapshot_state(app, broadcast_id: int) -> tuple[int, int, int, str]:
 def write_whole_snapshot(app, broadcast_id: int) -> float:
     """Write every row of a pressed broadcast's audience now, in this process, as the worker
     would before its slices (for benches that need the rows at once). Returns the seconds."""
-    from broadside.broadcasts.snapshot import prepare
+    from broadside.campaigns.broadcasts.snapshot import prepare
     from webapp.extensions import db
 
     started = time.perf_counter()

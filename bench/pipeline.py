@@ -212,7 +212,7 @@ def recovery(bench: Bench, app, database_url: str, record: Sink, list_id: int,
     after the TTL)."""
     from lean import start_worker
 
-    from broadside.lease import LEASE_KEY, TTL_MS
+    from broadside.delivery.lease import LEASE_KEY, TTL_MS
 
     redis = bench.redis()
     lease_key = f"{bench.namespace}:{LEASE_KEY}"

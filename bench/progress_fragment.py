@@ -56,11 +56,11 @@ def populate(app) -> int:
     from million_snapshot import write_whole_snapshot
     from sqlalchemy import insert, select, update
 
-    from broadside.accounts import create_owner
-    from broadside.broadcasts.drafts import create_draft
-    from broadside.broadcasts.service import send_broadcast
-    from broadside.models import Broadcast, MailingList, Subscriber, Subscription
-    from broadside.site_settings import update_settings
+    from broadside.campaigns.broadcasts.drafts import create_draft
+    from broadside.campaigns.broadcasts.service import send_broadcast
+    from broadside.core.accounts import create_owner
+    from broadside.core.models import Broadcast, MailingList, Subscriber, Subscription
+    from broadside.core.site_settings import update_settings
     from webapp.extensions import db
 
     with app.app_context():
@@ -108,9 +108,9 @@ class Writer(threading.Thread):
     def run(self) -> None:
         from sqlalchemy import select
 
-        from broadside.broadcasts import ledger
-        from broadside.models import Delivery
-        from broadside.timeutil import utcnow
+        from broadside.campaigns.broadcasts import ledger
+        from broadside.core.models import Delivery
+        from broadside.core.timeutil import utcnow
         from webapp.extensions import db
 
         with self.app.app_context():

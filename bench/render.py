@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from broadside.rendering import CompiledRevision, build_message, freeze_content
+from broadside.mail.rendering import CompiledRevision, build_message, freeze_content
 
 PARAGRAPH = (
     "This month we shipped the thing you asked for, {{ name or \"friend\" }}: faster exports, "

@@ -38,8 +38,9 @@ for _name in [n for n in sys.modules if n == "broadside" or n.startswith("broads
 SUBJECT = "News for {{ name or \"you\" }}, {{ attributes.city }}"
 SECRET = "bench-secret-key-0123456789abcdef0123"
 BASE_URL = "https://news.example.com"
-MODULES = ("broadside.rendering", "broadside.mime", "broadside.unsubscribe.tokens",
-           "broadside.archive.links", "broadside.analytics.rewrite", "broadside.transports")
+MODULES = ("broadside.mail.rendering", "broadside.mail.mime", "broadside.mail.unsubscribe_tokens",
+           "broadside.campaigns.archive.links", "broadside.campaigns.analytics.rewrite",
+           "broadside.delivery.transports")
 
 
 def load(path: Path) -> SimpleNamespace:

@@ -46,7 +46,7 @@ def prepare_scale_database(bench: Bench) -> tuple[Path, str, object, dict[int, i
     """Returns (workdir, database url, app, {size: list id})."""
     from sqlalchemy import func, insert, literal, select
 
-    from broadside.models import MailingList, Subscriber, Subscription
+    from broadside.core.models import MailingList, Subscriber, Subscription
     from webapp.extensions import db
 
     workdir = bench.workdir / "scale"

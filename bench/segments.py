@@ -48,8 +48,8 @@ def populate(app, subscribers: int = SUBSCRIBERS) -> dict[str, int]:
     from million import _ago, pick, series
     from sqlalchemy import text
 
-    from broadside.models import Broadcast, MailingList
-    from broadside.timeutil import utcnow
+    from broadside.core.models import Broadcast, MailingList
+    from broadside.core.timeutil import utcnow
     from webapp.extensions import db
 
     now = utcnow()
@@ -125,10 +125,10 @@ def three_conditions(ids: dict[str, int], now) -> dict:
 
 
 def measure(app, backend: str, ids: dict[str, int], rounds: int) -> list[Figure]:
-    from broadside.broadcasts.drafts import create_draft
-    from broadside.broadcasts.service import send_broadcast
+    from broadside.campaigns.broadcasts.drafts import create_draft
+    from broadside.campaigns.broadcasts.service import send_broadcast
+    from broadside.core.timeutil import utcnow
     from broadside.segments import service
-    from broadside.timeutil import utcnow
     from webapp.extensions import db
 
     figures = []

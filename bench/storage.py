@@ -68,9 +68,9 @@ def send_all(app, broadcast_id: int, *, vacuum_every: int | None = None) -> floa
     autovacuum does on a server where it is on). Seconds."""
     from sqlalchemy import select
 
-    from broadside.broadcasts import ledger
-    from broadside.models import Delivery
-    from broadside.timeutil import utcnow
+    from broadside.campaigns.broadcasts import ledger
+    from broadside.core.models import Delivery
+    from broadside.core.timeutil import utcnow
     from jobs.recheck import message_id_for
     from webapp.extensions import db
 
@@ -163,7 +163,7 @@ def live_bytes(app) -> int | None:
 def sent_rows(app, broadcast_id: int) -> int:
     from sqlalchemy import func, select
 
-    from broadside.models import Delivery
+    from broadside.core.models import Delivery
     from webapp.extensions import db
 
     with app.app_context():

@@ -47,8 +47,8 @@ def bench_http(workdir: Path, subscribers: int, posts: int) -> None:
     from sqlalchemy import func, insert, select
     from werkzeug.serving import make_server
 
-    from broadside.models import Event, MailingList, Subscriber, Subscription
-    from broadside.unsubscribe.tokens import make_token
+    from broadside.core.models import Event, MailingList, Subscriber, Subscription
+    from broadside.mail.unsubscribe_tokens import make_token
     from tests.smtp_server import free_port
     from webapp import create_app
     from webapp.extensions import db, get_redis
@@ -120,7 +120,7 @@ def bench_sns(iterations: int = 2000) -> None:
     from cryptography.hazmat.primitives.asymmetric import padding, rsa
     from cryptography.x509.oid import NameOID
 
-    from broadside.webhooks import sns
+    from broadside.feedback import sns
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sns.amazonaws.com")])

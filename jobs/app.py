@@ -4,9 +4,9 @@ process stays small (issue 19 point 6: Flask, Werkzeug, Click and Flask-SQLAlche
 of it).
 
 `create_worker_app` reads the configuration exactly as `webapp.create_app` does
-(broadside.config: defaults, `.env`, the environment; the same instance folder and secret key),
-opens the database as Flask-SQLAlchemy opens it for the web app (`broadside.db.make_engine`)
-and logs through broadside.logs with the same redaction. `python -m jobs` and the
+(broadside.core.config: defaults, `.env`, the environment; the same instance folder and secret key),
+opens the database as Flask-SQLAlchemy opens it for the web app (`broadside.core.db.make_engine`)
+and logs through broadside.core.logs with the same redaction. `python -m jobs` and the
 `broadside-worker` script run the worker with it; `flask --app webapp worker` still works and
 runs the same code with the web app's configuration, engine and Redis (`from_flask`).
 
@@ -30,10 +30,10 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from broadside import models  # noqa: F401 - registers the tables with the metadata
-from broadside.config import REPO_ROOT, instance_folder, load_config, process_environment
-from broadside.db import make_engine
-from broadside.logs import configure_logging
+from broadside.core import models  # noqa: F401 - registers the tables with the metadata
+from broadside.core.config import REPO_ROOT, instance_folder, load_config, process_environment
+from broadside.core.db import make_engine
+from broadside.core.logs import configure_logging
 
 MIGRATIONS = REPO_ROOT / "migrations" / "versions"
 

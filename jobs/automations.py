@@ -5,7 +5,7 @@ automation: the same lease check before each claim (invariant 1), the same pace 
 send-time re-check of the automation, the person and the list (3), claims committed before
 any SMTP (4), `unknown` never resent (5), the one classifier and outcome policy (6), short
 slices that continue from what is still pending (7), frozen revisions (8) and events for every
-move (9). Only the rows and their ledger differ (`broadside.automations.ledger`).
+move (9). Only the rows and their ledger differ (`broadside.campaigns.automations.ledger`).
 
 Order within a person's series: a message is due only when no earlier step of the same
 automation is still pending or in flight for them, so a step waiting for a retry holds the
@@ -29,20 +29,20 @@ from email.utils import formataddr
 from sqlalchemy import and_, bindparam, exists, func, select
 from sqlalchemy.orm import Session, aliased
 
-from broadside.automations import entering, lifecycle
-from broadside.automations import ledger as automation_ledger
-from broadside.broadcasts.ledger import Change
-from broadside.models import (
+from broadside.campaigns.automations import entering, lifecycle
+from broadside.campaigns.automations import ledger as automation_ledger
+from broadside.campaigns.broadcasts.ledger import Change
+from broadside.core.models import (
     Automation,
     AutomationMessage,
     AutomationRevision,
     Subscriber,
     Subscription,
 )
-from broadside.models.automations import AutomationStatus
-from broadside.rendering import CompiledRevision, compiled_revision
-from broadside.timeutil import utcnow
-from broadside.unsubscribe.tokens import Tokens
+from broadside.core.models.automations import AutomationStatus
+from broadside.core.timeutil import utcnow
+from broadside.mail.rendering import CompiledRevision, compiled_revision
+from broadside.mail.unsubscribe_tokens import Tokens
 from jobs.outcomes import Book, Outcomes
 from jobs.recheck import Decision, Recheck, Row, skip_reason
 from jobs.runtime import Runtime

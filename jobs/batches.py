@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 
-from broadside.broadcasts import lifecycle
-from broadside.transports import BatchTransport, DeliveryError, Outgoing, SendResult
+from broadside.campaigns.broadcasts import lifecycle
+from broadside.delivery.transports import BatchTransport, DeliveryError, Outgoing, SendResult
 from jobs.classify import classify
 from jobs.recheck import Prepared, Row
 

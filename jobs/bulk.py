@@ -2,7 +2,7 @@
 (the lowest priority a stream's worker listens to).
 
 Safe to import. A slice works through batches for a few seconds
-(`broadside.subscribers.bulk.run_slice`) and, when more is left, queues its continuation
+(`broadside.audience.subscribers.bulk.run_slice`) and, when more is left, queues its continuation
 behind whatever else waits, so a long erase never holds a send back by more than a slice.
 Each batch moves the action's cursor in its own transaction with its effect, so a worker
 killed mid-way loses at most the batch in flight (rolled back), and the action is queued
@@ -16,7 +16,7 @@ import logging
 from redis.exceptions import RedisError
 from sqlalchemy.orm import Session
 
-from broadside.subscribers import bulk
+from broadside.audience.subscribers import bulk
 from jobs import runtime
 from jobs.database import db
 

@@ -17,8 +17,8 @@ import subprocess
 import sys
 import threading
 
-from broadside.config import ENV_VARS
-from broadside.identities import service as identity_service
+from broadside.core.config import ENV_VARS
+from broadside.delivery.identities import service as identity_service
 from jobs.app import WorkerApp
 
 log = logging.getLogger("broadside.worker")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 
-from broadside.transports import DeliveryError
+from broadside.delivery.transports import DeliveryError
 
 MAX_ATTEMPTS = 5
 RECIPIENT_CODES = {550, 551, 552, 553}

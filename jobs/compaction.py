@@ -2,7 +2,7 @@
 
 Safe to import. At most once every `EVERY_SECONDS` per installation (a Redis key taken with
 SET NX, so the workers of several identities do not all do it), and for at most
-`BUDGET_SECONDS` of small committed batches (`broadside.broadcasts.compaction`), so the tick
+`BUDGET_SECONDS` of small committed batches (`broadside.campaigns.broadcasts.compaction`), so the tick
 stays short and mail never waits for it; when something is left, the key is dropped and the
 next tick continues (resumable by construction). Nothing happens while the owner keeps the
 history forever (the default).
@@ -15,8 +15,8 @@ import logging
 from redis.exceptions import RedisError
 from sqlalchemy.orm import Session
 
-from broadside.broadcasts import compaction
-from broadside.queues import Jobs
+from broadside.campaigns.broadcasts import compaction
+from broadside.delivery.queues import Jobs
 
 log = logging.getLogger("broadside.worker")
 

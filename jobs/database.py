@@ -3,7 +3,7 @@
 `db.session()` is this thread's session (the job's, or the maintenance thread's), and
 `db.session.remove()` closes it, as Flask-SQLAlchemy's `db.session` does in the web app. The
 worker binds it once it knows its database (`jobs.worker.run_worker`): to an engine of its
-own (`python -m jobs`, `broadside.db.make_engine`), or to the web app's engine when the web app
+own (`python -m jobs`, `broadside.core.db.make_engine`), or to the web app's engine when the web app
 runs the worker (`flask --app webapp worker`, the tests). Binding again (another app in the
 same process, as tests do) closes the sessions of the previous binding first.
 """

@@ -15,9 +15,9 @@ from __future__ import annotations
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from broadside.models import Import
-from broadside.signup.service import Links
-from broadside.subscribers import importer
+from broadside.audience.signup import Links
+from broadside.audience.transfer import importer
+from broadside.core.models import Import
 from jobs import runtime
 from jobs.database import db
 

@@ -18,11 +18,11 @@ from datetime import timedelta
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from broadside.automations import ledger as automation_ledger
-from broadside.broadcasts import cancelling, ledger, lifecycle
-from broadside.broadcasts.service import send_broadcast
-from broadside.models import Automation, AutomationMessage, Broadcast, Delivery, TransactionalMessage
-from broadside.timeutil import utcnow
+from broadside.campaigns.automations import ledger as automation_ledger
+from broadside.campaigns.broadcasts import cancelling, ledger, lifecycle
+from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.core.models import Automation, AutomationMessage, Broadcast, Delivery, TransactionalMessage
+from broadside.core.timeutil import utcnow
 from jobs.automations import anything_due, evaluation_due
 from jobs.compaction import ensure_compaction
 from jobs.runtime import Runtime
@@ -172,7 +172,7 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
 
 def _ensure_skipping(session: Session, rt: Runtime) -> None:
     """A cancelled broadcast of this stream with rows still pending gets a job that skips
-    them (broadside.broadcasts.cancelling): after a large cancel, and after a worker died
+    them (broadside.campaigns.broadcasts.cancelling): after a large cancel, and after a worker died
     mid-skip. It sends nothing, so it goes on while the identity is paused."""
     for broadcast_id, identity_id in cancelling.unfinished(session):
         if identity_id != rt.identity_id or broadcast_id == rt.running_broadcast:

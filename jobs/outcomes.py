@@ -24,11 +24,11 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from broadside.broadcasts import ledger
-from broadside.broadcasts.ledger import ATTEMPTS_DELTA
-from broadside.models import Delivery, Subscriber
-from broadside.timeutil import utcnow
-from broadside.transports import DeliveryError
+from broadside.campaigns.broadcasts import ledger
+from broadside.campaigns.broadcasts.ledger import ATTEMPTS_DELTA
+from broadside.core.models import Delivery, Subscriber
+from broadside.core.timeutil import utcnow
+from broadside.delivery.transports import DeliveryError
 from jobs.classify import (
     Step,
     Verdict,
@@ -96,7 +96,7 @@ class Batch:
     def flush(self, session: Session) -> None:
         """Record every outcome with an UPDATE guarded by status = 'sending', then commit.
 
-        Lock order (broadside.broadcasts.ledger): the ledger takes the broadcast row (its
+        Lock order (broadside.campaigns.broadcasts.ledger): the ledger takes the broadcast row (its
         counters) before the deliveries; the subscribers' soft-bounce reset comes last."""
         now = utcnow()
         by_target: dict[str, list[ledger.Change]] = {}

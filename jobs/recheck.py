@@ -19,15 +19,15 @@ from typing import Any, NamedTuple
 from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.orm import Session
 
-from broadside.analytics.rewrite import Tracker
-from broadside.archive.links import ViewLinks
-from broadside.mime import check_message
-from broadside.models import Broadcast, Delivery, Revision, Subscriber, Subscription
-from broadside.models.sending import MAY_HAVE_RECEIVED, BroadcastStatus
-from broadside.rendering import MergeError, compiled_revision, message_bytes
-from broadside.timeutil import utcnow
-from broadside.transports import MessageFields
-from broadside.unsubscribe.tokens import Tokens, unsubscribe_url
+from broadside.campaigns.analytics.rewrite import Tracker
+from broadside.campaigns.archive.links import ViewLinks
+from broadside.core.models import Broadcast, Delivery, Revision, Subscriber, Subscription
+from broadside.core.models.sending import MAY_HAVE_RECEIVED, BroadcastStatus
+from broadside.core.timeutil import utcnow
+from broadside.delivery.transports import MessageFields
+from broadside.mail.mime import check_message
+from broadside.mail.rendering import MergeError, compiled_revision, message_bytes
+from broadside.mail.unsubscribe_tokens import Tokens, unsubscribe_url
 from jobs.runtime import Runtime
 
 SENDING = BroadcastStatus.SENDING.value
@@ -227,8 +227,8 @@ class Recheck:
     """One slice's re-check and message builder: the revision compiled, the sender header
     and the token signer made once per slice; per recipient, one query and one render."""
 
-    view_links: ViewLinks | None = None  # "View in your browser" (broadside.archive.links)
-    tracker: Tracker | None = None  # reader tracking (broadside.analytics); automations: none
+    view_links: ViewLinks | None = None  # "View in your browser" (broadside.campaigns.archive.links)
+    tracker: Tracker | None = None  # reader tracking (broadside.campaigns.analytics); automations: none
 
     def __init__(
         self, session: Session, runtime: Runtime, broadcast_id: int, list_id: int | None,

@@ -15,10 +15,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from broadside.hourly import HourlyCap
-from broadside.lease import Lease, LeaseKeeper
-from broadside.models import Identity, SiteSettings
-from broadside.queues import Jobs
+from broadside.core.models import Identity, SiteSettings
+from broadside.delivery.hourly import HourlyCap
+from broadside.delivery.lease import Lease, LeaseKeeper
+from broadside.delivery.queues import Jobs
 from jobs.pacing import Pacer
 
 # A provider that throttles this many times in a row without a send in between: the stream
@@ -31,7 +31,7 @@ THROTTLE_MAX_WAIT_S = 60.0
 class LeasedPacer(Pacer):
     """The pace, then the lease (invariant 1), right before each MAIL FROM or provider request:
     a message starts only while the stream's lease is surely this process's (a local check,
-    no round trip; see broadside.lease). Past the lease's sure window it waits for the
+    no round trip; see broadside.delivery.lease). Past the lease's sure window it waits for the
     keeper's next renewal, and raises LeaseLost if the lease is gone: the message is then
     recorded as an unexpected failure (unknown), never sent by two workers at once."""
 

@@ -22,8 +22,8 @@ re-check that says stop writes nothing more (the rider abandoned before any fina
 
 This module is the loop; the send-time re-check and message build are in jobs.recheck
 (invariant 3), the outcomes and their policy in jobs.outcomes and jobs.classify (invariant
-6), the broadcast's state changes in broadside.broadcasts.lifecycle, and every delivery's
-in broadside.broadcasts.ledger.
+6), the broadcast's state changes in broadside.campaigns.broadcasts.lifecycle, and every delivery's
+in broadside.campaigns.broadcasts.ledger.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from redis.exceptions import RedisError
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from broadside.broadcasts import ledger, lifecycle
-from broadside.identities import lifecycle as identity_lifecycle
-from broadside.models import Broadcast, Delivery, Revision
-from broadside.site_settings import owner_zone
-from broadside.timeutil import epoch_to_stored, local_format, utcnow
-from broadside.transports import DeliveryError
-from broadside.waits import add_wait_seconds
+from broadside.campaigns.broadcasts import ledger, lifecycle
+from broadside.core.models import Broadcast, Delivery, Revision
+from broadside.core.site_settings import owner_zone
+from broadside.core.timeutil import epoch_to_stored, local_format, utcnow
+from broadside.delivery.identities import lifecycle as identity_lifecycle
+from broadside.delivery.transports import DeliveryError
+from broadside.delivery.waits import add_wait_seconds
 from jobs.batches import send_batch
 from jobs.outcomes import Outcomes
 from jobs.recheck import Decision, Prepared, Recheck, Row
@@ -413,7 +413,7 @@ class Slice:
 
     def _may_ride(self) -> bool:
         """Whether this batch lets each next envelope ride behind the previous body (RFC 2920;
-        broadside.transports): at full speed only (no pace to keep, no hourly limit, no hold),
+        broadside.delivery.transports): at full speed only (no pace to keep, no hourly limit, no hold),
         on a live connection to a server that pipelines."""
         follows = getattr(self.rt.transport, "follows", None)
         return (follows is not None and not self.batching and self.rt.pacer.delay <= 0

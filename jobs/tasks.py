@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from redis.exceptions import RedisError
 
-from broadside.broadcasts import cancelling
-from broadside.broadcasts.snapshot import prepare
-from broadside.logs import log_context
+from broadside.campaigns.broadcasts import cancelling
+from broadside.campaigns.broadcasts.snapshot import prepare
+from broadside.core.logs import log_context
 from jobs import runtime
 from jobs.automations import AutomationSlice, anything_due, run_evaluation
 from jobs.database import db
@@ -25,7 +25,7 @@ def send_broadcast_slice(broadcast_id: int) -> str:
                 db.session.commit()
                 return skip_cancelled(broadcast_id)
             # A large audience is written in short chunks before each slice, until complete:
-            # the first slice sends after the first chunk (broadside.broadcasts.snapshot);
+            # the first slice sends after the first chunk (broadside.campaigns.broadcasts.snapshot);
             # longer while fewer rows are pending than two slices could send.
             prepare(db.session(), broadcast_id, ahead=2 * SLICE_MAX_SENDS)
             result = Slice(db.session(), rt, broadcast_id).run()
@@ -53,7 +53,7 @@ def send_broadcast_slice(broadcast_id: int) -> str:
 
 def skip_cancelled(broadcast_id: int) -> str:
     """A cancelled broadcast's pending rows become skipped, in short committed chunks for
-    about a slice's time (broadside.broadcasts.cancelling); the rest in a continuation on the
+    about a slice's time (broadside.campaigns.broadcasts.cancelling); the rest in a continuation on the
     same queue, so a send of another broadcast takes its turn in between. Resumable: a
     killed run leaves exactly the rows still pending, which the next one (or the worker's
     maintenance) takes up. Runs from the broadcast's slice job (its marker, its queue)."""

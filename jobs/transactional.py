@@ -17,12 +17,12 @@ from email.utils import formataddr, parseaddr
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from broadside.db import rowcount
-from broadside.models import TransactionalMessage
-from broadside.rendering import RenderedEmail, message_bytes
-from broadside.site_settings import get_settings
-from broadside.timeutil import utcnow
-from broadside.transports import DeliveryError
+from broadside.core.db import rowcount
+from broadside.core.models import TransactionalMessage
+from broadside.core.site_settings import get_settings
+from broadside.core.timeutil import utcnow
+from broadside.delivery.transports import DeliveryError
+from broadside.mail.rendering import RenderedEmail, message_bytes
 from jobs.classify import Step, backoff, classify, next_step
 from jobs.runtime import Runtime
 

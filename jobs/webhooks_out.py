@@ -1,7 +1,7 @@
 """Outgoing webhook deliveries: one short job on the `webhooks` queue, the last a stream's
 worker listens to (broadside/queues.py), so mail never waits for more than one of them.
 
-Safe to import. A job POSTs one small batch of due events (`broadside.outgoing.delivery`:
+Safe to import. A job POSTs one small batch of due events (`broadside.webhooks.posting`:
 claimed before the POST, a few seconds' timeout each, at most `budget` seconds in all) and,
 when more are due, queues its continuation behind whatever else waits. Nothing here paces or
 touches the mail stream: no lease, no pacer, no transport. Events retried later are picked up
@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 from sqlalchemy.orm import Session
 
-from broadside.outgoing import ledger
-from broadside.queues import Jobs
-from broadside.timeutil import utcnow
+from broadside.core.timeutil import utcnow
+from broadside.delivery.queues import Jobs
+from broadside.webhooks import ledger
 from jobs import runtime
 from jobs.database import db
 
 if TYPE_CHECKING:
-    from broadside.outgoing.delivery import Settings
+    from broadside.webhooks.posting import Settings
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +38,9 @@ log = logging.getLogger(__name__)
 
 
 def settings_from(config: dict[str, Any]) -> Settings:
-    from broadside.outgoing import delivery
+    from broadside.webhooks import posting
 
-    return delivery.Settings(
+    return posting.Settings(
         allow_private=bool(config.get("WEBHOOKS_ALLOW_PRIVATE")),
         window=timedelta(seconds=float(config.get("WEBHOOKS_WINDOW_SECONDS", 86400))),
         base_seconds=float(config.get("WEBHOOKS_RETRY_BASE_SECONDS", 30)),
@@ -49,13 +49,13 @@ def settings_from(config: dict[str, Any]) -> Settings:
 
 
 def run_webhooks_job(_: int = 0) -> str:
-    from broadside.outgoing import delivery
+    from broadside.webhooks import posting
 
     rt = runtime.get()
     rt.jobs.clear_marker("webhooks", 0)
     try:
         session = db.session()
-        outcome = delivery.deliver_due(session, settings_from(rt.config))
+        outcome = posting.deliver_due(session, settings_from(rt.config))
         more = ledger.anything_due(session, utcnow())
         session.commit()
     finally:

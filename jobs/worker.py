@@ -10,7 +10,7 @@ and are stopped with it on SIGTERM.
 
 RQ's SimpleWorker runs each job in the stream's process (no forked work-horse), so killing
 it stops that stream's sending at once. Before taking any job a stream takes its lease (at
-once from a holder proven dead, see broadside.lease), repairs its orphans (invariants 5 and
+once from a holder proven dead, see broadside.delivery.lease), repairs its orphans (invariants 5 and
 7), and then listens to its transactional queue before its broadcasts queue. The lease is
 renewed by its own thread (`LeaseKeeper`), maintenance runs on another.
 """
@@ -33,18 +33,18 @@ from sqlalchemy import exists, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from broadside import queues
-from broadside.hourly import HourlyCap
-from broadside.identities import service as identity_service
-from broadside.identities.service import SendingIdentity
-from broadside.lease import RENEW_EVERY_S, Lease, LeaseKeeper
-from broadside.logs import log_context, redact_also, url_passwords
-from broadside.models import BulkAction, Import
-from broadside.providers.factory import make_transport
-from broadside.queues import Jobs
-from broadside.redis_health import not_answering, shown_url
-from broadside.streams import record_rate
-from broadside.waits import add_wait_seconds
+from broadside.core.logs import log_context, redact_also, url_passwords
+from broadside.core.models import BulkAction, Import
+from broadside.core.redis_health import not_answering, shown_url
+from broadside.delivery import queues
+from broadside.delivery.hourly import HourlyCap
+from broadside.delivery.identities import service as identity_service
+from broadside.delivery.identities.service import SendingIdentity
+from broadside.delivery.lease import RENEW_EVERY_S, Lease, LeaseKeeper
+from broadside.delivery.providers.factory import make_transport
+from broadside.delivery.queues import Jobs
+from broadside.delivery.streams import record_rate
+from broadside.delivery.waits import add_wait_seconds
 from jobs import runtime
 from jobs.app import WorkerApp, create_worker_app, schema_state
 from jobs.children import Children
@@ -208,7 +208,7 @@ class RedisWatch:
 
 class Maintenance(threading.Thread):
     """Every few seconds: repairs orphans, promotes schedules, follows the children, reports
-    the stream's rate. (The lease is renewed by its own thread, broadside.lease.LeaseKeeper.)"""
+    the stream's rate. (The lease is renewed by its own thread, broadside.delivery.lease.LeaseKeeper.)"""
 
     def __init__(self, app: WorkerApp, rt: runtime.Runtime, children: Children | None = None) -> None:
         super().__init__(name="broadside-maintenance", daemon=True)

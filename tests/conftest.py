@@ -23,7 +23,7 @@ from redis import Redis
 from werkzeug.security import generate_password_hash
 from werkzeug.serving import make_server
 
-from broadside.models import Owner
+from broadside.core.models import Owner
 from jobs.app import from_flask
 from jobs.worker import run_worker
 from tests.helpers import (
@@ -140,7 +140,7 @@ def backend(request) -> str:
 def database_url(request, backend, tmp_path) -> str:
     if backend == "sqlite":
         template = request.getfixturevalue("sqlite_template")
-        path = tmp_path / "broadside.db"
+        path = tmp_path / "broadside.core.db"
         shutil.copyfile(template, path)
         return f"sqlite:///{path}"
     url = request.getfixturevalue("postgres_database")
@@ -224,7 +224,7 @@ def logged_in_client(client, owner):
 
 @pytest.fixture
 def api_headers(app, owner) -> dict[str, str]:
-    from broadside.accounts import create_token
+    from broadside.core.accounts import create_token
 
     _, plain = create_token(db.session, owner.id, "tests")
     return {"Authorization": f"Bearer {plain}"}

@@ -22,14 +22,14 @@ from urllib.error import HTTPError
 from flask import current_app
 from sqlalchemy import func, insert, select
 
-from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.service import send_broadcast
-from broadside.hourly import HourlyCap
-from broadside.lease import Lease
-from broadside.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
-from broadside.models.sending import DeliveryStatus
-from broadside.queues import Jobs
-from broadside.unsubscribe import tokens
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.core.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
+from broadside.core.models.sending import DeliveryStatus
+from broadside.delivery.hourly import HourlyCap
+from broadside.delivery.lease import Lease
+from broadside.delivery.queues import Jobs
+from broadside.mail import unsubscribe_tokens as tokens
 from jobs.pacing import Pacer
 from jobs.runtime import Runtime
 from webapp import REPO_ROOT

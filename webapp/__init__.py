@@ -1,4 +1,4 @@
-"""Broadside's web app: `create_app()` builds it from the environment (see broadside.config)."""
+"""Broadside's web app: `create_app()` builds it from the environment (see broadside.core.config)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from flask.logging import default_handler
 from redis import Redis
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from broadside import models  # noqa: F401 - registers the tables with the metadata
-from broadside.config import load_config
-from broadside.logs import configure_logging
-from broadside.queues import Jobs
+from broadside.core import models  # noqa: F401 - registers the tables with the metadata
+from broadside.core.config import load_config
+from broadside.core.logs import configure_logging
+from broadside.delivery.queues import Jobs
 from webapp.analytics.views import bp as analytics_bp
 from webapp.api import (  # noqa: F401 - their routes attach to the API blueprint
     audience,

@@ -9,9 +9,9 @@ from flask import Flask
 from flask.cli import AppGroup
 from sqlalchemy import select
 
-from broadside import accounts
-from broadside.errors import DomainError
-from broadside.models import ApiToken, Owner
+from broadside.core import accounts
+from broadside.core.errors import DomainError
+from broadside.core.models import ApiToken, Owner
 from webapp.doctor import report
 from webapp.extensions import db
 

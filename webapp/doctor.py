@@ -31,16 +31,16 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from broadside.broadcasts.service import sender_identity
-from broadside.config import ENV_VARS
-from broadside.identities.service import SendingIdentity
-from broadside.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY, stream_key
-from broadside.logs import mask_query_passwords, url_passwords
-from broadside.providers.factory import make_transport
-from broadside.providers.urls import SMTP_SCHEMES, describe, scheme_of
-from broadside.redis_health import how_to_start, shown_url
-from broadside.timeutil import epoch_to_stored, local_format
-from broadside.transports import DeliveryError, OutboxTransport, SmtpTransport
+from broadside.campaigns.broadcasts.service import sender_identity
+from broadside.core.config import ENV_VARS
+from broadside.core.logs import mask_query_passwords, url_passwords
+from broadside.core.redis_health import how_to_start, shown_url
+from broadside.core.timeutil import epoch_to_stored, local_format
+from broadside.core.transport_urls import SMTP_SCHEMES, describe, scheme_of
+from broadside.delivery.identities.service import SendingIdentity
+from broadside.delivery.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY, stream_key
+from broadside.delivery.providers.factory import make_transport
+from broadside.delivery.transports import DeliveryError, OutboxTransport, SmtpTransport
 from webapp.extensions import db
 from webapp.identities import checks as identity_checks
 from webapp.templating import SYSTEM_TIME, owner_zone
@@ -191,7 +191,7 @@ def check_redis(redis: Redis, url: str) -> Check:
         redis.ping()
         elapsed_ms = (time.monotonic() - started) * 1000
     except RedisError as exc:
-        # The same words as the worker's log and the dashboard (broadside.redis_health).
+        # The same words as the worker's log and the dashboard (broadside.core.redis_health).
         return Check("Redis", False, f"not answering at {shown_url(url)} ({exc})",
                      f"{how_to_start(url)}; it holds the queue and the worker's lease, so nothing "
                      "is sent without it")
@@ -221,7 +221,7 @@ def _epoch(raw: bytes | None) -> float | None:
 
 
 def worker_info(redis: Redis, namespace: str, stream: str = "default") -> WorkerInfo:
-    """Who holds a stream's sending lease (broadside.lease; the default identity's unless
+    """Who holds a stream's sending lease (broadside.delivery.lease; the default identity's unless
     another stream is named), since when, and its last renewal."""
     holder, since, heartbeat = redis.mget(
         stream_key(namespace, LEASE_KEY, stream), stream_key(namespace, SINCE_KEY, stream),

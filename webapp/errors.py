@@ -1,4 +1,4 @@
-"""The one place that maps domain exceptions (`broadside.errors`) and HTTP errors to responses."""
+"""The one place that maps domain exceptions (`broadside.core.errors`) and HTTP errors to responses."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from flask import Flask, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
-from broadside.errors import DomainError
+from broadside.core.errors import DomainError
 
 
 def _wants_json() -> bool:

@@ -12,8 +12,8 @@ from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
 from redis import Redis
 
-from broadside.db import Base
-from broadside.queues import Jobs
+from broadside.core.db import Base
+from broadside.delivery.queues import Jobs
 
 __all__ = ["csrf", "db", "get_jobs", "get_redis", "login_manager", "migrate", "namespaced"]
 

@@ -1,4 +1,4 @@
-"""gunicorn's logger with Broadside's redaction (the rest of logging is `broadside.logs`)."""
+"""gunicorn's logger with Broadside's redaction (the rest of logging is `broadside.core.logs`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 from gunicorn.glogging import Logger as _GunicornBaseLogger
 
-from broadside.logs import REDACTED, RedactFilter, secrets_in
+from broadside.core.logs import REDACTED, RedactFilter, secrets_in
 
 TRACKING_PATHS = ("/t/o/", "/t/c/")  # the analytics pixel and click routes
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from flask import request
 from werkzeug.routing import IntegerConverter
 
-from broadside.errors import ValidationError
+from broadside.core.errors import ValidationError
 
 MAX_DATABASE_ID = 2**31 - 1
 

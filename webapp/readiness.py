@@ -22,9 +22,9 @@ from flask import Flask, current_app
 from redis import Redis
 from redis.exceptions import RedisError
 
-from broadside.identities.service import resolve
-from broadside.redis_health import not_answering
-from broadside.timeutil import epoch_to_stored, in_zone, local_format
+from broadside.core.redis_health import not_answering
+from broadside.core.timeutil import epoch_to_stored, in_zone, local_format
+from broadside.delivery.identities.service import resolve
 from webapp.doctor import SmtpCheck, WorkerInfo, last_smtp_check, worker_info
 from webapp.extensions import db
 from webapp.identities import checks as identity_checks
@@ -59,7 +59,7 @@ class SendingReadiness:
 
     @property
     def redis_problem(self) -> str:
-        """Where Redis is not answering and how to start it (`broadside.redis_health`)."""
+        """Where Redis is not answering and how to start it (`broadside.core.redis_health`)."""
         return not_answering(self.redis_url)
 
     @property

@@ -13,8 +13,8 @@ from typing import TypeVar
 from flask import Flask, Response, redirect, url_for
 from flask_login import current_user
 
-from broadside import accounts
-from broadside.models import Owner
+from broadside.core import accounts
+from broadside.core.models import Owner
 from webapp.extensions import db, login_manager
 from webapp.htmx import make_response, request
 

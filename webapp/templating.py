@@ -2,7 +2,7 @@
 times in the owner's time zone and numbers with thousands separators.
 
 Every time a page shows goes through `local_time` (a stored moment) or `epoch_time` (a time
-Redis keeps), both `broadside.timeutil.local_format`: the owner's zone, named by one label
+Redis keeps), both `broadside.core.timeutil.local_format`: the owner's zone, named by one label
 wherever a format says `%Z` (`zone_label()` alone names it in a column's heading). Pages
 differ only in the format they pass: `local_time(moment)` is `2025-03-01 14:05`; `WITH_ZONE`
 adds the zone (`2025-03-01 14:05 GMT`), `SYSTEM_TIME` seconds and the zone, and so on. No
@@ -18,9 +18,9 @@ from zoneinfo import ZoneInfo
 from flask import Flask, g
 from sqlalchemy.exc import SQLAlchemyError
 
-from broadside.site_settings import owner_zone as settings_zone
-from broadside.timeutil import epoch_to_stored, in_zone, local_format, utcnow
-from broadside.timeutil import zone_label as label_of
+from broadside.core.site_settings import owner_zone as settings_zone
+from broadside.core.timeutil import epoch_to_stored, in_zone, local_format, utcnow
+from broadside.core.timeutil import zone_label as label_of
 from webapp.extensions import db
 
 DEFAULT_TIME = "%Y-%m-%d %H:%M"

@@ -54,16 +54,16 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import Float
 
-from broadside.errors import ValidationError
-from broadside.models import Delivery, Subscriber, Subscription
-from broadside.models.sending import DeliveryStatus
+from broadside.core.errors import ValidationError
+from broadside.core.models import Delivery, Subscriber, Subscription
+from broadside.core.models.sending import DeliveryStatus
 
 MAX_DEPTH = 5  # groups inside groups: the top group is depth 1
 MAX_CONDITIONS = 50
 MAX_TEXT = 320
 MAX_DAYS = 36500
 MAX_ID = 2**31 - 1  # ids are 32-bit integers on PostgreSQL
-MAX_KEY = 100  # as long as an attribute name may be (broadside.subscribers.service)
+MAX_KEY = 100  # as long as an attribute name may be (broadside.audience.subscribers.service)
 
 TEXT_OPS = ("equals", "contains", "ends_with")
 ATTRIBUTE_OPS = ("equals", "not_equals", "contains", "exists", "not_exists", "gt", "lt",

@@ -13,12 +13,14 @@ from sqlalchemy import ColumnElement, delete, exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from broadside.db import rowcount
-from broadside.errors import Conflict, NotFound, ValidationError
-from broadside.logs import owner_action
-from broadside.models import Automation, Broadcast, MailingList, Segment, Subscriber
-from broadside.models.automations import AutomationStatus
-from broadside.models.sending import BroadcastStatus
+from broadside.core.db import rowcount
+from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.logs import owner_action
+from broadside.core.models import Automation, Broadcast, MailingList, Segment, Subscriber
+from broadside.core.models.automations import AutomationStatus
+from broadside.core.models.sending import BroadcastStatus
+from broadside.core.site_settings import owner_zone
+from broadside.core.timeutil import utcnow
 from broadside.segments.rules import (
     Context,
     Group,
@@ -28,8 +30,6 @@ from broadside.segments.rules import (
     compile_rules,
     parse,
 )
-from broadside.site_settings import owner_zone
-from broadside.timeutil import utcnow
 
 MAX_NAME = 200
 SAMPLE_SIZE = 10
@@ -216,7 +216,7 @@ def sample(session: Session, segment: Segment | Group, limit: int = SAMPLE_SIZE)
 def summary(session: Session, segment: Segment | Group) -> dict[str, Any]:
     """Who a send to this segment would reach now, and who the rules match but a send would
     skip, and why (suppressed, or not active on any list) -- the shape of
-    `broadside.broadcasts.service.audience_summary`."""
+    `broadside.campaigns.broadcasts.service.audience_summary`."""
     group = segment if isinstance(segment, Group) else rules_of(segment)
     ctx = context(session)
     subscribed = active_somewhere()

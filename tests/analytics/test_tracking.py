@@ -12,12 +12,12 @@ from html import unescape
 import pytest
 from sqlalchemy import func, insert, inspect, select, text, update
 
-from broadside.analytics import modes
-from broadside.analytics.counting import record_open
-from broadside.analytics.tokens import OpenClaim, TrackingTokens
-from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.service import send_broadcast
-from broadside.models import (
+from broadside.campaigns.analytics import modes
+from broadside.campaigns.analytics.counting import record_open
+from broadside.campaigns.analytics.tokens import OpenClaim, TrackingTokens
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.core.models import (
     Broadcast,
     Delivery,
     MailingList,
@@ -26,7 +26,7 @@ from broadside.models import (
     TrackedLink,
     TrackingDay,
 )
-from broadside.unsubscribe.tokens import Tokens
+from broadside.mail.unsubscribe_tokens import Tokens
 from tests.helpers import csrf_token_from, make_list, while_the_server_takes
 from webapp.extensions import db, get_jobs
 

@@ -9,10 +9,10 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from broadside.automations import entering, lifecycle
-from broadside.automations import service as automations
-from broadside.errors import Conflict, ValidationError
-from broadside.models import (
+from broadside.campaigns.automations import entering, lifecycle
+from broadside.campaigns.automations import service as automations
+from broadside.core.errors import Conflict, ValidationError
+from broadside.core.models import (
     AutomationEntry,
     AutomationMessage,
     AutomationRevision,
@@ -167,8 +167,8 @@ def test_a_bad_automation_is_refused_with_a_message_naming_the_problem(app):
 
 
 def test_erasing_a_person_and_deleting_a_list_forget_them_in_the_automation_rows(app):
-    from broadside.lists.service import delete_list
-    from broadside.subscribers.service import erase
+    from broadside.audience.lists import delete_list
+    from broadside.audience.subscribers.service import erase
 
     list_id, other = a_list(), a_list("Other")
     automation = welcome(app, list_id).id

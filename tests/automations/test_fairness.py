@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from broadside.automations import service as automations
-from broadside.subscribers import service as subscribers
+from broadside.audience.subscribers import service as subscribers
+from broadside.campaigns.automations import service as automations
 from jobs.sending import MAX_BATCH
 from tests.helpers import broadcast_status, make_list, start_broadcast
 from webapp.extensions import db

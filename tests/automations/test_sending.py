@@ -8,11 +8,11 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from broadside.automations import entering
-from broadside.automations import service as automations
-from broadside.models import Automation, AutomationMessage, MailingList, Subscriber, Subscription
-from broadside.subscribers import service as subscribers
-from broadside.timeutil import utcnow
+from broadside.audience.subscribers import service as subscribers
+from broadside.campaigns.automations import entering
+from broadside.campaigns.automations import service as automations
+from broadside.core.models import Automation, AutomationMessage, MailingList, Subscriber, Subscription
+from broadside.core.timeutil import utcnow
 from tests.helpers import wait_until, while_the_server_takes
 from webapp.extensions import db
 

@@ -13,11 +13,11 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import update
 
-from broadside.analytics.counting import bump_day
-from broadside.analytics.tokens import TrackingTokens
-from broadside.broadcasts import drafts
-from broadside.models import MailingList, TrackedLink
-from broadside.site_settings import update_settings
+from broadside.campaigns.analytics.counting import bump_day
+from broadside.campaigns.analytics.tokens import TrackingTokens
+from broadside.campaigns.broadcasts import drafts
+from broadside.core.models import MailingList, TrackedLink
+from broadside.core.site_settings import update_settings
 from tests.browser.steps import sign_in
 from tests.helpers import make_list
 from webapp.extensions import db

@@ -9,10 +9,10 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.service import send_broadcast
-from broadside.lists import service as lists
-from broadside.models import Subscriber, Subscription
+from broadside.audience import lists as lists
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.core.models import Subscriber, Subscription
 from tests.browser.steps import sign_in
 from webapp.extensions import db, get_jobs
 

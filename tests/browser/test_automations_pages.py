@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from broadside.automations import entering, lifecycle
-from broadside.automations import service as automations
-from broadside.models import MailingList, Subscriber, Subscription
+from broadside.campaigns.automations import entering, lifecycle
+from broadside.campaigns.automations import service as automations
+from broadside.core.models import MailingList, Subscriber, Subscription
 from tests.browser.steps import sign_in
 from webapp.extensions import db
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from broadside.broadcasts import cancelling, service
-from broadside.broadcasts import snapshot as audience
-from broadside.site_settings import update_settings
+from broadside.campaigns.broadcasts import cancelling, service
+from broadside.campaigns.broadcasts import snapshot as audience
+from broadside.core.site_settings import update_settings
 from tests.browser.steps import sign_in
 from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db

@@ -1,9 +1,9 @@
 import pytest
 from playwright.sync_api import Page, expect
 
-from broadside.broadcasts import drafts
-from broadside.models import Broadcast, MailingList
-from broadside.site_settings import update_settings
+from broadside.campaigns.broadcasts import drafts
+from broadside.core.models import Broadcast, MailingList
+from broadside.core.site_settings import update_settings
 from tests.browser.steps import sign_in
 from tests.helpers import OWNER_EMAIL
 from webapp.extensions import db

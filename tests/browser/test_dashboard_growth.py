@@ -12,10 +12,10 @@ from playwright.sync_api import Page, expect
 from redis import Redis
 from sqlalchemy import insert
 
-from broadside.broadcasts import drafts
-from broadside.models import MailingList, Subscriber, Subscription
-from broadside.site_settings import update_settings
-from broadside.timeutil import utcnow
+from broadside.campaigns.broadcasts import drafts
+from broadside.core.models import MailingList, Subscriber, Subscription
+from broadside.core.site_settings import update_settings
+from broadside.core.timeutil import utcnow
 from tests.browser.steps import sign_in
 from tests.smtp_server import free_port
 from webapp.extensions import db

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from broadside.broadcasts import evidence, service
+from broadside.campaigns.broadcasts import evidence, service
 from tests.browser.steps import sign_in
 from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db
@@ -60,7 +60,7 @@ def test_a_search_goes_window_by_window_until_it_finds(
 
 def test_the_subscriber_search_window_and_its_total(page: Page, live_server, owner, monkeypatch,
                                                      screenshot_dir):
-    from broadside.subscribers import search
+    from broadside.audience.subscribers import search
 
     monkeypatch.setattr(search, "SCAN_WINDOW", 10)
     make_list(db.session, 35, name="Weekly readers")

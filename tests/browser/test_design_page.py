@@ -10,9 +10,9 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from broadside.lists import service as lists
-from broadside.models import Subscriber, Subscription
-from broadside.site_settings import update_settings
+from broadside.audience import lists as lists
+from broadside.core.models import Subscriber, Subscription
+from broadside.core.site_settings import update_settings
 from tests.browser.steps import sign_in
 from tests.design_images import png
 from tests.helpers import make_token

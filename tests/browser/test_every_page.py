@@ -23,26 +23,27 @@ from flask import Flask, url_for
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
-from broadside import accounts, design
-from broadside.archive import service as archive
-from broadside.archive.links import ViewTokens
-from broadside.automations import entering
-from broadside.automations import service as automations
-from broadside.broadcasts import drafts
-from broadside.broadcasts.service import send_broadcast
-from broadside.identities import service as identities
-from broadside.lists import service as lists
-from broadside.models import Delivery, Subscriber, Subscription, WebhookEndpoint, WebhookMessage
-from broadside.models.automations import AutomationStep
-from broadside.outgoing import EVENT_TYPES
+from broadside.audience import lists as lists
+from broadside.audience import signup as signup
+from broadside.audience.subscribers import bulk
+from broadside.audience.subscribers.search import Filters
+from broadside.audience.transfer.importer import import_dir, import_path, process, receive_upload
+from broadside.audience.unsubscribe.suppression import record_bounce, suppress
+from broadside.campaigns.archive import service as archive
+from broadside.campaigns.archive.links import ViewTokens
+from broadside.campaigns.automations import entering
+from broadside.campaigns.automations import service as automations
+from broadside.campaigns.broadcasts import drafts
+from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.core import accounts
+from broadside.core.models import Delivery, Subscriber, Subscription, WebhookEndpoint, WebhookMessage
+from broadside.core.models.automations import AutomationStep
+from broadside.core.site_settings import update_settings
+from broadside.core.timeutil import utcnow
+from broadside.delivery.identities import service as identities
+from broadside.mail import design
 from broadside.segments import service as segments
-from broadside.signup import service as signup
-from broadside.site_settings import update_settings
-from broadside.subscribers import bulk
-from broadside.subscribers.importer import import_dir, import_path, process, receive_upload
-from broadside.subscribers.search import Filters
-from broadside.timeutil import utcnow
-from broadside.unsubscribe.suppression import record_bounce, suppress
+from broadside.webhooks import EVENT_TYPES
 from jobs.app import from_flask
 from jobs.worker import run_worker
 from tests.browser.steps import sign_in

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from playwright.sync_api import Page, expect
 
-from broadside.broadcasts import compaction
-from broadside.timeutil import utcnow
+from broadside.campaigns.broadcasts import compaction
+from broadside.core.timeutil import utcnow
 from tests.browser.steps import sign_in
 from tests.browser.test_webhooks_page import WIDTHS, fits
 from tests.jobs.test_compaction import sent_broadcast

@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from broadside.broadcasts import drafts
-from broadside.identities import lifecycle
-from broadside.identities import service as identities
-from broadside.lease import Lease
-from broadside.models import MailingList
-from broadside.site_settings import update_settings
-from broadside.streams import record_rate
+from broadside.campaigns.broadcasts import drafts
+from broadside.core.models import MailingList
+from broadside.core.site_settings import update_settings
+from broadside.delivery.identities import lifecycle
+from broadside.delivery.identities import service as identities
+from broadside.delivery.lease import Lease
+from broadside.delivery.streams import record_rate
 from tests.browser.steps import sign_in
 from tests.smtp_server import free_port
 from webapp.extensions import db

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from broadside.lists import service as lists
-from broadside.models import Subscriber, Subscription
+from broadside.audience import lists as lists
+from broadside.core.models import Subscriber, Subscription
 from tests.browser.steps import sign_in
 from webapp.extensions import db
 
@@ -109,7 +109,7 @@ def test_a_running_import_shows_its_exact_total(page: Page, live_server, owner, 
                                                 screenshot_dir):
     """A million-row import half way: the rows read of the file's counted rows, a bar at the
     exact share (the worker counted the file before writing; nothing estimated)."""
-    from broadside.models import Import
+    from broadside.core.models import Import
 
     weekly = lists.create_list(db.session, "Monthly news")
     record = Import(list_id=weekly.id, filename="everyone-we-ever-met.csv", status="running",

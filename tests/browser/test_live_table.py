@@ -12,9 +12,9 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
-from broadside.broadcasts import service
-from broadside.models import Delivery
-from broadside.site_settings import update_settings
+from broadside.campaigns.broadcasts import service
+from broadside.core.models import Delivery
+from broadside.core.site_settings import update_settings
 from tests.browser.steps import sign_in
 from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db

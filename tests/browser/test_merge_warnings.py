@@ -6,9 +6,9 @@ Desktop and phone."""
 import pytest
 from playwright.sync_api import Page, expect
 
-from broadside.broadcasts import drafts
-from broadside.models import MailingList, Subscriber, Subscription
-from broadside.site_settings import update_settings
+from broadside.campaigns.broadcasts import drafts
+from broadside.core.models import MailingList, Subscriber, Subscription
+from broadside.core.site_settings import update_settings
 from tests.browser.steps import sign_in
 from webapp.extensions import db
 

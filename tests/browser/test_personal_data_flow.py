@@ -7,8 +7,8 @@ import json
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from broadside.models import Subscriber, TransactionalMessage
-from broadside.timeutil import utcnow
+from broadside.core.models import Subscriber, TransactionalMessage
+from broadside.core.timeutil import utcnow
 from tests.helpers import make_token
 from tests.webapp.test_unsubscribe import add_list, add_subscriber
 from webapp.extensions import db

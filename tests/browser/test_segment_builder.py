@@ -7,8 +7,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
-from broadside.models import MailingList, Segment, Subscriber, Subscription
-from broadside.timeutil import utcnow
+from broadside.core.models import MailingList, Segment, Subscriber, Subscription
+from broadside.core.timeutil import utcnow
 from tests.browser.steps import sign_in
 from webapp.extensions import db
 

@@ -11,9 +11,9 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
-from broadside.broadcasts import drafts
-from broadside.models import Broadcast, Subscriber, Subscription
-from broadside.site_settings import update_settings
+from broadside.campaigns.broadcasts import drafts
+from broadside.core.models import Broadcast, Subscriber, Subscription
+from broadside.core.site_settings import update_settings
 from tests.browser.steps import sign_in
 from tests.helpers import make_list, make_token, unsubscribe_url, wait_until
 from webapp.extensions import db

@@ -7,8 +7,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
-from broadside.lists import service as lists
-from broadside.models import Subscriber, Subscription, TransactionalMessage
+from broadside.audience import lists as lists
+from broadside.core.models import Subscriber, Subscription, TransactionalMessage
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD
 from webapp.extensions import db
 

@@ -10,8 +10,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import func, select
 
-from broadside.lists import service as lists
-from broadside.models import Subscription
+from broadside.audience import lists as lists
+from broadside.core.models import Subscription
 from tests.browser.steps import sign_in
 from tests.helpers import make_list
 from webapp.extensions import db

@@ -10,7 +10,7 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from broadside.outgoing.signing import verify
+from broadside.webhooks.signing import verify
 from tests.browser.steps import sign_in
 from tests.outgoing.receiver import Receiver
 

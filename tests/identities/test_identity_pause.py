@@ -8,10 +8,10 @@ import signal
 import pytest
 from sqlalchemy import select
 
-from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.service import resume_broadcast, send_broadcast, send_test
-from broadside.identities import service as identities
-from broadside.models import Identity, TransactionalMessage
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.campaigns.broadcasts.service import resume_broadcast, send_broadcast, send_test
+from broadside.core.models import Identity, TransactionalMessage
+from broadside.delivery.identities import service as identities
 from jobs.app import from_flask
 from jobs.worker import run_worker
 from tests.helpers import assert_nobody_twice, broadcast_row, get_jobs, make_list, statuses
@@ -96,7 +96,7 @@ def test_a_refused_login_pauses_the_identity_and_only_it(app, smtp_server, locke
 def test_resuming_the_default_identitys_broadcast_lifts_its_pause(app, smtp_server):
     """The default identity pauses on the settings row (it is no row of its own)."""
     app.config["SMTP_URL"] = smtp_server.url
-    from broadside.identities import lifecycle
+    from broadside.delivery.identities import lifecycle
 
     assert lifecycle.pause(db.session, None, "535 refused")
     db.session.commit()

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.service import send_broadcast
-from broadside.identities import service as identities
-from broadside.models import Broadcast, Identity
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.core.models import Broadcast, Identity
+from broadside.delivery.identities import service as identities
 from tests.helpers import (
     assert_nobody_twice,
     broadcast_status,

@@ -14,11 +14,11 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from broadside.broadcasts import cancelling, ledger, service
-from broadside.broadcasts import snapshot as audience_snapshot
-from broadside.broadcasts.progress import read_progress
-from broadside.errors import Conflict
-from broadside.models import Delivery, Event
+from broadside.campaigns.broadcasts import cancelling, ledger, service
+from broadside.campaigns.broadcasts import snapshot as audience_snapshot
+from broadside.campaigns.broadcasts.progress import read_progress
+from broadside.core.errors import Conflict
+from broadside.core.models import Delivery, Event
 from jobs.maintenance import ensure_jobs
 from tests.helpers import (
     assert_ledger_consistent,
@@ -115,7 +115,7 @@ def test_a_large_cancel_answers_at_once_and_the_worker_skips_the_rest(
     reasons = set(db.session.scalars(select(Delivery.reason).where(Delivery.broadcast_id == bid)))
     assert reasons == {"cancelled"}
     # Each recipient's timeline still shows the skip (the row is its evidence, no event).
-    from broadside.broadcasts.evidence import delivery_timeline
+    from broadside.campaigns.broadcasts.evidence import delivery_timeline
 
     one = db.session.scalar(select(Delivery.id).where(Delivery.broadcast_id == bid).limit(1))
     moments = [(m.kind, m.words) for m in delivery_timeline(db.session, bid, one).moments]
@@ -153,7 +153,7 @@ def test_a_skip_cut_short_resumes_from_the_rows_still_pending(app, small_inline,
     assert counters(bid) == statuses(bid)
 
     # The worker's maintenance notices the cancelled broadcast with rows pending: one job.
-    from broadside.queues import SLICE_JOB
+    from broadside.delivery.queues import SLICE_JOB
 
     rt = worker_runtime(app, transport=None)
     ensure_jobs(db.session, rt)
@@ -185,8 +185,8 @@ def test_a_deleted_identitys_cancelled_broadcast_is_skipped_by_the_default_strea
         app, small_inline, monkeypatch):
     """An identity may be deleted once its broadcast is cancelled; its stream is gone with it,
     so the default stream's maintenance takes up the skip (it sends nothing)."""
-    from broadside.identities import service as identities
-    from broadside.models import Broadcast
+    from broadside.core.models import Broadcast
+    from broadside.delivery.identities import service as identities
     from jobs import runtime, tasks
 
     identity = identities.create(db.session, identities.parse_input(

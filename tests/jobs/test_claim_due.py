@@ -8,9 +8,9 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from broadside.broadcasts import ledger
-from broadside.models import Delivery, Event
-from broadside.timeutil import utcnow
+from broadside.campaigns.broadcasts import ledger
+from broadside.core.models import Delivery, Event
+from broadside.core.timeutil import utcnow
 from tests.helpers import counters, make_list, start_broadcast
 from webapp.extensions import db
 

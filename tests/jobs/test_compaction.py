@@ -10,13 +10,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from broadside.broadcasts import compaction, ledger, lifecycle
-from broadside.broadcasts.evidence import delivery_timeline
-from broadside.message_refs import delivery_message_id
-from broadside.models import Broadcast, Delivery, Event, SiteSettings, Subscriber
-from broadside.site_settings import SettingsError, get_settings, update_history_retention
-from broadside.timeutil import utcnow
-from broadside.unsubscribe.service import record_complaint
+from broadside.audience.unsubscribe.service import record_complaint
+from broadside.campaigns.broadcasts import compaction, ledger, lifecycle
+from broadside.campaigns.broadcasts.evidence import delivery_timeline
+from broadside.core.models import Broadcast, Delivery, Event, SiteSettings, Subscriber
+from broadside.core.site_settings import SettingsError, get_settings, update_history_retention
+from broadside.core.timeutil import utcnow
+from broadside.mail.message_refs import delivery_message_id
 from jobs.compaction import ensure_compaction
 from tests.helpers import csrf_token_from, make_list, start_broadcast
 from webapp.extensions import db, get_jobs

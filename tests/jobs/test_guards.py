@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from broadside.broadcasts import ledger
-from broadside.models import Delivery
-from broadside.transports import DeliveryError, SmtpTransport
+from broadside.campaigns.broadcasts import ledger
+from broadside.core.models import Delivery
+from broadside.delivery.transports import DeliveryError, SmtpTransport
 from jobs.classify import Verdict, backoff, classify
 from jobs.pacing import Pacer
 from jobs.runtime import Runtime
@@ -103,7 +103,7 @@ def test_a_worker_that_lost_the_lease_sends_nothing(app, smtp_server, make_runti
 def test_skipped_rows_cost_no_delay_while_sent_and_failed_rows_do(app, smtp_server, make_runtime):
     from sqlalchemy import update
 
-    from broadside.models import Subscription
+    from broadside.core.models import Subscription
 
     weekly = make_list(db.session, 6)
     broadcast = start_broadcast(app, weekly, enqueue=False)
@@ -139,7 +139,7 @@ def test_the_recheck_comes_after_the_pace_wait_not_before_it(app, smtp_server, m
     before their send is skipped (the re-check is made at the end of the wait)."""
     from sqlalchemy import update
 
-    from broadside.models import Subscription
+    from broadside.core.models import Subscription
 
     weekly = make_list(db.session, 3)
     broadcast = start_broadcast(app, weekly, enqueue=False)

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from broadside.models import BulkAction
-from broadside.queues import IMPORTS
+from broadside.core.models import BulkAction
+from broadside.delivery.queues import IMPORTS
 from jobs.worker import recover_interrupted
 from webapp import REPO_ROOT
 from webapp.extensions import db, get_jobs
@@ -16,7 +16,7 @@ from webapp.extensions import db, get_jobs
 
 def test_a_worker_that_only_sends_holds_neither_the_importer_nor_the_bulk_actions():
     probe = ("import sys, jobs.worker, jobs.tasks; "
-             "print(sorted(m for m in ('jobs.imports', 'jobs.bulk', 'broadside.subscribers.importer') "
+             "print(sorted(m for m in ('jobs.imports', 'jobs.bulk', 'broadside.audience.transfer.importer') "
              "if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True,
                             text=True, check=True).stdout.strip()

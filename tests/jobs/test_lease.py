@@ -1,6 +1,6 @@
 import time
 
-from broadside.lease import Lease
+from broadside.delivery.lease import Lease
 
 
 def test_only_one_holder_and_release(app, namespace):
@@ -17,9 +17,9 @@ def test_only_one_holder_and_release(app, namespace):
 
 
 def test_lease_of_a_dead_holder_expires(app, namespace, monkeypatch):
-    import broadside.lease
+    import broadside.delivery.lease
 
-    monkeypatch.setattr(broadside.lease, "TTL_MS", 200)
+    monkeypatch.setattr(broadside.delivery.lease, "TTL_MS", 200)
     redis = app.extensions["broadside_redis"]
     dead, next_worker = Lease(redis, namespace, "dead"), Lease(redis, namespace, "next")
     assert dead.try_acquire()

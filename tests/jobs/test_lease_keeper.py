@@ -14,8 +14,16 @@ from pathlib import Path
 
 import pytest
 
-import broadside.lease
-from broadside.lease import DRIFT_S, TTL_MS, Lease, LeaseKeeper, LeaseLost, own_proof, provably_dead
+import broadside.delivery.lease
+from broadside.delivery.lease import (
+    DRIFT_S,
+    TTL_MS,
+    Lease,
+    LeaseKeeper,
+    LeaseLost,
+    own_proof,
+    provably_dead,
+)
 from jobs.runtime import LeasedPacer
 from tests.conftest import REDIS_URL
 
@@ -27,7 +35,7 @@ pytestmark = pytest.mark.slow
 HOLDER = """
 import sys, time
 from redis import Redis
-from broadside.lease import Lease, LeaseKeeper, LeaseLost
+from broadside.delivery.lease import Lease, LeaseKeeper, LeaseLost
 from jobs.runtime import LeasedPacer
 redis = Redis.from_url(sys.argv[1], socket_timeout=1)
 lease = Lease(redis, sys.argv[2], identity=sys.argv[3])
@@ -192,7 +200,7 @@ def test_the_pace_callback_waits_for_a_renewal_and_refuses_a_lost_lease(redis_cl
     renewed.join()
     # The key is someone else's now: the keeper's next renewal fails, and the send is refused.
     redis.set(lease.key, "someone-else")
-    monkeypatch.setattr(broadside.lease, "RENEW_EVERY_S", 0.05)
+    monkeypatch.setattr(broadside.delivery.lease, "RENEW_EVERY_S", 0.05)
     keeper.start()
     deadline = time.monotonic() + 5
     while not keeper.lost.is_set():

@@ -8,11 +8,11 @@ from datetime import datetime
 
 from sqlalchemy import BindParameter, insert, select, update
 
-from broadside.broadcasts import lifecycle
-from broadside.broadcasts.lifecycle import NOW, TRANSITIONS
-from broadside.models import Broadcast, Delivery, Event
-from broadside.models.sending import BroadcastStatus
-from broadside.timeutil import utcnow
+from broadside.campaigns.broadcasts import lifecycle
+from broadside.campaigns.broadcasts.lifecycle import NOW, TRANSITIONS
+from broadside.core.models import Broadcast, Delivery, Event
+from broadside.core.models.sending import BroadcastStatus
+from broadside.core.timeutil import utcnow
 from tests.helpers import make_list
 from webapp.extensions import db
 

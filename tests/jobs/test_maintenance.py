@@ -7,14 +7,14 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from broadside import queues
-from broadside.broadcasts import ledger
-from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.lifecycle import MAX_AUTO_RESUMES
-from broadside.hourly import HourlyCap
-from broadside.models import Broadcast, Delivery, TransactionalMessage
-from broadside.timeutil import utcnow
-from broadside.transports import SmtpTransport
+from broadside.campaigns.broadcasts import ledger
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.campaigns.broadcasts.lifecycle import MAX_AUTO_RESUMES
+from broadside.core.models import Broadcast, Delivery, TransactionalMessage
+from broadside.core.timeutil import utcnow
+from broadside.delivery import queues
+from broadside.delivery.hourly import HourlyCap
+from broadside.delivery.transports import SmtpTransport
 from jobs.maintenance import ensure_jobs, mark_orphans_unknown
 from jobs.sending import Slice
 from tests.helpers import counters, make_list, start_broadcast, worker_runtime

@@ -3,7 +3,7 @@ RQ's prefix (`rq:job:<id>`), not under the queue's name, and have no TTL while q
 
 from __future__ import annotations
 
-from broadside.queues import BROADCASTS, Jobs
+from broadside.delivery.queues import BROADCASTS, Jobs
 from tests.helpers import forget_namespace
 
 

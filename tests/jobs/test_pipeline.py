@@ -8,9 +8,9 @@ from email import message_from_bytes, policy
 import pytest
 from sqlalchemy import select, update
 
-from broadside.broadcasts.evidence import delivery_timeline
-from broadside.message_refs import delivery_message_id
-from broadside.models import Broadcast, Delivery, Event, Subscription
+from broadside.campaigns.broadcasts.evidence import delivery_timeline
+from broadside.core.models import Broadcast, Delivery, Event, Subscription
+from broadside.mail.message_refs import delivery_message_id
 from tests.helpers import counters, make_list, start_broadcast, statuses, while_the_server_takes
 from tests.smtp_server import paired
 from webapp.extensions import db, get_jobs
@@ -106,7 +106,7 @@ def test_unsubscribe_during_the_send_is_honoured_at_that_persons_turn(app, smtp_
 
 
 def test_suppressed_and_erased_people_are_skipped_with_reason(app, smtp_server, run_worker_burst):
-    from broadside.models import Subscriber
+    from broadside.core.models import Subscriber
 
     weekly = make_list(db.session, 3)
     broadcast = start_broadcast(app, weekly)
@@ -171,7 +171,7 @@ def test_permanent_recipient_error_fails_one_row_and_the_rest_go(app, smtp_serve
 
 
 def test_channel_error_pauses_with_reason_and_resume_completes(app, smtp_server, run_worker_burst):
-    from broadside.broadcasts.service import resume_broadcast
+    from broadside.campaigns.broadcasts.service import resume_broadcast
 
     weekly = make_list(db.session, 4)
     broadcast = start_broadcast(app, weekly)
@@ -205,7 +205,7 @@ def test_connection_lost_after_data_is_unknown_and_never_resent(app, smtp_server
 
 
 def test_owner_can_send_unknown_rows_again_explicitly(app, smtp_server, run_worker_burst):
-    from broadside.broadcasts.service import retry_deliveries
+    from broadside.campaigns.broadcasts.service import retry_deliveries
 
     weekly = make_list(db.session, 2)
     broadcast = start_broadcast(app, weekly)
@@ -219,7 +219,7 @@ def test_owner_can_send_unknown_rows_again_explicitly(app, smtp_server, run_work
 
 
 def test_pause_and_cancel_by_owner(app, smtp_server, run_worker_burst):
-    from broadside.broadcasts.service import cancel_broadcast, pause_broadcast, resume_broadcast
+    from broadside.campaigns.broadcasts.service import cancel_broadcast, pause_broadcast, resume_broadcast
 
     weekly = make_list(db.session, 5)
     broadcast = start_broadcast(app, weekly)
@@ -261,10 +261,10 @@ def test_pause_arriving_mid_send_stops_within_one_send(app, smtp_server, run_wor
 
 
 def test_transactional_test_send_is_marked_and_delivered(app, smtp_server, run_worker_burst):
-    from broadside.broadcasts.service import send_test
+    from broadside.campaigns.broadcasts.service import send_test
 
     weekly = make_list(db.session, 0)
-    from broadside.broadcasts.drafts import create_draft
+    from broadside.campaigns.broadcasts.drafts import create_draft
 
     draft = create_draft(db.session, list_id=weekly.id, subject="Draft {{ name }}", body="Body")
     send_test(db.session, draft.id, "Tester@Example.com", default_from=app.config["MAIL_FROM"],
@@ -274,7 +274,7 @@ def test_transactional_test_send_is_marked_and_delivered(app, smtp_server, run_w
     assert smtp_server.recipients() == ["tester@example.com"]
     assert message["Subject"].startswith("[Test] Draft")
     assert message["X-Broadside-Kind"] == "test"
-    from broadside.models import TransactionalMessage
+    from broadside.core.models import TransactionalMessage
 
     row = db.session.scalars(select(TransactionalMessage)).one()
     assert (row.status, row.message_id) == ("sent", message["Message-ID"])
@@ -284,8 +284,8 @@ def test_transactional_test_send_is_marked_and_delivered(app, smtp_server, run_w
 def test_a_test_send_to_a_subscriber_fills_in_their_merge_fields(app, smtp_server, run_worker_burst):
     """An owner testing on their own subscription sees what they would receive; any other
     address gets the fields' defaults."""
-    from broadside.broadcasts.drafts import create_draft
-    from broadside.broadcasts.service import send_test
+    from broadside.campaigns.broadcasts.drafts import create_draft
+    from broadside.campaigns.broadcasts.service import send_test
 
     weekly = make_list(db.session, 1)
     draft = create_draft(db.session, list_id=weekly.id, subject='Hello {{ name or "friend" }}', body="Body")
@@ -338,7 +338,7 @@ def test_outbox_transport_writes_eml_files_when_no_smtp(app, smtp_server):
 
 
 def test_an_address_the_sender_cannot_put_on_the_wire_fails_only_that_row(app, smtp_server, run_worker_burst):
-    from broadside.models import Subscriber
+    from broadside.core.models import Subscriber
 
     weekly = make_list(db.session, 3)
     broadcast = start_broadcast(app, weekly)
@@ -355,7 +355,7 @@ def test_an_address_the_sender_cannot_put_on_the_wire_fails_only_that_row(app, s
 
 
 def test_a_delivery_that_goes_through_ends_a_run_of_soft_bounces(app, smtp_server, run_worker_burst):
-    from broadside.models import Subscriber
+    from broadside.core.models import Subscriber
 
     weekly = make_list(db.session, 3)
     db.session.execute(

@@ -8,7 +8,7 @@ import zlib
 
 from rq import Queue
 
-from broadside.queues import BROADCASTS
+from broadside.delivery.queues import BROADCASTS
 from webapp.extensions import get_jobs
 
 

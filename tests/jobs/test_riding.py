@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select, update
 
-from broadside.models import Broadcast, Delivery, Subscriber, Subscription
+from broadside.core.models import Broadcast, Delivery, Subscriber, Subscription
 from tests.helpers import (
     assert_ledger_consistent,
     assert_nobody_twice,

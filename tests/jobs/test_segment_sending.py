@@ -7,14 +7,14 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.evidence import delivery_timeline
-from broadside.broadcasts.launch import send_plan
-from broadside.broadcasts.service import send_broadcast
-from broadside.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
+from broadside.audience.subscribers import service as subscribers_service
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.campaigns.broadcasts.evidence import delivery_timeline
+from broadside.campaigns.broadcasts.launch import send_plan
+from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.core.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
+from broadside.core.timeutil import utcnow
 from broadside.segments import service as segments
-from broadside.subscribers import service as subscribers_service
-from broadside.timeutil import utcnow
 from tests.helpers import counters, read_token, statuses
 from webapp.extensions import db, get_jobs
 

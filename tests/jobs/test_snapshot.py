@@ -1,4 +1,4 @@
-"""The audience snapshot in chunks (broadside.broadcasts.snapshot), on SQLite and PostgreSQL,
+"""The audience snapshot in chunks (broadside.campaigns.broadcasts.snapshot), on SQLite and PostgreSQL,
 through the real worker, Redis and SMTP.
 
 The press writes no rows when the database is large; these tests make "large" 5 people and a
@@ -15,20 +15,20 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from broadside.broadcasts import lifecycle
-from broadside.broadcasts import snapshot as audience
-from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.service import (
+from broadside.campaigns.broadcasts import lifecycle
+from broadside.campaigns.broadcasts import snapshot as audience
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.campaigns.broadcasts.service import (
     cancel_broadcast,
     pause_broadcast,
     resume_broadcast,
     schedule_broadcast,
     send_broadcast,
 )
-from broadside.errors import Conflict
-from broadside.models import Broadcast, Delivery, Event, MailingList, Subscriber, Subscription
+from broadside.core.errors import Conflict
+from broadside.core.models import Broadcast, Delivery, Event, MailingList, Subscriber, Subscription
+from broadside.core.timeutil import utcnow
 from broadside.segments import service as segments
-from broadside.timeutil import utcnow
 from tests.helpers import assert_ledger_consistent, assert_nobody_twice, broadcast_row, make_list, wait_until
 from webapp.extensions import db, get_jobs
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
-from broadside.models import Delivery, Subscription
+from broadside.core.models import Delivery, Subscription
 from jobs.recheck import StateReader, recipient_state
 from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db

@@ -10,7 +10,7 @@ from itertools import groupby
 import pytest
 from sqlalchemy import select, text
 
-from broadside.models import Delivery, Subscriber
+from broadside.core.models import Delivery, Subscriber
 from jobs.sending import FIRST_BATCH, MAX_BATCH
 from tests.helpers import (
     assert_ledger_consistent,

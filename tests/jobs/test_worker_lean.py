@@ -86,7 +86,7 @@ def test_the_worker_opens_sqlite_where_flask_sqlalchemy_does(tmp_path: Path):
     from flask_sqlalchemy import SQLAlchemy
     from sqlalchemy import pool
 
-    from broadside.db import engine_options
+    from broadside.core.db import engine_options
 
     for uri in ("sqlite:///relative.db", "sqlite://", "sqlite:///file:rel.db?uri=true",
                 f"sqlite:///{tmp_path / 'absolute.db'}"):

@@ -7,7 +7,7 @@ import time
 import pytest
 from sqlalchemy import select
 
-from broadside.models import Broadcast
+from broadside.core.models import Broadcast
 from jobs.sending import batch_size_for, pace_limit
 from tests.helpers import counters, make_list, start_broadcast, statuses, wait_until
 from webapp.extensions import db, get_jobs
@@ -104,8 +104,8 @@ def test_a_second_worker_waits_for_the_lease_and_never_sends_beside_the_first(
 
 
 def test_transactional_mail_overtakes_a_long_broadcast(app, app_config, smtp_server, worker_factory):
-    from broadside.broadcasts.drafts import create_draft
-    from broadside.broadcasts.service import send_test
+    from broadside.campaigns.broadcasts.drafts import create_draft
+    from broadside.campaigns.broadcasts.service import send_test
 
     app_config["SEND_DELAY_MS"] = 20
     weekly = make_list(db.session, 300)
@@ -127,8 +127,8 @@ def test_transactional_mail_overtakes_a_long_broadcast(app, app_config, smtp_ser
 def test_worker_at_start_repairs_rows_left_in_flight(app, app_config, smtp_server, worker_factory):
     from sqlalchemy import update
 
-    from broadside.broadcasts import ledger
-    from broadside.models import Delivery
+    from broadside.campaigns.broadcasts import ledger
+    from broadside.core.models import Delivery
 
     weekly = make_list(db.session, 4)
     broadcast = start_broadcast(app, weekly, enqueue=False)

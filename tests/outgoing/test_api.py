@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from broadside import accounts
-from broadside.models import WebhookEndpoint
+from broadside.core import accounts
+from broadside.core.models import WebhookEndpoint
 from webapp.extensions import db
 
 

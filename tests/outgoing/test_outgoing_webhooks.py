@@ -21,13 +21,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from sqlalchemy import event, func, select
 
-from broadside.errors import ValidationError
-from broadside.models import Subscriber, WebhookEndpoint, WebhookMessage
-from broadside.outgoing import delivery, endpoints, ledger
-from broadside.subscribers.service import erase, save_subscriber
-from broadside.timeutil import utcnow
-from broadside.unsubscribe.service import leave_list
-from broadside.unsubscribe.suppression import suppress
+from broadside.audience.subscribers.service import erase, save_subscriber
+from broadside.audience.unsubscribe.service import leave_list
+from broadside.audience.unsubscribe.suppression import suppress
+from broadside.core.errors import ValidationError
+from broadside.core.models import Subscriber, WebhookEndpoint, WebhookMessage
+from broadside.core.timeutil import utcnow
+from broadside.webhooks import endpoints, ledger
+from broadside.webhooks import posting as delivery
 from tests.helpers import make_list, start_broadcast
 from tests.outgoing.receiver import Receiver
 from webapp.extensions import db, get_jobs

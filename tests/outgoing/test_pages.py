@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from broadside.models import WebhookEndpoint, WebhookMessage
+from broadside.core.models import WebhookEndpoint, WebhookMessage
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
 

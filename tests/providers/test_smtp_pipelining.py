@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from broadside.transports import DeliveryError, SmtpTransport
+from broadside.delivery.transports import DeliveryError, SmtpTransport
 from jobs.classify import classify
 from tests.smtp_server import Scripted, SmtpServer, default
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from broadside.transports import DeliveryError, SmtpTransport
+from broadside.delivery.transports import DeliveryError, SmtpTransport
 from tests.smtp_server import Scripted, SmtpServer, default
 
 SENDER = "news@example.com"

@@ -19,11 +19,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from broadside.providers.factory import make_transport
-from broadside.providers.http import mime_fields, parse_retry_after
-from broadside.providers.urls import check_transport_url
-from broadside.rendering import RenderedEmail, message_bytes
-from broadside.transports import DeliveryError, Outgoing, SendResult
+from broadside.core.transport_urls import check_transport_url
+from broadside.delivery.providers.factory import make_transport
+from broadside.delivery.providers.http import mime_fields, parse_retry_after
+from broadside.delivery.transports import DeliveryError, Outgoing, SendResult
+from broadside.mail.rendering import RenderedEmail, message_bytes
 from tests.providers.servers import (
     MailgunServer,
     PostmarkServer,

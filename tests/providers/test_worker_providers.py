@@ -11,11 +11,11 @@ import signal
 import pytest
 from sqlalchemy import select
 
-from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.evidence import delivery_timeline
-from broadside.broadcasts.service import send_broadcast
-from broadside.identities import service as identities
-from broadside.models import Delivery, Identity, Subscriber, Subscription
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.campaigns.broadcasts.evidence import delivery_timeline
+from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.core.models import Delivery, Identity, Subscriber, Subscription
+from broadside.delivery.identities import service as identities
 from jobs.app import from_flask
 from jobs.worker import run_worker
 from tests.helpers import (
@@ -249,7 +249,7 @@ def test_a_crash_after_postmark_took_the_batch_is_settled_by_its_delivery_webhoo
     import base64
     import json
 
-    from broadside.models import Event
+    from broadside.core.models import Event
 
     with PostmarkServer() as server:
         identity = identity_for(server)

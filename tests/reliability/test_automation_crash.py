@@ -12,8 +12,9 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from broadside.automations import service as automations
-from broadside.models import (
+from broadside.audience.transfer import importer
+from broadside.campaigns.automations import service as automations
+from broadside.core.models import (
     AutomationEntry,
     AutomationMessage,
     Import,
@@ -21,7 +22,6 @@ from broadside.models import (
     Subscriber,
     Subscription,
 )
-from broadside.subscribers import importer
 from tests.helpers import assert_nobody_twice, wait_until
 from webapp.extensions import db, get_jobs
 

@@ -19,17 +19,17 @@ from hypothesis import strategies as st
 from itsdangerous import URLSafeSerializer
 from sqlalchemy import func, select
 
-from broadside.accounts import normalise_email
-from broadside.errors import DomainError, ValidationError
-from broadside.lists import service as lists
-from broadside.models import Event, Import, ImportRejection, MailingList, Subscriber, Subscription
-from broadside.rendering import CompiledRevision, freeze_content
-from broadside.subscribers import service as subscribers
-from broadside.subscribers.csvfile import FORMULA_PREFIXES
-from broadside.subscribers.export import export_subscribers
-from broadside.subscribers.importer import import_dir, import_path, process, receive_upload
-from broadside.subscribers.search import Filters
-from broadside.unsubscribe.tokens import SALT
+from broadside.audience import lists as lists
+from broadside.audience.subscribers import service as subscribers
+from broadside.audience.subscribers.search import Filters
+from broadside.audience.transfer.csvfile import FORMULA_PREFIXES
+from broadside.audience.transfer.export import export_subscribers
+from broadside.audience.transfer.importer import import_dir, import_path, process, receive_upload
+from broadside.core.addresses import normalise_email
+from broadside.core.errors import DomainError, ValidationError
+from broadside.core.models import Event, Import, ImportRejection, MailingList, Subscriber, Subscription
+from broadside.mail.rendering import CompiledRevision, freeze_content
+from broadside.mail.unsubscribe_tokens import SALT
 from tests.helpers import SECRET_KEY, make_token, read_token, webhook_headers
 from tests.webapp.test_rendering import Elements
 from webapp.extensions import db

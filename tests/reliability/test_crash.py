@@ -15,7 +15,7 @@ import time
 import pytest
 from sqlalchemy import select
 
-from broadside.models import Event
+from broadside.core.models import Event
 from jobs.sending import batch_size_for, pace_limit
 from tests.helpers import (
     assert_ledger_consistent,

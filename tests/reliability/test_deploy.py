@@ -13,7 +13,7 @@ import time
 import pytest
 from sqlalchemy import select
 
-from broadside.models import Delivery, Subscriber
+from broadside.core.models import Delivery, Subscriber
 from jobs.sending import batch_size_for, pace_limit
 from tests.helpers import (
     assert_ledger_consistent,

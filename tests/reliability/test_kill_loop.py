@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from broadside.broadcasts.lifecycle import MAX_AUTO_RESUMES
-from broadside.lease import LEASE_KEY
+from broadside.campaigns.broadcasts.lifecycle import MAX_AUTO_RESUMES
+from broadside.delivery.lease import LEASE_KEY
 from tests.helpers import (
     assert_ledger_consistent,
     assert_nobody_twice,

@@ -17,8 +17,8 @@ import uuid
 import pytest
 from itsdangerous import URLSafeSerializer
 
-from broadside import accounts
-from broadside.unsubscribe.tokens import SALT
+from broadside.core import accounts
+from broadside.mail.unsubscribe_tokens import SALT
 from tests.helpers import (
     OWNER_EMAIL,
     OWNER_PASSWORD,

@@ -12,10 +12,10 @@ import threading
 import pytest
 from sqlalchemy import func, select
 
-from broadside import queues
-from broadside.broadcasts.drafts import create_draft
-from broadside.models import Delivery, Event, Subscriber
-from broadside.site_settings import update_settings
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.core.models import Delivery, Event, Subscriber
+from broadside.core.site_settings import update_settings
+from broadside.delivery import queues
 from tests.helpers import (
     OWNER_EMAIL,
     OWNER_PASSWORD,

@@ -94,7 +94,7 @@ def test_redis_killed_and_restarted_mid_send_stops_sending_then_resumes_by_itsel
     finished_without_doubles(broadcast.id, smtp_server)
     assert "lease had vanished" in worker.output
     assert worker.proc.poll() is None, "the worker should survive a Redis restart"
-    # It said what was wrong and when it was right again, in words (broadside.redis_health).
+    # It said what was wrong and when it was right again, in words (broadside.core.redis_health).
     log = worker.output
     assert f"Redis is not answering at {private_redis.url}: start it, e.g. `sudo apt-get" in log
     assert f"Redis is answering again at {private_redis.url}" in log

@@ -11,10 +11,10 @@ from flask import Flask
 from sqlalchemy import func, select
 from werkzeug.routing import IntegerConverter, Rule
 
-from broadside import accounts
-from broadside.broadcasts.drafts import create_draft
-from broadside.models import ApiToken, Broadcast, Event, MailingList, Subscriber, Subscription
-from broadside.subscribers.importer import import_dir, import_path, process, receive_upload
+from broadside.audience.transfer.importer import import_dir, import_path, process, receive_upload
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.core import accounts
+from broadside.core.models import ApiToken, Broadcast, Event, MailingList, Subscriber, Subscription
 from tests.helpers import csrf_token_from, make_list, make_token, start_broadcast
 from webapp.extensions import db
 from webapp.security import is_public_endpoint

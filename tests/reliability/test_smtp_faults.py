@@ -14,7 +14,7 @@ import socket
 import pytest
 from sqlalchemy import select
 
-from broadside.models import Delivery, Event, Subscriber
+from broadside.core.models import Delivery, Event, Subscriber
 from jobs.classify import MAX_ATTEMPTS
 from jobs.outcomes import MAX_CONNECTION_FAILURES
 from tests.helpers import (

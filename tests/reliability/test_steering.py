@@ -4,7 +4,7 @@ while a real worker process sends as fast as it can (SEND_DELAY_MS=0, batches of
 On PostgreSQL only, where row locks are real: a cancel used to lock the broadcast row and
 then its deliveries while the worker's claim locked deliveries and then the broadcast's
 counters, which could deadlock. Every transaction now takes the broadcast row first (the lock
-order in broadside.broadcasts.ledger). The test holds that nothing fails, nobody receives two
+order in broadside.campaigns.broadcasts.ledger). The test holds that nothing fails, nobody receives two
 copies, every state change left its event, and the counters equal the rows.
 """
 
@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from broadside.broadcasts import ledger, service
-from broadside.models import Delivery, Event
+from broadside.campaigns.broadcasts import ledger, service
+from broadside.core.models import Delivery, Event
 from jobs.maintenance import mark_orphans_unknown
 from tests.helpers import (
     assert_ledger_consistent,

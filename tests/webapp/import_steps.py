@@ -6,7 +6,7 @@ import io
 
 from sqlalchemy import select
 
-from broadside.models import Import, Subscriber, Subscription
+from broadside.core.models import Import, Subscriber, Subscription
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
 

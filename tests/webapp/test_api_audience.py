@@ -5,7 +5,7 @@ import io
 import pytest
 from sqlalchemy import func, select
 
-from broadside.models import (
+from broadside.core.models import (
     Delivery,
     Event,
     Import,
@@ -130,7 +130,7 @@ def test_delete_erases_and_unknown_ids_are_404(client, api_headers):
 
 
 def test_erase_keeps_delivery_rows_without_the_person(client, api_headers):
-    from broadside.models import Broadcast
+    from broadside.core.models import Broadcast
 
     weekly = new_list(client, api_headers)
     sid = client.post("/api/subscribers", headers=api_headers,

@@ -10,9 +10,10 @@ import io
 import pytest
 from sqlalchemy import func, select
 
-from broadside import accounts
-from broadside.automations import entering
-from broadside.models import (
+from broadside.audience.transfer import importer
+from broadside.campaigns.automations import entering
+from broadside.core import accounts
+from broadside.core.models import (
     Automation,
     AutomationEntry,
     AutomationMessage,
@@ -22,8 +23,7 @@ from broadside.models import (
     Subscription,
     WebhookMessage,
 )
-from broadside.outgoing import endpoints
-from broadside.subscribers import importer
+from broadside.webhooks import endpoints
 from tests.helpers import make_list
 from webapp.extensions import db
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from broadside import accounts
-from broadside.models import Broadcast
-from broadside.site_settings import get_settings
+from broadside.core import accounts
+from broadside.core.models import Broadcast
+from broadside.core.site_settings import get_settings
 from tests.helpers import make_list
 from webapp.extensions import db
 

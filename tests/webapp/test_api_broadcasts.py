@@ -7,8 +7,8 @@ import threading
 import urllib.error
 import urllib.request
 
-from broadside.broadcasts.drafts import create_draft
-from broadside.models import Broadcast, Delivery
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.core.models import Broadcast, Delivery
 from tests.helpers import make_list
 from webapp.extensions import db
 

@@ -11,9 +11,9 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from broadside import accounts
-from broadside.identities import lifecycle
-from broadside.models import Broadcast, Identity
+from broadside.core import accounts
+from broadside.core.models import Broadcast, Identity
+from broadside.delivery.identities import lifecycle
 from tests.helpers import make_list
 from webapp.extensions import db
 

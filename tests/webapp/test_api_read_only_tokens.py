@@ -7,8 +7,8 @@ import sys
 
 from sqlalchemy import func, select
 
-from broadside import accounts
-from broadside.models import ApiToken, Broadcast
+from broadside.core import accounts
+from broadside.core.models import ApiToken, Broadcast
 from tests.helpers import csrf_token_from
 from webapp import REPO_ROOT
 from webapp.extensions import db

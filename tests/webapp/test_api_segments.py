@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from broadside import accounts
-from broadside.models import Broadcast, Segment
+from broadside.core import accounts
+from broadside.core.models import Broadcast, Segment
 from tests.helpers import make_list
 from webapp.extensions import db
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from broadside import accounts
-from broadside.models import Event, Subscriber, Subscription
-from broadside.subscribers.search import STATUS_FILTERS
-from broadside.unsubscribe.suppression import suppress
+from broadside.audience.subscribers.search import STATUS_FILTERS
+from broadside.audience.unsubscribe.suppression import suppress
+from broadside.core import accounts
+from broadside.core.models import Event, Subscriber, Subscription
 from tests.helpers import make_list
 from webapp.extensions import db
 

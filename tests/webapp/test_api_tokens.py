@@ -1,4 +1,4 @@
-from broadside.models import ApiToken
+from broadside.core.models import ApiToken
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
 

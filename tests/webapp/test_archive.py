@@ -14,13 +14,13 @@ import pytest
 from itsdangerous import URLSafeSerializer
 from sqlalchemy import select, update
 
-from broadside.archive import service as archive
-from broadside.archive.links import SALT, ViewTokens
-from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.service import send_broadcast
-from broadside.lists import service as lists
-from broadside.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
-from broadside.subscribers import service as subscribers
+from broadside.audience import lists as lists
+from broadside.audience.subscribers import service as subscribers
+from broadside.campaigns.archive import service as archive
+from broadside.campaigns.archive.links import SALT, ViewTokens
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.core.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
 from tests.helpers import csrf_token_from
 from webapp.extensions import db, get_jobs
 

@@ -3,7 +3,7 @@ import time
 import pytest
 from flask import g
 
-from broadside.models import Owner
+from broadside.core.models import Owner
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, csrf_token_from
 from webapp.extensions import db
 

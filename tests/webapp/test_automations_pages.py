@@ -8,9 +8,9 @@ import re
 
 from sqlalchemy import func, select
 
-from broadside.automations import entering
-from broadside.automations import service as automations
-from broadside.models import (
+from broadside.campaigns.automations import entering
+from broadside.campaigns.automations import service as automations
+from broadside.core.models import (
     Automation,
     AutomationRevision,
     AutomationStep,
@@ -174,7 +174,7 @@ def welcome_on(app, list_id: int, name="Welcome") -> Automation:
 
 
 def test_the_add_subscriber_forms_welcome_by_default_and_the_page_shows_the_messages(app, logged_in_client):
-    from broadside.models import AutomationEntry
+    from broadside.core.models import AutomationEntry
 
     list_id, other = a_list(), a_list("Other")
     welcome_on(app, list_id)
@@ -208,7 +208,7 @@ def test_the_add_subscriber_forms_welcome_by_default_and_the_page_shows_the_mess
 def test_the_import_form_welcomes_only_when_ticked_and_only_the_people_it_adds(app, logged_in_client):
     import io
 
-    from broadside.models import AutomationEntry
+    from broadside.core.models import AutomationEntry
 
     list_id = a_list()
     welcome_on(app, list_id)
@@ -252,8 +252,8 @@ def test_the_dashboard_shows_what_is_due_in_the_next_24_hours(app, logged_in_cli
 
 
 def test_the_counts_stop_polling_once_no_message_is_due_or_sending(app, logged_in_client):
-    from broadside.automations import ledger
-    from broadside.models import AutomationMessage
+    from broadside.campaigns.automations import ledger
+    from broadside.core.models import AutomationMessage
 
     list_id = a_list()
     automation = welcome_on(app, list_id)

@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from broadside.broadcasts import drafts
-from broadside.broadcasts.service import send_broadcast
-from broadside.models import Broadcast, MailingList
-from broadside.rendering import CompiledRevision, freeze_content
-from broadside.site_settings import update_settings
+from broadside.campaigns.broadcasts import drafts
+from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.core.models import Broadcast, MailingList
+from broadside.core.site_settings import update_settings
+from broadside.mail.rendering import CompiledRevision, freeze_content
 from tests.helpers import OWNER_EMAIL, csrf_token_from
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db

@@ -10,8 +10,8 @@ import pytest
 from redis import Redis
 from sqlalchemy import event, update
 
-from broadside.broadcasts import drafts
-from broadside.models import Broadcast, MailingList, Subscriber, Subscription
+from broadside.campaigns.broadcasts import drafts
+from broadside.core.models import Broadcast, MailingList, Subscriber, Subscription
 from tests.helpers import make_list, start_broadcast
 from tests.smtp_server import free_port
 from webapp.extensions import db, namespaced
@@ -127,7 +127,7 @@ def test_a_list_far_past_the_cap_is_estimated_without_counting_on_postgresql(app
     estimate with no COUNT run (at a million, each such list saved 100,001 index entries)."""
     from sqlalchemy import text
 
-    from broadside.subscribers.search import Filters, count_matching
+    from broadside.audience.subscribers.search import Filters, count_matching
 
     weekly = make_list(db.session, 12)
     db.session.commit()

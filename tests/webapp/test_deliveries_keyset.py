@@ -10,9 +10,9 @@ import random
 import pytest
 from sqlalchemy import select
 
-from broadside.broadcasts import evidence
-from broadside.broadcasts.ledger import Change, transition
-from broadside.models import Delivery
+from broadside.campaigns.broadcasts import evidence
+from broadside.campaigns.broadcasts.ledger import Change, transition
+from broadside.core.models import Delivery
 from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db
 
@@ -194,7 +194,7 @@ def test_a_search_finds_the_same_rows_however_it_reads_the_people(monkeypatch, s
     backwards and within a status, a term matching many, a few, one or none."""
     from sqlalchemy import event
 
-    from broadside.models import Subscriber
+    from broadside.core.models import Subscriber
 
     monkeypatch.setattr(evidence, "SEARCH_WINDOW", 40)
     monkeypatch.setattr(evidence, "PROBE", 7)

@@ -9,11 +9,11 @@ import re
 import pytest
 from sqlalchemy import select
 
-from broadside import design
-from broadside.lists import service as lists
-from broadside.models import TransactionalMessage
-from broadside.rendering import CompiledRevision, EmailDesign, freeze_content
-from broadside.site_settings import get_settings, update_settings
+from broadside.audience import lists as lists
+from broadside.core.models import TransactionalMessage
+from broadside.core.site_settings import get_settings, update_settings
+from broadside.mail import design
+from broadside.mail.rendering import CompiledRevision, EmailDesign, freeze_content
 from tests import design_images as images
 from tests.helpers import csrf_token_from, make_list, start_broadcast
 from webapp.extensions import db
@@ -211,7 +211,7 @@ def test_the_preview_follows_the_values_being_typed(logged_in_client):
 # ---------------------------------------------------------------- the owner's words
 
 def save_texts(client, **fields):
-    from broadside.signup_texts import TEXTS
+    from broadside.mail.signup_texts import TEXTS
 
     page = client.get("/settings/design")
     data = {t.key: t.default for t in TEXTS}

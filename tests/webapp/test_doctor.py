@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from broadside.lease import Lease
-from broadside.redis_health import not_answering
+from broadside.core.redis_health import not_answering
+from broadside.delivery.lease import Lease
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT
 from webapp.doctor import (
@@ -86,7 +86,7 @@ def test_smtp_server_demanding_auth_without_credentials_fails_at_mail_from(app, 
 
 
 def test_smtp_check_names_the_sender_it_tried(app, smtp_server):
-    from broadside.site_settings import update_settings
+    from broadside.core.site_settings import update_settings
     from webapp.extensions import db
 
     update_settings(db.session, sender_name="Acme", sender_email="news@acme.example",

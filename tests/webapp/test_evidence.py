@@ -9,10 +9,10 @@ import re
 import pytest
 from sqlalchemy import select, update
 
-from broadside.broadcasts import evidence
-from broadside.models import Broadcast, Delivery, Subscriber
-from broadside.unsubscribe.service import unsubscribe
-from broadside.unsubscribe.tokens import UnsubscribeClaim
+from broadside.audience.unsubscribe.service import unsubscribe
+from broadside.campaigns.broadcasts import evidence
+from broadside.core.models import Broadcast, Delivery, Subscriber
+from broadside.mail.unsubscribe_tokens import UnsubscribeClaim
 from tests.helpers import csrf_token_from, make_list, start_broadcast
 from webapp.extensions import db
 

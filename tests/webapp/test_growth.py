@@ -12,10 +12,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import event
 
-from broadside.models import MailingList, Subscriber, Subscription
-from broadside.site_settings import update_settings
-from broadside.subscribers.growth import Growth, GrowthDay, growth
-from broadside.timeutil import utcnow
+from broadside.audience.subscribers.growth import Growth, GrowthDay, growth
+from broadside.core.models import MailingList, Subscriber, Subscription
+from broadside.core.site_settings import update_settings
+from broadside.core.timeutil import utcnow
 from webapp.dashboard.chart import HEIGHT, MIN_BAR, WIDTH, chart
 from webapp.extensions import db
 

@@ -12,14 +12,14 @@ import re
 import pytest
 from sqlalchemy import select
 
-from broadside.automations import service as automations
-from broadside.broadcasts import drafts
-from broadside.hourly import HourlyCap
-from broadside.identities import lifecycle
-from broadside.identities import service as identities
-from broadside.lease import Lease
-from broadside.models import Automation, Broadcast, Event, Identity
-from broadside.streams import record_rate
+from broadside.campaigns.automations import service as automations
+from broadside.campaigns.broadcasts import drafts
+from broadside.core.models import Automation, Broadcast, Event, Identity
+from broadside.delivery.hourly import HourlyCap
+from broadside.delivery.identities import lifecycle
+from broadside.delivery.identities import service as identities
+from broadside.delivery.lease import Lease
+from broadside.delivery.streams import record_rate
 from tests.helpers import csrf_token_from, make_list
 from tests.smtp_server import SmtpServer, free_port
 from webapp.doctor import run_checks

@@ -6,11 +6,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from broadside.lists import service as lists
-from broadside.models import Event, Import, ImportRejection, Subscriber, Subscription
-from broadside.queues import IMPORTS
-from broadside.subscribers import import_report, importer
-from broadside.subscribers.csvfile import records, shorten
+from broadside.audience import lists as lists
+from broadside.audience.transfer import importer
+from broadside.audience.transfer import report as import_report
+from broadside.audience.transfer.csvfile import records, shorten
+from broadside.core.models import Event, Import, ImportRejection, Subscriber, Subscription
+from broadside.delivery.queues import IMPORTS
 from tests.helpers import wait_until
 from tests.webapp.import_steps import last_import, statuses, upload
 from webapp.extensions import db, get_jobs

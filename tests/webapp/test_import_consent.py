@@ -8,8 +8,8 @@ import re
 import pytest
 from sqlalchemy import func, select
 
-from broadside.lists import service as lists
-from broadside.models import Import, Subscriber, Subscription, TransactionalMessage
+from broadside.audience import lists as lists
+from broadside.core.models import Import, Subscriber, Subscription, TransactionalMessage
 from tests.smtp_server import paired
 from tests.webapp.import_steps import last_import, statuses, upload
 from webapp.extensions import db, get_jobs

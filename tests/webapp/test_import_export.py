@@ -8,13 +8,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from broadside.accounts import normalise_email
-from broadside.errors import ValidationError
-from broadside.lists import service as lists
-from broadside.models import Subscriber
-from broadside.subscribers import service
-from broadside.subscribers.csvfile import EmailNormaliser
-from broadside.subscribers.export import safe_cell
+from broadside.audience import lists as lists
+from broadside.audience.subscribers import service
+from broadside.audience.transfer.csvfile import EmailNormaliser
+from broadside.audience.transfer.export import safe_cell
+from broadside.core.addresses import normalise_email
+from broadside.core.errors import ValidationError
+from broadside.core.models import Subscriber
 from tests.webapp.test_import import upload
 from webapp.extensions import db
 

@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from broadside.accounts import normalise_email
-from broadside.errors import ValidationError
-from broadside.subscribers import csvfile, import_batch
-from broadside.subscribers.csvfile import (
+from broadside.audience.subscribers.service import MAX_ATTRIBUTE_VALUE, MAX_EMAIL, MAX_NAME
+from broadside.audience.transfer import batch as import_batch
+from broadside.audience.transfer import csvfile
+from broadside.audience.transfer.csvfile import (
     EmailNormaliser,
     Header,
     count_records,
@@ -34,7 +34,8 @@ from broadside.subscribers.csvfile import (
     unescape_cell,
     validate_record,
 )
-from broadside.subscribers.service import MAX_ATTRIBUTE_VALUE, MAX_EMAIL, MAX_NAME
+from broadside.core.addresses import normalise_email
+from broadside.core.errors import ValidationError
 
 FAST = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -11,9 +11,10 @@ import threading
 import pytest
 from sqlalchemy import event, func, select, text
 
-from broadside.lists import service as lists
-from broadside.models import Event, Import, ImportRejection, Subscriber, Subscription
-from broadside.subscribers import import_report, importer
+from broadside.audience import lists as lists
+from broadside.audience.transfer import importer
+from broadside.audience.transfer import report as import_report
+from broadside.core.models import Event, Import, ImportRejection, Subscriber, Subscription
 from tests.webapp.import_steps import last_import, upload
 from webapp.extensions import db
 

@@ -1,6 +1,6 @@
 """0013_lean_deliveries on real data, on SQLite and PostgreSQL: rows, events and what the
 dropped Message-IDs said survive the upgrade (derived again) and the downgrade (written back);
-and the Message-ID the worker writes is the one broadside.message_refs derives."""
+and the Message-ID the worker writes is the one broadside.mail.message_refs derives."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from broadside.message_refs import delivery_message_id, row_of
+from broadside.mail.message_refs import delivery_message_id, row_of
 from jobs.recheck import message_id_for
 from tests.conftest import POSTGRES_URL
 from tests.helpers import SECRET_KEY

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from sqlalchemy import func, select, text, update
 
-from broadside.lists.service import delete_list
-from broadside.models import Broadcast, Delivery, Event
+from broadside.audience.lists import delete_list
+from broadside.core.models import Broadcast, Delivery, Event
 from tests.helpers import make_list, start_broadcast
 from tests.webapp.test_partial_indexes import _plan
 from webapp.extensions import db

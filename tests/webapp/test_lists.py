@@ -6,8 +6,8 @@ import re
 import pytest
 from sqlalchemy import func, select
 
-from broadside.lists import service
-from broadside.models import Broadcast, MailingList, Subscriber, Subscription
+from broadside.audience import lists as service
+from broadside.core.models import Broadcast, MailingList, Subscriber, Subscription
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
 

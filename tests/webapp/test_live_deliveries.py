@@ -13,8 +13,8 @@ from contextlib import contextmanager
 import pytest
 from sqlalchemy import event, select, update
 
-from broadside.models import Broadcast, Delivery, TransactionalMessage
-from broadside.outbound import queue_transactional
+from broadside.core.models import Broadcast, Delivery, TransactionalMessage
+from broadside.delivery.transactional import queue_transactional
 from tests.helpers import csrf_token_from, make_list, start_broadcast
 from webapp.extensions import db, get_jobs
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
-from broadside.logs import RedactFilter, secrets_in
+from broadside.core.logs import RedactFilter, secrets_in
 
 HEADER_BYTES = 8 * 1024
 

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 import pytest
 from sqlalchemy import select
 
-from broadside.logs import log_context, owner_action
-from broadside.models import Broadcast, Delivery
+from broadside.core.logs import log_context, owner_action
+from broadside.core.models import Broadcast, Delivery
 from tests.helpers import make_list, make_token, start_broadcast, wait_until
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from broadside import accounts
+from broadside.core import accounts
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, Browser, csrf_token_from
 from webapp.extensions import db
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from broadside.merge_check import field_uses, stray_closers, suggest
-from broadside.merge_fields import MergeError, check_merge_fields
+from broadside.mail.merge_check import field_uses, stray_closers, suggest
+from broadside.mail.merge_fields import MergeError, check_merge_fields
 
 
 def error_of(source: str, where: str = "body") -> MergeError:

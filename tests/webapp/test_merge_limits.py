@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from broadside import merge_limits, rendering
-from broadside.errors import ValidationError
-from broadside.rendering import CompiledRevision, MergeError, freeze_content
+from broadside.core.errors import ValidationError
+from broadside.mail import merge_limits, rendering
+from broadside.mail.rendering import CompiledRevision, MergeError, freeze_content
 
 UNSUBSCRIBE = "https://news.example.com/u/tok"
 HTML_LIMIT = 1_000_000  # characters of HTML in one rendered message

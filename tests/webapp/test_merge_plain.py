@@ -1,4 +1,4 @@
-"""Plain merge templates (broadside.merge_plain) render exactly what the sandbox renders.
+"""Plain merge templates (broadside.mail.merge_plain) render exactly what the sandbox renders.
 
 Each revision whose merge fields are plain substitutions is rendered without the sandbox's
 per-render machinery; here every such render is compared with the sandboxed render of the same
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broadside import merge_plain
-from broadside.merge_plain import PLAIN_VALUE_LIMIT, PlainTemplate, plain_template
-from broadside.merge_sandbox import HTML_ENV, TEXT_ENV
-from broadside.rendering import CompiledRevision, MergeError, _context, freeze_content
+from broadside.mail import merge_plain
+from broadside.mail.merge_plain import PLAIN_VALUE_LIMIT, PlainTemplate, plain_template
+from broadside.mail.merge_sandbox import HTML_ENV, TEXT_ENV
+from broadside.mail.rendering import CompiledRevision, MergeError, _context, freeze_content
 
 FIELDS = [
     "{{ name }}", '{{ name or "friend" }}', '{{ name | default("friend", true) }}',
@@ -119,7 +119,7 @@ def test_a_newsletter_renders_on_the_plain_path(monkeypatch):
                   "unsubscribe_url": "https://x.example/u/a&b", "view_url": "https://x/v"}
         expected = slow.render(**person)
         # No sandbox render for these people: the plain path answered all three templates.
-        monkeypatch.setattr("broadside.rendering.render_bounded", _refuse)
+        monkeypatch.setattr("broadside.mail.rendering.render_bounded", _refuse)
         assert fast.render(**person) == expected
         monkeypatch.undo()
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import event
 
-from broadside.broadcasts import drafts, launch
-from broadside.broadcasts.merge_report import merge_report
-from broadside.errors import ValidationError
-from broadside.models import MailingList, Subscriber, Subscription
+from broadside.campaigns.broadcasts import drafts, launch
+from broadside.campaigns.broadcasts.merge_report import merge_report
+from broadside.core.errors import ValidationError
+from broadside.core.models import MailingList, Subscriber, Subscription
+from broadside.core.site_settings import update_settings
 from broadside.segments import service as segments
-from broadside.site_settings import update_settings
 from webapp.extensions import db
 
 

@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from broadside.broadcasts import drafts
-from broadside.models import Broadcast, MailingList, Subscriber, Subscription
-from broadside.site_settings import update_settings
+from broadside.campaigns.broadcasts import drafts
+from broadside.core.models import Broadcast, MailingList, Subscriber, Subscription
+from broadside.core.site_settings import update_settings
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
 

@@ -9,11 +9,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import update
 
-from broadside.hourly import HourlyCap
-from broadside.lease import Lease
-from broadside.models import Subscriber, Subscription
-from broadside.transports import OutboxTransport
-from broadside.unsubscribe.suppression import record_bounce, record_complaint
+from broadside.audience.unsubscribe.suppression import record_bounce, record_complaint
+from broadside.core.models import Subscriber, Subscription
+from broadside.delivery.hourly import HourlyCap
+from broadside.delivery.lease import Lease
+from broadside.delivery.transports import OutboxTransport
 from jobs.sending import Slice
 from tests.helpers import make_list, start_broadcast, worker_runtime
 from webapp import create_app
@@ -176,7 +176,7 @@ def test_metrics_still_answer_when_redis_is_down(app_config):
 
 def test_cached_figures_follow_later_changes(app, client, smtp_server, redis_client, namespace,
                                              run_worker_burst):
-    from broadside.broadcasts.service import retry_deliveries
+    from broadside.campaigns.broadcasts.service import retry_deliveries
 
     weekly = make_list(db.session, 3)
     broadcast = start_broadcast(app, weekly)
@@ -205,8 +205,8 @@ def test_cached_figures_follow_later_changes(app, client, smtp_server, redis_cli
 
 
 def test_automation_messages_by_state_and_the_backlog_due_now(app, client):
-    from broadside.automations import entering
-    from broadside.automations import service as automations
+    from broadside.campaigns.automations import entering
+    from broadside.campaigns.automations import service as automations
 
     weekly = make_list(db.session, 3)
     data = automations.parse_input({"name": "Welcome",

@@ -8,7 +8,7 @@ from collections import Counter
 
 from sqlalchemy import case, event, func, select, update
 
-from broadside.models import Delivery
+from broadside.core.models import Delivery
 from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db
 from webapp.metrics.active import OUTCOMES, active_groups

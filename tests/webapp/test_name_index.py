@@ -10,9 +10,9 @@ from datetime import datetime
 from sqlalchemy import Connection, select, text
 from sqlalchemy.orm import Session
 
-from broadside.models import Subscriber
+from broadside.audience.subscribers.search import Filters, filter_clauses
+from broadside.core.models import Subscriber
 from broadside.segments import rules
-from broadside.subscribers.search import Filters, filter_clauses
 from tests.webapp.test_partial_indexes import _plan, fresh_url, unmigrated_app  # noqa: F401  (fixtures)
 from webapp.extensions import db
 

@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from playwright.sync_api import Page, expect
 
-from broadside import accounts
+from broadside.core import accounts
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, make_list
 from webapp.extensions import db
 

@@ -12,8 +12,11 @@ from typing import Any
 import pytest
 from sqlalchemy import func, or_, select
 
-from broadside.automations import service as automations
-from broadside.models import (
+from broadside.audience.subscribers import personal_data
+from broadside.audience.subscribers import service as subscribers
+from broadside.audience.unsubscribe import departures
+from broadside.campaigns.automations import service as automations
+from broadside.core.models import (
     AutomationEntry,
     AutomationMessage,
     Delivery,
@@ -23,10 +26,7 @@ from broadside.models import (
     Subscription,
     TransactionalMessage,
 )
-from broadside.subscribers import personal_data
-from broadside.subscribers import service as subscribers
-from broadside.timeutil import utcnow
-from broadside.unsubscribe import departures
+from broadside.core.timeutil import utcnow
 from tests.helpers import make_token, read_token, start_broadcast
 from webapp.extensions import db
 

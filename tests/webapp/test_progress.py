@@ -9,8 +9,8 @@ from datetime import datetime
 import pytest
 from sqlalchemy import event, update
 
-from broadside.broadcasts.progress import Progress, duration_words
-from broadside.models import Broadcast, Delivery
+from broadside.campaigns.broadcasts.progress import Progress, duration_words
+from broadside.core.models import Broadcast, Delivery
 from tests.helpers import csrf_token_from, make_list, start_broadcast
 from webapp.extensions import db
 
@@ -67,8 +67,8 @@ def test_the_read_gives_each_column_of_the_row_to_its_field(app, sending):
     one, else the default given."""
     from dataclasses import fields
 
-    from broadside.broadcasts.progress import _COLUMNS, read_progress
-    from broadside.models import Identity
+    from broadside.campaigns.broadcasts.progress import _COLUMNS, read_progress
+    from broadside.core.models import Identity
 
     moments = {name: datetime(2026, 5, day, 8, day) for day, name in
                enumerate(("scheduled_at", "started_at", "finished_at"), start=3)}

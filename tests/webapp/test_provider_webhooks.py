@@ -25,12 +25,12 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import select
 
-from broadside.automations import ledger as automation_ledger
-from broadside.automations import service as automations
-from broadside.broadcasts import ledger
-from broadside.broadcasts.evidence import delivery_timeline
-from broadside.identities import service as identities
-from broadside.models import (
+from broadside.audience.subscribers import service as subscribers
+from broadside.campaigns.automations import ledger as automation_ledger
+from broadside.campaigns.automations import service as automations
+from broadside.campaigns.broadcasts import ledger
+from broadside.campaigns.broadcasts.evidence import delivery_timeline
+from broadside.core.models import (
     AutomationMessage,
     Delivery,
     Event,
@@ -38,8 +38,8 @@ from broadside.models import (
     Subscriber,
     TransactionalMessage,
 )
-from broadside.subscribers import service as subscribers
-from broadside.webhooks import provider_payloads
+from broadside.delivery.identities import service as identities
+from broadside.feedback import provider_payloads
 from tests.helpers import counters, make_list, start_broadcast
 from tests.webapp.test_unsubscribe import events
 from tests.webapp.test_webhooks_ses import CERT_URL, TOPIC, FakeAws, _certificate, notification, signed

@@ -17,10 +17,10 @@ from email.header import Header
 import pytest
 from itsdangerous import URLSafeSerializer
 
-import broadside.mime as mime
-from broadside.rendering import _blank_lines
-from broadside.signing import FastDumps
-from broadside.unsubscribe.tokens import joined_text
+import broadside.mail.mime as mime
+from broadside.core.signing import FastDumps
+from broadside.mail.rendering import _blank_lines
+from broadside.mail.unsubscribe_tokens import joined_text
 
 
 def _header(value: str) -> str:
@@ -71,7 +71,7 @@ def test_fast_dumps_payload_is_itsdangerous():
 def test_compress_is_zlibs_byte_for_byte():
     """`signing.compress` is `zlib.compress` on every length around its small-window limit,
     for data that compresses well, a little, or not at all."""
-    from broadside import signing
+    from broadside.core import signing
 
     assert signing._SMALL_WINDOW  # this machine's zlib: the small window is what is tested
     rng = random.Random(19)
@@ -168,8 +168,8 @@ def test_tracking_with_warm_caches_is_the_same_as_cold():
     """The tracker keeps, per slice, which template link each href is and (for tokens naming
     no person) each signed URL: a recipient's copy from a tracker that served others before
     is the copy a fresh tracker makes, in both modes, across a slot change."""
-    from broadside.analytics.rewrite import Tracker
-    from broadside.rendering import compiled_revision, freeze_content
+    from broadside.campaigns.analytics.rewrite import Tracker
+    from broadside.mail.rendering import compiled_revision, freeze_content
 
     body = ("[a](https://example.com/a) [b](https://example.com/b?c={{ attributes.city }}) "
             "[a again](https://example.com/a) [mail](mailto:x@example.com)\n\n"

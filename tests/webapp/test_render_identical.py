@@ -17,14 +17,14 @@ from datetime import datetime
 import pytest
 from itsdangerous import URLSafeSerializer
 
-import broadside.mime as mime
-from broadside.analytics.rewrite import Tracker
-from broadside.analytics.tokens import CLICK_SALT, OPEN_SALT, TrackingTokens
-from broadside.archive.links import SALT as VIEW_SALT
-from broadside.archive.links import ViewLinks
-from broadside.rendering import compiled_revision, freeze_content, message_bytes
-from broadside.unsubscribe.tokens import SALT as UNSUB_SALT
-from broadside.unsubscribe.tokens import Tokens, joined_text, unsubscribe_url
+import broadside.mail.mime as mime
+from broadside.campaigns.analytics.rewrite import Tracker
+from broadside.campaigns.analytics.tokens import CLICK_SALT, OPEN_SALT, TrackingTokens
+from broadside.campaigns.archive.links import SALT as VIEW_SALT
+from broadside.campaigns.archive.links import ViewLinks
+from broadside.mail.rendering import compiled_revision, freeze_content, message_bytes
+from broadside.mail.unsubscribe_tokens import SALT as UNSUB_SALT
+from broadside.mail.unsubscribe_tokens import Tokens, joined_text, unsubscribe_url
 
 SECRET = "golden-secret-key-0123456789abcdef"
 BASE = "https://news.example.org"

@@ -8,8 +8,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from broadside.errors import ValidationError
-from broadside.rendering import (
+from broadside.core.errors import ValidationError
+from broadside.mail.rendering import (
     CompiledRevision,
     MergeError,
     build_message,
@@ -324,7 +324,7 @@ def test_line_breaks_in_a_value_cannot_add_headers():
 def test_each_part_is_sent_as_is_when_it_can_be_and_quoted_printable_otherwise(body, encoding):
     """Like the email package: 7bit for ASCII in short lines (no encoding work, and no "=3D"
     for every "=" of the HTML), quoted-printable when it must; the reader sees the same text."""
-    from broadside.rendering import RenderedEmail, message_bytes
+    from broadside.mail.rendering import RenderedEmail, message_bytes
 
     rendered = RenderedEmail(subject="S", html=f"<p>{body}</p>\n", text=f"{body}\n")
     raw = message_bytes(rendered, from_addr="a@example.com", to_addr="b@example.com",
@@ -338,7 +338,7 @@ def test_each_part_is_sent_as_is_when_it_can_be_and_quoted_printable_otherwise(b
 
 
 def test_a_frozen_revision_is_compiled_once_per_process_and_never_confused_with_another():
-    from broadside.rendering import compiled_revision
+    from broadside.mail.rendering import compiled_revision
 
     frozen = freeze("Hello {{ name }}")
     first = compiled_revision("Subject", frozen.html_template, frozen.text_template)

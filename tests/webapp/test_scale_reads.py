@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from sqlalchemy import event, func, select
 
-from broadside.broadcasts.ledger import Change, transition
-from broadside.models import Delivery, Event
+from broadside.campaigns.broadcasts.ledger import Change, transition
+from broadside.core.models import Delivery, Event
 from tests.helpers import make_list, start_broadcast
 from tests.webapp.test_metrics import scrape, value
 from webapp.extensions import db

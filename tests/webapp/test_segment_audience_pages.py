@@ -10,10 +10,10 @@ import io
 import pytest
 from sqlalchemy import select
 
-from broadside.broadcasts import drafts
-from broadside.models import Broadcast, MailingList, SiteSettings, Subscriber, Subscription
+from broadside.campaigns.broadcasts import drafts
+from broadside.core.models import Broadcast, MailingList, SiteSettings, Subscriber, Subscription
+from broadside.core.site_settings import get_settings
 from broadside.segments import service as segments
-from broadside.site_settings import get_settings
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
 

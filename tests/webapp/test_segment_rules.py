@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from broadside.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
+from broadside.core.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
+from broadside.core.timeutil import utcnow
 from broadside.segments import service
 from broadside.segments.rules import MAX_DEPTH, RuleError, parse
-from broadside.timeutil import utcnow
 from webapp.extensions import db
 
 NOW = utcnow()

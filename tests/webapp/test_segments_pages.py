@@ -13,12 +13,12 @@ from html.parser import HTMLParser
 import pytest
 from sqlalchemy import func, select
 
-from broadside.broadcasts.drafts import create_draft
-from broadside.broadcasts.service import schedule_broadcast
-from broadside.models import Broadcast, MailingList, Segment, Subscriber, Subscription
+from broadside.campaigns.broadcasts.drafts import create_draft
+from broadside.campaigns.broadcasts.service import schedule_broadcast
+from broadside.core.models import Broadcast, MailingList, Segment, Subscriber, Subscription
+from broadside.core.timeutil import utcnow
 from broadside.segments import service
 from broadside.segments.rules import MAX_DEPTH, parse
-from broadside.timeutil import utcnow
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
 from webapp.segments import builder

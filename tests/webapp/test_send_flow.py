@@ -7,10 +7,10 @@ from datetime import datetime
 import pytest
 from sqlalchemy import func, select
 
-from broadside.broadcasts import drafts
-from broadside.broadcasts.launch import local_to_utc
-from broadside.errors import ValidationError
-from broadside.models import (
+from broadside.campaigns.broadcasts import drafts
+from broadside.campaigns.broadcasts.launch import local_to_utc
+from broadside.core.errors import ValidationError
+from broadside.core.models import (
     Broadcast,
     Delivery,
     MailingList,
@@ -18,7 +18,7 @@ from broadside.models import (
     Subscription,
     TransactionalMessage,
 )
-from broadside.site_settings import update_settings
+from broadside.core.site_settings import update_settings
 from tests.helpers import OWNER_EMAIL, csrf_token_from
 from webapp.extensions import db
 
@@ -133,7 +133,7 @@ def test_the_press_refuses_what_the_page_shows_without_counting_the_audience(log
     """Pressing Send (or Schedule) checks what blocks a send without counting the audience
     (`blocking_problems`: at a million people the page's counts take a second); it must
     refuse exactly what the confirmation page lists, in each way a draft can be blocked."""
-    from broadside.broadcasts.launch import blocking_problems, send_plan
+    from broadside.campaigns.broadcasts.launch import blocking_problems, send_plan
     from broadside.segments.service import create_segment
 
     settings()
@@ -311,7 +311,7 @@ def test_the_audience_counts_match_each_person_counted_one_by_one(app):
     suppressed side), Few fewer (read from its members)."""
     import random
 
-    from broadside.broadcasts.service import audience_summary
+    from broadside.campaigns.broadcasts.service import audience_summary
 
     chance = random.Random(14)
     lists = [MailingList(name="One"), MailingList(name="Two"), MailingList(name="Few")]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from broadside.broadcasts.service import sender_identity
-from broadside.errors import ValidationError
-from broadside.site_settings import SettingsError, get_settings, update_settings
+from broadside.campaigns.broadcasts.service import sender_identity
+from broadside.core.errors import ValidationError
+from broadside.core.site_settings import SettingsError, get_settings, update_settings
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
 

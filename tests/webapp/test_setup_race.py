@@ -6,7 +6,7 @@ import threading
 
 from sqlalchemy import func, select
 
-from broadside.models import Owner
+from broadside.core.models import Owner
 from tests.helpers import Browser, csrf_token_from
 from webapp.extensions import db
 

@@ -10,11 +10,11 @@ import pytest
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 from sqlalchemy import func, select
 
-from broadside.lists import service as lists
-from broadside.models import Event, Subscriber, Subscription, TransactionalMessage
-from broadside.signup import service as signup
-from broadside.subscribers import service as subscribers
-from broadside.unsubscribe import suppression
+from broadside.audience import lists as lists
+from broadside.audience import signup as signup
+from broadside.audience.subscribers import service as subscribers
+from broadside.audience.unsubscribe import suppression
+from broadside.core.models import Event, Subscriber, Subscription, TransactionalMessage
 from tests.helpers import SECRET_KEY
 from webapp.extensions import db
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from broadside.lists import service as lists
-from broadside.models import TransactionalMessage
+from broadside.audience import lists as lists
+from broadside.core.models import TransactionalMessage
 from webapp.extensions import db
 
 PITCH = "Claim your prize at https://evil.example/win now"

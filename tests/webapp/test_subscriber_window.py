@@ -11,10 +11,10 @@ import re
 import pytest
 from sqlalchemy import insert
 
-from broadside.lists import service as lists
-from broadside.models import Subscriber, Subscription
-from broadside.subscribers import search
-from broadside.subscribers.search import Filters, Total, count_matching
+from broadside.audience import lists as lists
+from broadside.audience.subscribers import search
+from broadside.audience.subscribers.search import Filters, Total, count_matching
+from broadside.core.models import Subscriber, Subscription
 from webapp.extensions import db
 
 

@@ -6,8 +6,11 @@ import re
 import pytest
 from sqlalchemy import func, select, text
 
-from broadside.lists import service as lists
-from broadside.models import (
+from broadside.audience import lists as lists
+from broadside.audience.subscribers import service
+from broadside.audience.subscribers.search import Filters, Total, count_exactly, count_matching, search
+from broadside.audience.unsubscribe import suppression
+from broadside.core.models import (
     Broadcast,
     Delivery,
     Event,
@@ -15,9 +18,6 @@ from broadside.models import (
     Subscription,
     TransactionalMessage,
 )
-from broadside.subscribers import service
-from broadside.subscribers.search import Filters, Total, count_exactly, count_matching, search
-from broadside.unsubscribe import suppression
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
 

@@ -10,10 +10,10 @@ import re
 import pytest
 from sqlalchemy import func, insert, select
 
-from broadside.lists import service as lists
-from broadside.models import BulkAction, Event, MailingList, Subscriber, Subscription
-from broadside.queues import IMPORTS
-from broadside.subscribers import bulk
+from broadside.audience import lists as lists
+from broadside.audience.subscribers import bulk
+from broadside.core.models import BulkAction, Event, MailingList, Subscriber, Subscription
+from broadside.delivery.queues import IMPORTS
 from tests.helpers import csrf_token_from
 from webapp.extensions import db, get_jobs
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from broadside.hourly import HourlyCap
-from broadside.lease import Lease
-from broadside.models import Event, SiteSettings
+from broadside.core.models import Event, SiteSettings
+from broadside.delivery.hourly import HourlyCap
+from broadside.delivery.lease import Lease
 from tests.helpers import csrf_token_from, make_list, start_broadcast
 from tests.smtp_server import SmtpServer, free_port
 from webapp import create_app
@@ -183,9 +183,9 @@ def test_last_errors_show_broadcast_and_recipient_newest_first(app, logged_in_cl
 def test_failed_test_sends_and_confirmations_show_among_the_errors(app, logged_in_client, smtp_server,
                                                                   run_worker_burst):
     """Transactional mail goes through the same server: when it fails, the owner looks here."""
-    from broadside.broadcasts.drafts import create_draft
-    from broadside.broadcasts.service import send_test
-    from broadside.outbound import queue_transactional
+    from broadside.campaigns.broadcasts.drafts import create_draft
+    from broadside.campaigns.broadcasts.service import send_test
+    from broadside.delivery.transactional import queue_transactional
 
     weekly = make_list(db.session, 0)
     draft = create_draft(db.session, list_id=weekly.id, subject="November letter", body="Body")
@@ -275,7 +275,7 @@ def test_dashboard_banner_warns_when_the_last_smtp_check_failed(app, logged_in_c
 
 @pytest.mark.parametrize("backend", ["sqlite"])
 def test_a_line_not_checked_yet_names_the_button_by_its_label(app, logged_in_client, smtp_server):
-    from broadside.identities import service as identities
+    from broadside.delivery.identities import service as identities
 
     def button_and_waiting_lines() -> tuple[str, list[str]]:
         html = logged_in_client.get("/system/checks").text

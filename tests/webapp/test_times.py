@@ -1,5 +1,5 @@
 """Every time a page shows is in the owner's time zone and names that zone the same way
-(`broadside.timeutil.local_format`): an owner in London reads GMT in winter and BST in
+(`broadside.core.timeutil.local_format`): an owner in London reads GMT in winter and BST in
 summer everywhere, never "UTC" on one page and "GMT" on the next."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from broadside.lease import Lease
-from broadside.models import Event, Subscriber, Subscription
-from broadside.site_settings import update_settings
-from broadside.timeutil import local_format, zone_label
+from broadside.core.models import Event, Subscriber, Subscription
+from broadside.core.site_settings import update_settings
+from broadside.core.timeutil import local_format, zone_label
+from broadside.delivery.lease import Lease
 from tests.helpers import make_list
 from webapp import REPO_ROOT
 from webapp.extensions import db

@@ -13,8 +13,8 @@ from urllib.error import HTTPError
 
 from sqlalchemy import func, select
 
-from broadside.models import Broadcast, Event, MailingList, Subscriber, Subscription
-from broadside.timeutil import utcnow
+from broadside.core.models import Broadcast, Event, MailingList, Subscriber, Subscription
+from broadside.core.timeutil import utcnow
 from tests.helpers import make_token, unsubscribe_url
 from webapp.extensions import db
 

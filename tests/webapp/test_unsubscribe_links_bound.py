@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from sqlalchemy import insert, select
 
-from broadside.models import Subscriber, Subscription
-from broadside.subscribers import service as subscribers
+from broadside.audience.subscribers import service as subscribers
+from broadside.core.models import Subscriber, Subscription
 from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db
 

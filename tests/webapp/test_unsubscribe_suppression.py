@@ -6,10 +6,10 @@ import pytest
 from flask import render_template_string
 from sqlalchemy import select
 
-from broadside.errors import Conflict, ValidationError
-from broadside.message_refs import delivery_message_id
-from broadside.models import Delivery, MailingList, Subscriber, TransactionalMessage
-from broadside.unsubscribe import service
+from broadside.audience.unsubscribe import service
+from broadside.core.errors import Conflict, ValidationError
+from broadside.core.models import Delivery, MailingList, Subscriber, TransactionalMessage
+from broadside.mail.message_refs import delivery_message_id
 from tests.helpers import csrf_token_from, make_token
 from tests.webapp.test_unsubscribe import add_broadcast, add_list, add_subscriber, events
 from webapp.extensions import db

@@ -14,8 +14,8 @@ import time
 import pytest
 from sqlalchemy import select
 
-from broadside.message_refs import delivery_message_id
-from broadside.models import Delivery, Subscriber
+from broadside.core.models import Delivery, Subscriber
+from broadside.mail.message_refs import delivery_message_id
 from tests.helpers import webhook_body, webhook_headers
 from tests.webapp.test_unsubscribe import add_broadcast, add_list, add_subscriber, events, http
 from webapp.extensions import db

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from broadside.models import Broadcast, Delivery, Subscriber, Subscription
+from broadside.core.models import Broadcast, Delivery, Subscriber, Subscription
 from tests.helpers import make_list, start_broadcast, wait_until, webhook_body, webhook_headers
 from tests.webapp.test_unsubscribe import events, http, one_click
 from webapp.extensions import db

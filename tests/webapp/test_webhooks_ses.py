@@ -20,9 +20,9 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.x509.oid import NameOID
 from sqlalchemy import select
 
-from broadside.message_refs import delivery_message_id
-from broadside.models import Delivery, Subscriber
-from broadside.webhooks import sns
+from broadside.core.models import Delivery, Subscriber
+from broadside.feedback import sns
+from broadside.mail.message_refs import delivery_message_id
 from tests.webapp.test_unsubscribe import add_broadcast, add_list, add_subscriber, events, http
 from webapp.extensions import db
 
@@ -214,7 +214,7 @@ def test_signed_bounce_notification_over_real_http_suppresses_and_links(
     delivery = Delivery(broadcast_id=broadcast, subscriber_id=alice, status="sent")
     db.session.add(delivery)
     db.session.commit()
-    # Our Message-ID names the row (it is not stored: broadside.message_refs).
+    # Our Message-ID names the row (it is not stored: broadside.mail.message_refs).
     ours = delivery_message_id(delivery.id, broadcast, "news@broadside.test")
     message = signed(notification(ses_bounce("alice@example.com", "Bob@Example.com",
                                              message_id=ours)),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broadside.analytics.report import Day, Report
+from broadside.campaigns.analytics.report import Day, Report
 
 WIDTH = 300
 HEIGHT = 100

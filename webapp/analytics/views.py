@@ -5,12 +5,12 @@ Public (no login, no cookie set, GET only, nothing changed but a counter):
   suspected-bot open) and answers a transparent GIF that no cache keeps. A token that is not
   ours answers 404.
 - `GET /t/c/<token>`: a tracked link. The token is signed over the broadcast, the link's
-  position and the exact address (broadside.analytics.tokens), so it is never an open
+  position and the exact address (broadside.campaigns.analytics.tokens), so it is never an open
   redirect: a changed token, or one naming a link the broadcast does not have, answers 404;
   a good one counts the click (when tracking is on) and answers 302 to exactly that address.
   With tracking turned off since, the reader still gets where the link pointed.
 Neither reads a cookie or writes the reader's address or user agent anywhere
-(broadside.analytics.bots reads them to tell a machine from a reader and drops them; the
+(broadside.campaigns.analytics.bots reads them to tell a machine from a reader and drops them; the
 access log blanks the address of these two paths: webapp/logs.py).
 
 Owner (signed in, CSRF): the send page's choice for a draft, "stop tracking" on a sent
@@ -36,12 +36,12 @@ from flask import (
     url_for,
 )
 
-from broadside.analytics import modes
-from broadside.analytics.bots import Bursts, suspected
-from broadside.analytics.counting import move_click_to_bots, record_click, record_open
-from broadside.analytics.report import broadcast_report
-from broadside.analytics.tokens import BadToken, TrackingTokens
-from broadside.errors import Conflict, NotFound, ValidationError
+from broadside.campaigns.analytics import modes
+from broadside.campaigns.analytics.bots import Bursts, suspected
+from broadside.campaigns.analytics.counting import move_click_to_bots, record_click, record_open
+from broadside.campaigns.analytics.report import broadcast_report
+from broadside.campaigns.analytics.tokens import BadToken, TrackingTokens
+from broadside.core.errors import Conflict, NotFound, ValidationError
 from webapp.analytics.chart import chart
 from webapp.broadcasts.sending_views import _render_confirm
 from webapp.extensions import db

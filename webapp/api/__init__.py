@@ -11,8 +11,8 @@ from typing import Any
 
 from flask import Blueprint, g, jsonify, request
 
-from broadside import accounts
-from broadside.errors import ValidationError
+from broadside.core import accounts
+from broadside.core.errors import ValidationError
 from webapp.extensions import csrf, db
 
 bp = Blueprint("api", __name__, url_prefix="/api")

@@ -30,10 +30,11 @@ from __future__ import annotations
 from flask import current_app, jsonify, request, url_for
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from broadside.errors import ValidationError
-from broadside.lists import service as lists
-from broadside.subscribers import import_report, importer
-from broadside.subscribers import service as subscribers
+from broadside.audience import lists
+from broadside.audience.subscribers import service as subscribers
+from broadside.audience.transfer import importer
+from broadside.audience.transfer import report as import_report
+from broadside.core.errors import ValidationError
 from webapp.api import bp, json_body
 from webapp.extensions import db, get_jobs
 

@@ -27,10 +27,10 @@ from typing import Any
 
 from flask import current_app, jsonify
 
-from broadside.automations import service as automations
-from broadside.errors import ValidationError
-from broadside.models import Automation, AutomationStep
-from broadside.models.sending import DELIVERY_STATUSES
+from broadside.campaigns.automations import service as automations
+from broadside.core.errors import ValidationError
+from broadside.core.models import Automation, AutomationStep
+from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.api import bp, json_body
 from webapp.api.inputs import is_id, iso, only_keys, require_keys
 from webapp.extensions import db

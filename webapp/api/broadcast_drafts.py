@@ -19,9 +19,9 @@ from typing import Any
 
 from flask import jsonify
 
-from broadside.broadcasts import drafts, service
-from broadside.errors import Conflict
-from broadside.models.sending import BroadcastStatus
+from broadside.campaigns.broadcasts import drafts, service
+from broadside.core.errors import Conflict
+from broadside.core.models.sending import BroadcastStatus
 from webapp.api import bp, json_body
 from webapp.api.broadcasts import audience_fields, broadcast_json
 from webapp.api.inputs import cap_hours_field, id_field, only_keys, require_some, text_field

@@ -17,10 +17,10 @@ from typing import Any
 from flask import current_app, jsonify, request
 from sqlalchemy import select
 
-from broadside.broadcasts import drafts, evidence, service
-from broadside.errors import ValidationError
-from broadside.models import Broadcast, Delivery, Subscriber
-from broadside.models.sending import DELIVERY_STATUSES
+from broadside.campaigns.broadcasts import drafts, evidence, service
+from broadside.core.errors import ValidationError
+from broadside.core.models import Broadcast, Delivery, Subscriber
+from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.api import bp, json_body
 from webapp.api.inputs import (
     cap_hours_field,

@@ -10,7 +10,7 @@ and described in `webapp/apidocs/identities.py`).
   are secrets, never shown back); a new transport URL resumes a paused identity
 - DELETE /api/identities/<id> -> 204, or 409 naming what still uses it
 
-An Identity is `broadside.identities.service.as_input`: the transport URL masked, the webhook
+An Identity is `broadside.delivery.identities.service.as_input`: the transport URL masked, the webhook
 secret never (only `webhook_secret_set`). A refused body is 422 with a message naming the
 field (an unknown field included), a taken name 409, an unknown or deleted id 404. The default
 identity is the environment: it is listed, and changed only where it is set.
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from flask import current_app, jsonify
 
-from broadside.errors import NotFound
-from broadside.identities import service
-from broadside.identities.service import SendingIdentity
+from broadside.core.errors import NotFound
+from broadside.delivery.identities import service
+from broadside.delivery.identities.service import SendingIdentity
 from webapp.api import bp, json_body
 from webapp.extensions import db
 

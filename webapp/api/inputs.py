@@ -18,7 +18,7 @@ from typing import Any
 
 from flask import request
 
-from broadside.errors import ValidationError
+from broadside.core.errors import ValidationError
 from webapp.params import MAX_DATABASE_ID, int_arg
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from flask import jsonify
 
-from broadside.models import Segment
+from broadside.core.models import Segment
 from broadside.segments import service as segments
 from webapp.api import bp, json_body
 from webapp.api.inputs import iso, only_keys, require_keys

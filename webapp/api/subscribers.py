@@ -7,17 +7,17 @@ list (the contract is held by tests/webapp/test_api_subscribers_list.py and desc
   above it), `limit` 1-1000 (100 by default). Filters combine with AND:
   `list_id` (on that list, any status; with a subscription `status`, that status there),
   `segment_id` (who the segment reaches now, as a send would), `status` (one of
-  `broadside.subscribers.search.STATUS_FILTERS`), `q` (a substring of the address or the name,
+  `broadside.audience.subscribers.search.STATUS_FILTERS`), `q` (a substring of the address or the name,
   case ignored). A value that is not valid, an unknown parameter, or a list or segment that does
   not exist is 422 with a message: never silently an unfiltered or empty page.
 - PATCH /api/subscribers/<id> {"name"?, "attributes"?} -> 200 Subscriber. "attributes"
-  replaces the whole object; both are checked by `broadside.subscribers.service`.
+  replaces the whole object; both are checked by `broadside.audience.subscribers.service`.
 - POST /api/subscribers/<id>/unsubscribe {"list_id"} -> 200 {"subscriber_id", "list_id",
   "status": "unsubscribed", "changed"}: "changed" is false when they had already left (the
   call is idempotent). A person who was never on that list is 404, a list that does not exist
   422, an unknown subscriber 404.
 - POST /api/subscribers/bulk {"action", "list_id"?, "ids" | "filter", "expected"?} -> 202
-  BulkAction: the subscriber table's bulk actions (`broadside.subscribers.bulk`: add, remove,
+  BulkAction: the subscriber table's bulk actions (`broadside.audience.subscribers.bulk`: add, remove,
   unsubscribe, unsubscribe_all, block, erase), for up to 1,000 ids or everyone a filter (the
   list's filters above) matches now; the worker does it in batches. `expected`, when given,
   must be the number of people it touches (409 otherwise); an erase requires it.
@@ -30,10 +30,10 @@ from typing import Any
 
 from flask import jsonify, request
 
-from broadside.errors import Conflict, ValidationError
-from broadside.models import BulkAction, MailingList, Segment, Subscriber
-from broadside.subscribers import bulk, search
-from broadside.subscribers import service as subscribers
+from broadside.audience.subscribers import bulk, search
+from broadside.audience.subscribers import service as subscribers
+from broadside.core.errors import Conflict, ValidationError
+from broadside.core.models import BulkAction, MailingList, Segment, Subscriber
 from webapp.api import bp, json_body
 from webapp.api.inputs import (
     id_field,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from flask import current_app, jsonify
 
-from broadside.outgoing import endpoints
+from broadside.webhooks import endpoints
 from webapp.api import bp, json_body
 from webapp.extensions import db
 

@@ -2,17 +2,17 @@
 and their paths, merged into the document by `document.py`. Kept apart from `paths.py` and
 `schemas.py`, which it reuses, so neither grows past the size a module keeps.
 
-Limits and enumerations come from `broadside.automations` and the models, as elsewhere.
+Limits and enumerations come from `broadside.campaigns.automations` and the models, as elsewhere.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from broadside.automations import durations
-from broadside.automations import service as automations
-from broadside.models.automations import AUTOMATION_STATUSES, AutomationStatus
-from broadside.models.sending import DELIVERY_STATUSES
+from broadside.campaigns.automations import durations
+from broadside.campaigns.automations import service as automations
+from broadside.core.models.automations import AUTOMATION_STATUSES, AutomationStatus
+from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.apidocs.paths import body, operation, reply
 from webapp.apidocs.schemas import ID, IDENTITY_CHOICE, MOMENT, nullable, obj, ref
 

@@ -1,16 +1,16 @@
 """The OpenAPI document's part for sending identities (`webapp/api/identities.py`): their
 schemas and their paths, merged into the document by `document.py`, like automations'.
 
-Limits and enumerations come from `broadside.identities` and `broadside.providers.urls`.
+Limits and enumerations come from `broadside.delivery.identities` and `broadside.core.transport_urls`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from broadside.identities import service
-from broadside.models.identities import IDENTITY_STATUSES, IdentityStatus
-from broadside.providers import urls
+from broadside.core import transport_urls as urls
+from broadside.core.models.identities import IDENTITY_STATUSES, IdentityStatus
+from broadside.delivery.identities import service
 from webapp.apidocs.paths import body, operation, reply
 from webapp.apidocs.schemas import ID, nullable, obj, ref
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broadside.models.sending import DELIVERY_STATUSES
-from broadside.subscribers.import_report import MAX_KEPT_ROWS
-from broadside.subscribers.importer import CONSENTS
-from broadside.subscribers.search import MAX_QUERY, STATUS_FILTERS
-from broadside.subscribers.service import MAX_NAME
+from broadside.audience.subscribers.search import MAX_QUERY, STATUS_FILTERS
+from broadside.audience.subscribers.service import MAX_NAME
+from broadside.audience.transfer.importer import CONSENTS
+from broadside.audience.transfer.report import MAX_KEPT_ROWS
+from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.api.broadcasts import DEFAULT_PAGE as BROADCAST_PAGE
 from webapp.api.broadcasts import MAX_PAGE as MAX_BROADCAST_PAGE
 from webapp.api.subscribers import DEFAULT_PAGE as SUBSCRIBER_PAGE

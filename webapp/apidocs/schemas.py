@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from broadside.broadcasts.drafts import MAX_BODY, MAX_PREHEADER, MAX_SUBJECT
-from broadside.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
-from broadside.models.bulk import BULK_ACTIONS, BULK_STATUSES
-from broadside.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
+from broadside.audience.subscribers import bulk
+from broadside.audience.subscribers import service as people
+from broadside.audience.subscribers.search import MAX_QUERY, STATUS_FILTERS
+from broadside.campaigns.broadcasts.drafts import MAX_BODY, MAX_PREHEADER, MAX_SUBJECT
+from broadside.core.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
+from broadside.core.models.bulk import BULK_ACTIONS, BULK_STATUSES
+from broadside.core.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
+from broadside.core.site_settings import MAX_CAP_HOURS
 from broadside.segments import rules
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
-from broadside.site_settings import MAX_CAP_HOURS
-from broadside.subscribers import bulk
-from broadside.subscribers import service as people
-from broadside.subscribers.search import MAX_QUERY, STATUS_FILTERS
 from webapp.params import MAX_DATABASE_ID
 
 

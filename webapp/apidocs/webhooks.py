@@ -1,16 +1,16 @@
 """The OpenAPI document's part for outgoing webhook endpoints (`webapp/api/webhooks.py`): their
 schemas and paths, merged into the document by `document.py`, like identities'.
 
-The event names come from `broadside.outgoing.EVENT_TYPES`.
+The event names come from `broadside.webhooks.EVENT_TYPES`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from broadside.models.outgoing import ENDPOINT_STATUSES
-from broadside.outgoing import EVENT_TYPES
-from broadside.outgoing.addresses import MAX_URL
+from broadside.core.models.webhooks import ENDPOINT_STATUSES
+from broadside.webhooks import EVENT_TYPES
+from broadside.webhooks.addresses import MAX_URL
 from webapp.apidocs.paths import body, operation, reply
 from webapp.apidocs.schemas import ID, obj, ref
 

@@ -32,9 +32,9 @@ from flask import (
     url_for,
 )
 
-from broadside.archive import service
-from broadside.errors import DomainError, NotFound
-from broadside.models import MailingList
+from broadside.campaigns.archive import service
+from broadside.core.errors import DomainError, NotFound
+from broadside.core.models import MailingList
 from webapp.extensions import db
 from webapp.security import public
 from webapp.settings.brand import site_brand

@@ -11,8 +11,8 @@ from flask_wtf import FlaskForm
 from wtforms import EmailField, PasswordField
 from wtforms.validators import DataRequired, EqualTo, Length
 
-from broadside import accounts
-from broadside.errors import DomainError
+from broadside.core import accounts
+from broadside.core.errors import DomainError
 from webapp import throttle
 from webapp.extensions import db
 from webapp.security import public

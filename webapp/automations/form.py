@@ -1,4 +1,4 @@
-"""The automation editor's form <-> the API's JSON shape (`broadside.automations.service.
+"""The automation editor's form <-> the API's JSON shape (`broadside.campaigns.automations.service.
 parse_input` validates it; this module only reads and lays out what was typed).
 
 The form is plain HTML that works without JavaScript: the steps are `step-<n>-delay`,
@@ -15,7 +15,7 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
-from broadside.automations.service import MAX_STEPS
+from broadside.campaigns.automations.service import MAX_STEPS
 
 MAX_FIELD = 600_000  # longer than any valid value: the domain says what is too long
 # ASCII digits only: `\d` and str.isdigit() also accept "٣" and "²", and int("²") raises.

@@ -21,13 +21,13 @@ from flask import Response, current_app, flash, redirect, render_template, reque
 from flask_login import current_user
 from flask_wtf import FlaskForm
 
-from broadside.automations import durations
-from broadside.automations import service as automations
-from broadside.errors import Conflict, DomainError, NotFound, ValidationError
-from broadside.identities.service import all_identities
-from broadside.lists.service import all_lists
-from broadside.models import Automation
-from broadside.outbound import queued_test
+from broadside.audience.lists import all_lists
+from broadside.campaigns.automations import durations
+from broadside.campaigns.automations import service as automations
+from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
+from broadside.core.models import Automation
+from broadside.delivery.identities.service import all_identities
+from broadside.delivery.transactional import queued_test
 from broadside.segments.service import all_segments
 from webapp.automations import bp, form
 from webapp.broadcasts.views import PREVIEW_CSP

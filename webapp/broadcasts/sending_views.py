@@ -20,11 +20,11 @@ from flask import (
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, StringField
 
-from broadside import outbound
-from broadside.broadcasts import drafts, evidence, launch, service
-from broadside.broadcasts.progress import Progress, read_progress
-from broadside.errors import Conflict, DomainError, ValidationError
-from broadside.identities.service import resolve as resolve_identity
+from broadside.campaigns.broadcasts import drafts, evidence, launch, service
+from broadside.campaigns.broadcasts.progress import Progress, read_progress
+from broadside.core.errors import Conflict, DomainError, ValidationError
+from broadside.delivery import transactional
+from broadside.delivery.identities.service import resolve as resolve_identity
 from webapp.broadcasts import bp
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING, make_response, request, vary_on_htmx
@@ -76,7 +76,7 @@ def send_test(broadcast_id: int):
     try:
         message_id = service.send_test(db.session, broadcast_id, address,
                                        default_from=current_app.config["MAIL_FROM"], jobs=get_jobs())
-        test = outbound.queued_test(db.session, message_id)
+        test = transactional.queued_test(db.session, message_id)
     except ValidationError as exc:
         db.session.rollback()
         error = exc.message
@@ -100,7 +100,7 @@ def _same_site(url: str | None) -> bool:
 def test_status(message_id: int):
     """HTMX, every 2 s until settled: what became of a test send (a broadcast's or an
     automation step's), one primary-key read. 204 while it still says what the line shows."""
-    test = outbound.queued_test(db.session, message_id)
+    test = transactional.queued_test(db.session, message_id)
     if request.args.get("was") == test.version:
         return _nothing_new()
     return _no_store(make_response(render_template("broadcasts/_test_state.html", test=test),

@@ -1,6 +1,6 @@
 """Broadcast pages: the list, new drafts, the editor with its live preview, duplicate.
 
-The preview is the real email from broadside.rendering, shown in a sandboxed iframe whose
+The preview is the real email from broadside.mail.rendering, shown in a sandboxed iframe whose
 document has its own, relaxed Content-Security-Policy (the email's CSS is inline by nature);
 our own pages keep the strict one.
 """
@@ -19,11 +19,11 @@ from flask_login import current_user
 from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField, TextAreaField
 
-from broadside.broadcasts import compaction, drafts, evidence
-from broadside.broadcasts.progress import read_progress
-from broadside.errors import Conflict, ValidationError
-from broadside.identities.service import all_identities
-from broadside.site_settings import get_settings
+from broadside.campaigns.broadcasts import compaction, drafts, evidence
+from broadside.campaigns.broadcasts.progress import read_progress
+from broadside.core.errors import Conflict, ValidationError
+from broadside.core.site_settings import get_settings
+from broadside.delivery.identities.service import all_identities
 from webapp.broadcasts import bp
 from webapp.extensions import db
 from webapp.htmx import make_response

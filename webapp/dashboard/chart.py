@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broadside.subscribers.growth import Growth, GrowthDay
+from broadside.audience.subscribers.growth import Growth, GrowthDay
 
 WIDTH = 300
 HEIGHT = 100

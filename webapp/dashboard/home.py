@@ -17,9 +17,9 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import func, literal_column, select
 from sqlalchemy.orm import Session
 
-from broadside.models import Broadcast, MailingList, Subscriber, Subscription
-from broadside.subscribers.growth import growth
-from broadside.subscribers.search import COUNT_CAP, Filters, count_matching
+from broadside.audience.subscribers.growth import growth
+from broadside.audience.subscribers.search import COUNT_CAP, Filters, count_matching
+from broadside.core.models import Broadcast, MailingList, Subscriber, Subscription
 from webapp.dashboard.chart import Chart, chart
 
 RECENT = 8

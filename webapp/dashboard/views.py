@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
-from broadside.automations import service as automations
-from broadside.outgoing import endpoints as webhook_endpoints
+from broadside.campaigns.automations import service as automations
+from broadside.webhooks import endpoints as webhook_endpoints
 from webapp.dashboard.home import home_overview, recent_broadcasts
 from webapp.extensions import db
 from webapp.htmx import STOP_POLLING, make_response, request

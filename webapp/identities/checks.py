@@ -1,7 +1,7 @@
 """The connection check of a sending identity's transport: `doctor` runs one per identity, the
 identities page's "Check connection" runs one, and the System page shows the last result.
 
-`run` builds the identity's transport (broadside.providers.factory.make_transport, a timeout
+`run` builds the identity's transport (broadside.delivery.providers.factory.make_transport, a timeout
 of a few seconds) and calls its `check()`: SMTP connects, greets and logs in, a provider's API
 is asked something that proves the key, the outbox proves its folder; nothing is sent. The
 result is stored in Redis, so the System page (polled every few seconds) shows it without a
@@ -25,10 +25,10 @@ from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
-from broadside.identities.service import SendingIdentity, all_identities
-from broadside.providers.factory import make_transport
-from broadside.providers.urls import SMTP_SCHEMES, scheme_of
-from broadside.transports import DeliveryError
+from broadside.core.transport_urls import SMTP_SCHEMES, scheme_of
+from broadside.delivery.identities.service import SendingIdentity, all_identities
+from broadside.delivery.providers.factory import make_transport
+from broadside.delivery.transports import DeliveryError
 from webapp.extensions import db
 
 CHECK_TIMEOUT_S = 4.0

@@ -1,4 +1,4 @@
-"""The identity form <-> the API's JSON shape (`broadside.identities.service.parse_input`
+"""The identity form <-> the API's JSON shape (`broadside.delivery.identities.service.parse_input`
 validates it; this module only reads what was typed and says which field a refusal is about).
 
 The form's inputs are named like the API's fields (`name`, `from`, `transport`, `delay_ms`,
@@ -15,7 +15,7 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
-from broadside.identities.service import FIELDS, SendingIdentity
+from broadside.delivery.identities.service import FIELDS, SendingIdentity
 
 SECRETS = ("transport", "webhook_secret")
 MAX_FIELD = 10_000  # longer than any valid value: the domain says what is too long

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 
-from broadside.errors import Conflict, NotFound, ValidationError
-from broadside.identities import service
-from broadside.identities.service import SendingIdentity
-from broadside.providers import urls
-from broadside.site_settings import get_settings
+from broadside.core import transport_urls as urls
+from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.site_settings import get_settings
+from broadside.delivery.identities import service
+from broadside.delivery.identities.service import SendingIdentity
 from webapp import doctor
 from webapp.extensions import db
 from webapp.identities import form

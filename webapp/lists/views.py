@@ -7,8 +7,8 @@ from flask_wtf import FlaskForm
 from wtforms import BooleanField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length
 
-from broadside.errors import Conflict, DomainError
-from broadside.lists import service
+from broadside.audience import lists as service
+from broadside.core.errors import Conflict, DomainError
 from webapp.extensions import db
 
 bp = Blueprint("lists", __name__, url_prefix="/lists")

@@ -33,7 +33,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import Select, func, literal, select, text
 from sqlalchemy.orm import Session
 
-from broadside.models import Delivery
+from broadside.core.models import Delivery
 
 RETRYING_SECONDS = 60
 KEEP_SECONDS = 7 * 86400

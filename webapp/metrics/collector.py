@@ -37,9 +37,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from broadside import queues
-from broadside.hourly import HourlyCap
-from broadside.models import (
+from broadside.core.models import (
     Automation,
     AutomationMessage,
     Broadcast,
@@ -48,9 +46,11 @@ from broadside.models import (
     Subscriber,
     TransactionalMessage,
 )
-from broadside.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
-from broadside.timeutil import utcnow
-from broadside.waits import WAIT_KEYS
+from broadside.core.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
+from broadside.core.timeutil import utcnow
+from broadside.delivery import queues
+from broadside.delivery.hourly import HourlyCap
+from broadside.delivery.waits import WAIT_KEYS
 from webapp.doctor import last_smtp_check, worker_info
 from webapp.metrics.active import OUTCOMES, active_groups
 

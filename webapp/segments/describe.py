@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from sqlalchemy.orm import Session
 
-from broadside.models import Segment
+from broadside.core.models import Segment
 from broadside.segments.rules import OPERATOR_LABELS, Condition, Group, RuleError, parse
 from webapp.segments.lookups import Names, names
 

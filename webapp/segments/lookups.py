@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from broadside.broadcasts.drafts import list_options
-from broadside.models import Broadcast, MailingList, Subscriber
-from broadside.models.sending import BroadcastStatus
+from broadside.campaigns.broadcasts.drafts import list_options
+from broadside.core.models import Broadcast, MailingList, Subscriber
+from broadside.core.models.sending import BroadcastStatus
 from broadside.segments.rules import MAX_KEY
 from webapp.segments.builder import Box
 from webapp.templating import local_time

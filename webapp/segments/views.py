@@ -33,8 +33,8 @@ from flask import abort, flash, redirect, render_template, url_for
 from flask_wtf import FlaskForm
 from wtforms import StringField
 
-from broadside.errors import Conflict, DomainError, NotFound
-from broadside.models import Segment
+from broadside.core.errors import Conflict, DomainError, NotFound
+from broadside.core.models import Segment
 from broadside.segments import service
 from broadside.segments.rules import FIELD_LABELS, MAX_DEPTH, OPERATOR_LABELS, RuleError
 from webapp.extensions import db

@@ -22,9 +22,9 @@ from typing import Any
 from flask import Blueprint, Response, abort, current_app, g, request, url_for
 from sqlalchemy.exc import SQLAlchemyError
 
-from broadside import design
-from broadside.models import MailingList, SiteSettings
-from broadside.signup_texts import page_text, saved_texts
+from broadside.core.models import MailingList, SiteSettings
+from broadside.mail import design
+from broadside.mail.signup_texts import page_text, saved_texts
 from webapp.extensions import db
 from webapp.security import public
 

@@ -28,10 +28,10 @@ from wtforms import SelectField, StringField, TextAreaField
 from wtforms.fields.choices import SelectChoice
 from wtforms.widgets import ColorInput
 
-from broadside import design, signup_texts
-from broadside.models import MailingList, Subscriber
-from broadside.rendering import CompiledRevision, freeze_content
-from broadside.site_settings import SettingsError, get_settings
+from broadside.core.models import MailingList, Subscriber
+from broadside.core.site_settings import SettingsError, get_settings
+from broadside.mail import design, signup_texts
+from broadside.mail.rendering import CompiledRevision, freeze_content
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db
 from webapp.htmx import make_response

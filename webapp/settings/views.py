@@ -11,9 +11,9 @@ from wtforms import RadioField, SelectField, StringField, TextAreaField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional
 
-from broadside import accounts
-from broadside.errors import DomainError
-from broadside.site_settings import (
+from broadside.core import accounts
+from broadside.core.errors import DomainError
+from broadside.core.site_settings import (
     SettingsError,
     get_settings,
     time_zones,

@@ -18,9 +18,9 @@ from __future__ import annotations
 from flask import current_app, flash, redirect, render_template, request, url_for
 from redis.exceptions import RedisError
 
-from broadside.errors import ValidationError
-from broadside.outgoing import DESCRIPTIONS, EVENT_TYPES, endpoints, ledger
-from broadside.outgoing.endpoints import decode_events
+from broadside.core.errors import ValidationError
+from broadside.webhooks import DESCRIPTIONS, EVENT_TYPES, endpoints, ledger
+from broadside.webhooks.endpoints import decode_events
 from webapp.extensions import db, get_jobs
 from webapp.settings.views import bp
 

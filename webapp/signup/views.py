@@ -8,8 +8,8 @@ import logging
 from flask import Blueprint, current_app, render_template, request
 from redis.exceptions import RedisError
 
-from broadside.errors import ValidationError
-from broadside.signup import service
+from broadside.audience import signup as service
+from broadside.core.errors import ValidationError
 from webapp import throttle
 from webapp.extensions import csrf, db, get_jobs
 from webapp.security import public

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from flask import redirect, render_template, request, url_for
 
-from broadside.errors import ValidationError
-from broadside.lists.service import all_lists
+from broadside.audience.lists import all_lists
+from broadside.audience.subscribers import bulk, search
+from broadside.core.errors import ValidationError
 from broadside.segments.service import all_segments
-from broadside.subscribers import bulk, search
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING
 from webapp.subscribers.views import bp

@@ -19,10 +19,11 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from wtforms import BooleanField, RadioField, SelectField
 from wtforms.fields.choices import SelectChoice
 
-from broadside.errors import DomainError
-from broadside.lists.service import all_lists, get_list
+from broadside.audience.lists import all_lists, get_list
+from broadside.audience.transfer import export, importer
+from broadside.audience.transfer import report as import_report
+from broadside.core.errors import DomainError
 from broadside.segments.service import get_segment
-from broadside.subscribers import export, import_report, importer
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING
 from webapp.params import int_arg

@@ -9,13 +9,13 @@ from wtforms import BooleanField, SelectField, SelectMultipleField, StringField,
 from wtforms.validators import DataRequired, Length
 from wtforms.widgets import CheckboxInput, ListWidget
 
-from broadside.automations import service as automations
-from broadside.errors import DomainError
-from broadside.lists.service import all_lists
+from broadside.audience.lists import all_lists
+from broadside.audience.subscribers import bulk, search, service
+from broadside.audience.unsubscribe import suppression
+from broadside.campaigns.automations import service as automations
+from broadside.core.errors import DomainError
+from broadside.core.timeutil import utcnow
 from broadside.segments.service import all_segments
-from broadside.subscribers import bulk, search, service
-from broadside.timeutil import utcnow
-from broadside.unsubscribe import suppression
 from webapp.extensions import db
 from webapp.htmx import make_response, request, vary_on_htmx
 from webapp.params import int_arg

@@ -17,16 +17,16 @@ from rq.queue import Queue
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from broadside import queues
-from broadside.errors import DomainError, NotFound
-from broadside.events import record_event
-from broadside.hourly import HourlyCap
-from broadside.identities.service import SendingIdentity, all_identities, resolve
-from broadside.models import Broadcast, Delivery, Event, SiteSettings, Subscriber, TransactionalMessage
-from broadside.site_settings import get_settings
-from broadside.streams import StreamStatus, read_stream
-from broadside.system.outbox import OutboxEntry, list_outbox, outbox_folder
-from broadside.timeutil import utcnow
+from broadside.core.errors import DomainError, NotFound
+from broadside.core.events import record_event
+from broadside.core.models import Broadcast, Delivery, Event, SiteSettings, Subscriber, TransactionalMessage
+from broadside.core.site_settings import get_settings
+from broadside.core.timeutil import utcnow
+from broadside.delivery import queues
+from broadside.delivery.eml_folder import OutboxEntry, list_outbox, outbox_folder
+from broadside.delivery.hourly import HourlyCap
+from broadside.delivery.identities.service import SendingIdentity, all_identities, resolve
+from broadside.delivery.streams import StreamStatus, read_stream
 from webapp.doctor import (
     Check,
     WorkerInfo,

@@ -15,8 +15,8 @@ from flask import (
 )
 from flask_wtf import FlaskForm
 
-from broadside.errors import DomainError, NotFound
-from broadside.system.outbox import outbox_folder, read_outbox_message
+from broadside.core.errors import DomainError, NotFound
+from broadside.delivery.eml_folder import outbox_folder, read_outbox_message
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_redis
 from webapp.htmx import make_response, request

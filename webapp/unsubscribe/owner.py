@@ -15,10 +15,10 @@ from flask_wtf import FlaskForm
 from wtforms import TextAreaField
 from wtforms.validators import Length
 
-from broadside.errors import DomainError, NotFound
-from broadside.models import Subscriber
-from broadside.unsubscribe import departures, service
-from broadside.unsubscribe.suppression import MAX_NOTE_LENGTH
+from broadside.audience.unsubscribe import departures, service
+from broadside.audience.unsubscribe.suppression import MAX_NOTE_LENGTH
+from broadside.core.errors import DomainError, NotFound
+from broadside.core.models import Subscriber
 from webapp.extensions import db
 from webapp.params import int_arg
 

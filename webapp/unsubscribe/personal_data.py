@@ -3,7 +3,7 @@ no cookie, no script. The signed token is the only credential, as for the other 
 actions (`webapp/unsubscribe/views.py`), so these POSTs are CSRF-exempt.
 
 - POST /u/<token>/data    "Download my data": a JSON file (an attachment) of everything held
-                          about the person (`broadside.subscribers.personal_data`). A POST, so
+                          about the person (`broadside.audience.subscribers.personal_data`). A POST, so
                           a mail scanner or link previewer that follows every link of an email
                           never builds it; a GET answers 405 and builds nothing. At most
                           `EXPORT_LIMIT` a minute per person.
@@ -21,9 +21,9 @@ import json
 
 from flask import current_app, make_response
 
-from broadside.subscribers import personal_data
-from broadside.timeutil import utcnow
-from broadside.unsubscribe import service
+from broadside.audience.subscribers import personal_data
+from broadside.audience.unsubscribe import service
+from broadside.core.timeutil import utcnow
 from webapp.extensions import csrf, db
 from webapp.security import public
 from webapp.unsubscribe.views import TooManyRequests, _claim, _page, _within_limit, bp

@@ -24,14 +24,14 @@ import logging
 from flask import Blueprint, current_app, make_response, render_template, request
 from redis.exceptions import RedisError
 
-from broadside.errors import DomainError, ValidationError
-from broadside.unsubscribe import service
-from broadside.unsubscribe.tokens import UnsubscribeClaim, read_token
+from broadside.audience.unsubscribe import service
+from broadside.core.errors import DomainError, ValidationError
+from broadside.mail.unsubscribe_tokens import UnsubscribeClaim, read_token
 from webapp import throttle
 from webapp.extensions import csrf, db
 from webapp.security import public
 
-log = logging.getLogger("broadside.unsubscribe")
+log = logging.getLogger("broadside.audience.unsubscribe")
 
 bp = Blueprint("unsubscribe", __name__)
 

@@ -8,7 +8,7 @@
                          is claimed once: a repeat is acknowledged (200) and changes nothing.
 - POST /webhooks/ses     Amazon SES notifications through SNS: the SNS signature is verified,
                          the TopicArn must be listed in SNS_TOPIC_ARNS, the signed Timestamp
-                         must be recent (see broadside.webhooks.replay), a MessageId counts
+                         must be recent (see broadside.feedback.replay), a MessageId counts
                          once, and the subscription handshake is completed by visiting
                          SubscribeURL.
 
@@ -19,10 +19,10 @@
                          through that provider; 401 when it has no webhook secret or the
                          request does not prove itself by the provider's scheme (Basic auth
                          for Postmark, Svix signatures for Resend, Mailgun's signed token:
-                         broadside.webhooks.providers); 400 for a body that is not the
+                         broadside.feedback.providers); 400 for a body that is not the
                          provider's shape. Each event counts once (its id claimed in Redis,
                          per identity); a delivery settles a message left `unknown`
-                         (broadside.webhooks.settle). Events we do not use get 200 "ignored".
+                         (broadside.feedback.settle). Events we do not use get 200 "ignored".
 
 Replay protection needs Redis (the seen ids live there): while it is unreachable, events are
 refused with a 503, which providers retry, rather than applied without that protection. A
@@ -39,13 +39,13 @@ import logging
 from flask import Blueprint, current_app, jsonify, request
 from redis.exceptions import RedisError
 
-from broadside.identities.service import SendingIdentity
-from broadside.webhooks import payloads, provider_payloads, providers, replay, service, sns
-from broadside.webhooks.service import webhook_identity
+from broadside.delivery.identities.service import SendingIdentity
+from broadside.feedback import payloads, provider_payloads, providers, replay, service, sns
+from broadside.feedback.service import webhook_identity
 from webapp.extensions import csrf, db, get_redis
 from webapp.security import public
 
-log = logging.getLogger("broadside.webhooks")
+log = logging.getLogger("broadside.feedback")
 
 bp = Blueprint("webhooks", __name__, url_prefix="/webhooks")
 csrf.exempt(bp)

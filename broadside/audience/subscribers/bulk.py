@@ -1,0 +1,354 @@
+"""Bulk actions on the subscriber table: add to a list, remove from a list, unsubscribe (from
+one list or all), block, erase, for the selected people or everyone a filter matches.
+
+What it guarantees:
+
+- Nothing is written until the owner confirms a `Plan` that says how many people and what
+  will happen (`plan`); `submit` stores a `BulkAction` row and queues one worker job. Who is
+  frozen at submit time: the selected ids, or the filter plus the highest subscriber id then
+  (nobody who joins later is touched).
+- The worker (`jobs/bulk.py`) works in batches (BATCH_SIZE ids, keyset over ids ascending),
+  each in one transaction that first moves the row's cursor (`last_id`) with an UPDATE
+  guarded on where it was, then applies the batch's effect: of two runs of one batch (a
+  duplicated job, a restarted worker) exactly one does it, and the other rolls back.
+- Every effect is itself guarded, so even a batch run again changes nothing: adding
+  inserts only missing subscriptions, unsubscribing and blocking are the single actions'
+  guarded writes (`leave_list`, `suppress_uncommitted`, with their events), removing deletes
+  only subscriptions still there, erasing deletes only people still there.
+- Nothing here sends mail: adding to a list starts no welcome series, unsubscribing sends
+  no confirmation.
+
+`BulkAction.status` is written only here: queued -> running -> done | failed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from redis.exceptions import RedisError
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from broadside.audience.subscribers import service
+from broadside.audience.subscribers.search import Filters, count_exactly, filter_clauses
+from broadside.audience.unsubscribe.service import leave_list
+from broadside.audience.unsubscribe.suppression import suppress_uncommitted
+from broadside.core.db import rowcount
+from broadside.core.errors import NotFound, ValidationError
+from broadside.core.models import BulkAction, Event, MailingList, Subscriber, Subscription
+from broadside.core.timeutil import utcnow
+
+BATCH_SIZE = 1000
+SLICE_SECONDS = 5.0  # a job's share of the worker before it queues its continuation
+MAX_SELECTION = 1000
+NEEDS_LIST = ("add", "remove")
+# What the owner chooses from (unsubscribing from every list is an unsubscribe without a list).
+CHOICES = {"add": "Add to a list", "remove": "Remove from a list",
+           "unsubscribe": "Unsubscribe from a list", "unsubscribe_all": "Unsubscribe from every list",
+           "block": "Block (no mail from any list)", "erase": "Erase for good"}
+TRANSITIONS = {"start": (("queued",), "running"), "finish": (("running",), "done"),
+               "fail": (("queued", "running"), "failed")}
+
+
+def people(count: int) -> str:
+    return f"{count:,} person" if count == 1 else f"{count:,} people"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A checked bulk action, not yet stored: what the confirmation page says."""
+
+    action: str
+    list_id: int | None
+    list_name: str
+    subscriber_ids: list[int] | None
+    filters: Filters | None
+    max_id: int
+    total: int
+
+    @property
+    def choice(self) -> str:
+        """The choice that makes this plan again (the confirmation form posts it back)."""
+        return "unsubscribe_all" if self.action == "unsubscribe" and not self.list_id \
+            else self.action
+
+    @property
+    def headline(self) -> str:
+        who = people(self.total)
+        return {
+            "add": f"Add {who} to {self.list_name}",
+            "remove": f"Remove {who} from {self.list_name}",
+            "unsubscribe": f"Unsubscribe {who} from "
+                           + (self.list_name if self.list_id else "every list"),
+            "block": f"Block {who}",
+            "erase": f"Erase {who}",
+        }[self.action]
+
+    @property
+    def details(self) -> list[str]:
+        name = self.list_name
+        return {
+            "add": [f"Each joins {name} as active. Anyone already on it keeps their status "
+                    "there: someone who unsubscribed stays unsubscribed.",
+                    "Nothing is sent: the list's welcome series does not start for them."],
+            "remove": [f"Their subscription to {name} is deleted, as if they had never been "
+                       "added. Anyone who unsubscribed from it stays recorded as unsubscribed, "
+                       "so nobody can be re-added against their wish.",
+                       "Nothing is sent, and their other lists are untouched."],
+            "unsubscribe": [(f"They stop getting {name}" if self.list_id else
+                             "They stop getting every list they are on")
+                            + ", as if they had unsubscribed at your request; each change is "
+                              "recorded in their history.",
+                            "Nothing is sent to them, not even a confirmation."],
+            "block": ["They get no more mail from any list, now or if they sign up again, "
+                      "until you lift the block on their page. Their subscriptions are kept.",
+                      "Nothing is sent."],
+            "erase": ["This deletes them for good: their addresses, names, attributes, "
+                      "subscriptions and history. Broadcast totals keep counting their "
+                      "deliveries, without saying who they were for.",
+                      "This cannot be undone. To stop mail but keep the record, unsubscribe "
+                      "or block instead."],
+        }[self.action]
+
+
+def _parse_ids(raw: list[str]) -> list[int]:
+    ids: set[int] = set()
+    for value in raw:
+        value = (value or "").strip()
+        if not value.isdigit() or not 0 < int(value) < 2**31:
+            raise ValidationError("The selection is not valid (a subscriber id was not a "
+                                  "number). Reload the table and select again.")
+        ids.add(int(value))
+    if len(ids) > MAX_SELECTION:
+        raise ValidationError(f"Select at most {MAX_SELECTION:,} people, or choose "
+                              "everyone matching the filter.")
+    return sorted(ids)
+
+
+def highest_id(session: Session) -> int:
+    return session.scalar(select(func.max(Subscriber.id))) or 0
+
+
+def plan(session: Session, *, action: str | None, list_id: int | None, scope: str | None,
+         ids: list[str], filters: Filters, max_id: int | None = None) -> Plan:
+    """Check a requested bulk action and count exactly who it touches; ValidationError with
+    the sentence to show when something is missing or wrong. Reads only."""
+    if action not in CHOICES:
+        raise ValidationError("Choose what to do with them.")
+    if action == "unsubscribe_all":
+        action, list_id = "unsubscribe", None
+    elif action == "unsubscribe" and not list_id:
+        raise ValidationError("Choose the list to unsubscribe them from, or choose "
+                              "“Unsubscribe from every list”.")
+    if scope not in ("selected", "all"):
+        raise ValidationError("Choose whether to act on the selected people or on everyone "
+                              "matching the filter.")
+    list_name = ""
+    if action in NEEDS_LIST and not list_id:
+        raise ValidationError("Choose the list to add them to." if action == "add" else
+                              "Choose the list to remove them from.")
+    if list_id:
+        if action not in (*NEEDS_LIST, "unsubscribe"):
+            list_id = None  # blocking and erasing are for every list
+        else:
+            found = session.scalar(select(MailingList.name).where(MailingList.id == list_id))
+            if found is None:
+                raise ValidationError("That list does not exist any more. Choose another.")
+            list_name = found
+    latest = highest_id(session)
+    if scope == "selected":
+        selected = _parse_ids(ids)
+        if not selected:
+            raise ValidationError("Nobody is selected: tick the people to act on, or choose "
+                                  "everyone matching the filter.")
+        existing = set(session.scalars(select(Subscriber.id)
+                                       .where(Subscriber.id.in_(selected))))
+        missing = [i for i in selected if i not in existing]
+        if missing:
+            shown = ", ".join(map(str, missing[:5])) + (" …" if len(missing) > 5 else "")
+            raise ValidationError(f"{people(len(missing))} of the selection no longer "
+                                  f"exist (id {shown}). Reload the table and select again.")
+        return Plan(action, list_id or None, list_name, selected, None, selected[-1],
+                    len(selected))
+    frozen = min(max_id, latest) if max_id else latest
+    total = count_exactly(session, filters, frozen)
+    if not total:
+        raise ValidationError("Nobody matches this filter, so there is nothing to do.")
+    return Plan(action, list_id or None, list_name, None, filters, frozen, total)
+
+
+def submit(session: Session, confirmed: Plan, enqueue: Callable[[int], Any]) -> BulkAction:
+    """Store a confirmed plan and queue its job; a Redis outage fails it visibly."""
+    record = BulkAction(
+        action=confirmed.action, list_id=confirmed.list_id, list_name=confirmed.list_name,
+        subscriber_ids=confirmed.subscriber_ids,
+        filters=confirmed.filters.as_dict() if confirmed.filters is not None else None,
+        max_id=confirmed.max_id, total=confirmed.total, status="queued",
+    )
+    session.add(record)
+    session.commit()
+    try:
+        enqueue(record.id)
+    except RedisError:
+        _move(session, record.id, "fail", error="The action could not be queued (Redis is not "
+                                                "answering). Nothing was changed; try again.")
+        session.commit()
+    return get(session, record.id)
+
+
+def get(session: Session, bulk_id: int) -> BulkAction:
+    record = session.get(BulkAction, bulk_id, populate_existing=True)
+    if record is None:
+        raise NotFound("There is no such bulk action.")
+    return record
+
+
+def _move(session: Session, bulk_id: int, transition: str, **values: Any) -> bool:
+    sources, target = TRANSITIONS[transition]
+    if target in ("done", "failed"):
+        values["finished_at"] = utcnow()
+    result = session.execute(
+        update(BulkAction).where(BulkAction.id == bulk_id, BulkAction.status.in_(sources))
+        .values(status=target, **values).execution_options(synchronize_session=False))
+    return rowcount(result) == 1
+
+
+def _who(record: BulkAction, session: Session) -> list:
+    if record.subscriber_ids is not None:
+        return [Subscriber.id.in_([int(i) for i in record.subscriber_ids])]
+    return filter_clauses(session, Filters.from_dict(record.filters or {}))
+
+
+def run_batch(session: Session, bulk_id: int, batch_size: int = BATCH_SIZE) -> int | None:
+    """One batch, in one transaction; returns how many people it covered (0: the action is
+    finished now), None when the action is not running or another run took this batch."""
+    record = get(session, bulk_id)
+    if record.status != "running":
+        session.rollback()
+        return None
+    start = record.last_id
+    if record.list_id is not None and session.get(MailingList, record.list_id) is None:
+        _move(session, bulk_id, "fail", error=f"The list {record.list_name} was deleted, so "
+              f"the action stopped after {people(record.processed)}.")
+        session.commit()
+        return None
+    ids = list(session.scalars(
+        select(Subscriber.id).where(*_who(record, session), Subscriber.id > start,
+                                    Subscriber.id <= record.max_id)
+        .order_by(Subscriber.id).limit(batch_size)))
+    if not ids:
+        _move(session, bulk_id, "finish")
+        session.commit()
+        return 0
+    # Claim the batch: the cursor moves first, guarded on where it was.
+    claimed = session.execute(
+        update(BulkAction).where(BulkAction.id == bulk_id, BulkAction.last_id == start,
+                                 BulkAction.status == "running")
+        .values(last_id=ids[-1], processed=BulkAction.processed + len(ids))
+        .execution_options(synchronize_session=False))
+    if rowcount(claimed) != 1:
+        session.rollback()
+        return None
+    changed = apply(session, record.action, record.list_id, ids, bulk_id)
+    session.execute(update(BulkAction).where(BulkAction.id == bulk_id)
+                    .values(changed=BulkAction.changed + changed)
+                    .execution_options(synchronize_session=False))
+    session.commit()
+    return len(ids)
+
+
+def apply(session: Session, action: str, list_id: int | None, ids: list[int],
+          bulk_id: int) -> int:
+    """One batch's effect, in the caller's transaction; returns how many people changed."""
+    if action == "add":
+        assert list_id is not None
+        return sum(1 for sid in ids
+                   if service.add_to_lists(session, sid, [list_id], source="owner"))
+    if action == "remove":
+        assert list_id is not None
+        removed = list(session.scalars(
+            delete(Subscription).where(Subscription.list_id == list_id,
+                                       Subscription.subscriber_id.in_(ids),
+                                       Subscription.status != "unsubscribed")
+            .returning(Subscription.subscriber_id).execution_options(synchronize_session=False)))
+        if removed:
+            now = utcnow()
+            session.execute(insert(Event), [
+                {"kind": "removed", "subscriber_id": sid, "list_id": list_id, "created_at": now,
+                 "detail": f"by the owner (bulk action {bulk_id})"}
+                for sid in removed])
+        return len(removed)
+    if action == "unsubscribe":
+        pairs = session.execute(
+            select(Subscription.subscriber_id, Subscription.list_id)
+            .where(Subscription.subscriber_id.in_(ids), Subscription.status != "unsubscribed",
+                   *([Subscription.list_id == list_id] if list_id is not None else []))
+            .order_by(Subscription.subscriber_id, Subscription.list_id)).all()
+        left = {sid for sid, lid in pairs if leave_list(session, sid, lid, "owner")}
+        return len(left)
+    if action == "block":
+        detail = f"blocked by the owner (bulk action {bulk_id})"
+        return sum(1 for sid in ids if suppress_uncommitted(session, sid, "blocked", detail))
+    if action == "erase":
+        return service.erase_uncommitted(session, ids)
+    raise ValidationError(f"Unknown bulk action {action!r}.")
+
+
+def run_slice(session: Session, bulk_id: int, *, batch_size: int = BATCH_SIZE,
+              seconds: float = SLICE_SECONDS, clock: Callable[[], float] = time.monotonic
+              ) -> str:
+    """Batches for up to `seconds`: "continue" (queue the next slice), "done", or "stopped"
+    (failed, unknown, or nothing to do)."""
+    _move(session, bulk_id, "start")
+    session.commit()
+    deadline = clock() + seconds
+    while True:
+        covered = run_batch(session, bulk_id, batch_size)
+        if covered is None:
+            return "stopped"
+        if covered == 0:
+            return "done"
+        if clock() >= deadline:
+            return "continue"
+
+
+def fail(session: Session, bulk_id: int, message: str) -> None:
+    session.rollback()
+    _move(session, bulk_id, "fail", error=message[:2000])
+    session.commit()
+
+
+def interrupted(session: Session) -> list[int]:
+    """Bulk actions a stopped worker left queued or running (to queue again)."""
+    return list(session.scalars(select(BulkAction.id)
+                                .where(BulkAction.status.in_(("queued", "running")))
+                                .order_by(BulkAction.id)))
+
+
+@dataclass
+class Progress:
+    record: BulkAction
+
+    @property
+    def finished(self) -> bool:
+        return self.record.status in ("done", "failed")
+
+    @property
+    def percent(self) -> int:
+        if self.record.status == "done":
+            return 100
+        if not self.record.total:
+            return 0
+        return min(99, int(100 * self.record.processed / self.record.total))
+
+    @property
+    def headline(self) -> str:
+        r = self.record
+        return Plan(r.action, r.list_id, r.list_name, None, None, r.max_id, r.total).headline
+
+
+def progress(session: Session, bulk_id: int) -> Progress:
+    return Progress(get(session, bulk_id))

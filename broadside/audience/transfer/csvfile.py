@@ -1,0 +1,428 @@
+"""Reading an import file: the header, then one record at a time with its line number.
+
+Pure parsing and validation, no database: `records()` streams a file from disk through the
+csv module (never the whole file in memory) and `validate_record()` says why a row cannot be
+imported, in words the owner can act on, or what it changed to import it (a name longer than
+the column is shortened, with a warning).
+
+A rejected-rows download (`broadside.audience.transfer.report`) puts its own two columns,
+`rejected_line` and `rejected_reason`, before the row as uploaded; this reader ignores
+those two columns, so the owner can fix the rows in place and upload that file as it is.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import itertools
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from broadside.audience.subscribers.service import MAX_ATTRIBUTE_VALUE, MAX_EMAIL, MAX_NAME
+from broadside.core.addresses import normalise_email
+from broadside.core.errors import ValidationError
+
+HEADER_SNIFF_BYTES = 64 * 1024
+# Spreadsheet-safe exports prefix these with an apostrophe; importing strips it again.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+NOT_UTF8 = "the line is not valid UTF-8 text (save the file as \"CSV UTF-8\")"
+# No real row comes near this; a longer "line" is not CSV and must not be read into memory.
+MAX_LINE_BYTES = 1024 * 1024
+LINE_TOO_LONG = "the line is longer than 1 MB"
+# Read at once, decoded at once when it is UTF-8 (shorter than MAX_LINE_BYTES: see _Lines).
+BLOCK_BYTES = 256 * 1024
+# The columns a rejected-rows download adds; an import ignores them (see the docstring).
+REPORT_COLUMNS = ("rejected_line", "rejected_reason")
+
+
+def unescape_cell(value: str) -> str:
+    if len(value) > 1 and value[0] == "'" and value[1] in FORMULA_PREFIXES:
+        return value[1:]
+    return value
+
+
+# A dot-atom local part of plain ASCII letters, digits, _ + and -: RFC 5322 says what is valid
+# here without the validator's help (no quoting, no Unicode, no dot at either end or twice);
+# then the only "@" and the domain, in an address already lower-cased.
+_PLAIN_ADDRESS = re.compile(r"([a-z0-9_+-]+(?:\.[a-z0-9_+-]+)*)@[^@]*\Z")
+
+
+class EmailNormaliser:
+    """`normalise_email`, with each domain's verdict remembered for the rest of the file.
+
+    Validating the domain is most of email_validator's cost (about 50 µs an address, half
+    the 10 s budget of a 100,000-row import) and a list has few distinct domains. Only a plain
+    local part on a domain the validator itself accepted takes the short way; everything else
+    (and every error message) comes from `normalise_email`. The domain is remembered as
+    written (case and all), so its verdict is the validator's own for that very text.
+    """
+
+    def __init__(self, max_domains: int = 50_000) -> None:
+        # domain as written -> (its normalised form, or None when the validator refused it;
+        # whether that form is the domain lower-cased)
+        self.domains: dict[str, tuple[str | None, bool]] = {}
+        self.max_domains = max_domains
+
+    def __call__(self, raw: str) -> str:
+        raw = raw.strip()
+        if raw.isascii() and len(raw) <= 200:
+            lowered = raw.lower()
+            plain = _PLAIN_ADDRESS.match(lowered)
+            if plain is not None and plain.end(1) <= 64:
+                domain = raw[plain.end(1) + 1:]
+                verdict = self.domains.get(domain)
+                if verdict is None:
+                    verdict = self._domain(domain)
+                known, same = verdict
+                if same:
+                    return lowered
+                if known is not None:
+                    return f"{lowered[:plain.end(1)]}@{known}"
+        return normalise_email(raw)
+
+    def _domain(self, domain: str) -> tuple[str | None, bool]:
+        try:
+            known: str | None = normalise_email("x@" + domain).split("@", 1)[1]
+        except ValidationError:
+            known = None
+        verdict = (known, known == domain.lower())
+        if len(self.domains) < self.max_domains:
+            self.domains[domain] = verdict
+        return verdict
+
+
+@dataclass
+class Header:
+    delimiter: str
+    columns: list[str]
+    email_index: int
+    name_index: int | None
+    attribute_columns: list[tuple[int, str]]
+    # Where a rejected-rows download's own columns are (ignored: see the module docstring).
+    report_indices: tuple[int, ...] = ()
+
+    @property
+    def original_columns(self) -> list[str]:
+        """The header as the owner wrote it, without a rejected-rows download's columns."""
+        return self.original(self.columns)
+
+    def original(self, fields: list[str]) -> list[str]:
+        if not self.report_indices:
+            return fields
+        return [f for i, f in enumerate(fields) if i not in self.report_indices]
+
+
+def parse_header(first_line: bytes) -> Header:
+    """The header row, or a ValidationError saying why this is not a CSV we can import."""
+    if first_line.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise ValidationError(
+            'The file is UTF-16 text; save it as "CSV UTF-8" and upload it again.'
+        )
+    if b"\x00" in first_line:
+        raise ValidationError("This is not a CSV file (it contains binary data).")
+    if first_line.startswith(codecs.BOM_UTF8):
+        first_line = first_line[len(codecs.BOM_UTF8):]
+    if any(byte < 32 and byte not in b"\t\r\n" for byte in first_line):
+        raise ValidationError("This is not a CSV file (it contains binary data).")
+    try:
+        line = first_line.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise ValidationError(
+            'The header row is not UTF-8 text; save the file as "CSV UTF-8" and upload it again.'
+        ) from None
+    delimiter = max((",", ";", "\t"), key=line.count) if line else ","
+    try:
+        columns = [c.strip() for c in next(csv.reader([line], delimiter=delimiter))]
+    except (csv.Error, StopIteration):
+        raise ValidationError("The first row is not a CSV header.") from None
+    lowered = [c.lower() for c in columns]
+    if "email" not in lowered:
+        shown = ", ".join(repr(c[:40]) for c in columns[:5]) or "nothing"
+        raise ValidationError(
+            "The first row must be a header with an 'email' column (found "
+            f"{shown}). Is this a CSV file?"
+        )
+    duplicates = sorted({c for c in lowered if c and lowered.count(c) > 1})
+    if duplicates:
+        raise ValidationError(f"The header names the column {duplicates[0]!r} more than once.")
+    if any(len(c) > 100 for c in columns):
+        raise ValidationError("A column name in the header is longer than 100 characters.")
+    email_index = lowered.index("email")
+    name_index = lowered.index("name") if "name" in lowered else None
+    report = tuple(i for i, c in enumerate(lowered) if c in REPORT_COLUMNS)
+    attributes = [(i, c) for i, c in enumerate(columns)
+                  if c and i not in (email_index, name_index) and i not in report]
+    return Header(delimiter, columns, email_index, name_index, attributes, report)
+
+
+def check_file(path: Path) -> Header:
+    """Everything we can say about the whole file before writing anything."""
+    with open(path, "rb") as raw:
+        sample = raw.read(HEADER_SNIFF_BYTES)
+        if b"\x00" in sample and not sample.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            raise ValidationError("This is not a CSV file (it contains binary data).")
+        if b"\r" in sample and b"\n" not in sample:
+            raise ValidationError('The lines of this file end with CR only (an old Mac format); '
+                                  'save it as "CSV UTF-8" and upload it again.')
+        raw.seek(0)
+        first_line = raw.readline(HEADER_SNIFF_BYTES)
+        if not first_line.strip():
+            raise ValidationError("The file is empty." if not first_line else
+                                  "The first line of the file is blank; it must be the header.")
+        if not first_line.endswith(b"\n") and len(first_line) >= HEADER_SNIFF_BYTES:
+            raise ValidationError("This is not a CSV file (its first line is not a header).")
+        header = parse_header(first_line)
+        for line, _ in _bounded_lines(raw):
+            if line.strip():
+                return header
+    raise ValidationError("The file has a header row but no subscribers under it.")
+
+
+def _bounded_lines(raw: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
+    """(physical line, too long) pairs; a line over MAX_LINE_BYTES is skipped, not read in."""
+    while line := raw.readline(MAX_LINE_BYTES):
+        if len(line) < MAX_LINE_BYTES or line.endswith(b"\n"):
+            yield line, False
+            continue
+        while (rest := raw.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+            pass
+        yield b"\n", True
+
+
+class _Lines:
+    """Decoded lines of a binary file; remembers which physical lines were not UTF-8 text
+    or too long, so the record they belong to can be rejected with that reason.
+
+    The file is read in blocks of whole lines. A block that is valid UTF-8 (nearly all of
+    them) is decoded at once and its lines split at "\\n" in C, exactly as line-by-line
+    reading would split them (UTF-8 never has a "\\n" byte inside a character, and a block
+    is shorter than MAX_LINE_BYTES, so none of its lines is too long); a block that is not
+    is read line by line as before, each line decoded on its own. A line longer than a block
+    is read by `_bounded_lines` from where it starts.
+    """
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.number = 0
+        self.bad: dict[int, str] = {}
+
+    def __iter__(self) -> Iterator[str]:
+        return itertools.chain.from_iterable(self._pieces())
+
+    def blocks(self) -> Iterator[str | None]:
+        """Each block of whole lines decoded (its lines counted), or None where the next
+        lines are not a clean block (not UTF-8, or a line longer than a block)."""
+        raw = self.raw
+        while True:
+            start = raw.tell()
+            data = raw.read(BLOCK_BYTES)
+            if not data:
+                return
+            cut = data.rfind(b"\n") + 1
+            if cut == 0 and len(data) == BLOCK_BYTES:  # a line at least a block long
+                raw.seek(start)
+                yield None
+                continue
+            if 0 < cut < len(data):
+                raw.seek(start + cut)  # the next block starts with the line cut here
+                data = data[:cut]
+            if self.number == 0 and data.startswith(codecs.BOM_UTF8):
+                data = data[len(codecs.BOM_UTF8):]
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raw.seek(start)
+                yield None
+                continue
+            self.number += text.count("\n") + (not text.endswith("\n"))
+            yield text
+
+    def _pieces(self) -> Iterator[Iterable[str]]:
+        raw = self.raw
+        for text in self.blocks():
+            if text is not None:
+                yield io.StringIO(text, newline="\n")
+                continue
+            # Not a clean block: its lines one by one, as far as the next block's start.
+            start = raw.tell()
+            data = raw.read(BLOCK_BYTES)
+            cut = data.rfind(b"\n") + 1
+            raw.seek(start)
+            if cut == 0 and len(data) == BLOCK_BYTES:
+                yield self._decoded(itertools.islice(_bounded_lines(raw), 1))
+            else:
+                yield self._decoded(io.BytesIO(data[:cut] if cut else data))
+                raw.seek(start + (cut or len(data)))
+
+    def _decoded(self, lines: Iterable[bytes] | Iterator[tuple[bytes, bool]]
+                 ) -> Iterator[str]:
+        for item in lines:
+            chunk, too_long = item if isinstance(item, tuple) else (item, False)
+            self.number += 1
+            if too_long:
+                self.bad[self.number] = LINE_TOO_LONG
+            if self.number == 1 and chunk.startswith(codecs.BOM_UTF8):
+                chunk = chunk[len(codecs.BOM_UTF8):]
+            try:
+                yield chunk.decode("utf-8")
+            except UnicodeDecodeError:
+                self.bad[self.number] = NOT_UTF8
+                yield chunk.decode("utf-8", "replace")
+
+
+def records(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
+    """(line where the record starts, fields, reason when rejected) for each record.
+
+    A record is rejected with its fields when they could be read (a line that is not UTF-8
+    comes with its bad bytes replaced by U+FFFD) and with None when not (malformed CSV, a
+    line over 1 MB).
+    """
+    with open(path, "rb") as raw:
+        header = parse_header(raw.readline(HEADER_SNIFF_BYTES))
+        raw.seek(0)
+        lines = _Lines(raw)
+        reader = csv.reader(iter(lines), delimiter=header.delimiter)
+        next(reader, None)  # the header, checked above
+        end = reader.line_num
+        bad = lines.bad
+        while True:
+            try:
+                for fields in reader:
+                    start = end + 1
+                    end = reader.line_num
+                    if bad:
+                        reasons = [bad.pop(n) for n in range(start, end + 1) if n in bad]
+                        if reasons:
+                            yield start, None if LINE_TOO_LONG in reasons else fields, reasons[0]
+                            continue
+                    # Blank (every field empty or spaces): "".join(...).strip() is empty
+                    # exactly when each field's strip() is.
+                    if fields and (fields[0].strip() or "".join(fields).strip()):
+                        yield start, fields, None
+                return
+            except csv.Error as exc:
+                start = end + 1
+                end = reader.line_num
+                yield start, None, f"malformed CSV: {exc}"
+
+
+def count_records(path: Path) -> int:
+    """How many records `records()` yields for this file (the progress bar's exact total).
+
+    A file of clean blocks (`_Lines.blocks`) without a quote character, the usual export,
+    is counted from its blocks: there each line is one record, except a blank one (spaces
+    and delimiters only, which `records()` skips). Only a line that starts with a space or
+    the delimiter, or is empty, can be blank: a block with none (one regular-expression
+    search) has none, and in a block with some, each line made of spaces and delimiters is
+    read by the csv module exactly as `records()` reads it. Any other file is counted by
+    `records()` itself, so quoted newlines, malformed lines and lines that are not UTF-8
+    count alike.
+    """
+    with open(path, "rb") as raw:
+        header = parse_header(raw.readline(HEADER_SNIFF_BYTES))
+        raw.seek(0)
+        delimiter = re.escape(header.delimiter)
+        may_start_blank = re.compile(rf"\n[\s{delimiter}]")
+        maybe_blank = re.compile(rf"^[^\S\n]*(?:{delimiter}[^\S\n]*)*$", re.M)
+        count = -1  # the header line
+        for text in _Lines(raw).blocks():
+            if text is None or '"' in text:
+                return sum(1 for _ in records(path))
+            count += text.count("\n") + (not text.endswith("\n"))
+            if not (text[:1].isspace() or text[:1] == header.delimiter
+                    or may_start_blank.search(text)):
+                continue
+            for match in maybe_blank.finditer(text):
+                if match.start() == len(text):
+                    continue  # after the block's last line: not a line
+                line = text[match.start():match.end() + 1]
+                try:
+                    fields = next(csv.reader([line], delimiter=header.delimiter))
+                except csv.Error:
+                    continue  # a malformed record: counted
+                if not any(f.strip() for f in fields):
+                    count -= 1
+        return max(count, 0)
+
+
+# What must stay with the character before it: combining marks, the zero-width joiner,
+# variation selectors and skin-tone modifiers (cutting there would change what is shown).
+_JOINERS = {"\u200d", "\ufe0e", "\ufe0f", *map(chr, range(0x1F3FB, 0x1F400))}
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, never inside a character sequence that reads
+    as one (a letter and its accents, an emoji with its modifiers), without trailing spaces."""
+    if len(text) <= limit:
+        return text
+    end = limit
+    while end > 0 and (text[end] in _JOINERS or text[end - 1] == "\u200d"
+                       or unicodedata.category(text[end]) in ("Mn", "Mc", "Me")):
+        end -= 1
+    return text[:end].rstrip()
+
+
+@dataclass
+class Accepted:
+    email: str
+    name: str
+    attributes: dict[str, str]
+    warnings: list[str]
+
+
+def validate_record(header: Header, fields: list[str],
+                    normalise: Callable[[str], str] = normalise_email) -> Accepted:
+    """The person in one record, with a warning for each value changed to import them; or
+    ValidationError with the reason the record cannot be imported.
+
+    Called once per row of a million-row file, so written out flat: each cell is read as
+    `fields[i].strip()` then `unescape_cell` (a missing cell is ""), without a call per cell."""
+    count = len(fields)
+    if count > len(header.columns):
+        raise ValidationError(
+            f"the row has {count} fields but the header has {len(header.columns)}"
+        )
+    if "\x00" in "".join(fields):  # PostgreSQL refuses NUL in text
+        raise ValidationError("a NUL character in the row")
+
+    index = header.email_index
+    raw_email = fields[index].strip() if index < count else ""
+    if raw_email[:1] == "'":
+        raw_email = unescape_cell(raw_email)
+    if not raw_email:
+        raise ValidationError("missing email address")
+    if len(raw_email) > MAX_EMAIL:
+        raise ValidationError(f"email address longer than {MAX_EMAIL} characters")
+    email = normalise(raw_email)
+    warnings = []
+    name_index = header.name_index
+    if name_index is None or name_index >= count:
+        name = ""
+    else:
+        name = fields[name_index].strip()
+        if name[:1] == "'":
+            name = unescape_cell(name)
+        name = " ".join(name.split())
+        if len(name) > MAX_NAME:
+            warnings.append(f"name shortened to {MAX_NAME} characters (it had {len(name):,})")
+            name = shorten(name, MAX_NAME)
+    attributes: dict[str, str] = {}
+    for index, key in header.attribute_columns:
+        if index >= count:
+            continue
+        value = fields[index].strip()
+        if value[:1] == "'":
+            value = unescape_cell(value)
+        if len(value) > MAX_ATTRIBUTE_VALUE:
+            raise ValidationError(
+                f"the value in column {key!r} is longer than {MAX_ATTRIBUTE_VALUE} characters"
+            )
+        if value:
+            attributes[key] = value
+    return Accepted(email, name, attributes, warnings)
+

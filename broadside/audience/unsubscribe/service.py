@@ -1,0 +1,308 @@
+"""Leaving a list: unsubscribe, undo, the preferences page, leave everything.
+
+Plain functions over a SQLAlchemy session; no Flask request in here. Every change is a
+predicate-guarded UPDATE (`... AND status <> 'unsubscribed'`) whose rowcount decides whether
+an Event is appended, in the same transaction: a second click, a mail client's retried
+one-click POST or two racing requests change the row once and record it once, and every
+one of them still answers "you are unsubscribed". No read-then-write.
+
+Bounces, complaints and suppression live in `broadside.audience.unsubscribe.suppression` and are
+re-exported here (see `__all__`), so callers import one module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from broadside.audience.unsubscribe.evidence import existing_broadcast_id
+from broadside.audience.unsubscribe.suppression import (
+    SOFT_BOUNCE_LIMIT,
+    BounceOutcome,
+    lift_suppression,
+    record_bounce,
+    record_complaint,
+    reset_soft_bounces,
+    suppress,
+)
+from broadside.core.db import rowcount
+from broadside.core.errors import NotFound, ValidationError
+from broadside.core.events import record_event
+from broadside.core.models import MailingList, Subscriber, Subscription
+from broadside.core.timeutil import utcnow
+from broadside.mail.unsubscribe_tokens import UnsubscribeClaim
+from broadside.webhooks import emitter
+
+# How someone left, stored in Subscription.unsubscribe_source and the event's detail.
+SOURCES = ("one-click", "link", "preferences", "owner", "api", "import")
+
+# One message for every link that does not lead to a subscription (erased subscriber, deleted
+# list): it never says which part is missing, so a link cannot tell whether an address exists.
+LINK_GONE = "This link does not work any more. You will not receive mail through it."
+# The one exception: the person the link was made for is gone (erased, by themselves or by the
+# owner). Whoever holds their link is told so plainly: only their own address is concerned.
+ADDRESS_GONE = ("Everything held about the address this link was made for has been erased. "
+                "No more mail is sent to it.")
+
+
+class AddressGone(NotFound):
+    """The token's person no longer exists: erased (or their id now names somebody else)."""
+
+
+@dataclass(frozen=True)
+class Recipient:
+    """Who a token names, and their status on the token's list right now."""
+
+    subscriber_id: int
+    email: str
+    list_id: int
+    list_name: str
+    status: str
+    broadcast_id: int | None
+    suppression: str | None
+
+
+@dataclass(frozen=True)
+class Membership:
+    list_id: int
+    name: str
+    description: str
+    status: str
+    unsubscribed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Preferences:
+    recipient: Recipient
+    memberships: list[Membership]
+
+    @property
+    def active_count(self) -> int:
+        return sum(1 for m in self.memberships if m.status != "unsubscribed")
+
+
+@dataclass(frozen=True)
+class Change:
+    """The outcome of one request: `changed` is False when it was already so (idempotent)."""
+
+    recipient: Recipient
+    changed: bool
+
+
+def resolve(session: Session, claim: UnsubscribeClaim) -> Recipient:
+    """The subscriber and list a token names; NotFound (one message) if either is gone."""
+    row = session.execute(
+        select(Subscriber.email, Subscriber.suppression, Subscriber.created_at, MailingList.name,
+               Subscription.status)
+        .join(Subscription, Subscription.subscriber_id == Subscriber.id)
+        .join(MailingList, MailingList.id == Subscription.list_id)
+        .where(Subscriber.id == claim.subscriber_id, Subscription.list_id == claim.list_id)
+    ).one_or_none()
+    if row is None or not claim.made_for(row.created_at):
+        # Gone, or the id now belongs to somebody else (a restored backup): the link is not theirs.
+        raise _why_gone(session, claim)
+    return Recipient(
+        subscriber_id=claim.subscriber_id, email=row.email, list_id=claim.list_id,
+        list_name=row.name, status=row.status, broadcast_id=claim.broadcast_id,
+        suppression=row.suppression,
+    )
+
+
+def _why_gone(session: Session, claim: UnsubscribeClaim) -> NotFound:
+    """Only read when a link leads nowhere: is the person gone, or only the subscription?"""
+    joined = session.scalar(select(Subscriber.created_at)
+                            .where(Subscriber.id == claim.subscriber_id))
+    if joined is None or not claim.made_for(joined):
+        return AddressGone(ADDRESS_GONE)
+    return NotFound(LINK_GONE)
+
+
+def for_list(claim: UnsubscribeClaim, list_id: int) -> UnsubscribeClaim:
+    """The same person's claim on another of their lists (the preferences page).
+
+    The broadcast is kept only for the token's own list: it was not sent to the others.
+    """
+    if list_id == claim.list_id:
+        return claim
+    return replace(claim, list_id=list_id, broadcast_id=None)
+
+
+def leave_list(
+    session: Session, subscriber_id: int, list_id: int, source: str, *,
+    broadcast_id: int | None = None,
+) -> bool:
+    """The one unsubscribe write, for every way of leaving (a link, the preferences page, the
+    owner's button): False when they had already left. The caller commits.
+
+    `broadcast_id` is the broadcast whose link they followed, if any; the event names it
+    only while that broadcast still exists.
+    """
+    _check_source(source)
+    result = session.execute(
+        update(Subscription)
+        .where(
+            Subscription.subscriber_id == subscriber_id,
+            Subscription.list_id == list_id,
+            Subscription.status != "unsubscribed",
+        )
+        .values(status="unsubscribed", unsubscribed_at=utcnow(), unsubscribe_source=source)
+        .execution_options(synchronize_session=False)
+    )
+    if rowcount(result) != 1:
+        return False
+    record_event(
+        session, "unsubscribed", subscriber_id=subscriber_id, list_id=list_id,
+        broadcast_id=existing_broadcast_id(session, broadcast_id), detail=source,
+        data={"source": source, "broadcast_id": broadcast_id},
+    )
+    emitter.emit_subscriber(session, "subscriber.unsubscribed", subscriber_id, list_id=list_id,
+                           source=source, broadcast_id=broadcast_id)
+    return True
+
+
+def _leave(session: Session, claim: UnsubscribeClaim, source: str) -> bool:
+    return leave_list(session, claim.subscriber_id, claim.list_id, source,
+                      broadcast_id=claim.broadcast_id)
+
+
+def _check_source(source: str) -> None:
+    if source not in SOURCES:
+        raise ValidationError(f"Unknown unsubscribe source {source!r}.")
+
+
+def unsubscribe(session: Session, claim: UnsubscribeClaim, source: str) -> Change:
+    """Leave the claim's list at once; a repeat answers the same and records nothing new.
+
+    A broadcast already sending skips this person from their next turn on: the pipeline
+    re-reads the subscription just before each send (invariant 3).
+    """
+    _check_source(source)
+    resolve(session, claim)
+    changed = _leave(session, claim, source)
+    session.commit()
+    return Change(resolve(session, claim), changed)
+
+
+def resubscribe(session: Session, claim: UnsubscribeClaim, source: str = "link") -> Change:
+    """Rejoin a list this person left; only their own action (this call) sets `active` again.
+
+    A subscription that never left (active, or unconfirmed) is not touched, so undo cannot be
+    used to skip a pending double opt-in confirmation.
+    """
+    resolve(session, claim)
+    now = utcnow()
+    result = session.execute(
+        update(Subscription)
+        .where(
+            Subscription.subscriber_id == claim.subscriber_id,
+            Subscription.list_id == claim.list_id,
+            Subscription.status == "unsubscribed",
+        )
+        .values(status="active", unsubscribed_at=None, unsubscribe_source=None)
+        .execution_options(synchronize_session=False)
+    )
+    changed = rowcount(result) == 1
+    if changed:
+        # They proved they read mail at this address by following its link.
+        session.execute(
+            update(Subscription)
+            .where(
+                Subscription.subscriber_id == claim.subscriber_id,
+                Subscription.list_id == claim.list_id,
+                Subscription.confirmed_at.is_(None),
+            )
+            .values(confirmed_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        record_event(
+            session, "resubscribed", subscriber_id=claim.subscriber_id, list_id=claim.list_id,
+            broadcast_id=existing_broadcast_id(session, claim.broadcast_id), detail=source,
+            data={"source": source},
+        )
+    session.commit()
+    return Change(resolve(session, claim), changed)
+
+
+def leave_all(session: Session, claim: UnsubscribeClaim, source: str = "preferences") -> int:
+    """Leave every list this person is on; returns how many subscriptions changed."""
+    _check_source(source)
+    resolve(session, claim)
+    list_ids = session.scalars(
+        select(Subscription.list_id)
+        .where(
+            Subscription.subscriber_id == claim.subscriber_id,
+            Subscription.status != "unsubscribed",
+        )
+        .order_by(Subscription.list_id)
+    ).all()
+    changed = sum(1 for list_id in list_ids if _leave(session, for_list(claim, list_id), source))
+    session.commit()
+    return changed
+
+
+def preferences(session: Session, claim: UnsubscribeClaim) -> Preferences:
+    """Every list this person is on (or left), for the preferences page. Reads only."""
+    recipient = resolve(session, claim)
+    rows = session.execute(
+        select(
+            MailingList.id, MailingList.name, MailingList.description, Subscription.status,
+            Subscription.unsubscribed_at,
+        )
+        .join(Subscription, Subscription.list_id == MailingList.id)
+        .where(Subscription.subscriber_id == claim.subscriber_id)
+        .order_by(MailingList.name)
+    ).all()
+    return Preferences(recipient, [Membership(*row) for row in rows])
+
+
+def change_preference(
+    session: Session, claim: UnsubscribeClaim, action: str, list_id: int | None
+) -> str:
+    """One button of the preferences page; returns the sentence to show.
+
+    `list_id` must be one of this person's own subscriptions: the token authorises exactly
+    the subscriber it names, never anyone else's rows.
+    """
+    if action == "leave_all":
+        count = leave_all(session, claim, "preferences")
+        return "You have left every list." if count else "You were not on any list any more."
+    if action not in ("leave", "rejoin") or list_id is None:
+        raise ValidationError("Choose a list and whether to leave or rejoin it.")
+    target = for_list(claim, list_id)
+    try:
+        recipient = resolve(session, target)
+    except NotFound:
+        raise ValidationError("You are not on that list.") from None
+    if action == "leave":
+        unsubscribe(session, target, "preferences")
+        return f"You have left {recipient.list_name}."
+    resubscribe(session, target, "preferences")
+    return f"You are subscribed to {recipient.list_name} again."
+
+
+__all__ = [
+    "ADDRESS_GONE",
+    "SOFT_BOUNCE_LIMIT",
+    "AddressGone",
+    "BounceOutcome",
+    "Change",
+    "Membership",
+    "Preferences",
+    "Recipient",
+    "change_preference",
+    "for_list",
+    "leave_all",
+    "leave_list",
+    "lift_suppression",
+    "preferences",
+    "record_bounce",
+    "record_complaint",
+    "reset_soft_bounces",
+    "resolve",
+    "resubscribe",
+    "suppress",
+    "unsubscribe",
+]

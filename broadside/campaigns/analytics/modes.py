@@ -1,0 +1,117 @@
+"""Which tracking applies, and who may change it.
+
+A broadcast's `tracking` is chosen on its send page (NULL until then: the Settings default)
+and frozen at Send (`freeze`, called in the Send transaction). After Send the only change is
+to `off` (`stop`), which the worker reads again before each recipient's render
+(jobs/recheck.py reads it with the send-time re-check), so it takes effect at once for every
+message not yet sent. Per-person tracking needs, in addition, the list's own switch
+(`MailingList.per_person_tracking`), read for each recipient's list: a broadcast to a segment
+tracks per person only the people whose copy belongs to such a list, the others in aggregate.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from broadside.core.db import rowcount
+from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.models import Broadcast, MailingList
+from broadside.core.models.sending import BroadcastStatus
+from broadside.core.site_settings import get_settings
+
+OFF = "off"
+AGGREGATE = "aggregate"
+PER_PERSON = "per_person"
+MODES = (OFF, AGGREGATE, PER_PERSON)
+LABELS = {
+    OFF: "Off: no tracking image, links go straight to their address",
+    AGGREGATE: "Counts only: opens and clicks counted per email and per link, never per person",
+    PER_PERSON: "Per person: who opened and clicked (only lists where you turned it on)",
+}
+SHORT = {OFF: "off", AGGREGATE: "counts only", PER_PERSON: "per person"}
+DRAFT_STATES = (BroadcastStatus.DRAFT.value, BroadcastStatus.SCHEDULED.value)
+
+
+def clean_mode(value: object) -> str:
+    if value not in MODES:
+        raise ValidationError("Choose the tracking: off, counts only, or per person.")
+    return str(value)
+
+
+def default_mode(session: Session) -> str:
+    settings = get_settings(session)
+    return settings.default_tracking if settings.default_tracking in MODES else OFF
+
+
+def set_default(session: Session, value: object) -> str:
+    """Settings' default for new broadcasts (one commit)."""
+    mode = clean_mode(value)
+    get_settings(session).default_tracking = mode
+    session.commit()
+    return mode
+
+
+def effective(session: Session, broadcast: Broadcast) -> str:
+    """The broadcast's mode, or for a draft not yet chosen, the Settings default."""
+    return broadcast.tracking if broadcast.tracking in MODES else default_mode(session)
+
+
+def choose(session: Session, broadcast_id: int, value: object) -> Broadcast:
+    """The send page's choice for a draft (or a scheduled broadcast not yet started)."""
+    mode = clean_mode(value)
+    broadcast = session.get(Broadcast, broadcast_id)
+    if broadcast is None:
+        raise NotFound("No such broadcast.")
+    if mode == PER_PERSON and broadcast.list_id is not None:
+        mailing_list = session.get(MailingList, broadcast.list_id)
+        if mailing_list is not None and not mailing_list.per_person_tracking:
+            raise ValidationError(f"Per-person tracking is off for the list “{mailing_list.name}”. "
+                                  "Turn it on on the list's page first: its sign-up and "
+                                  "preferences pages will then say so.")
+    changed = rowcount(session.execute(update(Broadcast).where(
+        Broadcast.id == broadcast_id, Broadcast.status.in_(DRAFT_STATES)).values(tracking=mode)))
+    if not changed:
+        session.rollback()
+        raise Conflict("This broadcast has been sent: its tracking can only be turned off now.")
+    session.commit()
+    session.refresh(broadcast)
+    return broadcast
+
+
+def freeze(session: Session, broadcast: Broadcast) -> None:
+    """At Send, in its transaction: a choice never made becomes the Settings default."""
+    if broadcast.tracking not in MODES:
+        mode = default_mode(session)
+        session.execute(update(Broadcast).where(Broadcast.id == broadcast.id).values(tracking=mode))
+        broadcast.tracking = mode
+
+
+def stop(session: Session, broadcast_id: int) -> None:
+    """Tracking off, at any time: copies not yet sent go out without pixel or rewritten links
+    (the worker reads the mode before each render), and hits on copies already sent are no
+    longer counted; their links still lead where they did."""
+    changed = rowcount(session.execute(update(Broadcast).where(Broadcast.id == broadcast_id)
+                                       .values(tracking=OFF)))
+    if not changed:
+        session.rollback()
+        raise NotFound("No such broadcast.")
+    session.commit()
+
+
+def set_list_per_person(session: Session, list_id: int, enabled: bool) -> MailingList:
+    mailing_list = session.get(MailingList, list_id)
+    if mailing_list is None:
+        raise NotFound("No such list.")
+    mailing_list.per_person_tracking = bool(enabled)
+    session.commit()
+    return mailing_list
+
+
+def lists_tracking_people(session: Session, list_ids: list[int]) -> list[str]:
+    """Names of those lists whose owner turned per-person tracking on (the public pages)."""
+    if not list_ids:
+        return []
+    return list(session.scalars(select(MailingList.name).where(
+        MailingList.id.in_(list_ids), MailingList.per_person_tracking.is_(True))
+        .order_by(MailingList.name)))

@@ -1,0 +1,183 @@
+"""A recipient's email, tracked: its links through the signed redirector and a 1x1 image.
+
+Called by the worker at each recipient's render (jobs/recheck.py, right after the frozen
+revision is filled in for them), with the broadcast's mode as the send-time re-check read it
+a moment before: `off` (or a broadcast turned off since the last recipient) returns the
+message untouched, so no pixel and no rewritten link go out once tracking is off.
+
+Which links: every http(s) link of the body and of the owner's design (footer, logo link).
+Never: mailto: links, and the links Broadside itself fills in per recipient (the unsubscribe
+link, the view-in-browser link, any `{{ variable }}` our layout puts in an href); those come
+from our own placeholders, which an owner's link can never start with (the renderer requires
+a scheme before any merge field), and in the rendered copy they start with BASE_URL, which is
+never rewritten either.
+
+A link's position is its place among the tracked links of the frozen template (`template_links`),
+stored with the address as the owner wrote it when Send was pressed (`store_links`). A
+recipient's rendered link is matched back to its template link by the template's literal parts
+(a merge field matches anything), in document order, so a link left out by a condition does not
+shift the others. The rendered address, merge fields filled in, is signed into the token and
+is never stored.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from html import escape, unescape
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from broadside.campaigns.analytics.modes import AGGREGATE, PER_PERSON
+from broadside.campaigns.analytics.tokens import TrackingTokens, slot_of
+from broadside.core.models import MailingList, TrackedLink
+from broadside.mail.mime import RenderedEmail
+
+_HREF = re.compile(r'(<a\b[^>]*?\bhref=")([^"]*)(")', re.IGNORECASE)
+_FIELD = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
+_TEXT_LINK = re.compile(r"\]\((https?://[^)\s]+)\)")
+_BODY_END = re.compile(r"</body>", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TemplateLink:
+    position: int
+    url: str  # as the owner wrote it (unescaped), merge fields unfilled
+    pattern: re.Pattern[str]  # matches the escaped href of a rendered copy
+
+
+def _tracked(href: str) -> bool:
+    lowered = href.lstrip().lower()
+    return lowered.startswith(("http://", "https://"))
+
+
+def template_links(html_template: str) -> list[TemplateLink]:
+    """The tracked links of a frozen revision's HTML, in document order."""
+    links: list[TemplateLink] = []
+    for match in _HREF.finditer(html_template):
+        href = match.group(2)
+        if not _tracked(href):  # mailto:, and our own `{{ unsubscribe_url }}`-style links
+            continue
+        parts = _FIELD.split(href)
+        pattern = re.compile(".*?".join(re.escape(part) for part in parts), re.DOTALL)
+        links.append(TemplateLink(len(links), unescape(href), pattern))
+    return links
+
+
+def store_links(session: Session, broadcast_id: int, html_template: str) -> int:
+    """At Send, in its transaction: one row per tracked link, its counters at zero."""
+    links = template_links(html_template)
+    session.add_all(TrackedLink(broadcast_id=broadcast_id, position=link.position, url=link.url,
+                                clicks=0, bot_clicks=0) for link in links)
+    return len(links)
+
+
+class Tracker:
+    """One slice's tracker for one broadcast: the template's links read once, the lists'
+    per-person switches read once each; per recipient, string work only."""
+
+    def __init__(self, session: Session, broadcast_id: int, html_template: str, *,
+                 secret_key: str, base_url: str, clock: Callable[[], float] = time.time) -> None:
+        self.session = session
+        self.broadcast_id = broadcast_id
+        self.links = template_links(html_template)
+        self.tokens = TrackingTokens(secret_key)
+        self.base_url = base_url.rstrip("/")
+        self.own_prefix = self.base_url + "/"  # our own per-recipient links are never rewritten
+        self.clock = clock
+        self._per_person: dict[int | None, bool] = {}
+        # An aggregate token names no person: every recipient in one slot gets the same pixel
+        # and the same token for one link and address, so each is signed once per slot.
+        self._shared: dict[tuple, str] = {}
+        self._shared_slot: int | None = None
+        self._matched: dict[tuple[str, int], tuple[int, str] | tuple[()]] = {}
+
+    def _list_allows(self, list_id: int | None) -> bool:
+        if list_id not in self._per_person:
+            self._per_person[list_id] = list_id is not None and bool(self.session.scalar(
+                select(MailingList.per_person_tracking).where(MailingList.id == list_id)))
+        return self._per_person[list_id]
+
+    def apply(self, rendered: RenderedEmail, mode: str | None, *, delivery_id: int,
+              list_id: int | None) -> RenderedEmail:
+        """The recipient's email with tracking, or untouched when `mode` is off."""
+        if mode not in (AGGREGATE, PER_PERSON):
+            return rendered
+        person = delivery_id if mode == PER_PERSON and self._list_allows(list_id) else None
+        slot = slot_of(self.clock())
+        html, swapped = self._links(rendered.html, slot, person)
+        pixel = (f'<img src="{escape(self.open_url(slot, person))}" width="1" height="1" alt="" '
+                 'style="display:block;width:1px;height:1px;border:0;">')
+        html, found = _BODY_END.subn(lambda m: pixel + m.group(0), html, count=1)
+        if not found:
+            html += pixel
+        text = _TEXT_LINK.sub(lambda m: f"]({swapped.get(m.group(1), m.group(1))})", rendered.text)
+        return replace(rendered, html=html, text=text)
+
+    def open_url(self, slot: int, person: int | None) -> str:
+        if person is None:
+            return self._shared_url(("open", slot), lambda: self._open(slot, None))
+        return self._open(slot, person)
+
+    def click_url(self, position: int, url: str, slot: int, person: int | None) -> str:
+        if person is None:
+            return self._shared_url((position, url, slot),
+                                    lambda: self._click(position, url, slot, None))
+        return self._click(position, url, slot, person)
+
+    def _open(self, slot: int, person: int | None) -> str:
+        token = self.tokens.open_token(self.broadcast_id, slot, person)
+        return f"{self.base_url}/t/o/{token}.gif"
+
+    def _click(self, position: int, url: str, slot: int, person: int | None) -> str:
+        token = self.tokens.click_token(self.broadcast_id, position, url, slot, person)
+        return f"{self.base_url}/t/c/{token}"
+
+    def _shared_url(self, key: tuple, make: Callable[[], str]) -> str:
+        """A token naming no person, made once per slot (a link whose address holds a merge
+        field has one per distinct address: bounded, emptied when full)."""
+        slot = key[-1]
+        if slot != self._shared_slot or len(self._shared) >= 10_000:
+            self._shared = {}
+            self._shared_slot = slot
+        url = self._shared.get(key)
+        if url is None:
+            url = self._shared[key] = make()
+        return url
+
+    def _links(self, html: str, slot: int, person: int | None) -> tuple[str, dict[str, str]]:
+        swapped: dict[str, str] = {}
+        next_link = 0
+
+        def one(match: re.Match[str]) -> str:
+            nonlocal next_link
+            href = match.group(2)
+            key = (href, next_link)
+            found = self._matched.get(key)
+            if found is None:
+                found = self._match(href, next_link)
+                if len(self._matched) < 10_000:
+                    self._matched[key] = found
+            if not found:
+                return match.group(0)
+            position, url = found
+            next_link = position + 1
+            tracked = self.click_url(position, url, slot, person)
+            swapped.setdefault(url, tracked)
+            return f"{match.group(1)}{escape(tracked)}{match.group(3)}"
+
+        return _HREF.sub(one, html), swapped
+
+    def _match(self, href: str, start: int) -> tuple[int, str] | tuple[()]:
+        """The template link a rendered href is, looking from link `start` on: its position
+        and address; () when it is not tracked. It depends on nothing else, so the slice keeps
+        each answer (most hrefs are the same for every recipient: the owner's links)."""
+        if not _tracked(href) or unescape(href).startswith(self.own_prefix):
+            return ()  # mailto:, or ours: unsubscribe, view in browser
+        for link in self.links[start:]:
+            if link.pattern.fullmatch(href):
+                return link.position, unescape(href)
+        return ()  # not a link of the template: left as it is

@@ -1,0 +1,526 @@
+"""Automations: save them with their steps, read them back with their counts.
+
+Saving a step whose content changed freezes a new immutable `AutomationRevision` (invariant
+8): the step's newer revision reaches only its messages not yet due (`ledger.
+reassign_revision`); those already due keep theirs, so what each person got can always be
+reconstructed. A step removed from a live automation keeps its messages (the send log) and its
+pending ones are skipped with the reason. A changed delay applies to people who enter
+afterwards; those already in the series keep the times they were given when they entered.
+
+The state (enabled, disabled, paused, deleted) moves only through `lifecycle`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from broadside.campaigns.automations import durations, ledger, lifecycle
+from broadside.campaigns.automations.entering import live_steps
+from broadside.campaigns.broadcasts.service import sender_of
+from broadside.core.addresses import normalise_email
+from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.models import (
+    Automation,
+    AutomationEntry,
+    AutomationMessage,
+    AutomationRevision,
+    AutomationStep,
+    MailingList,
+    Segment,
+    Subscriber,
+)
+from broadside.core.models.automations import TRIGGERS, AutomationStatus
+from broadside.core.models.sending import DELIVERY_STATUSES
+from broadside.core.timeutil import utcnow
+from broadside.delivery.identities import lifecycle as identity_lifecycle
+from broadside.delivery.identities.service import check_choice
+from broadside.delivery.queues import Jobs
+from broadside.delivery.transactional import queue_transactional
+from broadside.mail.design import sending_design
+from broadside.mail.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
+from broadside.segments.rules import MAX_ID
+
+MAX_NAME = 200
+MAX_STEPS = 20
+MAX_SUBJECT = 300
+MAX_PREHEADER = 300
+MAX_BODY = 500_000
+MAX_EVERY_HOURS = 720
+MAX_PRIORITY = 1000
+STEP_REMOVED = "the step was removed from the automation"
+
+
+@dataclass
+class StepInput:
+    delay: str = "PT0S"
+    subject: str = ""
+    body: str = ""
+    preheader: str = ""
+    id: int | None = None  # an existing step of this automation, kept (and moved) by its id
+
+
+@dataclass
+class AutomationInput:
+    name: str
+    trigger_type: str  # joined_list | segment
+    list_id: int | None = None
+    segment_id: int | None = None
+    every_hours: int = 12
+    priority: int = 0
+    record_only: bool = False
+    steps: list[StepInput] = field(default_factory=list)
+    identity_id: int | None = None  # the sending identity; None: the default
+
+
+def _an_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _an_id(value: object) -> bool:
+    """A database id: looked up beyond the id columns' range, PostgreSQL raises."""
+    return _an_int(value) and 1 <= value <= MAX_ID  # type: ignore[operator]
+
+
+def _text(value: object, label: str, limit: int, *, required: bool = False, one_line: bool = False) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise ValidationError(f"The {label} must be text.")
+    if "\x00" in value:
+        raise ValidationError(f"The {label} contains a NUL character.")
+    if len(value) > limit:
+        raise ValidationError(f"The {label} is too long ({len(value)} of {limit} characters).")
+    if one_line and ("\n" in value or "\r" in value):
+        raise ValidationError(f"The {label} must be one line.")
+    if required and not value.strip():
+        raise ValidationError(f"Give the {label}.")
+    return value
+
+
+def parse_input(data: Any) -> AutomationInput:
+    """The API's JSON shape (also what the owner's form is turned into), validated: every
+    mistake is a ValidationError naming the field (and the step, by its number)."""
+    if not isinstance(data, dict):
+        raise ValidationError("Send a JSON object with name, trigger and steps.")
+    known = {"name", "trigger", "priority", "record_only", "steps", "identity_id"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValidationError(f"Unknown field: {unknown[0]}. An automation has "
+                              "name, trigger, priority, record_only, identity_id and steps.")
+    name = " ".join(_text(data.get("name"), "name", MAX_NAME, required=True).split())
+    trigger = data.get("trigger")
+    if not isinstance(trigger, dict) or trigger.get("type") not in TRIGGERS:
+        raise ValidationError('The trigger must be {"type": "joined_list", "list_id": N} or '
+                              '{"type": "segment", "segment_id": N, "every_hours": H}.')
+    result = AutomationInput(name=name, trigger_type=trigger["type"])
+    if trigger["type"] == "joined_list":
+        if set(trigger) - {"type", "list_id"}:
+            raise ValidationError('A "joined_list" trigger has only type and list_id.')
+        if not _an_id(trigger.get("list_id")):
+            raise ValidationError(f"The trigger's list_id must be a list's id (a number from 1 to {MAX_ID}).")
+        result.list_id = trigger["list_id"]
+    else:
+        if set(trigger) - {"type", "segment_id", "every_hours"}:
+            raise ValidationError('A "segment" trigger has only type, segment_id and every_hours.')
+        if not _an_id(trigger.get("segment_id")):
+            raise ValidationError("The trigger's segment_id must be a segment's id "
+                                  f"(a number from 1 to {MAX_ID}).")
+        result.segment_id = trigger["segment_id"]
+        every = trigger.get("every_hours", 12)
+        if not _an_int(every) or not 1 <= every <= MAX_EVERY_HOURS:
+            raise ValidationError(f"every_hours must be a whole number from 1 to {MAX_EVERY_HOURS}.")
+        result.every_hours = every
+    priority = data.get("priority", 0)
+    if not _an_int(priority) or not -MAX_PRIORITY <= priority <= MAX_PRIORITY:
+        raise ValidationError(f"priority must be a whole number from -{MAX_PRIORITY} to {MAX_PRIORITY} "
+                              "(higher runs first).")
+    result.priority = priority
+    record_only = data.get("record_only", False)
+    if not isinstance(record_only, bool):
+        raise ValidationError("record_only must be true or false.")
+    result.record_only = record_only
+    identity_id = data.get("identity_id")
+    if identity_id is not None and not _an_id(identity_id):
+        raise ValidationError("identity_id must be a sending identity's id (or null for the default).")
+    result.identity_id = identity_id
+    steps = data.get("steps", [])
+    if not isinstance(steps, list):
+        raise ValidationError("steps must be a list.")
+    for number, step in enumerate(steps, start=1):
+        if not isinstance(step, dict):
+            raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
+        extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id"})
+        if extra:
+            raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
+                                  "subject, preheader, body and (to keep an existing one) id.")
+        step_id = step.get("id")
+        if step_id is not None and not _an_id(step_id):
+            raise ValidationError(f"Step {number}: the id must be an existing step's id (a number).")
+        result.steps.append(StepInput(
+            delay=step.get("delay", "PT0S"),
+            subject=step.get("subject", ""),
+            body=step.get("body", ""),
+            preheader=step.get("preheader", ""),
+            id=step_id,
+        ))
+    return result
+
+
+_TAKEN = "An automation named '{name}' already exists."
+
+
+def name_key(name: str) -> str:
+    """What makes two names the same: case ignored. UNIQUE among automations not deleted
+    (deleting sets it to NULL), so two racing saves of one name cannot both land."""
+    return name.lower()
+
+
+def _check(session: Session, data: AutomationInput, except_id: int | None = None) -> list[int]:
+    """Everything but the merge syntax (checked when freezing); returns each step's delay."""
+    if data.trigger_type == "joined_list":
+        if data.list_id is None or session.get(MailingList, data.list_id) is None:
+            raise ValidationError(f"There is no list with id {data.list_id}.")
+        data.segment_id = None
+    else:
+        if data.segment_id is None or session.get(Segment, data.segment_id) is None:
+            raise ValidationError(f"There is no segment with id {data.segment_id}.")
+        data.list_id = None
+    taken = select(Automation.id).where(Automation.name_key == name_key(data.name))
+    if except_id is not None:
+        taken = taken.where(Automation.id != except_id)
+    if session.scalar(taken.limit(1)) is not None:
+        raise Conflict(_TAKEN.format(name=data.name))
+    if len(data.steps) > MAX_STEPS:
+        raise ValidationError(f"An automation has at most {MAX_STEPS} steps.")
+    delays = []
+    for number, step in enumerate(data.steps, start=1):
+        where = f"Step {number}"
+        delays.append(durations.parse_duration(step.delay, f"{where}: the delay"))
+        step.subject = " ".join(_text(step.subject, f"subject of step {number}", MAX_SUBJECT,
+                                      required=True, one_line=True).split())
+        step.preheader = _text(step.preheader, f"preheader of step {number}", MAX_PREHEADER,
+                               one_line=True).strip()
+        step.body = _text(step.body, f"body of step {number}", MAX_BODY)
+    return delays
+
+
+def _freeze(session: Session, step: AutomationStep, identity_id: int | None,
+            default_from: str) -> AutomationRevision:
+    from_name, from_email, postal = sender_of(session, identity_id, default_from)
+    try:
+        frozen = freeze_content(subject=step.subject, preheader=step.preheader,
+                                body_markdown=step.body, from_name=from_name,
+                                from_email=from_email, postal_address=postal,
+                                design=sending_design(session, from_name))
+    except ValidationError as exc:
+        raise ValidationError(f"Step {step.position}: {exc.message}") from None
+    revision = AutomationRevision(
+        step_id=step.id, subject=step.subject, preheader=step.preheader, body_markdown=step.body,
+        html_template=frozen.html_template, text_template=frozen.text_template,
+        from_name=from_name, from_email=from_email, postal_address=postal,
+    )
+    session.add(revision)
+    session.flush()
+    return revision
+
+
+def _matched(existing: list[AutomationStep], wanted: list[StepInput]) -> list[AutomationStep | None]:
+    """Which saved step each wanted step is: by its id when the steps carry ids (the editor
+    does, so removing step 1 keeps step 2's messages with step 2's content), else by position
+    (a client that sends no ids replaces the steps in order). None: a new step."""
+    if not any(w.id is not None for w in wanted):
+        return [existing[i] if i < len(existing) else None for i in range(len(wanted))]
+    by_id = {step.id: step for step in existing}
+    matched: list[AutomationStep | None] = []
+    for number, w in enumerate(wanted, start=1):
+        if w.id is not None and w.id not in by_id:
+            raise ValidationError(f"Step {number}: this automation has no step with id {w.id}.")
+        if w.id is not None and by_id[w.id] in matched:
+            raise ValidationError(f"Step {number}: step id {w.id} is given twice.")
+        matched.append(by_id.get(w.id) if w.id is not None else None)
+    return matched
+
+
+def _save_steps(session: Session, automation: Automation, data: AutomationInput, delays: list[int],
+                default_from: str, identity_changed: bool) -> None:
+    existing = live_steps(session, automation.id)
+    matched = _matched(existing, data.steps)
+    now = utcnow()
+    for index, (wanted, seconds, step) in enumerate(zip(data.steps, delays, matched, strict=True)):
+        position = index + 1
+        if step is None:
+            step = AutomationStep(automation_id=automation.id, position=position)
+            session.add(step)
+            changed = True
+        else:
+            changed = (step.subject, step.preheader, step.body) != (
+                wanted.subject, wanted.preheader, wanted.body)
+        step.position = position
+        step.delay = wanted.delay.strip().upper()
+        step.delay_seconds = seconds
+        step.subject, step.preheader, step.body = wanted.subject, wanted.preheader, wanted.body
+        session.flush()
+        # A new sending identity is new content too: its From is frozen into each revision.
+        if changed or identity_changed or step.revision_id is None:
+            revision = _freeze(session, step, automation.identity_id, default_from)
+            step.revision_id = revision.id
+            ledger.reassign_revision(session, step.id, revision.id, now)
+    for step in (s for s in existing if s not in matched):
+        step.removed_at = now
+        ledger.skip_pending(session, AutomationMessage.__table__.c.step_id == step.id,
+                            STEP_REMOVED, now)
+
+
+def create_automation(session: Session, data: AutomationInput, *, default_from: str) -> Automation:
+    """A new automation, disabled until the owner enables it."""
+    delays = _check(session, data)
+    return _write(session, Automation(status=AutomationStatus.DISABLED.value), data, delays,
+                  default_from)
+
+
+def update_automation(session: Session, automation_id: int, data: AutomationInput, *,
+                      default_from: str) -> Automation:
+    # Two saves of one automation at once take turns (its row is locked until the commit),
+    # so they cannot both add a step at the same position.
+    session.execute(select(Automation.id).where(Automation.id == automation_id).with_for_update())
+    automation = get_automation(session, automation_id)
+    delays = _check(session, data, except_id=automation_id)
+    return _write(session, automation, data, delays, default_from)
+
+
+def _write(session: Session, automation: Automation, data: AutomationInput, delays: list[int],
+           default_from: str) -> Automation:
+    """The automation's fields and steps in one commit, or nothing (a name taken meanwhile is
+    a Conflict: the UNIQUE name key decides between two racing saves)."""
+    try:
+        automation.name, automation.name_key = data.name, name_key(data.name)
+        automation.trigger_type = data.trigger_type
+        automation.list_id, automation.segment_id = data.list_id, data.segment_id
+        automation.every_hours, automation.priority = data.every_hours, data.priority
+        automation.record_only = data.record_only
+        identity_changed = automation.id is not None and automation.identity_id != data.identity_id
+        automation.identity_id = check_choice(session, data.identity_id)
+        automation.updated_at = utcnow()
+        session.add(automation)
+        session.flush()
+        _save_steps(session, automation, data, delays, default_from, identity_changed)
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise Conflict(_TAKEN.format(name=data.name)) from None
+    except Exception:
+        session.rollback()
+        raise
+    return automation
+
+
+def get_automation(session: Session, automation_id: int) -> Automation:
+    automation = session.get(Automation, automation_id)
+    if automation is None or automation.status == AutomationStatus.DELETED.value:
+        raise NotFound("There is no such automation.")
+    return automation
+
+
+def list_automations(session: Session) -> list[Automation]:
+    return list(session.scalars(
+        select(Automation).where(Automation.status != AutomationStatus.DELETED.value)
+        .order_by(Automation.priority.desc(), Automation.id)
+    ))
+
+
+def steps_of(session: Session, automation_id: int) -> list[AutomationStep]:
+    return live_steps(session, automation_id)
+
+
+def as_input(session: Session, automation: Automation) -> dict[str, Any]:
+    """The automation in the API's shape (what `parse_input` reads)."""
+    trigger: dict[str, Any] = (
+        {"type": "joined_list", "list_id": automation.list_id}
+        if automation.trigger_type == "joined_list"
+        else {"type": "segment", "segment_id": automation.segment_id,
+              "every_hours": automation.every_hours})
+    return {"name": automation.name, "trigger": trigger, "priority": automation.priority,
+            "record_only": automation.record_only, "identity_id": automation.identity_id,
+            "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader,
+                       "body": s.body} for s in steps_of(session, automation.id)]}
+
+
+def _move(session: Session, automation_id: int, name: str, refusal: str) -> Automation:
+    automation = get_automation(session, automation_id)
+    if name == "enable":
+        if not steps_of(session, automation_id) and not automation.record_only:
+            raise ValidationError("Add at least one step before enabling this automation.")
+        if automation.list_id is None and automation.segment_id is None:
+            raise ValidationError("Its list or segment was deleted: choose another trigger first.")
+    was_paused = automation.status == AutomationStatus.PAUSED.value
+    moved = lifecycle.move(session, automation_id, name)
+    if moved and name == "enable" and was_paused:
+        # Resuming after a channel-wide pause: the owner says the cause is fixed, so its
+        # identity's pause is lifted too (or the stream would hold it still).
+        identity_lifecycle.resume(session, automation.identity_id,
+                                  label=f"resumed with automation {automation_id}")
+    session.commit()
+    session.refresh(automation)
+    if not moved and automation.status != lifecycle.TRANSITIONS[name].target.value:
+        raise Conflict(refusal)
+    return automation
+
+
+def enable(session: Session, automation_id: int) -> Automation:
+    """Enabled (or resumed after a channel-wide pause): its held messages go out."""
+    return _move(session, automation_id, "enable", "This automation cannot be enabled now.")
+
+
+def disable(session: Session, automation_id: int) -> Automation:
+    """Disabled: nobody new enters and its due messages are held until it is enabled."""
+    return _move(session, automation_id, "disable", "This automation cannot be disabled now.")
+
+
+def delete(session: Session, automation_id: int) -> None:
+    """Deleted: its pending messages are skipped with the reason; what it sent is kept."""
+    get_automation(session, automation_id)
+    lifecycle.move(session, automation_id, "delete")
+    session.commit()
+
+
+# ---------------------------------------------------------------- reading
+
+
+def step_counts(session: Session, automation_id: int) -> dict[int, dict[str, int]]:
+    """step id -> {status: messages}, every status present (zeros included)."""
+    counts: dict[int, dict[str, int]] = {}
+    for step_id, status, count in session.execute(
+        select(AutomationMessage.step_id, AutomationMessage.status, func.count())
+        .where(AutomationMessage.automation_id == automation_id)
+        .group_by(AutomationMessage.step_id, AutomationMessage.status)
+    ):
+        counts.setdefault(step_id, dict.fromkeys(DELIVERY_STATUSES, 0))[status] = count
+    return counts
+
+
+def entered_count(session: Session, automation_id: int) -> int:
+    return session.scalar(select(func.count()).select_from(AutomationEntry)
+                          .where(AutomationEntry.automation_id == automation_id)) or 0
+
+
+@dataclass
+class DueSoon:
+    automation_id: int
+    name: str
+    status: str
+    count: int
+
+
+def due_soon(session: Session, hours: int = 24, now: datetime | None = None) -> list[DueSoon]:
+    """Messages due in the next `hours` per automation (held ones included, with its state)."""
+    now = now or utcnow()
+    rows = session.execute(
+        select(Automation.id, Automation.name, Automation.status, func.count())
+        .join(AutomationMessage, AutomationMessage.automation_id == Automation.id)
+        .where(AutomationMessage.status == "pending",
+               AutomationMessage.due_at <= now + timedelta(hours=hours),
+               Automation.status != AutomationStatus.DELETED.value)
+        .group_by(Automation.id, Automation.name, Automation.status)
+        .order_by(Automation.id)
+    ).all()
+    return [DueSoon(*row) for row in rows]
+
+
+@dataclass
+class PersonMessage:
+    id: int
+    automation_id: int
+    automation_name: str
+    position: int
+    subject: str
+    status: str
+    due_at: datetime
+    sent_at: datetime | None
+    reason: str | None
+    revision_id: int
+
+
+def messages_of(session: Session, subscriber_id: int, limit: int = 200) -> list[PersonMessage]:
+    """Every automated message of one person, newest first, with the revision's subject."""
+    rows = session.execute(
+        select(AutomationMessage.id, Automation.id, Automation.name, AutomationMessage.position,
+               AutomationRevision.subject, AutomationMessage.status, AutomationMessage.due_at,
+               AutomationMessage.sent_at, AutomationMessage.reason, AutomationMessage.revision_id)
+        .join(Automation, Automation.id == AutomationMessage.automation_id)
+        .join(AutomationRevision, AutomationRevision.id == AutomationMessage.revision_id)
+        .where(AutomationMessage.subscriber_id == subscriber_id)
+        .order_by(AutomationMessage.due_at.desc(), AutomationMessage.id.desc())
+        .limit(limit)
+    ).all()
+    messages = [PersonMessage(*tuple(row)) for row in rows]
+    person = session.get(Subscriber, subscriber_id)
+    if person is not None:
+        for message in messages:
+            message.subject = subject_for(message.subject, person)
+    return messages
+
+
+def subject_for(template: str, person: Subscriber) -> str:
+    """The subject as this person got it (their merge fields filled in), or the template when
+    their values cannot fill it (the worker failed that message with the reason)."""
+    try:
+        return compiled_revision(template, "", "").render(
+            email=person.email, name=person.name or "", attributes=person.attributes or {},
+            unsubscribe_url="#").subject
+    except ValidationError:
+        return template
+
+
+def get_step(session: Session, automation_id: int, step_id: int) -> AutomationStep:
+    step = session.scalar(select(AutomationStep).where(
+        and_(AutomationStep.id == step_id, AutomationStep.automation_id == automation_id,
+             AutomationStep.removed_at.is_(None))))
+    if step is None:
+        raise NotFound("There is no such step.")
+    return step
+
+
+def send_step_test(session: Session, automation_id: int, step_id: int, to_email: str, *,
+                   default_from: str, jobs: Jobs) -> int:
+    """One copy of a step's current revision to any address, through the transactional
+    queue, marked as a test (its unsubscribe link goes nowhere). Returns the message id."""
+    automation = get_automation(session, automation_id)
+    step = get_step(session, automation_id, step_id)
+    address = normalise_email(to_email)
+    revision = session.get(AutomationRevision, step.revision_id) if step.revision_id else None
+    if revision is None:
+        raise ValidationError("Save this step with a subject before sending a test.")
+    person = session.execute(
+        select(Subscriber.name, Subscriber.attributes).where(Subscriber.email == address)
+    ).first()
+    rendered = CompiledRevision(subject=revision.subject, html_template=revision.html_template,
+                                text_template=revision.text_template).render(
+        email=address, name=(person.name or "") if person else "",
+        attributes=(person.attributes or {}) if person else {}, unsubscribe_url="#test-send")
+    message = queue_transactional(
+        session, jobs, kind="test", to_email=address, subject=f"[Test] {rendered.subject}",
+        html=rendered.html, text=rendered.text,
+        headers={"From-Name": revision.from_name, "From-Email": revision.from_email},
+        identity_id=automation.identity_id,
+    )
+    return message.id
+
+
+def preview_step(session: Session, automation_id: int, step_id: int, *, sample_email: str
+                 ) -> tuple[AutomationRevision, RenderedEmail]:
+    """A step's current revision rendered for a sample recipient (Alex), as the worker would."""
+    get_automation(session, automation_id)
+    step = get_step(session, automation_id, step_id)
+    revision = session.get(AutomationRevision, step.revision_id) if step.revision_id else None
+    if revision is None:
+        raise NotFound("This step has no saved content yet.")
+    rendered = CompiledRevision(subject=revision.subject, html_template=revision.html_template,
+                                text_template=revision.text_template).render(
+        email=sample_email, name="Alex", attributes={}, unsubscribe_url="#")
+    return revision, rendered

@@ -1,0 +1,333 @@
+"""Drafts: create and edit a broadcast before it is sent.
+
+Only a draft's content changes (invariant 8: what was sent is frozen); the edit is one UPDATE
+guarded by the draft state, so an edit racing a send either lands before the send freezes the
+content or is refused. The status itself is written only by `broadside.campaigns.broadcasts.lifecycle`
+(a new broadcast starts in its initial state).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from broadside.campaigns.broadcasts import lifecycle
+from broadside.campaigns.broadcasts.merge_report import MergeReport, merge_report
+from broadside.campaigns.broadcasts.service import get_broadcast, sender_of
+from broadside.core.db import rowcount
+from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.models import Broadcast, MailingList, Revision, Segment
+from broadside.core.site_settings import clean_cap_hours, get_settings
+from broadside.core.timeutil import utcnow
+from broadside.delivery.identities.service import check_choice
+from broadside.mail.design import sending_design
+from broadside.mail.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
+
+MAX_SUBJECT = 300
+MAX_PREHEADER = 300
+MAX_BODY = 500_000
+# The editor checks merge fields against at most this many recipients on each autosave (the
+# send page counts them all): a typo shows as fast on a list of a million.
+EDITOR_CHECKED = 10_000
+
+
+class _Keep:
+    """`update_draft`'s default for the frequency cap: leave it as it is."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Any = _Keep()
+
+
+def _an_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _validate_audience(session: Session, list_id: object, segment_id: object) -> None:
+    """Exactly one audience: a list or a segment, and it exists."""
+    if list_id is not None and segment_id is not None:
+        raise ValidationError("Choose a list or a segment to send to, not both.")
+    if segment_id is not None:
+        if not _an_id(segment_id):
+            raise ValidationError("The segment must be given by its id (a number).")
+        if session.get(Segment, segment_id) is None:
+            raise ValidationError(f"There is no segment with id {segment_id}.")
+        return
+    if not _an_id(list_id):
+        raise ValidationError("Choose a list or a segment to send to.")
+    if session.get(MailingList, list_id) is None:
+        raise ValidationError(f"There is no list with id {list_id}.")
+
+
+def _validate(session: Session, list_id: object, segment_id: object, subject: object,
+              preheader: object, body: object):
+    _validate_audience(session, list_id, segment_id)
+    for label, value, limit in (("subject", subject, MAX_SUBJECT),
+                                ("preheader", preheader, MAX_PREHEADER),
+                                ("body", body, MAX_BODY)):
+        if not isinstance(value, str):
+            raise ValidationError(f"The {label} must be text.")
+        if len(value) > limit:
+            raise ValidationError(f"The {label} is too long ({len(value)} of {limit} characters).")
+    if "\n" in str(subject) or "\r" in str(subject):
+        raise ValidationError("The subject must be one line.")
+
+
+def create_draft(session: Session, *, list_id: int | None = None, segment_id: int | None = None,
+                 subject: str = "", body: str = "", preheader: str = "",
+                 skip_if_received_within_hours: Any = KEEP, identity_id: Any = None) -> Broadcast:
+    """A new draft to a list or a segment. The frequency cap starts from the Settings default
+    unless given (None: no cap); the sending identity is the default unless given."""
+    _validate(session, list_id, segment_id, subject, preheader, body)
+    identity_id = check_choice(session, identity_id)
+    if skip_if_received_within_hours is KEEP:
+        cap = get_settings(session).default_skip_if_received_within_hours
+    else:
+        cap = clean_cap_hours(skip_if_received_within_hours)
+    broadcast = Broadcast(list_id=list_id, segment_id=segment_id, subject=subject.strip(),
+                          preheader=preheader.strip(), body=body, skip_if_received_within_hours=cap,
+                          status=lifecycle.INITIAL.value, identity_id=identity_id)
+    session.add(broadcast)
+    session.commit()
+    return broadcast
+
+
+def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
+                 segment_id: int | None = None, subject: str, preheader: str, body: str,
+                 skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP) -> Broadcast:
+    """Edit a draft. Only drafts change: what was sent is frozen (invariant 8). The audience
+    is a list or a segment (the other is cleared); the cap and the sending identity are left
+    alone unless given (identity None: the default)."""
+    _validate(session, list_id, segment_id, subject, preheader, body)
+    values: dict[str, Any] = {"list_id": list_id, "segment_id": segment_id,
+                              "subject": subject.strip(), "preheader": preheader.strip(),
+                              "body": body, "updated_at": utcnow()}
+    if skip_if_received_within_hours is not KEEP:
+        values["skip_if_received_within_hours"] = clean_cap_hours(skip_if_received_within_hours)
+    if identity_id is not KEEP:
+        values["identity_id"] = check_choice(session, identity_id)
+    result = session.execute(
+        update(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status == lifecycle.DRAFT.value)
+        .values(**values)
+    )
+    session.commit()
+    broadcast = session.get(Broadcast, broadcast_id)
+    if broadcast is None:
+        raise NotFound("There is no such broadcast.")
+    if rowcount(result) == 0:
+        raise Conflict("This broadcast has been sent and can no longer be edited; "
+                       "duplicate it instead.")
+    session.refresh(broadcast)
+    return broadcast
+
+
+def delete_draft(session: Session, broadcast_id: int) -> None:
+    """Delete a draft (one DELETE guarded by the draft state: a broadcast sent meanwhile stays)."""
+    result = session.execute(
+        delete(Broadcast)
+        .where(Broadcast.id == broadcast_id, Broadcast.status == lifecycle.DRAFT.value)
+        .execution_options(synchronize_session=False)
+    )
+    if rowcount(result) == 0:
+        session.rollback()
+        get_broadcast(session, broadcast_id)  # NotFound when there is no such broadcast
+        raise Conflict("Only a draft can be deleted; this broadcast has been scheduled or sent.")
+    session.commit()
+    session.expunge_all()
+
+
+def _live_identity(session: Session, identity_id: int) -> bool:
+    try:
+        check_choice(session, identity_id)
+    except ValidationError:
+        return False
+    return True
+
+
+def duplicate(session: Session, broadcast_id: int) -> Broadcast:
+    original = session.get(Broadcast, broadcast_id)
+    if original is None:
+        raise NotFound("There is no such broadcast.")
+    copy = Broadcast(list_id=original.list_id, segment_id=original.segment_id,
+                     subject=original.subject, preheader=original.preheader, body=original.body,
+                     skip_if_received_within_hours=original.skip_if_received_within_hours,
+                     status=lifecycle.INITIAL.value,
+                     # A deleted identity is not carried over: the copy takes the default.
+                     identity_id=original.identity_id if original.identity_id is not None
+                     and _live_identity(session, original.identity_id) else None)
+    session.add(copy)
+    session.commit()
+    return copy
+
+
+# ---------------------------------------------------------------- reading, for the pages
+
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class BroadcastRow:
+    broadcast: Broadcast
+    list_name: str | None
+    segment_name: str | None = None
+
+    @property
+    def audience(self) -> str | None:
+        """What the broadcast goes to, in words: "Weekly" or "segment Berlin readers"."""
+        return f"segment {self.segment_name}" if self.segment_name else self.list_name
+
+
+@dataclass(frozen=True)
+class BroadcastPage:
+    rows: list[BroadcastRow]
+    page: int
+    has_next: bool
+
+
+def list_broadcasts(session: Session, *, page: int = 1, per_page: int = PAGE_SIZE
+                    ) -> BroadcastPage:
+    """Broadcasts, most recently changed first, with the name of their list."""
+    page = max(1, page)
+    result = session.execute(
+        select(Broadcast, MailingList.name, Segment.name)
+        .outerjoin(MailingList, MailingList.id == Broadcast.list_id)
+        .outerjoin(Segment, Segment.id == Broadcast.segment_id)
+        .order_by(Broadcast.updated_at.desc(), Broadcast.id.desc())
+        .offset((page - 1) * per_page)
+        .limit(per_page + 1)
+    ).all()
+    rows = [BroadcastRow(broadcast, name, segment) for broadcast, name, segment in result]
+    return BroadcastPage(rows=rows[:per_page], page=page, has_next=len(rows) > per_page)
+
+
+def list_options(session: Session) -> list[tuple[int, str]]:
+    """(id, name) of every list, for the "send to" choice."""
+    return [(row.id, row.name) for row in
+            session.execute(select(MailingList.id, MailingList.name).order_by(MailingList.name))]
+
+
+def list_name(session: Session, list_id: int | None) -> str | None:
+    if list_id is None:
+        return None
+    return session.scalar(select(MailingList.name).where(MailingList.id == list_id))
+
+
+def segment_options(session: Session) -> list[tuple[int, str]]:
+    """(id, name) of every segment, for the "send to" choice."""
+    return [(row.id, row.name) for row in
+            session.execute(select(Segment.id, Segment.name).order_by(Segment.name))]
+
+
+def audience_options(session: Session) -> list[tuple[str, str, str]]:
+    """The "send to" choice: (group, value, label), value "list:ID" or "segment:ID"."""
+    return ([("Lists", f"list:{i}", name) for i, name in list_options(session)]
+            + [("Segments", f"segment:{i}", name) for i, name in segment_options(session)])
+
+
+def parse_audience(value: object) -> tuple[int | None, int | None]:
+    """(list_id, segment_id) from a "list:ID" / "segment:ID" choice; (None, None) otherwise
+    (the draft's validation then asks the owner to choose)."""
+    kind, _, number = str(value or "").partition(":")
+    if kind not in ("list", "segment") or not number.isdigit() or len(number) > 18:
+        return None, None
+    return (int(number), None) if kind == "list" else (None, int(number))
+
+
+def audience_value(broadcast: Broadcast) -> str:
+    if broadcast.segment_id is not None:
+        return f"segment:{broadcast.segment_id}"
+    return f"list:{broadcast.list_id}" if broadcast.list_id is not None else ""
+
+
+def audience_name(session: Session, broadcast: Broadcast) -> str | None:
+    """What a broadcast goes to, in words: the list's name or "segment NAME"."""
+    if broadcast.segment_id is not None:
+        name = session.scalar(select(Segment.name).where(Segment.id == broadcast.segment_id))
+        return f"segment {name}" if name else None
+    return list_name(session, broadcast.list_id)
+
+
+@dataclass(frozen=True)
+class DraftPreview:
+    """What a broadcast looks like in an inbox, or why it cannot be rendered yet."""
+
+    broadcast: Broadcast
+    from_name: str
+    from_email: str
+    postal_address: str
+    rendered: RenderedEmail | None
+    problem: str | None
+    frozen: bool  # True when this is the revision that was (or is being) sent
+    # A draft's merge fields checked against its audience (asked for by the editor).
+    merge: MergeReport | None = None
+
+
+def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
+                  default_from: str, check_fields: bool = False) -> DraftPreview:
+    """Render a broadcast for a sample recipient with the renderer the worker uses.
+
+    A sent broadcast shows its frozen revision (what the list received); a draft is rendered
+    from its current text with the current settings. The sample recipient is named Alex.
+    With `check_fields`, a draft's merge fields are also checked against its audience
+    (`merge_report`: unknown fields, recipients lacking an attribute).
+    """
+
+    broadcast = get_broadcast(session, broadcast_id)
+    revision = session.scalar(select(Revision).where(Revision.broadcast_id == broadcast_id))
+    sample: dict[str, Any] = {"email": sample_email, "name": "Alex", "attributes": {},
+                              "unsubscribe_url": "#"}
+    try:
+        if revision is not None:
+            compiled = compiled_revision(revision.subject, revision.html_template,
+                                         revision.text_template)
+            return DraftPreview(broadcast, revision.from_name, revision.from_email,
+                                revision.postal_address, compiled.render(**sample), None, True)
+        from_name, from_email, postal_address = sender_of(session, broadcast.identity_id,
+                                                          default_from)
+        frozen = freeze_content(subject=broadcast.subject, preheader=broadcast.preheader,
+                                body_markdown=broadcast.body, from_name=from_name,
+                                from_email=from_email, postal_address=postal_address,
+                                design=sending_design(session, from_name))
+        compiled = CompiledRevision(subject=broadcast.subject,
+                                    html_template=frozen.html_template,
+                                    text_template=frozen.text_template)
+        rendered = compiled.render(**sample)
+    except ValidationError as exc:
+        return DraftPreview(broadcast, "", "", "", None, exc.message, revision is not None)
+    return DraftPreview(broadcast, from_name, from_email, postal_address, rendered, None, False,
+                        merge_report(session, broadcast, limit=EDITOR_CHECKED)
+                        if check_fields else None)
+
+
+def autosave(session: Session, broadcast_id: int, *, list_id: int | None,
+             segment_id: int | None = None, subject: str, preheader: str, body: str,
+             sample_email: str, default_from: str,
+             skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP) -> DraftPreview:
+    """Save the draft (all or nothing, as update_draft) and render its new preview."""
+    update_draft(session, broadcast_id, list_id=list_id, segment_id=segment_id, subject=subject,
+                 preheader=preheader, body=body,
+                 skip_if_received_within_hours=skip_if_received_within_hours,
+                 identity_id=identity_id)
+    return preview_email(session, broadcast_id, sample_email=sample_email,
+                         default_from=default_from, check_fields=True)
+
+
+def broadcasts_before(session: Session, *, before: int | None = None, limit: int = PAGE_SIZE
+                      ) -> tuple[list[Broadcast], int | None]:
+    """Newest first by id (ids are never reused, so this is creation order), for the API's
+    keyset paging: the broadcasts with ids below `before` (all when None), and the id to pass
+    as `before` for the next page, None on the last one. Every broadcast that exists throughout
+    the paging is seen exactly once; none is seen twice, whatever changes meanwhile."""
+    query = select(Broadcast).order_by(Broadcast.id.desc()).limit(limit + 1)
+    if before is not None:
+        query = query.where(Broadcast.id < before)
+    rows = list(session.scalars(query))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, rows[-1].id if more and rows else None

@@ -1,0 +1,175 @@
+"""Owners and API tokens: plain functions over a SQLAlchemy session."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import secrets
+
+from sqlalchemy import func, insert, literal, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from broadside.core.addresses import normalise_email
+from broadside.core.db import rowcount
+from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.models import ApiToken, Owner
+from broadside.core.timeutil import utcnow
+
+MIN_PASSWORD_LENGTH = 10
+TOKEN_PREFIX = "bs_"
+# Every owner's password is hashed this way (werkzeug's scrypt, its default cost).
+PASSWORD_METHOD = "scrypt"
+
+
+def generate_password_hash(password: str, method: str) -> str:
+    # werkzeug is imported when a password is hashed or checked: the sending worker imports
+    # this module but never does either, and werkzeug is ~2.6 MB of its memory (issue 19 point 6).
+    from werkzeug.security import generate_password_hash as hash_password
+
+    return hash_password(password, method=method)
+
+
+def check_password_hash(password_hash: str, password: str) -> bool:
+    from werkzeug.security import check_password_hash as check
+
+    return check(password_hash, password)
+
+
+# PostgreSQL advisory lock taken while the first owner is created ("bs1st" in ASCII).
+_FIRST_OWNER_LOCK = 0x62_73_31_73_74
+
+
+class AlreadySetUp(Conflict):
+    """The first-run setup was already done (perhaps by a request a moment earlier)."""
+
+
+def owner_exists(session: Session) -> bool:
+    return (session.scalar(select(func.count()).select_from(Owner)) or 0) > 0
+
+
+def _check_password_length(password: str) -> None:
+    if len(password or "") < MIN_PASSWORD_LENGTH:
+        raise ValidationError(f"The password must be at least {MIN_PASSWORD_LENGTH} characters.")
+
+
+def create_owner(session: Session, email: str, password: str) -> Owner:
+    """One more owner (the `owner create` command): any number may exist."""
+    email = normalise_email(email)
+    _check_password_length(password)
+    if session.scalar(select(Owner).where(Owner.email == email)):
+        raise Conflict(f"An owner with the address {email} already exists.")
+    owner = Owner(email=email, password_hash=generate_password_hash(password, method=PASSWORD_METHOD))
+    session.add(owner)
+    session.commit()
+    return owner
+
+
+def create_first_owner(session: Session, email: str, password: str) -> Owner:
+    """The first owner (the web's first-run setup), or AlreadySetUp if any owner exists.
+
+    Check and insert are one guarded statement, `INSERT ... SELECT ... WHERE NOT EXISTS (SELECT
+    FROM owners)`, so two setups submitted at once cannot both pass the check. SQLite runs one
+    writing statement at a time, and a write transaction always sees the latest commit. On
+    PostgreSQL two READ COMMITTED transactions could each insert before seeing the other's
+    row, so a transaction-scoped advisory lock serialises them first: the second waits for the
+    first to commit, and its INSERT's fresh snapshot then sees that owner.
+    """
+    email = normalise_email(email)
+    _check_password_length(password)
+    password_hash = generate_password_hash(password, method=PASSWORD_METHOD)  # slow: not locked
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _FIRST_OWNER_LOCK})
+    table = Owner.__table__
+    guarded = (
+        insert(table)
+        .from_select(
+            ["email", "password_hash", "created_at"],
+            select(
+                literal(email, table.c.email.type),
+                literal(password_hash, table.c.password_hash.type),
+                literal(utcnow(), table.c.created_at.type),
+            ).where(~select(table.c.id).exists()),
+        )
+        .returning(table.c.id)  # (the row count of an INSERT ... SELECT is -1 on psycopg)
+    )
+    try:
+        owner_id = session.execute(guarded).scalar_one_or_none()
+    except IntegrityError:
+        owner_id = None
+    if owner_id is None:
+        session.rollback()
+        raise AlreadySetUp("Broadside is already set up.")
+    session.commit()
+    return session.get_one(Owner, owner_id)
+
+
+@functools.cache
+def _dummy_password_hash() -> str:
+    """A hash of a random password, made the way owners' passwords are: checking a password
+    against it costs what checking a real owner's does."""
+    return generate_password_hash(secrets.token_urlsafe(16), method=PASSWORD_METHOD)
+
+
+def authenticate(session: Session, email: str, password: str) -> Owner | None:
+    """The owner whose address and password these are, or None.
+
+    An unknown address is refused only after checking the password against a dummy hash of the
+    same algorithm and cost, so the time taken does not tell whether an address has an account.
+    """
+    owner = session.scalar(select(Owner).where(Owner.email == (email or "").strip().lower()))
+    if owner is None:
+        check_password_hash(_dummy_password_hash(), password or "")
+        return None
+    if not check_password_hash(owner.password_hash, password or ""):
+        return None
+    return owner
+
+
+def _hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_token(session: Session, owner_id: int, name: str, *, read_only: bool = False
+                 ) -> tuple[ApiToken, str]:
+    """Make a token, full or read-only (GET only); the plain value is returned once and only
+    its hash is stored."""
+    name = (name or "").strip()
+    if not name or len(name) > 100:
+        raise ValidationError("A token needs a name of 1 to 100 characters.")
+    plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken(owner_id=owner_id, name=name, token_hash=_hash_token(plain), prefix=plain[:10],
+                     read_only=read_only)
+    session.add(token)
+    session.commit()
+    return token, plain
+
+
+def find_active_token(session: Session, plain: str) -> ApiToken | None:
+    if not plain or len(plain) > 200:
+        return None
+    return session.scalar(
+        select(ApiToken).where(
+            ApiToken.token_hash == _hash_token(plain), ApiToken.revoked_at.is_(None)
+        )
+    )
+
+
+def touch_token(session: Session, token_id: int) -> None:
+    session.execute(update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=utcnow()))
+    session.commit()
+
+
+def revoke_token(session: Session, token_id: int) -> None:
+    result = session.execute(
+        update(ApiToken)
+        .where(ApiToken.id == token_id, ApiToken.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )
+    session.commit()
+    if rowcount(result) == 0 and session.get(ApiToken, token_id) is None:
+        raise NotFound("No such token.")
+
+
+def list_tokens(session: Session) -> list[ApiToken]:
+    return list(session.scalars(select(ApiToken).order_by(ApiToken.created_at.desc())))

@@ -1,0 +1,55 @@
+"""The schema. Every change goes through a Flask-Migrate revision under `migrations/`."""
+
+from broadside.core.models.accounts import ApiToken, Owner, SiteSettings
+from broadside.core.models.analytics import PersonActivity, TrackedLink, TrackingDay
+from broadside.core.models.archive import ArchivedIssue
+from broadside.core.models.audience import (
+    Import,
+    ImportRejection,
+    MailingList,
+    Segment,
+    Subscriber,
+    Subscription,
+)
+from broadside.core.models.automations import (
+    Automation,
+    AutomationEntry,
+    AutomationMessage,
+    AutomationRevision,
+    AutomationStep,
+)
+from broadside.core.models.bulk import BulkAction
+from broadside.core.models.events import Event
+from broadside.core.models.identities import Identity
+from broadside.core.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
+from broadside.core.models.webhooks import WebhookEndpoint, WebhookMessage
+
+__all__ = [
+    "ApiToken",
+    "ArchivedIssue",
+    "Automation",
+    "AutomationEntry",
+    "AutomationMessage",
+    "AutomationRevision",
+    "AutomationStep",
+    "Broadcast",
+    "BulkAction",
+    "Delivery",
+    "Event",
+    "Identity",
+    "Import",
+    "ImportRejection",
+    "MailingList",
+    "Owner",
+    "PersonActivity",
+    "Revision",
+    "Segment",
+    "SiteSettings",
+    "Subscriber",
+    "Subscription",
+    "TrackedLink",
+    "TrackingDay",
+    "TransactionalMessage",
+    "WebhookEndpoint",
+    "WebhookMessage",
+]

@@ -1,0 +1,92 @@
+"""Owners (the people who sign in), their API tokens, and the installation's settings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, String, Text, false
+from sqlalchemy.orm import Mapped, mapped_column
+
+from broadside.core.db import Model
+from broadside.core.timeutil import utcnow
+
+
+class Owner(Model):
+    """An owner account. The three members below are what Flask-Login asks of a signed-in
+    user (written out rather than inherited, so the domain does not import the web's login)."""
+
+    __tablename__ = "owners"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    is_authenticated = True
+    is_active = True
+    is_anonymous = False
+
+    def get_id(self) -> str:
+        return str(self.id)
+
+
+class ApiToken(Model):
+    """A bearer token for `/api/...`; only its SHA-256 is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    # A read-only token may only GET; a full one may also change things.
+    read_only: Mapped[bool] = mapped_column(default=False, server_default=false())
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_used_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+
+class SiteSettings(Model):
+    """One row (id = 1): what the owner sets in the browser rather than the environment."""
+
+    __tablename__ = "site_settings"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sender_name: Mapped[str] = mapped_column(String(200), default="")
+    sender_email: Mapped[str] = mapped_column(String(320), default="")
+    postal_address: Mapped[str] = mapped_column(Text, default="")
+    time_zone: Mapped[str] = mapped_column(String(64), default="UTC")
+    # The frequency cap new broadcasts start with (hours; None: no cap).
+    default_skip_if_received_within_hours: Mapped[int | None]
+    # The hourly cap counts sends after this moment; "reset" moves it to now, deleting nothing.
+    hourly_window_reset_at: Mapped[datetime | None]
+    # The default identity's pause (it is not a row: broadside.core.models.identities); NULL: not
+    # paused. Written only by broadside.delivery.identities.lifecycle.
+    default_pause_reason: Mapped[str | None] = mapped_column(Text)
+    # Settings -> Design (written only by broadside.mail.design and broadside.mail.signup_texts).
+    # The email layout's brand colour (#rrggbb), width in px and font (a key of design.FONTS);
+    # the owner's footer text, printed above the postal address.
+    brand_colour: Mapped[str] = mapped_column(String(7), default="#1f5fbf",
+                                              server_default="#1f5fbf")
+    email_width: Mapped[int] = mapped_column(default=600, server_default="600")
+    email_font: Mapped[str] = mapped_column(String(20), default="system", server_default="system")
+    footer_text: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # The logo: its file under the instance path (content hash + extension; NULL: no logo),
+    # its size in pixels, and its absolute URL made from BASE_URL when it was uploaded or the
+    # design saved (emails need an absolute URL; the domain does not know BASE_URL).
+    logo_file: Mapped[str | None] = mapped_column(String(80))
+    logo_width: Mapped[int | None]
+    logo_height: Mapped[int | None]
+    logo_url: Mapped[str | None] = mapped_column(Text)
+    # The owner's own words for the double opt-in email and the sign-up pages, by key
+    # (broadside.mail.signup_texts.DEFAULTS); a key absent or NULL: the default text.
+    signup_texts: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Reader tracking new broadcasts start with (broadside.campaigns.analytics.modes): off unless the
+    # owner chooses otherwise.
+    default_tracking: Mapped[str] = mapped_column(String(16), default="off", server_default="off")
+    # How long the step-by-step history (per-delivery events) of a settled broadcast is kept,
+    # in days; NULL: forever (broadside.campaigns.broadcasts.compaction). Each delivery row keeps its
+    # final state, reason, code and times whatever this says.
+    history_retention_days: Mapped[int | None]

@@ -1,0 +1,144 @@
+"""The installation's owner-editable settings (one row, id = 1)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from sqlalchemy.orm import Session
+
+from broadside.core.addresses import normalise_email
+from broadside.core.errors import ValidationError
+from broadside.core.models import SiteSettings
+
+
+def get_settings(session: Session) -> SiteSettings:
+    """The settings row, created with defaults on first use."""
+    settings = session.get(SiteSettings, 1)
+    if settings is None:
+        settings = SiteSettings(id=1, sender_name="", sender_email="", postal_address="",
+                                time_zone="UTC")
+        session.add(settings)
+        session.flush()
+    return settings
+
+
+def owner_zone(session: Session) -> ZoneInfo:
+    """The owner's time zone from Settings; UTC when unset or unknown. Reads only (a GET
+    creates no settings row)."""
+    settings = session.get(SiteSettings, 1)
+    name = settings.time_zone if settings is not None and settings.time_zone else "UTC"
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+MAX_SENDER_NAME = 200
+MAX_POSTAL_ADDRESS = 1000
+
+
+class SettingsError(ValidationError):
+    """A settings value is not acceptable; `field` names the form field it belongs to."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@lru_cache(maxsize=1)
+def time_zones() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+def update_settings(session: Session, *, sender_name: str, sender_email: str,
+                    postal_address: str, time_zone: str) -> SiteSettings:
+    """Validate every value first, then write them all in one commit (or nothing)."""
+    sender_name = " ".join((sender_name or "").split())
+    if len(sender_name) > MAX_SENDER_NAME:
+        raise SettingsError("sender_name",
+                            f"The sender name is too long (at most {MAX_SENDER_NAME} characters).")
+    if any(ch in sender_name for ch in "<>\"@"):
+        raise SettingsError("sender_name", "The sender name may not contain < > \" or @; "
+                                           "put the address in the sender address field.")
+    sender_email = (sender_email or "").strip()
+    if sender_email:
+        try:
+            sender_email = normalise_email(sender_email)
+        except ValidationError as exc:
+            raise SettingsError("sender_email", exc.message) from None
+    postal_address = "\n".join(
+        line.strip() for line in (postal_address or "").replace("\r\n", "\n").split("\n")
+    ).strip()
+    if len(postal_address) > MAX_POSTAL_ADDRESS:
+        raise SettingsError("postal_address", "The postal address is too long "
+                                              f"(at most {MAX_POSTAL_ADDRESS} characters).")
+    time_zone = (time_zone or "").strip()
+    if time_zone not in time_zones():
+        raise SettingsError("time_zone",
+                            f"{time_zone!r} is not a time zone we know; pick one from the list.")
+    settings = get_settings(session)
+    settings.sender_name = sender_name
+    settings.sender_email = sender_email
+    settings.postal_address = postal_address
+    settings.time_zone = time_zone
+    session.commit()
+    return settings
+
+
+MAX_CAP_HOURS = 720  # the frequency cap: at most 30 days
+
+
+def clean_cap_hours(value: object) -> int | None:
+    """The frequency cap in hours: None (no cap) or a whole number from 1 to MAX_CAP_HOURS."""
+    if value is None or value == "" or value == 0:
+        return None
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
+        value = int(value.strip())
+    if (not isinstance(value, int) or isinstance(value, bool)
+            or not 1 <= value <= MAX_CAP_HOURS):
+        raise ValidationError("Skip people who received a broadcast within how many hours? "
+                              f"Give a whole number from 1 to {MAX_CAP_HOURS}, or leave it empty.")
+    return value
+
+
+def update_sending_defaults(session: Session, *, skip_if_received_within_hours: object) -> SiteSettings:
+    """What new broadcasts start with: the frequency cap (validated first, one commit)."""
+    try:
+        cap = clean_cap_hours(skip_if_received_within_hours)
+    except ValidationError as exc:
+        raise SettingsError("skip_hours", exc.message) from None
+    settings = get_settings(session)
+    settings.default_skip_if_received_within_hours = cap
+    session.commit()
+    return settings
+
+
+MAX_RETENTION_DAYS = 3650  # ten years
+
+
+def clean_retention_days(value: object) -> int | None:
+    """How long settled broadcasts keep their step-by-step history: None (forever, the
+    default) or a whole number of days from 1 to MAX_RETENTION_DAYS."""
+    if value is None or value == "" or value == "forever":
+        return None
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
+        value = int(value.strip())
+    if (not isinstance(value, int) or isinstance(value, bool)
+            or not 1 <= value <= MAX_RETENTION_DAYS):
+        raise ValidationError("Keep the step-by-step history for how many days? Give a whole "
+                              f"number from 1 to {MAX_RETENTION_DAYS}, or choose forever.")
+    return value
+
+
+def update_history_retention(session: Session, *, days: object) -> SiteSettings:
+    """Settings -> History: forever (None) or N days (validated first, one commit). The
+    worker's compaction (broadside.campaigns.broadcasts.compaction) reads it on its next pass."""
+    try:
+        cleaned = clean_retention_days(days)
+    except ValidationError as exc:
+        raise SettingsError("retention_days", exc.message) from None
+    settings = get_settings(session)
+    settings.history_retention_days = cleaned
+    session.commit()
+    return settings

@@ -1,0 +1,354 @@
+"""Sending identities: read (the default one from the environment, the others from their
+rows), validated, saved and deleted when unused.
+
+`SendingIdentity` is the one view of an identity everything else uses (the worker's stream,
+the pages, the API), so the default and the others are never told apart outside this module.
+The transport URL holds secrets: `SendingIdentity.transport` is masked (urls.describe) and
+only the worker reads `transport_url`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import formataddr, parseaddr
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from broadside.core import transport_urls as urls
+from broadside.core.addresses import normalise_email
+from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
+from broadside.core.models.identities import IdentityStatus
+from broadside.core.timeutil import utcnow
+from broadside.delivery.identities import lifecycle
+
+DEFAULT_NAME = "default"
+MAX_NAME = 100
+MAX_FROM_NAME = 200
+MAX_POSTAL = 1000
+MAX_SECRET = 200
+MAX_DELAY_MS = 600_000
+MAX_HOURLY = 10_000_000
+MAX_ID = 2**31 - 1
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
+FIELDS = ("name", "from", "transport", "delay_ms", "hourly_limit", "postal_address",
+          "webhook_secret")
+# Broadcasts in these states still need their identity (to send, or to be sent later).
+LIVE_BROADCASTS = ("draft", "scheduled", "queued", "sending", "paused")
+
+
+@dataclass(frozen=True)
+class SendingIdentity:
+    id: int | None  # None: the default identity (the environment)
+    name: str
+    from_name: str
+    from_email: str
+    transport_url: str  # secret: for the worker only
+    delay_ms: int
+    hourly_limit: int
+    postal_address: str
+    status: str
+    pause_reason: str | None
+    webhook_secret: str = ""
+
+    @property
+    def is_default(self) -> bool:
+        return self.id is None
+
+    @property
+    def key(self) -> str:
+        """Its Redis key part: lease, queues, hourly cap ("default" keeps today's keys)."""
+        return DEFAULT_NAME if self.id is None else f"identity:{self.id}"
+
+    @property
+    def transport(self) -> str:
+        """The transport URL with its secrets masked."""
+        return urls.describe(self.transport_url)
+
+    @property
+    def scheme(self) -> str:
+        return urls.scheme_of(self.transport_url)
+
+    @property
+    def from_header(self) -> str:
+        return formataddr((self.from_name, self.from_email))
+
+    @property
+    def label(self) -> str:
+        return "Default" if self.id is None else self.name
+
+
+def default_identity(session: Session, config: Mapping[str, Any]) -> SendingIdentity:
+    """The environment's identity: SMTP_URL, the Settings page's sender (else MAIL_FROM),
+    SEND_DELAY_MS, SEND_HOURLY_LIMIT and the Settings page's postal address."""
+    settings = session.get(SiteSettings, 1)
+    if settings is not None and settings.sender_email:
+        from_name, from_email = settings.sender_name or "", settings.sender_email
+    else:
+        from_name, from_email = parseaddr(str(config.get("MAIL_FROM") or ""))
+    return SendingIdentity(
+        id=None, name=DEFAULT_NAME, from_name=from_name, from_email=from_email,
+        transport_url=str(config.get("SMTP_URL") or ""),
+        delay_ms=int(config.get("SEND_DELAY_MS", 200)),
+        hourly_limit=int(config.get("SEND_HOURLY_LIMIT", 0)),
+        postal_address=(settings.postal_address if settings is not None else "") or "",
+        status="paused" if settings is not None and settings.default_pause_reason else "active",
+        pause_reason=settings.default_pause_reason if settings is not None else None,
+        webhook_secret=str(config.get("WEBHOOK_SECRET") or ""),
+    )
+
+
+def _view(row: Identity) -> SendingIdentity:
+    return SendingIdentity(
+        id=row.id, name=row.name, from_name=row.from_name, from_email=row.from_email,
+        transport_url=row.transport_url, delay_ms=row.delay_ms, hourly_limit=row.hourly_limit,
+        postal_address=row.postal_address, status=row.status, pause_reason=row.pause_reason,
+        webhook_secret=row.webhook_secret,
+    )
+
+
+def resolve(session: Session, config: Mapping[str, Any], identity_id: int | None) -> SendingIdentity:
+    """The identity an id names (None: the default). A deleted one still resolves (past
+    broadcasts name it); an id that never existed is NotFound."""
+    if identity_id is None:
+        return default_identity(session, config)
+    row = session.get(Identity, identity_id) if 1 <= identity_id <= MAX_ID else None
+    if row is None:
+        raise NotFound(f"There is no sending identity {identity_id}.")
+    return _view(row)
+
+
+def by_name(session: Session, config: Mapping[str, Any], name: str) -> SendingIdentity | None:
+    """A live identity by its name (case-insensitive; "default" is the default)."""
+    if name.strip().lower() == DEFAULT_NAME:
+        return default_identity(session, config)
+    row = session.scalar(select(Identity).where(Identity.name_key == name.strip().lower()))
+    return _view(row) if row is not None else None
+
+
+def all_identities(session: Session, config: Mapping[str, Any]) -> list[SendingIdentity]:
+    """Every live identity, the default first, then by name."""
+    rows = session.scalars(
+        select(Identity).where(Identity.status != IdentityStatus.DELETED.value)
+        .order_by(Identity.name_key)).all()
+    return [default_identity(session, config), *(_view(r) for r in rows)]
+
+
+def live_ids(session: Session) -> list[int]:
+    """The ids of the live identities that are rows (for the worker that serves them all)."""
+    return list(session.scalars(select(Identity.id).where(
+        Identity.status != IdentityStatus.DELETED.value).order_by(Identity.id)))
+
+
+def check_choice(session: Session, identity_id: Any) -> int | None:
+    """An identity id a broadcast or automation may choose: None (the default) or a live
+    identity's id; anything else is a ValidationError."""
+    if identity_id is None:
+        return None
+    if not isinstance(identity_id, int) or isinstance(identity_id, bool) or not 1 <= identity_id <= MAX_ID:
+        raise ValidationError("identity_id must be a sending identity's id (or null for the default).")
+    row = session.get(Identity, identity_id)
+    if row is None or row.status == IdentityStatus.DELETED.value:
+        raise ValidationError(f"There is no sending identity {identity_id}.")
+    return identity_id
+
+
+# ------------------------------------------------------------------ input
+
+
+@dataclass
+class IdentityInput:
+    name: str
+    from_name: str
+    from_email: str
+    transport_url: str | None  # None: keep the current one (an update that leaves it out)
+    delay_ms: int
+    hourly_limit: int
+    postal_address: str
+    webhook_secret: str | None  # None: keep the current one
+
+
+def _text(value: object, label: str, limit: int) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValidationError(f"The {label} must be text.")
+    if "\x00" in value:
+        raise ValidationError(f"The {label} contains a NUL character.")
+    if len(value) > limit:
+        raise ValidationError(f"The {label} is too long ({len(value)} of {limit} characters).")
+    return value
+
+
+def _whole(value: object, label: str, default: int, maximum: int) -> int:
+    if value is None or value == "":
+        return default
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= maximum:
+        raise ValidationError(f"{label} must be a whole number from 0 to {maximum:,}.")
+    return value
+
+
+def parse_input(data: Any, *, updating: bool = False) -> IdentityInput:
+    """The API's JSON shape (the owner's form is turned into it), validated; every mistake
+    is a ValidationError naming the field. When updating, a missing `transport` or
+    `webhook_secret` keeps the current one (they are never shown back)."""
+    if not isinstance(data, dict):
+        raise ValidationError('Send a JSON object with "name", "from" and "transport".')
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise ValidationError(f"Unknown field: {unknown[0]}. An identity has " + ", ".join(FIELDS) + ".")
+    name = " ".join(_text(data.get("name"), "name", MAX_NAME).split())
+    if not name:
+        raise ValidationError("The name is required (for example “Product updates”).")
+    if not _NAME.match(name):
+        raise ValidationError("The name may hold letters, digits, spaces, dots, dashes and "
+                              "underscores, starting with a letter or digit (it is what "
+                              "`worker --identity NAME` takes).")
+    if name.lower() == DEFAULT_NAME:
+        raise ValidationError("“default” is the identity the environment defines; choose another name.")
+    raw_from = _text(data.get("from"), "From", MAX_FROM_NAME + 330).strip()
+    if not raw_from:
+        raise ValidationError("The From address is required, like “Ada <ada@example.com>”.")
+    if "\n" in raw_from or "\r" in raw_from:
+        raise ValidationError("The From must be one line.")
+    from_name, address = parseaddr(raw_from)
+    if not address or "@" not in address:
+        raise ValidationError(f"{raw_from!r} has no email address; write “Name <address@example.com>”.")
+    from_email = normalise_email(address)
+    from_name = " ".join(from_name.split())
+    if len(from_name) > MAX_FROM_NAME:
+        raise ValidationError(f"The From name is too long (at most {MAX_FROM_NAME} characters).")
+    transport: str | None
+    if updating and data.get("transport") is None:
+        transport = None
+    else:
+        try:
+            transport = urls.check_transport_url(_text(data.get("transport"), "transport URL", urls.MAX_URL))
+        except urls.TransportUrlError as exc:
+            raise ValidationError(str(exc)) from None
+    secret: str | None
+    if updating and data.get("webhook_secret") is None:
+        secret = None
+    else:
+        secret = _text(data.get("webhook_secret"), "webhook secret", MAX_SECRET).strip()
+    return IdentityInput(
+        name=name, from_name=from_name, from_email=from_email, transport_url=transport,
+        delay_ms=_whole(data.get("delay_ms"), "delay_ms", 200, MAX_DELAY_MS),
+        hourly_limit=_whole(data.get("hourly_limit"), "hourly_limit", 0, MAX_HOURLY),
+        postal_address=_text(data.get("postal_address"), "postal address", MAX_POSTAL).strip(),
+        webhook_secret=secret,
+    )
+
+
+def as_input(identity: SendingIdentity) -> dict[str, Any]:
+    """An identity as the API shows it: never its transport's secrets or its webhook secret."""
+    return {
+        "id": identity.id, "name": identity.name, "default": identity.is_default,
+        "from": identity.from_header, "transport": identity.transport,
+        "delay_ms": identity.delay_ms, "hourly_limit": identity.hourly_limit,
+        "postal_address": identity.postal_address, "status": identity.status,
+        "pause_reason": identity.pause_reason,
+        "webhook_secret_set": bool(identity.webhook_secret),
+    }
+
+
+# ------------------------------------------------------------------ writes
+
+
+def _taken(name: str) -> Conflict:
+    return Conflict(f"There is already an identity called “{name}”; choose another name.")
+
+
+def create(session: Session, data: IdentityInput) -> Identity:
+    """A new identity, committed; a live name is never shared (UNIQUE name_key)."""
+    assert data.transport_url is not None
+    row = Identity(
+        name=data.name, name_key=data.name.lower(), from_name=data.from_name,
+        from_email=data.from_email, transport_url=data.transport_url, delay_ms=data.delay_ms,
+        hourly_limit=data.hourly_limit, postal_address=data.postal_address,
+        webhook_secret=data.webhook_secret or "", status=IdentityStatus.ACTIVE.value,
+    )
+    session.add(row)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise _taken(data.name) from None
+    return row
+
+
+def _live_row(session: Session, identity_id: int) -> Identity:
+    # (An id past the column's range is nobody: PostgreSQL would refuse to look it up.)
+    row = session.get(Identity, identity_id) if 1 <= identity_id <= MAX_ID else None
+    if row is None or row.status == IdentityStatus.DELETED.value:
+        raise NotFound(f"There is no sending identity {identity_id}.")
+    return row
+
+
+def update(session: Session, identity_id: int, data: IdentityInput) -> Identity:
+    """Save the new values (a missing transport or secret keeps the current one), committed.
+    A changed transport URL resumes a paused identity: the owner fixed what paused it."""
+    row = _live_row(session, identity_id)
+    changed_transport = data.transport_url is not None and data.transport_url != row.transport_url
+    row.name, row.name_key = data.name, data.name.lower()
+    row.from_name, row.from_email = data.from_name, data.from_email
+    if data.transport_url is not None:
+        row.transport_url = data.transport_url
+    if data.webhook_secret is not None:
+        row.webhook_secret = data.webhook_secret
+    row.delay_ms, row.hourly_limit = data.delay_ms, data.hourly_limit
+    row.postal_address = data.postal_address
+    row.updated_at = utcnow()
+    try:
+        session.flush()
+    except IntegrityError:
+        session.rollback()
+        raise _taken(data.name) from None
+    if changed_transport:
+        lifecycle.resume(session, identity_id, label=row.name)
+    session.commit()
+    return row
+
+
+def usage(session: Session, identity_id: int) -> dict[str, int]:
+    """What still needs this identity: broadcasts not yet sent (drafts included) and
+    automations not deleted."""
+    broadcasts = session.scalar(select(func.count()).select_from(Broadcast).where(
+        Broadcast.identity_id == identity_id, Broadcast.status.in_(LIVE_BROADCASTS))) or 0
+    automations = session.scalar(select(func.count()).select_from(Automation).where(
+        Automation.identity_id == identity_id, Automation.status != "deleted")) or 0
+    return {"broadcasts": int(broadcasts), "automations": int(automations)}
+
+
+def delete(session: Session, identity_id: int) -> None:
+    """Delete an unused identity (kept as a row so past broadcasts still name it); committed.
+    Conflict, saying what uses it, while a broadcast or an automation still needs it."""
+    row = _live_row(session, identity_id)
+    used = usage(session, identity_id)
+    if used["broadcasts"] or used["automations"]:
+        parts = []
+        count = used["broadcasts"]
+        if count:
+            parts.append(f"{count} broadcast{'s' if count != 1 else ''} not yet sent")
+        count = used["automations"]
+        if count:
+            parts.append(f"{count} automation{'s' if count != 1 else ''}")
+        raise Conflict(f"“{row.name}” is still used by " + " and ".join(parts)
+                       + ". Choose another identity for them first.")
+    lifecycle.move(session, identity_id, "delete", label=row.name)
+    session.commit()
+
+
+def resume(session: Session, identity_id: int | None) -> bool:
+    """The owner's resume of a paused identity; committed."""
+    label = DEFAULT_NAME if identity_id is None else _live_row(session, identity_id).name
+    moved = lifecycle.resume(session, identity_id, label=label)
+    session.commit()
+    return moved

@@ -1,0 +1,326 @@
+"""What the provider transports share: one HTTP connection per transport that never retries and
+always says where a failure happened, the mapping of answers to `DeliveryError`, the MIME ->
+JSON fields of the JSON APIs, and the transports' base class (`start`/`finish`/`send` as a
+batch of one).
+
+Guarantees, and why:
+
+- **No retry, ever.** Nothing here, in urllib3 or in the transports, sends a request twice: a
+  second POST can be a second copy of a newsletter. Retrying is the worker's decision
+  (`jobs/classify.py`, invariant 6).
+- **The phase says whether the request could have been accepted** (invariant 5), and it comes
+  from *where* the failure happened, not from the exception's type. Connecting (DNS, refused,
+  TLS handshake, connect timeout) fails with phase `request`: nothing was written, so the
+  provider provably has nothing. Anything after the connection is up (writing the request,
+  waiting for or reading the answer) fails with phase `response`: the provider may have
+  accepted it. That is why `HttpClient` drives one urllib3 `HTTPConnection` step by step
+  (connect, then request) instead of a `PoolManager`, which connects inside `urlopen` and
+  raises the same `SSLError` for a failed handshake and for a TLS failure after the request.
+- **`pace()` runs once per request, right before it is written**: after any (re)connect and
+  also when the connect fails, as `SmtpTransport` paces right before MAIL FROM (invariant 2),
+  so the spacing the pacer promises is the spacing the provider sees.
+- An idle kept-alive connection the provider has closed is noticed before the request (the
+  socket reads as closed) and replaced, so that common case is never reported as `response`.
+- Replies are the provider's own words, cut to `MAX_REPLY` characters; no secret is ever put in
+  a reply or a description.
+"""
+
+from __future__ import annotations
+
+import email.policy
+import email.utils
+import http.client
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from email.header import decode_header, make_header
+from email.message import Message
+from email.parser import BytesParser
+from typing import Any
+from urllib.parse import urlsplit
+
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.exceptions import HTTPError
+
+from broadside.delivery.transports import DeliveryError, MessageFields, Outgoing, SendResult
+
+MimeFields = MessageFields  # (the name this module's callers know)
+
+MAX_REPLY = 300
+MAX_CONNECT_TIMEOUT = 10.0
+USER_AGENT = "broadside"
+
+Pace = Callable[[], object]
+
+
+def no_pace() -> None:
+    pass
+
+
+def clip(text: str) -> str:
+    """One line of at most MAX_REPLY characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= MAX_REPLY else line[: MAX_REPLY - 1] + "…"
+
+
+def parse_retry_after(value: str | None, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds from a Retry-After header: a number of seconds or an HTTP date (RFC 9110 10.2.3)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now())
+
+
+def check_batch_size(items: Sequence[Outgoing], limit: int) -> None:
+    if len(items) > limit:
+        raise ValueError(f"{len(items)} messages in one request; this provider takes at most {limit}")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A provider's HTTP answer, read whole."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name)
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        """The body as JSON, or None when it is not JSON."""
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+
+class HttpClient:
+    """One provider's base URL over one kept-alive connection (a transport sends one request at a
+    time, from one thread). `request` returns every answer, error statuses included; it raises
+    `DeliveryError` only when no answer came (phase `request` or `response`)."""
+
+    def __init__(self, provider: str, base_url: str, timeout: float, headers: Mapping[str, str]) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) base URL: {base_url!r}")
+        self.provider = provider
+        self.base_url = base_url.rstrip("/")
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port
+        self._prefix = parts.path.rstrip("/")
+        self._connect_timeout = min(timeout, MAX_CONNECT_TIMEOUT)
+        self._read_timeout = timeout
+        self._headers = {"User-Agent": USER_AGENT, **headers}
+        self._conn: HTTPConnection | None = None
+
+    def request(self, method: str, path: str, *, body: bytes | None = None,
+                headers: Mapping[str, str] | None = None, pace: Pace = no_pace) -> Answer:
+        try:
+            conn = self._connected()
+        except (HTTPError, OSError) as exc:
+            # Nothing was written: provably not accepted.
+            self.close()
+            raise DeliveryError("request", None, clip(f"could not connect to {self.base_url}: {exc}"),
+                                network=True, provider=self.provider) from None
+        finally:
+            pace()  # a failed connect is paced like any other attempt
+        try:
+            conn.request(method, self._prefix + path, body=body, headers={**self._headers, **(headers or {})})
+            response = conn.getresponse()  # reads the whole body (preload_content)
+            data = response.data
+        except (HTTPError, OSError, http.client.HTTPException) as exc:
+            # The request may have been written in full: the provider may have accepted it.
+            self.close()
+            raise DeliveryError("response", None, clip(f"no answer from {self.base_url}: {exc}"),
+                                network=True, provider=self.provider) from None
+        return Answer(response.status, response.headers, data)
+
+    def _connected(self) -> HTTPConnection:
+        conn = self._conn
+        if conn is not None and conn.is_connected:
+            return conn
+        # Never connected, or the provider closed the idle connection (its socket reads as
+        # closed): a new one, connected here so that a failure is known to be before the request.
+        self.close()
+        cls = HTTPSConnection if self._https else HTTPConnection
+        conn = cls(self._host, self._port, timeout=self._connect_timeout)
+        self._conn = conn
+        conn.connect()
+        conn.timeout = self._read_timeout  # for writing the request and reading the answer
+        return conn
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+
+def api_error(provider: str, answer: Answer, reply: str | None = None,
+              provider_code: str | None = None) -> DeliveryError:
+    """The provider answered with an error status: `code` is the HTTP status, `reply` its message
+    (the body when it gave none), `retry_after` from a Retry-After header."""
+    text = reply or answer.text.strip() or f"HTTP {answer.status}"
+    return DeliveryError("api", answer.status, clip(text), provider=provider,
+                         provider_code=provider_code,
+                         retry_after=parse_retry_after(answer.header("Retry-After")))
+
+
+def unreadable(provider: str, answer: Answer, what: str) -> DeliveryError:
+    """A success status with an answer we cannot map to the messages: they may all have been
+    accepted, so this is as ambiguous as no answer at all."""
+    return DeliveryError("response", answer.status, clip(f"unreadable answer ({what}): {answer.text}"),
+                         provider=provider)
+
+
+# ------------------------------------------------------------------ MIME -> JSON fields
+
+# Headers the JSON APIs take as fields of their own, or that describe the MIME structure.
+_NOT_CARRIED = {"from", "to", "cc", "bcc", "subject", "date", "mime-version", "reply-to", "sender",
+                "return-path", "received"}
+# compat32 rather than email.policy.default: this runs for every message of a batch, and the
+# default policy's header objects cost ~5 ms a message (2.5 s for a Postmark batch of 500);
+# decoding the few headers we use ourselves costs ~0.2 ms.
+_PARSER = BytesParser(policy=email.policy.compat32)
+_FOLD = re.compile(r"\r?\n(?=[ \t])")
+_SPECIALS = re.compile(r'[()<>\[\]:;@\\,."]')
+
+
+def fields_of(item: Outgoing) -> MimeFields:
+    """The JSON API's fields of a message: as the worker built them (no parsing), or parsed
+    back from the MIME message when it gave none."""
+    return item.fields if item.fields is not None else mime_fields(item.message, item.rcpt)
+
+
+def mime_fields(message: bytes, rcpt: str) -> MimeFields:
+    parsed = _PARSER.parsebytes(message)
+    to = email.utils.getaddresses([_raw(parsed, "To")])
+    text, html = _bodies(parsed)
+    return MimeFields(
+        sender=_addresses(_raw(parsed, "From")),
+        to=_addresses(_raw(parsed, "To")) if [a.lower() for _, a in to] == [rcpt.lower()] else rcpt,
+        subject=_decoded(_raw(parsed, "Subject")),
+        text=text,
+        html=html,
+        reply_to=_addresses(_raw(parsed, "Reply-To")) or None,
+        headers=[(name, _decoded(_unfold(str(value)))) for name, value in parsed.items()
+                 if name.lower() not in _NOT_CARRIED and not name.lower().startswith("content-")],
+    )
+
+
+def _unfold(value: str) -> str:
+    return _FOLD.sub("", value).strip()
+
+
+def _raw(message: Message, name: str) -> str:
+    value = message.get(name)
+    return _unfold(str(value)) if value is not None else ""
+
+
+def _decoded(value: str) -> str:
+    """RFC 2047 encoded words decoded (a subject with a subscriber's name, say)."""
+    return str(make_header(decode_header(value))) if "=?" in value else value
+
+
+def _addresses(value: str) -> str:
+    """An address header as JSON APIs take it: `Name <address>`, the name decoded and quoted
+    when it needs to be (parsed before decoding, so a decoded comma splits nothing)."""
+    shown = []
+    for name, address in email.utils.getaddresses([value]) if value else []:
+        name = _decoded(name)
+        if name and _SPECIALS.search(name):
+            name = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        shown.append(f"{name} <{address}>" if name else address)
+    return ", ".join(shown)
+
+
+def _bodies(message: Message) -> tuple[str | None, str | None]:
+    """The first text/plain and the first text/html part that are not attachments."""
+    found: dict[str, str] = {}
+    for part in message.walk():
+        kind = part.get_content_type()
+        if kind not in ("text/plain", "text/html") or kind in found:
+            continue
+        if str(part.get("Content-Disposition", "")).lower().startswith("attachment"):
+            continue
+        payload = part.get_payload(decode=True)
+        if not isinstance(payload, bytes):
+            continue
+        charset = part.get_content_charset() or "utf-8"
+        try:
+            content = payload.decode(charset, "replace")
+        except LookupError:  # a charset Python does not know
+            content = payload.decode("utf-8", "replace")
+        found[kind] = content.replace("\r\n", "\n")
+    return found.get("text/plain"), found.get("text/html")
+
+
+# ------------------------------------------------------------------ the transports' base
+
+
+class ProviderTransport:
+    """The base of the four provider transports. Each one says its `batch_limit`, `description`,
+    `send_batch`, `check` and `close`; this class gives them `start`/`finish`/`send`/`wire` of
+    the `Transport` protocol as a batch of one: the whole request happens in `start` (HTTP has
+    nothing to overlap), which keeps the verdict, or the error, for `finish`. A single message
+    carries no idempotency key: the owner's "send again" must really send again."""
+
+    batch_limit: int
+    # True when the provider honours `send_batch`'s idempotency key (Resend): a batch that got
+    # no answer may then be sent again with the same key and items without a second copy.
+    idempotent = False
+    _kept: SendResult | DeliveryError | None = None
+
+    @property
+    def description(self) -> str:
+        raise NotImplementedError
+
+    def send_batch(self, items: Sequence[Outgoing], idempotency_key: str,
+                   pace: Pace = no_pace) -> list[SendResult | DeliveryError]:
+        raise NotImplementedError
+
+    def check(self) -> str:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def wire(message: bytes) -> bytes:
+        return message  # a request body, not an SMTP stream: nothing to stuff
+
+    def start(self, mail_from: str, rcpt: str, wire: bytes, pace: Pace = no_pace) -> None:
+        try:
+            [outcome] = self.send_batch([Outgoing(mail_from, rcpt, wire)], "", pace)
+        except DeliveryError as exc:
+            outcome = exc
+        self._kept = outcome
+
+    def finish(self) -> SendResult:
+        outcome, self._kept = self._kept, None
+        assert outcome is not None, "finish() without start()"
+        if isinstance(outcome, DeliveryError):
+            raise outcome
+        return outcome
+
+    def send(self, mail_from: str, rcpt: str, message: bytes, pace: Pace = no_pace) -> SendResult:
+        self.start(mail_from, rcpt, self.wire(message), pace)
+        return self.finish()

@@ -1,0 +1,63 @@
+"""What each identity's stream is doing, read from Redis for the System page and /metrics:
+who holds its lease, since when, its last heartbeat, the rate its worker achieved lately, its
+hourly cap's use and its queues. The worker writes the rate (`record_rate`) every few
+seconds; everything else is the lease's, the cap's and RQ's own keys."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from redis import Redis
+
+from broadside.delivery.hourly import HourlyCap
+from broadside.delivery.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY, stream_key
+from broadside.delivery.queues import PER_STREAM, Jobs
+
+RATE_KEY = "worker:rate"
+RATE_TTL_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class StreamStatus:
+    stream: str
+    holder: str | None  # the worker holding the lease (host:pid:tag), None: no worker
+    since: float | None  # epoch seconds
+    heartbeat_age: float | None  # seconds since the holder last renewed
+    rate: float | None  # sends (requests) per second over the worker's last few seconds
+    hourly_used: int | None  # None: no cap
+    queued: dict[str, int]  # per-stream queue -> jobs waiting
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode()
+    return str(value) if value is not None else None
+
+
+def record_rate(redis: Redis, namespace: str, stream: str, per_second: float) -> None:
+    redis.set(stream_key(namespace, RATE_KEY, stream), f"{per_second:.3f}", ex=RATE_TTL_SECONDS)
+
+
+def read_stream(redis: Redis, namespace: str, stream: str, hourly_limit: int) -> StreamStatus:
+    """One stream's status in a few Redis round trips (raises RedisError when unreachable)."""
+    pipe = redis.pipeline(transaction=False)
+    for base in (LEASE_KEY, SINCE_KEY, HEARTBEAT_KEY, RATE_KEY):
+        pipe.get(stream_key(namespace, base, stream))
+    jobs = Jobs(redis, namespace)
+    for name in PER_STREAM:
+        pipe.llen(f"rq:queue:{jobs.queue_name(name, stream)}")
+    holder, since, heartbeat, rate, *lengths = pipe.execute()
+    now = time.time()
+    beat = _text(heartbeat)
+    started = _text(since)
+    measured = _text(rate)
+    return StreamStatus(
+        stream=stream,
+        holder=_text(holder),
+        since=float(started) if holder and started else None,
+        heartbeat_age=max(0.0, now - float(beat)) if holder and beat else None,
+        rate=float(measured) if measured else None,
+        hourly_used=HourlyCap(redis, namespace, hourly_limit, stream).used() if hourly_limit else None,
+        queued={name: int(n or 0) for name, n in zip(PER_STREAM, lengths, strict=True)},
+    )
