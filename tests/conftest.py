@@ -140,7 +140,7 @@ def backend(request) -> str:
 def database_url(request, backend, tmp_path) -> str:
     if backend == "sqlite":
         template = request.getfixturevalue("sqlite_template")
-        path = tmp_path / "broadside.core.db"
+        path = tmp_path / "broadside.db"
         shutil.copyfile(template, path)
         return f"sqlite:///{path}"
     url = request.getfixturevalue("postgres_database")

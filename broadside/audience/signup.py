@@ -33,7 +33,7 @@ from broadside.delivery.transactional import queue_transactional
 from broadside.mail.signup_texts import confirmation_email
 from broadside.webhooks import emitter
 
-SALT = "broadside.audience.signup-confirm.v1"
+SALT = "broadside.signup-confirm.v1"
 # At most one confirmation email per address per list in this window.
 RESEND_AFTER = timedelta(minutes=10)
 LINK_MAX_AGE_SECONDS = 7 * 24 * 3600

@@ -145,7 +145,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     """Merge defaults, the environment and overrides, then validate every value."""
     private_folder(instance_path)
     raw: dict[str, Any] = {
-        "DATABASE_URL": f"sqlite:///{instance_path / 'broadside.core.db'}",
+        "DATABASE_URL": f"sqlite:///{instance_path / 'broadside.db'}",
         "REDIS_URL": "redis://localhost:6379/0",
         "BASE_URL": "http://localhost:5000",
         "SMTP_URL": "",

@@ -1,12 +1,12 @@
 """Automations: welcome series, sequences and lifecycle campaigns
 
 - automations: a trigger (joined a list, or matches a segment evaluated every N hours), a
-  priority, record-only, and a state written only by broadside.campaigns.automations.lifecycle.
+  priority, record-only, and a state written only by broadside.automations.lifecycle.
 - automation_steps and automation_revisions: each step's delay and editable content, and the
   immutable revisions of it that messages are sent from.
 - automation_entries: a person entered an automation, once (UNIQUE).
 - automation_messages: one step for one person (UNIQUE: the send log), in the deliveries'
-  states, written only by broadside.campaigns.automations.ledger. Entries and messages carry no
+  states, written only by broadside.automations.ledger. Entries and messages carry no
   FOREIGN KEYs (per-row triggers on PostgreSQL were most of the cost of entering 100,000
   people); the code that erases a person or deletes a list nulls their ids instead.
 - events.automation_id, events.automation_message_id: their evidence.

@@ -2,7 +2,7 @@
 
 - identities: a From, a transport URL (SMTP or a provider's HTTP API), a pace, an hourly cap,
   a postal address, a webhook secret and a state (active, paused, deleted) written only by
-  broadside.delivery.identities.lifecycle. The default identity is the environment, not a row.
+  broadside.identities.lifecycle. The default identity is the environment, not a row.
 - broadcasts.identity_id, automations.identity_id, transactional_messages.identity_id: the
   identity each goes out through (NULL: the default), so existing rows keep theirs.
 - site_settings.default_pause_reason: the default identity's pause, when paused.

@@ -1,6 +1,6 @@
 """Lean deliveries (issue 19 point 4: storage that stays proportional)
 
-- deliveries: no stored `message_id` (ours names its row, broadside.mail.message_refs: derived, not
+- deliveries: no stored `message_id` (ours names its row, broadside.message_refs: derived, not
   stored and indexed); UNIQUE(subscriber_id, broadcast_id) replaces UNIQUE(broadcast_id,
   subscriber_id) and the index on subscriber_id it made redundant; the provider's id is
   indexed only where there is one.
@@ -10,7 +10,7 @@
 
 Data: nothing is lost. The dropped Message-IDs are `<broadside.d<id>.b<broadcast>@<domain of
 the revision's From>>` for every row written by this version's worker (jobs/recheck.py), which
-broadside.mail.message_refs derives again; existing `claimed` and `sent` events are kept as they are
+broadside.message_refs derives again; existing `claimed` and `sent` events are kept as they are
 (the timeline reads them and the row alike).
 
 Revision ID: 0013

@@ -13,7 +13,7 @@ def make(tmp_path, **env):
 
 def test_defaults(tmp_path):
     app = make(tmp_path)
-    assert app.config["DATABASE_URL"] == f"sqlite:///{tmp_path / 'broadside.core.db'}"
+    assert app.config["DATABASE_URL"] == f"sqlite:///{tmp_path / 'broadside.db'}"
     assert app.config["REDIS_URL"] == "redis://localhost:6379/0"
     assert app.config["BASE_URL"] == "http://localhost:5000"
     assert app.config["SEND_DELAY_MS"] == 200

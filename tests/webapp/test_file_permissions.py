@@ -33,7 +33,7 @@ def migrate_new_installation(instance: Path, database: Path, namespace: str) -> 
 
 def test_a_new_installation_keeps_its_folder_and_database_private(tmp_path, namespace):
     instance = tmp_path / "instance"
-    database = instance / "broadside.core.db"
+    database = instance / "broadside.db"
     previous = os.umask(0o022)  # the usual umask: files 0644, folders 0755 unless we say so
     try:
         migrate_new_installation(instance, database, namespace)
@@ -49,7 +49,7 @@ def test_a_new_installation_keeps_its_folder_and_database_private(tmp_path, name
 def test_an_existing_world_readable_database_is_made_private_on_connect(tmp_path, namespace):
     instance = tmp_path / "instance"
     instance.mkdir(mode=0o755)
-    database = instance / "broadside.core.db"
+    database = instance / "broadside.db"
     database.touch(mode=0o644)
     os.chmod(database, 0o644)
     migrate_new_installation(instance, database, namespace)

@@ -31,7 +31,7 @@ from webapp import throttle
 from webapp.extensions import csrf, db
 from webapp.security import public
 
-log = logging.getLogger("broadside.audience.unsubscribe")
+log = logging.getLogger("broadside.unsubscribe")
 
 bp = Blueprint("unsubscribe", __name__)
 
