@@ -112,6 +112,8 @@ class Streams:
                 return
             except (RedisError, SQLAlchemyError) as exc:
                 log.warning("maintenance of the stream %s skipped: %s", stream.identity.key, exc)
+            except Exception:  # one stream's surprise must not end every stream's maintenance
+                log.exception("maintenance of the stream %s failed", stream.identity.key)
 
     def ended(self) -> bool:
         with self.lock:
@@ -160,6 +162,8 @@ class Maintenance(threading.Thread):
                 self.streams.follow(identities)
             except (RedisError, SQLAlchemyError) as exc:
                 log.warning("the identities could not be followed: %s", exc)
+            except Exception:  # said, and tried again at the next tick
+                log.exception("the identities could not be followed")
             finally:
                 db.session.remove()
             took = time.monotonic() - started

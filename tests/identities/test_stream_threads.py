@@ -7,6 +7,7 @@ while the worker runs, and one identity never has two senders."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -168,7 +169,10 @@ def test_a_second_worker_waits_for_every_lease_then_takes_them_over(
                timeout=30, message=lambda: second.output)
     assert "lease taken" not in second.output
     holders = {_lease_holder(redis_client, namespace, s) for s in ("default", f"identity:{product.id}")}
+    # Idle, both streams listening: a deploy's SIGTERM is obeyed at once (a listen lasts 1 s).
+    asked = time.monotonic()
     assert first.terminate(timeout=10) == 0
+    assert time.monotonic() - asked < 3, first.output
     wait_until(lambda: second.output.count("lease taken") == 2, timeout=15, message=lambda: second.output)
     taken = {_lease_holder(redis_client, namespace, s) for s in ("default", f"identity:{product.id}")}
     assert None not in taken and not taken & holders
