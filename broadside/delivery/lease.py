@@ -5,8 +5,9 @@ A second worker started beside it waits (saying who holds the lease) instead of 
 send rate. The holder is a stream: a thread of a worker process that serves many identities,
 each stream with its own lease, keeper and value (host, pid and a random part), so two
 streams of one process never share a lease, and its proof of life (below) is its process's:
-all its streams live and die with it. The lease is a Redis key with a TTL of `TTL_MS`, renewed every `RENEW_EVERY_S` by a
-`LeaseKeeper` thread of its own (never by the send loop), with a compare-and-set.
+all its streams live and die with it. The lease is a Redis key with a TTL of `TTL_MS`,
+renewed every `RENEW_EVERY_S` by a `LeaseKeeper` thread of its own (never by the send loop),
+with a compare-and-set.
 
 How a successor gets the stream, and how fast:
 - The holder stops (SIGTERM, a deploy): it releases the lease; the successor takes it at its
