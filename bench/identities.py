@@ -1,4 +1,4 @@
-"""Sending identities and a provider's batch endpoint (issue 16, point 7).
+"""Sending identities and a provider's batch endpoint.
 
 Two figures, each measured side by side with its peer in the same run (the machines are
 shared and noisy, so they are ratios):
@@ -12,8 +12,9 @@ shared and noisy, so they are ratios):
   least as fast as one conversation each, with every guarantee kept (claim, re-check,
   outcome per row).
 - two identities ÷ one: two identities, each paced at PACE_MS and sending to its own
-  discarding responder, started together, against one of them alone. Each stream keeps its
-  own pace, so the two together should send about twice as fast. Target ≥ 1.8.
+  discarding responder, started together, against one of them alone, both streams threads of
+  the one worker process. Each stream keeps its own pace, so the two together should send
+  about twice as fast. Target ≥ 1.8.
 
 Run alone: .venv/bin/python bench/identities.py [--backend sqlite|postgresql]
 (bench/run_all.py runs it on SQLite.)
@@ -81,7 +82,8 @@ def _status(app, broadcast_id: int) -> str:
 
 
 class Worker:
-    """`flask --app webapp worker [--identity NAME]` as its own process."""
+    """`flask --app webapp worker [--identity NAME]` as its own process (every stream it
+    serves a thread of it)."""
 
     def __init__(self, bench: Bench, url: str, smtp_url: str, *names: str, delay_ms: int) -> None:
         self.log = bench.workdir / f"identities-{uuid.uuid4().hex[:6]}.log"

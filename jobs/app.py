@@ -1,12 +1,15 @@
 """What the worker runs on: its configuration, its database engine and Redis (`WorkerApp`), and
 nothing of the web: no Flask, blueprints, templates, forms, logins or Alembic, so the sending
-process stays small (issue 19 point 6: Flask, Werkzeug, Click and Flask-SQLAlchemy were ~5 MB
-of it).
+process stays small (Flask, Werkzeug, Click and Flask-SQLAlchemy were ~5 MB of it).
 
 `create_worker_app` reads the configuration exactly as `webapp.create_app` does
 (broadside.core.config: defaults, `.env`, the environment; the same instance folder and secret key),
 opens the database as Flask-SQLAlchemy opens it for the web app (`broadside.core.db.make_engine`)
-and logs through broadside.core.logs with the same redaction. `python -m jobs` and the
+and logs through broadside.core.logs with the same redaction. On PostgreSQL its pool keeps
+five connections and opens more while more threads need one (each stream's thread and the
+maintenance thread hold at most one at a time, so the connections in use never exceed the
+threads; the pool's default cap of fifteen would make a sixteenth sending stream wait), unless
+SQLALCHEMY_ENGINE_OPTIONS says otherwise. `python -m jobs` and the
 `broadside-worker` script run the worker with it; `flask --app webapp worker` still works and
 runs the same code with the web app's configuration, engine and Redis (`from_flask`).
 
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from redis import Redis
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -59,9 +62,18 @@ def create_worker_app(config: Mapping[str, Any] | None = None, *,
     return WorkerApp(
         config=dict(settings),
         instance_path=instance_path,
-        engine=make_engine(settings, instance_path),
+        engine=make_engine(_thread_pool(settings), instance_path),
         redis=Redis.from_url(settings["REDIS_URL"], socket_timeout=5, socket_connect_timeout=2),
     )
+
+
+def _thread_pool(settings: Mapping[str, Any]) -> Mapping[str, Any]:
+    """PostgreSQL's pool without a cap of its own (see the module's docstring)."""
+    if make_url(settings["SQLALCHEMY_DATABASE_URI"]).get_backend_name() != "postgresql":
+        return settings
+    options = dict(settings.get("SQLALCHEMY_ENGINE_OPTIONS") or {})
+    options.setdefault("max_overflow", -1)
+    return {**settings, "SQLALCHEMY_ENGINE_OPTIONS": options}
 
 
 def from_flask(app: Any) -> WorkerApp:

@@ -19,6 +19,7 @@ from jobs.worker import BURST_HELP, IDENTITY_HELP, run_worker
 @click.option("--identity", "identities", multiple=True, metavar="NAME", help=IDENTITY_HELP)
 @with_appcontext
 def worker_command(burst: bool, identities: tuple[str, ...]) -> None:
-    """Run the sending worker: one paced stream per identity (RQ, concurrency 1 each)."""
+    """Run the sending worker: one paced stream per identity, each a thread of this process
+    (RQ, concurrency 1 each)."""
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     sys.exit(run_worker(from_flask(app), burst=burst, identities=identities))

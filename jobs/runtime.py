@@ -1,8 +1,9 @@
-"""What one stream's worker shares between jobs: its identity, lease, pacer, transport, flags.
+"""What one stream shares between its jobs: its identity, lease, pacer, transport, flags.
 
-Set up once per stream by `jobs.worker.serve_stream`; the RQ job functions in `jobs.tasks`
-read it. One worker process serves one stream (one identity); `flask worker` serving several
-runs one process per stream (jobs.worker).
+Set up once per stream by `jobs.stream.Stream`, in the stream's own thread; the RQ job
+functions in `jobs.tasks` read it with `get()`. One worker process serves many streams, a
+thread each (jobs.worker), so the runtime is bound per thread (`bind`): a job always sees
+the runtime of the stream whose thread runs it, never another identity's lease or pace.
 """
 
 from __future__ import annotations
@@ -103,10 +104,19 @@ class Runtime:
         return reason
 
 
+# The stream thread's own runtime (`bind`); `current` is the fallback of a thread that bound
+# none: a test that runs one job in its own thread sets it.
+_local = threading.local()
 current: Runtime | None = None
 
 
+def bind(rt: Runtime | None) -> None:
+    """This thread's runtime from now on (None: none). Called by each stream's thread."""
+    _local.runtime = rt
+
+
 def get() -> Runtime:
-    if current is None:
+    rt = getattr(_local, "runtime", None) or current
+    if rt is None:
         raise RuntimeError("jobs run inside the worker (`python -m jobs`), which sets up the runtime")
-    return current
+    return rt

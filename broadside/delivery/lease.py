@@ -2,8 +2,12 @@
 holding that identity's lease in Redis while alive.
 
 A second worker started beside it waits (saying who holds the lease) instead of doubling the
-send rate. The lease is a Redis key with a TTL of `TTL_MS`, renewed every `RENEW_EVERY_S` by a
-`LeaseKeeper` thread of its own (never by the send loop), with a compare-and-set.
+send rate. The holder is a stream: a thread of a worker process that serves many identities,
+each stream with its own lease, keeper and value (host, pid and a random part), so two
+streams of one process never share a lease, and its proof of life (below) is its process's:
+all its streams live and die with it. The lease is a Redis key with a TTL of `TTL_MS`,
+renewed every `RENEW_EVERY_S` by a `LeaseKeeper` thread of its own (never by the send loop),
+with a compare-and-set.
 
 How a successor gets the stream, and how fast:
 - The holder stops (SIGTERM, a deploy): it releases the lease; the successor takes it at its
@@ -243,7 +247,7 @@ class LeaseKeeper(threading.Thread):
 
     def __init__(self, lease: Lease, on_lost: Callable[[str | None], None],
                  on_redis: Callable[[RedisError | None], None] | None = None) -> None:
-        super().__init__(name="broadside-lease", daemon=True)
+        super().__init__(name=f"lease {lease.stream}", daemon=True)
         self.lease = lease
         self.on_lost = on_lost
         self.on_redis = on_redis or (lambda error: None)

@@ -1,7 +1,9 @@
-"""One paced stream per sending identity, each held by its own lease (issue 16, points 1-2),
-through real worker processes and real SMTP servers."""
+"""One paced stream per sending identity, each held by its own lease, through real worker
+processes and real SMTP servers."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -46,6 +48,19 @@ def _send(app, list_id: int, identity_id: int | None, subject: str) -> Broadcast
     return send_broadcast(db.session, draft.id, default_from=app.config["MAIL_FROM"], jobs=get_jobs())
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue  # gone meanwhile
+        if stat and int(stat.rpartition(")")[2].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
 def _window(server: SmtpServer) -> tuple[float, float]:
     times = sorted(m.at for m in server.messages)
     return times[0], times[-1]
@@ -54,15 +69,14 @@ def _window(server: SmtpServer) -> tuple[float, float]:
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_two_identities_send_side_by_side_each_at_its_own_pace(
         app, app_config, smtp_server, second_server, worker_factory):
-    """`flask worker` serves the default identity and starts a child for the other: both
-    streams run at once, and the gap between two sends at each server is never below that
-    identity's own pace."""
+    """The worker serves both identities, a thread each: both streams run at once, and the gap
+    between two sends at each server is never below that identity's own pace."""
     app_config["SEND_DELAY_MS"] = "60"
     product = _identity("Product", second_server.url, delay_ms=90)
     news_list = make_list(db.session, 12, "News", domain="news.example")
     product_list = make_list(db.session, 12, "Product users", domain="users.example")
     worker = worker_factory()
-    # Both streams ready (this process's and its child's), then both broadcasts at once.
+    # Both streams ready, then both broadcasts at once.
     wait_until(lambda: worker.output.count("lease taken") == 2, timeout=30,
                message=lambda: worker.output)
     news = _send(app, news_list.id, None, "The news")
@@ -71,6 +85,9 @@ def test_two_identities_send_side_by_side_each_at_its_own_pace(
                timeout=60, message=lambda: worker.output)
 
     assert statuses(news.id) == {"sent": 12} and statuses(launch.id) == {"sent": 12}
+    # From one process: no stream runs in a process of its own.
+    assert worker.proc is not None and worker.proc.poll() is None
+    assert _children(worker.proc.pid) == []
     news_rcpts = [r for m in smtp_server.messages for r in m.rcpt_tos]
     launch_rcpts = [r for m in second_server.messages for r in m.rcpt_tos]
     assert sorted(news_rcpts) == sorted(f"reader{i:05d}@news.example" for i in range(12))

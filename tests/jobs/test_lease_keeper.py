@@ -105,7 +105,7 @@ def test_a_sigkilled_holder_is_replaced_at_once(redis_client, namespace):
         killed_at = time.monotonic()
         holder.wait(10)  # reaped or not (a zombie), it is dead
         while not successor.try_acquire():
-            successor.take_from_dead()  # as jobs.worker.acquire_lease does at each attempt
+            successor.take_from_dead()  # as jobs.stream.acquire_lease does at each attempt
             assert time.monotonic() - killed_at < 5, "the successor waited 5 s"
         took = time.monotonic() - killed_at
         assert took < 1.0, f"death was proven, yet the successor waited {took:.2f} s"
