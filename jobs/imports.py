@@ -12,11 +12,11 @@ answers 202).
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.audience.signup import Links
-from broadside.audience.transfer import importer
+from broadside.audience.transfer import importer, lifecycle
 from broadside.core.models import Import
 from jobs import runtime
 from jobs.database import db
@@ -45,10 +45,11 @@ def recover_interrupted_imports(session: Session, rt: runtime.Runtime) -> int:
     """
     count = 0
     stuck = session.execute(
-        select(Import.id, Import.status).where(Import.status.in_(("queued", "running", "asking")))
+        select(Import.id, Import.status)
+        .where(Import.status.in_([s.value for s in lifecycle.UNFINISHED]))
     ).all()
     for import_id, status in stuck:
-        if status == "asking":
+        if status == lifecycle.ASKING:
             rt.jobs.enqueue_import(import_id)
             count += 1
             continue
@@ -56,8 +57,7 @@ def recover_interrupted_imports(session: Session, rt: runtime.Runtime) -> int:
             importer.fail_import(session, import_id, "The import was interrupted and its file "
                                                      "is gone; upload the file again.")
             continue
-        session.execute(update(Import).where(Import.id == import_id, Import.status == "running")
-                        .values(status="queued"))
+        lifecycle.move(session, import_id, "requeue")  # a queued one stays queued
         session.commit()
         rt.jobs.enqueue_import(import_id)
         count += 1

@@ -2,9 +2,10 @@
 following the link (and pressing the button) makes it `active`.
 
 Nobody is re-activated without their own action: an unsubscribed person who signs up again
-gets a confirmation email and stays unsubscribed until they confirm; a suppressed person gets
-nothing at all. Whatever happened, the caller shows the same answer, so the form does not
-reveal who is on the list.
+gets a new confirmation email and stays unsubscribed until they confirm with it; a link mailed
+before they left never brings them back (`confirm` in `broadside.audience.subscriptions`, which
+writes every status change); a suppressed person gets nothing at all. Whatever happened, the
+sign-up form shows the same answer, so it does not reveal who is on the list.
 """
 
 from __future__ import annotations
@@ -14,24 +15,23 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
-from sqlalchemy import or_, select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
+from broadside.audience import subscriptions
 from broadside.audience.subscribers.service import (
     clean_email,
     clean_name,
     get_or_create_subscriber,
 )
 from broadside.campaigns.automations.entering import enter_joined
-from broadside.core.db import dialect_insert, rowcount
-from broadside.core.errors import NotFound
-from broadside.core.events import record_event
+from broadside.core.db import rowcount
+from broadside.core.errors import DomainError, NotFound
 from broadside.core.models import MailingList, Subscriber, Subscription
 from broadside.core.timeutil import utcnow
 from broadside.delivery.queues import Jobs
 from broadside.delivery.transactional import queue_transactional
 from broadside.mail.signup_texts import confirmation_email
-from broadside.webhooks import emitter
 
 SALT = "broadside.signup-confirm.v1"
 # At most one confirmation email per address per list in this window.
@@ -39,6 +39,18 @@ RESEND_AFTER = timedelta(minutes=10)
 LINK_MAX_AGE_SECONDS = 7 * 24 * 3600
 INVALID_LINK = ("This confirmation link is not valid any more. Sign up again and use the "
                 "link in the newest email.")
+
+
+class LeftSinceLink(DomainError):
+    """The link was mailed before its reader unsubscribed: it no longer subscribes them."""
+
+    status_code = 410
+
+
+def _left_since(mailing_list: MailingList) -> LeftSinceLink:
+    return LeftSinceLink(
+        f"You unsubscribed from {mailing_list.name} after this link was sent, so it no longer "
+        "subscribes you. To receive it again, sign up again: we will send you a new link.")
 
 
 @dataclass(frozen=True)
@@ -103,28 +115,22 @@ def sign_up(session: Session, list_id: int, email: str | None, name: str | None 
     if subscriber.suppression is not None:
         session.commit()
         return False
-    inserted = session.execute(
-        dialect_insert(session, Subscription.__table__)
-        .values(subscriber_id=subscriber.id, list_id=list_id, status="unconfirmed",
-                created_at=utcnow())
-        .on_conflict_do_nothing(index_elements=["subscriber_id", "list_id"])
-        .returning(Subscription.__table__.c.id)
-    ).first()
-    if inserted is not None:
-        record_event(session, "subscribed", subscriber_id=subscriber.id, list_id=list_id,
-                     detail="sign-up form, waiting for confirmation")
-        emitter.emit_subscriber(session, "subscriber.created", subscriber.id, list_id=list_id,
-                               status="unconfirmed", source="signup")
+    subscriptions.create(session, subscriber.id, list_id, "sign_up",
+                         detail="sign-up form, waiting for confirmation", source="signup")
     now = utcnow()
-    # Guarded UPDATE: of two sign-ups racing, only one gets to send the email.
+    # Guarded UPDATE: of two sign-ups racing, only one gets to send the email. Not a status
+    # change: the time the link is signed with. Someone who left since the last email gets
+    # a new one at once (that older link cannot bring them back).
     claimed = session.execute(
         update(Subscription)
         .where(
             Subscription.subscriber_id == subscriber.id,
             Subscription.list_id == list_id,
-            Subscription.status != "active",
+            Subscription.status != subscriptions.ACTIVE.value,
             or_(Subscription.confirmation_sent_at.is_(None),
-                Subscription.confirmation_sent_at <= now - RESEND_AFTER),
+                Subscription.confirmation_sent_at <= now - RESEND_AFTER,
+                and_(Subscription.status == subscriptions.UNSUBSCRIBED.value,
+                     Subscription.unsubscribed_at >= Subscription.confirmation_sent_at)),
         )
         .values(confirmation_sent_at=now)
         .execution_options(synchronize_session=False)
@@ -166,25 +172,38 @@ def _claimed_subscription(session: Session, links: Links, token: str) -> tuple[S
 
 
 def confirmation_page(session: Session, links: Links, token: str) -> tuple[MailingList, bool]:
-    """(list, already active) for the page that asks the reader to press Confirm."""
+    """(list, already active) for the page that asks the reader to press Confirm.
+
+    Raises LeftSinceLink (the page says so) when they unsubscribed after this link was sent."""
     subscription, mailing_list = _claimed_subscription(session, links, token)
-    return mailing_list, subscription.status == "active"
+    if subscription.status == subscriptions.ACTIVE:
+        return mailing_list, True
+    if not subscriptions.confirmable(subscription.status, subscription.confirmation_sent_at,
+                                     subscription.unsubscribed_at):
+        raise _left_since(mailing_list)
+    return mailing_list, False
 
 
 def confirm(session: Session, links: Links, token: str) -> MailingList:
-    """Make the subscription active; idempotent."""
+    """Make the subscription active; idempotent. Raises LeftSinceLink, changing nothing,
+    when they unsubscribed after this link was sent."""
     subscription, mailing_list = _claimed_subscription(session, links, token)
-    result = session.execute(
-        update(Subscription)
-        .where(Subscription.id == subscription.id, Subscription.status != "active")
-        .values(status="active", confirmed_at=utcnow(), unsubscribed_at=None,
-                unsubscribe_source=None)
-        .execution_options(synchronize_session=False)
-    )
-    if rowcount(result):
-        record_event(session, "confirmed", subscriber_id=subscription.subscriber_id,
-                     list_id=mailing_list.id, detail="confirmed by the subscriber's link")
+    subscriber_id = subscription.subscriber_id
+    if subscriptions.move(session, subscriber_id, mailing_list.id, "confirm",
+                          detail="confirmed by the subscriber's link",
+                          sent_at=subscription.confirmation_sent_at):
         # Their welcome, in the transaction that made them active.
-        enter_joined(session, mailing_list.id, [subscription.subscriber_id], source="joined")
+        enter_joined(session, mailing_list.id, [subscriber_id], source="joined")
+    else:
+        status = session.scalar(
+            select(Subscription.status).where(Subscription.subscriber_id == subscriber_id,
+                                              Subscription.list_id == mailing_list.id)
+            .execution_options(populate_existing=True))
+        if status == subscriptions.UNSUBSCRIBED:
+            session.rollback()
+            raise _left_since(mailing_list)
+        if status != subscriptions.ACTIVE:  # a newer link was mailed meanwhile, or it is gone
+            session.rollback()
+            raise NotFound(INVALID_LINK)
     session.commit()
     return mailing_list

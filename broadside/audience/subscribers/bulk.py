@@ -11,10 +11,12 @@ What it guarantees:
   each in one transaction that first moves the row's cursor (`last_id`) with an UPDATE
   guarded on where it was, then applies the batch's effect: of two runs of one batch (a
   duplicated job, a restarted worker) exactly one does it, and the other rolls back.
-- Every effect is itself guarded, so even a batch run again changes nothing: adding
-  inserts only missing subscriptions, unsubscribing and blocking are the single actions'
-  guarded writes (`leave_list`, `suppress_uncommitted`, with their events), removing deletes
-  only subscriptions still there, erasing deletes only people still there.
+- Every effect is itself guarded, so even a batch run again changes nothing: adding,
+  unsubscribing and removing are set-based transitions of `broadside.audience.subscriptions`
+  (the one writer of a subscription's status: `subscribe_many` creates only missing
+  subscriptions, `leave_many` moves only those not left yet, `remove_many` deletes only
+  those still on the list), blocking is the single action's guarded write
+  (`suppress_uncommitted`), all with their events; erasing deletes only people still there.
 - Nothing here sends mail: adding to a list starts no welcome series, unsubscribing sends
   no confirmation.
 
@@ -29,16 +31,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.exceptions import RedisError
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from broadside.audience import subscriptions
 from broadside.audience.subscribers import service
 from broadside.audience.subscribers.search import Filters, count_exactly, filter_clauses
-from broadside.audience.unsubscribe.service import leave_list
 from broadside.audience.unsubscribe.suppression import suppress_uncommitted
 from broadside.core.db import rowcount
 from broadside.core.errors import NotFound, ValidationError
-from broadside.core.models import BulkAction, Event, MailingList, Subscriber, Subscription
+from broadside.core.models import BulkAction, MailingList, Subscriber
 from broadside.core.timeutil import utcnow
 
 BATCH_SIZE = 1000
@@ -265,30 +267,15 @@ def apply(session: Session, action: str, list_id: int | None, ids: list[int],
     """One batch's effect, in the caller's transaction; returns how many people changed."""
     if action == "add":
         assert list_id is not None
-        return sum(1 for sid in ids
-                   if service.add_to_lists(session, sid, [list_id], source="owner"))
+        return len(subscriptions.subscribe_many(session, list_id, ids, detail="added by owner",
+                                                source="owner"))
     if action == "remove":
         assert list_id is not None
-        removed = list(session.scalars(
-            delete(Subscription).where(Subscription.list_id == list_id,
-                                       Subscription.subscriber_id.in_(ids),
-                                       Subscription.status != "unsubscribed")
-            .returning(Subscription.subscriber_id).execution_options(synchronize_session=False)))
-        if removed:
-            now = utcnow()
-            session.execute(insert(Event), [
-                {"kind": "removed", "subscriber_id": sid, "list_id": list_id, "created_at": now,
-                 "detail": f"by the owner (bulk action {bulk_id})"}
-                for sid in removed])
-        return len(removed)
+        return len(subscriptions.remove_many(session, list_id, ids,
+                                             detail=f"by the owner (bulk action {bulk_id})"))
     if action == "unsubscribe":
-        pairs = session.execute(
-            select(Subscription.subscriber_id, Subscription.list_id)
-            .where(Subscription.subscriber_id.in_(ids), Subscription.status != "unsubscribed",
-                   *([Subscription.list_id == list_id] if list_id is not None else []))
-            .order_by(Subscription.subscriber_id, Subscription.list_id)).all()
-        left = {sid for sid, lid in pairs if leave_list(session, sid, lid, "owner")}
-        return len(left)
+        left = subscriptions.leave_many(session, ids, list_id, source="owner")
+        return len({sid for sid, _ in left})
     if action == "block":
         detail = f"blocked by the owner (bulk action {bulk_id})"
         return sum(1 for sid in ids if suppress_uncommitted(session, sid, "blocked", detail))

@@ -50,6 +50,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import QueryableAttribute, Session
 
 from broadside.core.models import Subscription
+from broadside.core.models.audience import SubscriptionStatus
 from broadside.core.timeutil import in_zone, utcnow
 
 DAYS = 30
@@ -105,7 +106,7 @@ def _per_day(moment: QueryableAttribute[Any], days: int, kind: str,
 @functools.cache
 def _statement(days: int) -> CompoundSelect:
     """Built once per number of days: 90 SELECTs are ~18 ms of Python to build anew."""
-    joined = Subscription.status != "unconfirmed"
+    joined = Subscription.status != SubscriptionStatus.UNCONFIRMED.value
     return union_all(
         *_per_day(Subscription.confirmed_at, days, "joined", joined),
         *_per_day(Subscription.created_at, days, "joined", joined, Subscription.confirmed_at.is_(None)),

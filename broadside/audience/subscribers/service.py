@@ -1,7 +1,8 @@
 """Subscribers: add, edit, unsubscribe, erase, and what the subscriber page shows.
 
 An unsubscribed subscription or a suppressed subscriber is never re-activated here: adding a
-person to a list only ever creates subscriptions that did not exist.
+person to a list only ever creates subscriptions that did not exist (`subscribe` in
+`broadside.audience.subscriptions`, the one writer of a subscription's status).
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from sqlalchemy import delete, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from broadside.audience import subscriptions
 from broadside.audience.unsubscribe import service as leaving
 from broadside.campaigns.automations.entering import enter_joined
 from broadside.campaigns.automations.ledger import forget_person
 from broadside.core.addresses import normalise_email
 from broadside.core.db import dialect_insert, rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
-from broadside.core.events import record_event
 from broadside.core.models import (
     Broadcast,
     Delivery,
@@ -154,8 +155,9 @@ def get_or_create_subscriber(session: Session, email: str, name: str = "",
 
 
 def add_to_lists(session: Session, subscriber_id: int, list_ids: list[int], *,
-                 status: str = "active", source: str = "owner") -> list[int]:
-    """Create the missing subscriptions; existing ones keep their status. Returns new list ids."""
+                 source: str = "owner") -> list[int]:
+    """Create the missing subscriptions as active (`subscribe`); existing ones keep their
+    status. Returns the new list ids."""
     if not list_ids:
         return []
     existing = set(session.scalars(
@@ -163,24 +165,10 @@ def add_to_lists(session: Session, subscriber_id: int, list_ids: list[int], *,
             Subscription.subscriber_id == subscriber_id, Subscription.list_id.in_(list_ids)
         )
     ))
-    created = []
-    now = utcnow()
-    for list_id in dict.fromkeys(list_ids):
-        if list_id in existing:
-            continue
-        inserted = session.execute(
-            dialect_insert(session, Subscription.__table__)
-            .values(subscriber_id=subscriber_id, list_id=list_id, status=status, created_at=now)
-            .on_conflict_do_nothing(index_elements=["subscriber_id", "list_id"])
-            .returning(Subscription.__table__.c.id)
-        ).first()
-        if inserted is not None:
-            created.append(list_id)
-            record_event(session, "subscribed", subscriber_id=subscriber_id, list_id=list_id,
-                         detail=f"added by {source}")
-            emitter.emit_subscriber(session, "subscriber.created", subscriber_id,
-                                   list_id=list_id, status=status, source=source)
-    return created
+    return [list_id for list_id in dict.fromkeys(list_ids)
+            if list_id not in existing
+            and subscriptions.create(session, subscriber_id, list_id, "subscribe",
+                                     detail=f"added by {source}", source=source)]
 
 
 def save_subscriber(session: Session, *, email: str | None, name: str | None = None,

@@ -19,9 +19,11 @@ its new people and then, in one statement and one snapshot, classifies every row
 the subscriptions and their events. Each way gives the counts and rows the general way gives.
 
 Nobody already on the list is re-activated, downgraded or asked again: an existing
-subscription keeps its status (INSERT ... WHERE NOT EXISTS ... ON CONFLICT DO NOTHING), and a
-suppressed person is never put on a list. The counts returned say which of these each row was
-(`importer` explains them to the owner).
+subscription keeps its status, and a suppressed person is never put on a list. The statements
+that create the subscriptions are the subscription lifecycle's (`join_staged_*` in
+`broadside.audience.subscriptions`, the one writer of their status); this module stages the
+batch and writes the people. The counts returned say what each row was (`importer`
+explains them to the owner).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from sqlalchemy import Connection, DateTime, bindparam, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from broadside.audience import subscriptions
 from broadside.campaigns.automations.entering import enter_joined
 from broadside.core.timeutil import utcnow
 from broadside.webhooks import emitter
@@ -111,62 +114,6 @@ FROM import_stage AS st
 {join} subscribers AS s ON s.email = st.email
 LEFT JOIN subscriptions AS sub ON sub.subscriber_id = s.id AND sub.list_id = :list_id
 """
-_JOIN = """
-INSERT INTO subscriptions (subscriber_id, list_id, created_at, status)
-SELECT s.id, :list_id, :now, :status FROM import_stage AS st
-{join} subscribers AS s ON s.email = st.email
-WHERE s.suppression IS NULL AND NOT EXISTS (
-  SELECT 1 FROM subscriptions AS x WHERE x.subscriber_id = s.id AND x.list_id = :list_id)
-ON CONFLICT (subscriber_id, list_id) DO NOTHING
-RETURNING subscriber_id
-"""
-# Invariant 9: the evidence of each subscription this batch made, in the same statement on
-# PostgreSQL (the rows RETURNING gave: a sign-up racing the import keeps its own row and
-# event); SQLite takes the same ids in one executemany.
-_PG_EVIDENCE = """evidence AS (
-  INSERT INTO events (kind, subscriber_id, list_id, created_at, detail)
-  SELECT 'subscribed', subscriber_id, :list_id, :now, :detail FROM joined)"""
-# PostgreSQL's general case: what each row already was on the list (the classification) and
-# the subscriptions and events, from one snapshot and one pass of lookups.
-_PG_CLASSIFY_JOIN_AND_EVENTS = f"""
-WITH people AS MATERIALIZED (
-  SELECT s.id, s.suppression, sub.id AS subscription, sub.status
-  FROM import_stage AS st
-  JOIN subscribers AS s ON s.email = st.email
-  LEFT JOIN subscriptions AS sub ON sub.subscriber_id = s.id AND sub.list_id = :list_id
-), joined AS (
-  INSERT INTO subscriptions (subscriber_id, list_id, created_at, status)
-  SELECT id, :list_id, :now, :status FROM people
-  WHERE suppression IS NULL AND subscription IS NULL
-  ON CONFLICT (subscriber_id, list_id) DO NOTHING
-  RETURNING subscriber_id
-), {_PG_EVIDENCE}
-SELECT (SELECT count(*) FILTER (WHERE suppression IS NOT NULL) FROM people),
-  (SELECT count(*) FILTER (WHERE suppression IS NULL AND status = 'unsubscribed') FROM people),
-  ARRAY(SELECT subscriber_id FROM joined)
-"""
-# PostgreSQL, a batch of addresses nobody had (a first import): the people, their
-# subscriptions and events in one statement, with no lookups. Nobody else can see, suppress
-# or subscribe a person this statement creates, so each is put on the list; without
-# ON CONFLICT a row is inserted without the speculative insertion's extra work. A sign-up
-# that created one of these addresses since the batch was read makes it fail as a whole
-# (unique violation, inside a savepoint): the batch then takes the general statements.
-_PG_ALL_NEW = f"""
-WITH new AS (
-  INSERT INTO subscribers (email, name, attributes, created_at, soft_bounce_count)
-  SELECT email, name, attributes::json, :now, 0 FROM import_stage
-  RETURNING id
-), joined AS (
-  INSERT INTO subscriptions (subscriber_id, list_id, created_at, status)
-  SELECT id, :list_id, :now, :status FROM new
-  RETURNING subscriber_id
-), {_PG_EVIDENCE}
-SELECT subscriber_id FROM joined
-"""
-# Through the DBAPI with tuples (SQLAlchemy's per-row parameter processing was a tenth of a
-# large import); `now` is bound as the DateTime column's own bind processor writes it.
-_SQLITE_EVENTS = ("INSERT INTO events (kind, subscriber_id, list_id, created_at, detail) "
-                  "VALUES ('subscribed', ?, ?, ?, ?)")
 
 
 def _sql(statement: str, postgres: bool):
@@ -242,9 +189,9 @@ def write_batch(session: Session, list_id: int, import_id: int, batch: Sequence[
     now = now or utcnow()
     connection = session.connection()
     asking = consent == "confirm"
-    status = "unconfirmed" if asking else "active"
+    status = subscriptions.joining_status(asking).value
     detail = f"imported (import {import_id})" + (", asked to confirm" if asking else "")
-    values = {"list_id": list_id, "now": now, "status": status, "detail": detail}
+    values = {"list_id": list_id, "now": now, "asking": asking, "detail": detail}
     _stage(connection, batch)
     if connection.dialect.name == "postgresql":
         joined, suppressed, unsubscribed = _write_postgres(connection, len(batch), values)
@@ -269,6 +216,8 @@ def _write_postgres(connection: Connection, size: int, values: dict
     Each path gives what the general statements give for the same rows (`_PG_KNOWN`)."""
     known, suppressed, unsubscribed, joinable = connection.execute(
         _pg(_PG_KNOWN), {"list_id": values["list_id"]}).one()
+    list_id, now = values["list_id"], values["now"]
+    how = {"asking": values["asking"], "detail": values["detail"]}
     if known == size and joinable == 0:
         # Everyone known and nobody to put on the list (a re-import): the known people's
         # refresh was all there was to write.
@@ -276,15 +225,16 @@ def _write_postgres(connection: Connection, size: int, values: dict
     if known == 0:
         try:
             with connection.begin_nested():
-                joined = connection.execute(_pg(_PG_ALL_NEW), values).scalars().all()
-            return list(joined), 0, 0
+                joined = subscriptions.create_and_join_staged_postgres(
+                    connection, list_id, now, **how)
+            return joined, 0, 0
         except IntegrityError:
             pass  # someone created one of these addresses meanwhile: the general way
     if known < size:
-        connection.execute(_sql(_INSERT_PEOPLE, True), {"now": values["now"]})
-    suppressed, unsubscribed, joined = connection.execute(
-        _pg(_PG_CLASSIFY_JOIN_AND_EVENTS), values).one()
-    return list(joined), int(suppressed), int(unsubscribed)
+        connection.execute(_sql(_INSERT_PEOPLE, True), {"now": now})
+    suppressed, unsubscribed, joined = subscriptions.join_staged_postgres(
+        connection, list_id, now, **how)
+    return joined, suppressed, unsubscribed
 
 
 def _write_sqlite(connection: Connection, values: dict) -> tuple[list[int], int, int]:
@@ -292,10 +242,7 @@ def _write_sqlite(connection: Connection, values: dict) -> tuple[list[int], int,
     connection.execute(_sql(_INSERT_PEOPLE, False), {"now": values["now"]})
     suppressed, unsubscribed = connection.execute(
         _sql(_CLASSIFY, False), {"list_id": values["list_id"]}).one()
-    joined = connection.execute(_sql(_JOIN, False), values).scalars().all()
-    if joined:
-        process = DateTime().dialect_impl(connection.dialect).bind_processor(connection.dialect)
-        stamp = process(values["now"]) if process else values["now"]
-        connection.exec_driver_sql(
-            _SQLITE_EVENTS, [(sid, values["list_id"], stamp, values["detail"]) for sid in joined])
-    return list(joined), int(suppressed), int(unsubscribed)
+    joined = subscriptions.join_staged_sqlite(
+        connection, values["list_id"], values["now"], asking=values["asking"],
+        detail=values["detail"])
+    return joined, int(suppressed), int(unsubscribed)

@@ -24,17 +24,19 @@ from sqlalchemy.orm import Session
 from broadside.audience.signup import Links, send_confirmation
 from broadside.core.db import rowcount
 from broadside.core.models import MailingList, Subscriber, Subscription
+from broadside.core.models.audience import SubscriptionStatus
 from broadside.core.timeutil import utcnow
 from broadside.delivery.queues import Jobs
 
 CHUNK = 200
+_UNCONFIRMED = SubscriptionStatus.UNCONFIRMED.value
 
 
 def _waiting(list_id: int, after: int):
     return (
         select(Subscription.id, Subscription.subscriber_id)
         .join(Subscriber, Subscriber.id == Subscription.subscriber_id)
-        .where(Subscription.list_id == list_id, Subscription.status == "unconfirmed",
+        .where(Subscription.list_id == list_id, Subscription.status == _UNCONFIRMED,
                Subscription.confirmation_sent_at.is_(None), Subscriber.suppression.is_(None),
                Subscription.id > after)
         .order_by(Subscription.id).limit(CHUNK)
@@ -57,7 +59,7 @@ def ask_to_confirm(session: Session, list_id: int, links: Links, jobs: Jobs,
             now = utcnow()
             claimed = session.execute(
                 update(Subscription)
-                .where(Subscription.id == subscription_id, Subscription.status == "unconfirmed",
+                .where(Subscription.id == subscription_id, Subscription.status == _UNCONFIRMED,
                        Subscription.confirmation_sent_at.is_(None),
                        Subscription.subscriber_id.in_(select(Subscriber.id).where(
                            Subscriber.id == subscriber_id, Subscriber.suppression.is_(None))))

@@ -1,12 +1,11 @@
 """CSV import into one list, streamed from a file on disk and written in batches.
 
-The upload is copied to disk in chunks (never held in memory), checked (a UTF-8 CSV with a
-header that names an `email` column, not empty, not over MAX_IMPORT_BYTES) before anything is
-written. A run counts the file's records first (`Import.total_rows`: the progress bar's exact
+The upload is copied to disk in chunks and checked before anything is written (`upload`). A
+run counts the file's records first (`Import.total_rows`: the progress bar's exact
 total), then reads them one by one with the csv module and writes BATCH_SIZE accepted rows per
 transaction, set-based (`import_batch`); the addresses already read stay on disk
 (`import_seen`), so memory does not grow with the file. The reading and checking run in a
-thread one batch ahead of the writing (`ReadAhead`), which is all that touches the database:
+thread one batch ahead of the writing (`readahead`), which is all that touches the database:
 while PostgreSQL works on a batch, the next one is read. Bad records are rejected one by one with
 their line number and the row as uploaded (`import_report` keeps and shows them); the good
 ones still import. A name longer than the column is shortened, with a warning.
@@ -23,28 +22,25 @@ and subscribed or waiting for confirmation (name and attributes refreshed, statu
 unsubscribed from it, or their address is suppressed (bounced, complained, blocked); their
 name and attributes are refreshed all the same.
 
-`Import.status` is written here only: queued -> running -> (asking ->) done, or failed;
-each move is a guarded UPDATE.
+`Import.status` moves only through `broadside.audience.transfer.lifecycle` (queued -> running
+-> (asking ->) done, or failed; each move a guarded UPDATE); this module calls its moves.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-import os
-import queue
-import threading
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Generic, Literal, TypeVar, get_args
+from typing import IO, Any
 
 from redis.exceptions import RedisError
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from broadside.audience.signup import Links
+from broadside.audience.transfer import lifecycle
 from broadside.audience.transfer import report as import_report
 from broadside.audience.transfer.batch import refresh_statistics, write_batch
 from broadside.audience.transfer.confirmations import ask_to_confirm
@@ -53,12 +49,12 @@ from broadside.audience.transfer.csvfile import (
     Accepted,
     EmailNormaliser,
     Header,
-    check_file,
     count_records,
     parse_header,
     records,
     validate_record,
 )
+from broadside.audience.transfer.readahead import ReadAhead
 from broadside.audience.transfer.report import (
     MAX_KEPT_ROWS,
     get_import,
@@ -67,65 +63,16 @@ from broadside.audience.transfer.report import (
     kept_fields,
 )
 from broadside.audience.transfer.seen import SeenAddresses
-from broadside.core.config import private_folder
-from broadside.core.db import rowcount
+from broadside.audience.transfer.upload import CONSENTS as CONSENTS
+from broadside.audience.transfer.upload import Consent as Consent
+from broadside.audience.transfer.upload import FileTooLarge as FileTooLarge
+from broadside.audience.transfer.upload import receive_upload
 from broadside.core.errors import DomainError, NotFound, ValidationError
 from broadside.core.models import Import, ImportRejection, MailingList
-from broadside.core.timeutil import utcnow
 from broadside.delivery.queues import Jobs
 
 BATCH_SIZE = 5000
-CHUNK = 1024 * 1024
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-
-
-Consent = Literal["opted_in", "confirm"]
-CONSENTS: tuple[Consent, ...] = get_args(Consent)
-
-
-class FileTooLarge(DomainError):
-    status_code = 413
-
-
-def receive_upload(session: Session, list_id: int, filename: str, stream: IO[bytes],
-                   dest_dir: Path, max_bytes: int, *, consent: Consent,
-                   welcome: bool = False) -> Import:
-    """Copy an upload to disk and check it; only a usable file creates an Import row."""
-    if consent not in CONSENTS:
-        raise ValidationError("Say how these people agreed to receive mail.")
-    if session.get(MailingList, list_id) is None:
-        raise NotFound("There is no such list.")
-    private_folder(dest_dir)
-    part = dest_dir / f"upload-{uuid.uuid4().hex}.part"
-    try:
-        size = 0
-        # A list of people's addresses: readable by the owner only.
-        with os.fdopen(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
-            while chunk := stream.read(CHUNK):
-                size += len(chunk)
-                if size > max_bytes:
-                    raise FileTooLarge(
-                        f"The file is larger than the import limit of {_human(max_bytes)}."
-                    )
-                out.write(chunk)
-        if size == 0:
-            raise ValidationError("The file is empty.")
-        header = check_file(part)
-        record = Import(list_id=list_id, filename=(filename or "upload.csv")[:255],
-                        status="queued", size_bytes=size, welcome=welcome, consent=consent,
-                        header={"delimiter": header.delimiter,
-                                "columns": header.original_columns})
-        session.add(record)
-        session.commit()
-        part.rename(import_path(dest_dir.parent, record.id))
-        return record
-    finally:
-        part.unlink(missing_ok=True)
-
-
-def _human(size: int) -> str:
-    return f"{size / 1024 / 1024:.0f} MB" if size >= 1024 * 1024 else f"{size:,} bytes"
 
 
 @dataclass
@@ -186,62 +133,6 @@ def read_chunks(path: Path, header: Header) -> Iterator[Chunk]:
             yield Chunk(pending, found, processed, rejected)
             pending, found = [], []
     yield Chunk(pending, found, processed, rejected)
-
-
-class ReadAhead(Generic[T]):
-    """An iterator's items made in a thread, one ahead of the caller; an exception it raises
-    is raised in the caller, in its place. Leaving the `with` block (at the end, or early,
-    on an error) stops the thread before returning."""
-
-    _DONE = object()
-
-    def __init__(self, items: Iterator[T]) -> None:
-        self._items = items
-        self._queue: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=1)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._produce, name="import-reader", daemon=True)
-
-    def _offer(self, entry: tuple[Any, BaseException | None]) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(entry, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _produce(self) -> None:
-        try:
-            for item in self._items:
-                if not self._offer((item, None)):
-                    return
-        except BaseException as exc:  # handed to the caller, raised there
-            self._offer((self._DONE, exc))
-            return
-        finally:
-            # A generator is closed in the thread that runs it (its file with it), whether
-            # it ended or was left early.
-            close = getattr(self._items, "close", None)
-            if close is not None:
-                close()
-        self._offer((self._DONE, None))
-
-    def __enter__(self) -> Iterator[T]:
-        self._thread.start()
-        return self._consume()
-
-    def _consume(self) -> Iterator[T]:
-        while True:
-            item, error = self._queue.get()
-            if error is not None:
-                raise error
-            if item is self._DONE:
-                return
-            yield item
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def run_import(session: Session, import_id: int, path: Path,
@@ -348,33 +239,24 @@ def run_import(session: Session, import_id: int, path: Path,
             gc.unfreeze()
         seen.close()
     # An import that asks people to confirm has its emails to queue before it is done.
-    after = "asking" if consent == "confirm" else "done"
-    session.execute(
-        update(Import).where(Import.id == import_id, Import.status == "running")
-        .values(status=after, finished_at=utcnow() if after == "done" else None)
-    )
+    lifecycle.move(session, import_id, "ask" if consent == "confirm" else "finish")
     session.commit()
     session.refresh(record)
     return record
 
 
 def fail_import(session: Session, import_id: int, message: str) -> None:
+    """An unfinished import -> failed, with the message the owner reads."""
     session.rollback()
-    session.execute(
-        update(Import).where(Import.id == import_id)
-        .values(status="failed", error=message[:2000], finished_at=utcnow())
-    )
+    lifecycle.move(session, import_id, "fail", error=message)
     session.commit()
 
 
 def claim(session: Session, import_id: int) -> bool:
     """queued -> running, once: a duplicated job finds it claimed and does nothing."""
-    result = session.execute(
-        update(Import).where(Import.id == import_id, Import.status == "queued")
-        .values(status="running")
-    )
+    claimed = lifecycle.move(session, import_id, "claim")
     session.commit()
-    return bool(rowcount(result))
+    return claimed
 
 
 def process(session: Session, import_id: int, path: Path) -> Import | None:
@@ -405,7 +287,7 @@ def ask(session: Session, import_id: int, links: Links, jobs: Jobs) -> None:
     runs it after the rows are written, never a web request.
     """
     record = get_import(session, import_id)
-    if record.status != "asking":
+    if record.status != lifecycle.ASKING:
         return
     list_id = record.list_id
     session.commit()
@@ -420,20 +302,12 @@ def ask(session: Session, import_id: int, links: Links, jobs: Jobs) -> None:
             ask_to_confirm(session, list_id, links, jobs, counted)
     except Exception as exc:
         log.exception("import %s: asking to confirm failed", import_id)
-        session.rollback()
-        session.execute(
-            update(Import).where(Import.id == import_id, Import.status == "asking")
-            .values(status="failed", finished_at=utcnow(), error=(
-                f"The confirmation emails stopped being queued ({type(exc).__name__}). The "
-                "people were imported; to ask the rest, import the same file again with "
-                "\"Ask them to confirm\" (nobody is asked twice).")[:2000])
-        )
-        session.commit()
+        fail_import(session, import_id, (
+            f"The confirmation emails stopped being queued ({type(exc).__name__}). The "
+            "people were imported; to ask the rest, import the same file again with "
+            "\"Ask them to confirm\" (nobody is asked twice)."))
         return
-    session.execute(
-        update(Import).where(Import.id == import_id, Import.status == "asking")
-        .values(status="done", finished_at=utcnow())
-    )
+    lifecycle.move(session, import_id, "asked")
     session.commit()
 
 
@@ -485,9 +359,9 @@ def import_now(session: Session, list_id: int, filename: str, stream: IO[bytes],
         return get_import(session, record.id), None
     process(session, record.id, import_path(instance_path, record.id))
     record = get_import(session, record.id)
-    if record.status == "failed":
+    if record.status == lifecycle.FAILED:
         raise ValidationError(record.error or "The import failed.")
-    if record.status == "asking":
+    if record.status == lifecycle.ASKING:
         try:
             enqueue(record.id)
         except RedisError:

@@ -1,10 +1,10 @@
 """Leaving a list: unsubscribe, undo, the preferences page, leave everything.
 
 Plain functions over a SQLAlchemy session; no Flask request in here. Every change is a
-predicate-guarded UPDATE (`... AND status <> 'unsubscribed'`) whose rowcount decides whether
-an Event is appended, in the same transaction: a second click, a mail client's retried
-one-click POST or two racing requests change the row once and record it once, and every
-one of them still answers "you are unsubscribed". No read-then-write.
+transition of `broadside.audience.subscriptions` (`leave`, `rejoin`): one guarded UPDATE whose
+row count decides whether an Event is appended, in the same transaction: a second click, a
+mail client's retried one-click POST or two racing requests change the row once and record
+it once, and every one of them still answers "you are unsubscribed". No read-then-write.
 
 Bounces, complaints and suppression live in `broadside.audience.unsubscribe.suppression` and are
 re-exported here (see `__all__`), so callers import one module.
@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from broadside.audience import subscriptions
 from broadside.audience.unsubscribe.evidence import existing_broadcast_id
 from broadside.audience.unsubscribe.suppression import (
     SOFT_BOUNCE_LIMIT,
@@ -28,13 +29,9 @@ from broadside.audience.unsubscribe.suppression import (
     reset_soft_bounces,
     suppress,
 )
-from broadside.core.db import rowcount
 from broadside.core.errors import NotFound, ValidationError
-from broadside.core.events import record_event
 from broadside.core.models import MailingList, Subscriber, Subscription
-from broadside.core.timeutil import utcnow
 from broadside.mail.unsubscribe_tokens import UnsubscribeClaim
-from broadside.webhooks import emitter
 
 # How someone left, stored in Subscription.unsubscribe_source and the event's detail.
 SOURCES = ("one-click", "link", "preferences", "owner", "api", "import")
@@ -81,7 +78,7 @@ class Preferences:
 
     @property
     def active_count(self) -> int:
-        return sum(1 for m in self.memberships if m.status != "unsubscribed")
+        return sum(1 for m in self.memberships if m.status != subscriptions.UNSUBSCRIBED)
 
 
 @dataclass(frozen=True)
@@ -141,26 +138,12 @@ def leave_list(
     only while that broadcast still exists.
     """
     _check_source(source)
-    result = session.execute(
-        update(Subscription)
-        .where(
-            Subscription.subscriber_id == subscriber_id,
-            Subscription.list_id == list_id,
-            Subscription.status != "unsubscribed",
-        )
-        .values(status="unsubscribed", unsubscribed_at=utcnow(), unsubscribe_source=source)
-        .execution_options(synchronize_session=False)
-    )
-    if rowcount(result) != 1:
-        return False
-    record_event(
-        session, "unsubscribed", subscriber_id=subscriber_id, list_id=list_id,
-        broadcast_id=existing_broadcast_id(session, broadcast_id), detail=source,
+    return subscriptions.move(
+        session, subscriber_id, list_id, "leave", source=source, detail=source,
+        broadcast_id=existing_broadcast_id(session, broadcast_id),
         data={"source": source, "broadcast_id": broadcast_id},
+        webhook={"source": source, "broadcast_id": broadcast_id},
     )
-    emitter.emit_subscriber(session, "subscriber.unsubscribed", subscriber_id, list_id=list_id,
-                           source=source, broadcast_id=broadcast_id)
-    return True
 
 
 def _leave(session: Session, claim: UnsubscribeClaim, source: str) -> bool:
@@ -193,35 +176,12 @@ def resubscribe(session: Session, claim: UnsubscribeClaim, source: str = "link")
     used to skip a pending double opt-in confirmation.
     """
     resolve(session, claim)
-    now = utcnow()
-    result = session.execute(
-        update(Subscription)
-        .where(
-            Subscription.subscriber_id == claim.subscriber_id,
-            Subscription.list_id == claim.list_id,
-            Subscription.status == "unsubscribed",
-        )
-        .values(status="active", unsubscribed_at=None, unsubscribe_source=None)
-        .execution_options(synchronize_session=False)
+    # They prove they read mail at this address by following its link: `rejoin` counts it
+    # as their confirmation if they had none.
+    changed = subscriptions.move(
+        session, claim.subscriber_id, claim.list_id, "rejoin", detail=source,
+        broadcast_id=existing_broadcast_id(session, claim.broadcast_id), data={"source": source},
     )
-    changed = rowcount(result) == 1
-    if changed:
-        # They proved they read mail at this address by following its link.
-        session.execute(
-            update(Subscription)
-            .where(
-                Subscription.subscriber_id == claim.subscriber_id,
-                Subscription.list_id == claim.list_id,
-                Subscription.confirmed_at.is_(None),
-            )
-            .values(confirmed_at=now)
-            .execution_options(synchronize_session=False)
-        )
-        record_event(
-            session, "resubscribed", subscriber_id=claim.subscriber_id, list_id=claim.list_id,
-            broadcast_id=existing_broadcast_id(session, claim.broadcast_id), detail=source,
-            data={"source": source},
-        )
     session.commit()
     return Change(resolve(session, claim), changed)
 
@@ -234,7 +194,7 @@ def leave_all(session: Session, claim: UnsubscribeClaim, source: str = "preferen
         select(Subscription.list_id)
         .where(
             Subscription.subscriber_id == claim.subscriber_id,
-            Subscription.status != "unsubscribed",
+            Subscription.status.in_([s.value for s in subscriptions.STAYING]),
         )
         .order_by(Subscription.list_id)
     ).all()

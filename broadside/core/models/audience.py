@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint, false, text
@@ -11,7 +12,26 @@ from sqlalchemy.orm import Mapped, mapped_column
 from broadside.core.db import NEVER_REUSE_IDS, Model
 from broadside.core.timeutil import utcnow
 
-SUBSCRIPTION_STATUSES = ("unconfirmed", "active", "unsubscribed")
+
+class SubscriptionStatus(StrEnum):
+    """Where a person is on one list; only `broadside.audience.subscriptions` moves it."""
+
+    UNCONFIRMED = "unconfirmed"  # signed up (or imported to be asked), not yet confirmed
+    ACTIVE = "active"  # receives the list's broadcasts
+    UNSUBSCRIBED = "unsubscribed"  # left; kept, so nobody is re-added against their wish
+
+
+class ImportStatus(StrEnum):
+    """Where a CSV import is; only `broadside.audience.transfer.lifecycle` moves it."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    ASKING = "asking"  # its rows are in; the confirmation emails are being queued
+    DONE = "done"
+    FAILED = "failed"
+
+
+SUBSCRIPTION_STATUSES = tuple(s.value for s in SubscriptionStatus)
 SUPPRESSIONS = ("bounced", "complained", "blocked")
 
 
@@ -91,6 +111,7 @@ class Subscription(Model):
     id: Mapped[int] = mapped_column(primary_key=True)
     subscriber_id: Mapped[int] = mapped_column(ForeignKey("subscribers.id", ondelete="CASCADE"))
     list_id: Mapped[int] = mapped_column(ForeignKey("mailing_lists.id", ondelete="CASCADE"))
+    # SubscriptionStatus; `broadside.audience.subscriptions` is the only writer.
     status: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     confirmed_at: Mapped[datetime | None]
@@ -110,8 +131,8 @@ class Import(Model):
         ForeignKey("mailing_lists.id", ondelete="SET NULL"), index=True
     )
     filename: Mapped[str] = mapped_column(String(255), default="")
-    # queued|running|asking|done|failed (`broadside.audience.transfer.importer` is the only writer)
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    # ImportStatus; `broadside.audience.transfer.lifecycle` is the only writer.
+    status: Mapped[str] = mapped_column(String(16), default=ImportStatus.QUEUED.value)
     size_bytes: Mapped[int] = mapped_column(default=0)
     processed_rows: Mapped[int] = mapped_column(default=0)
     # The file's rows, counted before the first is written (the progress bar's total);
