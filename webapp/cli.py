@@ -12,7 +12,7 @@ from sqlalchemy import select
 from broadside.core import accounts
 from broadside.core.errors import DomainError
 from broadside.core.models import ApiToken, Owner
-from webapp.doctor import report
+from webapp.doctor.report import report
 from webapp.extensions import db
 
 owner_cli = AppGroup("owner", help="Manage owner accounts.")

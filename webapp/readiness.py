@@ -25,9 +25,10 @@ from redis.exceptions import RedisError
 from broadside.core.redis_health import not_answering
 from broadside.core.timeutil import epoch_to_stored, in_zone, local_format
 from broadside.delivery.identities.service import resolve
-from webapp.doctor import SmtpCheck, WorkerInfo, last_smtp_check, worker_info
+from webapp.doctor import identities as identity_checks
+from webapp.doctor.smtp import SmtpCheck, last_smtp_check
+from webapp.doctor.worker import WorkerInfo, worker_info
 from webapp.extensions import db
-from webapp.identities import checks as identity_checks
 from webapp.templating import owner_zone
 
 _PHASE_WORDS = {

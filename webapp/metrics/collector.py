@@ -51,7 +51,8 @@ from broadside.core.timeutil import utcnow
 from broadside.delivery import queues
 from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.waits import WAIT_KEYS
-from webapp.doctor import last_smtp_check, worker_info
+from webapp.doctor.smtp import last_smtp_check
+from webapp.doctor.worker import worker_info
 from webapp.metrics.active import OUTCOMES, active_groups
 
 # Skip reasons the pipeline writes (jobs.recheck.skip_reason, cancel); anything else is "other",

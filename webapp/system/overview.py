@@ -27,17 +27,12 @@ from broadside.delivery.eml_folder import OutboxEntry, list_outbox, outbox_folde
 from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.identities.service import SendingIdentity, all_identities, resolve
 from broadside.delivery.streams import StreamStatus, read_stream
-from webapp.doctor import (
-    Check,
-    WorkerInfo,
-    check_identity,
-    check_smtp,
-    identity_check_as_check,
-    run_checks,
-    smtp_check_as_check,
-    smtp_target,
-)
-from webapp.identities import checks as identity_checks
+from webapp.doctor import identities as identity_checks
+from webapp.doctor.check import Check
+from webapp.doctor.identities import check_identity, identity_check_as_check
+from webapp.doctor.report import run_checks
+from webapp.doctor.smtp import check_smtp, smtp_check_as_check, smtp_target
+from webapp.doctor.worker import WorkerInfo
 from webapp.metrics.collector import oldest_job_age
 from webapp.readiness import read_readiness
 from webapp.templating import epoch_time
