@@ -30,15 +30,18 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
 from webapp.api import bp as api_bp
 from webapp.api import webhooks as api_webhooks  # noqa: F401 - its routes attach to the API blueprint
 from webapp.apidocs import bp as apidocs_bp
+from webapp.apidocs import views as apidocs_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.archive.views import bp as archive_bp
 from webapp.auth.views import bp as auth_bp
 from webapp.automations import bp as automations_bp
+from webapp.automations import views as automations_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.broadcasts import bp as broadcasts_bp
 from webapp.broadcasts import sending_views, views  # noqa: F401 - they add their routes to the blueprint
 from webapp.cli import register_cli
 from webapp.dashboard.views import bp as dashboard_bp
 from webapp.errors import register_error_handlers
 from webapp.extensions import csrf, db, login_manager, migrate
+from webapp.feedback.views import bp as feedback_bp
 from webapp.health import bp as health_bp
 from webapp.htmx import htmx
 from webapp.identities.views import bp as identities_bp
@@ -47,17 +50,24 @@ from webapp.metrics.views import bp as metrics_bp
 from webapp.params import DatabaseIdConverter
 from webapp.security import install_security
 from webapp.segments import bp as segments_bp
+from webapp.segments import views as segments_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.settings import design  # noqa: F401 - Settings -> Design adds its routes to the blueprint
 from webapp.settings import webhooks as settings_webhooks  # noqa: F401 - and Settings -> Webhooks
 from webapp.settings.brand import bp as brand_bp
 from webapp.settings.views import bp as settings_bp
 from webapp.signup.views import bp as signup_bp
-from webapp.subscribers.views import bp as subscribers_bp
+from webapp.subscribers import bp as subscribers_bp
+from webapp.subscribers import (  # noqa: F401 - their routes attach to the blueprint
+    bulk_views,
+    transfer_views,
+)
+from webapp.subscribers import views as subscribers_views  # noqa: F401 - and the table's
 from webapp.system.views import bp as system_bp
 from webapp.templating import register_templating
+from webapp.unsubscribe import personal_data  # noqa: F401 - its routes attach to the blueprint
+from webapp.unsubscribe import views as unsubscribe_views  # noqa: F401 - and the links' pages
+from webapp.unsubscribe.claims import bp as unsubscribe_bp
 from webapp.unsubscribe.owner import bp as suppression_bp
-from webapp.unsubscribe.views import bp as unsubscribe_bp
-from webapp.webhooks.views import bp as webhooks_bp
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None) -> Flask:
@@ -119,7 +129,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (api_bp, None),
     (unsubscribe_bp, None),
     (suppression_bp, None),
-    (webhooks_bp, None),
+    (feedback_bp, None),
     (analytics_bp, None),
     (lists_bp, ("lists.index", "Lists")),
     (subscribers_bp, ("subscribers.index", "Subscribers")),

@@ -7,12 +7,10 @@ import sys
 import click
 from flask import Flask
 from flask.cli import AppGroup
-from sqlalchemy import select
 
-from broadside.core import accounts
+from broadside.core import account_lookups, accounts
 from broadside.core.errors import DomainError
-from broadside.core.models import ApiToken, Owner
-from webapp.doctor import report
+from webapp.doctor.report import report
 from webapp.extensions import db
 
 owner_cli = AppGroup("owner", help="Manage owner accounts.")
@@ -41,10 +39,7 @@ def owner_create(email: str, password_stdin: bool) -> None:
 @click.option("--read-only", is_flag=True, help="The token may only read (GET requests).")
 def tokens_create(name: str, owner_email: str | None, read_only: bool) -> None:
     """Create an API token, full or read-only; the token itself is the last line printed."""
-    query = select(Owner).order_by(Owner.id)
-    if owner_email:
-        query = query.where(Owner.email == owner_email.strip().lower())
-    owner = db.session.scalars(query).first()
+    owner = account_lookups.find_owner(db.session, owner_email)
     if owner is None:
         raise click.ClickException("No such owner: create one with `flask --app webapp owner create`.")
     try:
@@ -60,7 +55,7 @@ def tokens_create(name: str, owner_email: str | None, read_only: bool) -> None:
 @tokens_cli.command("list")
 def tokens_list() -> None:
     """List tokens (never their values)."""
-    for token in db.session.scalars(select(ApiToken).order_by(ApiToken.id)):
+    for token in account_lookups.tokens_by_id(db.session):
         state = "revoked" if token.revoked_at else "active"
         access = "read-only" if token.read_only else "full"
         click.echo(f"{token.id}\t{token.name}\t{token.prefix}…\t{access}\t{state}")

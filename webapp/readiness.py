@@ -1,20 +1,24 @@
-"""Can sending happen right now, and what is the sender doing: one reading of Redis (reachable?),
-the worker's lease (who holds it, since when, last heartbeat) and the last SMTP check
-(doctor, System page), shared by every page that talks about it.
+"""Can it send? The one computation every page asks (`sending_readiness`): the database's half
+(`broadside.campaigns.broadcasts.readiness`: the sending identity, paused or not, and a
+broadcast's blocking problems) with the half only the app can read: Redis (reachable?), the
+worker's lease on the identity's stream (who holds it, since when, last heartbeat) and the
+last check of the identity's transport (doctor, System page).
 
 - the dashboard shows `problem` as its banner, and so does a broadcast page while it could
   still move (scheduled, queued, sending);
-- the send confirmation lists `reasons`: empty means ready; otherwise it shows them with a
-  link to the System page and sends only if the owner chooses to queue anyway;
+- the send confirmation shows the identity's pause, lists the broadcast's `problems` (they
+  block sending) and the `reasons` (empty means ready; otherwise it shows them with a link to
+  the System page, and its Send button sends only if the owner chooses to queue anyway);
 - the System page shows `worker` (holder, since, heartbeat) in its live panel and
-  `last_check` as the SMTP line of its checks.
+  `last_check` as the SMTP line of its checks (`read_readiness`: the default stream's half
+  from Redis alone, which its polled panel reads without the database).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -22,12 +26,15 @@ from flask import Flask, current_app
 from redis import Redis
 from redis.exceptions import RedisError
 
+from broadside.campaigns.broadcasts.readiness import Standing, standing
+from broadside.core.models import Broadcast
 from broadside.core.redis_health import not_answering
 from broadside.core.timeutil import epoch_to_stored, in_zone, local_format
-from broadside.delivery.identities.service import resolve
-from webapp.doctor import SmtpCheck, WorkerInfo, last_smtp_check, worker_info
+from broadside.delivery.identities.service import SendingIdentity
+from webapp.doctor import identities as identity_checks
+from webapp.doctor.smtp import SmtpCheck, last_smtp_check
+from webapp.doctor.worker import WorkerInfo, worker_info
 from webapp.extensions import db
-from webapp.identities import checks as identity_checks
 from webapp.templating import owner_zone
 
 _PHASE_WORDS = {
@@ -54,8 +61,23 @@ class SendingReadiness:
     zone: ZoneInfo = ZoneInfo("UTC")  # for the time of that check, in words
     now: float = field(default_factory=time.time)
     # Another identity than the default: its name (for the words) and where to fix it.
-    identity: str = ""
+    identity_name: str = ""
     redis_url: str = ""  # REDIS_URL, to say where Redis was not answering
+    standing: Standing | None = None  # the database's half (None: Redis alone was read)
+
+    @property
+    def identity(self) -> SendingIdentity | None:
+        """The sending identity asked about (its pause, its From, its transport)."""
+        return self.standing.identity if self.standing is not None else None
+
+    @property
+    def paused(self) -> bool:
+        return self.standing is not None and self.standing.paused
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """What blocks sending or scheduling the broadcast asked about."""
+        return self.standing.problems if self.standing is not None else ()
 
     @property
     def redis_problem(self) -> str:
@@ -82,8 +104,8 @@ class SendingReadiness:
                     "until it answers."]
         reasons = []
         if self.worker_holder is None:
-            reasons.append(NO_WORKER_REASON if not self.identity else
-                           f"No worker serves the sending identity “{self.identity}”: sending "
+            reasons.append(NO_WORKER_REASON if not self.identity_name else
+                           f"No worker serves the sending identity “{self.identity_name}”: sending "
                            "would wait until one starts.")
         if self.check_failed:
             assert self.last_check is not None
@@ -92,8 +114,8 @@ class SendingReadiness:
             words = _PHASE_WORDS.get(phase)
             problem = f"{words} ({summary})" if words else last.detail
             what, fix = ("outbox", "the instance folder") if last.target == "outbox" else ("SMTP", "SMTP_URL")
-            if self.identity:
-                what, fix = (f"“{self.identity}” connection",
+            if self.identity_name:
+                what, fix = (f"“{self.identity_name}” connection",
                              "its transport URL (Settings → Sending identities)")
             reasons.append(f"The last {what} check failed at {_when(last.at, self.zone, self.now)}: "
                            f"{problem}. Fix {fix}, then check again on the System page.")
@@ -105,15 +127,15 @@ class SendingReadiness:
         if not self.redis_ok:
             return f"Sending is stopped. {self.redis_problem}."
         if self.worker_holder is None:
-            if self.identity:
+            if self.identity_name:
                 return (f"Sending is stopped: no worker serves the sending identity "
-                        f"“{self.identity}”. Start `python -m jobs` (it serves every "
+                        f"“{self.identity_name}”. Start `python -m jobs` (it serves every "
                         "identity) or one with `--identity`.")
             return "Sending is stopped: the worker is not running. Start it with `honcho start`."
         if self.check_failed:
             assert self.last_check is not None
-            what, fix = ((f"“{self.identity}” connection",
-                          "its transport URL (Settings → Sending identities)") if self.identity
+            what, fix = ((f"“{self.identity_name}” connection",
+                          "its transport URL (Settings → Sending identities)") if self.identity_name
                          else ("SMTP", "SMTP_URL"))
             return (f"Sending will fail: the last {what} check failed "
                     f"({self.last_check.detail}). Fix {fix}, then check again on the System page.")
@@ -134,20 +156,27 @@ def read_readiness(redis: Redis, config: Mapping[str, Any],
                             zone=zone or ZoneInfo("UTC"), redis_url=config["REDIS_URL"])
 
 
-def sending_readiness(app: Flask | None = None, identity_id: int | None = None) -> SendingReadiness:
-    """`read_readiness` for this app (default: the current one), in the owner's time zone, for
-    the default identity's stream or another's. Call inside an app context."""
+def sending_readiness(app: Flask | None = None, identity_id: int | None = None, *,
+                      broadcast: Broadcast | None = None,
+                      problems: Sequence[str] | None = None) -> SendingReadiness:
+    """Can it send through this identity (None: the default), or through `broadcast`'s and may
+    that broadcast go (`problems`: its blocking problems when the caller has counted them);
+    the owner's time zone for the words. Call inside an app context."""
     app = app or current_app._get_current_object()  # type: ignore[attr-defined]
-    if identity_id is None:
-        return read_readiness(app.extensions["broadside_redis"], app.config, owner_zone())
-    identity = resolve(db.session, app.config, identity_id)
+    held = standing(db.session, app.config, identity_id=identity_id, broadcast=broadcast,
+                    problems=problems)
+    identity = held.identity
+    if identity.is_default:
+        return replace(read_readiness(app.extensions["broadside_redis"], app.config, owner_zone()),
+                       standing=held)
     redis = app.extensions["broadside_redis"]
     try:
         worker = worker_info(redis, app.config["BROADSIDE_NAMESPACE"], identity.key)
         checked = identity_checks.last(app, identity)
     except RedisError:
-        return SendingReadiness(redis_ok=False, worker=None, zone=owner_zone(), identity=identity.name,
-                                redis_url=app.config["REDIS_URL"])
+        return SendingReadiness(redis_ok=False, worker=None, zone=owner_zone(),
+                                identity_name=identity.name, redis_url=app.config["REDIS_URL"],
+                                standing=held)
     last = None if checked is None else SmtpCheck(checked.ok, checked.at, checked.target, checked.detail)
     return SendingReadiness(redis_ok=True, worker=worker, last_check=last, zone=owner_zone(),
-                            identity=identity.name)
+                            identity_name=identity.name, standing=held)

@@ -83,7 +83,7 @@ def test_list_sizes_count_who_a_send_would_reach_with_bounded_queries(logged_in_
     suppressed = [s for s in seen if "group by" in s and "suppression is not null" in s]
     assert len(suppressed) == 1 and re.search(r"subscriptions\.list_id( \+ 0)? in", suppressed[0])
     # Past the cap: said as such (SQLite) or as PostgreSQL's estimate, never read to the end.
-    from webapp.dashboard.home import list_sizes
+    from broadside.audience.list_sizes import list_sizes
 
     sizes = {size.id: size for size in list_sizes(db.session, cap=2)}
     assert sizes[weekly.id].active is None and re.fullmatch(r"more than 2|about \d+", sizes[weekly.id].shown)
@@ -157,7 +157,7 @@ def test_suppressed_peoples_lists_are_looked_up_by_person_in_one_index(app):
     """Each suppressed person's active lists come from the index (subscriber_id, status,
     list_id) alone, one lookup per person (migration 0016): at a million subscribers with
     10,000 suppressed, reading the rows or walking the active subscriptions cost 200 ms."""
-    from webapp.dashboard.home import suppressed_per_list
+    from broadside.audience.list_sizes import suppressed_per_list
 
     weekly = make_list(db.session, 6)
     db.session.execute(update(Subscriber).where(Subscriber.id.in_([2, 4])).values(suppression="bounced"))
@@ -186,7 +186,7 @@ def test_suppressed_people_are_matched_with_the_lists_asked_for_alone(app):
     of the same suppressed person is not read (on PostgreSQL the join is restricted to those
     lists, so its cost follows their size and the suppressed people, never the other lists),
     and no list at all reads nothing. The counts are of active subscriptions only."""
-    from webapp.dashboard.home import suppressed_per_list
+    from broadside.audience.list_sizes import suppressed_per_list
 
     weekly = make_list(db.session, 6)
     offers = make_list(db.session, 0, name="Offers")

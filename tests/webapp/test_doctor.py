@@ -15,15 +15,10 @@ from broadside.core.redis_health import not_answering
 from broadside.delivery.lease import Lease, LeaseKeeper
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT
-from webapp.doctor import (
-    check_base_url,
-    check_configuration,
-    check_database,
-    check_smtp,
-    check_worker,
-    last_smtp_check,
-    mask_url,
-)
+from webapp.doctor.configuration import check_base_url, check_configuration, mask_url
+from webapp.doctor.services import check_database
+from webapp.doctor.smtp import check_smtp, last_smtp_check
+from webapp.doctor.worker import check_worker
 
 AUTH = ("mailer", "right-password-42")
 

@@ -22,7 +22,7 @@ from broadside.delivery.lease import Lease
 from broadside.delivery.streams import record_rate
 from tests.helpers import csrf_token_from, make_list
 from tests.smtp_server import SmtpServer, free_port
-from webapp.doctor import run_checks
+from webapp.doctor.report import run_checks
 from webapp.extensions import db, get_jobs
 
 TOKEN = "pm-server-token-7f3a9c1e5b"  # a Postmark server token: a secret

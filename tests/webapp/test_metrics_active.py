@@ -1,6 +1,7 @@
 """/metrics for a broadcast still sending: its skipped, failed and unknown rows are added up
-from the rows past the last one counted (webapp/metrics/active.py), so a scrape does not read
-every such row of a million-row broadcast, and the figures stay the ones a full count gives."""
+from the rows past the last one counted (broadside/campaigns/broadcasts/active_figures.py), so a
+scrape does not read every such row of a million-row broadcast, and the figures stay the ones a
+full count gives."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from collections import Counter
 
 from sqlalchemy import case, event, func, select, update
 
+from broadside.campaigns.broadcasts.active_figures import OUTCOMES, active_groups
 from broadside.core.models import Delivery
 from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db
-from webapp.metrics.active import OUTCOMES, active_groups
 
 SETTLED_ELSEWISE = ("skipped", "failed", "unknown")
 
@@ -99,7 +100,7 @@ def test_new_rows_are_read_a_chunk_at_a_time_and_the_rest_at_the_next_scrape(
     """Each scrape reads at most CHUNK new rows of a status, in id order (an index range:
     PostgreSQL's planner otherwise read the whole table); the rest come at the next scrape,
     meanwhile counted without their code, so every total stays exact."""
-    from webapp.metrics import active
+    from broadside.campaigns.broadcasts import active_figures as active
 
     monkeypatch.setattr(active, "CHUNK", 4)
     weekly = make_list(db.session, 10)

@@ -18,7 +18,7 @@ from tests.helpers import csrf_token_from, make_list, start_broadcast
 from tests.smtp_server import SmtpServer, free_port
 from webapp import create_app
 from webapp.broadcasts.views import PREVIEW_CSP
-from webapp.doctor import check_smtp
+from webapp.doctor.smtp import check_smtp
 from webapp.extensions import db, get_jobs
 from webapp.readiness import sending_readiness
 

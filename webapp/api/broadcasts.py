@@ -15,11 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from flask import current_app, jsonify, request
-from sqlalchemy import select
 
-from broadside.campaigns.broadcasts import drafts, evidence, service
+from broadside.campaigns.broadcasts import drafts, queries, service
 from broadside.core.errors import ValidationError
-from broadside.core.models import Broadcast, Delivery, Subscriber
+from broadside.core.models import Broadcast
 from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.api import bp, json_body
 from webapp.api.inputs import (
@@ -140,26 +139,9 @@ def deliveries(broadcast_id: int):
         raise ValidationError(f"'status' must be one of {', '.join(DELIVERY_STATUSES)}.")
     limit = max(min(int_arg("limit", 1000, strict=True) or 0, 10_000), 1)
     after = int_arg("after", 0, strict=True) or 0
-    # Keyset on the delivery id, read through the (broadcast_id, status, id) index: one range
-    # for a status, else the first `limit` past `after` of each status (never a sort of the
-    # whole broadcast, never an OFFSET).
-    query = (
-        select(Delivery.id, Subscriber.email, Delivery.status, Delivery.reason, Delivery.attempts)
-        .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
-        .where(Delivery.broadcast_id == broadcast_id, Delivery.id > after)
-        .order_by(Delivery.id)
-        .limit(limit)
-    )
-    if status:
-        query = query.where(Delivery.status == status)
-    else:
-        query = query.where(Delivery.id.in_(evidence.next_delivery_ids(broadcast_id, after, None, limit)))
-    return jsonify(
-        [
-            {"id": delivery_id, "email": email, "status": st, "reason": reason, "attempts": attempts}
-            for delivery_id, email, st, reason, attempts in db.session.execute(query)
-        ]
-    )
+    rows = queries.delivery_rows(db.session, broadcast_id, status=status, after=after, limit=limit)
+    return jsonify([{"id": row.id, "email": row.email, "status": row.status, "reason": row.reason,
+                     "attempts": row.attempts} for row in rows])
 
 
 @bp.route("/broadcasts/<int:broadcast_id>/test", methods=["POST"])

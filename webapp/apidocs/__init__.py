@@ -1,8 +1,7 @@
 """The API's description: `/api/openapi.json` (OpenAPI 3.1) and the readable reference page
-linked from Settings. Routes are in `webapp/apidocs/views.py`."""
+linked from Settings. Routes are in `webapp/apidocs/views.py`,
+which `webapp.create_app` imports."""
 
 from flask import Blueprint
 
 bp = Blueprint("apidocs", __name__)
-
-from webapp.apidocs import views  # noqa: E402,F401 - routes register on `bp`

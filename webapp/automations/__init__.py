@@ -1,9 +1,7 @@
 """Automations pages: the list with live per-step counts, the editor (trigger, steps with the
 broadcast editor's preview and test send), enable, disable and delete. Routes are in
-`webapp/automations/views.py`."""
+`webapp/automations/views.py`, which `webapp.create_app` imports."""
 
 from flask import Blueprint
 
 bp = Blueprint("automations", __name__, url_prefix="/automations")
-
-from webapp.automations import views  # noqa: E402,F401 - routes register on `bp`

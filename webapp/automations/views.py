@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from flask import Response, current_app, flash, redirect, render_template, request, url_for
+from flask import Response, current_app, flash, redirect, render_template, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
 
@@ -32,7 +32,7 @@ from broadside.segments.service import all_segments
 from webapp.automations import bp, form
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_jobs
-from webapp.htmx import STOP_POLLING, make_response
+from webapp.htmx import STOP_POLLING, make_response, request
 from webapp.identities.form import send_from_choices
 
 IN_FLIGHT = ("pending", "sending")
@@ -75,7 +75,7 @@ def counts(automation_id: int):
     try:
         automation = automations.get_automation(db.session, automation_id)
     except NotFound:
-        if request.headers.get("HX-Request"):
+        if request.htmx:
             # Deleted meanwhile (another tab): htmx keeps polling through a 404, so answer
             # the status that stops it, with a line in place of the counts.
             return make_response('<p class="muted">This automation was deleted.</p>',
@@ -228,7 +228,7 @@ def send_test(automation_id: int, step_id: int):
             error = exc.message
     fragment = render_template("broadcasts/_test_status.html", error=error, address=address,
                                status_id=f"test-status-{step_id}", test=test)
-    if request.headers.get("HX-Request"):
+    if request.htmx:
         # 200 even when refused: htmx swaps no 4xx answer, so a 422 left the line empty.
         return make_response(fragment, 200)
     flash(f"Test not sent: {error}" if error else f"Test queued for {address.lower()}.",

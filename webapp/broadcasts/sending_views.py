@@ -1,8 +1,9 @@
 """Broadcast pages, part two: send (test, confirm, schedule), watch (progress), steer
 (pause, resume, cancel), and the evidence (deliveries, timelines, send again).
 
-Registered on the broadcasts blueprint (imported at the end of views.py). Every button works
-as a plain form without JavaScript; htmx upgrades some of them to swap a fragment in place.
+Its routes attach to the broadcasts blueprint; `webapp.create_app` imports this module.
+Every button works as a plain form without JavaScript; htmx upgrades some of them to swap a
+fragment in place.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from broadside.campaigns.broadcasts import drafts, evidence, launch, service
 from broadside.campaigns.broadcasts.progress import Progress, read_progress
 from broadside.core.errors import Conflict, DomainError, ValidationError
 from broadside.delivery import transactional
-from broadside.delivery.identities.service import resolve as resolve_identity
 from webapp.broadcasts import bp
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING, make_response, request, vary_on_htmx
@@ -109,25 +109,21 @@ def test_status(message_id: int):
 
 # ---------------------------------------------------------------- send and schedule
 
-def _readiness(identity_id: int | None = None) -> list[str]:
-    """Why sending through this identity would not happen now (Redis, its worker, its last
-    connection check); [] when it would."""
-    return sending_readiness(identity_id=identity_id).reasons
-
-
 def _render_confirm(broadcast_id: int, *, error: str | None = None, status: int = 200,
                     send_form: SendForm | None = None, schedule_form: ScheduleForm | None = None):
     if service.get_broadcast(db.session, broadcast_id).status != "draft":
         return redirect(url_for(".show", broadcast_id=broadcast_id))  # before counting anyone
     plan = launch.send_plan(db.session, broadcast_id)
-    not_ready = _readiness(plan.broadcast.identity_id)
-    # The identity it goes out through: its From, and its transport (masked) to name where.
-    identity = resolve_identity(db.session, current_app.config, plan.broadcast.identity_id)
+    # Can it send: the plan's problems, the identity it goes out through (paused? its From,
+    # its transport, masked, to name where), and why sending would not happen now.
+    readiness = sending_readiness(broadcast=plan.broadcast, problems=plan.problems)
+    identity = readiness.identity
+    assert identity is not None
 
     return render_template(
         "broadcasts/send_confirm.html", plan=plan, broadcast=plan.broadcast,
         list_name=drafts.audience_name(db.session, plan.broadcast), identity=identity,
-        not_ready=not_ready, from_name=identity.from_name, from_email=identity.from_email,
+        not_ready=readiness.reasons, from_name=identity.from_name, from_email=identity.from_email,
         error=error,
         send_form=send_form or SendForm(formdata=None),
         schedule_form=schedule_form or ScheduleForm(formdata=None),
@@ -143,7 +139,10 @@ def confirm_send(broadcast_id: int):
 @bp.route("/<int:broadcast_id>/send", methods=["POST"])
 def send(broadcast_id: int):
     form = SendForm()
-    not_ready = _readiness(service.get_broadcast(db.session, broadcast_id).identity_id)
+    # Why sending would not happen now; `send_now` refuses while the broadcast's own problems
+    # stand, so they are not read twice here.
+    not_ready = sending_readiness(
+        identity_id=service.get_broadcast(db.session, broadcast_id).identity_id).reasons
     try:
         broadcast = launch.send_now(db.session, broadcast_id,
                                     default_from=current_app.config["MAIL_FROM"],

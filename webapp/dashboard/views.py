@@ -5,8 +5,9 @@ from __future__ import annotations
 from flask import Blueprint, render_template
 
 from broadside.campaigns.automations import service as automations
+from broadside.campaigns.broadcasts.queries import recent_broadcasts
 from broadside.webhooks import endpoints as webhook_endpoints
-from webapp.dashboard.home import home_overview, recent_broadcasts
+from webapp.dashboard.home import home_overview
 from webapp.extensions import db
 from webapp.htmx import STOP_POLLING, make_response, request
 from webapp.readiness import sending_readiness

@@ -25,15 +25,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, url_for
 
 from broadside.core import transport_urls as urls
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.site_settings import get_settings
 from broadside.delivery.identities import service
 from broadside.delivery.identities.service import SendingIdentity
-from webapp import doctor
+from webapp.doctor.check import Check
+from webapp.doctor.identities import check_identity
+from webapp.doctor.smtp import check_smtp
 from webapp.extensions import db
+from webapp.htmx import request
 from webapp.identities import form
 
 bp = Blueprint("identities", __name__, url_prefix="/settings/identities")
@@ -167,9 +170,9 @@ def delete(identity_id: int):
 # ------------------------------------------------------------------ check and resume
 
 
-def _answer_check(identity: SendingIdentity, check: doctor.Check):
+def _answer_check(identity: SendingIdentity, check: Check):
     anchor = "identity-default" if identity.id is None else f"identity-{identity.id}"
-    if request.headers.get("HX-Request"):
+    if request.htmx:
         # 200 even when the check failed: htmx swaps no 4xx answer.
         return render_template("identities/_check.html", check=check, anchor=anchor)
     flash(f"{identity.label}: {check.summary}" + (f" → {check.advice}" if check.advice else ""),
@@ -180,13 +183,13 @@ def _answer_check(identity: SendingIdentity, check: doctor.Check):
 @bp.post("/default/check")
 def check_default():
     identity = service.default_identity(db.session, current_app.config)
-    return _answer_check(identity, doctor.check_smtp(current_app))
+    return _answer_check(identity, check_smtp(current_app))
 
 
 @bp.post("/<int:identity_id>/check")
 def check(identity_id: int):
     identity = _live(identity_id)
-    return _answer_check(identity, doctor.check_identity(current_app, identity))
+    return _answer_check(identity, check_identity(current_app, identity))
 
 
 def _resumed(identity_id: int | None, label: str):

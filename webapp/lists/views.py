@@ -7,7 +7,7 @@ from flask_wtf import FlaskForm
 from wtforms import BooleanField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length
 
-from broadside.audience import lists as service
+from broadside.audience import lists
 from broadside.core.errors import Conflict, DomainError
 from webapp.extensions import db
 
@@ -15,8 +15,8 @@ bp = Blueprint("lists", __name__, url_prefix="/lists")
 
 
 class ListForm(FlaskForm):
-    name = StringField("Name", validators=[DataRequired(), Length(max=service.MAX_NAME)])
-    description = TextAreaField("Description", validators=[Length(max=service.MAX_DESCRIPTION)])
+    name = StringField("Name", validators=[DataRequired(), Length(max=lists.MAX_NAME)])
+    description = TextAreaField("Description", validators=[Length(max=lists.MAX_DESCRIPTION)])
     signup_enabled = BooleanField("Public sign-up form")
 
 
@@ -26,7 +26,7 @@ class ConfirmForm(FlaskForm):
 
 @bp.route("/")
 def index():
-    return render_template("lists/index.html", summaries=service.list_summaries(db.session),
+    return render_template("lists/index.html", summaries=lists.list_summaries(db.session),
                            form=ListForm(formdata=None))
 
 
@@ -35,7 +35,7 @@ def create():
     form = ListForm()
     if form.validate_on_submit():
         try:
-            created = service.create_list(db.session, form.name.data, form.description.data,
+            created = lists.create_list(db.session, form.name.data, form.description.data,
                                           form.signup_enabled.data)
         except DomainError as exc:
             form.name.errors.append(exc.message)
@@ -46,15 +46,15 @@ def create():
                      "Add people by importing a CSV, or open a sign-up form under Settings."),
                   "success")
             return redirect(url_for("lists.show", list_id=created.id))
-    return render_template("lists/index.html", summaries=service.list_summaries(db.session),
+    return render_template("lists/index.html", summaries=lists.list_summaries(db.session),
                            form=form), 422
 
 
 def _render_show(list_id: int, form: ListForm | None = None, status: int = 200):
-    summary = service.list_summary(db.session, list_id)
+    summary = lists.list_summary(db.session, list_id)
     if form is None:
         form = ListForm(obj=summary.list)
-    imports = service.recent_imports(db.session, list_id)
+    imports = lists.recent_imports(db.session, list_id)
     return render_template(
         "lists/show.html", summary=summary, form=form, imports=imports,
         base_url=current_app.config["BASE_URL"],
@@ -71,7 +71,7 @@ def update(list_id: int):
     form = ListForm()
     if form.validate_on_submit():
         try:
-            service.update_list(db.session, list_id, name=form.name.data,
+            lists.update_list(db.session, list_id, name=form.name.data,
                                 description=form.description.data,
                                 signup_enabled=form.signup_enabled.data)
         except Conflict as exc:
@@ -84,8 +84,8 @@ def update(list_id: int):
 
 @bp.route("/<int:list_id>/delete")
 def confirm_delete(list_id: int):
-    summary = service.list_summary(db.session, list_id)
-    busy = service.busy_broadcasts(db.session, list_id)
+    summary = lists.list_summary(db.session, list_id)
+    busy = lists.busy_broadcasts(db.session, list_id)
     return render_template("lists/delete.html", summary=summary, busy=busy, form=ConfirmForm())
 
 
@@ -95,7 +95,7 @@ def delete(list_id: int):
     if not form.validate_on_submit():
         return redirect(url_for("lists.confirm_delete", list_id=list_id))
     try:
-        name = service.delete_list(db.session, list_id)
+        name = lists.delete_list(db.session, list_id)
     except Conflict as exc:
         flash(exc.message, "error")
         return redirect(url_for("lists.confirm_delete", list_id=list_id))

@@ -35,6 +35,7 @@ from wtforms import StringField
 
 from broadside.core.errors import Conflict, DomainError, NotFound
 from broadside.core.models import Segment
+from broadside.segments import lookups as segment_lookups
 from broadside.segments import service
 from broadside.segments.rules import FIELD_LABELS, MAX_DEPTH, OPERATOR_LABELS, RuleError
 from webapp.extensions import db
@@ -88,7 +89,7 @@ def _builder_context(view: submission.Shown, error: str | None = None, *,
 
 def _editor(segment: Segment | None, form: SegmentForm, view: submission.Shown, *,
             error: str | None = None, preview: dict[str, Any] | None = None, status: int = 200):
-    used_by = lookups.broadcasts_using(db.session, segment.id) if segment else []
+    used_by = segment_lookups.broadcasts_using(db.session, segment.id) if segment else []
     return render_template("segments/edit.html", segment=segment, form=form, preview=preview,
                            used_by=used_by, **_builder_context(view, error)), status
 
@@ -209,7 +210,7 @@ def duplicate(segment_id: int):
 @bp.route("/<int:segment_id>/delete")
 def confirm_delete(segment_id: int):
     segment = service.get_segment(db.session, segment_id)
-    used_by = lookups.broadcasts_using(db.session, segment_id)
+    used_by = segment_lookups.broadcasts_using(db.session, segment_id)
     busy = [b for b in used_by if b.status in service.IN_USE]
     drafts = [b for b in used_by if b.status == "draft"]
     return render_template("segments/delete.html", segment=segment, busy=busy, drafts=drafts,

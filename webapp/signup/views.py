@@ -8,7 +8,7 @@ import logging
 from flask import Blueprint, current_app, render_template, request
 from redis.exceptions import RedisError
 
-from broadside.audience import signup as service
+from broadside.audience import signup
 from broadside.core.errors import ValidationError
 from webapp import throttle
 from webapp.extensions import csrf, db, get_jobs
@@ -40,7 +40,7 @@ def _within_ip_limit() -> bool:
 @bp.route("/join/<int:list_id>", methods=["GET"])
 @public
 def join(list_id: int):
-    mailing_list = service.public_list(db.session, list_id)
+    mailing_list = signup.public_list(db.session, list_id)
     return render_template("signup/join.html", list=mailing_list, email="", name="", error=None)
 
 
@@ -48,7 +48,7 @@ def join(list_id: int):
 @public
 @csrf.exempt
 def join_post(list_id: int):
-    mailing_list = service.public_list(db.session, list_id)
+    mailing_list = signup.public_list(db.session, list_id)
     if not _within_ip_limit():
         return render_template("signup/throttled.html", list=mailing_list), 429
     if request.form.get(HONEYPOT_FIELD):
@@ -57,7 +57,7 @@ def join_post(list_id: int):
     email = request.form.get("email", "")
     name = request.form.get("name", "")
     try:
-        service.sign_up(db.session, list_id, email, name, links=_links(), jobs=get_jobs())
+        signup.sign_up(db.session, list_id, email, name, links=_links(), jobs=get_jobs())
     except ValidationError as exc:
         db.session.rollback()
         return render_template(
@@ -71,7 +71,7 @@ def join_post(list_id: int):
 @public
 def confirm_page(token: str):
     # A GET changes nothing: mail scanners follow links. The reader presses Confirm.
-    mailing_list, active = service.confirmation_page(db.session, _links(), token)
+    mailing_list, active = signup.confirmation_page(db.session, _links(), token)
     return render_template("signup/confirm.html", list=mailing_list, active=active, token=token)
 
 
@@ -79,9 +79,9 @@ def confirm_page(token: str):
 @public
 @csrf.exempt
 def confirm(token: str):
-    mailing_list = service.confirm(db.session, _links(), token)
+    mailing_list = signup.confirm(db.session, _links(), token)
     return render_template("signup/confirmed.html", list=mailing_list)
 
 
-def _links() -> service.Links:
-    return service.Links(current_app.config["SECRET_KEY"], current_app.config["BASE_URL"])
+def _links() -> signup.Links:
+    return signup.Links(current_app.config["SECRET_KEY"], current_app.config["BASE_URL"])

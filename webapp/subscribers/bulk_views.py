@@ -22,7 +22,7 @@ from broadside.core.errors import ValidationError
 from broadside.segments.service import all_segments
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING
-from webapp.subscribers.views import bp
+from webapp.subscribers import bp
 
 
 def _values():

@@ -27,7 +27,8 @@ from broadside.segments.service import get_segment
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING
 from webapp.params import int_arg
-from webapp.subscribers.views import bp, current_filters
+from webapp.subscribers import bp
+from webapp.subscribers.filters import current_filters
 
 # Files up to this size are imported during the upload request; bigger ones go to the worker.
 DEFAULT_INLINE_IMPORT_BYTES = 1024 * 1024

@@ -3,7 +3,7 @@ actions, `bulk_views`), add, edit, unsubscribe, suppress, erase."""
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, redirect, render_template, url_for
+from flask import flash, redirect, render_template, url_for
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, SelectField, SelectMultipleField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length
@@ -19,8 +19,8 @@ from broadside.segments.service import all_segments
 from webapp.extensions import db
 from webapp.htmx import make_response, request, vary_on_htmx
 from webapp.params import int_arg
-
-bp = Blueprint("subscribers", __name__, url_prefix="/subscribers")
+from webapp.subscribers import bp
+from webapp.subscribers.filters import current_filters
 
 ATTRIBUTES_HELP = "One per line, as name = value."
 
@@ -48,12 +48,6 @@ class SuppressForm(FlaskForm):
 
 class ConfirmForm(FlaskForm):
     """Only the CSRF token: for buttons that change state."""
-
-
-def current_filters() -> search.Filters:
-    return search.Filters.parse(request.args.get("q"), request.args.get("match"),
-                                request.args.get("list"), request.args.get("status"),
-                                request.args.get("segment"))
 
 
 @bp.route("/")
@@ -192,6 +186,3 @@ def delete(subscriber_id: int):
     flash(f"{email} is erased: their data and history are gone.", "success")
     return redirect(url_for("subscribers.index"))
 
-
-# The bulk actions' and the import/export routes, on `bp`.
-from webapp.subscribers import bulk_views, transfer_views  # noqa: E402,F401

@@ -13,60 +13,28 @@ from datetime import datetime
 from flask import Flask
 from redis import Redis
 from redis.exceptions import RedisError
-from rq.queue import Queue
-from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from broadside.core.errors import DomainError, NotFound
-from broadside.core.events import record_event
-from broadside.core.models import Broadcast, Delivery, Event, SiteSettings, Subscriber, TransactionalMessage
-from broadside.core.site_settings import get_settings
-from broadside.core.timeutil import utcnow
-from broadside.delivery import queues
+from broadside.campaigns.broadcasts.queries import SendingBroadcast, sending_broadcasts
+from broadside.core.models import SiteSettings
 from broadside.delivery.eml_folder import OutboxEntry, list_outbox, outbox_folder
 from broadside.delivery.hourly import HourlyCap
-from broadside.delivery.identities.service import SendingIdentity, all_identities, resolve
+from broadside.delivery.identities.service import SendingIdentity, all_identities
+from broadside.delivery.queue_figures import QueueInfo, queue_figures
+from broadside.delivery.recent_errors import ErrorRow, last_errors
 from broadside.delivery.streams import StreamStatus, read_stream
-from webapp.doctor import (
-    Check,
-    WorkerInfo,
-    check_identity,
-    check_smtp,
-    identity_check_as_check,
-    run_checks,
-    smtp_check_as_check,
-    smtp_target,
-)
-from webapp.identities import checks as identity_checks
-from webapp.metrics.collector import oldest_job_age
+from webapp.doctor import identities as identity_checks
+from webapp.doctor.check import Check
+from webapp.doctor.identities import check_identity, identity_check_as_check
+from webapp.doctor.report import run_checks
+from webapp.doctor.smtp import check_smtp, smtp_check_as_check, smtp_target
+from webapp.doctor.worker import WorkerInfo
 from webapp.readiness import read_readiness
 from webapp.templating import epoch_time
 
 log = logging.getLogger("broadside.system")
 
-ERRORS_SHOWN = 20
-# How far back (in events, newest first) the System page looks for delivery errors: a range
-# of the events' primary key, so the page costs the same with ten million deliveries in
-# history; an error older than that is still on its broadcast's deliveries table.
-ERROR_EVENTS_WINDOW = 100_000
 CHECKED_AT = "%H:%M:%S %Z"  # when a stored check was made, in the owner's zone
-
-
-@dataclass(frozen=True)
-class QueueInfo:
-    name: str
-    length: int
-    oldest_age: float
-
-
-@dataclass(frozen=True)
-class SendingBroadcast:
-    id: int
-    subject: str
-    send_rate: float
-    sent: int
-    total: int
-    notice: str | None
 
 
 @dataclass(frozen=True)
@@ -120,21 +88,6 @@ class LiveStatus:
         return max(rates) if rates else None
 
 
-@dataclass(frozen=True)
-class ErrorRow:
-    delivery_id: int | None  # None for transactional mail
-    status: str
-    error_class: str | None
-    smtp_code: int | None
-    reason: str | None
-    at: datetime | None
-    attempts: int
-    broadcast_id: int | None
-    subject: str
-    email: str | None
-    kind: str = "broadcast"  # broadcast | test | confirmation (transactional mail)
-
-
 @dataclass
 class Overview:
     live: LiveStatus
@@ -146,15 +99,7 @@ class Overview:
 def live_status(session: Session, redis: Redis, config) -> LiveStatus:
     namespace = config["BROADSIDE_NAMESPACE"]
     limit = int(config["SEND_HOURLY_LIMIT"])
-    sending = [
-        SendingBroadcast(*row)
-        for row in session.execute(
-            select(Broadcast.id, Broadcast.subject, Broadcast.send_rate, Broadcast.sent_count,
-                   Broadcast.total, Broadcast.notice)
-            .where(Broadcast.status.in_(("queued", "sending")))
-            .order_by(Broadcast.id)
-        ).all()
-    ]
+    sending = sending_broadcasts(session)
     settings = session.get(SiteSettings, 1)  # read only: a polled GET creates nothing
     reset_at = settings.hourly_window_reset_at if settings else None
     identities = all_identities(session, config)
@@ -167,11 +112,7 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
                           unknown, redis_problem=sender.redis_problem)
     worker = sender.worker
     try:
-        now = time.time()
-        queue_info = []
-        for name in queues.LISTENED:
-            queue = Queue(f"{namespace}:{name}", connection=redis, serializer=queues.SERIALIZER)
-            queue_info.append(QueueInfo(name, queue.count, oldest_job_age(queue, now)))
+        queue_info = queue_figures(redis, namespace)
         used = HourlyCap(redis, namespace, limit).used() if limit else None
         streams = [StreamRow(identity, read_stream(redis, namespace, identity.key,
                                                    identity.hourly_limit))
@@ -181,52 +122,6 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
                           unknown, redis_problem=sender.redis_problem)
     return LiveStatus(True, worker, queue_info, config["SEND_DELAY_MS"], sending, limit, used, reset_at,
                       streams)
-
-
-def last_errors(session: Session, limit: int = ERRORS_SHOWN) -> list[ErrorRow]:
-    """Deliveries and transactional mail (test sends, sign-up confirmations) that failed,
-    ended unknown, or wait to retry after an error; newest first.
-
-    The deliveries are found through their events (the ledger records `failed`, `unknown` and
-    `retry` as each happens) among the newest ERROR_EVENTS_WINDOW events, never by reading the
-    deliveries of every broadcast ever sent; each is then shown as it stands now."""
-    newest = session.scalar(select(func.max(Event.id))) or 0
-    recent = (
-        select(Event.delivery_id)
-        .where(Event.id > newest - ERROR_EVENTS_WINDOW, Event.kind.in_(("failed", "unknown", "retry")),
-               Event.delivery_id.is_not(None))
-        .order_by(Event.id.desc())
-        .limit(limit * 5)
-    ).subquery()
-    rows = session.execute(
-        select(Delivery.id, Delivery.status, Delivery.error_class, Delivery.smtp_code,
-               Delivery.reason, Delivery.updated_at, Delivery.attempts, Broadcast.id,
-               Broadcast.subject, Subscriber.email)
-        .join(Broadcast, Broadcast.id == Delivery.broadcast_id)
-        .outerjoin(Subscriber, Subscriber.id == Delivery.subscriber_id)
-        .where(Delivery.id.in_(select(recent.c.delivery_id)),
-               or_(Delivery.status.in_(("failed", "unknown")),
-                   and_(Delivery.status == "pending", Delivery.error_class.is_not(None))))
-        .order_by(Delivery.updated_at.desc(), Delivery.id.desc())
-        .limit(limit)
-    ).all()
-    errors = [ErrorRow(*row) for row in rows]
-    # Transactional mail keeps no update time: it is tried within seconds of being queued
-    # (retries within minutes), so the time it was queued stands for when it failed.
-    mail = TransactionalMessage
-    for row in session.execute(
-        select(mail.status, mail.reason, mail.created_at, mail.attempts, mail.broadcast_id,
-               mail.subject, mail.to_email, mail.kind)
-        .where(or_(mail.status.in_(("failed", "unknown")),
-                   and_(mail.status == "pending", mail.attempts > 0, mail.reason.is_not(None))))
-        .order_by(mail.created_at.desc(), mail.id.desc())
-        .limit(limit)
-    ).all():
-        errors.append(ErrorRow(None, row.status, None, None, row.reason, row.created_at, row.attempts,
-                               row.broadcast_id, row.subject, row.to_email, row.kind))
-    session.commit()
-    errors.sort(key=lambda e: e.at or datetime.min, reverse=True)
-    return errors[:limit]
 
 
 IDENTITY_CHECK_PREFIX = "identity "  # the name of an identity's line among the checks
@@ -295,34 +190,3 @@ def check_smtp_now(app: Flask) -> list[Check]:
     for identity in identity_checks.identity_rows(app):
         check_identity(app, identity)
     return page_checks(app)
-
-
-def reset_hourly_cap(session: Session, redis: Redis, config, identity_id: int | None = None) -> int:
-    """Forget the sends counted in an identity's rolling hour (Redis; None: the default's);
-    the database keeps every send.
-
-    Returns how many were forgotten. Records an `hourly_reset` event (and, for the default,
-    when: SiteSettings).
-    """
-    identity = resolve(session, config, identity_id)
-    if identity.status == "deleted":
-        raise NotFound(f"There is no sending identity {identity_id}.")
-    limit = identity.hourly_limit
-    if limit <= 0:
-        raise DomainError("There is no hourly limit to reset (SEND_HOURLY_LIMIT is 0)."
-                          if identity.is_default else f"“{identity.name}” has no hourly cap to reset.")
-    cap = HourlyCap(redis, config["BROADSIDE_NAMESPACE"], limit, stream=identity.key)
-    try:
-        forgotten = cap.used()
-        cap.reset()
-    except RedisError:
-        raise DomainError("Redis is unreachable, so the hourly count cannot be reset now.") from None
-    whose = "" if identity.is_default else f" of “{identity.name}”"
-    if identity.is_default:
-        get_settings(session).hourly_window_reset_at = utcnow()
-    record_event(session, "hourly_reset",
-                 detail=f"hourly limit{whose} reset by the owner; {forgotten} of {limit} sends forgotten")
-    session.commit()
-    log.info("hourly cap%s reset by the owner (%d of %d sends forgotten)", whose, forgotten, limit)
-    return forgotten
-

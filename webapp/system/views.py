@@ -17,6 +17,7 @@ from flask_wtf import FlaskForm
 
 from broadside.core.errors import DomainError, NotFound
 from broadside.delivery.eml_folder import outbox_folder, read_outbox_message
+from broadside.delivery.hourly_reset import reset_hourly_cap
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_redis
 from webapp.htmx import make_response, request
@@ -91,7 +92,7 @@ def hourly_reset_identity(identity_id: int):
 
 def _reset(identity_id: int | None):
     try:
-        forgotten = overview.reset_hourly_cap(db.session, get_redis(), current_app.config, identity_id)
+        forgotten = reset_hourly_cap(db.session, get_redis(), current_app.config, identity_id)
     except NotFound:
         raise
     except DomainError as exc:

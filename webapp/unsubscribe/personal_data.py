@@ -26,7 +26,7 @@ from broadside.audience.unsubscribe import service
 from broadside.core.timeutil import utcnow
 from webapp.extensions import csrf, db
 from webapp.security import public
-from webapp.unsubscribe.views import TooManyRequests, _claim, _page, _within_limit, bp
+from webapp.unsubscribe.claims import TooManyRequests, bp, claim_of, page, within_limit
 
 EXPORT_LIMIT = 6  # per person and minute: a file is built from up to 10,000 messages
 
@@ -34,9 +34,9 @@ EXPORT_LIMIT = 6  # per person and minute: a file is built from up to 10,000 mes
 @bp.post("/u/<token>/data")
 @public
 def download_data(token: str):
-    claim = _claim(token)
+    claim = claim_of(token)
     limit = int(current_app.config.get("PERSONAL_DATA_EXPORT_LIMIT", EXPORT_LIMIT))
-    if not _within_limit(f"unsubscribe:export:{claim.subscriber_id}", limit):
+    if not within_limit(f"unsubscribe:export:{claim.subscriber_id}", limit):
         raise TooManyRequests(f"You asked for your data {limit} times in a minute. "
                               f"Wait a minute, then try again.")
     document = personal_data.personal_data(db.session, claim)
@@ -55,20 +55,20 @@ def download_data(token: str):
 @bp.get("/u/<token>/erase")
 @public
 def confirm_erase(token: str):
-    recipient = service.resolve(db.session, _claim(token))
-    return _page("unsubscribe/erase.html", recipient=recipient, token=token)
+    recipient = service.resolve(db.session, claim_of(token))
+    return page("unsubscribe/erase.html", recipient=recipient, token=token)
 
 
 @bp.post("/u/<token>/erase")
 @public
 def erase(token: str):
-    claim = _claim(token)
+    claim = claim_of(token)
     try:
         email = personal_data.erase_self(db.session, claim)
     except service.AddressGone:
         db.session.rollback()
         email = None  # erased already: the same page, without the address it no longer knows
-    return _page("unsubscribe/erased.html", email=email, message=service.ADDRESS_GONE)
+    return page("unsubscribe/erased.html", email=email, message=service.ADDRESS_GONE)
 
 
 # The token is the credential, as for the preferences page's other buttons.

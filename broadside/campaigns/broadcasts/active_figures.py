@@ -3,7 +3,7 @@ rows: a million-row GROUP BY at every scrape would cost a second each time.
 
 - outcomes and in-flight figures: the broadcast's counters (the ledger keeps them exact);
 - sent, skipped, failed and unknown rows by class, skip reason, reply code and attempts (the
-  collector's groups): added up from each status's rows past the last one counted, kept in
+  groups of `figures.delivery_groups`): added up from each status's rows past the last one counted, kept in
   Redis with that row's id. Each row gets its status at the person's turn, in id order; a
   delivery is sent once (invariant: never sent twice) and stays sent, so each is counted
   once, and losing the Redis key only means counting them all again once. A GROUP BY of them
@@ -20,7 +20,7 @@ rows: a million-row GROUP BY at every scrape would cost a second each time.
 - pending rows waiting to retry (pending with an error class): recounted at most once every
   RETRYING_SECONDS (it reads the pending rows).
 
-Once the broadcast settles, the collector's exact recount of its rows replaces all this.
+Once the broadcast settles, `figures.delivery_groups`' exact recount of its rows replaces all this.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ CHUNK = 100_000  # new rows of one status one scrape reads at most (see the modu
 
 
 def _new_rows(broadcast_id: int, status: str, after: int) -> Select:
-    """The collector's group columns (class, skip reason, code, attempts if sent), a count
+    """The group columns (class, skip reason, code, attempts if sent), a count
     and the last id, over the broadcast's rows of `status` past `after`: the first CHUNK of
     them in id order (an index range)."""
     rows = (select(Delivery.id, Delivery.error_class, Delivery.reason, Delivery.smtp_code,
@@ -59,7 +59,7 @@ def _new_rows(broadcast_id: int, status: str, after: int) -> Select:
 
 def active_groups(session: Session, redis: Redis, key: str, broadcast_id: int, pending: int,
                   sending: int, counters: dict[str, int]) -> list[tuple]:
-    """A sending broadcast's groups, as `BroadsideCollector._delivery_groups` gives them,
+    """A sending broadcast's groups, as `figures.delivery_groups` gives them,
     without reading all its rows (see the module's docstring); `key` holds its running state
     and `counters` are the broadcast's counters of each of OUTCOMES."""
     if session.get_bind().dialect.name == "postgresql":

@@ -1,4 +1,8 @@
-"""Webhooks from the mail provider (public, no CSRF: each request proves itself).
+"""Feedback from the mail provider: its webhooks telling of deliveries, bounces and complaints
+(public, no CSRF: each request proves itself). The domain is `broadside.feedback`; the
+webhooks Broadside itself sends to the owner's systems are `webapp/settings/webhooks.py` and
+`webapp/api/webhooks.py`. The URLs keep their /webhooks/ prefix (providers are configured with
+them) and so does the blueprint's name (`webhooks.events`, `webhooks.ses`, ...).
 
 - POST /webhooks/events  generic JSON with `X-Broadside-Timestamp: <Unix seconds>` and
                          `X-Broadside-Signature: sha256=<hex HMAC-SHA256, keyed with

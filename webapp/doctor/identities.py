@@ -1,5 +1,6 @@
-"""The connection check of a sending identity's transport: `doctor` runs one per identity, the
-identities page's "Check connection" runs one, and the System page shows the last result.
+"""The connection check of a sending identity's transport other than the default (whose check is
+`smtp.py`): `doctor` runs one per identity, the identities page's "Check connection" runs one,
+and the System page shows the last result.
 
 `run` builds the identity's transport (broadside.delivery.providers.factory.make_transport, a timeout
 of a few seconds) and calls its `check()`: SMTP connects, greets and logs in, a provider's API
@@ -29,9 +30,9 @@ from broadside.core.transport_urls import SMTP_SCHEMES, scheme_of
 from broadside.delivery.identities.service import SendingIdentity, all_identities
 from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.transports import DeliveryError
+from webapp.doctor.check import CHECK_TIMEOUT_S, Check
 from webapp.extensions import db
 
-CHECK_TIMEOUT_S = 4.0
 KEY = "identity_check"
 MAX_DETAIL = 300
 
@@ -150,3 +151,14 @@ def last(app: Flask, identity: SendingIdentity) -> TransportCheck | None:
         return None
     current = _fingerprint(app.config["SECRET_KEY"], identity.transport_url)
     return result if hmac.compare_digest(result.fingerprint, current) else None
+
+
+def check_identity(app: Flask, identity: SendingIdentity, *, store: bool = True) -> Check:
+    """An identity's transport (the SMTP check above is the default's): a real conversation,
+    nothing sent, stored for the System page."""
+    return identity_check_as_check(identity, run(app, identity, store=store))
+
+
+def identity_check_as_check(identity: SendingIdentity, result: TransportCheck) -> Check:
+    return Check(f"identity {identity.name}", result.ok, result.detail,
+                 "" if result.ok else advice(identity, result))

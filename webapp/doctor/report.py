@@ -1,0 +1,45 @@
+"""Every check, in the order a self-hoster fixes things, and the CLI's printout of them."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from webapp.doctor.check import Check
+from webapp.doctor.configuration import check_base_url, check_configuration
+from webapp.doctor.identities import check_identity, identity_rows
+from webapp.doctor.services import check_database, check_redis
+from webapp.doctor.smtp import check_smtp
+from webapp.doctor.worker import UTC_ZONE, check_worker
+from webapp.templating import owner_zone
+
+
+def run_checks(app: Flask, *, smtp: bool = True) -> list[Check]:
+    """Every check, in the order a self-hoster fixes things. `smtp=False` skips the network
+    conversations with the mail server and each identity's transport (the page shows the last
+    stored results instead)."""
+    redis = app.extensions["broadside_redis"]
+    namespace = app.config["BROADSIDE_NAMESPACE"]
+    checks = [check_configuration(app.config), check_database(app)]
+    # Times in the owner's zone (Settings), read only once the database answered quickly: a
+    # database that does not answer must not stall the checks.
+    zone = owner_zone() if checks[1].ok else UTC_ZONE
+    checks += [check_redis(redis, app.config["REDIS_URL"]), check_worker(redis, namespace, zone)]
+    if smtp:
+        checks.append(check_smtp(app, database_ok=bool(checks[1].ok)))
+        if checks[1].ok:
+            checks.extend(check_identity(app, i) for i in identity_rows(app))
+    checks.append(check_base_url(app.config["BASE_URL"]))
+    return checks
+
+
+def report(app: Flask, echo=print) -> int:
+    """Print one line per check (and the configuration values); 0 only when all pass."""
+    checks = run_checks(app)
+    for check in checks:
+        echo(check.line())
+        for detail in check.details:
+            echo(f"    {detail}")
+    failed = [c.name for c in checks if c.ok is not True]
+    echo(f"{len(checks) - len(failed)} of {len(checks)} checks passed"
+         + (f"; fix: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
