@@ -42,15 +42,21 @@ INVALID_LINK = ("This confirmation link is not valid any more. Sign up again and
 
 
 class LeftSinceLink(DomainError):
-    """The link was mailed before its reader unsubscribed: it no longer subscribes them."""
+    """The link was mailed before its reader unsubscribed: it no longer subscribes them.
+    Carries the list, so the reader's page can offer its sign-up form."""
 
     status_code = 410
+
+    def __init__(self, message: str, mailing_list: MailingList) -> None:
+        super().__init__(message)
+        self.mailing_list = mailing_list
 
 
 def _left_since(mailing_list: MailingList) -> LeftSinceLink:
     return LeftSinceLink(
         f"You unsubscribed from {mailing_list.name} after this link was sent, so it no longer "
-        "subscribes you. To receive it again, sign up again: we will send you a new link.")
+        "subscribes you. To receive it again, sign up again: we will send you a new link.",
+        mailing_list)
 
 
 @dataclass(frozen=True)

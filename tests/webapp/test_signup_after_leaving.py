@@ -34,6 +34,9 @@ def test_an_old_confirmation_link_does_not_resubscribe_someone_who_left(
     assert "You unsubscribed from Weekly after this link was sent" in page.text
     assert "sign up again" in page.text
     assert "Confirm my subscription" not in page.text
+    # The reader's own page, with the way back, not the owner's error page.
+    assert "This link no longer subscribes you" in page.text
+    assert f'href="/join/{weekly}"' in page.text and "Back to Broadside" not in page.text
     refused = client.post(link)
     assert refused.status_code == 410 and "sign up again" in refused.text
 

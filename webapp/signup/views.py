@@ -71,7 +71,10 @@ def join_post(list_id: int):
 @public
 def confirm_page(token: str):
     # A GET changes nothing: mail scanners follow links. The reader presses Confirm.
-    mailing_list, active = signup.confirmation_page(db.session, _links(), token)
+    try:
+        mailing_list, active = signup.confirmation_page(db.session, _links(), token)
+    except signup.LeftSinceLink as left:
+        return _left_since(left)
     return render_template("signup/confirm.html", list=mailing_list, active=active, token=token)
 
 
@@ -79,8 +82,18 @@ def confirm_page(token: str):
 @public
 @csrf.exempt
 def confirm(token: str):
-    mailing_list = signup.confirm(db.session, _links(), token)
+    try:
+        mailing_list = signup.confirm(db.session, _links(), token)
+    except signup.LeftSinceLink as left:
+        return _left_since(left)
     return render_template("signup/confirmed.html", list=mailing_list)
+
+
+def _left_since(left: signup.LeftSinceLink):
+    """The reader's own page, not the owner's error page: what happened, and the list's
+    sign-up form when it has one (a new link is the only way back)."""
+    return render_template("signup/left_since.html", list=left.mailing_list,
+                           message=str(left)), left.status_code
 
 
 def _links() -> signup.Links:
