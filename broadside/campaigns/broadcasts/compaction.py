@@ -44,7 +44,6 @@ from broadside.core.timeutil import utcnow
 BATCH = 1000
 SETTLED = (BroadcastStatus.SENT.value, BroadcastStatus.CANCELLED.value)
 KIND = "compacted"
-MAX_DAYS = 3650
 
 
 @dataclass(frozen=True)

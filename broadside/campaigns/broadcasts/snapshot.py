@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 from sqlalchemy import Integer, Select, bindparam, exists, func, insert, literal, select, text, update
 from sqlalchemy.orm import Session
@@ -86,11 +85,6 @@ _ADD_ROWS = (
     .values(total=_BROADCASTS.c.total + bindparam("_n"),
             pending_count=_BROADCASTS.c.pending_count + bindparam("_n"))
 )
-
-
-def complete(broadcast: Any) -> bool:
-    """Whether every candidate has been snapshotted (anything with the two columns)."""
-    return broadcast.snapshot_cursor >= broadcast.snapshot_until
 
 
 def begin(session: Session, broadcast: Broadcast, segment: Segment | None) -> str:
