@@ -14,9 +14,9 @@ claim reads and claims the next due rows in one `UPDATE ... WHERE id IN (the due
 status = 'pending' RETURNING` (`claim_due`), and a flush moves each group of outcomes in one
 statement on PostgreSQL (`UPDATE ... FROM unnest(arrays) WHERE t.id = v.id AND t.status =
 'sending' RETURNING t.id`: `move_rows`), so the database spends one statement, not one per row,
-on a batch (issue 19 point 5: on two cores its CPU is the mail server's too).
+on a batch (on a two-core host the database's CPU is the mail server's too).
 
-Evidence without duplicates (issue 19: a million rows per broadcast). Two moves are kept by
+Evidence without duplicates (a broadcast may have a million rows). Two moves are kept by
 the delivery row itself rather than by an event, because the row records them and never
 overwrites them afterwards: a row's first claim (`claimed_at`, `attempts` = 1; a re-claim, which
 overwrites them, writes its `claimed` event, and a row sent back to `pending` first records
