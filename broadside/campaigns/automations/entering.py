@@ -40,7 +40,7 @@ from broadside.core.models import (
 )
 from broadside.core.models.automations import ENTERING
 from broadside.core.timeutil import utcnow
-from broadside.segments import rules as segment_rules
+from broadside.segments import reach as segment_reach
 from broadside.segments import service as segments
 from broadside.webhooks import emitter
 
@@ -225,7 +225,7 @@ def evaluate(session: Session, *, now: datetime | None = None,
                     session, automation,
                     and_(Subscriber.id > after, Subscriber.id <= last, matches),
                     and_(_ENTRIES.c.subscriber_id > after, _ENTRIES.c.subscriber_id <= last),
-                    source="segment", list_for=segment_rules.delivery_list(group),
+                    source="segment", list_for=segment_reach.delivery_list(group),
                     evaluation=evaluation, now=utcnow())
                 after = last
             result.entered[automation.id] = result.entered.get(automation.id, 0) + entered

@@ -50,7 +50,8 @@ from broadside.core.events import record_event
 from broadside.core.models import Broadcast, Delivery, Segment, Subscriber, Subscription
 from broadside.core.models.sending import BroadcastStatus, DeliveryStatus
 from broadside.segments import service as segments
-from broadside.segments.rules import delivery_list, parse
+from broadside.segments.reach import delivery_list
+from broadside.segments.rules import parse
 
 # Snapshotted in the press's transaction when the database holds at most this many people.
 INLINE_LIMIT = 10_000
