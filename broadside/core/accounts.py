@@ -24,7 +24,7 @@ PASSWORD_METHOD = "scrypt"
 
 def generate_password_hash(password: str, method: str) -> str:
     # werkzeug is imported when a password is hashed or checked: the sending worker imports
-    # this module but never does either, and werkzeug is ~2.6 MB of its memory (issue 19 point 6).
+    # this module but never does either, and werkzeug is ~2.6 MB of its memory.
     from werkzeug.security import generate_password_hash as hash_password
 
     return hash_password(password, method=method)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from dotenv import dotenv_values
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -129,8 +130,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def process_environment() -> dict[str, str]:
     """The environment a process reads its configuration from: `.env` (at the repository's
     root), overridden by the real environment. Shared by the web app and the worker."""
-    from dotenv import dotenv_values
-
     return {**{k: v for k, v in dotenv_values(REPO_ROOT / ".env").items() if v is not None},
             **os.environ}
 

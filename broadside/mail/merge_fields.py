@@ -18,7 +18,6 @@ The bounds that keep a merge field from exhausting memory or CPU live in
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import Template, TemplateError, TemplateSyntaxError, nodes
@@ -110,14 +109,6 @@ def check_merge_fields(source: str, where: str) -> nodes.Template:
     return tree
 
 
-@dataclass(frozen=True)
-class SplitText:
-    """User text with every merge field replaced by a placeholder token."""
-
-    text: str
-    fields: dict[str, str]  # placeholder -> normalised Jinja source of the field
-
-
 class Placeholders:
     """Mints placeholder tokens that Markdown, nh3, css-inline and inscriptis leave alone.
 
@@ -134,9 +125,6 @@ class Placeholders:
         token = f"bsm{self.nonce}{'b' if block else 'v'}{len(self.fields)}z"
         self.fields[token] = source
         return token
-
-    def is_block(self, token: str) -> bool:
-        return token[3 + len(self.nonce)] == "b"
 
 
 def split_merge_fields(source: str, placeholders: Placeholders) -> str:

@@ -10,7 +10,7 @@ Providers that rebuild the message from JSON (Postmark, Resend) carry the same r
 their own echoed fields (Postmark's Metadata, Resend's tags), written as `ref_for` makes it.
 A reference only ever narrows the search: the event's address must match the row's too.
 
-A delivery's Message-ID is not stored (issue 19: a string and an index entry per recipient):
+A delivery's Message-ID is not stored (it would cost a string and an index entry per recipient):
 `delivery_message_id` derives it again from the row and its revision's From, exactly as the
 worker writes it (jobs/recheck.py `message_id_for`, which a test holds equal), and a provider's
 event naming it finds the row through `row_of`.

@@ -11,8 +11,8 @@ Freezing (once per revision, milliseconds):
     and the same sanitised HTML -> plain text (inscriptis) + footer   = text_template
     (each image, the logo included, kept in the plain text as "[alt: URL]")
 
-The double opt-in email (`render_confirmation`) goes through the same pipeline with the
-owner's words, a confirm button and no unsubscribe link; it is rendered when it is queued.
+The double opt-in email (broadside.mail.confirmation) goes through the same pipeline
+(`freeze_layout`) with the owner's words, a confirm button and no unsubscribe link.
 
 Merge fields (`{{ name or "friend" }}`, `{{ attributes.city }}`) are cut out of the user's text
 before any of that and carried through as opaque placeholders, then put back as sandboxed
@@ -57,7 +57,7 @@ from broadside.mail.mime import RenderedEmail, build_message, format_address, me
 __all__ = [
     "CompiledRevision", "EmailDesign", "FrozenContent", "MergeError", "RenderedEmail",
     "build_message", "format_address", "freeze_content", "markdown_to_safe_html",
-    "message_bytes", "render_confirmation",
+    "freeze_layout", "message_bytes",
 ]
 
 EMAIL_TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "email"
@@ -200,9 +200,9 @@ def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_nam
     part of the frozen identity (the worker's envelope and From); the layout prints only the
     name and the postal address.
     """
-    frozen = _freeze(subject=subject, preheader=preheader, body_markdown=body_markdown,
-                     from_name=from_name, postal_address=postal_address, design=design,
-                     link=("unsubscribe_url", ""), others=(from_email,))
+    frozen = freeze_layout(subject=subject, preheader=preheader, body_markdown=body_markdown,
+                           from_name=from_name, postal_address=postal_address, design=design,
+                           link=("unsubscribe_url", ""), others=(from_email,))
     # Prove now, not at the first recipient, that everything compiles and renders.
     compiled = CompiledRevision(subject=subject, html_template=frozen.html_template,
                                 text_template=frozen.text_template)
@@ -214,9 +214,9 @@ def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_nam
     return frozen
 
 
-def _freeze(*, subject: str, preheader: str, body_markdown: str, from_name: str,
-            postal_address: str, design: EmailDesign, link: tuple[str, str],
-            others: tuple[str, ...] = ()) -> FrozenContent:
+def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name: str,
+                  postal_address: str, design: EmailDesign, link: tuple[str, str],
+                  others: tuple[str, ...] = ()) -> FrozenContent:
     """The layout around the body, merge fields left in. `link` is (name of the context
     variable, button label): `unsubscribe_url` for the owner's mail (a footer link), or
     another (`confirm_url`) for a notice, shown as a button after the body."""
@@ -314,14 +314,18 @@ class CompiledRevision:
         self._plain_text = _plain(TEXT_ENV, text_template)
 
     def render(self, *, email: str, name: str, attributes: dict, unsubscribe_url: str,
-               view_url: str = "") -> RenderedEmail:
-        """The email for one recipient. Unknown fields render empty.
+               view_url: str = "", **extra: str) -> RenderedEmail:
+        """The email for one recipient. Unknown fields render empty; `extra`: the fields of
+        a notice (`list_name`, `confirm_url` in the double opt-in email).
 
         Raises MergeError (a ValidationError) only if an expression fails for this
         recipient's values (say, arithmetic on a text attribute).
         """
+        context = _context(email, name, attributes, unsubscribe_url, view_url)
+        if extra:
+            context.update(extra)
         try:
-            return self.fill(_context(email, name, attributes, unsubscribe_url, view_url))
+            return self.fill(context)
         except _RENDER_ERRORS as exc:
             raise MergeError(f"A merge field could not be filled in for {email}: {_said(exc)}"
                              ) from None
@@ -388,29 +392,3 @@ def _said(exc: Exception) -> str:
     """An exception's message, short: some quote the value they choked on."""
     text = str(exc) or type(exc).__name__
     return text if len(text) <= 300 else text[:300] + "…"
-
-
-CONFIRM_LABEL = "Confirm my subscription"
-
-
-def render_confirmation(*, subject: str, body_markdown: str, from_name: str,
-                        postal_address: str, design: EmailDesign, email: str, name: str,
-                        attributes: dict, list_name: str, confirm_url: str) -> RenderedEmail:
-    """The double opt-in email in the owner's words and design: their subject and Markdown
-    body (the merge fields of a broadcast, and `list_name`), then a button to `confirm_url`.
-
-    Raises MergeError when the owner's text has a mistake (it is checked when saved, so only
-    a value that fails for this one person, say arithmetic on a text attribute, can).
-    """
-    frozen = _freeze(subject=subject, preheader="", body_markdown=body_markdown,
-                     from_name=from_name, postal_address=postal_address, design=design,
-                     link=("confirm_url", CONFIRM_LABEL), others=(confirm_url,))
-    compiled = CompiledRevision(subject=subject, html_template=frozen.html_template,
-                                text_template=frozen.text_template)
-    context = {**_context(email, name, attributes, ""), "list_name": list_name,
-               "confirm_url": confirm_url}
-    try:
-        return compiled.fill(context)
-    except _RENDER_ERRORS as exc:
-        raise MergeError(f"A merge field could not be filled in for {email}: {_said(exc)}"
-                         ) from None

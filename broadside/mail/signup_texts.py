@@ -25,10 +25,11 @@ from sqlalchemy.orm import Session
 
 from broadside.core.models import MailingList, SiteSettings, Subscriber
 from broadside.core.site_settings import SettingsError, get_settings
+from broadside.mail.confirmation import render_confirmation
 from broadside.mail.design import current_design, email_design
 from broadside.mail.merge_fields import MergeError, check_merge_fields, compile_template
 from broadside.mail.merge_sandbox import TEXT_ENV, render_bounded
-from broadside.mail.rendering import RENDER_ERRORS, RenderedEmail, render_confirmation
+from broadside.mail.rendering import RENDER_ERRORS, RenderedEmail
 
 log = logging.getLogger(__name__)
 

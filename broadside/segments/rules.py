@@ -15,9 +15,11 @@ from the owner travels as a bound parameter (nothing is built into SQL text from
 list and history conditions are EXISTS subqueries on the indexed foreign keys (the unique
 (subscriber, list) and (broadcast, subscriber) pairs and deliveries' subscriber index), and
 attribute conditions use each database's JSON function (json_extract on SQLite, ->> on
-PostgreSQL). Text comparisons ignore case (addresses are stored lower-cased).
+PostgreSQL). Text comparisons ignore case (addresses are stored lower-cased). The comparisons
+themselves are `comparisons`; who a segment reaches (the rules among people active on a list
+and not suppressed) is `reach`.
 
-Semantics an owner would expect, chosen where the issue was silent:
+Semantics an owner would expect, where the format alone does not decide:
 - `attributes.KEY exists` means "has a non-empty value"; `not_equals` matches people who do
   not have the attribute at all (they are not in Berlin).
 - `gt`/`lt` compare numbers; a value that is not a number never matches either. `before`/
@@ -41,22 +43,18 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import (
     ColumnElement,
     and_,
-    case,
-    cast,
     exists,
     false,
     func,
-    literal,
     not_,
     or_,
-    select,
     true,
 )
-from sqlalchemy.types import Float
 
 from broadside.core.errors import ValidationError
 from broadside.core.models import Delivery, Subscriber, Subscription
 from broadside.core.models.sending import DeliveryStatus
+from broadside.segments.comparisons import attribute_condition, text_condition
 
 MAX_DEPTH = 5  # groups inside groups: the top group is depth 1
 MAX_CONDITIONS = 50
@@ -327,71 +325,6 @@ class Context:
         return local.astimezone(UTC).replace(tzinfo=None)
 
 
-def _attribute_text(key: str) -> ColumnElement[Any]:
-    """The attribute as text on both databases (CAST(json_extract(...)) on SQLite, CAST(->>)
-    on PostgreSQL), so numbers compare by their text on both. SQLAlchemy binds the key or its
-    path as a parameter; parse() refused quotes in the key."""
-    return Subscriber.attributes[key].as_string()
-
-
-def _looks_numeric(text_value: ColumnElement[Any], ctx: Context) -> ColumnElement[bool]:
-    if ctx.dialect == "postgresql":
-        return text_value.op("~")(literal(r"^\s*-?([0-9]+\.?[0-9]*|\.[0-9]+)\s*$"))
-    # SQLite has no regular expressions by default: an optional minus, digits and at most one dot.
-    unsigned = case((func.substr(func.trim(text_value), 1, 1) == "-",
-                     func.substr(func.trim(text_value), 2)), else_=func.trim(text_value))
-    return and_(
-        unsigned.op("GLOB")(literal("*[0-9]*")),
-        not_(unsigned.op("GLOB")(literal("*[^0-9.]*"))),
-        not_(unsigned.op("GLOB")(literal("*.*.*"))),
-    )
-
-
-def _looks_like_date(text_value: ColumnElement[Any], ctx: Context) -> ColumnElement[bool]:
-    if ctx.dialect == "postgresql":
-        return text_value.op("~")(literal(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"))
-    return text_value.op("GLOB")(literal("[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*"))
-
-
-def _like_pattern(value: str, *, prefix: bool, suffix: bool) -> str:
-    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return ("%" if prefix else "") + escaped + ("%" if suffix else "")
-
-
-def _text_condition(column: Any, op: str, value: str) -> ColumnElement[bool]:
-    lowered = func.lower(column)
-    needle = value.lower()
-    if op == "equals":
-        return lowered == needle
-    if op == "not_equals":
-        return func.coalesce(lowered, "") != needle
-    if op == "contains":
-        return lowered.like(_like_pattern(needle, prefix=True, suffix=True), escape="\\")
-    if op == "ends_with":
-        return lowered.like(_like_pattern(needle, prefix=True, suffix=False), escape="\\")
-    raise AssertionError(op)
-
-
-def _attribute_condition(condition: Condition, ctx: Context) -> ColumnElement[bool]:
-    text_value = _attribute_text(condition.key)
-    op, value = condition.op, condition.value
-    if op in ("equals", "not_equals", "contains"):
-        return _text_condition(text_value, op, value)
-    if op == "exists":
-        return and_(text_value.is_not(None), text_value != "")
-    if op == "not_exists":
-        return or_(text_value.is_(None), text_value == "")
-    if op in ("gt", "lt"):
-        number = case((_looks_numeric(text_value, ctx), cast(func.trim(text_value), Float)),
-                      else_=None)
-        return number > value if op == "gt" else number < value
-    day = func.substr(text_value, 1, 10)
-    if op in ("before", "after"):
-        compared = day < value if op == "before" else day > value
-        return and_(_looks_like_date(text_value, ctx), compared)
-    raise AssertionError(op)
-
-
 def _joined_condition(condition: Condition, ctx: Context) -> ColumnElement[bool]:
     became_active = func.coalesce(Subscription.confirmed_at, Subscription.created_at)
     if condition.op == "within_days":
@@ -415,9 +348,9 @@ def _condition_sql(condition: Condition, ctx: Context) -> ColumnElement[bool]:
         return on_list if op == "is_on" else not_(on_list)
     if kind in ("email", "name"):
         column = Subscriber.email if kind == "email" else Subscriber.name
-        return _text_condition(column, op, value)
+        return text_condition(column, op, value)
     if kind == "attributes":
-        return _attribute_condition(condition, ctx)
+        return attribute_condition(condition.key, op, value, ctx.dialect)
     if kind == "joined":
         return _joined_condition(condition, ctx)
     if kind == "received":
@@ -436,36 +369,3 @@ def compile_rules(group: Group, ctx: Context) -> ColumnElement[bool]:
     parts = [compile_rules(item, ctx) if isinstance(item, Group) else _condition_sql(item, ctx)
              for item in group.items]
     return and_(true(), *parts) if group.kind == "all" else or_(false(), *parts)
-
-
-def active_somewhere() -> ColumnElement[bool]:
-    return exists().where(Subscription.subscriber_id == Subscriber.id,
-                          Subscription.status == ACTIVE)
-
-
-def audience_clause(group: Group, ctx: Context) -> ColumnElement[bool]:
-    """Who a segment reaches: the rules, among people active on at least one list and not
-    suppressed (bounced, complained or blocked people never match)."""
-    return and_(Subscriber.suppression.is_(None), active_somewhere(), compile_rules(group, ctx))
-
-
-def preferred_lists(group: Group) -> list[int]:
-    """Lists the rules ask people to be on: a copy carries the unsubscribe link of one of these
-    when the person is on one, otherwise of another list they are active on."""
-    return sorted({c.value for c in group.conditions() if c.kind == "list" and c.op == "is_on"})
-
-
-def delivery_list(group: Group) -> ColumnElement[Any]:
-    """For each matching person, the one list their copy belongs to (its subscription is
-    re-checked at their turn and its unsubscribe link is in their message): the lowest-numbered
-    active list the rules name, else their lowest-numbered active list."""
-    def lowest(*where: ColumnElement[bool]) -> Any:
-        return (select(func.min(Subscription.list_id))
-                .where(Subscription.subscriber_id == Subscriber.id, Subscription.status == ACTIVE,
-                       *where)
-                .scalar_subquery())
-
-    preferred = preferred_lists(group)
-    if not preferred:
-        return lowest()
-    return func.coalesce(lowest(Subscription.list_id.in_(preferred)), lowest())

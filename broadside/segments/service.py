@@ -1,7 +1,7 @@
 """Segments: save, change, copy and delete them, and ask who they reach.
 
 A segment reaches the people its rules match among those active on at least one list and not
-suppressed (`rules.audience_clause`). Counting, sampling, the subscriber table's filter, the
+suppressed (`reach.audience_clause`). Counting, sampling, the subscriber table's filter, the
 CSV export and a broadcast's snapshot all use that one clause, so they always agree.
 """
 
@@ -21,15 +21,8 @@ from broadside.core.models.automations import AutomationStatus
 from broadside.core.models.sending import BroadcastStatus
 from broadside.core.site_settings import owner_zone
 from broadside.core.timeutil import utcnow
-from broadside.segments.rules import (
-    Context,
-    Group,
-    RuleError,
-    active_somewhere,
-    audience_clause,
-    compile_rules,
-    parse,
-)
+from broadside.segments.reach import active_somewhere, audience_clause
+from broadside.segments.rules import Context, Group, RuleError, compile_rules, parse
 
 MAX_NAME = 200
 SAMPLE_SIZE = 10

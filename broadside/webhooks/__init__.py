@@ -4,12 +4,12 @@
   `WEBHOOKS_ALLOW_PRIVATE=1`), checked when an endpoint is saved and again before each POST.
 - `endpoints.py`: the owner's endpoints (save, delete, the secret, enable and disable: the only
   writer of their status).
-- `outbox.py`: an event is recorded in the transaction of the change it reports, once per
+- `emitter.py`: an event is recorded in the transaction of the change it reports, once per
   endpoint that wants it, and only then (`emit`, `emit_many` for the delivery ledger's flushes).
 - `ledger.py`: the only writer of an outbox row's status (claim, delivered, retry, failed),
   each a guarded UPDATE.
 - `signing.py`: the `Broadside-Signature` header and its check.
-- `delivery.py`: one small batch of due events POSTed (the worker's job calls it).
+- `posting.py`: one small batch of due events POSTed (the worker's job calls it).
 """
 
 from __future__ import annotations

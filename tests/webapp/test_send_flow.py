@@ -311,7 +311,7 @@ def test_the_audience_counts_match_each_person_counted_one_by_one(app):
     suppressed side), Few fewer (read from its members)."""
     import random
 
-    from broadside.campaigns.broadcasts.service import audience_summary
+    from broadside.campaigns.broadcasts.audience import audience_summary
 
     chance = random.Random(14)
     lists = [MailingList(name="One"), MailingList(name="Two"), MailingList(name="Few")]

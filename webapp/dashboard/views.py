@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
-from broadside.campaigns.automations import service as automations
+from broadside.campaigns.automations import messages as automations
 from broadside.campaigns.broadcasts.queries import recent_broadcasts
 from broadside.webhooks import endpoints as webhook_endpoints
 from webapp.dashboard.home import home_overview

@@ -12,7 +12,7 @@ from wtforms.widgets import CheckboxInput, ListWidget
 from broadside.audience.lists import all_lists
 from broadside.audience.subscribers import bulk, search, service
 from broadside.audience.unsubscribe import suppression
-from broadside.campaigns.automations import service as automations
+from broadside.campaigns.automations import messages as automations
 from broadside.core.errors import DomainError
 from broadside.core.timeutil import utcnow
 from broadside.segments.service import all_segments

@@ -35,19 +35,17 @@ from broadside.core.models import (
     AutomationEntry,
     AutomationMessage,
     AutomationStep,
-    Event,
     Segment,
     Subscriber,
 )
 from broadside.core.models.automations import ENTERING
 from broadside.core.timeutil import utcnow
-from broadside.segments import rules as segment_rules
+from broadside.segments import reach as segment_reach
 from broadside.segments import service as segments
 from broadside.webhooks import emitter
 
 _ENTRIES = AutomationEntry.__table__
 _MESSAGES = AutomationMessage.__table__
-_EVENTS = Event.__table__
 
 EVALUATION_BATCH = 10_000  # people entered per statement group in a lifecycle evaluation
 EVALUATION_BUDGET_SECONDS = 3.0  # one evaluation job's share of the worker, like a slice
@@ -227,7 +225,7 @@ def evaluate(session: Session, *, now: datetime | None = None,
                     session, automation,
                     and_(Subscriber.id > after, Subscriber.id <= last, matches),
                     and_(_ENTRIES.c.subscriber_id > after, _ENTRIES.c.subscriber_id <= last),
-                    source="segment", list_for=segment_rules.delivery_list(group),
+                    source="segment", list_for=segment_reach.delivery_list(group),
                     evaluation=evaluation, now=utcnow())
                 after = last
             result.entered[automation.id] = result.entered.get(automation.id, 0) + entered
@@ -243,14 +241,3 @@ def evaluate(session: Session, *, now: datetime | None = None,
                             .execution_options(synchronize_session=False))
             session.commit()
     return result
-
-
-def next_evaluation_at(session: Session) -> datetime | None:
-    """When the next lifecycle evaluation is due (now, when one is due or under way)."""
-    rows = session.execute(
-        select(Automation.last_evaluated_at, Automation.every_hours, Automation.evaluating)
-        .where(_CAMPAIGNS)
-    ).all()
-    moments = [utcnow() if ev is not None or last is None else last + timedelta(hours=every)
-               for last, every, ev in rows]
-    return min(moments) if moments else None

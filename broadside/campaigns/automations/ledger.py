@@ -22,7 +22,8 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, bindparam, insert, literal, select, update
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.broadcasts.ledger import EVENT_FOR, Change, move_rows
+from broadside.campaigns.broadcasts.delivery_events import EVENT_FOR
+from broadside.campaigns.broadcasts.ledger import Change, move_rows
 from broadside.core.models import AutomationEntry, AutomationMessage, Event
 from broadside.core.models.sending import DeliveryStatus
 from broadside.core.timeutil import utcnow

@@ -1,28 +1,24 @@
-"""Automations: save them with their steps, read them back with their counts.
+"""Automations: parse and save them with their steps, read them back with their counts, send
+a step as a test.
 
-Saving a step whose content changed freezes a new immutable `AutomationRevision` (invariant
-8): the step's newer revision reaches only its messages not yet due (`ledger.
-reassign_revision`); those already due keep theirs, so what each person got can always be
-reconstructed. A step removed from a live automation keeps its messages (the send log) and its
-pending ones are skipped with the reason. A changed delay applies to people who enter
-afterwards; those already in the series keep the times they were given when they entered.
-
-The state (enabled, disabled, paused, deleted) moves only through `lifecycle`.
+Saving validates everything but the merge syntax here, then writes the steps through `steps`
+(changed content frozen into a new revision, invariant 8; removed steps retired) in the same
+commit. The state (enabled, disabled, paused, deleted) moves only through `lifecycle`. What
+the automations send to people, read for the dashboard and the subscriber page: `messages`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.automations import durations, ledger, lifecycle
+from broadside.campaigns.automations import durations, lifecycle
 from broadside.campaigns.automations.entering import live_steps
-from broadside.campaigns.broadcasts.service import sender_of
+from broadside.campaigns.automations.steps import StepInput, save_steps
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.models import (
@@ -42,8 +38,7 @@ from broadside.delivery.identities import lifecycle as identity_lifecycle
 from broadside.delivery.identities.service import check_choice
 from broadside.delivery.queues import Jobs
 from broadside.delivery.transactional import queue_transactional
-from broadside.mail.design import sending_design
-from broadside.mail.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
+from broadside.mail.rendering import CompiledRevision, RenderedEmail
 from broadside.segments.rules import MAX_ID
 
 MAX_NAME = 200
@@ -53,16 +48,6 @@ MAX_PREHEADER = 300
 MAX_BODY = 500_000
 MAX_EVERY_HOURS = 720
 MAX_PRIORITY = 1000
-STEP_REMOVED = "the step was removed from the automation"
-
-
-@dataclass
-class StepInput:
-    delay: str = "PT0S"
-    subject: str = ""
-    body: str = ""
-    preheader: str = ""
-    id: int | None = None  # an existing step of this automation, kept (and moved) by its id
 
 
 @dataclass
@@ -210,73 +195,6 @@ def _check(session: Session, data: AutomationInput, except_id: int | None = None
     return delays
 
 
-def _freeze(session: Session, step: AutomationStep, identity_id: int | None,
-            default_from: str) -> AutomationRevision:
-    from_name, from_email, postal = sender_of(session, identity_id, default_from)
-    try:
-        frozen = freeze_content(subject=step.subject, preheader=step.preheader,
-                                body_markdown=step.body, from_name=from_name,
-                                from_email=from_email, postal_address=postal,
-                                design=sending_design(session, from_name))
-    except ValidationError as exc:
-        raise ValidationError(f"Step {step.position}: {exc.message}") from None
-    revision = AutomationRevision(
-        step_id=step.id, subject=step.subject, preheader=step.preheader, body_markdown=step.body,
-        html_template=frozen.html_template, text_template=frozen.text_template,
-        from_name=from_name, from_email=from_email, postal_address=postal,
-    )
-    session.add(revision)
-    session.flush()
-    return revision
-
-
-def _matched(existing: list[AutomationStep], wanted: list[StepInput]) -> list[AutomationStep | None]:
-    """Which saved step each wanted step is: by its id when the steps carry ids (the editor
-    does, so removing step 1 keeps step 2's messages with step 2's content), else by position
-    (a client that sends no ids replaces the steps in order). None: a new step."""
-    if not any(w.id is not None for w in wanted):
-        return [existing[i] if i < len(existing) else None for i in range(len(wanted))]
-    by_id = {step.id: step for step in existing}
-    matched: list[AutomationStep | None] = []
-    for number, w in enumerate(wanted, start=1):
-        if w.id is not None and w.id not in by_id:
-            raise ValidationError(f"Step {number}: this automation has no step with id {w.id}.")
-        if w.id is not None and by_id[w.id] in matched:
-            raise ValidationError(f"Step {number}: step id {w.id} is given twice.")
-        matched.append(by_id.get(w.id) if w.id is not None else None)
-    return matched
-
-
-def _save_steps(session: Session, automation: Automation, data: AutomationInput, delays: list[int],
-                default_from: str, identity_changed: bool) -> None:
-    existing = live_steps(session, automation.id)
-    matched = _matched(existing, data.steps)
-    now = utcnow()
-    for index, (wanted, seconds, step) in enumerate(zip(data.steps, delays, matched, strict=True)):
-        position = index + 1
-        if step is None:
-            step = AutomationStep(automation_id=automation.id, position=position)
-            session.add(step)
-            changed = True
-        else:
-            changed = (step.subject, step.preheader, step.body) != (
-                wanted.subject, wanted.preheader, wanted.body)
-        step.position = position
-        step.delay = wanted.delay.strip().upper()
-        step.delay_seconds = seconds
-        step.subject, step.preheader, step.body = wanted.subject, wanted.preheader, wanted.body
-        session.flush()
-        # A new sending identity is new content too: its From is frozen into each revision.
-        if changed or identity_changed or step.revision_id is None:
-            revision = _freeze(session, step, automation.identity_id, default_from)
-            step.revision_id = revision.id
-            ledger.reassign_revision(session, step.id, revision.id, now)
-    for step in (s for s in existing if s not in matched):
-        step.removed_at = now
-        ledger.skip_pending(session, AutomationMessage.__table__.c.step_id == step.id,
-                            STEP_REMOVED, now)
-
-
 def create_automation(session: Session, data: AutomationInput, *, default_from: str) -> Automation:
     """A new automation, disabled until the owner enables it."""
     delays = _check(session, data)
@@ -309,7 +227,7 @@ def _write(session: Session, automation: Automation, data: AutomationInput, dela
         automation.updated_at = utcnow()
         session.add(automation)
         session.flush()
-        _save_steps(session, automation, data, delays, default_from, identity_changed)
+        save_steps(session, automation, data.steps, delays, default_from, identity_changed)
         session.commit()
     except IntegrityError:
         session.rollback()
@@ -407,74 +325,6 @@ def step_counts(session: Session, automation_id: int) -> dict[int, dict[str, int
 def entered_count(session: Session, automation_id: int) -> int:
     return session.scalar(select(func.count()).select_from(AutomationEntry)
                           .where(AutomationEntry.automation_id == automation_id)) or 0
-
-
-@dataclass
-class DueSoon:
-    automation_id: int
-    name: str
-    status: str
-    count: int
-
-
-def due_soon(session: Session, hours: int = 24, now: datetime | None = None) -> list[DueSoon]:
-    """Messages due in the next `hours` per automation (held ones included, with its state)."""
-    now = now or utcnow()
-    rows = session.execute(
-        select(Automation.id, Automation.name, Automation.status, func.count())
-        .join(AutomationMessage, AutomationMessage.automation_id == Automation.id)
-        .where(AutomationMessage.status == "pending",
-               AutomationMessage.due_at <= now + timedelta(hours=hours),
-               Automation.status != AutomationStatus.DELETED.value)
-        .group_by(Automation.id, Automation.name, Automation.status)
-        .order_by(Automation.id)
-    ).all()
-    return [DueSoon(*row) for row in rows]
-
-
-@dataclass
-class PersonMessage:
-    id: int
-    automation_id: int
-    automation_name: str
-    position: int
-    subject: str
-    status: str
-    due_at: datetime
-    sent_at: datetime | None
-    reason: str | None
-    revision_id: int
-
-
-def messages_of(session: Session, subscriber_id: int, limit: int = 200) -> list[PersonMessage]:
-    """Every automated message of one person, newest first, with the revision's subject."""
-    rows = session.execute(
-        select(AutomationMessage.id, Automation.id, Automation.name, AutomationMessage.position,
-               AutomationRevision.subject, AutomationMessage.status, AutomationMessage.due_at,
-               AutomationMessage.sent_at, AutomationMessage.reason, AutomationMessage.revision_id)
-        .join(Automation, Automation.id == AutomationMessage.automation_id)
-        .join(AutomationRevision, AutomationRevision.id == AutomationMessage.revision_id)
-        .where(AutomationMessage.subscriber_id == subscriber_id)
-        .order_by(AutomationMessage.due_at.desc(), AutomationMessage.id.desc())
-        .limit(limit)
-    ).all()
-    messages = [PersonMessage(*tuple(row)) for row in rows]
-    person = session.get(Subscriber, subscriber_id)
-    if person is not None:
-        for message in messages:
-            message.subject = subject_for(message.subject, person)
-    return messages
-
-
-def subject_for(template: str, person: Subscriber) -> str:
-    """The subject as this person got it (their merge fields filled in), or the template when
-    their values cannot fill it (the worker failed that message with the reason)."""
-    try:
-        return compiled_revision(template, "", "").render(
-            email=person.email, name=person.name or "", attributes=person.attributes or {},
-            unsubscribe_url="#").subject
-    except ValidationError:
-        return template
 
 
 def get_step(session: Session, automation_id: int, step_id: int) -> AutomationStep:

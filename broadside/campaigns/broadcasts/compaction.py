@@ -34,7 +34,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, exists, select
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.broadcasts import ledger
+from broadside.campaigns.broadcasts import delivery_events
 from broadside.core.db import rowcount
 from broadside.core.events import record_event
 from broadside.core.models import Broadcast, Event, SiteSettings
@@ -44,7 +44,6 @@ from broadside.core.timeutil import utcnow
 BATCH = 1000
 SETTLED = (BroadcastStatus.SENT.value, BroadcastStatus.CANCELLED.value)
 KIND = "compacted"
-MAX_DAYS = 3650
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ def _settled_before(broadcast_id: int, cutoff: datetime):
 
 # The ledger's own kinds: a delivery's moves. A bounce, a complaint or an unsubscribe may name
 # a delivery too, but it is the person's evidence (their suppression, the metrics): kept.
-STEP_KINDS = tuple(sorted(set(ledger.EVENT_FOR.values())))
+STEP_KINDS = tuple(sorted(set(delivery_events.EVENT_FOR.values())))
 
 
 def _old_delivery_events(cutoff: datetime):

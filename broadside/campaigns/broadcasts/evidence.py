@@ -1,7 +1,7 @@
 """Invariant 9 as the owner reads it: who got the broadcast, who did not, and why.
 
 A keyset-paginated deliveries table (filter by status, search by email), each row's timeline
-of events in words, and the rows the owner may choose to send again.
+of events in words (`delivery_words`), and the rows the owner may choose to send again.
 
 Every page is read through the (broadcast_id, status, id) index, never an OFFSET or a COUNT
 (the counts come from the broadcast's counters): with a status, one range of it; without
@@ -20,6 +20,7 @@ from sqlalchemy import Select, and_, func, literal, literal_column, or_, select,
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts import service
+from broadside.campaigns.broadcasts.delivery_words import DeliveryRow, delivery_words, person_words
 from broadside.core.addresses import is_whole_address
 from broadside.core.errors import NotFound, ValidationError
 from broadside.core.models import Delivery, Event, Subscriber
@@ -28,35 +29,15 @@ from broadside.core.models.sending import DELIVERY_STATUSES
 PER_PAGE = 50
 MAX_QUERY = 320
 # Deliveries one search request examines at most (a range of ids past the page's key): a
-# search by address is a LIKE over the joined subscribers, which no index serves, so like
-# the subscriber table's (broadside/subscribers/search.py) it is bounded, and the page says
-# so and offers to search the next ones. Without a search, pages are index ranges.
+# search by address is a LIKE over the joined subscribers, which no index serves, so like the
+# subscriber table's (broadside/audience/subscribers/search.py) it is bounded, and the page
+# says so and offers to search the next ones. Without a search, pages are index ranges.
 SEARCH_WINDOW = 20_000
 # PostgreSQL: a search looks the PROBE deliveries nearest its key up one by one, then reads
 # the rest of its window's people as a range of subscriber ids if that range holds at most
 # SPAN_PER_DELIVERY ids a delivery (see `_searched`).
 PROBE = 1_000
 SPAN_PER_DELIVERY = 4
-
-SKIP_REASONS = {
-    "unsubscribed": "they had unsubscribed",
-    "unconfirmed": "their subscription is no longer confirmed",
-    "suppressed: bounced": "their address bounced",
-    "suppressed: complained": "they marked an email from you as spam",
-    "suppressed: blocked": "you blocked this address",
-    "cancelled": "the broadcast was cancelled",
-    "subscriber erased": "the subscriber was erased",
-    "no longer on the list": "they are no longer on the list",
-}
-
-UNSUBSCRIBE_SOURCES = {
-    "one-click": "with the one-click button in their mail app",
-    "link": "with the link in an email",
-    "preferences": "on their preferences page",
-    "owner": "by you",
-    "api": "through the API",
-    "import": "by an import",
-}
 
 # Subscriber-level events that explain a delivery (someone left, bounced, complained...).
 PERSON_KINDS = ("unsubscribed", "resubscribed", "bounce", "complaint", "suppressed", "unsuppressed")
@@ -66,55 +47,6 @@ UNKNOWN_EXPLANATION = (
     "confirmed, so it may already be in the inbox. Broadside never sends these again on its "
     "own: a second copy is worse than a missing one."
 )
-
-
-def skip_words(reason: str | None) -> str:
-    return SKIP_REASONS.get(reason or "", reason or "no reason recorded")
-
-
-@dataclass(frozen=True)
-class DeliveryRow:
-    id: int
-    subscriber_id: int | None
-    email: str | None
-    name: str | None
-    status: str
-    reason: str | None
-    smtp_code: int | None
-    error_class: str | None
-    attempts: int
-    next_attempt_at: datetime | None
-    sent_at: datetime | None
-    updated_at: datetime | None
-
-    @property
-    def who(self) -> str:
-        return self.email or "(erased subscriber)"
-
-    @property
-    def explanation(self) -> str:
-        """What happened to this row, in words the owner can act on."""
-        reason = self.reason or ""
-        if self.status == "sent":
-            reply = " ".join(str(part) for part in (self.smtp_code, reason) if part)
-            return f"Accepted by the mail server ({reply})" if reply else "Accepted by the mail server"
-        if self.status == "skipped":
-            return f"Not sent: {skip_words(self.reason)}."
-        if self.status == "unknown":
-            return ("Unknown: the connection was lost after the message was handed over, "
-                    "so it may have arrived.")
-        if self.status == "failed":
-            if self.error_class == "transient":
-                return f"Gave up after {self.attempts} attempts ({reason}). You can send it again."
-            if self.error_class == "recipient":
-                return (f"Refused for this address ({reason}). Check or fix {self.who} "
-                        "on the subscriber's page.")
-            return f"Failed: {reason}" if reason else "Failed."
-        if self.status == "sending":
-            return "Being sent right now."
-        if self.attempts and self.next_attempt_at:
-            return f"Waiting to try again ({reason})." if reason else "Waiting to try again."
-        return "Waiting its turn."
 
 
 @dataclass(frozen=True)
@@ -353,48 +285,6 @@ class Timeline:
     moments: list[Moment]
 
 
-def _delivery_words(kind: str, detail: str) -> tuple[str, str]:
-    """(headline, detail) for an event on the delivery itself."""
-    if kind == "claimed":
-        return "Picked up by the worker to send", ""
-    if kind == "sent":
-        if detail.startswith("delivered:") or detail == "delivered":
-            # An `unknown` row settled by the provider's signed delivery event.
-            return ("Delivered, as the provider's delivery event confirmed",
-                    detail.removeprefix("delivered:").strip())
-        return "Accepted by the mail server", detail
-    if kind == "skipped":
-        return f"Skipped: {skip_words(detail)}", ""
-    if kind == "failed":
-        return "Refused by the mail server", detail
-    if kind == "unknown":
-        return "Outcome unknown", detail
-    if kind == "retry":
-        if detail.startswith("will retry"):
-            return "Not accepted this time; will try again", detail.removeprefix("will retry: ")
-        if detail.startswith("sent again by the owner"):
-            return "Queued again by you", detail
-        if detail.startswith("released"):
-            return "Put back in the queue before any attempt", ""
-        if detail.startswith("throttled by the provider"):
-            return "The provider asked us to slow down; it waits its turn again", detail
-        return "Put back in the queue", detail
-    return kind.capitalize(), detail
-
-
-def _person_words(kind: str, detail: str) -> tuple[str, str]:
-    if kind == "unsubscribed":
-        return f"Unsubscribed {UNSUBSCRIBE_SOURCES.get(detail, '')}".strip(), ""
-    words = {
-        "resubscribed": "Subscribed again",
-        "bounce": "Their mail server reported a bounce",
-        "complaint": "Marked an email as spam",
-        "suppressed": "No more email to this address (suppressed)",
-        "unsuppressed": "Suppression lifted",
-    }
-    return words.get(kind, kind.capitalize()), detail
-
-
 def _row_moments(row: DeliveryRow, claimed_at: datetime | None,
                  recorded: list[Moment]) -> list[Moment]:
     """The moves the row itself keeps instead of an event (broadside.campaigns.broadcasts.ledger): its
@@ -404,16 +294,16 @@ def _row_moments(row: DeliveryRow, claimed_at: datetime | None,
     moments = []
     kinds = {(m.kind, m.at) for m in recorded}
     if claimed_at is not None and ("claimed", claimed_at) not in kinds:
-        moments.append(Moment(claimed_at, "claimed", *_delivery_words("claimed", "")))
+        moments.append(Moment(claimed_at, "claimed", *delivery_words("claimed", "")))
     if row.status == "sent" and not any(m.kind == "sent" for m in recorded):
         reply = " ".join(str(part) for part in (row.smtp_code, row.reason) if part)
         at = row.sent_at or row.updated_at or claimed_at
         if at is not None:
-            moments.append(Moment(at, "sent", *_delivery_words("sent", reply)))
+            moments.append(Moment(at, "sent", *delivery_words("sent", reply)))
     if row.status == "skipped" and row.updated_at is not None \
             and not any(m.kind == "skipped" for m in recorded):
         # A large cancel's rows are skipped in chunks by the worker, the row its own evidence.
-        moments.append(Moment(row.updated_at, "skipped", *_delivery_words("skipped", row.reason or "")))
+        moments.append(Moment(row.updated_at, "skipped", *delivery_words("skipped", row.reason or "")))
     return moments
 
 
@@ -433,7 +323,7 @@ def delivery_timeline(session: Session, broadcast_id: int, delivery_id: int) -> 
         select(Event.created_at, Event.kind, Event.detail)
         .where(Event.delivery_id == delivery_id).order_by(Event.id).limit(200)
     ):
-        words, extra = _delivery_words(kind, detail or "")
+        words, extra = delivery_words(kind, detail or "")
         moments.append(Moment(at, kind, words, extra))
     copy_list, claimed_at = session.execute(
         select(Delivery.list_id, Delivery.claimed_at).where(Delivery.id == delivery_id)).one()
@@ -453,7 +343,7 @@ def delivery_timeline(session: Session, broadcast_id: int, delivery_id: int) -> 
             )
             .order_by(Event.id).limit(50)
         ):
-            words, extra = _person_words(kind, detail or "")
+            words, extra = person_words(kind, detail or "")
             moments.append(Moment(at, kind, words, extra))
     moments.sort(key=lambda m: m.at)
     return Timeline(row, moments)

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.broadcasts import service
+from broadside.campaigns.broadcasts import audience, service
 from broadside.campaigns.broadcasts.merge_report import MergeReport, merge_problems, merge_report
 from broadside.core.errors import ValidationError
 from broadside.core.models import Broadcast
@@ -78,14 +78,14 @@ def send_plan(session: Session, broadcast_id: int) -> SendPlan:
     the counts read the whole list's index (~0.4 s on SQLite), so the press itself asks
     only `blocking_problems`."""
     broadcast = service.get_broadcast(session, broadcast_id)
-    audience = service.broadcast_audience(session, broadcast)
+    reach = audience.broadcast_audience(session, broadcast)
     settings = get_settings(session)
     merge = merge_report(session, broadcast, limit=SEND_PAGE_CHECKED)
-    problems = blocking_problems(session, broadcast, active=audience["active"],
+    problems = blocking_problems(session, broadcast, active=reach["active"],
                                  merge=[problem.message for problem in merge.problems])
-    return SendPlan(broadcast, audience["active"], audience["skipped"], problems,
+    return SendPlan(broadcast, reach["active"], reach["skipped"], problems,
                     settings.time_zone or "UTC", broadcast.skip_if_received_within_hours,
-                    audience["recently_received"], merge)
+                    reach["recently_received"], merge)
 
 
 def blocking_problems(session: Session, broadcast: Broadcast, *, active: int | None = None,
@@ -96,7 +96,7 @@ def blocking_problems(session: Session, broadcast: Broadcast, *, active: int | N
     problems = []
     if broadcast.list_id is None and broadcast.segment_id is None:
         problems.append("Choose a list or a segment to send to.")
-    elif not (active if active is not None else service.has_audience(session, broadcast)):
+    elif not (active if active is not None else audience.has_audience(session, broadcast)):
         problems.append("Nobody in this segment would receive it: no active subscriber matches "
                         "its rules now." if broadcast.segment_id is not None else
                         "Nobody on this list would receive it: it has no active subscribers.")

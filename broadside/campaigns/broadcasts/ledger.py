@@ -13,19 +13,15 @@ The worker's hot path is two statements per batch of rows, each still guarded ro
 claim reads and claims the next due rows in one `UPDATE ... WHERE id IN (the due ids) AND
 status = 'pending' RETURNING` (`claim_due`), and a flush moves each group of outcomes in one
 statement on PostgreSQL (`UPDATE ... FROM unnest(arrays) WHERE t.id = v.id AND t.status =
-'sending' RETURNING t.id`: `move_rows`), so the database spends one statement, not one per row,
-on a batch (issue 19 point 5: on two cores its CPU is the mail server's too).
+'sending' RETURNING t.id`: `move_rows`, through `bulk_moves`), so the database spends one
+statement, not one per row, on a batch (on a two-core host the database's CPU is the mail
+server's too).
 
-Evidence without duplicates (issue 19: a million rows per broadcast). Two moves are kept by
-the delivery row itself rather than by an event, because the row records them and never
-overwrites them afterwards: a row's first claim (`claimed_at`, `attempts` = 1; a re-claim, which
-overwrites them, writes its `claimed` event, and a row sent back to `pending` first records
-its first claim at that claim's own time) and the worker's `sending -> sent` (`sent` is
-final: `sent_at`, `smtp_code` and `reason`, the server's reply, are never written again). Every
-other move appends its event, as does a provider's delivery event settling an `unknown` row
-(its detail is the evidence). The timeline (`broadside.campaigns.broadcasts.evidence`) reads the row's
-moments with the events. Nor is our Message-ID stored: it names the row
-(`broadside.mail.message_refs`), so a `message_id` value a caller passes is not written.
+Evidence (invariant 9) without duplicates: which moves write an event and which the row keeps
+instead, and the outgoing webhook event each move sends, are `delivery_events`; this module
+calls them in the transaction of the move. Nor is our Message-ID stored: it names the row
+(`broadside.mail.message_refs`), so a `message_id` value a caller passes is not written
+(`DERIVED`).
 
 Lock order: the broadcast row first, then its deliveries (then subscribers). Every
 transaction that touches both takes them in that order, so a cancel during a fast send
@@ -51,33 +47,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, literal, select, text, update
+from sqlalchemy import bindparam, insert, literal, select, update
 from sqlalchemy.orm import Session
 
+from broadside.campaigns.broadcasts import delivery_events
+from broadside.campaigns.broadcasts.bulk_moves import unnest_move
 from broadside.core.models import Broadcast, Delivery, Event
 from broadside.core.models.sending import DeliveryStatus
 from broadside.core.timeutil import utcnow
-from broadside.webhooks import emitter
 
 # One counter column per delivery status (`pending_count`, `sent_count`, ...).
 COUNTER: dict[str, Any] = {status: getattr(Broadcast, f"{status}_count") for status in DeliveryStatus}
 
-# The outgoing webhook event sent when a delivery enters each of these statuses.
-WEBHOOK_FOR: dict[str, str] = {
-    DeliveryStatus.SENT: "delivery.sent",
-    DeliveryStatus.FAILED: "delivery.failed",
-    DeliveryStatus.UNKNOWN: "delivery.unknown",
-}
-
-# The event kind recorded when a delivery enters each status.
-EVENT_FOR: dict[str, str] = {
-    DeliveryStatus.SENDING: "claimed",
-    DeliveryStatus.SENT: "sent",
-    DeliveryStatus.SKIPPED: "skipped",
-    DeliveryStatus.FAILED: "failed",
-    DeliveryStatus.UNKNOWN: "unknown",
-    DeliveryStatus.PENDING: "retry",
-}
 
 
 @dataclass
@@ -169,8 +150,9 @@ def move_rows(session: Session, table: Any, changes: Sequence[Change], *, source
         if len(group) > 1 and connection.dialect.name == "postgresql":
             # One statement for the whole group, each row still guarded by its own
             # `status = source`; RETURNING names exactly the rows that moved.
-            moved_ids = set(connection.execute(*_unnest_move(connection.dialect, table, keys, group,
-                                                                        source, target, now))
+            moved_ids = set(connection.execute(*unnest_move(connection.dialect, table, keys, group,
+                                                                       source, target, now,
+                                                                       attempts_key=ATTEMPTS_DELTA))
                             .scalars())
             moved.extend(c for c in group if c.delivery_id in moved_ids)
             continue
@@ -201,65 +183,6 @@ def move_rows(session: Session, table: Any, changes: Sequence[Change], *, source
     return moved
 
 
-_unnest_statements: dict[tuple[str, ...], Any] = {}  # (table, *columns) -> UPDATE ... FROM unnest
-
-
-def _unnest_move(dialect: Any, table: Any, keys: tuple[str, ...], group: Sequence[Change], source: str,
-                 target: str, now: datetime) -> tuple[Any, dict[str, Any]]:
-    """PostgreSQL: a group's guarded moves as ONE statement, the rows' values as arrays,
-
-        UPDATE t SET status = :target, updated_at = :now, col = v.col, ...
-        FROM unnest(CAST(:ids AS INTEGER[]), CAST(:col AS TYPE[]), ...) AS v(id, col, ...)
-        WHERE t.id = v.id AND t.status = :source RETURNING t.id
-
-    instead of one UPDATE per row (an executemany): the server runs one statement, not a
-    hundred, which on a shared machine is CPU taken from the mail server. The same text for
-    every batch of one shape, so psycopg prepares it."""
-    statement = _unnest_statements.get((table.name, *keys))
-    if statement is None:
-        def array_of(column: Any) -> str:
-            return f"{column.type.compile(dialect=dialect)}[]"
-
-        columns = ["id", *(("attempts" if k == ATTEMPTS_DELTA else k) for k in keys)]
-        arrays = [f"CAST(:a_{i} AS {array_of(table.c[name])})" for i, name in enumerate(columns)]
-        sets = ["status = :target", "updated_at = :now"]
-        for i, key in enumerate(keys, start=1):
-            sets.append(f"attempts = t.attempts + v.c{i}" if key == ATTEMPTS_DELTA
-                        else f"{table.c[key].name} = v.c{i}")
-        statement = text(
-            f"UPDATE {table.name} AS t SET {', '.join(sets)} "
-            f"FROM unnest({', '.join(arrays)}) AS v({', '.join(f'c{i}' for i in range(len(columns)))}) "
-            "WHERE t.id = v.c0 AND t.status = :source RETURNING t.id"
-        )
-        _unnest_statements[(table.name, *keys)] = statement
-    params: dict[str, Any] = {"target": target, "source": source, "now": now,
-                              "a_0": [c.delivery_id for c in group]}
-    for i, key in enumerate(keys, start=1):
-        params[f"a_{i}"] = [c.values[key] for c in group]
-    return statement, params
-
-
-def _record(session: Session, broadcast_id: int, moved: Sequence[Change], kind: str, now: datetime) -> None:
-    session.connection().execute(
-        insert(_EVENTS),
-        [
-            {
-                "kind": kind,
-                "broadcast_id": broadcast_id,
-                "delivery_id": c.delivery_id,
-                "subscriber_id": c.subscriber_id,
-                "list_id": None,
-                "detail": c.detail,
-                "data": c.data,
-                "created_at": now,
-            }
-            for c in moved
-        ],
-    )
-
-
-# (source, target) moves whose evidence is the delivery row itself (see the module's doc).
-ROW_KEEPS = {(DeliveryStatus.SENDING.value, DeliveryStatus.SENT.value)}
 # Values derived rather than stored (`broadside.mail.message_refs.delivery_message_id`).
 DERIVED = ("message_id",)
 
@@ -297,51 +220,12 @@ def transition(
     # A release (never attempted: attempts back by one) is no attempt to keep.
     attempted = [c for c in moved if c.values.get(ATTEMPTS_DELTA) != -1]
     if attempted and target == DeliveryStatus.PENDING.value:
-        _keep_first_claim(session, broadcast_id, attempted)
-    if moved and (source, target) not in ROW_KEEPS:
-        _record(session, broadcast_id, moved, EVENT_FOR[target], now)
-    if moved and target in WEBHOOK_FOR:
-        _emit(session, broadcast_id, moved, WEBHOOK_FOR[target], now)
+        delivery_events.keep_first_claim(session, broadcast_id, attempted)
+    if moved and (source, target) not in delivery_events.ROW_KEEPS:
+        delivery_events.record(session, broadcast_id, moved, delivery_events.EVENT_FOR[target], now)
+    if moved and target in delivery_events.WEBHOOK_FOR:
+        delivery_events.emit(session, broadcast_id, moved, delivery_events.WEBHOOK_FOR[target], now)
     return [c.delivery_id for c in moved]
-
-
-def _keep_first_claim(session: Session, broadcast_id: int, moved: Sequence[Change]) -> None:
-    """A row back in `pending` will be claimed again, which overwrites `claimed_at`: its first
-    claim (attempts = 1, the one claim without an event) becomes an event now, at its own
-    time, so the timeline keeps every attempt. Later claims wrote theirs when they happened."""
-    session.connection().execute(
-        insert(_EVENTS).from_select(
-            ["kind", "broadcast_id", "delivery_id", "subscriber_id", "detail", "created_at"],
-            select(
-                literal(EVENT_FOR[DeliveryStatus.SENDING], Event.kind.type),
-                _DELIVERIES.c.broadcast_id,
-                _DELIVERIES.c.id,
-                _DELIVERIES.c.subscriber_id,
-                literal("", Event.detail.type),
-                _DELIVERIES.c.claimed_at,
-            ).where(
-                _DELIVERIES.c.id.in_([c.delivery_id for c in moved]),
-                _DELIVERIES.c.broadcast_id == broadcast_id,
-                _DELIVERIES.c.attempts == 1,
-                _DELIVERIES.c.claimed_at.is_not(None),
-            ),
-        )
-    )
-
-
-def _emit(session: Session, broadcast_id: int, moved: Sequence[Change], event_type: str,
-          now: datetime) -> None:
-    """The flush's outgoing webhook events, in bulk like its evidence: one SELECT of the
-    endpoints wanting them and, only if there are any, one of the people and one executemany."""
-
-    def datas() -> list[dict[str, Any]]:
-        found = emitter.people(session, [c.subscriber_id for c in moved])
-        return [{"broadcast_id": broadcast_id, "delivery_id": c.delivery_id,
-                 "subscriber": found.get(c.subscriber_id) if c.subscriber_id else None,
-                 "detail": c.detail or None}
-                for c in moved]
-
-    emitter.emit_many(session, event_type, datas, now)
 
 
 _CLAIM = (
@@ -379,7 +263,7 @@ def claim(
     # A first claim is the row's own `claimed_at`; a re-claim overwrites it, so it is recorded.
     again = [c for c in moved if claimed[c.delivery_id] > 1]
     if again:
-        _record(session, broadcast_id, again, EVENT_FOR["sending"], now)
+        delivery_events.record(session, broadcast_id, again, delivery_events.EVENT_FOR["sending"], now)
     return [c.delivery_id for c in moved]
 
 
@@ -429,7 +313,7 @@ def claim_due(session: Session, broadcast_id: int, limit: int,
         move_counters(session, broadcast_id, {("pending", "sending"): len(claimed) - limit})
     again = [Change(row.id, row.subscriber_id) for row in claimed if row.attempts > 1]
     if again:
-        _record(session, broadcast_id, again, EVENT_FOR["sending"], now)
+        delivery_events.record(session, broadcast_id, again, delivery_events.EVENT_FOR["sending"], now)
     return [(row.id, row.subscriber_id, row.list_id) for row in claimed]
 
 
@@ -452,7 +336,7 @@ def cancel_pending(session: Session, broadcast_id: int, reason: str, now: dateti
         insert(_EVENTS).from_select(
             ["kind", "broadcast_id", "delivery_id", "subscriber_id", "detail", "created_at"],
             select(
-                literal(EVENT_FOR[DeliveryStatus.SKIPPED], Event.kind.type),
+                literal(delivery_events.EVENT_FOR[DeliveryStatus.SKIPPED], Event.kind.type),
                 _DELIVERIES.c.broadcast_id,
                 _DELIVERIES.c.id,
                 _DELIVERIES.c.subscriber_id,

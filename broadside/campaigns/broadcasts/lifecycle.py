@@ -48,7 +48,6 @@ SENT = BroadcastStatus.SENT
 CANCELLED = BroadcastStatus.CANCELLED
 
 INITIAL = DRAFT  # a new broadcast (a draft, or a duplicate) starts here
-EDITABLE = (DRAFT,)  # only a draft's content changes (invariant 8)
 ACTIVE = (QUEUED, SENDING)  # a slice may run: the worker gives these a job
 
 _BROADCASTS = Broadcast.__table__

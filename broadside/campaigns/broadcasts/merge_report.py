@@ -13,7 +13,7 @@ silent for a typo. So the editor and the send page ask `merge_report`:
   "41 of 299 recipients have no city", with the fallback to add.
 - `strays`: a `}}` or `%}` outside any field (Jinja prints it as text: half of a field).
 
-The counts are one query over the broadcast's audience (`service.audience_condition`, the
+The counts are one query over the broadcast's audience (`audience.audience_condition`, the
 people a send would reach now): COUNT(*) and, per attribute, how many have it missing, null
 or empty, through SQLAlchemy's JSON path (json_extract on SQLite, ->> on PostgreSQL). It runs
 only when the message uses attributes or the name, for at most MAX_CHECKED_KEYS of them; the
@@ -32,7 +32,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, func, or_, select, true
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.broadcasts.service import audience_condition
+from broadside.campaigns.broadcasts.audience import audience_condition
 from broadside.core.models import Broadcast, Subscriber
 from broadside.mail.merge_check import (
     BUILT_INS,

@@ -10,12 +10,12 @@ these functions keep.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from email.utils import parseaddr
 from typing import Any
 
 from redis.exceptions import RedisError
-from sqlalchemy import ColumnElement, Select, and_, exists, func, select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics.sending import freeze_tracking
@@ -25,8 +25,7 @@ from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.events import record_event
 from broadside.core.logs import owner_action
-from broadside.core.models import Broadcast, Delivery, Identity, Revision, Segment, Subscriber, Subscription
-from broadside.core.models.sending import MAY_HAVE_RECEIVED
+from broadside.core.models import Broadcast, Delivery, Identity, Revision, Segment, Subscriber
 from broadside.core.site_settings import get_settings
 from broadside.core.timeutil import utcnow
 from broadside.delivery.identities import lifecycle as identity_lifecycle
@@ -34,7 +33,6 @@ from broadside.delivery.queues import Jobs
 from broadside.delivery.transactional import queue_transactional
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import CompiledRevision, freeze_content
-from broadside.segments import service as segments
 
 PAUSE_BY_OWNER = "Paused by the owner. Press Resume to continue from where it stopped."
 
@@ -75,105 +73,6 @@ def sender_of(session: Session, identity_id: int | None, default_from: str) -> t
             return identity.from_name, identity.from_email, identity.postal_address or postal
     name, address = sender_identity(session, default_from)
     return name, address, postal
-
-
-def audience_summary(session: Session, list_id: int | None) -> dict[str, Any]:
-    """Who a send to this list would reach now, and who would be skipped and why."""
-    if list_id is None:
-        return {"active": 0, "skipped": {}}
-    # Reads that stay small at a million: the list's subscriptions by status, from the
-    # (list_id, status) index alone, and its suppressed people, from whichever side is
-    # smaller (`_suppressed_members`); rather than one join that reads every member's row for
-    # their suppression (0.8 s on SQLite).
-    by_status: dict[str, int] = {}
-    for status, count in session.execute(
-            select(Subscription.status, func.count()).where(Subscription.list_id == list_id)
-            .group_by(Subscription.status)):
-        by_status[status] = count
-    skipped: dict[str, int] = {}
-    for status, suppression, count in session.execute(_suppressed_members(
-            session, list_id, members=sum(by_status.values()))):
-        by_status[status] -= count  # a suppressed person is skipped for that, whatever else
-        reason = str(suppression)  # not NULL: the WHERE asks for it
-        skipped[reason] = skipped.get(reason, 0) + count
-    for status, count in by_status.items():
-        if status != "active" and count:
-            skipped[status] = skipped.get(status, 0) + count
-    return {"active": by_status.get("active", 0), "skipped": skipped}
-
-
-def _suppressed_members(session: Session, list_id: int, *, members: int) -> Select:
-    """(subscription status, suppression, count) of the list's suppressed people, read from
-    whichever side is smaller, decided here: SQLite's statistics count the NULLs of the
-    suppression index (nearly every row), so left to itself it reads every member's row to
-    find the few suppressed (0.41 s at a million on SQLite). Fewer suppressed people in the
-    whole database than members: they are read first, from the suppression index, each one's
-    subscription found by UNIQUE(subscriber_id, list_id) (0.04 s); else the members first, as
-    before (a small list in a database with many suppressed people)."""
-    suppressed = Subscriber.suppression.is_not(None)
-    fewer = (session.scalar(select(func.count()).select_from(
-        select(Subscriber.id).where(suppressed).limit(members + 1).subquery())) or 0) <= members
-    if not fewer:
-        return (select(Subscription.status, Subscriber.suppression, func.count())
-                .join(Subscription, Subscription.subscriber_id == Subscriber.id)
-                .where(suppressed, Subscription.list_id == list_id)
-                .group_by(Subscription.status, Subscriber.suppression))
-    # MATERIALIZED: the suppressed people first, whatever the planner would reorder.
-    first = (select(Subscriber.id, Subscriber.suppression).where(suppressed)
-             .cte("suppressed").prefix_with("MATERIALIZED"))
-    return (select(Subscription.status, first.c.suppression, func.count())
-            .select_from(first)
-            .join(Subscription, and_(Subscription.subscriber_id == first.c.id,
-                                     Subscription.list_id == list_id))
-            .group_by(Subscription.status, first.c.suppression))
-
-
-def _list_audience(list_id: int) -> ColumnElement[bool]:
-    return and_(
-        Subscriber.suppression.is_(None),
-        exists().where(Subscription.subscriber_id == Subscriber.id,
-                       Subscription.list_id == list_id, Subscription.status == "active"),
-    )
-
-
-def audience_condition(session: Session, broadcast: Broadcast) -> ColumnElement[bool] | None:
-    """Who the broadcast would reach now, as a condition over subscribers (None: no audience
-    chosen, or its segment is gone)."""
-    if broadcast.segment_id is not None:
-        segment = session.get(Segment, broadcast.segment_id)
-        return segments.segment_clause(session, segment) if segment is not None else None
-    return _list_audience(broadcast.list_id) if broadcast.list_id is not None else None
-
-
-def has_audience(session: Session, broadcast: Broadcast) -> bool:
-    """Whether a send would reach anyone now: the first such person, not a count."""
-    condition = audience_condition(session, broadcast)
-    return condition is not None and session.scalar(
-        select(Subscriber.id).where(condition).limit(1)) is not None
-
-
-def broadcast_audience(session: Session, broadcast: Broadcast) -> dict[str, Any]:
-    """Who a send would reach now and who would be skipped and why, for a list or a segment;
-    with a frequency cap, also how many of them got a broadcast within it (they are skipped
-    at their turn if that is still so)."""
-    if broadcast.segment_id is not None:
-        segment = session.get(Segment, broadcast.segment_id)
-        summary = (segments.summary(session, segment) if segment is not None
-                   else {"active": 0, "skipped": {}})
-    else:
-        summary = audience_summary(session, broadcast.list_id)
-    summary["recently_received"] = 0
-    hours = broadcast.skip_if_received_within_hours
-    condition = audience_condition(session, broadcast)
-    if hours and condition is not None and summary["active"]:
-        recent = exists().where(
-            Delivery.subscriber_id == Subscriber.id,
-            Delivery.status.in_(MAY_HAVE_RECEIVED),
-            func.coalesce(Delivery.sent_at, Delivery.claimed_at) >= utcnow() - timedelta(hours=hours),
-        )
-        summary["recently_received"] = session.scalar(
-            select(func.count()).select_from(Subscriber).where(condition, recent)) or 0
-    return summary
 
 
 def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -> Revision:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 from sqlalchemy import Integer, Select, bindparam, exists, func, insert, literal, select, text, update
 from sqlalchemy.orm import Session
@@ -51,7 +50,8 @@ from broadside.core.events import record_event
 from broadside.core.models import Broadcast, Delivery, Segment, Subscriber, Subscription
 from broadside.core.models.sending import BroadcastStatus, DeliveryStatus
 from broadside.segments import service as segments
-from broadside.segments.rules import delivery_list, parse
+from broadside.segments.reach import delivery_list
+from broadside.segments.rules import parse
 
 # Snapshotted in the press's transaction when the database holds at most this many people.
 INLINE_LIMIT = 10_000
@@ -86,11 +86,6 @@ _ADD_ROWS = (
     .values(total=_BROADCASTS.c.total + bindparam("_n"),
             pending_count=_BROADCASTS.c.pending_count + bindparam("_n"))
 )
-
-
-def complete(broadcast: Any) -> bool:
-    """Whether every candidate has been snapshotted (anything with the two columns)."""
-    return broadcast.snapshot_cursor >= broadcast.snapshot_until
 
 
 def begin(session: Session, broadcast: Broadcast, segment: Segment | None) -> str:

@@ -152,8 +152,8 @@ class Revision(FrozenContent, Model):
 
 
 class Delivery(Model):
-    """One recipient's copy of a broadcast. Lean on purpose (issue 19: a million of these per
-    broadcast): no stored Message-ID (ours names the row: `broadside.mail.message_refs`), three
+    """One recipient's copy of a broadcast. Lean on purpose (a large broadcast has a million of
+    them): no stored Message-ID (ours names the row: `broadside.mail.message_refs`), three
     indexes that each serve a query, and the row keeps its own claim (`claimed_at`,
     `attempts`) and its final outcome (`status`, `reason`, `smtp_code`, `sent_at`), which the
     evidence timeline reads alongside the events (`broadside.campaigns.broadcasts.ledger`)."""

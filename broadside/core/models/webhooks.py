@@ -19,7 +19,6 @@ from broadside.core.db import NEVER_REUSE_IDS, Model
 from broadside.core.timeutil import utcnow
 
 ENDPOINT_STATUSES = ("enabled", "disabled")
-OUTBOX_STATUSES = ("pending", "sending", "delivered", "failed")
 
 
 class WebhookEndpoint(Model):

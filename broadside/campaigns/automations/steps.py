@@ -1,0 +1,106 @@
+"""An automation's steps as the owner saves them: each wanted step matched to a saved one,
+changed content frozen into a new immutable `AutomationRevision` (invariant 8), removed steps
+retired.
+
+A step's newer revision reaches only its messages not yet due (`ledger.reassign_revision`);
+those already due keep theirs, so what each person got can always be reconstructed. A step
+removed from a live automation keeps its messages (the send log) and its pending ones are
+skipped with the reason. A changed delay applies to people who enter afterwards; those
+already in the series keep the times they were given when they entered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from broadside.campaigns.automations import ledger
+from broadside.campaigns.automations.entering import live_steps
+from broadside.campaigns.broadcasts.service import sender_of
+from broadside.core.errors import ValidationError
+from broadside.core.models import Automation, AutomationMessage, AutomationRevision, AutomationStep
+from broadside.core.timeutil import utcnow
+from broadside.mail.design import sending_design
+from broadside.mail.rendering import freeze_content
+
+STEP_REMOVED = "the step was removed from the automation"
+
+
+@dataclass
+class StepInput:
+    delay: str = "PT0S"
+    subject: str = ""
+    body: str = ""
+    preheader: str = ""
+    id: int | None = None  # an existing step of this automation, kept (and moved) by its id
+
+
+def _frozen_revision(session: Session, step: AutomationStep, identity_id: int | None,
+            default_from: str) -> AutomationRevision:
+    from_name, from_email, postal = sender_of(session, identity_id, default_from)
+    try:
+        frozen = freeze_content(subject=step.subject, preheader=step.preheader,
+                                body_markdown=step.body, from_name=from_name,
+                                from_email=from_email, postal_address=postal,
+                                design=sending_design(session, from_name))
+    except ValidationError as exc:
+        raise ValidationError(f"Step {step.position}: {exc.message}") from None
+    revision = AutomationRevision(
+        step_id=step.id, subject=step.subject, preheader=step.preheader, body_markdown=step.body,
+        html_template=frozen.html_template, text_template=frozen.text_template,
+        from_name=from_name, from_email=from_email, postal_address=postal,
+    )
+    session.add(revision)
+    session.flush()
+    return revision
+
+
+def matched_steps(existing: list[AutomationStep], wanted: list[StepInput]) -> list[AutomationStep | None]:
+    """Which saved step each wanted step is: by its id when the steps carry ids (the editor
+    does, so removing step 1 keeps step 2's messages with step 2's content), else by position
+    (a client that sends no ids replaces the steps in order). None: a new step."""
+    if not any(w.id is not None for w in wanted):
+        return [existing[i] if i < len(existing) else None for i in range(len(wanted))]
+    by_id = {step.id: step for step in existing}
+    matched: list[AutomationStep | None] = []
+    for number, w in enumerate(wanted, start=1):
+        if w.id is not None and w.id not in by_id:
+            raise ValidationError(f"Step {number}: this automation has no step with id {w.id}.")
+        if w.id is not None and by_id[w.id] in matched:
+            raise ValidationError(f"Step {number}: step id {w.id} is given twice.")
+        matched.append(by_id.get(w.id) if w.id is not None else None)
+    return matched
+
+
+def save_steps(session: Session, automation: Automation, steps: list[StepInput], delays: list[int],
+               default_from: str, identity_changed: bool) -> None:
+    """The automation's steps as `steps`, in that order (`delays` parsed already): new and
+    changed content frozen into a new revision, which reaches only messages not yet due;
+    steps no longer wanted are removed, their pending messages skipped. Does not commit."""
+    existing = live_steps(session, automation.id)
+    matched = matched_steps(existing, steps)
+    now = utcnow()
+    for index, (wanted, seconds, step) in enumerate(zip(steps, delays, matched, strict=True)):
+        position = index + 1
+        if step is None:
+            step = AutomationStep(automation_id=automation.id, position=position)
+            session.add(step)
+            changed = True
+        else:
+            changed = (step.subject, step.preheader, step.body) != (
+                wanted.subject, wanted.preheader, wanted.body)
+        step.position = position
+        step.delay = wanted.delay.strip().upper()
+        step.delay_seconds = seconds
+        step.subject, step.preheader, step.body = wanted.subject, wanted.preheader, wanted.body
+        session.flush()
+        # A new sending identity is new content too: its From is frozen into each revision.
+        if changed or identity_changed or step.revision_id is None:
+            revision = _frozen_revision(session, step, automation.identity_id, default_from)
+            step.revision_id = revision.id
+            ledger.reassign_revision(session, step.id, revision.id, now)
+    for step in (s for s in existing if s not in matched):
+        step.removed_at = now
+        ledger.skip_pending(session, AutomationMessage.__table__.c.step_id == step.id,
+                            STEP_REMOVED, now)
