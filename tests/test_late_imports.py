@@ -43,9 +43,9 @@ ALLOWED: dict[tuple[str, str], str] = {
         "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
     ("jobs/webhooks_out.py", "broadside.webhooks.posting"):
         "the POSTs (urllib3 and the address checks, ~1 MB) with the first webhook job only",
-    ("jobs/worker.py", "jobs.imports"):
+    ("jobs/stream.py", "jobs.imports"):
         "the CSV importer (~1.3 MB with the bulk actions) only when an import was left unfinished",
-    ("jobs/worker.py", "jobs.bulk"):
+    ("jobs/stream.py", "jobs.bulk"):
         "the bulk actions (~1.3 MB with the importer) only when one was left unfinished",
 }
 
