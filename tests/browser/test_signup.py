@@ -7,9 +7,9 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
-from broadside.audience import lists as lists
+from broadside.audience import lists
 from broadside.core.models import Subscriber, Subscription, TransactionalMessage
-from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD
+from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, make_token
 from webapp.extensions import db
 
 pytestmark = pytest.mark.browser
@@ -60,3 +60,31 @@ def test_sign_up_confirm_and_find_them_in_the_table(page: Page, live_server, own
     page.get_by_role("link", name="zelda.reader@example.com").click()
     expect(page.get_by_role("heading", name="zelda.reader@example.com")).to_be_visible()
     expect(page.locator("#history")).to_contain_text("confirmed")
+
+
+def test_an_old_confirmation_link_after_leaving_shows_the_way_back(page: Page, live_server,
+                                                                    screenshot_dir):
+    weekly = lists.create_list(db.session, "The Weekly", "News every Friday",
+                               signup_enabled=True).id
+    page.goto(f"{live_server.url}/join/{weekly}")
+    page.get_by_label("Email").fill("reader@example.com")
+    page.get_by_role("button", name="Subscribe").click()
+    expect(page.get_by_role("heading", name="Check your inbox")).to_be_visible()
+    db.session.expire_all()
+    message = db.session.scalar(select(TransactionalMessage))
+    path = re.search(r"https?://[^/\s]+(/join/confirm/\S+)", message.text).group(1)
+    person = db.session.scalar(select(Subscriber.id))
+    page.goto(f"{live_server.url}/u/{make_token(person, weekly)}")  # the link in an email
+    page.get_by_role("button", name="Unsubscribe").click()
+    expect(page.get_by_role("heading", name="You are unsubscribed")).to_be_visible()
+
+    for width, name in ((1280, "desktop"), (390, "phone")):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.goto(live_server.url + path)
+        expect(page.get_by_role("heading", name="This link no longer subscribes you")).to_be_visible()
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        page.screenshot(path=str(screenshot_dir / f"signup-left-since-{name}.png"), full_page=True)
+    page.get_by_role("link", name="Sign up again").click()
+    expect(page.get_by_role("heading", name="Subscribe to The Weekly")).to_be_visible()
+    db.session.expire_all()
+    assert db.session.scalar(select(Subscription.status)) == "unsubscribed"
