@@ -37,10 +37,12 @@ from broadside.core.logs import mask_query_passwords, url_passwords
 from broadside.core.redis_health import how_to_start, shown_url
 from broadside.core.timeutil import epoch_to_stored, local_format
 from broadside.core.transport_urls import SMTP_SCHEMES, describe, scheme_of
+from broadside.delivery.eml_folder import OutboxTransport
 from broadside.delivery.identities.service import SendingIdentity
 from broadside.delivery.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY, stream_key
 from broadside.delivery.providers.factory import make_transport
-from broadside.delivery.transports import DeliveryError, OutboxTransport, SmtpTransport
+from broadside.delivery.smtp import SmtpTransport
+from broadside.delivery.transports import DeliveryError
 from webapp.extensions import db
 from webapp.identities import checks as identity_checks
 from webapp.templating import SYSTEM_TIME, owner_zone

@@ -11,7 +11,8 @@ from sqlalchemy import select
 
 from broadside.campaigns.broadcasts import ledger
 from broadside.core.models import Delivery
-from broadside.delivery.transports import DeliveryError, SmtpTransport
+from broadside.delivery.smtp import SmtpTransport
+from broadside.delivery.transports import DeliveryError
 from jobs.classify import Verdict, backoff, classify
 from jobs.pacing import Pacer
 from jobs.runtime import Runtime

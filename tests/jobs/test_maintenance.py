@@ -14,7 +14,7 @@ from broadside.core.models import Broadcast, Delivery, TransactionalMessage
 from broadside.core.timeutil import utcnow
 from broadside.delivery import queues
 from broadside.delivery.hourly import HourlyCap
-from broadside.delivery.transports import SmtpTransport
+from broadside.delivery.smtp import SmtpTransport
 from jobs.maintenance import ensure_jobs, mark_orphans_unknown
 from jobs.sending import Slice
 from tests.helpers import counters, make_list, start_broadcast, worker_runtime

@@ -13,7 +13,7 @@ from broadside.audience.unsubscribe.suppression import record_bounce, record_com
 from broadside.core.models import Subscriber, Subscription
 from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.lease import Lease
-from broadside.delivery.transports import OutboxTransport
+from broadside.delivery.eml_folder import OutboxTransport
 from jobs.sending import Slice
 from tests.helpers import make_list, start_broadcast, worker_runtime
 from webapp import create_app
