@@ -272,7 +272,7 @@ class Outcomes:
             else channel_reason(verdict, where)
         )
         # Not accepted (the failure came before the end of DATA): the row waits for resume.
-        # The broadcast pauses once the rest of the batch is released too (see Slice._stop).
+        # The broadcast pauses once the rest of the batch is released too (see jobs.turn `Turn.stop`).
         values["next_attempt_at"] = None
         self.batch.add("pending", delivery_id, subscriber_id, values, detail=reason)
         self.pause_reason = reason
