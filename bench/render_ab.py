@@ -40,7 +40,7 @@ SECRET = "bench-secret-key-0123456789abcdef0123"
 BASE_URL = "https://news.example.com"
 MODULES = ("broadside.mail.rendering", "broadside.mail.mime", "broadside.mail.unsubscribe_tokens",
            "broadside.campaigns.archive.links", "broadside.campaigns.analytics.rewrite",
-           "broadside.delivery.transports")
+           "broadside.delivery.smtp")
 
 
 def load(path: Path) -> SimpleNamespace:
@@ -85,16 +85,16 @@ def builder(m: SimpleNamespace, tracking: str, view: bool):
         subject=SUBJECT, preheader="Our news", body_markdown=BODY, from_name="Acme Weekly",
         from_email="news@example.com", postal_address="Acme Ltd\n1 Main Street")
     compiled = m.rendering.compiled_revision(SUBJECT, frozen.html_template, frozen.text_template)
-    tokens = m.tokens.Tokens(SECRET)
+    tokens = m.unsubscribe_tokens.Tokens(SECRET)
     views = m.links.ViewLinks(7, SECRET, BASE_URL) if view else None
     tracker = m.rewrite.Tracker(None, 7, frozen.html_template, secret_key=SECRET,
                                 base_url=BASE_URL, clock=lambda: 1_764_590_400.0)
-    wire = m.transports.SmtpTransport.wire
+    wire = m.smtp.SmtpTransport.wire
     from_header = "Acme Weekly <news@example.com>"
 
     def build(delivery_id: int, subscriber_id: int, email: str, name: str, attributes: dict,
               joined: str) -> bytes:
-        link = m.tokens.unsubscribe_url(tokens.make(subscriber_id, 3, 7, joined), BASE_URL)
+        link = m.unsubscribe_tokens.unsubscribe_url(tokens.make(subscriber_id, 3, 7, joined), BASE_URL)
         view_url = views.url(delivery_id, subscriber_id, joined) if views else ""
         rendered = compiled.render(email=email, name=name, attributes=attributes,
                                    unsubscribe_url=link, view_url=view_url)

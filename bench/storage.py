@@ -38,7 +38,7 @@ from million_snapshot import write_whole_snapshot  # noqa: E402
 from report import Figure, below  # noqa: E402
 
 TARGET_BYTES = 400
-BATCH = 100  # the worker's MAX_BATCH (jobs/sending.py)
+BATCH = 100  # the worker's MAX_BATCH (jobs/engine.py)
 TABLES = ("deliveries", "events")
 REPLY = "2.0.0 Ok: queued as 4Bq3Yl0Hxyz"  # what Postfix answers to an accepted message
 
@@ -71,7 +71,7 @@ def send_all(app, broadcast_id: int, *, vacuum_every: int | None = None) -> floa
     from broadside.campaigns.broadcasts import ledger
     from broadside.core.models import Delivery
     from broadside.core.timeutil import utcnow
-    from jobs.recheck import message_id_for
+    from broadside.mail.message_refs import delivery_message_id as message_id_for
     from webapp.extensions import db
 
     started = time.perf_counter()

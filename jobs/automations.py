@@ -1,11 +1,12 @@
-"""Automation messages through the one paced worker, on the same pipeline as broadcasts.
+"""Automation messages as a row source of the one send engine (jobs.engine, jobs.rows).
 
-An `AutomationSlice` is a broadcast `Slice` whose rows are the due messages of every enabled
-automation: the same lease check before each claim (invariant 1), the same pace (2), a
+A slice of `AutomationRows` sends the due messages of every enabled automation of its
+identity: the same lease check before each claim (invariant 1), the same pace (2), a
 send-time re-check of the automation, the person and the list (3), claims committed before
 any SMTP (4), `unknown` never resent (5), the one classifier and outcome policy (6), short
 slices that continue from what is still pending (7), frozen revisions (8) and events for every
-move (9). Only the rows and their ledger differ (`broadside.campaigns.automations.ledger`).
+move (9). Only the rows, their re-check and their ledger differ
+(`broadside.campaigns.automations.ledger`, the one writer of `AutomationMessage.status`).
 
 Order within a person's series: a message is due only when no earlier step of the same
 automation is still pending or in flight for them, so a step waiting for a retry holds the
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import formataddr
@@ -41,12 +43,13 @@ from broadside.core.models import (
 )
 from broadside.core.models.automations import AutomationStatus
 from broadside.core.timeutil import utcnow
+from broadside.mail.message_refs import automation_message_id
 from broadside.mail.rendering import CompiledRevision, compiled_revision
 from broadside.mail.unsubscribe_tokens import Tokens
-from jobs.outcomes import Book, Outcomes
-from jobs.recheck import Decision, Recheck, Row, skip_reason
+from jobs.engine import SLICE_SECONDS, Slice
+from jobs.recheck import Recheck, skip_reason
+from jobs.rows import Decision, Row
 from jobs.runtime import Runtime
-from jobs.sending import Slice, SliceResult
 
 log = logging.getLogger("broadside.worker")
 
@@ -105,14 +108,11 @@ class MessageRow(Row):
     revision_id: int = 0
 
 
-class AutomationBook(Book):
+class AutomationLedger:
     """Outcomes recorded through the automations' own ledger."""
 
-    def __init__(self) -> None:
-        super().__init__(0)
-
-    def transition(self, session: Session, changes: list[Change], *, source: str, target: str,
-                   now: datetime) -> list[int]:
+    def transition(self, session: Session, changes: Sequence[Change], *, source: str,
+                   target: str, now: datetime) -> list[int]:
         return automation_ledger.transition(session, changes, source=source, target=target, now=now)
 
     def attempts_of(self, session: Session, row_id: int) -> int:
@@ -137,7 +137,7 @@ class AutomationRecheck(Recheck):
     enabled (held otherwise; skipped once deleted), and the person is still on the list,
     subscribed and unsuppressed. Each revision is compiled once per slice."""
 
-    def __init__(self, session: Session, runtime: Runtime) -> None:
+    def __init__(self, session: Session, runtime: Runtime, *, fields: bool) -> None:
         self.session = session
         self.rt = runtime
         self.broadcast_id = None  # type: ignore[assignment]
@@ -147,7 +147,7 @@ class AutomationRecheck(Recheck):
         self.tokens = Tokens(runtime.config["SECRET_KEY"])
         self.base_url = runtime.config["BASE_URL"]
         # A provider taking many messages in one JSON request gets each message's fields.
-        self.batching = int(getattr(runtime.transport, "batch_limit", 1)) > 1
+        self.fields = fields
         self.revisions: dict[int, tuple[CompiledRevision, str, str]] = {}
 
     def _revision(self, revision_id: int) -> tuple[CompiledRevision, str, str]:
@@ -162,9 +162,8 @@ class AutomationRecheck(Recheck):
         return cached
 
     def message_id(self, row: Row) -> str:
-        domain = self.from_email.rpartition("@")[2] or "localhost"
         automation = row.automation_id if isinstance(row, MessageRow) else 0
-        return f"<broadside.m{row.id}.a{automation}@{domain}>"
+        return automation_message_id(row.id, automation, self.from_email)
 
     def decide(self, row: Row) -> Decision:
         assert isinstance(row, MessageRow)
@@ -183,55 +182,51 @@ class AutomationRecheck(Recheck):
         decision = self.prepare(row, email, name or "", attributes or {}, joined, row.list_id)
         if decision.message is not None:
             decision.message.soft_bounces = soft_bounces or 0
-            decision.message.from_email = self.from_email
         return decision
 
 
-class AutomationSlice(Slice):
-    """A few seconds of the due messages of every enabled automation of this stream's
-    identity, oldest due first."""
+class AutomationRows:
+    """The row source of a slice of the due messages of every enabled automation of this
+    stream's identity, oldest due first."""
 
-    KEY_KIND = "a"  # idempotency keys of its batches name automation messages
+    key_kind = "a"  # idempotency keys of its batches name automation messages
+    pausable = True
+    ledger = AutomationLedger()
 
     def __init__(self, session: Session, runtime: Runtime) -> None:
-        super().__init__(session, runtime, 0)
-        self.outcomes = Outcomes(session, runtime, AutomationBook())
+        self.session = session
+        self.rt = runtime
         self.earliest: datetime | None = None
+        self.recheck: AutomationRecheck | None = None
 
-    def run(self) -> SliceResult:
-        self.from_email = ""
-        self.recheck = AutomationRecheck(self.session, self.rt)
-        started = time.monotonic()
-        self.deadline = started + float(self.rt.config.get("SLICE_SECONDS", 3.0))
-        try:
-            outcome = self._loop(self.deadline)
-        finally:
-            if self.outcomes.batch.outcomes:
-                self.outcomes.flush()
-        log.info("automation slice done: %s, %d sent or attempted, %d skipped in %.2fs", outcome,
-                 self.attempts, self.skipped, time.monotonic() - started)
-        return SliceResult(outcome, self.attempts, self.skipped)
+    def open(self, fields: bool) -> str | None:
+        self.recheck = AutomationRecheck(self.session, self.rt, fields=fields)
+        return None
 
-    def _claim_due(self) -> list[Row]:
+    def claim(self, limit: int) -> list[Row]:
         """This identity's due automation messages, read, then claimed (pending -> sending,
         each guarded: a row claimed meanwhile is not among those returned); not committed."""
         rows = [MessageRow(*r) for r in self.session.execute(
             _DUE_ROWS.where(of_identity(self.rt.identity_id)),
-            {"now": utcnow(), "limit": self.batch_size})]
+            {"now": utcnow(), "limit": limit})]
         if not rows:
             return []
         claimed = set(automation_ledger.claim(self.session, [(r.id, r.subscriber_id) for r in rows]))
         return [r for r in rows if r.id in claimed]
 
-    def _finish_if_done(self) -> bool:
+    def decide(self, row: Row) -> Decision:
+        assert self.recheck is not None, "decide() before open()"
+        return self.recheck.decide(row)
+
+    def finished(self, deadline: float) -> bool:
         """Done when nothing will be due before this slice would end anyway."""
         self.earliest = earliest_due(self.session, self.rt.identity_id)
         self.session.commit()
         if self.earliest is None:
             return True
-        return (self.earliest - utcnow()).total_seconds() >= self.deadline - time.monotonic()
+        return (self.earliest - utcnow()).total_seconds() >= deadline - time.monotonic()
 
-    def _wait_for_due(self, deadline: float) -> bool:
+    def wait_for_due(self, deadline: float) -> bool:
         if self.earliest is None:
             return False
         wait = (self.earliest - utcnow()).total_seconds()
@@ -241,10 +236,10 @@ class AutomationSlice(Slice):
             wait = 0.05
         if time.monotonic() + wait >= deadline:
             return False
-        self._sleep(wait)
+        self.rt.stop.wait(wait)
         return True
 
-    def _pause(self, reason: str) -> None:
+    def pause(self, reason: str) -> None:
         """A channel-wide error (invariant 6): every enabled automation of this identity
         pauses with the reason, holding its messages until the owner resumes it."""
         for automation_id in self.session.scalars(
@@ -254,13 +249,21 @@ class AutomationSlice(Slice):
                 log.warning("automation %s paused: %s", automation_id, reason)
         self.session.commit()
 
-    def _notice(self, notice: str | None) -> None:
-        if notice:
-            log.info("automations: %s", notice)
+    def notice(self, text: str | None) -> None:
+        if text:
+            log.info("automations: %s", text)
+
+    def close(self, attempts: int, seconds: float) -> None:
+        pass
+
+
+def automation_slice(session: Session, runtime: Runtime) -> Slice:
+    """One slice of this stream's due automation messages."""
+    return Slice(session, runtime, AutomationRows(session, runtime))
 
 
 def run_evaluation(session: Session, rt: Runtime) -> entering.EvaluationResult:
-    budget = float(rt.config.get("SLICE_SECONDS", 3.0))
+    budget = float(rt.config.get("SLICE_SECONDS", SLICE_SECONDS))
     return entering.evaluate(session, budget_seconds=budget)
 
 

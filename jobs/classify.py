@@ -17,9 +17,10 @@ Providers' HTTP APIs are classified here too (`_provider`): a request that could
 is transient, one sent without an answer is ambiguous, and each provider's answers (HTTP
 status and its own code) map to the same kinds.
 
-`next_step` is the one policy mapping a verdict to what becomes of the message, shared by
-broadcasts (jobs.outcomes) and transactional mail (jobs.transactional); `channel_reason` and
-`connection_reason` are the owner's words when a broadcast pauses.
+`next_step` is the one policy mapping a verdict to what becomes of the message, applied by
+jobs.outcomes to the rows of every source (broadcast deliveries, automation messages,
+transactional mail: jobs.rows); `channel_reason` and `connection_reason` are the owner's
+words when a broadcast pauses.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Orphan repair and the periodic checks each stream's worker runs while it holds its lease,
 over its own identity's rows.
 
-Invariant 5: a delivery or an automation message found in `sending` with no live sender is
-moved to `unknown` (through its ledger, guarded by `status = 'sending'`), shown to the owner,
-and never resent automatically. Invariant 7: every broadcast in `queued`/`sending` without a job gets one, a
-bounded number of times in a row without progress (the lifecycle's `auto_resume` and
-`stalled`); past the bound it is paused with the reason (the lifecycle's one `pause`).
+Invariant 5: a delivery, an automation message or a transactional message found in `sending`
+with no live sender is moved to `unknown` (through its own ledger, guarded by
+`status = 'sending'`), shown to the owner, and never resent automatically. Invariant 7:
+every broadcast in `queued`/`sending` without a job gets one, a bounded number of times in
+a row without progress (the lifecycle's `auto_resume` and `stalled`); past the bound it is
+paused with the reason (the lifecycle's one `pause`).
 A cancelled broadcast with rows still pending gets a job that skips them (a large cancel is
 finished by the worker, and a skip cut short by a crash resumes: `_ensure_skipping`).
 """
@@ -15,19 +16,20 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.automations import ledger as automation_ledger
 from broadside.campaigns.broadcasts import cancelling, ledger, lifecycle
 from broadside.campaigns.broadcasts.service import send_broadcast
-from broadside.core.models import Automation, AutomationMessage, Broadcast, Delivery, TransactionalMessage
+from broadside.core.models import Automation, AutomationMessage, Broadcast, Delivery
 from broadside.core.timeutil import utcnow
+from broadside.delivery import transactional_ledger
+from jobs import transactional
 from jobs.automations import anything_due, evaluation_due
 from jobs.compaction import ensure_compaction
+from jobs.engine import paused_notice
 from jobs.runtime import Runtime
-from jobs.sending import paused_notice
-from jobs.transactional import due_transactional
 from jobs.webhooks_out import ensure_webhooks
 
 log = logging.getLogger("broadside.worker")
@@ -85,10 +87,10 @@ def mark_orphans_unknown(
             ledger.Change(message_id, subscriber_id, dict(ORPHANED), detail="worker stopped mid-send")
             for message_id, subscriber_id in session.execute(auto_query).all()
         ], source="sending", target="unknown"))
-    # Transactional mail has no ledger (no broadcast, no counters): the same guarded move.
-    tx_query = update(TransactionalMessage).where(
-        TransactionalMessage.status == "sending", _of(TransactionalMessage.identity_id, identity_id))
-    session.execute(tx_query.values(status="unknown", reason="the worker stopped mid-send"))
+    if not transactional.running(identity_id):
+        # Through their own ledger too; their rows keep no claim time, so only while no
+        # transactional slice of this identity runs here (jobs.transactional).
+        moved += transactional_ledger.repair_orphans(session, identity_id, ORPHANED["reason"])
     session.commit()
     if moved:
         log.warning("repaired %d deliveries left in flight: now unknown", moved)
@@ -160,7 +162,7 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
             session.commit()
         rt.jobs.enqueue_slice(broadcast_id, rt.identity_id)
 
-    for message_id in due_transactional(session, rt.identity_id):
+    for message_id in transactional.due_transactional(session, rt.identity_id):
         rt.jobs.enqueue_transactional(message_id, rt.identity_id)
     # Automations: due messages get a slice, a due lifecycle evaluation a job (each at most
     # one queued at a time; a running one queues its own continuation).

@@ -1,6 +1,8 @@
-"""What became of each claimed delivery in a slice, recorded together.
+"""What became of each claimed row in a slice, recorded together through its source's ledger.
 
-Every outcome is a ledger transition out of `sending` (`WHERE status = 'sending'`): a row
+Every outcome is a transition out of `sending` through the row source's `Ledger` (jobs.rows:
+the deliveries', the automation messages' or the transactional messages' own, each guarded by
+`WHERE status = 'sending'`): a row
 that orphan repair or anyone else moved meanwhile is left alone, and nothing is
 read-then-written (invariant 4). Outcomes are kept in a `Batch` and flushed in one
 transaction per batch of sends, with their counters and events (invariant 9).
@@ -10,7 +12,7 @@ outcome policy, `jobs.classify.next_step`, that transactional mail shares: lost 
 body was sent -> `unknown`, never resent automatically (invariant 5); refused for this
 address -> `failed`; transient -> back to `pending` with backoff, within the retry budget;
 channel-wide -> back to `pending`, and the broadcast pauses with the reason once the rest of
-the batch is released.
+the batch is released (a source that cannot pause, transactional mail, retries with backoff).
 """
 
 from __future__ import annotations
@@ -18,15 +20,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts import ledger
 from broadside.campaigns.broadcasts.ledger import ATTEMPTS_DELTA
-from broadside.core.models import Delivery, Subscriber
+from broadside.core.models import Subscriber
 from broadside.core.timeutil import utcnow
 from broadside.delivery.transports import DeliveryError
 from jobs.classify import (
@@ -39,7 +40,7 @@ from jobs.classify import (
     next_step,
     what_to_fix,
 )
-from jobs.recheck import Prepared, Row
+from jobs.rows import Ledger, Prepared, Row
 from jobs.runtime import MAX_THROTTLES, Runtime
 
 log = logging.getLogger("broadside.worker")
@@ -55,27 +56,11 @@ class Outcome:
     change: ledger.Change
 
 
-class Book:
-    """Where a slice's rows are recorded: a broadcast's deliveries (the default), or another
-    table of rows in the same states with its own ledger (automation messages)."""
-
-    def __init__(self, broadcast_id: int) -> None:
-        self.broadcast_id = broadcast_id
-
-    def transition(self, session: Session, changes: list[ledger.Change], *, source: str,
-                   target: str, now: datetime) -> list[int]:
-        return ledger.transition(session, self.broadcast_id, changes, source=source,
-                                 target=target, now=now)
-
-    def attempts_of(self, session: Session, row_id: int) -> int:
-        return int(session.scalar(select(Delivery.attempts).where(Delivery.id == row_id)) or 0)
-
-
 @dataclass
 class Batch:
     """The rows this slice claimed and what became of each, flushed together."""
 
-    book: Book
+    ledger: Ledger
     outcomes: list[Outcome] = field(default_factory=list)
     # delivery id -> subscriber id, for people sent to who had soft bounces (reset once sent)
     soft_bounced: dict[int, int] = field(default_factory=dict)
@@ -96,16 +81,17 @@ class Batch:
     def flush(self, session: Session) -> None:
         """Record every outcome with an UPDATE guarded by status = 'sending', then commit.
 
-        Lock order (broadside.campaigns.broadcasts.ledger): the ledger takes the broadcast row (its
-        counters) before the deliveries; the subscribers' soft-bounce reset comes last."""
+        Lock order (broadside.campaigns.broadcasts.ledger): the deliveries' ledger takes the
+        broadcast row (its counters) before the deliveries; the subscribers' soft-bounce reset
+        comes last."""
         now = utcnow()
         by_target: dict[str, list[ledger.Change]] = {}
         for outcome in self.outcomes:
             by_target.setdefault(outcome.target, []).append(outcome.change)
         moved: dict[str, list[int]] = {}
         for target, changes in by_target.items():
-            moved[target] = self.book.transition(session, changes, source="sending", target=target,
-                                                 now=now)
+            moved[target] = self.ledger.transition(session, changes, source="sending",
+                                                   target=target, now=now)
         delivered = [self.soft_bounced[d] for d in moved.get("sent", ()) if d in self.soft_bounced]
         if delivered:
             # A delivery that went through ends a run of soft bounces.
@@ -125,10 +111,12 @@ class Outcomes:
     The methods that record an SMTP result return the reason to stop the slice ("paused"),
     or None to go on."""
 
-    def __init__(self, session: Session, runtime: Runtime, book: Book | int) -> None:
+    def __init__(self, session: Session, runtime: Runtime, ledger: Ledger, *,
+                 pausable: bool = True) -> None:
         self.session = session
         self.rt = runtime
-        self.batch = Batch(book if isinstance(book, Book) else Book(book))
+        self.batch = Batch(ledger)
+        self.pausable = pausable  # see jobs.rows.RowSource.pausable
         self.pause_reason: str | None = None
 
     def flush(self) -> None:
@@ -145,7 +133,7 @@ class Outcomes:
         self.batch.add(
             "failed", row.id, row.subscriber_id, {"reason": reason, "error_class": "recipient"}, detail=reason
         )
-        log.warning("delivery %s failed before sending: %s", row.id, reason)
+        log.warning("row %s failed before sending: %s", row.id, reason)
 
     def release(self, rows: Iterable[Row], *, cancelled: bool) -> None:
         """Claimed but never attempted: back to pending (or skipped when cancelled)."""
@@ -230,7 +218,7 @@ class Outcomes:
         step, attempts = next_step(
             verdict,
             lambda: self._attempts_of(delivery_id),
-            pausable=True,
+            pausable=self.pausable,
             channel_down=verdict.kind == "transient"
             and verdict.network
             and rt.connection_failures >= MAX_CONNECTION_FAILURES,
@@ -284,11 +272,11 @@ class Outcomes:
             else channel_reason(verdict, where)
         )
         # Not accepted (the failure came before the end of DATA): the row waits for resume.
-        # The broadcast pauses once the rest of the batch is released too (see Slice._stop).
+        # The broadcast pauses once the rest of the batch is released too (see jobs.turn `Turn.stop`).
         values["next_attempt_at"] = None
         self.batch.add("pending", delivery_id, subscriber_id, values, detail=reason)
         self.pause_reason = reason
         return "paused"
 
     def _attempts_of(self, delivery_id: int) -> int:
-        return self.batch.book.attempts_of(self.session, delivery_id)
+        return self.batch.ledger.attempts_of(self.session, delivery_id)

@@ -11,7 +11,6 @@ the revision compiled once per slice (invariant 8: the revision never changes).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import formataddr
 from typing import Any, NamedTuple
@@ -25,52 +24,14 @@ from broadside.core.models import Broadcast, Delivery, Revision, Subscriber, Sub
 from broadside.core.models.sending import MAY_HAVE_RECEIVED, BroadcastStatus
 from broadside.core.timeutil import utcnow
 from broadside.delivery.transports import MessageFields
+from broadside.mail.message_refs import delivery_message_id
 from broadside.mail.mime import check_message
 from broadside.mail.rendering import MergeError, compiled_revision, message_bytes
 from broadside.mail.unsubscribe_tokens import Tokens, unsubscribe_url
+from jobs.rows import Decision, Prepared, Row
 from jobs.runtime import Runtime
 
 SENDING = BroadcastStatus.SENDING.value
-
-
-@dataclass(frozen=True)
-class Row:
-    """A claimed delivery."""
-
-    id: int
-    subscriber_id: int | None
-    list_id: int | None = None  # the list of this copy; None: the broadcast's
-
-
-@dataclass
-class Prepared:
-    """One person's message, ready for the wire."""
-
-    delivery_id: int
-    subscriber_id: int | None
-    email: str
-    message_id: str
-    wire: bytes = b""
-    soft_bounces: int = 0  # their run of soft bounces when re-checked
-    from_email: str = ""  # the envelope sender, when it is not the slice's (automations)
-    fields: MessageFields | None = None  # the same message for a JSON API (jobs.batches)
-
-
-@dataclass
-class Decision:
-    """What the send-time re-check decided for one claimed row."""
-
-    stop: str | None = None  # the broadcast left `sending`: its status
-    skip: str | None = None  # not to be sent: the reason
-    fail: str | None = None  # their values cannot make a message: the reason
-    hold: bool = False  # not now (an automation disabled or paused since the claim): released
-    message: Prepared | None = None
-
-
-def message_id_for(delivery_id: int, broadcast_id: int, from_email: str) -> str:
-    """Stable per delivery: a manual resend carries the same Message-ID."""
-    domain = from_email.rpartition("@")[2] or "localhost"
-    return f"<broadside.d{delivery_id}.b{broadcast_id}@{domain}>"
 
 
 _RECIPIENT_STATE = (
@@ -232,7 +193,7 @@ class Recheck:
 
     def __init__(
         self, session: Session, runtime: Runtime, broadcast_id: int, list_id: int | None,
-        revision: Revision, cap_hours: int | None = None,
+        revision: Revision, cap_hours: int | None = None, *, fields: bool = False,
     ) -> None:
         self.session = session
         self.rt = runtime
@@ -247,7 +208,7 @@ class Recheck:
         self.tokens = Tokens(runtime.config["SECRET_KEY"])  # one per slice
         self.base_url = runtime.config["BASE_URL"]
         # A provider taking many messages in one JSON request gets each message's fields.
-        self.batching = int(getattr(runtime.transport, "batch_limit", 1)) > 1
+        self.fields = fields
         self.view_links = ViewLinks.for_broadcast(session, broadcast_id,
                                                   runtime.config["SECRET_KEY"], self.base_url)
         self.tracker = Tracker(session, broadcast_id, revision.html_template,
@@ -274,7 +235,7 @@ class Recheck:
         return decision
 
     def message_id(self, row: Row) -> str:
-        return message_id_for(row.id, self.broadcast_id, self.from_email)
+        return delivery_message_id(row.id, self.broadcast_id, self.from_email)
 
     def prepare(self, row: Row, email: str, name: str, attributes: dict, joined: datetime | str,
                 list_id: int | None = None, tracking: str | None = None) -> Decision:
@@ -298,7 +259,7 @@ class Recheck:
                 "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
             }
             fields = None
-            if self.batching:
+            if self.fields:
                 # A JSON API takes the parts as they are (no MIME made, nor parsed back), and
                 # fails this person's message exactly where the MIME message would fail.
                 check_message(rendered, from_addr=self.from_header, to_addr=email,
@@ -324,4 +285,4 @@ class Recheck:
                 fail=f"could not build this person's message ({error.__class__.__name__}: {error})"[:500]
             )
         return Decision(message=Prepared(row.id, row.subscriber_id, email, message_id, wire,
-                                         fields=fields))
+                                         from_email=self.from_email, fields=fields))

@@ -8,11 +8,11 @@ from redis.exceptions import RedisError
 from broadside.campaigns.broadcasts import cancelling
 from broadside.campaigns.broadcasts.snapshot import prepare
 from broadside.core.logs import log_context
-from jobs import runtime
-from jobs.automations import AutomationSlice, anything_due, run_evaluation
+from jobs import runtime, transactional
+from jobs.automations import anything_due, automation_slice, run_evaluation
+from jobs.broadcasts import broadcast_slice
 from jobs.database import db
-from jobs.sending import SLICE_MAX_SENDS, Slice
-from jobs.transactional import send_transactional as send
+from jobs.engine import SLICE_MAX_SENDS
 
 
 def send_broadcast_slice(broadcast_id: int) -> str:
@@ -28,7 +28,7 @@ def send_broadcast_slice(broadcast_id: int) -> str:
             # the first slice sends after the first chunk (broadside.campaigns.broadcasts.snapshot);
             # longer while fewer rows are pending than two slices could send.
             prepare(db.session(), broadcast_id, ahead=2 * SLICE_MAX_SENDS)
-            result = Slice(db.session(), rt, broadcast_id).run()
+            result = broadcast_slice(db.session(), rt, broadcast_id).run()
             if cancelling.still_to_skip(db.session(), broadcast_id):
                 # Cancelled while this slice ran (it stopped at its re-check): skip the rest.
                 db.session.commit()
@@ -72,13 +72,22 @@ def skip_cancelled(broadcast_id: int) -> str:
 
 
 def send_transactional(message_id: int) -> str:
+    """A slice of this stream's due transactional mail, `message_id` among it (its marker is
+    cleared). A paused identity's slice sends nothing ("held"): the rows stay pending and the
+    maintenance requeues them once it is resumed."""
     rt = runtime.get()
     try:
         rt.jobs.clear_marker("transactional", message_id)
-        if rt.pause_reason(db.session()) is not None:
-            db.session.commit()
-            return "held"  # its identity is paused: it stays pending (maintenance requeues it)
-        return send(db.session(), rt, message_id)
+        with transactional.sending(rt.identity_id):
+            result = transactional.transactional_slice(db.session(), rt).run()
+        if result.outcome == "continue":
+            try:  # what is still due gets its job (each at most one queued)
+                for due in transactional.due_transactional(db.session(), rt.identity_id):
+                    rt.jobs.enqueue_transactional(due, rt.identity_id)
+                db.session.commit()
+            except RedisError:
+                pass  # the maintenance tick queues them once Redis is back
+        return result.outcome
     finally:
         db.session.remove()
 
@@ -92,7 +101,7 @@ def send_automations(identity_number: int = 0) -> str:
         rt.running_automations = True
         try:
             rt.jobs.clear_marker("automations", identity_number)
-            result = AutomationSlice(db.session(), rt).run()
+            result = automation_slice(db.session(), rt).run()
             if result.outcome == "continue":
                 try:
                     rt.jobs.enqueue_automations(rt.identity_id, turn=True)

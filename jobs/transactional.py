@@ -1,146 +1,177 @@
-"""Transactional mail (test sends, confirmations): the same claim, pace, guards and outcome
-policy as broadcasts.
+"""Transactional mail (test sends, sign-up confirmations) as a row source of the one send
+engine (jobs.engine, jobs.rows): its own loop no more, its own rows and ledger.
 
-Claim before send (invariant 4): pending -> sending is one guarded UPDATE committed before any
-SMTP; every later write is guarded by `status = 'sending'`, so orphan repair's `unknown`
-(invariant 5) is never overwritten. The pace is the worker's one pacer (invariant 2). Errors
-are classified once (invariant 6) and mapped by `jobs.classify.next_step`, the policy
-broadcasts use; it says precisely why a transactional message never pauses anything.
+The same pipeline as broadcasts, on the stream's higher-priority `transactional` queue: the
+lease checked before every claim (invariant 1), the stream's one pacer (2), claims committed
+before any send (4: `transactional_ledger.claim_due`), `unknown` never resent (5), errors
+classified once and mapped by the one outcome policy (6). Every status change goes through
+`broadside.delivery.transactional_ledger`, the one writer of `TransactionalMessage.status`.
+A transactional message concerns one person and has nothing to pause (`pausable = False`:
+`jobs.classify.next_step` retries a channel-wide refusal with backoff, within the budget).
+
+A job is queued per message, but a slice sends whatever of its stream's transactional mail is
+due, oldest first; the jobs of the messages it sent find nothing left to claim. A message due
+later (a retry) is requeued by the maintenance tick when it is due.
+
+The maintenance tick repairs rows left `sending` (invariant 5) while no transactional slice of
+its identity runs in this process (`running`): the table keeps no claim time to tell a row in
+flight from one a dead job left behind.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
 from email.utils import formataddr, parseaddr
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from broadside.core.db import rowcount
+from broadside.campaigns.broadcasts.ledger import Change
 from broadside.core.models import TransactionalMessage
 from broadside.core.site_settings import get_settings
-from broadside.core.timeutil import utcnow
-from broadside.delivery.transports import DeliveryError
+from broadside.delivery import transactional_ledger
+from broadside.delivery.transactional_ledger import Move
+from broadside.delivery.transports import MessageFields
+from broadside.mail.message_refs import transactional_message_id
+from broadside.mail.mime import check_message
 from broadside.mail.rendering import RenderedEmail, message_bytes
-from jobs.classify import Step, backoff, classify, next_step
+from jobs.engine import Slice
+from jobs.rows import Decision, Prepared, Row
 from jobs.runtime import Runtime
 
 log = logging.getLogger("broadside.worker")
 
-
-def _finish(session: Session, row_id: int, status: str, **values) -> None:
-    # `row_id`, not `message_id`: that is a column written through **values (the Message-ID).
-    session.execute(
-        update(TransactionalMessage)
-        .where(TransactionalMessage.id == row_id, TransactionalMessage.status == "sending")
-        .values(status=status, **values)
-    )
-    session.commit()
+_lock = threading.Lock()
+_running: dict[int | None, int] = {}  # identity id -> transactional slices running
 
 
-def send_transactional(session: Session, rt: Runtime, message_id: int) -> str:
-    now = utcnow()
-    # Claim before send (invariant 4): a duplicated job finds the row gone from `pending`.
-    claimed = session.execute(
-        update(TransactionalMessage)
-        .where(
-            TransactionalMessage.id == message_id,
-            TransactionalMessage.status == "pending",
-            or_(TransactionalMessage.next_attempt_at.is_(None), TransactionalMessage.next_attempt_at <= now),
-        )
-        .values(status="sending", attempts=TransactionalMessage.attempts + 1)
-    )
-    session.commit()
-    if rowcount(claimed) != 1:
-        return "nothing"
-    # (A paused identity's worker takes no job at all: see jobs.worker.)
-    message = session.get_one(TransactionalMessage, message_id)
-    session.refresh(message)
-    if not rt.lease.still_mine():
-        _finish(session, message_id, "pending", attempts=message.attempts - 1)
-        return "lost-lease"
-
-    headers = dict(message.headers or {})
-    from_name, from_email = headers.pop("From-Name", None), headers.pop("From-Email", None)
-    if not from_email:
-        settings = get_settings(session)
-        session.commit()
-        if settings.sender_email:
-            from_name, from_email = settings.sender_name, settings.sender_email
-        else:
-            from_name, from_email = parseaddr(rt.config["MAIL_FROM"])
-    domain = from_email.rpartition("@")[2] or "localhost"
-    msgid = f"<broadside.t{message.id}@{domain}>"
-    headers["X-Broadside-Kind"] = message.kind
-    payload = message_bytes(
-        RenderedEmail(subject=message.subject, html=message.html, text=message.text),
-        from_addr=formataddr((from_name or "", from_email)),
-        to_addr=message.to_email,
-        message_id=msgid,
-        headers=headers,
-    )
+@contextmanager
+def sending(identity_id: int | None) -> Iterator[None]:
+    """Marks a transactional slice of this identity as running in this process."""
+    with _lock:
+        _running[identity_id] = _running.get(identity_id, 0) + 1
     try:
-        rt.hourly.record()
-    except Exception:  # the cap is advisory when Redis hiccups
+        yield
+    finally:
+        with _lock:
+            _running[identity_id] -= 1
+            if not _running[identity_id]:
+                del _running[identity_id]
+
+
+def running(identity_id: int | None) -> bool:
+    with _lock:
+        return identity_id in _running
+
+
+class TransactionalLedger:
+    """Outcomes recorded through broadside.delivery.transactional_ledger."""
+
+    def transition(self, session: Session, changes: Sequence[Change], *, source: str,
+                   target: str, now: datetime) -> list[int]:
+        return transactional_ledger.transition(
+            session, [Move(c.delivery_id, c.subscriber_id, c.values, c.detail, c.data)
+                      for c in changes], source=source, target=target, now=now)
+
+    def attempts_of(self, session: Session, row_id: int) -> int:
+        return transactional_ledger.attempts_of(session, row_id)
+
+
+_MESSAGE = select(TransactionalMessage.kind, TransactionalMessage.to_email,
+                  TransactionalMessage.subject, TransactionalMessage.html,
+                  TransactionalMessage.text, TransactionalMessage.headers)
+
+
+class TransactionalRows:
+    """The row source of a slice of one stream's due transactional mail."""
+
+    key_kind = "t"  # idempotency keys of its batches name transactional messages
+    pausable = False
+    ledger = TransactionalLedger()
+
+    def __init__(self, session: Session, runtime: Runtime) -> None:
+        self.session = session
+        self.rt = runtime
+        self.fields = False
+        self.default_from: tuple[str, str] | None = None  # read once per slice
+
+    def open(self, fields: bool) -> str | None:
+        self.fields = fields
+        return None
+
+    def claim(self, limit: int) -> list[Row]:
+        return [Row(row_id, subscriber_id) for row_id, subscriber_id in
+                transactional_ledger.claim_due(self.session, self.rt.identity_id, limit)]
+
+    def _sender(self) -> tuple[str, str]:
+        """The Settings sender, else MAIL_FROM: for messages that name none (confirmations)."""
+        if self.default_from is None:
+            settings = get_settings(self.session)
+            if settings.sender_email:
+                self.default_from = (settings.sender_name or "", settings.sender_email)
+            else:
+                self.default_from = parseaddr(self.rt.config["MAIL_FROM"])
+        return self.default_from
+
+    def decide(self, row: Row) -> Decision:
+        """Invariant 3 has nothing to ask of a message someone asked for a moment ago (a test
+        send, a confirmation to a person not yet subscribed): its row is read, its message
+        built, or its row failed when it cannot make one."""
+        kind, to_email, subject, html, text, stored = self.session.execute(
+            _MESSAGE.where(TransactionalMessage.id == row.id)).one()
+        headers = dict(stored or {})
+        from_name, from_email = headers.pop("From-Name", None), headers.pop("From-Email", None)
+        if not from_email:
+            from_name, from_email = self._sender()
+        message_id = transactional_message_id(row.id, from_email)
+        headers["X-Broadside-Kind"] = kind
+        rendered = RenderedEmail(subject=subject, html=html, text=text)
+        sender = formataddr((from_name or "", from_email))
+        fields = None
+        wire = b""
+        try:
+            if self.fields:
+                check_message(rendered, from_addr=sender, to_addr=to_email, message_id=message_id,
+                              headers=headers)
+                fields = MessageFields(sender=sender, to=to_email, subject=subject, text=text,
+                                       html=html, reply_to=None,
+                                       headers=[("Message-ID", message_id), *headers.items()])
+            else:
+                wire = self.rt.transport.wire(message_bytes(
+                    rendered, from_addr=sender, to_addr=to_email, message_id=message_id,
+                    headers=headers))
+        except Exception as error:  # this message, not the stream
+            return Decision(fail=f"could not build this message ({error.__class__.__name__}: "
+                                 f"{error})"[:500])
+        return Decision(message=Prepared(row.id, row.subscriber_id, to_email, message_id, wire,
+                                         from_email=from_email, fields=fields))
+
+    def finished(self, deadline: float) -> bool:
+        return True  # nothing due now; a retry is requeued by the maintenance tick when due
+
+    def wait_for_due(self, deadline: float) -> bool:
+        return False
+
+    def pause(self, reason: str) -> None:
+        pass  # nothing of its own to pause; a stream throttled without end pauses its identity
+
+    def notice(self, text: str | None) -> None:
+        if text:
+            log.info("transactional mail: %s", text)
+
+    def close(self, attempts: int, seconds: float) -> None:
         pass
-    try:
-        result = rt.transport.send(from_email, message.to_email, payload, pace=rt.pacer.wait)
-    except DeliveryError as error:
-        verdict = classify(error)
-        step, _ = next_step(verdict, lambda: message.attempts, pausable=False)
-        if step is Step.UNKNOWN:
-            _finish(session, message_id, "unknown", reason=verdict.summary, message_id=msgid)
-            return "unknown"
-        if step is Step.THROTTLE:
-            # Not an attempt against this message: the provider asked the stream to wait.
-            wait = rt.throttled(verdict.retry_after)
-            _finish(session, message_id, "pending", reason=verdict.summary,
-                    attempts=message.attempts - 1,
-                    next_attempt_at=utcnow() + timedelta(seconds=wait))
-            return "retry"
-        if step in (Step.FAILED, Step.EXHAUSTED):
-            _finish(session, message_id, "failed", reason=verdict.summary, message_id=msgid)
-            log.warning("transactional message %s failed: %s", message_id, verdict.summary)
-            return "failed"
-        base = float(rt.config.get("RETRY_BASE_SECONDS", 30))
-        _finish(
-            session,
-            message_id,
-            "pending",
-            reason=verdict.summary,
-            next_attempt_at=utcnow() + backoff(message.attempts, base),
-        )
-        return "retry"
-    _finish(
-        session,
-        message_id,
-        "sent",
-        sent_at=utcnow(),
-        message_id=msgid,
-        provider_message_id=result.provider_id,
-        reason=f"{result.code} {result.reply}"[:500],
-    )
-    log.info("transactional message %s (%s) sent", message_id, message.kind)
-    return "sent"
+
+
+def transactional_slice(session: Session, runtime: Runtime) -> Slice:
+    """One slice of this stream's due transactional mail."""
+    return Slice(session, runtime, TransactionalRows(session, runtime))
 
 
 def due_transactional(session: Session, identity_id: int | None = None) -> list[int]:
     """The pending messages of one identity's stream that are due now."""
-    now = utcnow()
-    return list(
-        session.scalars(
-            select(TransactionalMessage.id)
-            .where(
-                TransactionalMessage.status == "pending",
-                TransactionalMessage.identity_id.is_(None) if identity_id is None
-                else TransactionalMessage.identity_id == identity_id,
-                or_(
-                    TransactionalMessage.next_attempt_at.is_(None),
-                    TransactionalMessage.next_attempt_at <= now,
-                ),
-            )
-            .order_by(TransactionalMessage.id)
-            .limit(500)
-        )
-    )
+    return transactional_ledger.due_ids(session, identity_id)

@@ -1,4 +1,7 @@
-"""The outbox (no SMTP_URL): the last messages the worker wrote, readable as a recipient sees them.
+"""The outbox (no SMTP_URL): the worker writes each message as an `.eml` file
+(`OutboxTransport`, a one-by-one `Transport`), and the System page reads the last ones back as a
+recipient sees them (`list_outbox`, `read_outbox_message`): the file names' format is written
+and read here.
 
 Files are addressed by name only, and a name must be a plain `.eml` file directly inside the
 outbox folder: no path, no `..`, no symlink out of it.
@@ -9,6 +12,9 @@ from __future__ import annotations
 import heapq
 import os
 import re
+import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email import message_from_bytes, policy
@@ -17,13 +23,14 @@ from email.parser import BytesHeaderParser
 from pathlib import Path
 
 from broadside.core.errors import NotFound
+from broadside.delivery.transports import OneByOne, Pace, SendResult
 
 NAME = re.compile(r"^[A-Za-z0-9@._+-]{1,200}\.eml$")
 MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 
 
 def outbox_folder(instance_path: str) -> Path:
-    return Path(instance_path) / "outbox"  # where broadside.delivery.transports.OutboxTransport writes
+    return Path(instance_path) / "outbox"  # where OutboxTransport writes
 
 
 @dataclass(frozen=True)
@@ -97,3 +104,68 @@ def read_outbox_message(folder: Path, name: str) -> OutboxMessage:
         text=text_part.get_content() if text_part is not None else None,
         html=html_part.get_content() if html_part is not None else None,
     )
+
+
+class OutboxTransport:
+    """No SMTP configured: each message becomes an .eml file under instance/outbox/.
+
+    A file's name starts with the moment it was written, from one clock reading to the
+    nanosecond (`20261201T100203-123456789-<rcpt>.eml`), so sorting the names gives the order
+    they were written in: the System page lists the newest by name. A clock that repeats or
+    steps back never reorders or overwrites: each name is at least a nanosecond after this
+    transport's previous one, and a name already taken (another identity's worker process,
+    the same person, the same nanosecond) moves on by one more.
+    """
+
+    description = "outbox"
+
+    def __init__(self, folder: Path, clock_ns: Callable[[], int] = time.time_ns) -> None:
+        self.folder = Path(folder)
+        self._clock_ns = clock_ns
+        self._last_ns = 0
+        self._result: SendResult | None = None
+
+    def shape(self) -> OneByOne:
+        return OneByOne(self)
+
+    @staticmethod
+    def wire(message: bytes) -> bytes:
+        return message  # a file, not an SMTP stream: nothing to stuff
+
+    def start(
+        self, mail_from: str, rcpt: str, wire: bytes, pace: Pace = lambda: None
+    ) -> None:
+        self._result = self.send(mail_from, rcpt, wire, pace)
+
+    def finish(self) -> SendResult:
+        assert self._result is not None, "finish() without start()"
+        result, self._result = self._result, None
+        return result
+
+    @staticmethod
+    def _name(ns: int, safe_rcpt: str) -> str:
+        seconds, fraction = divmod(ns, 10**9)
+        return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime(seconds))}-{fraction:09d}-{safe_rcpt}.eml"
+
+    def send(
+        self, mail_from: str, rcpt: str, message: bytes, pace: Pace = lambda: None
+    ) -> SendResult:
+        pace()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        safe_rcpt = re.sub(r"[^A-Za-z0-9@._-]", "_", rcpt)[:80]
+        fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(message)
+        ns = max(self._clock_ns(), self._last_ns + 1)  # one reading: the date and the fraction
+        while (final := self.folder / self._name(ns, safe_rcpt)).exists():
+            ns += 1  # another worker process wrote to this person in the same nanosecond
+        os.replace(tmp, final)  # atomic: a reader never sees half a message
+        self._last_ns = ns
+        return SendResult(250, f"written to {final.name}")
+
+    def close(self) -> None:
+        pass
+
+    def check(self) -> str:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return f"outbox at {self.folder}"

@@ -3,6 +3,7 @@
 The row is the source of truth; the job on its identity's `transactional` queue (that of
 what it belongs to: a broadcast's, an automation's; the default for confirmations) only
 triggers the worker, which claims the row before sending it (the same guards as broadcasts).
+Every status change after the row is written goes through `transactional_ledger`.
 `queued_test` reads a test send back for its status line on the page, until it is settled.
 """
 

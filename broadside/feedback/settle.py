@@ -10,8 +10,9 @@ sent` here, through the row's ledger and nowhere else:
   `status = 'unknown'`; it moves the broadcast's counters and writes the `sent` event whose
   detail is the evidence: "delivered: confirmed by postmark's delivery event (MessageID …)");
 - an automation message through `broadside.campaigns.automations.ledger.transition`, the same way;
-- a transactional message (a test send, a confirmation: no events of their own) by the same
-  guarded UPDATE, its `reason` holding the evidence.
+- a transactional message (a test send, a confirmation) through
+  `broadside.delivery.transactional_ledger.transition`, the same way: its `reason` and its
+  `sent` event hold the evidence.
 
 The row is found by the provider's id for the message (`provider_message_id`: deliveries,
 then automation messages, then transactional messages), else by our Message-ID as recorded
@@ -33,18 +34,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import literal, select, update
+from sqlalchemy import literal, select
 from sqlalchemy.orm import Session
 
 from broadside.audience.unsubscribe.suppression import message_id_forms, reset_soft_bounces_for_email
 from broadside.campaigns.automations import ledger as automation_ledger
 from broadside.campaigns.broadcasts import ledger
 from broadside.core.addresses import normalise_email
-from broadside.core.db import rowcount
 from broadside.core.errors import ValidationError
 from broadside.core.models import AutomationMessage, Delivery, Subscriber, TransactionalMessage
 from broadside.core.models.sending import DeliveryStatus
 from broadside.core.timeutil import utcnow
+from broadside.delivery import transactional_ledger
 from broadside.feedback.payloads import ProviderEvent
 from broadside.mail.message_refs import KINDS, row_of
 
@@ -136,14 +137,10 @@ def _to_sent(session: Session, row: Found, detail: str, data: dict[str, Any],
         moved = automation_ledger.transition(session, [change], source=UNKNOWN, target=SENT,
                                              now=now)
     else:
-        # Transactional mail keeps no events and no counters: the guarded UPDATE is all of it.
-        result = session.execute(
-            update(TransactionalMessage)
-            .where(TransactionalMessage.id == row.id, TransactionalMessage.status == UNKNOWN)
-            .values(status=SENT, sent_at=now, reason=detail[:MAX_REASON])
-            .execution_options(synchronize_session=False)
-        )
-        moved = [row.id] if rowcount(result) == 1 else []
+        # Transactional mail keeps no counters; its sent time is the event's (no claim time).
+        moved = transactional_ledger.transition(session, [transactional_ledger.Move(
+            row.id, row.subscriber_id, {"sent_at": now, "reason": detail[:MAX_REASON]}, detail,
+            data)], source=UNKNOWN, target=SENT, now=now)
     return bool(moved)
 
 

@@ -311,7 +311,7 @@ def test_turning_tracking_off_mid_send_stops_it_for_the_copies_not_yet_sent(
     tracked = sorted(a for a, html in by_address.items() if "/t/c/" in html or "/t/o/" in html)
     # At full speed the third person's envelope rides behind the second copy's body, so their
     # copy was built before it went out, and the worker builds the fourth's while the server
-    # takes the second (jobs/sending.py `_send_riding`): either may have been built a moment
+    # takes the second (jobs/riding.py): either may have been built a moment
     # before the switch. Every copy built after it goes out untracked.
     assert tracked[:2] == ["reader00000@example.com", "reader00001@example.com"]
     assert tracked in (tracked[:2], [*tracked[:2], "reader00002@example.com"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from broadside.audience.subscribers import service as subscribers
 from broadside.campaigns.automations import service as automations
-from jobs.sending import MAX_BATCH
+from jobs.engine import MAX_BATCH
 from tests.helpers import broadcast_status, make_list, start_broadcast
 from webapp.extensions import db
 

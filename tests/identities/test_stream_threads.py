@@ -18,7 +18,7 @@ from broadside.delivery.identities import service as identities
 from broadside.delivery.lease import LEASE_KEY, stream_key
 from jobs import runtime
 from jobs.app import from_flask
-from jobs.sending import batch_size_for, pace_limit
+from jobs.engine import batch_size_for, pace_limit
 from jobs.worker import run_worker
 from tests.helpers import (
     assert_ledger_consistent,

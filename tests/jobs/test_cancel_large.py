@@ -1,4 +1,4 @@
-"""Cancelling a large broadcast (issue 19): the owner's request moves the broadcast and writes
+"""Cancelling a large broadcast: the owner's request moves the broadcast and writes
 ONE event, the worker skips the pending rows in short committed chunks, nothing is sent after
 the cancel, a skip cut short resumes, and the counters end exact. On SQLite and PostgreSQL.
 

@@ -1,4 +1,4 @@
-"""Compaction of settled broadcasts' step-by-step history (issue 19 point 4), on SQLite and
+"""Compaction of settled broadcasts' step-by-step history, on SQLite and
 PostgreSQL: what goes, what stays (each delivery's final state, reason, code and times),
 never an active or paused broadcast, resumable after an interruption, the Settings form and
 the broadcast page's sentence."""

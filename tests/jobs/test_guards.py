@@ -11,11 +11,12 @@ from sqlalchemy import select
 
 from broadside.campaigns.broadcasts import ledger
 from broadside.core.models import Delivery
-from broadside.delivery.transports import DeliveryError, SmtpTransport
+from broadside.delivery.smtp import SmtpTransport
+from broadside.delivery.transports import DeliveryError
+from jobs.broadcasts import broadcast_slice
 from jobs.classify import Verdict, backoff, classify
 from jobs.pacing import Pacer
 from jobs.runtime import Runtime
-from jobs.sending import Slice
 from tests.helpers import counters, make_list, start_broadcast, worker_runtime
 from webapp.extensions import db
 
@@ -74,7 +75,7 @@ def test_two_slices_racing_on_one_broadcast_never_send_twice(app, smtp_server, m
     def race() -> None:
         with app.app_context():
             rt = _runtime(app, smtp_server, "racer")
-            results.append(Slice(db.session, rt, broadcast.id).run())
+            results.append(broadcast_slice(db.session, rt, broadcast.id).run())
             rt.transport.close()
             db.session.remove()
 
@@ -95,7 +96,7 @@ def test_a_worker_that_lost_the_lease_sends_nothing(app, smtp_server, make_runti
     runtime = make_runtime("me")
     other = make_runtime("someone-else")
     assert other.lease.try_acquire()
-    result = Slice(db.session, runtime, broadcast.id).run()
+    result = broadcast_slice(db.session, runtime, broadcast.id).run()
     assert result.outcome == "lost-lease" and smtp_server.recipients() == []
     assert counters(broadcast.id) == {"pending": 3}
 
@@ -128,7 +129,7 @@ def test_skipped_rows_cost_no_delay_while_sent_and_failed_rows_do(app, smtp_serv
         clock=lambda: clock[0],
         sleep=lambda s: (sleeps.append(s), clock.__setitem__(0, clock[0] + s)),
     )
-    Slice(db.session, runtime, broadcast.id).run()
+    broadcast_slice(db.session, runtime, broadcast.id).run()
     assert counters(broadcast.id) == {"sent": 2, "failed": 1, "skipped": 3}
     # Three real attempts (two sent, one failed): two waits of the full delay between them.
     assert sleeps == [pytest.approx(0.1), pytest.approx(0.1)]
@@ -158,7 +159,7 @@ def test_the_recheck_comes_after_the_pace_wait_not_before_it(app, smtp_server, m
         clock[0] += seconds
 
     runtime.pacer = Pacer(200, margin=0, clock=lambda: clock[0], sleep=sleep)
-    Slice(db.session, runtime, broadcast.id).run()
+    broadcast_slice(db.session, runtime, broadcast.id).run()
     assert smtp_server.recipients() == ["reader00000@example.com", "reader00002@example.com"]
     assert counters(broadcast.id) == {"sent": 2, "skipped": 1}
 
@@ -251,7 +252,7 @@ def test_a_transport_whose_last_reply_went_unread_starts_afresh(smtp_server):
 def test_claims_cover_about_a_fifth_of_a_second_of_sends_at_the_rate_achieved():
     """The batch follows the rate (sends and skips per second, bookkeeping included) and the
     pace's ceiling, so a crash exposes about 0.2 s of sends, whatever the speed."""
-    from jobs.sending import MAX_BATCH, batch_size_for, pace_limit
+    from jobs.engine import MAX_BATCH, batch_size_for, pace_limit
 
     assert batch_size_for(min(300.0, pace_limit(0))) == 60  # full speed, 300 a second
     assert batch_size_for(min(300.0, pace_limit(0.2))) == 1  # the default pace: one at a time

@@ -1,4 +1,4 @@
-"""The lean worker's start (issue 19 point 6): the CSV importer and the bulk actions are loaded
+"""The lean worker's start: the CSV importer and the bulk actions are loaded
 only when a dead worker left one unfinished, and such a bulk action is still queued again."""
 
 from __future__ import annotations

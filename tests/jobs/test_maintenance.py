@@ -14,9 +14,9 @@ from broadside.core.models import Broadcast, Delivery, TransactionalMessage
 from broadside.core.timeutil import utcnow
 from broadside.delivery import queues
 from broadside.delivery.hourly import HourlyCap
-from broadside.delivery.transports import SmtpTransport
+from broadside.delivery.smtp import SmtpTransport
+from jobs.broadcasts import broadcast_slice
 from jobs.maintenance import ensure_jobs, mark_orphans_unknown
-from jobs.sending import Slice
 from tests.helpers import counters, make_list, start_broadcast, worker_runtime
 from webapp.extensions import db, get_jobs
 
@@ -93,14 +93,14 @@ def test_hourly_cap_holds_sending_and_says_so_until_reset(app, runtime, smtp_ser
     weekly = make_list(db.session, 5)
     broadcast = start_broadcast(app, weekly, enqueue=False)
 
-    assert Slice(db.session, runtime, broadcast.id).run().outcome == "continue"
+    assert broadcast_slice(db.session, runtime, broadcast.id).run().outcome == "continue"
     assert len(smtp_server.recipients()) == 3
     db.session.expire_all()
     assert "hourly limit (3 per hour)" in db.session.get(Broadcast, broadcast.id).notice
 
     runtime.hourly.reset()  # the owner's reset moves the window; nothing is deleted
     runtime.config["SLICE_SECONDS"] = 5
-    assert Slice(db.session, runtime, broadcast.id).run().outcome == "finished"
+    assert broadcast_slice(db.session, runtime, broadcast.id).run().outcome == "finished"
     assert len(smtp_server.recipients()) == 5
     assert counters(broadcast.id) == {"sent": 5}
     assert db.session.scalar(select(Broadcast.notice).where(Broadcast.id == broadcast.id)) is None

@@ -1,5 +1,5 @@
 """The worker at full speed lets each next envelope ride behind the previous body (RFC 2920
-3.1; jobs.sending `_send_riding`, issue 19 point 5), against aiosmtpd offering PIPELINING, on
+3.1; jobs.riding), against aiosmtpd offering PIPELINING, on
 both databases. Each person is still re-checked before their MAIL FROM (invariant 3), a
 verdict or a re-check that says stop writes nothing more (the rider is abandoned, its row
 released, never attempted), and nobody is ever sent twice."""

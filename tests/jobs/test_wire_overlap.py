@@ -1,4 +1,4 @@
-"""The send loop's batch boundary with the wire kept busy (issue 19 point 5): the next batch is
+"""The send loop's batch boundary with the wire kept busy: the next batch is
 claimed while the previous batch's last message awaits its verdict. Claim before send
 (invariant 4) still holds for every message, every verdict is recorded, the ledger adds up,
 and a verdict that pauses the broadcast there still stops everything after it."""
@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select, text
 
 from broadside.core.models import Delivery, Subscriber
-from jobs.sending import FIRST_BATCH, MAX_BATCH
+from jobs.engine import FIRST_BATCH, MAX_BATCH
 from tests.helpers import (
     assert_ledger_consistent,
     assert_nobody_twice,

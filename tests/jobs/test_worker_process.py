@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from broadside.core.models import Broadcast
-from jobs.sending import batch_size_for, pace_limit
+from jobs.engine import batch_size_for, pace_limit
 from tests.helpers import counters, make_list, start_broadcast, statuses, wait_until
 from webapp.extensions import db, get_jobs
 

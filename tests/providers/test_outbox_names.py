@@ -8,8 +8,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from broadside.delivery.eml_folder import list_outbox
-from broadside.delivery.transports import OutboxTransport
+from broadside.delivery.eml_folder import OutboxTransport, list_outbox
 
 MESSAGE = b"From: news@example.com\r\nTo: {rcpt}\r\nSubject: Issue {n}\r\n\r\nHello\r\n"
 

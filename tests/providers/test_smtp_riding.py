@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from broadside.delivery.transports import DeliveryError, SmtpTransport
+from broadside.delivery.smtp import SmtpTransport
+from broadside.delivery.transports import DeliveryError
 from tests.smtp_server import Scripted, SmtpServer, default
 
 SENDER = "news@example.com"

@@ -1,4 +1,4 @@
-"""The worker sending through each provider's HTTP API (issue 16, points 3, 4 and 6), against
+"""The worker sending through each provider's HTTP API, against
 the loopback servers in tests.providers.servers: everyone once, rejects recorded per row,
 throttling slowing down without losing anyone, bad credentials pausing with the reason, an
 answer lost on the way back (retried under the same idempotency key where honoured, otherwise

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import select
 
 from broadside.core.models import Event
-from jobs.sending import batch_size_for, pace_limit
+from jobs.engine import batch_size_for, pace_limit
 from tests.helpers import (
     assert_ledger_consistent,
     assert_nobody_twice,

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from jobs.sending import batch_size_for, pace_limit
+from jobs.engine import batch_size_for, pace_limit
 from tests.helpers import (
     assert_ledger_consistent,
     assert_nobody_twice,

@@ -11,10 +11,10 @@ from sqlalchemy import update
 
 from broadside.audience.unsubscribe.suppression import record_bounce, record_complaint
 from broadside.core.models import Subscriber, Subscription
+from broadside.delivery.eml_folder import OutboxTransport
 from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.lease import Lease
-from broadside.delivery.transports import OutboxTransport
-from jobs.sending import Slice
+from jobs.broadcasts import broadcast_slice
 from tests.helpers import make_list, start_broadcast, worker_runtime
 from webapp import create_app
 from webapp.extensions import db, get_jobs
@@ -132,7 +132,8 @@ def test_time_waiting_for_the_hourly_cap_is_counted(app, client, redis_client, n
     cap.record()  # the hour is full
     rt = worker_runtime(app, OutboxTransport(app.instance_path), hourly=cap)
     started = time.monotonic()
-    assert Slice(db.session, rt, broadcast.id)._hourly_room(deadline=time.monotonic() + 0.5) is False
+    turn = broadcast_slice(db.session, rt, broadcast.id).turn
+    assert turn.hourly_room(deadline=time.monotonic() + 0.5) is False
     waited = time.monotonic() - started
     counted = value(scrape(client), "broadside_wait_seconds_total", cause="hourly_cap")
     assert 0.1 < counted <= waited  # the sleep, without the notice written before it

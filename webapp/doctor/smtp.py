@@ -25,8 +25,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from broadside.campaigns.broadcasts.service import sender_identity
 from broadside.core.logs import url_passwords
 from broadside.core.transport_urls import SMTP_SCHEMES, describe, scheme_of
+from broadside.delivery.eml_folder import OutboxTransport
 from broadside.delivery.providers.factory import make_transport
-from broadside.delivery.transports import DeliveryError, OutboxTransport, SmtpTransport
+from broadside.delivery.smtp import SmtpTransport
+from broadside.delivery.transports import DeliveryError
 from webapp.doctor.check import CHECK_TIMEOUT_S, Check
 from webapp.extensions import db
 

@@ -11,7 +11,9 @@ import socket
 from pathlib import Path
 
 from broadside.core.transport_urls import SMTP_SCHEMES, scheme_of
-from broadside.delivery.transports import OutboxTransport, SmtpTransport, Transport
+from broadside.delivery.eml_folder import OutboxTransport
+from broadside.delivery.smtp import SmtpTransport
+from broadside.delivery.transports import Transport
 
 # scheme -> (module, class), imported on first use.
 PROVIDERS = {"ses": ("broadside.delivery.providers.ses", "SesTransport"),

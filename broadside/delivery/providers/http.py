@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError
 
-from broadside.delivery.transports import DeliveryError, MessageFields, Outgoing, SendResult
+from broadside.delivery.transports import DeliveryError, MessageFields, OneByOne, Outgoing, SendResult, Shape
 
 MimeFields = MessageFields  # (the name this module's callers know)
 
@@ -292,6 +292,10 @@ class ProviderTransport:
     @property
     def description(self) -> str:
         raise NotImplementedError
+
+    def shape(self) -> Shape:
+        """One by one (SES, Mailgun: `batch_limit` 1); Postmark and Resend say `InBatches`."""
+        return OneByOne(self)
 
     def send_batch(self, items: Sequence[Outgoing], idempotency_key: str,
                    pace: Pace = no_pace) -> list[SendResult | DeliveryError]:

@@ -44,7 +44,7 @@ from broadside.delivery.providers.http import (
     no_pace,
     unreadable,
 )
-from broadside.delivery.transports import DeliveryError, Outgoing, SendResult
+from broadside.delivery.transports import DeliveryError, InBatches, Outgoing, SendResult
 from broadside.mail.message_refs import TAG_NAME, ref_for
 
 BASE_URL = "https://api.postmarkapp.com"
@@ -69,6 +69,9 @@ class PostmarkTransport(ProviderTransport):
     @property
     def description(self) -> str:
         return f"postmark ({self._http.base_url}, stream {self.stream})"
+
+    def shape(self) -> InBatches:
+        return InBatches(self)
 
     def send_batch(self, items: Sequence[Outgoing], idempotency_key: str,
                    pace: Pace = no_pace) -> list[SendResult | DeliveryError]:

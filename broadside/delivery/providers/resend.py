@@ -46,7 +46,7 @@ from broadside.delivery.providers.http import (
     no_pace,
     unreadable,
 )
-from broadside.delivery.transports import DeliveryError, Outgoing, SendResult
+from broadside.delivery.transports import DeliveryError, InBatches, Outgoing, SendResult
 from broadside.mail.message_refs import TAG_NAME, ref_for
 
 BASE_URL = "https://api.resend.com"
@@ -70,6 +70,9 @@ class ResendTransport(ProviderTransport):
     @property
     def description(self) -> str:
         return f"resend ({self._http.base_url})"
+
+    def shape(self) -> InBatches:
+        return InBatches(self)
 
     def send_batch(self, items: Sequence[Outgoing], idempotency_key: str,
                    pace: Pace = no_pace) -> list[SendResult | DeliveryError]:

@@ -1,0 +1,140 @@
+"""A broadcast's deliveries as the engine's row source (jobs.rows.RowSource).
+
+A slice of a broadcast moves it `queued -> sending` (the lifecycle), claims its due rows by
+one guarded statement (`ledger.claim_due`: pending -> sending), re-checks each person at their
+turn (jobs.recheck), records every outcome through the delivery ledger
+(broadside.campaigns.broadcasts.ledger: the one writer of `Delivery.status` and the
+broadcast's counters), and finishes the broadcast (`sending -> sent`) only when no row is
+pending or in flight. A channel-wide refusal pauses the broadcast through the lifecycle's one
+`pause`, which the owner's pause uses too.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from broadside.campaigns.broadcasts import ledger, lifecycle
+from broadside.campaigns.broadcasts.ledger import Change
+from broadside.core.models import Broadcast, Delivery, Revision
+from broadside.core.timeutil import utcnow
+from jobs.engine import Slice
+from jobs.recheck import Recheck
+from jobs.rows import Decision, Row
+from jobs.runtime import Runtime
+
+log = logging.getLogger("broadside.worker")
+
+
+def start(session: Session, broadcast_id: int) -> Broadcast | None:
+    """queued -> sending (a lifecycle transition), then the broadcast as it now stands."""
+    if lifecycle.move(session, broadcast_id, "start"):
+        log.info("broadcast started")
+    session.commit()
+    broadcast = session.get(Broadcast, broadcast_id)
+    if broadcast is not None:
+        session.refresh(broadcast)
+    return broadcast
+
+
+def finish_if_done(session: Session, broadcast_id: int) -> bool:
+    """sending -> sent, only when no row is pending or in flight (one guarded UPDATE)."""
+    done = lifecycle.move(session, broadcast_id, "finish")
+    if done:
+        log.info("broadcast finished")
+    session.commit()
+    return done
+
+
+class DeliveryLedger:
+    """A broadcast's deliveries through their ledger (counters and events with each move)."""
+
+    def __init__(self, broadcast_id: int) -> None:
+        self.broadcast_id = broadcast_id
+
+    def transition(self, session: Session, changes: Sequence[Change], *, source: str,
+                   target: str, now: datetime) -> list[int]:
+        return ledger.transition(session, self.broadcast_id, list(changes), source=source,
+                                 target=target, now=now)
+
+    def attempts_of(self, session: Session, row_id: int) -> int:
+        return int(session.scalar(select(Delivery.attempts).where(Delivery.id == row_id)) or 0)
+
+
+class BroadcastRows:
+    """The row source of one broadcast's slice."""
+
+    key_kind = "d"  # idempotency keys of its batches name deliveries
+    pausable = True
+
+    def __init__(self, session: Session, runtime: Runtime, broadcast_id: int) -> None:
+        self.session = session
+        self.rt = runtime
+        self.broadcast_id = broadcast_id
+        self.ledger = DeliveryLedger(broadcast_id)
+        self.recheck: Recheck | None = None
+
+    def open(self, fields: bool) -> str | None:
+        broadcast = start(self.session, self.broadcast_id)
+        if broadcast is None or broadcast.status != "sending":
+            return "nothing"
+        revision = self.session.scalar(select(Revision).where(Revision.broadcast_id == broadcast.id))
+        if revision is None:
+            self.pause("This broadcast has no frozen content; duplicate it and send the copy.")
+            return "paused"
+        self.recheck = Recheck(self.session, self.rt, broadcast.id, broadcast.list_id, revision,
+                               broadcast.skip_if_received_within_hours, fields=fields)
+        return None
+
+    def claim(self, limit: int) -> list[Row]:
+        """The next due rows, read and claimed by one guarded statement (`ledger.claim_due`)."""
+        return [Row(*r) for r in ledger.claim_due(self.session, self.broadcast_id, limit)]
+
+    def decide(self, row: Row) -> Decision:
+        assert self.recheck is not None, "decide() before open()"
+        return self.recheck.decide(row)
+
+    def finished(self, deadline: float) -> bool:
+        return finish_if_done(self.session, self.broadcast_id)
+
+    def wait_for_due(self, deadline: float) -> bool:
+        """Rows wait for their retry time: sleep until the first is due, within this slice."""
+        earliest = self.session.scalar(
+            select(func.min(Delivery.next_attempt_at)).where(
+                Delivery.broadcast_id == self.broadcast_id, Delivery.status == "pending"))
+        self.session.commit()
+        if earliest is None:
+            return False  # nothing pending at all; rows in flight belong to a crashed run
+        wait = (earliest - utcnow()).total_seconds()
+        if time.monotonic() + wait >= deadline:
+            self.rt.stop.wait(max(0.0, deadline - time.monotonic()))
+            return False
+        self.rt.stop.wait(max(wait, 0.0))
+        return True
+
+    def pause(self, reason: str) -> None:
+        """The worker's side of the one pause (`lifecycle.pause`, which the owner's uses too)."""
+        if lifecycle.pause(self.session, self.broadcast_id, reason):
+            log.warning("broadcast paused: %s", reason)
+        self.session.commit()
+
+    def notice(self, text: str | None) -> None:
+        lifecycle.set_notice(self.session, self.broadcast_id, text)
+        self.session.commit()
+
+    def close(self, attempts: int, seconds: float) -> None:
+        if attempts:
+            # A counter, not a state: written here, not through the lifecycle.
+            self.session.execute(update(Broadcast).where(Broadcast.id == self.broadcast_id)
+                                 .values(send_rate=round(attempts / seconds, 2)))
+            self.session.commit()
+
+
+def broadcast_slice(session: Session, runtime: Runtime, broadcast_id: int) -> Slice:
+    """One slice of a broadcast: a few seconds from the rows still pending (invariant 7)."""
+    return Slice(session, runtime, BroadcastRows(session, runtime, broadcast_id))
