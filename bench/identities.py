@@ -5,7 +5,7 @@ shared and noisy, so they are ratios):
 
 - batch provider ÷ per-message SMTP (the median of PAIRS interleaved pairs): the worker at
   SEND_DELAY_MS=0 sending N messages through
-  the Postmark loopback server (tests/providers/servers.py: batches of up to 500 to
+  the Postmark loopback server (tests/provider_servers.py: batches of up to 500 to
   /email/batch, one JSON message per person built from our MIME) against the same worker
   sending the same broadcast one SMTP transaction each to the discarding responder
   (bench/smtp_sink.py). Target ≥ 1.0: carrying many messages in one request must be at
@@ -129,7 +129,7 @@ def batch_against_smtp(bench: Bench, app, url: str, ids: dict[str, int], discard
     """PAIRS interleaved pairs (SMTP, then Postmark), their ratios' median: one pair is two
     windows of about a second, which a checkpoint or a neighbour's burst can halve."""
     sys.path.insert(0, str(ROOT))
-    from tests.providers.servers import PostmarkServer
+    from tests.provider_servers import PostmarkServer
 
     pairs: list[tuple[float, float]] = []
     with PostmarkServer() as server:

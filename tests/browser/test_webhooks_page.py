@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from broadside.webhooks.signing import verify
 from tests.browser.steps import sign_in
-from tests.outgoing.receiver import Receiver
+from tests.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.browser
 

@@ -1,5 +1,5 @@
 """Outgoing webhook endpoints over the API (described in `webapp/apidocs/webhooks.py`, held by
-tests/outgoing/test_api.py).
+tests/webapp/test_api_webhooks.py).
 
 - GET /api/webhooks -> 200 [Endpoint], oldest first; never a secret
 - POST /api/webhooks {"url", "events": [...]} -> 201 Endpoint with its `secret`, shown this

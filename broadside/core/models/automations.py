@@ -121,7 +121,7 @@ class AutomationRevision(FrozenContent, Model):
 # never deleted (an automation is kept as `deleted`, a removed step as `removed_at`, revisions
 # are immutable); erasing a person and deleting a list set the ids that pointed at them to
 # NULL in the same transaction (`broadside.campaigns.automations.ledger.forget_person`/`forget_list`),
-# as ON DELETE SET NULL did; tests/automations/test_entering.py checks both.
+# as ON DELETE SET NULL did; tests/broadside/campaigns/automations/test_entering.py checks both.
 
 
 class AutomationEntry(Model):

@@ -1,4 +1,4 @@
-"""The four provider transports against their loopback servers (tests/providers/servers.py):
+"""The four provider transports against their loopback servers (tests/provider_servers.py):
 what is accepted comes back with the provider's ids in the items' order, every failure is
 reported with the phase that says whether the message could have been accepted, nothing is
 ever sent twice, and the pace runs once, right before each request."""
@@ -24,7 +24,7 @@ from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.providers.http import mime_fields, parse_retry_after
 from broadside.delivery.transports import DeliveryError, Outgoing, SendResult
 from broadside.mail.rendering import RenderedEmail, message_bytes
-from tests.providers.servers import (
+from tests.provider_servers import (
     MailgunServer,
     PostmarkServer,
     ProviderServer,

@@ -1,5 +1,5 @@
 """The worker sending through each provider's HTTP API, against
-the loopback servers in tests.providers.servers: everyone once, rejects recorded per row,
+the loopback servers in tests.provider_servers: everyone once, rejects recorded per row,
 throttling slowing down without losing anyone, bad credentials pausing with the reason, an
 answer lost on the way back (retried under the same idempotency key where honoured, otherwise
 `unknown`), and a SIGKILL mid-batch leaving at most one batch unknown."""
@@ -28,7 +28,7 @@ from tests.helpers import (
     statuses,
     wait_until,
 )
-from tests.providers.servers import MailgunServer, PostmarkServer, ResendServer, SesServer
+from tests.provider_servers import MailgunServer, PostmarkServer, ResendServer, SesServer
 from webapp.extensions import db
 
 SERVERS = {"postmark": PostmarkServer, "resend": ResendServer, "ses": SesServer,

@@ -1,7 +1,7 @@
 """Outgoing webhooks: recorded with the change, signed, retried, delivered once per event id,
 disabled after a window of failures, never sent to private addresses unless allowed.
 
-Receivers are real HTTP servers on loopback (tests/outgoing/receiver.py), so the app here
+Receivers are real HTTP servers on loopback (tests/webhook_receiver.py), so the app here
 runs with WEBHOOKS_ALLOW_PRIVATE=1; the refusals are checked with it off. SQLite only: no SQL
 here differs between the engines.
 """
@@ -30,7 +30,7 @@ from broadside.core.timeutil import utcnow
 from broadside.webhooks import endpoints, ledger
 from broadside.webhooks import posting as delivery
 from tests.helpers import make_list, start_broadcast
-from tests.outgoing.receiver import Receiver
+from tests.webhook_receiver import Receiver
 from webapp.extensions import db, get_jobs
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOURCES = ("broadside", "jobs", "webapp")
 SUBSCRIPTIONS_OWNER = "broadside/audience/subscriptions.py"
 IMPORTS_OWNER = "broadside/audience/transfer/lifecycle.py"

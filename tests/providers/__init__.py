@@ -1,1 +1,0 @@
-"""Provider transports against loopback stand-ins of their HTTP APIs."""
