@@ -33,6 +33,7 @@ import automations
 import identities
 import pipeline
 import segments
+import worker_memory
 from harness import Bench, populate
 from report import Figure, as_json, load_average, machine, markdown_table, table
 from smtp_sink import Sink
@@ -185,6 +186,8 @@ def main() -> int:
             run.phase("identities", "provider batches and two identities, sqlite", identities.run,
                       bench, "sqlite")
             run.phase("archive", "public archive at 200 issues, sqlite", archive.run, bench)
+            run.phase("memory", "the worker's memory with 1, 10 and 50 identities, sqlite",
+                      worker_memory.run, bench, "sqlite")
     finally:
         for sink in sinks.values():
             sink.close()
