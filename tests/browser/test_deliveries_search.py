@@ -1,4 +1,4 @@
-"""The deliveries table's bounded search (issue 19 point 3) in a real Chromium: a search
+"""The deliveries table's bounded search (pages at a million rows) in a real Chromium: a search
 examines one window of deliveries at a time, says so, and "Search the next" carries on until
 the match is found, and an address pasted whole is found at once; on a desktop and on a
 phone, with the dashboard's list sizes beside it."""

@@ -41,7 +41,7 @@ REVIEWED_PUBLIC = {
     # The owner's logo (by content hash) and brand colour (a stylesheet named by the colour):
     # emails and the public pages load them, with no cookie; nothing else is served.
     "brand.logo", "brand.theme",
-    # A list's public archive (issue 18): only lists whose owner turned it on, only issues
+    # A list's public archive: only lists whose owner turned it on, only issues
     # they published, as copies rendered with nobody's data and no unsubscribe link; the same
     # 404 for off, unpublished and missing. GET only, no cookie, nothing written.
     "archive.index", "archive.issue", "archive.feed",

@@ -1,4 +1,4 @@
-"""The public archive, its feed and the view-in-browser link (issue 18, points 1 and 2):
+"""The public archive, its feed and the view-in-browser link:
 public copies hold no reader's data and no unsubscribe link, unpublished or archive-off
 answers 404, conditional GETs answer 304, the feed is valid Atom, and a reader's link shows
 their own copy and cannot be changed into anyone else's."""

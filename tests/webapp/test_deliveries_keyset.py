@@ -1,4 +1,4 @@
-"""The deliveries table's keyset pages (issue 19 point 3): read through the (broadcast_id,
+"""The deliveries table's keyset pages (at a million rows): read through the (broadcast_id,
 status, id) index status by status, yet in id order across statuses, with no row skipped or
 repeated while rows change status between the pages, forwards and backwards; the API's pages
 likewise."""

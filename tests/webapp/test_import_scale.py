@@ -1,7 +1,7 @@
 """The import at scale: an exact row count before the first row is written (quoted newlines
 and blank rows counted as the importer reads them), duplicates found across batches without
 holding the file's addresses in memory, a re-import that writes nothing when nothing changed,
-and the API's large imports answered 202 and run by the worker (issue 19, point 1)."""
+and the API's large imports answered 202 and run by the worker, at a million rows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The subscriber table at scale (issue 19 point 3): the total in its own request, and a
+"""The subscriber table at scale (a million subscribers): the total in its own request, and a
 filtered search that examines a bounded window of ids and says what it searched.
 
 The window is made small here (SCAN_WINDOW patched to 10) so 35 people span four windows.
