@@ -1,8 +1,9 @@
 """Per-recipient rendering, made cheaper, changes no byte of any message.
 
 The golden digests below were taken from main before the per-recipient work was cut
-(rendering a million messages on two cores): the same recipients (merge fields, attributes, non-ASCII, long lines, tracking on
-and off, "View in your browser" on and off) must give exactly the same bytes, with the two
+(rendering a million messages on two cores): the same recipients (merge fields, attributes,
+non-ASCII, long lines, tracking on and off, "View in your browser" on and off) must give
+exactly the same bytes, with the two
 things that differ per run by design (the MIME boundary and the Date header) held fixed.
 The fast paths are also compared with the reference implementations they replace.
 """
