@@ -20,6 +20,7 @@ from broadside.core.models import Identity, SiteSettings
 from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.lease import Lease, LeaseKeeper
 from broadside.delivery.queues import Jobs
+from broadside.delivery.transports import Transport
 from jobs.pacing import Pacer
 
 # A provider that throttles this many times in a row without a send in between: the stream
@@ -52,7 +53,7 @@ class LeasedPacer(Pacer):
 class Runtime:
     lease: Lease
     pacer: Pacer
-    transport: Any
+    transport: Transport
     hourly: HourlyCap
     config: dict[str, Any]
     jobs: Jobs
