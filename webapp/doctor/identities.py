@@ -92,12 +92,10 @@ def run(app: Flask, identity: SendingIdentity, *, store: bool = True) -> Transpo
             detail = f"{target} answered: {transport.check()}; nothing sent"
             ok = True
         finally:
-            close = getattr(transport, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except Exception:  # closing a checked connection is best effort
-                    pass
+            try:
+                transport.close()  # every Transport closes (the protocol says so)
+            except Exception:  # closing a checked connection is best effort
+                pass
     except DeliveryError as exc:
         ok, phase = False, exc.phase
         said = f"{exc.code} {exc.reply}".strip() if exc.code else exc.reply
