@@ -14,13 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CHECKED = ("broadside", "jobs", "webapp")
 MAX_LINES = 400
 
-# module -> why it is still longer. Each lives in a floor other work is changing as this list
-# is written (broadside/audience, broadside/delivery, jobs, webapp): split it there, then
-# remove its line. Nothing may be added.
-OVER_THE_LIMIT: dict[str, str] = {
-    "broadside/audience/subscribers/search.py": "the subscriber table's search and its bounded total",
-    "broadside/audience/transfer/csvfile.py": "the CSV file's reading and checking",
-}
+# module -> why it is still longer. Empty: every module is within the limit. Nothing may be
+# added; a module that must grow is split along a seam instead.
+OVER_THE_LIMIT: dict[str, str] = {}
 
 
 def line_counts() -> dict[str, int]:

@@ -1,7 +1,7 @@
 """How many people a send to each list would reach: its active, unsuppressed subscribers, for
 the dashboard's lists card.
 
-Each list's size is counted like the subscriber table's total (`search.count_matching`): its
+Each list's size is counted like the subscriber table's total (`total.count_matching`): its
 active subscriptions on the (list_id, status) index, never past COUNT_CAP rows (above it,
 PostgreSQL's estimate or "more than 100,000"), less its suppressed people (counted on the
 suppression index first, at most SUPPRESSED_CAP of them, then matched with the active
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from sqlalchemy import func, literal_column, select
 from sqlalchemy.orm import Session
 
-from broadside.audience.subscribers.search import COUNT_CAP, Filters, count_matching
+from broadside.audience.subscribers.search import Filters
+from broadside.audience.subscribers.total import COUNT_CAP, count_matching
 from broadside.core.models import MailingList, Subscriber, Subscription
 
 # Suppressed people matched per dashboard with the exactly counted lists (an index lookup or

@@ -127,7 +127,8 @@ def test_a_list_far_past_the_cap_is_estimated_without_counting_on_postgresql(app
     estimate with no COUNT run (at a million, each such list saved 100,001 index entries)."""
     from sqlalchemy import text
 
-    from broadside.audience.subscribers.search import Filters, count_matching
+    from broadside.audience.subscribers.search import Filters
+    from broadside.audience.subscribers.total import count_matching
 
     weekly = make_list(db.session, 12)
     db.session.commit()

@@ -9,7 +9,8 @@ from sqlalchemy import func, select
 from broadside.audience import lists as lists
 from broadside.audience.transfer import importer
 from broadside.audience.transfer import report as import_report
-from broadside.audience.transfer.csvfile import records, shorten
+from broadside.audience.transfer.csvfile import records
+from broadside.audience.transfer.people import shorten
 from broadside.core.models import Event, Import, ImportRejection, Subscriber, Subscription
 from broadside.delivery.queues import IMPORTS
 from tests.helpers import wait_until

@@ -10,8 +10,8 @@ from sqlalchemy import select
 
 from broadside.audience import lists as lists
 from broadside.audience.subscribers import service
-from broadside.audience.transfer.csvfile import EmailNormaliser
 from broadside.audience.transfer.export import safe_cell
+from broadside.audience.transfer.people import EmailNormaliser
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import ValidationError
 from broadside.core.models import Subscriber

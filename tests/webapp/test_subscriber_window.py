@@ -13,7 +13,8 @@ from sqlalchemy import insert
 
 from broadside.audience import lists as lists
 from broadside.audience.subscribers import search
-from broadside.audience.subscribers.search import Filters, Total, count_matching
+from broadside.audience.subscribers.search import Filters
+from broadside.audience.subscribers.total import Total, count_matching
 from broadside.core.models import Subscriber, Subscription
 from webapp.extensions import db
 

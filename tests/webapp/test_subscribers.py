@@ -8,7 +8,8 @@ from sqlalchemy import func, select, text
 
 from broadside.audience import lists as lists
 from broadside.audience.subscribers import service
-from broadside.audience.subscribers.search import Filters, Total, count_exactly, count_matching, search
+from broadside.audience.subscribers.search import Filters, search
+from broadside.audience.subscribers.total import Total, count_exactly, count_matching
 from broadside.audience.unsubscribe import suppression
 from broadside.core.models import (
     Broadcast,

@@ -11,6 +11,7 @@ from wtforms.widgets import CheckboxInput, ListWidget
 
 from broadside.audience.lists import all_lists
 from broadside.audience.subscribers import bulk, search, service
+from broadside.audience.subscribers.total import count_matching
 from broadside.audience.unsubscribe import suppression
 from broadside.campaigns.automations import messages as automations
 from broadside.core.errors import DomainError
@@ -73,7 +74,7 @@ def total():
     """How many match the table's filter: the fragment htmx loads into the table's heading,
     or without JavaScript a small page of its own (the table links to it)."""
     filters = current_filters()
-    found = search.count_matching(db.session, filters, window=0)
+    found = count_matching(db.session, filters, window=0)
     template = "subscribers/_total.html" if request.htmx else "subscribers/total.html"
     return vary_on_htmx(make_response(render_template(template, total=found, filters=filters)))
 

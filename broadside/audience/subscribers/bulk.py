@@ -36,7 +36,8 @@ from sqlalchemy.orm import Session
 
 from broadside.audience import subscriptions
 from broadside.audience.subscribers import service
-from broadside.audience.subscribers.search import Filters, count_exactly, filter_clauses
+from broadside.audience.subscribers.search import Filters, filter_clauses
+from broadside.audience.subscribers.total import count_exactly
 from broadside.audience.unsubscribe.suppression import suppress_uncommitted
 from broadside.core.db import rowcount
 from broadside.core.errors import NotFound, ValidationError

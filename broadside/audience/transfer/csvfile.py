@@ -1,9 +1,8 @@
 """Reading an import file: the header, then one record at a time with its line number.
 
-Pure parsing and validation, no database: `records()` streams a file from disk through the
-csv module (never the whole file in memory) and `validate_record()` says why a row cannot be
-imported, in words the owner can act on, or what it changed to import it (a name longer than
-the column is shortened, with a warning).
+Pure parsing, no database: `records()` streams a file from disk through the csv module
+(never the whole file in memory); what one record becomes (the person, or the reason they
+cannot be imported) is `broadside.audience.transfer.people`.
 
 A rejected-rows download (`broadside.audience.transfer.report`) puts its own two columns,
 `rejected_line` and `rejected_reason`, before the row as uploaded; this reader ignores
@@ -17,14 +16,11 @@ import csv
 import io
 import itertools
 import re
-import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from broadside.audience.subscribers.service import MAX_ATTRIBUTE_VALUE, MAX_EMAIL, MAX_NAME
-from broadside.core.addresses import normalise_email
 from broadside.core.errors import ValidationError
 
 HEADER_SNIFF_BYTES = 64 * 1024
@@ -38,62 +34,6 @@ LINE_TOO_LONG = "the line is longer than 1 MB"
 BLOCK_BYTES = 256 * 1024
 # The columns a rejected-rows download adds; an import ignores them (see the docstring).
 REPORT_COLUMNS = ("rejected_line", "rejected_reason")
-
-
-def unescape_cell(value: str) -> str:
-    if len(value) > 1 and value[0] == "'" and value[1] in FORMULA_PREFIXES:
-        return value[1:]
-    return value
-
-
-# A dot-atom local part of plain ASCII letters, digits, _ + and -: RFC 5322 says what is valid
-# here without the validator's help (no quoting, no Unicode, no dot at either end or twice);
-# then the only "@" and the domain, in an address already lower-cased.
-_PLAIN_ADDRESS = re.compile(r"([a-z0-9_+-]+(?:\.[a-z0-9_+-]+)*)@[^@]*\Z")
-
-
-class EmailNormaliser:
-    """`normalise_email`, with each domain's verdict remembered for the rest of the file.
-
-    Validating the domain is most of email_validator's cost (about 50 µs an address, half
-    the 10 s budget of a 100,000-row import) and a list has few distinct domains. Only a plain
-    local part on a domain the validator itself accepted takes the short way; everything else
-    (and every error message) comes from `normalise_email`. The domain is remembered as
-    written (case and all), so its verdict is the validator's own for that very text.
-    """
-
-    def __init__(self, max_domains: int = 50_000) -> None:
-        # domain as written -> (its normalised form, or None when the validator refused it;
-        # whether that form is the domain lower-cased)
-        self.domains: dict[str, tuple[str | None, bool]] = {}
-        self.max_domains = max_domains
-
-    def __call__(self, raw: str) -> str:
-        raw = raw.strip()
-        if raw.isascii() and len(raw) <= 200:
-            lowered = raw.lower()
-            plain = _PLAIN_ADDRESS.match(lowered)
-            if plain is not None and plain.end(1) <= 64:
-                domain = raw[plain.end(1) + 1:]
-                verdict = self.domains.get(domain)
-                if verdict is None:
-                    verdict = self._domain(domain)
-                known, same = verdict
-                if same:
-                    return lowered
-                if known is not None:
-                    return f"{lowered[:plain.end(1)]}@{known}"
-        return normalise_email(raw)
-
-    def _domain(self, domain: str) -> tuple[str | None, bool]:
-        try:
-            known: str | None = normalise_email("x@" + domain).split("@", 1)[1]
-        except ValidationError:
-            known = None
-        verdict = (known, known == domain.lower())
-        if len(self.domains) < self.max_domains:
-            self.domains[domain] = verdict
-        return verdict
 
 
 @dataclass
@@ -348,81 +288,3 @@ def count_records(path: Path) -> int:
                 if not any(f.strip() for f in fields):
                     count -= 1
         return max(count, 0)
-
-
-# What must stay with the character before it: combining marks, the zero-width joiner,
-# variation selectors and skin-tone modifiers (cutting there would change what is shown).
-_JOINERS = {"\u200d", "\ufe0e", "\ufe0f", *map(chr, range(0x1F3FB, 0x1F400))}
-
-
-def shorten(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` characters, never inside a character sequence that reads
-    as one (a letter and its accents, an emoji with its modifiers), without trailing spaces."""
-    if len(text) <= limit:
-        return text
-    end = limit
-    while end > 0 and (text[end] in _JOINERS or text[end - 1] == "\u200d"
-                       or unicodedata.category(text[end]) in ("Mn", "Mc", "Me")):
-        end -= 1
-    return text[:end].rstrip()
-
-
-@dataclass
-class Accepted:
-    email: str
-    name: str
-    attributes: dict[str, str]
-    warnings: list[str]
-
-
-def validate_record(header: Header, fields: list[str],
-                    normalise: Callable[[str], str] = normalise_email) -> Accepted:
-    """The person in one record, with a warning for each value changed to import them; or
-    ValidationError with the reason the record cannot be imported.
-
-    Called once per row of a million-row file, so written out flat: each cell is read as
-    `fields[i].strip()` then `unescape_cell` (a missing cell is ""), without a call per cell."""
-    count = len(fields)
-    if count > len(header.columns):
-        raise ValidationError(
-            f"the row has {count} fields but the header has {len(header.columns)}"
-        )
-    if "\x00" in "".join(fields):  # PostgreSQL refuses NUL in text
-        raise ValidationError("a NUL character in the row")
-
-    index = header.email_index
-    raw_email = fields[index].strip() if index < count else ""
-    if raw_email[:1] == "'":
-        raw_email = unescape_cell(raw_email)
-    if not raw_email:
-        raise ValidationError("missing email address")
-    if len(raw_email) > MAX_EMAIL:
-        raise ValidationError(f"email address longer than {MAX_EMAIL} characters")
-    email = normalise(raw_email)
-    warnings = []
-    name_index = header.name_index
-    if name_index is None or name_index >= count:
-        name = ""
-    else:
-        name = fields[name_index].strip()
-        if name[:1] == "'":
-            name = unescape_cell(name)
-        name = " ".join(name.split())
-        if len(name) > MAX_NAME:
-            warnings.append(f"name shortened to {MAX_NAME} characters (it had {len(name):,})")
-            name = shorten(name, MAX_NAME)
-    attributes: dict[str, str] = {}
-    for index, key in header.attribute_columns:
-        if index >= count:
-            continue
-        value = fields[index].strip()
-        if value[:1] == "'":
-            value = unescape_cell(value)
-        if len(value) > MAX_ATTRIBUTE_VALUE:
-            raise ValidationError(
-                f"the value in column {key!r} is longer than {MAX_ATTRIBUTE_VALUE} characters"
-            )
-        if value:
-            attributes[key] = value
-    return Accepted(email, name, attributes, warnings)
-

@@ -46,14 +46,12 @@ from broadside.audience.transfer.batch import refresh_statistics, write_batch
 from broadside.audience.transfer.confirmations import ask_to_confirm
 from broadside.audience.transfer.csvfile import (
     HEADER_SNIFF_BYTES,
-    Accepted,
-    EmailNormaliser,
     Header,
     count_records,
     parse_header,
     records,
-    validate_record,
 )
+from broadside.audience.transfer.people import Accepted, EmailNormaliser, validate_record
 from broadside.audience.transfer.readahead import ReadAhead
 from broadside.audience.transfer.report import (
     MAX_KEPT_ROWS,

@@ -24,16 +24,9 @@ from hypothesis import strategies as st
 
 from broadside.audience.subscribers.service import MAX_ATTRIBUTE_VALUE, MAX_EMAIL, MAX_NAME
 from broadside.audience.transfer import batch as import_batch
-from broadside.audience.transfer import csvfile
-from broadside.audience.transfer.csvfile import (
-    EmailNormaliser,
-    Header,
-    count_records,
-    parse_header,
-    records,
-    unescape_cell,
-    validate_record,
-)
+from broadside.audience.transfer import csvfile, people
+from broadside.audience.transfer.csvfile import Header, count_records, parse_header, records
+from broadside.audience.transfer.people import EmailNormaliser, unescape_cell, validate_record
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import ValidationError
 
@@ -118,7 +111,7 @@ def reference_validate(header: Header, fields: list[str], normalise=normalise_em
     name = " ".join(cell(header.name_index).split())
     if len(name) > MAX_NAME:
         warnings.append(f"name shortened to {MAX_NAME} characters (it had {len(name):,})")
-        name = csvfile.shorten(name, MAX_NAME)
+        name = people.shorten(name, MAX_NAME)
     attributes = {}
     for index, key in header.attribute_columns:
         value = cell(index)
@@ -135,7 +128,7 @@ def outcome(function, *args):
         result = function(*args)
     except ValidationError as exc:
         return ("error", exc.message)
-    if isinstance(result, csvfile.Accepted):
+    if isinstance(result, people.Accepted):
         return (result.email, result.name, result.attributes, result.warnings)
     return result
 
