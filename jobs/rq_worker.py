@@ -65,6 +65,12 @@ class BroadsideWorker(SimpleWorker):
         """Stop after the job in progress (at once when idle, within LISTEN_S)."""
         self._stop_requested = True
 
+    @property
+    def stop_asked(self) -> bool:
+        """Whether a stop was asked (of this worker, or of RQ's loop by `rq shutdown`): the
+        one place RQ's own flag is read."""
+        return self._stop_requested
+
     def _install_signal_handlers(self) -> None:
         pass  # the main thread owns the signals and calls stop_soon (jobs.worker)
 

@@ -296,7 +296,7 @@ class Stream(threading.Thread):
                 worker.work(burst=self.burst, logging_level="WARNING", with_scheduler=False)
             except RedisError as exc:
                 log.warning("queue connection failed: %s", exc)
-            if self.burst or self.stopping.is_set() or worker._stop_requested:
+            if self.burst or self.stopping.is_set() or worker.stop_asked:
                 break
             # RQ's loop ended on an error (Redis went away): wait for Redis, then listen again.
             log.warning("job loop of the stream %s ended unexpectedly; restarting it", rt.stream)
