@@ -56,7 +56,6 @@ log = logging.getLogger("broadside.worker")
 ENABLED = AutomationStatus.ENABLED.value
 DELETED = AutomationStatus.DELETED.value
 
-_M = AutomationMessage.__table__
 _EARLIER = aliased(AutomationMessage)
 # Not held back by an earlier step of the same series still pending or in flight.
 _IN_ORDER = ~exists().where(

@@ -66,13 +66,6 @@ def hit(bucket: str, limit: int, window_seconds: int) -> bool:
     return increment(bucket, window_seconds) <= limit
 
 
-def is_limited(bucket: str, limit: int) -> bool:
-    """Whether `bucket` has reached `limit`: for display only, never to decide whether to allow
-    an attempt (that is `hit`, which counts and decides in one step)."""
-    value = get_redis().get(_key(bucket))
-    return value is not None and int(value) >= limit
-
-
 def refund(bucket: str) -> None:
     """Give back one attempt counted in `bucket` (one that turned out to be legitimate)."""
     get_redis().eval(_REFUND, 1, _key(bucket))

@@ -139,12 +139,6 @@ def all_identities(session: Session, config: Mapping[str, Any]) -> list[SendingI
     return [default_identity(session, config), *(_view(r) for r in rows)]
 
 
-def live_ids(session: Session) -> list[int]:
-    """The ids of the live identities that are rows (for the worker that serves them all)."""
-    return list(session.scalars(select(Identity.id).where(
-        Identity.status != IdentityStatus.DELETED.value).order_by(Identity.id)))
-
-
 def check_choice(session: Session, identity_id: Any) -> int | None:
     """An identity id a broadcast or automation may choose: None (the default) or a live
     identity's id; anything else is a ValidationError."""
