@@ -1,7 +1,8 @@
 """Invariant 2, pace the side effect, not the loop.
 
-One pacer per worker process, shared by broadcast slices and transactional mail, so the
-provider sees one paced stream. The transport calls `wait()` right before it opens a mail
+One pacer per identity's stream (its thread of the worker process), shared by that stream's
+broadcast slices, automation messages and transactional mail, so the provider sees one paced
+stream. The transport calls `wait()` right before it opens a mail
 transaction (MAIL FROM, after any connect or TLS handshake): it sleeps until `delay` has
 passed since the previous attempt *began*, so the gap between the starts of two real sends,
 as the server sees them, is never shorter than the delay. Skipped recipients never call it.

@@ -83,7 +83,7 @@ def unsubscribe_url(token: str, base_url: str | None = None) -> str:
 
 def worker_runtime(app, transport, *, identity: str | None = None, hourly: HourlyCap | None = None,
                    **config) -> Runtime:
-    """A worker's runtime built by hand (as `jobs.worker.run_worker` builds it), for tests that
+    """A stream's runtime built by hand (as `jobs.stream.Stream` builds it), for tests that
     run one slice or one maintenance pass in this process. `config` overrides the app's. The
     jobs' database session is bound to the app's engine, as `run_worker` binds it."""
     from jobs.app import from_flask
