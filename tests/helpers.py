@@ -24,9 +24,10 @@ from sqlalchemy import func, insert, select
 
 from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.campaigns.broadcasts.service import send_broadcast
-from broadside.core.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
+from broadside.core.models import Broadcast, Delivery, Identity, MailingList, Subscriber, Subscription
 from broadside.core.models.sending import DeliveryStatus
 from broadside.delivery.hourly import HourlyCap
+from broadside.delivery.identities import service as identities
 from broadside.delivery.lease import Lease
 from broadside.delivery.queues import Jobs
 from broadside.mail import unsubscribe_tokens as tokens
@@ -409,3 +410,9 @@ def forget_namespace(redis, namespace: str) -> None:
             redis.srem("rq:workers", name)
     for start in range(0, len(doomed), 500):
         redis.delete(*doomed[start:start + 500])
+
+
+def make_identity(name: str, url: str, delay_ms: int, email: str = "news@product.example") -> Identity:
+    """A sending identity saved as the owner's page saves one (validated by the service)."""
+    return identities.create(db.session, identities.parse_input(
+        {"name": name, "from": f"{name} <{email}>", "transport": url, "delay_ms": delay_ms}))

@@ -13,7 +13,6 @@ import pytest
 
 from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.campaigns.broadcasts.service import send_broadcast
-from broadside.core.models import Identity
 from broadside.delivery.identities import service as identities
 from broadside.delivery.lease import LEASE_KEY, stream_key
 from jobs import runtime
@@ -25,6 +24,7 @@ from tests.helpers import (
     assert_nobody_twice,
     broadcast_status,
     get_jobs,
+    make_identity,
     make_list,
     statuses,
     wait_until,
@@ -40,19 +40,6 @@ pytestmark = pytest.mark.slow
 def backend(request) -> str:
     """Threads, leases and signals, not SQL: SQLite (test_streams.py's side by side runs on both)."""
     return request.param
-
-
-@pytest.fixture
-def second_server():
-    server = SmtpServer().start()
-    yield server
-    server.stop()
-
-
-def _identity(name: str, url: str, delay_ms: int) -> Identity:
-    return identities.create(db.session, identities.parse_input(
-        {"name": name, "from": f"{name} <{name.lower()}@product.example>", "transport": url,
-         "delay_ms": delay_ms}))
 
 
 def _send(app, list_id: int, identity_id: int | None, subject: str = "Hello") -> int:
@@ -82,7 +69,7 @@ def _held_server(server: SmtpServer):
 def test_a_provider_that_does_not_answer_holds_only_its_own_stream(
         app, app_config, smtp_server, second_server, worker_factory):
     app_config["SEND_DELAY_MS"] = "20"
-    slow = _identity("Slow", second_server.url, delay_ms=0)
+    slow = make_identity("Slow", second_server.url, delay_ms=0, email="slow@product.example")
     news_list = make_list(db.session, 15, "News", domain="news.example")
     slow_list = make_list(db.session, 3, "Slow readers", domain="slow.example")
     inside, release = _held_server(second_server)
@@ -108,7 +95,7 @@ def test_a_provider_that_does_not_answer_holds_only_its_own_stream(
 def test_sigterm_stops_every_stream_mid_send_and_releases_every_lease(
         app, app_config, smtp_server, second_server, worker_factory, redis_client, namespace):
     app_config["SEND_DELAY_MS"] = "25"
-    product = _identity("Product", second_server.url, delay_ms=25)
+    product = make_identity("Product", second_server.url, delay_ms=25, email="product@product.example")
     news_list = make_list(db.session, 150, "News", domain="news.example")
     product_list = make_list(db.session, 150, "Product users", domain="users.example")
     news = _send(app, news_list.id, None, "The news")
@@ -135,7 +122,7 @@ def test_sigterm_stops_every_stream_mid_send_and_releases_every_lease(
 def test_sigkill_loses_at_most_each_streams_rows_in_flight(
         app, app_config, smtp_server, second_server, worker_factory):
     app_config["SEND_DELAY_MS"] = "10"
-    product = _identity("Product", second_server.url, delay_ms=10)
+    product = make_identity("Product", second_server.url, delay_ms=10, email="product@product.example")
     news_list = make_list(db.session, 120, "News", domain="news.example")
     product_list = make_list(db.session, 120, "Product users", domain="users.example")
     news = _send(app, news_list.id, None, "The news")
@@ -160,7 +147,7 @@ def test_sigkill_loses_at_most_each_streams_rows_in_flight(
 
 def test_a_second_worker_waits_for_every_lease_then_takes_them_over(
         app, app_config, smtp_server, second_server, worker_factory, redis_client, namespace):
-    product = _identity("Product", second_server.url, delay_ms=0)
+    product = make_identity("Product", second_server.url, delay_ms=0, email="product@product.example")
     first = worker_factory()
     wait_until(lambda: first.output.count("lease taken") == 2, timeout=30, message=lambda: first.output)
     second = worker_factory()
@@ -185,7 +172,7 @@ def test_a_second_worker_waits_for_every_lease_then_takes_them_over(
 
 def test_identities_changed_or_deleted_while_the_worker_runs_are_followed(
         app, app_config, smtp_server, second_server, worker_factory, redis_client, namespace):
-    product = _identity("Product", second_server.url, delay_ms=0)
+    product = make_identity("Product", second_server.url, delay_ms=0, email="product@product.example")
     stream = f"identity:{product.id}"
     worker = worker_factory()
     wait_until(lambda: worker.output.count("lease taken") == 2, timeout=30, message=lambda: worker.output)
@@ -214,7 +201,7 @@ def test_identities_changed_or_deleted_while_the_worker_runs_are_followed(
 def test_a_burst_in_this_process_sends_for_each_named_identity_on_its_own_thread(
         app, smtp_server, second_server):
     app.config["SMTP_URL"] = smtp_server.url
-    product = _identity("Product", second_server.url, delay_ms=0)
+    product = make_identity("Product", second_server.url, delay_ms=0, email="product@product.example")
     news = _send(app, make_list(db.session, 3, "News", domain="news.example").id, None)
     launch = _send(app, make_list(db.session, 3, "Users", domain="users.example").id, product.id)
     db.session.commit()

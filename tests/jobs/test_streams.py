@@ -10,12 +10,12 @@ from sqlalchemy import select
 
 from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.campaigns.broadcasts.service import send_broadcast
-from broadside.core.models import Broadcast, Identity
-from broadside.delivery.identities import service as identities
+from broadside.core.models import Broadcast
 from tests.helpers import (
     assert_nobody_twice,
     broadcast_status,
     get_jobs,
+    make_identity,
     make_list,
     statuses,
     wait_until,
@@ -28,18 +28,6 @@ from webapp.extensions import db
 def backend(request) -> str:
     """Processes and leases, not SQL: SQLite, except where a stream's own queries run on both."""
     return request.param
-
-
-@pytest.fixture
-def second_server():
-    server = SmtpServer().start()
-    yield server
-    server.stop()
-
-
-def _identity(name: str, url: str, delay_ms: int, email: str = "news@product.example") -> Identity:
-    return identities.create(db.session, identities.parse_input(
-        {"name": name, "from": f"{name} <{email}>", "transport": url, "delay_ms": delay_ms}))
 
 
 def _send(app, list_id: int, identity_id: int | None, subject: str) -> Broadcast:
@@ -72,7 +60,7 @@ def test_two_identities_send_side_by_side_each_at_its_own_pace(
     """The worker serves both identities, a thread each: both streams run at once, and the gap
     between two sends at each server is never below that identity's own pace."""
     app_config["SEND_DELAY_MS"] = "60"
-    product = _identity("Product", second_server.url, delay_ms=90)
+    product = make_identity("Product", second_server.url, delay_ms=90)
     news_list = make_list(db.session, 12, "News", domain="news.example")
     product_list = make_list(db.session, 12, "Product users", domain="users.example")
     worker = worker_factory()
@@ -111,7 +99,7 @@ def test_a_worker_for_one_identity_serves_only_it(app, app_config, smtp_server, 
                                                   worker_factory):
     """`worker --identity NAME`: that identity's broadcasts go out; the default's wait for a
     worker that serves the default."""
-    product = _identity("Product", second_server.url, delay_ms=0)
+    product = make_identity("Product", second_server.url, delay_ms=0)
     news_list = make_list(db.session, 3, "News", domain="news.example")
     product_list = make_list(db.session, 3, "Product users", domain="users.example")
     news = _send(app, news_list.id, None, "The news")
@@ -129,7 +117,7 @@ def test_a_worker_for_one_identity_serves_only_it(app, app_config, smtp_server, 
 
 
 def test_a_second_worker_for_the_same_identity_waits(app, app_config, second_server, worker_factory):
-    product = _identity("Product", second_server.url, delay_ms=0)
+    product = make_identity("Product", second_server.url, delay_ms=0)
     first = worker_factory("--identity", "Product")
     wait_until(lambda: "lease taken" in first.output, timeout=30, message=lambda: first.output)
     second = worker_factory("--identity", "Product")
@@ -152,7 +140,7 @@ def test_an_identity_added_while_the_worker_runs_gets_its_stream(
         app, app_config, smtp_server, second_server, worker_factory):
     worker = worker_factory()
     wait_until(lambda: "lease taken" in worker.output, timeout=30, message=lambda: worker.output)
-    product = _identity("Product", second_server.url, delay_ms=0)
+    product = make_identity("Product", second_server.url, delay_ms=0)
     product_list = make_list(db.session, 2, "Product users", domain="users.example")
     launch = _send(app, product_list.id, product.id, "The launch")
     wait_until(lambda: broadcast_status(launch.id) == "sent", timeout=40, message=lambda: worker.output)
