@@ -41,6 +41,9 @@ REVIEWED_PUBLIC = {
     # The owner's logo (by content hash) and brand colour (a stylesheet named by the colour):
     # emails and the public pages load them, with no cookie; nothing else is served.
     "brand.logo", "brand.theme",
+    # Broadside's icon at /favicon.ico, where browsers look when a page names none: a file, no
+    # session read, no cookie.
+    "favicon.icon",
     # A list's public archive: only lists whose owner turned it on, only issues
     # they published, as copies rendered with nobody's data and no unsubscribe link; the same
     # 404 for off, unpublished and missing. GET only, no cookie, nothing written.
