@@ -56,7 +56,7 @@ from broadside.segments import service as segments
 from broadside.webhooks import EVENT_TYPES
 from jobs.app import from_flask
 from jobs.worker import run_worker
-from tests.browser.steps import sign_in
+from tests.browser.steps import sign_in, table_problems
 from tests.design_images import png
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, make_token
 from webapp.extensions import db, get_jobs
@@ -430,45 +430,6 @@ LAYOUT_PROBLEMS = """() => {
   return problems.concat(innermost.map(e => 'text out of its box: ' + describe(e)));
 }"""
 
-# At phone width: no table wider than its card (nothing left to scroll to, with no cue), and
-# the tables named (STACKED) drawn one block per row, every cell with a visible data-label equal
-# to its column's header (a column whose header is read to screen readers only, a column of
-# buttons or ticks, needs none).
-TABLES_ON_A_PHONE = """(stacked) => {
-  const problems = new Set();
-  if (document.scrollingElement.scrollWidth > innerWidth)
-    problems.add(`the page is ${document.scrollingElement.scrollWidth} px wide`);
-  const name = t => t.id ? '#' + t.id : 'table.' + [...t.classList].join('.');
-  for (const table of document.querySelectorAll('main table')) {
-    if (!table.checkVisibility()) continue;
-    const box = table.closest('.table-wrap, .card') || table.parentElement;
-    if (table.scrollWidth > box.clientWidth + 1 || table.offsetWidth > box.clientWidth + 1)
-      problems.add(`${name(table)} is wider than its box: ${table.scrollWidth} px in ${box.clientWidth} px`);
-  }
-  for (const selector of stacked) {
-    const table = document.querySelector(selector);
-    if (!table) { problems.add(`no ${selector}`); continue; }
-    const heads = [...table.tHead.rows[0].cells].map(th => {
-      const hidden = th.querySelector('.sr-only');
-      return hidden && hidden.textContent.trim() === th.textContent.trim() ? '' : th.textContent.trim();
-    });
-    const rows = [...table.tBodies].flatMap(b => [...b.rows]).filter(r => r.checkVisibility());
-    if (!rows.length) problems.add(`${selector} has no rows to check`);
-    for (const row of rows) {
-      const display = getComputedStyle(row).display;
-      if (display === 'table-row') problems.add(`${selector}: a row is still a table row`);
-      [...row.cells].forEach((cell, i) => {
-        if (!cell.checkVisibility() || !heads[i]) return;
-        const shown = getComputedStyle(cell, '::before').content;
-        const label = cell.dataset.label === undefined ? 'nothing' : JSON.stringify(cell.dataset.label);
-        if (cell.dataset.label !== heads[i] || shown !== JSON.stringify(heads[i]))
-          problems.add(`${selector}: a cell of "${heads[i]}" is labelled ${label} (shown: ${shown})`);
-      });
-    }
-  }
-  return [...problems];
-}"""
-
 # The page's favicon: the icons its links name, or /favicon.ico where there is none (what a
 # browser asks for then).
 FAVICONS = """() => {
@@ -525,7 +486,7 @@ def check(page: Page, visit: Visit, url: str, seed: Seed, problems: list[str], f
     page.wait_for_function("() => [...document.images].every(i => i.complete)")
     for broken in page.evaluate("() => [...document.images].filter(i => !i.naturalWidth).map(i => i.src)"):
         problems.append(f"{visit.label} ({url}): the image {broken} did not load")
-    tables = page.evaluate(TABLES_ON_A_PHONE, STACKED.get(visit.label, []))
+    tables = table_problems(page, STACKED.get(visit.label, []))
     for problem in page.evaluate(LAYOUT_PROBLEMS) + tables:
         problems.append(f"{visit.label} at {PHONE} px ({url}): {problem}")
     for icon in page.evaluate(FAVICONS):
