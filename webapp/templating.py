@@ -68,8 +68,26 @@ def num(value: float | None) -> str:
     return f"{value or 0:,}"
 
 
+def audience_words(broadcast: Any, name: str | None) -> str:
+    """Who a broadcast is for, in words: `name` (its list's, or "segment NAME"), else what
+    became of it. A segment's rules are kept from the press (`audience_rules`), so a sent
+    broadcast whose segment is gone still knows it had one; a broadcast pressed with neither
+    (its snapshot reached someone) went to a list; a draft may have none chosen (a deleted
+    list or segment leaves its drafts without one)."""
+    if name:
+        return name
+    if broadcast.segment_id is not None or broadcast.audience_rules is not None:
+        return "(segment deleted)"
+    if broadcast.list_id is not None or broadcast.snapshot_until:
+        return "(list deleted)"
+    if broadcast.status == "draft":
+        return "(no audience chosen)"
+    return "(list or segment deleted)"
+
+
 def register_templating(app: Flask) -> None:
     @app.context_processor
     def time_and_numbers() -> dict[str, Any]:
         return {"local_time": local_time, "epoch_time": epoch_time, "zone_label": zone_label,
-                "day_label": day_label, "num": num, "SYSTEM_TIME": SYSTEM_TIME, "WITH_ZONE": WITH_ZONE}
+                "day_label": day_label, "num": num, "SYSTEM_TIME": SYSTEM_TIME, "WITH_ZONE": WITH_ZONE,
+                "audience_words": audience_words}
