@@ -1,7 +1,9 @@
 """Helpers every template can call, registered once for the whole app (`register_templating`):
-times in the owner's time zone, numbers with thousands separators, a broadcast's audience in
-words, and subjects as a reader reads them (`as_read`: "Hello {{ name }}" filled in with the
-newest person a send could reach, else the sample reader Alex, read once per page).
+times in the owner's time zone, numbers with thousands separators, counts in English ("1
+click", `counted`) and rates (`percent`: "—" when there is nothing to divide by), a
+broadcast's audience in words, and subjects as a reader reads them (`as_read`: "Hello {{ name
+}}" filled in with the newest person a send could reach, else the sample reader Alex, read
+once per page).
 
 Every time a page shows goes through `local_time` (a stored moment) or `epoch_time` (a time
 Redis keeps), both `broadside.core.timeutil.local_format`: the owner's zone, named by one label
@@ -77,6 +79,30 @@ def num(value: float | None) -> str:
     return f"{value or 0:,}"
 
 
+def noun(count: float | None, one: str, many: str | None = None) -> str:
+    """The word for `count` of a thing: "click" for one, "clicks" for any other number
+    ("person", "people" when the plural is not the word and an s)."""
+    return one if count == 1 else (many or one + "s")
+
+
+def counted(count: float | None, one: str, many: str | None = None) -> str:
+    """`count` things in English: "1 click", "1,234 clicks", "0 people"."""
+    return f"{num(count)} {noun(count, one, many)}"
+
+
+def percent(part: float | None, whole: float | None) -> str:
+    """`part` of `whole` for a page: "41.2%", "5%", "<0.1%"; "—" when there is nothing to
+    divide by."""
+    if not whole:
+        return "—"
+    value = 100 * (part or 0) / whole
+    if 0 < value < 0.05:
+        return "<0.1%"
+    if 99.95 <= value < 100:  # not everyone: never rounded up to all
+        return ">99.9%"
+    return f"{value:,.1f}".removesuffix(".0") + "%"
+
+
 def audience_words(broadcast: Any, name: str | None) -> str:
     """Who a broadcast is for, in words: `name` (its list's, or "segment NAME"), else what
     became of it. A segment's rules are kept from the press (`audience_rules`), so a sent
@@ -140,4 +166,5 @@ def register_templating(app: Flask) -> None:
     def time_and_numbers() -> dict[str, Any]:
         return {"local_time": local_time, "epoch_time": epoch_time, "zone_label": zone_label,
                 "day_label": day_label, "num": num, "SYSTEM_TIME": SYSTEM_TIME, "WITH_ZONE": WITH_ZONE,
-                "audience_words": audience_words, "as_read": as_read}
+                "audience_words": audience_words, "as_read": as_read, "noun": noun,
+                "counted": counted, "percent": percent}
