@@ -19,7 +19,10 @@
     var input = byId("rules_source");
     var note = byId("rules-source");
     if (input) { input.value = kind; }
-    if (note) { note.textContent = note.dataset[kind]; }
+    if (note) {
+      note.textContent = note.dataset[kind];
+      note.classList.toggle("from-json", kind === "json");
+    }
   }
 
   function followBuilder() {

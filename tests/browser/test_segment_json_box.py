@@ -62,6 +62,10 @@ def test_the_json_box_follows_the_builder_and_saving_uses_the_last_changed(
     # Then the box: saving uses the JSON.
     box.fill(json.dumps(joined_within(14)))
     expect(note).to_have_text("Saving will use the JSON you edited.")
+    page.set_viewport_size({"width": 390, "height": 900})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.locator("#segment-form").screenshot(path=str(screenshot_dir / "segment-json-edited-390.png"))
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.get_by_role("button", name="Save segment").click()
     expect(page.get_by_text("The segment “Newcomers” is saved.")).to_be_visible()
     assert saved_rules(segment_id) == joined_within(14)
