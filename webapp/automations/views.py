@@ -5,6 +5,9 @@
                                                 its messages are in flight)
     GET  /automations/<id>/counts               htmx: one automation's counts (286, which
                                                 stops the polling, once it is deleted)
+    GET  /automations/<id>/messages             its failed, skipped or unknown messages
+                                                (?status=, ?step=<step id>), newest first,
+                                                by keyset (?before=, ?after=)
     GET/POST /automations/new, /<id>/edit       the editor (plain form; "Add a step" and
                                                 "Remove step n" re-render without saving; Save
                                                 validates through the domain: 422 keeps input;
@@ -26,7 +29,7 @@ from flask_login import current_user
 from flask_wtf import FlaskForm
 
 from broadside.audience.lists import all_lists
-from broadside.campaigns.automations import durations
+from broadside.campaigns.automations import durations, message_page
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.automations.merge_report import StepTexts, automation_report, steps_report
 from broadside.campaigns.field_report import MergeReport
@@ -40,6 +43,7 @@ from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING, make_response, request
 from webapp.identities.form import send_from_choices
+from webapp.params import int_arg
 
 IN_FLIGHT = ("pending", "sending")
 
@@ -88,6 +92,25 @@ def counts(automation_id: int):
                                  STOP_POLLING)
         raise
     return render_template("automations/_counts.html", card=_card(automation))
+
+
+@bp.get("/<int:automation_id>/messages")
+def messages(automation_id: int):
+    """The messages a failed, skipped or unknown count stands for, with why, newest first."""
+    automation = automations.get_automation(db.session, automation_id)
+    steps = automations.steps_of(db.session, automation_id)
+    step_id = int_arg("step")
+    try:
+        page = message_page.message_page(
+            db.session, automation_id, status=request.args.get("status", "failed"),
+            step_id=step_id if any(s.id == step_id for s in steps) else None,
+            after=int_arg("after"), before=int_arg("before"))
+        error, status = None, 200
+    except ValidationError as exc:
+        page = message_page.message_page(db.session, automation_id, status="failed")
+        error, status = exc.message, 422
+    return render_template("automations/messages.html", automation=automation, steps=steps,
+                           page=page, error=error, listed=message_page.LISTED), status
 
 
 # ------------------------------------------------------------------ the editor
