@@ -13,6 +13,7 @@ from broadside.campaigns.automations import service as automations
 from broadside.campaigns.automations.merge_report import StepTexts, steps_report
 from broadside.core.models import Automation, AutomationStep, MailingList, Subscriber, Subscription
 from broadside.core.site_settings import update_settings
+from broadside.segments import service as segments
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
 
@@ -150,3 +151,20 @@ def test_a_clean_save_goes_to_the_list_and_counting_stays_bounded(app, logged_in
     (missing,) = report.missing
     assert (missing.recipients, missing.sampled) == (3, True) and missing.missing in (1, 2)
     assert "of the first 3 people on its list checked" in missing.message
+
+
+def test_a_lifecycle_campaign_counts_the_people_its_segment_matches(app, logged_in_client):
+    list_id = people_list(cities=("Lisbon", None, None, None))
+    for person in db.session.scalars(select(Subscriber).order_by(Subscriber.id).limit(2)):
+        # the first has a city, the second not
+        person.attributes = {**(person.attributes or {}), "plan": "trial"}
+    db.session.commit()
+    trials = segments.create_segment(db.session, "Trials", {"all": [
+        {"field": "attributes.plan", "op": "equals", "value": "trial"}]})
+    fields = form_of(logged_in_client, "/automations/new", list_id=str(list_id), **{
+        "trigger_type": "segment", "segment_id": str(trials.id), "every_hours": "12",
+        "step-1-body": "Hello from {{ attributes.city }}"})
+    said = page_text(logged_in_client.post("/automations/merge-check", data=fields,
+                                           headers=HX).get_data(as_text=True))
+    # Two people match, not the list's four: one of them lacks a city.
+    assert "1 of 2 people its segment matches has no city" in said
