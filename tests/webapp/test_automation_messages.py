@@ -96,6 +96,9 @@ def test_the_messages_page_goes_by_keyset_and_refuses_a_wrong_filter(logged_in_c
     assert text_of(page.get_data(as_text=True)).count("550 5.1.1") == 2
     page = logged_in_client.get(f"/automations/{automation}/messages?status=bogus&step=x&before=y")
     assert page.status_code == 422 and "Show one of: failed, skipped, unknown" in page.get_data(as_text=True)
+    huge = "99999999999999999999"  # bounded like an id: ignored, never a 500
+    page = logged_in_client.get(f"/automations/{automation}/messages?before={huge}&after={huge}&step={huge}")
+    assert page.status_code == 200 and text_of(page.get_data(as_text=True)).count("550 5.1.1") == 3
     assert logged_in_client.get("/automations/999999/messages").status_code == 404
 
 
