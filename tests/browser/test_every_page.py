@@ -185,6 +185,7 @@ OWNER_PAGES = [
     Visit("automation", "automations.edit", {"automation_id": "automation"}),
     Visit("delete automation", "automations.delete", {"automation_id": "automation"}),
     Visit("step preview", "automations.preview", {"automation_id": "automation", "step_id": "step"}),
+    Visit("automation's failed messages", "automations.messages", {"automation_id": "automation"}),
     Visit("settings", "settings.index"),
     Visit("design", "settings.design_page"),
     Visit("design: the sample email", "settings.design_preview_email"),
