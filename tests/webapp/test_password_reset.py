@@ -135,6 +135,11 @@ def test_an_unknown_address_gets_the_same_answer_and_nothing_is_sent(app, client
     assert smtp_server.recipients() == [OWNER_EMAIL]
 
 
+def test_before_anyone_is_set_up_the_way_back_in_leads_to_setup(client):
+    response = get(client, "/password/forgot")
+    assert (response.status_code, response.headers["Location"]) == (302, "/setup")
+
+
 def test_an_hour_old_link_has_expired(app, client, owner):
     now = time.time()
     fresh = links(app, clock=lambda: now - 3540).make(owner)  # 59 minutes ago

@@ -238,6 +238,8 @@ def _reset_allowed(email: str) -> bool:
 def forgot_password():
     """Ask for a reset link. The answer is the same whether or not the address has an account
     (and so is the throttle's): only the owner's inbox learns which."""
+    if not accounts.owner_exists(db.session):
+        return redirect(url_for("auth.setup"))  # a fresh install: nobody to reset yet
     form = ForgotForm()
     status = 200
     if form.validate_on_submit():
