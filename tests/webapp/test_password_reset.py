@@ -140,6 +140,20 @@ def test_before_anyone_is_set_up_the_way_back_in_leads_to_setup(client):
     assert (response.status_code, response.headers["Location"]) == (302, "/setup")
 
 
+@pytest.fixture
+def slow_answer(app_config):
+    app_config["PASSWORD_RESET_ANSWER_SECONDS"] = 0.5
+
+
+def test_every_answer_takes_the_same_least_time_whoever_is_asked_for(slow_answer, app, client,
+                                                                     owner):
+    for address in (OWNER_EMAIL, "nobody@example.com"):
+        token = fresh_token(client, "/password/forgot")
+        began = time.monotonic()
+        response = post(client, "/password/forgot", {"email": address, "csrf_token": token})
+        assert response.status_code == 302 and time.monotonic() - began >= 0.5, address
+
+
 def test_an_hour_old_link_has_expired(app, client, owner):
     now = time.time()
     fresh = links(app, clock=lambda: now - 3540).make(owner)  # 59 minutes ago
