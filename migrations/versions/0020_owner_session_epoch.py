@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0020_passreset'
+revision = '0020'
 down_revision = '0019'
 branch_labels = None
 depends_on = None
