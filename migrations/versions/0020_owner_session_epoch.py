@@ -5,7 +5,7 @@
   password (a reset link, `owner reset-password`) signs every other session out; a reset link
   is signed over it, so it works once.
 
-Revision ID: 0020_passreset
+Revision ID: 0020
 Revises: 0019
 """
 from alembic import op
