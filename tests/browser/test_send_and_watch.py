@@ -4,6 +4,7 @@ resume from the page, and see an unsubscribe made during the send show up as ski
 
 from __future__ import annotations
 
+import re
 import urllib.request
 from email import message_from_bytes, policy
 
@@ -181,7 +182,8 @@ def test_send_a_test_then_watch_a_send_with_pause_resume_and_an_unsubscribe(
     expect(page.locator("#delivery-results")).to_contain_text("Accepted by the mail server")
     page.screenshot(path=str(screenshot_dir / "broadcast-finished.png"), full_page=True)
     page.get_by_role("link", name="Dashboard").click()
-    expect(page.locator(".recent-table")).to_contain_text("Autumn news for {{ name }}")
+    # The subject as a reader reads it: filled in for the newest person a send could reach.
+    expect(page.locator(".recent-table")).to_contain_text(re.compile(r"Autumn news for Reader \d+"))
     expect(page.locator(f"#list-size-{weekly.id}")).to_have_text("298")
     page.screenshot(path=str(screenshot_dir / "dashboard-after-send.png"), full_page=True)
     assert not [p for p in problems if "Content Security Policy" in p or "Refused" in p], problems
