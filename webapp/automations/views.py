@@ -22,7 +22,7 @@ from flask_login import current_user
 from flask_wtf import FlaskForm
 
 from broadside.audience.lists import all_lists
-from broadside.campaigns.automations import durations
+from broadside.campaigns.automations import durations, refreeze
 from broadside.campaigns.automations import service as automations
 from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
 from broadside.core.models import Automation
@@ -67,7 +67,7 @@ def index():
     lists, segments = _names()
     cards = [_card(a) for a in automations.list_automations(db.session)]
     return render_template("automations/index.html", cards=cards, lists=lists, segments=segments,
-                           action_form=ConfirmForm())
+                           action_form=ConfirmForm(), held=refreeze.held_reasons(db.session))
 
 
 @bp.get("/<int:automation_id>/counts")
