@@ -84,8 +84,10 @@ def test_a_save_that_changes_nothing_an_automation_carries_writes_no_revision(
         app, logged_in_client):
     client = logged_in_client
     weekly = make_list(db.session, 0)
-    assert save_sender(client, sender_name="Acme", postal_address="1 Main Street").status_code == 302
     an_automation(app, "Welcome", weekly.id)
+    saved = save_sender(client, sender_name="Acme", postal_address="1 Main Street")
+    assert "The next messages of the automation “Welcome” carry it now." in client.get(
+        saved.headers["Location"]).text
     before = revisions()
     saved = save_sender(client, sender_name="Acme", postal_address="1 Main Street",
                         time_zone="Europe/Berlin")
@@ -124,7 +126,7 @@ def test_enabling_without_a_postal_address_is_refused_on_the_page_and_over_the_a
     weekly = make_list(db.session, 0)
     automation = an_automation(app, "Welcome", weekly.id)
     page = client.get("/automations/").text
-    assert "Held: add your postal address in Settings." in page
+    assert "Cannot be enabled yet: add your postal address in Settings." in page
 
     answer = client.post(f"/automations/{automation.id}/enable",
                          data={"csrf_token": csrf_token_from(page)}, follow_redirects=True)

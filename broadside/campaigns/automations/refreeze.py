@@ -210,21 +210,27 @@ HELD = ("Held: add your postal address in Settings. Every email prints one, so i
         "wait until it has one.")
 HELD_IDENTITY = ("Held: add your postal address in Settings (or on its sending identity). Every "
                  "email prints one, so its messages wait until it has one.")
+NOT_YET = "Cannot be enabled yet: add your postal address in Settings. Every email prints one."
+NOT_YET_IDENTITY = ("Cannot be enabled yet: add your postal address in Settings (or on its "
+                    "sending identity). Every email prints one.")
 HELD_CATCHING_UP = "Held a moment: its messages are being given your postal address."
 
 
 def held_reasons(session: Session) -> dict[int, str]:
     """Live automations that send whose current steps print no postal address, with the
-    reason their messages are held, in the owner's words."""
+    reason their messages are held (or, disabled, why it cannot be enabled), in the owner's
+    words."""
     reasons = {}
-    for automation_id, identity_id in session.execute(
-            select(Automation.id, Automation.identity_id).distinct()
+    for automation_id, identity_id, status in session.execute(
+            select(Automation.id, Automation.identity_id, Automation.status).distinct()
             .join(AutomationStep, and_(AutomationStep.automation_id == Automation.id,
                                        AutomationStep.removed_at.is_(None)))
             .join(AutomationRevision, AutomationRevision.id == AutomationStep.revision_id)
             .where(_LIVE, Automation.record_only.is_(False), ledger.UNADDRESSED)):
         if (sender_of(session, identity_id, "")[2] or "").strip():
             reasons[automation_id] = HELD_CATCHING_UP
+        elif status == AutomationStatus.DISABLED.value:
+            reasons[automation_id] = NOT_YET if identity_id is None else NOT_YET_IDENTITY
         else:
             reasons[automation_id] = HELD if identity_id is None else HELD_IDENTITY
     return reasons
