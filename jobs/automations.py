@@ -67,8 +67,9 @@ _IN_ORDER = ~exists().where(
 # A message whose revision prints no postal address is held, not sent (as a broadcast without
 # one cannot be sent): it stays pending, out of the due rows, until a revision with an address
 # reaches it (broadside.campaigns.automations.refreeze, when the address is added).
-_ADDRESSED = ~exists().where(AutomationRevision.id == AutomationMessage.revision_id,
-                             automation_ledger.UNADDRESSED)
+# (The few revisions without one are read once per statement, not once per message.)
+_ADDRESSED = AutomationMessage.revision_id.not_in(
+    select(AutomationRevision.id).where(automation_ledger.UNADDRESSED))
 _WAITING = and_(AutomationMessage.status == "pending", Automation.status == ENABLED, _IN_ORDER,
                 _ADDRESSED)
 _WHEN = func.coalesce(AutomationMessage.next_attempt_at, AutomationMessage.due_at)
