@@ -34,6 +34,7 @@ from tests.helpers import (
     csrf_token_from,
     forget_namespace,
 )
+from tests.private_redis import private_redis  # noqa: F401  (a fixture for every folder)
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT, create_app
 from webapp.extensions import db

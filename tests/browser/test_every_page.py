@@ -14,6 +14,7 @@ import io
 import os
 import re
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -36,12 +37,20 @@ from broadside.campaigns.automations import service as automations
 from broadside.campaigns.broadcasts import drafts
 from broadside.campaigns.broadcasts.service import send_broadcast
 from broadside.core import accounts
-from broadside.core.models import Delivery, Subscriber, Subscription, WebhookEndpoint, WebhookMessage
+from broadside.core.models import (
+    Delivery,
+    Owner,
+    Subscriber,
+    Subscription,
+    WebhookEndpoint,
+    WebhookMessage,
+)
 from broadside.core.models.automations import AutomationStep
 from broadside.core.site_settings import update_settings
 from broadside.core.timeutil import utcnow
 from broadside.delivery.identities import service as identities
 from broadside.mail import design
+from broadside.mail.password_reset import ResetLinks
 from broadside.segments import service as segments
 from broadside.webhooks import EVENT_TYPES
 from jobs.app import from_flask
@@ -98,6 +107,17 @@ def sign_up(page: Page, seed: Seed) -> None:
     seed["signup_token"] = signup.make_token(links, person, seed["weekly"], sent_at)
 
 
+def ask_for_reset_link(page: Page, seed: Seed) -> None:
+    page.get_by_label("Email").fill(LONG_EMAIL)  # nobody's: the same answer, the longest line
+    page.get_by_role("button", name="Email me a link").click()
+    expect(page.get_by_role("heading", name="Check your inbox")).to_be_visible()
+    owner = db.session.scalar(select(Owner).where(Owner.email == OWNER_EMAIL))
+    links = ResetLinks(seed["secret_key"], seed["base_url"])
+    seed["reset_token"] = links.make(owner)
+    seed["expired_reset_token"] = ResetLinks(seed["secret_key"], seed["base_url"],
+                                             clock=lambda: time.time() - 7200).make(owner)
+
+
 def confirm_sign_up(page: Page, seed: Seed) -> None:
     page.get_by_role("button", name="Confirm my subscription").click()
     expect(page.get_by_role("heading", name="You are subscribed")).to_be_visible()
@@ -144,6 +164,12 @@ PUBLIC_PAGES = [
                                              "slug": "archive_slug"}),
     Visit("view in browser", "archive.view", {"token": "view_token"}),
     Visit("view in browser: broken link", "archive.view", {"token": "bad_token"}, status=400),
+    Visit("forgot password", "auth.forgot_password"),
+    Visit("forgot password: check your inbox", "auth.forgot_password", then=ask_for_reset_link),
+    Visit("new password", "auth.reset_password", {"token": "reset_token"}),
+    Visit("new password: broken link", "auth.reset_password", {"token": "bad_token"}, status=400),
+    Visit("new password: expired link", "auth.reset_password", {"token": "expired_reset_token"},
+          status=410),
 ]
 
 # Walked signed in as the owner.
@@ -185,6 +211,7 @@ OWNER_PAGES = [
     Visit("automation", "automations.edit", {"automation_id": "automation"}),
     Visit("delete automation", "automations.delete", {"automation_id": "automation"}),
     Visit("step preview", "automations.preview", {"automation_id": "automation", "step_id": "step"}),
+    Visit("automation's failed messages", "automations.messages", {"automation_id": "automation"}),
     Visit("settings", "settings.index"),
     Visit("design", "settings.design_page"),
     Visit("design: the sample email", "settings.design_preview_email"),
@@ -226,6 +253,7 @@ NOT_PAGES = {
     "system.checks": "an htmx fragment of the System page",
     "system.live": "an htmx fragment of the System page",
     "auth.setup": "walked first, before the owner exists (it is a 404 afterwards)",
+    "auth.reset_sent": "walked as the page the request for a link leads to",
 }
 
 

@@ -53,6 +53,10 @@ REVIEWED_PUBLIC = {
     # only to the exact address signed into its token (never an open redirect), and all either
     # changes is a counter.
     "analytics.pixel", "analytics.click",
+    # The way back in: ask for a reset link (the same answer for every address, throttled
+    # like sign-in), the answer page, and the page the signed single-use link opens. Forms
+    # with CSRF tokens, as sign-in's.
+    "auth.forgot_password", "auth.reset_sent", "auth.reset_password",
 }
 # Public POSTs that carry no CSRF token by design, each proving itself another way.
 CSRF_EXEMPT = {

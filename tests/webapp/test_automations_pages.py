@@ -66,8 +66,8 @@ def test_a_mistake_answers_422_with_the_message_and_every_typed_value_kept(logge
     assert response.status_code == 422
     assert "years or months" in page
     assert "My careful words" in page and 'value="P1M"' in page and 'value="Welcome"' in page
-    # The step the refusal names is marked beside its fields, not only at the top of the page.
-    assert 'id="step-1-error"' in page and 'class="step card-inner step-refused"' in page
+    # A refused delay is told under its number and unit, not only at the top of the page.
+    assert 'id="step-1-delay-error"' in page and 'aria-invalid="true"' in page
     assert db.session.scalar(select(func.count()).select_from(Automation)) == 0
     for fields, said in (({"list_id": ""}, "Choose the list"),
                          ({"list_id": "4242"}, "no list with id 4242"),
@@ -77,6 +77,9 @@ def test_a_mistake_answers_422_with_the_message_and_every_typed_value_kept(logge
                          ({"list_id": str(list_id), "step-1-body": "{{ name"}, "Step 1")):
         response = editor_post(logged_in_client, "/automations/new", **fields)
         assert response.status_code == 422 and said in response.get_data(as_text=True), said
+    # The step the refusal names is marked beside its fields, not only at the top of the page.
+    page = response.get_data(as_text=True)
+    assert 'id="step-1-error"' in page and 'class="step card-inner step-refused"' in page
 
 
 def test_add_and_remove_step_re_render_without_saving(logged_in_client):
@@ -275,7 +278,7 @@ def test_the_counts_stop_polling_once_no_message_is_due_or_sending(app, logged_i
     settled = logged_in_client.get(path, headers=HX)
     html = settled.get_data(as_text=True)
     assert settled.status_code == 200 and "hx-trigger" not in html and "hx-get" not in html
-    assert re.search(r"<dt>skipped</dt><dd>1</dd>", html)
+    assert re.search(r'<dt>skipped</dt><dd><a href="[^"]+/messages\?[^"]+" id="skipped-[0-9]+">1<', html)
     assert 'hx-trigger="every 2s"' not in logged_in_client.get("/automations/").get_data(as_text=True)
 
 

@@ -5,9 +5,16 @@
                                                 its messages are in flight)
     GET  /automations/<id>/counts               htmx: one automation's counts (286, which
                                                 stops the polling, once it is deleted)
+    GET  /automations/<id>/messages             its failed, skipped or unknown messages
+                                                (?status=, ?step=<step id>), newest first,
+                                                by keyset (?before=, ?after=)
     GET/POST /automations/new, /<id>/edit       the editor (plain form; "Add a step" and
                                                 "Remove step n" re-render without saving; Save
-                                                validates through the domain: 422 keeps input)
+                                                validates through the domain: 422 keeps input;
+                                                a save whose merge fields need a look comes
+                                                back to the editor with the report)
+    POST /automations/merge-check               htmx: the merge-field report of the form as
+                                                typed (nothing saved), as the owner types
     POST /automations/<id>/enable, /disable     the lifecycle's moves (enable is also "Resume")
     GET/POST /automations/<id>/delete           a confirmation, then the delete
     GET  /automations/<id>/steps/<sid>/preview  the step's email for the preview iframe
@@ -22,8 +29,10 @@ from flask_login import current_user
 from flask_wtf import FlaskForm
 
 from broadside.audience.lists import all_lists
-from broadside.campaigns.automations import durations, refreeze
+from broadside.campaigns.automations import durations, message_page, refreeze
 from broadside.campaigns.automations import service as automations
+from broadside.campaigns.automations.merge_report import StepTexts, automation_report, steps_report
+from broadside.campaigns.field_report import MergeReport
 from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
 from broadside.core.models import Automation
 from broadside.delivery.identities.service import all_identities
@@ -34,6 +43,7 @@ from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING, make_response, request
 from webapp.identities.form import send_from_choices
+from webapp.params import int_arg
 
 IN_FLIGHT = ("pending", "sending")
 
@@ -84,7 +94,34 @@ def counts(automation_id: int):
     return render_template("automations/_counts.html", card=_card(automation))
 
 
+@bp.get("/<int:automation_id>/messages")
+def messages(automation_id: int):
+    """The messages a failed, skipped or unknown count stands for, with why, newest first."""
+    automation = automations.get_automation(db.session, automation_id)
+    steps = automations.steps_of(db.session, automation_id)
+    step_id = int_arg("step")
+    try:
+        page = message_page.message_page(
+            db.session, automation_id, status=request.args.get("status", "failed"),
+            step_id=step_id if any(s.id == step_id for s in steps) else None,
+            after=int_arg("after"), before=int_arg("before"))
+        error, status = None, 200
+    except ValidationError as exc:
+        page = message_page.message_page(db.session, automation_id, status="failed")
+        error, status = exc.message, 422
+    return render_template("automations/messages.html", automation=automation, steps=steps,
+                           page=page, error=error, listed=message_page.LISTED), status
+
+
 # ------------------------------------------------------------------ the editor
+
+
+def _typed_report(fields: form.EditorFields) -> MergeReport:
+    """The merge-field report of the steps as typed, over the trigger as chosen."""
+    list_id, segment_id = form.trigger_ids(fields)
+    return steps_report(db.session, [StepTexts(s.subject, s.preheader, s.body)
+                                     for s in fields.steps],
+                        list_id=list_id, segment_id=segment_id)
 
 
 def _render_editor(fields: form.EditorFields, automation: Automation | None, *,
@@ -92,9 +129,13 @@ def _render_editor(fields: form.EditorFields, automation: Automation | None, *,
                    name_taken: bool = False):
     lists, segments = _names()
     senders = send_from_choices(all_identities(db.session, current_app.config))
+    error_step = None if name_taken else form.step_named(error)
+    if error_step is not None and error_step <= len(fields.steps) and "delay" in (error or ""):
+        # A refused delay is told under its number and unit, not above the step.
+        fields.steps[error_step - 1].delay_error, error_step = error, None
     page = render_template("automations/edit.html", fields=fields, automation=automation,
                            lists=lists, segments=segments, senders=senders, error=error, note=note,
-                           error_step=None if name_taken else form.step_named(error),
+                           error_step=error_step, merge=_typed_report(fields),
                            max_steps=automations.MAX_STEPS, csrf_form=ConfirmForm())
     return page, status
 
@@ -108,6 +149,9 @@ def _submitted(automation: Automation | None):
     if action != "save":
         note = form.apply_button(fields, action)
         return _render_editor(fields, automation, note=note)
+    refused = form.delay_refusal(fields)
+    if refused:
+        return _render_editor(fields, automation, error=refused, status=422)
     try:
         if fields.trigger_type == "segment" and not fields.segment_id:
             raise ValidationError("Choose the segment whose people enter this automation.")
@@ -125,7 +169,22 @@ def _submitted(automation: Automation | None):
     except (ValidationError, Conflict) as exc:
         return _render_editor(fields, automation, error=exc.message, status=422,
                               name_taken=isinstance(exc, Conflict))
+    if automation_report(db.session, saved.id).warning_count:
+        # Its merge fields need a look: back to the editor, where the report is.
+        flash("Check its merge fields below: some will print nothing for some people.", "info")
+        return redirect(url_for("automations.edit", automation_id=saved.id) + "#merge-report")
     return redirect(url_for("automations.index") + f"#automation-{saved.id}")
+
+
+@bp.post("/merge-check")
+def merge_check():
+    """htmx, as the owner types: what the steps' merge fields do to the trigger's people,
+    nothing saved (the editor's report, swapped into #merge-report)."""
+    if not ConfirmForm().validate_on_submit():
+        return make_response('<p class="muted">Reload the page to check the merge fields.</p>',
+                             200)
+    return render_template("broadcasts/_merge_check.html",
+                           merge=_typed_report(form.read_form(request.form)))
 
 
 @bp.route("/new", methods=["GET", "POST"])
@@ -152,7 +211,7 @@ def edit(automation_id: int):
 # ------------------------------------------------------------------ state
 
 
-def _move(automation_id: int, action, said: str):
+def _move(automation_id: int, action, said: str, *, report: bool = False):
     if not ConfirmForm().validate_on_submit():
         flash("The form expired; try again.", "error")
         return redirect(url_for("automations.index"))
@@ -161,13 +220,21 @@ def _move(automation_id: int, action, said: str):
         flash(said.format(name=automation.name), "success")
     except (ValidationError, Conflict) as exc:
         flash(exc.message, "error")
+        return redirect(url_for("automations.index") + f"#automation-{automation_id}")
+    if report:
+        merge = automation_report(db.session, automation_id)
+        for warning in merge.warnings:
+            flash(f"Check its merge fields: {warning}", "info")
+        if merge.more:
+            flash(f"… and {merge.more} more merge fields to check in its editor.", "info")
     return redirect(url_for("automations.index") + f"#automation-{automation_id}")
 
 
 @bp.post("/<int:automation_id>/enable")
 def enable(automation_id: int):
     return _move(automation_id, automations.enable,
-                 "“{name}” is enabled: people who join now enter it, and its due messages go out.")
+                 "“{name}” is enabled: people who join now enter it, and its due messages go out.",
+                 report=True)
 
 
 @bp.post("/<int:automation_id>/disable")

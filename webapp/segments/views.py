@@ -14,6 +14,8 @@
                                         the whole builder works without JavaScript
     POST /segments/builder              htmx: the same buttons, answered with the builder only
     POST /segments/builder/row/<path>   htmx: one condition, after its field or operator changed
+    POST /segments/builder/json         static/segments.js: the rules the posted builder holds,
+                                        as the "Edit as JSON" box shows them ({"rules_json"})
     POST /segments/preview              htmx: the live preview, the count and a sample or why
                                         the rules are not ready; it never saves
     POST /segments/<id>/duplicate       a copy, then its builder
@@ -169,6 +171,14 @@ def row(path: str):
     # One condition: the datalist of attribute names it uses is already on the page.
     context = _builder_context(submission.shown(posted.tree), attribute_names=False)
     return _fragment("segments/_row.html", row=condition, path=path, **context)
+
+
+@bp.route("/builder/json", methods=["POST"])
+def builder_json():
+    try:
+        return {"rules_json": submission.builder_json(request.form)}
+    except builder.BuilderError as exc:
+        return {"problem": exc.message}, 422
 
 
 # ------------------------------------------------------------------ the preview

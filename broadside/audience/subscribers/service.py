@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, exists, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -123,6 +123,18 @@ def get_subscriber(session: Session, subscriber_id: int) -> Subscriber:
 
 def find_by_email(session: Session, email: str) -> Subscriber | None:
     return session.scalar(select(Subscriber).where(Subscriber.email == email))
+
+
+def newest_reachable(session: Session) -> Subscriber | None:
+    """The newest person a send could reach now (active on a list, not suppressed): the
+    sample reader whose details fill the merge fields of subjects the pages show. Walks
+    subscribers newest first and stops at the first such person."""
+    return session.scalar(
+        select(Subscriber)
+        .where(Subscriber.suppression.is_(None),
+               exists().where(Subscription.subscriber_id == Subscriber.id,
+                              Subscription.status == "active"))
+        .order_by(Subscriber.id.desc()).limit(1))
 
 
 def check_lists_exist(session: Session, list_ids: list[int]) -> None:
