@@ -189,6 +189,20 @@ def db_session(app):
     return db.session
 
 
+POSTAL_ADDRESS = "Acme Ltd\n1 Main Street\nSpringfield"
+
+
+@pytest.fixture
+def postal_address(app) -> str:
+    """Settings' postal address, which every email prints: automations cannot be enabled, nor
+    their messages sent, without one (as a broadcast cannot be sent)."""
+    from broadside.core.site_settings import get_settings
+
+    get_settings(db.session).postal_address = POSTAL_ADDRESS
+    db.session.commit()
+    return POSTAL_ADDRESS
+
+
 @pytest.fixture
 def client(app):
     return app.test_client()

@@ -13,7 +13,7 @@ from broadside.core.models import MailingList, Subscriber, Subscription
 from tests.browser.steps import sign_in
 from webapp.extensions import db
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("postal_address")]
 
 WIDTHS = {"desktop": 1280, "phone": 390}
 

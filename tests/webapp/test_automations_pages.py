@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from sqlalchemy import func, select
 
 from broadside.campaigns.automations import entering
@@ -21,6 +22,9 @@ from broadside.core.models import (
 )
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
+
+# Every email prints a postal address: automations need Settings' to be enabled and to send.
+pytestmark = pytest.mark.usefixtures("postal_address")
 
 HX = {"HX-Request": "true"}
 

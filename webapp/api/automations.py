@@ -11,7 +11,9 @@ described in `webapp/apidocs/automations.py`).
   already due keep theirs), steps beyond the new count are removed and their pending messages
   skipped
 - DELETE /api/automations/<id> -> 204; its pending messages are skipped, what it sent is kept
-- POST /api/automations/<id>/enable, /disable -> 200 Automation (idempotent)
+- POST /api/automations/<id>/enable, /disable -> 200 Automation (idempotent); enable is 422
+  with the reason while it cannot send: no step, no list or segment, or no postal address
+  (its identity's or Settings', which every email prints, as for a broadcast's send)
 
 An Automation is {"id", "name", "status", "pause_reason", "trigger", "priority",
 "record_only", "identity_id", "entered", "created_at", "updated_at", "steps"} (`identity_id`:

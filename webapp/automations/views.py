@@ -29,7 +29,7 @@ from flask_login import current_user
 from flask_wtf import FlaskForm
 
 from broadside.audience.lists import all_lists
-from broadside.campaigns.automations import durations, message_page
+from broadside.campaigns.automations import durations, message_page, refreeze
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.automations.merge_report import StepTexts, automation_report, steps_report
 from broadside.campaigns.field_report import MergeReport
@@ -77,7 +77,7 @@ def index():
     lists, segments = _names()
     cards = [_card(a) for a in automations.list_automations(db.session)]
     return render_template("automations/index.html", cards=cards, lists=lists, segments=segments,
-                           action_form=ConfirmForm())
+                           action_form=ConfirmForm(), held=refreeze.held_reasons(db.session))
 
 
 @bp.get("/<int:automation_id>/counts")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from flask import Blueprint, current_app, flash, redirect, render_template, url_for
 
+from broadside.campaigns.automations import refreeze
 from broadside.core import transport_urls as urls
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.site_settings import get_settings
@@ -127,7 +128,7 @@ def _render_edit(identity: SendingIdentity, values: dict[str, str], *, error: st
     return render_template(
         "identities/edit.html", identity=identity, row=_row(identity), values=form.shown(values),
         error=error, error_field=form.field_named(error), secret_dropped=secret_dropped,
-        **_page_help(),
+        automations_reached=refreeze.reaching(db.session, identity.id), **_page_help(),
     ), status
 
 
@@ -139,15 +140,17 @@ def edit(identity_id: int):
     values = form.read_form(request.form)
     body = form.as_body(values, updating=True, clear_secret=bool(request.form.get("clear_webhook_secret")))
     try:
-        row = service.update(db.session, identity_id, service.parse_input(body, updating=True))
+        row, refrozen = refreeze.update_identity(db.session, identity_id,
+                                                 service.parse_input(body, updating=True),
+                                                 default_from=current_app.config["MAIL_FROM"])
     except (ValidationError, Conflict) as exc:
         db.session.rollback()
         return _render_edit(identity, values, error=exc.message, status=exc.status_code,
                             secret_dropped=form.typed_a_secret(values))
     resumed = identity.status == "paused" and row.status == "active"
     flash(f"The identity “{row.name}” is saved." + (
-        " Its new transport URL resumed it: press Check connection to try it." if resumed else ""),
-        "success")
+        " Its new transport URL resumed it: press Check connection to try it." if resumed else "")
+        + (" " + refrozen.words() if refrozen.names else ""), "success")
     return redirect(url_for(".index") + f"#identity-{identity_id}")
 
 

@@ -11,8 +11,9 @@ from wtforms import RadioField, SelectField, StringField, TextAreaField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional
 
+from broadside.campaigns.automations import refreeze
 from broadside.core import accounts
-from broadside.core.errors import DomainError
+from broadside.core.errors import DomainError, ValidationError
 from broadside.core.site_settings import (
     SettingsError,
     get_settings,
@@ -118,6 +119,7 @@ def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | No
         pace_per_second=f"{1000 / delay:,.3g}" if delay else "",
         pace_per_hour=f"{3_600_000 // delay:,}" if delay else "",
         hourly_limit=config["SEND_HOURLY_LIMIT"],
+        automations_reached=refreeze.reaching(db.session, refreeze.SETTINGS),
     ), status
 
 
@@ -164,16 +166,23 @@ def update_history():
 def update_sender():
     form = _sender_form(from_request=True)
     try:
-        update_settings(db.session, sender_name=form.sender_name.data or "",
-                        sender_email=form.sender_email.data or "",
-                        postal_address=form.postal_address.data or "",
-                        time_zone=form.time_zone.data or "")
+        # The automations that use the sender or the postal address follow them, in the
+        # same commit.
+        _, refrozen = refreeze.save_and_refreeze(db.session, lambda: update_settings(
+            db.session, sender_name=form.sender_name.data or "",
+            sender_email=form.sender_email.data or "",
+            postal_address=form.postal_address.data or "",
+            time_zone=form.time_zone.data or "", commit=False),
+            refreeze.SETTINGS, default_from=current_app.config["MAIL_FROM"])
     except SettingsError as exc:
-        db.session.rollback()
         getattr(form, exc.field).errors = [exc.message]
         return _render(sender_form=form, status=422)
-    flash("Settings saved. New drafts and previews use them now; broadcasts already sent keep "
-          "what they were sent with.", "success")
+    except ValidationError as exc:  # an automation's step would no longer build: nothing saved
+        flash(exc.message, "error")
+        return _render(sender_form=form, status=422)
+    flash(" ".join(filter(None, (
+        "Settings saved. New drafts and previews use them now; broadcasts already sent keep "
+        "what they were sent with.", refrozen.words()))), "success")
     return redirect(url_for("settings.index") + "#sender")
 
 

@@ -16,7 +16,7 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.automations import durations, lifecycle
+from broadside.campaigns.automations import durations, lifecycle, refreeze
 from broadside.campaigns.automations.entering import live_steps
 from broadside.campaigns.automations.steps import StepInput, save_steps
 from broadside.core.addresses import normalise_email
@@ -276,6 +276,9 @@ def _move(session: Session, automation_id: int, name: str, refusal: str) -> Auto
             raise ValidationError("Add at least one step before enabling this automation.")
         if automation.list_id is None and automation.segment_id is None:
             raise ValidationError("Its list or segment was deleted: choose another trigger first.")
+        problem = refreeze.postal_problem(session, automation)
+        if problem:
+            raise ValidationError(problem)
     was_paused = automation.status == AutomationStatus.PAUSED.value
     moved = lifecycle.move(session, automation_id, name)
     if moved and name == "enable" and was_paused:

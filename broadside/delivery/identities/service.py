@@ -286,9 +286,12 @@ def _live_row(session: Session, identity_id: int) -> Identity:
     return row
 
 
-def update(session: Session, identity_id: int, data: IdentityInput) -> Identity:
-    """Save the new values (a missing transport or secret keeps the current one), committed.
-    A changed transport URL resumes a paused identity: the owner fixed what paused it."""
+def update(session: Session, identity_id: int, data: IdentityInput, *,
+           commit: bool = True) -> Identity:
+    """Save the new values (a missing transport or secret keeps the current one), committed
+    (or by the caller, with `commit=False`: the automations that use it are refrozen in the
+    same transaction, from the floor above). A changed transport URL resumes a paused
+    identity: the owner fixed what paused it."""
     row = _live_row(session, identity_id)
     changed_transport = data.transport_url is not None and data.transport_url != row.transport_url
     row.name, row.name_key = data.name, data.name.lower()
@@ -307,7 +310,8 @@ def update(session: Session, identity_id: int, data: IdentityInput) -> Identity:
         raise _taken(data.name) from None
     if changed_transport:
         lifecycle.resume(session, identity_id, label=row.name)
-    session.commit()
+    if commit:
+        session.commit()
     return row
 
 
