@@ -209,7 +209,8 @@ def progress(broadcast_id: int):
     moved = request.htmx and seen is not None and seen != p.version
     response = make_response(
         render_template("broadcasts/_progress_line.html" if line else "broadcasts/_progress.html",
-                        p=p, oob_badge=True),
+                        p=p, oob_badge=True,
+                        retry_transient=not line and evidence.offers_transient_retry(db.session, p)),
         trigger=DELIVERIES_CHANGED if moved else None)
     if p.poll_every is None and request.htmx:
         response.status_code = STOP_POLLING  # the fragment has no trigger either
@@ -226,8 +227,11 @@ def _steer(broadcast_id: int, action, done: str):
         message = exc.message
     if request.htmx:
         # Cancel skips every waiting row: the table follows whatever happened.
-        return make_response(render_template("broadcasts/_progress.html", p=_progress(broadcast_id),
-                                             message=message, oob_badge=True),
+        p = _progress(broadcast_id)
+        return make_response(render_template("broadcasts/_progress.html", p=p,
+                                             message=message, oob_badge=True,
+                                             retry_transient=evidence.offers_transient_retry(
+                                                 db.session, p)),
                              trigger=DELIVERIES_CHANGED)
     flash(message or done, "error" if message else "success")
     return redirect(url_for(".show", broadcast_id=broadcast_id))
@@ -304,6 +308,12 @@ def timeline(broadcast_id: int, delivery_id: int):
 
 
 RETRY_WHICH = ("unknown", "transient")
+NOTHING_TO_RETRY = {
+    "unknown": "No delivery of this broadcast has an unknown outcome.",
+    "transient": "No delivery of this broadcast failed for a temporary reason. Those that "
+                 "failed were refused for good (a wrong or closed address, a refusal by the "
+                 "server), and sending again would be refused the same way.",
+}
 
 
 @bp.route("/<int:broadcast_id>/retry/<which>")
@@ -312,7 +322,8 @@ def confirm_retry(broadcast_id: int, which: str):
     plan = evidence.retry_plan(db.session, broadcast_id, which)
     broadcast = service.get_broadcast(db.session, broadcast_id)
     return render_template("broadcasts/retry_confirm.html", plan=plan, broadcast=broadcast,
-                           explanation=evidence.UNKNOWN_EXPLANATION)
+                           explanation=evidence.UNKNOWN_EXPLANATION,
+                           nothing=NOTHING_TO_RETRY.get(which, ""))
 
 
 @bp.route("/<int:broadcast_id>/retry/<which>", methods=["POST"])
@@ -327,8 +338,9 @@ def retry(broadcast_id: int, which: str):
         db.session.rollback()
         flash(exc.message, "error")
         return redirect(url_for(".show", broadcast_id=broadcast_id))
-    if moved:
-        flash(f"Sending again to {moved:,} recipient{'s' if moved != 1 else ''}.", "success")
-    else:
-        flash("There was nothing left to send again.", "info")
-    return redirect(url_for(".show", broadcast_id=broadcast_id))
+    if not moved:
+        # Nothing queued: say why, rather than a success that did nothing.
+        flash("Nothing was sent again. " + NOTHING_TO_RETRY[which], "error")
+        return redirect(url_for(".show", broadcast_id=broadcast_id), 303)
+    flash(f"Sending again to {moved:,} recipient{'s' if moved != 1 else ''}.", "success")
+    return redirect(url_for(".show", broadcast_id=broadcast_id), 303)

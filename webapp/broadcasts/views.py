@@ -136,6 +136,7 @@ def show(broadcast_id: int):
     return render_template("broadcasts/show.html", preview=preview, broadcast=preview.broadcast,
                            list_name=drafts.audience_name(db.session, preview.broadcast),
                            action_form=EmptyForm(), p=progress, sending_problem=stopped,
+                           retry_transient=evidence.offers_transient_retry(db.session, progress),
                            settings=get_settings(db.session),
                            page=evidence.delivery_page(db.session, broadcast_id, per_page=20),
                            compacted=compaction.last_compaction(db.session, broadcast_id))
