@@ -27,6 +27,10 @@ from webapp.extensions import db, get_jobs
 from webapp.forms import after_post, keep_for_one_read, read_once
 from webapp.settings.views import bp
 
+# The session's note that an endpoint was just added (its id, never its secret): its page
+# shows the secret on that first read only.
+_JUST_CREATED = "webhook_created"
+
 
 def _allow_private() -> bool:
     return bool(current_app.config.get("WEBHOOKS_ALLOW_PRIVATE"))
@@ -67,13 +71,11 @@ def create_webhook():
     except ValidationError as exc:
         db.session.rollback()
         return _index(url=url, events=events, error=exc, status=422)
-    # Its page shows the secret on the first read after this redirect only: the secret
-    # stays in the database (Reveal shows it again), the session says "just created".
+    # The secret stays in the database (Reveal shows it again); the session says only
+    # "just added", so the page after this redirect shows it once.
     keep_for_one_read(_JUST_CREATED, str(endpoint.id))
     return after_post(url_for("settings.webhook_page", endpoint_id=endpoint.id) + "#secret")
 
-
-_JUST_CREATED = "webhook_created"
 
 
 @bp.route("/webhooks/<int:endpoint_id>", methods=["GET"])
