@@ -188,7 +188,7 @@ def create_token(session: Session, owner_id: int, name: str, *, read_only: bool 
     its hash is stored."""
     name = (name or "").strip()
     if not name or len(name) > 100:
-        raise ValidationError("A token needs a name of 1 to 100 characters.")
+        raise ValidationError("A token needs a name of 1 to 100 characters.", field="name")
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(owner_id=owner_id, name=name, token_hash=_hash_token(plain), prefix=plain[:10],
                      read_only=read_only)

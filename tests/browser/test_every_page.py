@@ -167,6 +167,7 @@ PUBLIC_PAGES = [
     Visit("error 404 (visitor)", None, status=404),
     Visit("sign-up form", "signup.join", {"list_id": "weekly"}),
     Visit("sign-up: check your inbox", "signup.join", {"list_id": "weekly"}, then=sign_up),
+    Visit("sign-up: check your inbox, reloaded", "signup.check_inbox", {"list_id": "weekly"}),
     Visit("sign-up: confirm", "signup.confirm_page", {"token": "signup_token"}),
     Visit("sign-up: confirmed", "signup.confirm_page", {"token": "signup_token"}, then=confirm_sign_up),
     Visit("unsubscribe: confirm", "unsubscribe.confirm", {"token": "unsubscribe_token"}),

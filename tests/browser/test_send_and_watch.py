@@ -84,7 +84,9 @@ def test_send_a_test_then_watch_a_send_with_pause_resume_and_an_unsubscribe(
     expect(page.locator("#test-status")).to_contain_text("Test sent to tester@example.org",
                                                          timeout=20_000)
     test_message = smtp_server.messages[0].message
-    assert test_message["Subject"] == "[Test] Autumn news for"
+    # Filled in with the newest active reader's details, and the line says so.
+    assert test_message["Subject"] == "[Test] Autumn news for Reader 299"
+    expect(page.locator("#test-status")).to_contain_text("filled in with Reader 299's details")
     page.locator(".send-card").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot_dir / "compose-send.png"), full_page=True)
 

@@ -282,9 +282,9 @@ def test_transactional_test_send_is_marked_and_delivered(app, smtp_server, run_w
     assert row.sent_at is not None and row.reason.startswith("250")
 
 
-def test_a_test_send_to_a_subscriber_fills_in_their_merge_fields(app, smtp_server, run_worker_burst):
-    """An owner testing on their own subscription sees what they would receive; any other
-    address gets the fields' defaults."""
+def test_a_test_send_fills_in_the_newest_active_persons_merge_fields(app, smtp_server, run_worker_burst):
+    """Whatever the address it goes to, a test is filled in with the newest active person on
+    the list (the owner can pick another), never with blanks."""
     from broadside.campaigns.broadcasts.drafts import create_draft
     from broadside.campaigns.broadcasts.service import send_test
 
@@ -298,7 +298,7 @@ def test_a_test_send_to_a_subscriber_fills_in_their_merge_fields(app, smtp_serve
     subjects = {m.rcpt_tos[0]: m.message["Subject"] for m in smtp_server.messages}
     assert subjects == {
         "reader00000@example.com": "[Test] Hello Reader 0",
-        "someone@example.org": "[Test] Hello friend",
+        "someone@example.org": "[Test] Hello Reader 0",
     }
 
 

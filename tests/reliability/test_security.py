@@ -28,6 +28,8 @@ STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
 REVIEWED_PUBLIC = {
     "static", "auth.login", "auth.logout", "auth.setup", "health.healthz", "metrics.metrics",
     "signup.join", "signup.join_post", "signup.confirm_page", "signup.confirm",
+    # Where the sign-up form redirects: the list's "check your inbox" words, nobody's data.
+    "signup.check_inbox",
     "unsubscribe.confirm", "unsubscribe.one_click", "unsubscribe.resubscribe",
     "unsubscribe.preferences", "webhooks.events", "webhooks.ses",
     # The subscriber's own data from the same link: download it (POST), erase it (asks first).

@@ -152,7 +152,7 @@ def test_unknown_and_deferred_rows_are_sent_again_only_after_the_owner_confirms(
     assert delivery_of(email(3)).status == "unknown"
     done = logged_in_client.post(f"/broadcasts/{outcomes.id}/retry/unknown",
                                  data={"csrf_token": token, "confirm": "yes"})
-    assert done.status_code == 302
+    assert done.status_code == 303
     assert "Sending again to 1 recipient." in logged_in_client.get(done.headers["Location"]).text
     db.session.expire_all()
     assert delivery_of(email(3)).status == "pending"
@@ -164,7 +164,7 @@ def test_unknown_and_deferred_rows_are_sent_again_only_after_the_owner_confirms(
     assert email(1) not in confirm.text
     done = logged_in_client.post(f"/broadcasts/{outcomes.id}/retry/transient",
                                  data={"csrf_token": csrf_token_from(confirm.text), "confirm": "yes"})
-    assert done.status_code == 302
+    assert done.status_code == 303
     db.session.expire_all()
     assert delivery_of(email(0)).status == "pending"
     assert delivery_of(email(1)).status == "failed"

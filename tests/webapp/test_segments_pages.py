@@ -230,7 +230,7 @@ def test_build_a_nested_segment_with_the_plain_form_and_save_it(logged_in_client
 
     fields = {**form_fields(page.text), "name": "Berlin regulars"}
     saved = press(logged_in_client, "/segments/new", fields, "save")
-    assert saved.status_code == 302 and saved.headers["Location"] == "/segments/"
+    assert saved.status_code == 303 and saved.headers["Location"] == "/segments/"
     segment = db.session.scalar(select(Segment))
     assert segment.name == "Berlin regulars"
     assert segment.rules == berlin_rules(people["weekly"])
@@ -262,7 +262,7 @@ def test_add_and_remove_buttons_without_javascript(logged_in_client, people):
 
     # Changing the top group's kind is just a field.
     fields["g-top-kind"] = "any"
-    assert press(logged_in_client, url, fields, "save").status_code == 302
+    assert press(logged_in_client, url, fields, "save").status_code == 303
     assert stored_rules(segment.id) == {"any": berlin_rules(people["weekly"])["all"]}
 
 
@@ -394,7 +394,7 @@ def test_a_saved_segment_renders_into_a_form_that_saves_back_the_same_rules(
     # The builder's own fields, without the JSON box, say the same.
     assert builder.to_rules(builder.from_form(fields)) == rules
     saved = press(logged_in_client, url, {**fields, "rules_json": ""}, "save")
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     assert stored_rules(segment.id) == rules
 
 
@@ -409,7 +409,7 @@ def test_a_changed_json_box_wins_and_bad_json_is_refused_clearly(logged_in_clien
     # An unchanged box (only re-indented) leaves the builder in charge.
     builder_edit = {**fields, "c-1-value": "Paris",
                     "rules_json": json.dumps(json.loads(fields["rules_json"]))}
-    assert press(logged_in_client, url, builder_edit, "save").status_code == 302
+    assert press(logged_in_client, url, builder_edit, "save").status_code == 303
     assert stored_rules(segment.id)["all"][0]["value"] == "Paris"
 
     fields = form_fields(logged_in_client.get(url).text)
@@ -426,7 +426,7 @@ def test_a_changed_json_box_wins_and_bad_json_is_refused_clearly(logged_in_clien
 
     new_rules = {"any": [{"field": "name", "op": "equals", "value": "Ann"}]}
     assert press(logged_in_client, url, {**fields, "rules_json": json.dumps(new_rules)},
-                 "save").status_code == 302
+                 "save").status_code == 303
     assert stored_rules(segment.id) == new_rules
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from flask import current_app, jsonify, request
 
-from broadside.campaigns.broadcasts import drafts, queries, service
+from broadside.campaigns.broadcasts import drafts, merge_person, queries, service
 from broadside.core.errors import ValidationError
 from broadside.core.models import Broadcast
 from broadside.core.models.sending import DELIVERY_STATUSES
@@ -148,8 +148,18 @@ def deliveries(broadcast_id: int):
 def test_send(broadcast_id: int):
     data = json_body()
     if not isinstance(data.get("email"), str):
-        raise ValidationError("'email' is required.")
+        raise ValidationError("'email' is required.", field="email")
+    picked = data.get("fill_from")
+    if picked is not None and not isinstance(picked, str):
+        raise ValidationError("'fill_from' must be a subscriber's email address (or left out "
+                              "for the newest active one).", field=merge_person.FIELD)
+    broadcast = service.get_broadcast(db.session, broadcast_id)
+    person = merge_person.chosen(db.session, picked, list_id=broadcast.list_id,
+                                 segment_id=broadcast.segment_id)
     service.send_test(
-        db.session, broadcast_id, data["email"], default_from=current_app.config["MAIL_FROM"], jobs=get_jobs()
+        db.session, broadcast_id, data["email"], default_from=current_app.config["MAIL_FROM"],
+        jobs=get_jobs(), person=person,
     )
-    return jsonify({"id": broadcast_id, "test_to": data["email"].strip().lower()}), 202
+    return jsonify({"id": broadcast_id, "test_to": data["email"].strip().lower(),
+                    "filled_from": {"email": person.email, "name": person.name,
+                                    "sample": person.subscriber_id is None}}), 202

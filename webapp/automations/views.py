@@ -32,6 +32,7 @@ from broadside.audience.lists import all_lists
 from broadside.campaigns.automations import durations, message_page, refreeze
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.automations.merge_report import StepTexts, automation_report, steps_report
+from broadside.campaigns.broadcasts import merge_person
 from broadside.campaigns.field_report import MergeReport
 from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
 from broadside.core.models import Automation
@@ -39,8 +40,10 @@ from broadside.delivery.identities.service import all_identities
 from broadside.delivery.transactional import queued_test
 from broadside.segments.service import all_segments
 from webapp.automations import bp, form
+from webapp.broadcasts import merge_fill
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_jobs
+from webapp.forms import after_post
 from webapp.htmx import STOP_POLLING, make_response, request
 from webapp.identities.form import send_from_choices
 from webapp.params import int_arg
@@ -172,8 +175,8 @@ def _submitted(automation: Automation | None):
     if automation_report(db.session, saved.id).warning_count:
         # Its merge fields need a look: back to the editor, where the report is.
         flash("Check its merge fields below: some will print nothing for some people.", "info")
-        return redirect(url_for("automations.edit", automation_id=saved.id) + "#merge-report")
-    return redirect(url_for("automations.index") + f"#automation-{saved.id}")
+        return after_post(url_for("automations.edit", automation_id=saved.id) + "#merge-report")
+    return after_post(url_for("automations.index") + f"#automation-{saved.id}")
 
 
 @bp.post("/merge-check")
@@ -283,21 +286,29 @@ def preview(automation_id: int, step_id: int) -> Response:
 @bp.post("/<int:automation_id>/steps/<int:step_id>/test")
 def send_test(automation_id: int, step_id: int):
     address = (request.form.get("to_email") or "")[:320]
-    error = test = None
+    typed = (request.form.get("fill_from") or "")[:320]
+    error: DomainError | None = None
+    test = person = None
+    automation = automations.get_automation(db.session, automation_id)
     if not ConfirmForm().validate_on_submit():
-        error = "the form expired; reload the page."
+        error = DomainError("the form expired; reload the page.")
     else:
         try:
+            person = merge_person.chosen(db.session, typed, list_id=automation.list_id,
+                                         segment_id=automation.segment_id)
             message_id = automations.send_step_test(db.session, automation_id, step_id, address,
-                                                    default_from=_default_from(), jobs=get_jobs())
+                                                    default_from=_default_from(), jobs=get_jobs(),
+                                                    person=person)
             test = queued_test(db.session, message_id)  # the line follows it until settled
         except ValidationError as exc:
-            error = exc.message
-    fragment = render_template("broadcasts/_test_status.html", error=error, address=address,
-                               status_id=f"test-status-{step_id}", test=test)
+            error, person = exc, None
     if request.htmx:
         # 200 even when refused: htmx swaps no 4xx answer, so a 422 left the line empty.
-        return make_response(fragment, 200)
-    flash(f"Test not sent: {error}" if error else f"Test queued for {address.lower()}.",
+        return make_response(merge_fill.answer(
+            error=error, address=address, test=test, status_id=f"test-status-{step_id}",
+            fill_id=f"fill-{step_id}", fill_typed=typed, person=person,
+            list_id=automation.list_id, segment_id=automation.segment_id), 200)
+    flash(f"Test not sent: {error.message}" if error else
+          f"Test queued for {address.lower()}. {person.words if person else ''}",
           "error" if error else "success")
     return redirect(url_for("automations.edit", automation_id=automation_id) + f"#step-{step_id}")

@@ -39,8 +39,9 @@ from broadside.core.errors import Conflict, DomainError, NotFound
 from broadside.core.models import Segment
 from broadside.segments import lookups as segment_lookups
 from broadside.segments import service
-from broadside.segments.rules import FIELD_LABELS, MAX_DEPTH, OPERATOR_LABELS, RuleError
+from broadside.segments.rules import FIELD_LABELS, MAX_DEPTH, OPERATOR_LABELS
 from webapp.extensions import db
+from webapp.forms import after_post
 from webapp.htmx import make_response, request, vary_on_htmx
 from webapp.segments import bp, builder, describe, lookups, submission
 
@@ -142,11 +143,11 @@ def _submit(segment: Segment | None):
         raise  # deleted meanwhile: the 404 page
     except DomainError as exc:
         db.session.rollback()
-        if not isinstance(exc, RuleError):
+        if exc.field == "name":
             form.name.errors = [exc.message]
         return _editor(segment, form, view, error=exc.message, status=422)
     flash(f"The segment “{saved.name}” is saved.", "success")
-    return redirect(url_for(".index"))
+    return after_post(url_for(".index"))
 
 
 def _fragment(template: str, **context: Any):

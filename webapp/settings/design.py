@@ -38,6 +38,7 @@ from broadside.mail import design, signup_texts
 from broadside.mail.rendering import CompiledRevision, freeze_content
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db
+from webapp.forms import after_post
 from webapp.htmx import make_response
 from webapp.settings.brand import logo_directory
 from webapp.settings.views import bp
@@ -180,7 +181,7 @@ def design_save():
         return _render(look_form=form, status=422)
     flash(_said("Design saved. New emails, test sends and previews use it now; broadcasts "
                 "already sent keep the design they were sent with.", refrozen), "success")
-    return redirect(url_for("settings.design_page") + "#look")
+    return after_post(url_for("settings.design_page") + "#look")
 
 
 @bp.route("/design/logo", methods=["POST"])
@@ -202,7 +203,7 @@ def design_logo():
         return _render(logo_form=form, status=422)
     flash(_said("Logo saved. It is on new emails and on your sign-up and unsubscribe pages.",
                 refrozen), "success")
-    return redirect(url_for("settings.design_page") + "#logo")
+    return after_post(url_for("settings.design_page") + "#logo")
 
 
 @bp.route("/design/logo/remove", methods=["POST"])
@@ -280,4 +281,4 @@ def design_texts():
     flash(f"“{signup_texts.BY_KEY[reset].label.split(' (')[0]}” is back to its default."
           if reset else "Texts saved. New confirmation emails and the sign-up pages use them.",
           "success")
-    return redirect(url_for("settings.design_page") + "#texts")
+    return after_post(url_for("settings.design_page") + "#texts")

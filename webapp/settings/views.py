@@ -23,6 +23,7 @@ from broadside.core.site_settings import (
     update_settings,
 )
 from webapp.extensions import db
+from webapp.forms import after_post, keep_for_one_read, place_error, read_once
 
 bp = Blueprint("settings", __name__, url_prefix="/settings")
 
@@ -123,9 +124,12 @@ def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | No
     ), status
 
 
+NEW_TOKEN = "new_api_token"
+
+
 @bp.route("/")
 def index():
-    return _render()
+    return _render(new_token=read_once(NEW_TOKEN))
 
 
 @bp.route("/defaults", methods=["POST"])
@@ -140,7 +144,7 @@ def update_defaults():
         form.skip_hours.errors = [exc.message]
         return _render(defaults_form=form, status=422)
     flash("Saved. New broadcasts start with this frequency cap.", "success")
-    return redirect(url_for("settings.index") + "#defaults")
+    return after_post(url_for("settings.index") + "#defaults")
 
 
 @bp.route("/history", methods=["POST"])
@@ -159,7 +163,7 @@ def update_history():
           else f"Saved. Broadcasts finished more than {days} days ago lose their step-by-step "
                "history within the next few minutes; each recipient's final state stays.",
           "success")
-    return redirect(url_for("settings.index") + "#history")
+    return after_post(url_for("settings.index") + "#history")
 
 
 @bp.route("/sender", methods=["POST"])
@@ -183,7 +187,7 @@ def update_sender():
     flash(" ".join(filter(None, (
         "Settings saved. New drafts and previews use them now; broadcasts already sent keep "
         "what they were sent with.", refrozen.words()))), "success")
-    return redirect(url_for("settings.index") + "#sender")
+    return after_post(url_for("settings.index") + "#sender")
 
 
 @bp.route("/tokens", methods=["POST"])
@@ -195,9 +199,11 @@ def create_token():
             _, new_token = accounts.create_token(db.session, current_user.id, form.name.data,
                                                  read_only=form.access.data == "read")
         except DomainError as exc:
-            form.name.errors.append(exc.message)
+            place_error(form, exc)
     if new_token:
-        return _render(new_token=new_token, status=201)
+        # Shown once, on the page this redirect leads to (a reload shows it no more).
+        keep_for_one_read(NEW_TOKEN, new_token)
+        return after_post(url_for("settings.index") + "#tokens")
     return _render(token_form=form, status=422)
 
 
