@@ -60,7 +60,7 @@ def test_the_next_message_carries_the_new_sender_address_and_logo_and_the_sent_o
         app, logged_in_client, smtp_server, run_worker_burst):
     client = logged_in_client
     assert save_sender(client, sender_name="Old Name", sender_email="old@example.com",
-                       postal_address="1 Old Road").status_code == 302
+                       postal_address="1 Old Road").status_code == 303
     list_id = a_list()
     automation = two_steps(app, list_id)
     subscribers.save_subscriber(db.session, email="ada@example.com", name="Ada",
@@ -74,10 +74,10 @@ def test_the_next_message_carries_the_new_sender_address_and_logo_and_the_sent_o
     # The owner changes the sender, the postal address and the logo after the automation was saved.
     saved = save_sender(client, sender_name="New Name", sender_email="new@example.com",
                         postal_address="2 New Street")
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     page = client.get("/settings/")
     assert "The next messages of the automation “Welcome” carry it now." in page.text
-    assert upload(client, png(40, 20)).status_code == 302
+    assert upload(client, png(40, 20)).status_code == 303
     logo_file = get_settings(db.session).logo_file
     assert logo_file
 
@@ -131,7 +131,7 @@ def test_messages_without_a_postal_address_are_held_until_it_is_added(
     assert f'id="held-{automation.id}"' in page.text
     assert "Held: add your postal address in Settings." in page.text
 
-    assert save_sender(client, postal_address="Acme Ltd\n1 Main Street").status_code == 302
+    assert save_sender(client, postal_address="Acme Ltd\n1 Main Street").status_code == 303
     assert "Held:" not in client.get("/automations/").text
     run_worker_burst()
     [welcome] = smtp_server.wait_for(1)

@@ -70,13 +70,13 @@ def test_a_saved_delay_shows_as_a_number_and_unit_and_saves_back_unchanged(app, 
     fields = form_of(logged_in_client, path, list_id=str(list_id))
     # PT1H30M is no whole number of hours: shown in minutes, the largest unit it is exact in.
     assert (fields["step-1-delay-amount"], fields["step-1-delay-unit"]) == ("90", "minutes")
-    assert logged_in_client.post(path, data=fields).status_code == 302
+    assert logged_in_client.post(path, data=fields).status_code == 303
     step = db.session.scalars(select(AutomationStep)).one()
     assert (step.delay, step.delay_seconds) == ("PT1H30M", 5400)  # to the letter
 
     response = logged_in_client.post(path, data={**fields, "step-1-delay-amount": "2",
                                                  "step-1-delay-unit": "weeks"})
-    assert response.status_code == 302
+    assert response.status_code == 303
     db.session.expire_all()
     assert (step.delay, step.delay_seconds) == ("P2W", 14 * 86400)
     assert form_of(logged_in_client, path)["step-1-delay-amount"] == "2"
@@ -116,7 +116,7 @@ def test_the_editor_reports_unknown_fields_and_people_lacking_an_attribute_as_ty
     # The same report is drawn with the page (no JavaScript), and a save that needs a look
     # comes back to it.
     response = logged_in_client.post("/automations/new", data=fields)
-    assert response.status_code == 302 and response.location.endswith("/edit#merge-report")
+    assert response.status_code == 303 and response.location.endswith("/edit#merge-report")
     page = page_text(logged_in_client.get(response.location).get_data(as_text=True))
     assert "Check its merge fields below" in page
     assert "Did you mean {{ attributes.city }}?" in page and "1 of 3 people on its list" in page
@@ -142,7 +142,7 @@ def test_a_clean_save_goes_to_the_list_and_counting_stays_bounded(app, logged_in
     list_id = people_list(cities=("A", "B", None, None))
     fields = form_of(logged_in_client, "/automations/new", list_id=str(list_id))
     response = logged_in_client.post("/automations/new", data=fields)
-    assert response.status_code == 302 and "/edit" not in response.location
+    assert response.status_code == 303 and "/edit" not in response.location
     # At a million people the editor counts its first N: the report says so.
     report = steps_report(db.session, [StepTexts("Hi", "", "{{ attributes.city }}")],
                           list_id=list_id, segment_id=None, limit=3)

@@ -67,14 +67,14 @@ def test_the_settings_design_and_identity_pages_count_the_automations_a_save_rea
 
     before = revisions()
     saved = save_sender(client, sender_name="Acme", postal_address="1 Main Street")
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     page = client.get(saved.headers["Location"]).text
     assert "The next messages of 2 live automations carry it now." in page
     # Two steps each of the two automations through the default identity; nothing else.
     assert revisions() == before + 4
 
     saved = save_look(client, colour="#aa3300")
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     assert "The next messages of 3 live automations carry it now." in client.get(
         saved.headers["Location"]).text
     assert revisions() == before + 4 + 6
@@ -91,7 +91,7 @@ def test_a_save_that_changes_nothing_an_automation_carries_writes_no_revision(
     before = revisions()
     saved = save_sender(client, sender_name="Acme", postal_address="1 Main Street",
                         time_zone="Europe/Berlin")
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     page = client.get(saved.headers["Location"]).text
     assert "carry it now" not in page
     assert revisions() == before
@@ -102,7 +102,7 @@ def test_a_step_that_would_no_longer_build_refuses_the_save_and_saves_nothing(
         app, logged_in_client):
     client = logged_in_client
     weekly = make_list(db.session, 0)
-    assert save_sender(client, sender_name="Acme", postal_address="1 Main Street").status_code == 302
+    assert save_sender(client, sender_name="Acme", postal_address="1 Main Street").status_code == 303
     automation = an_automation(app, "Welcome", weekly.id)
     # A step saved under rules that no longer accept it (written here past the checks).
     db.session.execute(update(AutomationStep).where(
@@ -142,7 +142,7 @@ def test_enabling_without_a_postal_address_is_refused_on_the_page_and_over_the_a
     assert client.post(f"/api/automations/{record.id}/enable",
                        headers=api_headers).status_code == 200
 
-    assert save_sender(client, postal_address="1 Main Street").status_code == 302
+    assert save_sender(client, postal_address="1 Main Street").status_code == 303
     enabled = client.post(f"/api/automations/{automation.id}/enable", headers=api_headers)
     assert enabled.status_code == 200 and enabled.json["status"] == "enabled"
 
@@ -174,7 +174,7 @@ def test_an_identity_with_its_own_address_may_enable_and_its_edit_reaches_its_au
             "from": "Product Desk <desk@product.example>", "transport": "", "delay_ms": "0",
             "hourly_limit": "0", "postal_address": "9 Product Way", "webhook_secret": ""}
     saved = client.post(f"/settings/identities/{own_id}/edit", data=form)
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     assert "The next messages of the automation “Product news” carry it now." in client.get(
         saved.headers["Location"]).text
     db.session.expire_all()
