@@ -24,6 +24,7 @@ _BLOCKS = {"p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "bl
            "pre", "hr", "table", "thead", "tbody", "tr"}
 _UNDERLINES = {"h1": "=", "h2": "-"}
 _SPACES = re.compile(r"[ \t\r\n\f]+")
+_RUNS_OF_SPACES = re.compile(r" {2,}")
 RULE = "-" * 20
 
 
@@ -107,7 +108,7 @@ def _blocks(node: _Node, writer: _Writer) -> list[str]:
 
 def _paragraph(text: str) -> str:
     """Whitespace as a browser shows it: runs of spaces one space, each line (a <br>) trimmed."""
-    lines = [line.strip(" ") for line in text.split("\n")]
+    lines = [_RUNS_OF_SPACES.sub(" ", line).strip(" ") for line in text.split("\n")]
     return "\n".join(lines).strip("\n")
 
 
@@ -176,7 +177,7 @@ def _inline(node: _Node | str) -> str:
     if tag == "img":
         src = node.attrs.get("src", "")
         return f" {image_text(node.attrs.get('alt', ''), src)} " if src else ""
-    text = re.sub(r" {2,}", " ", "".join(_inline(child) for child in node.children))
+    text = _RUNS_OF_SPACES.sub(" ", "".join(_inline(child) for child in node.children))
     if tag == "a":
         return _link(text, node.attrs.get("href", ""))
     return text

@@ -242,3 +242,5 @@ def test_no_page_or_api_answer_shows_a_python_exception(
         assert "refused by Broadside before sending" in page
     gone = timeline(through_postmark, f"gone@{DOMAIN}")
     assert "Refused by Postmark" in gone and "Refused by the mail server" not in gone
+    buyer = timeline(through_postmark, f"buyer@{DOMAIN}")
+    assert "Accepted by the provider" in buyer and "mail server" not in buyer

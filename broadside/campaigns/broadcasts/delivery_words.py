@@ -65,6 +65,11 @@ def refused_by(reason: str) -> str:
                  if reason.startswith((f"{name} ", f"{name}:"))), US)
 
 
+def _accepted_by(reply: str) -> str:
+    """A provider's API answers an accepted message with HTTP 200; a mail server with 250."""
+    return "the provider" if reply.startswith("200 ") else MAIL_SERVER
+
+
 def _gave_up(reason: str) -> bool:
     return reason.startswith(("Gave up after", "retry budget exhausted"))
 
@@ -94,7 +99,8 @@ class DeliveryRow:
         reason = self.reason or ""
         if self.status == "sent":
             reply = " ".join(str(part) for part in (self.smtp_code, reason) if part)
-            return f"Accepted by the mail server ({reply})" if reply else "Accepted by the mail server"
+            who = _accepted_by(reply)
+            return f"Accepted by {who} ({reply})" if reply else f"Accepted by {who}"
         if self.status == "skipped":
             return f"Not sent: {skip_words(self.reason)}."
         if self.status == "unknown":
@@ -135,7 +141,7 @@ def delivery_words(kind: str, detail: str) -> tuple[str, str]:
             # An `unknown` row settled by the provider's signed delivery event.
             return ("Delivered, as the provider's delivery event confirmed",
                     detail.removeprefix("delivered:").strip())
-        return "Accepted by the mail server", detail
+        return f"Accepted by {_accepted_by(detail)}", detail
     if kind == "skipped":
         return f"Skipped: {skip_words(detail)}", ""
     detail = shown(detail)
