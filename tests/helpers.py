@@ -31,8 +31,10 @@ from broadside.delivery.identities import service as identities
 from broadside.delivery.lease import Lease
 from broadside.delivery.queues import Jobs, owns_key
 from broadside.mail import unsubscribe_tokens as tokens
+from jobs.app import from_flask
 from jobs.pacing import Pacer
 from jobs.runtime import Runtime
+from jobs.worker import run_worker
 from webapp import REPO_ROOT
 from webapp.extensions import db, get_jobs
 
@@ -99,6 +101,19 @@ def worker_runtime(app, transport, *, identity: str | None = None, hourly: Hourl
         hourly=hourly or HourlyCap(redis, namespace, 0), config={**app.config, **config},
         jobs=Jobs(redis, namespace), instance_path=app.instance_path,
     )
+
+
+def burst_identity(app, name: str) -> None:
+    """The real worker for one identity's stream, in this process, until it has nothing due
+    (RQ burst mode); the signal handlers it sets are put back."""
+    db.session.commit()
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        assert run_worker(from_flask(app), burst=True, identities=(name,)) == 0
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        db.session.expire_all()
 
 
 # ---------------------------------------------------------------- lists and broadcasts

@@ -169,7 +169,8 @@ def test_the_sent_email_carries_logo_colour_width_font_and_footer(
     assert "You get this because you love rockets." in html
     assert html.index("love rockets") < html.index("1 Main Street") < html.index("Unsubscribe")
     assert "Later words" not in html and "#00ff00" not in html
-    assert text.startswith(f"[Acme Weekly logo: {logo}]\n\nLook: ")
+    # The plain text is read for its words: no logo line (the HTML has the logo).
+    assert text.startswith("Look: ") and logo not in text
     assert "[A red rocket: https://img.example.com/rocket.png]" in text
     assert text.index("love rockets") < text.index("1 Main Street") < text.index("Unsubscribe:")
 
@@ -186,10 +187,10 @@ def test_plain_text_keeps_each_image_as_its_alt_text_and_url(backend):
     text = CompiledRevision(subject="S", html_template=frozen.html_template,
                             text_template=frozen.text_template).render(
         email="e@example.com", name="", attributes={}, unsubscribe_url="https://u.example/1").text
-    assert text.startswith("[Logo: https://news.example/brand/logo/a.png]\n\n")
+    assert "brand/logo" not in text  # the logo is the HTML's; the text has no logo line
     assert "[Chart of sales: https://x.example/c.png?a=1&b=2]" in text
     assert "[Image: https://x.example/plain.png]" in text
-    assert "[Button: https://x.example/btn.png]" in text and "https://shop.example/" in text
+    assert "[Button: https://x.example/btn.png] (https://shop.example/)" in text
 
 
 def test_the_preview_follows_the_values_being_typed(logged_in_client):
@@ -264,7 +265,7 @@ def test_edited_opt_in_email_and_pages_are_what_people_see_and_reset_brings_back
     assert "<strong>Rocket News</strong>" in message.html
     assert "Confirm my subscription" in message.html and "/join/confirm/" in message.html
     assert "background-color: #aa3300" in message.html  # the button in the brand colour
-    assert "/brand/logo/" in message.text  # the logo, kept in the plain text too
+    assert "/brand/logo/" in message.html and "/brand/logo/" not in message.text  # no logo line
 
     shown = owner.get("/settings/design/preview/confirmation")
     assert "Welcome aboard <strong>Your newsletter</strong>" in shown.text
