@@ -71,8 +71,9 @@ def resolve(url: str, *, allow_private: bool) -> Target:
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, ValueError) as exc:  # ValueError: UnicodeError, a name too long
-        raise UnsafeAddress(f"The host {host} does not resolve ({exc}).", field="url") from None
+    except (OSError, ValueError):  # ValueError: UnicodeError, a name too long
+        raise UnsafeAddress(f"The host {host} does not resolve: no address could be found for "
+                            "that name. Check the URL's spelling.", field="url") from None
     addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
     if not addresses:
         raise UnsafeAddress(f"The host {host} does not resolve.", field="url")

@@ -244,3 +244,25 @@ def test_no_page_or_api_answer_shows_a_python_exception(
     assert "Refused by Postmark" in gone and "Refused by the mail server" not in gone
     buyer = timeline(through_postmark, f"buyer@{DOMAIN}")
     assert "Accepted by the provider" in buyer and "mail server" not in buyer
+
+
+@pytest.mark.parametrize("body, words", [
+    (b'{"name": "Ann",', "line 1, column 16"),  # cut short: where it stops, not Python's words
+    (b'{"name": "Ann"} trailing', "line 1, column 17"),
+    (b'{"name": "\xff"}', "not UTF-8"),
+    (b'{"score": NaN}', "NaN is not a JSON number"),  # our own words are kept
+])
+def test_a_malformed_api_body_is_refused_in_our_words(client, api_headers, body, words):
+    response = client.post("/api/lists", data=body,
+                           headers={**api_headers, "Content-Type": "application/json"})
+    assert response.status_code == 422 and words in response.json["error"], response.json
+    assert raw_text(response.text) == [] and "Expecting" not in response.text
+    assert "char " not in response.text  # json's "(char 15)"
+
+
+def test_a_webhook_host_that_does_not_resolve_is_said_without_python_text(
+        logged_in_client, api_headers):
+    response = logged_in_client.post("/api/webhooks", headers=api_headers, json={
+        "url": "https://no-such-host.invalid/hook", "events": ["delivery.sent"]})
+    assert response.status_code == 422 and "does not resolve" in response.json["error"]
+    assert raw_text(response.text) == [] and "Name or service" not in response.text
