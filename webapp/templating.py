@@ -25,7 +25,7 @@ from jinja2 import Template
 from sqlalchemy.exc import SQLAlchemyError
 
 from broadside.audience.subscribers.service import newest_reachable
-from broadside.core.errors import ValidationError
+from broadside.core.errors import ValidationError, shown
 from broadside.core.site_settings import owner_zone as settings_zone
 from broadside.core.timeutil import epoch_to_stored, in_zone, local_format, utcnow
 from broadside.core.timeutil import zone_label as label_of
@@ -162,6 +162,8 @@ def as_read(subject: str | None) -> str:
 
 
 def register_templating(app: Flask) -> None:
+    # `|shown`: a recorded reason (a delivery's, a pause's) never shows Python's text.
+    app.jinja_env.filters["shown"] = shown
     @app.context_processor
     def time_and_numbers() -> dict[str, Any]:
         return {"local_time": local_time, "epoch_time": epoch_time, "zone_label": zone_label,

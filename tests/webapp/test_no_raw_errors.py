@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 
 from broadside.audience.subscribers import service as subscribers
 from broadside.campaigns.automations import service as automations
@@ -29,6 +29,7 @@ from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.campaigns.broadcasts.service import send_broadcast, send_test
 from broadside.core.models import (
     AutomationMessage,
+    Broadcast,
     Delivery,
     Identity,
     MailingList,
@@ -97,7 +98,7 @@ def a_list(name: str) -> int:
 
 
 def test_no_page_or_api_answer_shows_a_python_exception(
-        app, logged_in_client, api_headers, smtp_server, postmark, run_worker_burst):
+        app, logged_in_client, api_headers, smtp_server, postmark, run_worker_burst, postal_address):
     # ------------------------------------------------------------------ the failures
     readers = a_list("Readers")
     welcome = automations.enable(db.session, automations.create_automation(
@@ -266,3 +267,33 @@ def test_a_webhook_host_that_does_not_resolve_is_said_without_python_text(
         "url": "https://no-such-host.invalid/hook", "events": ["delivery.sent"]})
     assert response.status_code == 422 and "does not resolve" in response.json["error"]
     assert raw_text(response.text) == [] and "Name or service" not in response.text
+
+
+def test_reasons_an_older_version_recorded_with_python_text_are_not_shown(
+        app, logged_in_client, api_headers):
+    """Rows written before the worker put every reason in words keep them; every page and
+    answer that shows a stored reason shows where the details are instead."""
+    raw = "UnicodeEncodeError: 'ascii' codec can't encode character '\\xfc'"
+    readers = a_list("Readers")
+    someone = person(readers, f"ann@{DOMAIN}")
+    broadcast_id = broadcast_to(app, readers)
+    db.session.execute(update(Delivery).values(status="failed", reason=raw))
+    db.session.execute(update(Broadcast).values(status="paused", pause_reason=f"[Errno 111] {raw}"))
+    paused = identities.create(db.session, identities.parse_input({
+        "name": "Old", "from": "News <news@example.com>", "transport": "smtp://127.0.0.1:25"}))
+    db.session.execute(update(Identity).where(Identity.id == paused.id)
+                       .values(status="paused", pause_reason=raw))
+    db.session.commit()
+    delivery_id = db.session.scalar(select(Delivery.id))
+    for url in ("/system/", "/system/live", f"/subscribers/{someone}", "/settings/identities/",
+                f"/settings/identities/{paused.id}/edit", f"/broadcasts/{broadcast_id}",
+                f"/broadcasts/{broadcast_id}/progress",
+                f"/broadcasts/{broadcast_id}/deliveries/{delivery_id}"):
+        page = logged_in_client.get(url)
+        assert page.status_code == 200 and raw_text(page.text) == [], (url, raw_text(page.text))
+    for url in (f"/api/broadcasts/{broadcast_id}", f"/api/broadcasts/{broadcast_id}/deliveries",
+                "/api/identities", f"/api/subscribers/{someone}"):
+        answer = logged_in_client.get(url, headers=api_headers)
+        assert answer.status_code == 200 and raw_text(answer.text) == [], (url, answer.text)
+    shown = logged_in_client.get(f"/api/broadcasts/{broadcast_id}/deliveries", headers=api_headers)
+    assert [row["reason"] for row in shown.json] == ["the details are in the worker's log"]

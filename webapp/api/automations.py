@@ -30,7 +30,7 @@ from typing import Any
 from flask import current_app, jsonify
 
 from broadside.campaigns.automations import service as automations
-from broadside.core.errors import ValidationError
+from broadside.core.errors import ValidationError, shown
 from broadside.core.models import Automation, AutomationStep
 from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.api import bp, json_body
@@ -56,7 +56,7 @@ def automation_json(automation: Automation) -> dict[str, Any]:
     shape = automations.as_input(db.session, automation)
     return {
         "id": automation.id, "name": automation.name, "status": automation.status,
-        "pause_reason": automation.pause_reason, "trigger": shape["trigger"],
+        "pause_reason": shown(automation.pause_reason), "trigger": shape["trigger"],
         "priority": automation.priority, "record_only": automation.record_only,
         "identity_id": automation.identity_id,
         "entered": automations.entered_count(db.session, automation.id),

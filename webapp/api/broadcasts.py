@@ -17,7 +17,7 @@ from typing import Any
 from flask import current_app, jsonify, request
 
 from broadside.campaigns.broadcasts import drafts, merge_person, queries, service
-from broadside.core.errors import ValidationError
+from broadside.core.errors import ValidationError, shown
 from broadside.core.models import Broadcast
 from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.api import bp, json_body
@@ -123,7 +123,7 @@ def show(broadcast_id: int):
         {
             **_state(b),
             "identity_id": b.identity_id,
-            "pause_reason": b.pause_reason,
+            "pause_reason": shown(b.pause_reason),
             "total": b.total,
             # One counter column per delivery status, in the order of DELIVERY_STATUSES.
             "counts": {status: getattr(b, f"{status}_count") for status in DELIVERY_STATUSES},
@@ -140,7 +140,7 @@ def deliveries(broadcast_id: int):
     limit = max(min(int_arg("limit", 1000, strict=True) or 0, 10_000), 1)
     after = int_arg("after", 0, strict=True) or 0
     rows = queries.delivery_rows(db.session, broadcast_id, status=status, after=after, limit=limit)
-    return jsonify([{"id": row.id, "email": row.email, "status": row.status, "reason": row.reason,
+    return jsonify([{"id": row.id, "email": row.email, "status": row.status, "reason": shown(row.reason),
                      "attempts": row.attempts} for row in rows])
 
 

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from broadside.core.errors import shown
 from broadside.delivery.transports import PROVIDER_NAMES
 
 SKIP_REASONS = {
@@ -45,15 +46,6 @@ def skip_words(reason: str | None) -> str:
 MAIL_SERVER = "the mail server"
 US = "Broadside"
 _SERVER_REPLY = re.compile(r"[2-5]\d\d(?:[ -]|$)")  # a mail server's reply: its code first
-_RAW = re.compile(r"\b[A-Z][A-Za-z]+(?:Error|Exception)\b|Traceback|codec can't|"
-                  r"object has no attribute|\[Errno|\berrno\b")
-HIDDEN = "the details are in the worker's log"
-
-
-def shown(reason: str) -> str:
-    """A recorded reason as the owner may see it: never a Python exception's text (one
-    recorded by an older version is replaced by where its details are)."""
-    return HIDDEN if _RAW.search(reason) else reason
 
 
 def refused_by(reason: str) -> str:

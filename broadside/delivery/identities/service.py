@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from broadside.core import transport_urls as urls
 from broadside.core.addresses import normalise_email
-from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.errors import Conflict, NotFound, ValidationError, shown
 from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
 from broadside.core.models.identities import IdentityStatus
 from broadside.core.timeutil import utcnow
@@ -258,7 +258,7 @@ def as_input(identity: SendingIdentity) -> dict[str, Any]:
         "from": identity.from_header, "transport": identity.transport,
         "delay_ms": identity.delay_ms, "hourly_limit": identity.hourly_limit,
         "postal_address": identity.postal_address, "status": identity.status,
-        "pause_reason": identity.pause_reason,
+        "pause_reason": shown(identity.pause_reason),
         "webhook_secret_set": bool(identity.webhook_secret),
     }
 
