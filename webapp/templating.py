@@ -144,15 +144,18 @@ def _subject_template(source: str) -> Template:
     return compile_template(TEXT_ENV, source, "subject")
 
 
-def as_read(subject: str | None) -> str:
+def as_read(subject: str | None, person: Any = None) -> str:
     """A subject as the sample reader reads it in their inbox ("Hello {{ name }}" -> "Hello
-    Ana"), filled in by the sandbox the worker uses. The source itself when it has no merge
-    fields, when they cannot be filled in (a broken field never fails the page), or when they
-    fill in to nothing."""
+    Ana"), or as `person` (a subscriber: a page about one person shows what they read), filled
+    in by the sandbox the worker uses. The source itself when it has no merge fields, when
+    they cannot be filled in (a broken field never fails the page), or when they fill in to
+    nothing."""
     source = subject or ""
     if "{" not in source:
         return source
-    context = {**sample_reader(), "unsubscribe_url": "#", "view_url": ""}
+    reader = sample_reader() if person is None else {
+        "email": person.email, "name": person.name or "", "attributes": dict(person.attributes or {})}
+    context = {**reader, "unsubscribe_url": "#", "view_url": ""}
     try:
         text = render_bounded(_subject_template(source), context, limit=MAX_SUBJECT_CHARS,
                               what="subject")

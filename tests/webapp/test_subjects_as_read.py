@@ -14,7 +14,7 @@ from sqlalchemy import event, update
 
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.broadcasts import drafts
-from broadside.core.models import Broadcast, MailingList, Subscriber, Subscription
+from broadside.core.models import Broadcast, Delivery, MailingList, Subscriber, Subscription
 from broadside.core.timeutil import utcnow
 from broadside.segments import service as segments
 from webapp.extensions import db
@@ -81,6 +81,24 @@ def test_subjects_read_as_for_the_newest_reachable_person_in_lists_and_titles(
     assert f">{FOR_ANA}</a>" in text_of(logged_in_client.get(f"/segments/{everyone.id}/edit").text)
     for page in (dashboard, index, show):
         assert "{{" not in page
+
+
+def test_the_pages_about_one_broadcast_or_one_person_read_its_subject_too(
+        app, logged_in_client, weekly, readers):
+    broadcast = a_draft(weekly)
+    db.session.execute(update(Broadcast).where(Broadcast.id == broadcast.id).values(status="sent"))
+    db.session.commit()
+    for url in (f"/broadcasts/{broadcast.id}/deliveries",
+                f"/broadcasts/{broadcast.id}/retry/transient"):
+        page = text_of(logged_in_client.get(url).text)
+        assert FOR_ANA in page and "{{" not in page, url
+    # A person's own page shows the subject as they read it, not as the sample reads it.
+    olga = db.session.query(Subscriber).filter_by(email="old@example.com").one()
+    db.session.add(Delivery(broadcast_id=broadcast.id, subscriber_id=olga.id,
+                                    list_id=weekly.id, status="sent"))
+    db.session.commit()
+    page = text_of(logged_in_client.get(f"/subscribers/{olga.id}").text)
+    assert "Hello Olga, news for Oslo" in page and "{{" not in page
 
 
 def test_the_editor_keeps_the_source(logged_in_client, weekly, readers):
