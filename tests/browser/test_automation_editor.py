@@ -99,7 +99,8 @@ def test_a_failed_count_leads_to_the_messages_and_the_system_page_to_them(
     expect(page.get_by_role("heading", name="Failed messages of “Welcome series”")).to_be_visible()
     table = page.locator("#message-table")
     expect(table).to_contain_text(REFUSED)
-    expect(table).to_contain_text("Refused for this address (550 5.1.1 No such user here)")
+    expect(table).to_contain_text(
+        "Refused by the mail server for this address (550 5.1.1 No such user here)")
     expect(table).to_contain_text("Step 1")
     assert sideways(page) <= 0, "the messages page scrolls sideways"
     page.screenshot(path=str(screenshot_dir / f"automation-messages-{size}.png"), full_page=True)

@@ -37,7 +37,7 @@ def audience_on_dashboard(page: str, subject: str) -> str:
 
 
 def audience_in_index(page: str, subject: str) -> str:
-    row = re.search(rf'>{re.escape(subject)}</a></td>\s*<td class="audience-cell">([^<]*)</td>', page)
+    row = re.search(rf'>{re.escape(subject)}</a></td>\s*<td class="audience-cell"[^>]*>([^<]*)</td>', page)
     assert row, f"{subject} is not in the broadcasts list"
     return html.unescape(row.group(1))
 

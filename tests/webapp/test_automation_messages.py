@@ -70,7 +70,7 @@ def test_failed_and_skipped_counts_link_to_the_messages_with_their_reasons(logge
     for email in REFUSED:
         assert email in said
     assert "Step 1 Hello" in said
-    assert said.count("Refused for this address (550 5.1.1 No such user)") == 3
+    assert said.count("Refused by the mail server for this address (550 5.1.1 No such user)") == 3
     assert "ok@example.com" not in said and "left@example.com" not in said
 
     page = logged_in_client.get(html.unescape(skipped.group(1))).get_data(as_text=True)

@@ -274,10 +274,11 @@ def test_css_is_inlined_into_the_users_elements():
 def test_text_alternative_comes_from_the_same_source_with_links_shown():
     rendered = render("# Title\n\n- one\n- two\n\nSee [the site](https://example.com/x).\n\n"
                       "```\nline 1\n  line 2\n```")
-    assert rendered.text.startswith("Title\n\n")
-    assert "* one\n" in rendered.text and "* two\n" in rendered.text
-    assert "[the site](https://example.com/x)" in rendered.text
-    assert "line 1\n  line 2" in rendered.text
+    # As a person would type it: the heading underlined, "- " lists, `text (URL)` links.
+    assert rendered.text.startswith("Title\n=====\n\n")
+    assert "- one\n- two\n" in rendered.text
+    assert "See the site (https://example.com/x)." in rendered.text and "](" not in rendered.text
+    assert "line 1\n      line 2" in rendered.text
     assert "<" not in rendered.text.replace("<b>", "")
 
 

@@ -442,7 +442,7 @@ def test_saving_uses_what_the_owner_changed_last_as_the_page_says(logged_in_clie
     # The box was edited, then the builder: the builder's rules are saved.
     builder_last = {**fields, "c-2.2-value": "7", "rules_json": json.dumps(json_rules),
                     "rules_source": "builder"}
-    assert press(logged_in_client, url, builder_last, "save").status_code == 302
+    assert press(logged_in_client, url, builder_last, "save").status_code == 303
     assert stored_rules(segment.id)["all"][1]["any"][1]["value"] == 7
 
     # The builder was edited, then the box: the box is saved, even when it reads as the page
@@ -450,11 +450,11 @@ def test_saving_uses_what_the_owner_changed_last_as_the_page_says(logged_in_clie
     fields = form_fields(logged_in_client.get(url).text)
     json_last = {**fields, "c-2.2-value": "9", "rules_source": "json",
                  "rules_json": json.dumps(json_rules)}
-    assert press(logged_in_client, url, json_last, "save").status_code == 302
+    assert press(logged_in_client, url, json_last, "save").status_code == 303
     assert stored_rules(segment.id) == json_rules
     fields = form_fields(logged_in_client.get(url).text)
     as_shown = {**fields, "c-1-value": "Ann (changed)", "rules_source": "json"}
-    assert press(logged_in_client, url, as_shown, "save").status_code == 302
+    assert press(logged_in_client, url, as_shown, "save").status_code == 303
     assert stored_rules(segment.id) == json_rules
 
     # A refusal keeps the edited box in charge, and says so.
