@@ -206,7 +206,9 @@ def write_batch(session: Session, list_id: int, import_id: int, batch: Sequence[
             {"subscriber": person, "list_id": list_id, "status": status, "source": "import"}
             for person in emitter.people(session, joined).values()], now)
         if welcome and not asking:
-            enter_joined(session, list_id, joined, source="import", now=now)
+            # People welcomed, not entries made (each person enters every welcome series).
+            counts["welcomed"] = min(
+                enter_joined(session, list_id, joined, source="import", now=now), len(joined))
     return counts
 
 

@@ -1,8 +1,21 @@
 """CSV export of a list or of a filtered view of the subscriber table, streamed in chunks.
 
-Columns: email, name, then one column per attribute name. That is exactly what the importer
-reads, so import -> export -> import gives the same people. Cells a spreadsheet would run as a
-formula (starting with = + - @ tab or CR) get a leading apostrophe; the importer strips it.
+Columns: email, name, then where each person stands, then one column per attribute name.
+
+- A list's export (the list page's, or a view of the table filtered by a list): their
+  `status` on that list (active, unconfirmed, unsubscribed), `joined_at` (when they were put
+  on it), `confirmed_at`, `unsubscribed_at` and `unsubscribe_source` (how they left: one-click,
+  link, preferences, owner, api, import), then `suppression` (bounced, complained, blocked:
+  every list's) and `suppressed_at`.
+- Any other view: `lists` (each list they are on, with their status there), `joined_at` (when
+  they were first added), `suppression` and `suppressed_at`.
+
+Times are UTC, ISO 8601 (`2026-03-01T09:30:00Z`). The importer reads these columns back
+(`broadside.audience.transfer.csvfile.EXPORT_COLUMNS`): an exported file imported again changes
+nobody's status, suppression, dates or attributes, and none of them becomes an attribute. An
+attribute named like one of these columns is written as `attributes.<name>`, which the importer
+reads back as that attribute. Cells a spreadsheet would run as a formula (starting with = + - @
+tab or CR, after any apostrophes) get a leading apostrophe; the importer strips it.
 """
 
 from __future__ import annotations
@@ -11,14 +24,20 @@ import csv
 import io
 import json
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import and_, select
+from sqlalchemy.orm import Session, aliased
 
 from broadside.audience.subscribers.search import Filters, filter_clauses
-from broadside.audience.transfer.csvfile import FORMULA_PREFIXES
-from broadside.core.models import Subscriber
+from broadside.audience.transfer.csvfile import (
+    FORMULA_PREFIXES,
+    LIST_COLUMNS,
+    VIEW_COLUMNS,
+    attribute_column,
+)
+from broadside.core.models import MailingList, Subscriber, Subscription
 
 CHUNK_ROWS = 1000
 
@@ -27,9 +46,13 @@ def safe_cell(value: Any) -> str:
     if value is None:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    if text.startswith(FORMULA_PREFIXES):
+    if text.lstrip("'").startswith(FORMULA_PREFIXES):
         return "'" + text
     return text
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.isoformat(timespec="seconds") + "Z" if moment else ""
 
 
 def _chunks(session: Session, query, id_column, chunk_rows: int = CHUNK_ROWS) -> Iterator[Sequence[Any]]:
@@ -51,6 +74,19 @@ def _csv_text(rows: list[list[str]]) -> str:
     return buffer.getvalue()
 
 
+def _lists_of(session: Session, ids: list[int]) -> dict[int, str]:
+    """Each person's lists with their status there ("Weekly: active; Offers: unsubscribed")."""
+    found: dict[int, list[str]] = {}
+    for subscriber_id, name, status in session.execute(
+        select(Subscription.subscriber_id, MailingList.name, Subscription.status)
+        .join(MailingList, MailingList.id == Subscription.list_id)
+        .where(Subscription.subscriber_id.in_(ids))
+        .order_by(Subscription.subscriber_id, MailingList.name)
+    ):
+        found.setdefault(subscriber_id, []).append(f"{name}: {status}")
+    return {subscriber_id: "; ".join(names) for subscriber_id, names in found.items()}
+
+
 def export_subscribers(session: Session, filters: Filters) -> Iterator[str]:
     """The CSV, a chunk of rows at a time (two passes: attribute names first, then rows)."""
     clauses = filter_clauses(session, filters)
@@ -61,13 +97,38 @@ def export_subscribers(session: Session, filters: Filters) -> Iterator[str]:
             for key in attributes or {}:
                 keys.setdefault(key, None)
     columns = list(keys)
-    yield _csv_text([["email", "name", *[safe_cell(k) for k in columns]]])
-    rows_query = select(Subscriber.id, Subscriber.email, Subscriber.name,
-                        Subscriber.attributes).where(*clauses)
-    for rows in _chunks(session, rows_query, Subscriber.id):
-        yield _csv_text([
-            [safe_cell(email), safe_cell(name),
-             *[safe_cell((attributes or {}).get(key)) for key in columns]]
-            for _, email, name, attributes in rows
-        ])
+    own = LIST_COLUMNS if filters.list_id else VIEW_COLUMNS
+    yield _csv_text([["email", "name", *own,
+                      *[safe_cell(attribute_column(k)) for k in columns]]])
+    person = (Subscriber.id, Subscriber.email, Subscriber.name, Subscriber.suppression,
+              Subscriber.suppressed_at, Subscriber.attributes)
+    if filters.list_id:
+        # Aliased: the filters' own EXISTS on subscriptions must not correlate with this join.
+        here = aliased(Subscription)
+        rows_query = select(
+            *person, here.status, here.created_at, here.confirmed_at, here.unsubscribed_at,
+            here.unsubscribe_source,
+        ).select_from(Subscriber).outerjoin(here, and_(
+            here.subscriber_id == Subscriber.id, here.list_id == filters.list_id,
+        )).where(*clauses)
+        for rows in _chunks(session, rows_query, Subscriber.id):
+            yield _csv_text([
+                [safe_cell(email), safe_cell(name), status or "", _when(joined),
+                 _when(confirmed), _when(left), safe_cell(source), suppression or "",
+                 _when(suppressed_at),
+                 *[safe_cell((attributes or {}).get(key)) for key in columns]]
+                for (_, email, name, suppression, suppressed_at, attributes, status, joined,
+                     confirmed, left, source) in rows
+            ])
+    else:
+        rows_query = select(*person, Subscriber.created_at).where(*clauses)
+        for rows in _chunks(session, rows_query, Subscriber.id):
+            on_lists = _lists_of(session, [row[0] for row in rows])
+            yield _csv_text([
+                [safe_cell(email), safe_cell(name), safe_cell(on_lists.get(subscriber_id)),
+                 _when(created), suppression or "", _when(suppressed_at),
+                 *[safe_cell((attributes or {}).get(key)) for key in columns]]
+                for (subscriber_id, email, name, suppression, suppressed_at, attributes,
+                     created) in rows
+            ])
     session.rollback()  # end the read transaction the generator kept open
