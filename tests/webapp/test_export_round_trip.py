@@ -66,7 +66,9 @@ def audience(app):
         return service.save_subscriber(db.session, email=email, name=name,
                                        attributes=attributes, list_ids=list(list_ids))[0].id
 
-    person("ann@example.com", "Ann Archer", {"city": "Paris", "plan": "gold"})
+    # Values the API may store that a CSV can only spell as text: they stay as they are.
+    person("ann@example.com", "Ann Archer", {"city": "Paris", "plan": "gold", "age": 42,
+                                             "vip": True, "tags": ["a", "b"], "score": 1.5})
     # Attributes named like the export's own columns, and cells that look like formulas,
     # one of them already starting with an apostrophe.
     person("cy@example.com", "'=not a formula", {"status": "vip", "joined_at": "2019",
@@ -93,8 +95,11 @@ def test_a_list_export_says_where_each_person_stands(logged_in_client, audience)
     rows = {r["email"]: r for r in read_csv(text)}
     header = next(csv.reader(io.StringIO(text)))
     assert header[:len(LIST_HEADER)] == LIST_HEADER
-    assert set(header[len(LIST_HEADER):]) == {"city", "plan", "attributes.status",
-                                              "attributes.joined_at"}
+    assert set(header[len(LIST_HEADER):]) == {"city", "plan", "age", "vip", "tags", "score",
+                                              "attributes.status", "attributes.joined_at"}
+    ann = rows["ann@example.com"]
+    assert (ann["age"], ann["vip"], ann["tags"], ann["score"]) == ("42", "true", '["a", "b"]',
+                                                                   "1.5")
     assert {e: r["status"] for e, r in rows.items()} == {
         "ann@example.com": "active", "cy@example.com": "active", "left@example.com":
         "unsubscribed", "bounced@example.com": "active", "blocked@example.com": "active",
