@@ -24,6 +24,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import and_, func, select
@@ -37,6 +38,7 @@ from broadside.audience.transfer.csvfile import (
     attribute_column,
 )
 from broadside.core.models import MailingList, Subscriber, Subscription
+from broadside.core.models.audience import SUBSCRIPTION_STATUSES
 
 CHUNK_ROWS = 1000
 
@@ -87,44 +89,58 @@ def _csv_text(rows: list[list[str]]) -> str:
     return buffer.getvalue()
 
 
-def _lists_of(session: Session, ids: list[int]) -> dict[int, str]:
-    """Each person's lists with their status there ("Weekly: active; Offers: unsubscribed")."""
+def _lists_of(session: Session, first: int, last: int, names: dict[int, str]
+              ) -> dict[int, str]:
+    """The lists of each person with an id from `first` to `last`, with their status there
+    ("Weekly: active; Offers: unsubscribed"); `names`: every list's name by id (read once:
+    lists are few). A range of the index on (subscriber_id, status, list_id): the chunks'
+    ranges never overlap, so a whole export reads each subscription at most once."""
     found: dict[int, list[str]] = {}
-    for subscriber_id, name, status in session.execute(
-        select(Subscription.subscriber_id, MailingList.name, Subscription.status)
-        .join(MailingList, MailingList.id == Subscription.list_id)
-        .where(Subscription.subscriber_id.in_(ids))
-        .order_by(Subscription.subscriber_id, MailingList.name)
+    for subscriber_id, list_id, status in session.execute(
+        select(Subscription.subscriber_id, Subscription.list_id, Subscription.status)
+        .where(Subscription.subscriber_id >= first, Subscription.subscriber_id <= last)
     ):
-        found.setdefault(subscriber_id, []).append(f"{name}: {status}")
-    return {subscriber_id: "; ".join(names) for subscriber_id, names in found.items()}
+        found.setdefault(subscriber_id, []).append(f"{names[list_id]}: {status}")
+    return {subscriber_id: "; ".join(sorted(lists)) for subscriber_id, lists in found.items()}
 
 
 def export_subscribers(session: Session, filters: Filters) -> Iterator[str]:
-    """The CSV, a chunk of rows at a time (two passes: attribute names first, then rows)."""
+    """The CSV, a chunk of rows at a time (two passes: attribute names first, then rows).
+
+    A list's export joins each person's subscription to it (a lookup by its unique key), in
+    place of the filters' own test that there is one."""
+    # Aliased: no subquery of the filters (a segment's) may correlate with this join.
+    here = aliased(Subscription)
+    on_list: list = []
+    if filters.list_id:
+        on_list = [here.subscriber_id == Subscriber.id, here.list_id == filters.list_id]
+        if filters.status in SUBSCRIPTION_STATUSES:
+            on_list.append(here.status == filters.status)
+        filters = replace(filters, list_id=None, status="" if filters.status
+                          in SUBSCRIPTION_STATUSES else filters.status)
     clauses = filter_clauses(session, filters)
+
+    def people(*columns):
+        query = select(*columns).select_from(Subscriber)
+        return (query.join(here, and_(*on_list)) if on_list else query).where(*clauses)
+
     keys: dict[str, None] = {}
-    attributes_query = select(Subscriber.id, Subscriber.attributes).where(*clauses)
+    attributes_query = people(Subscriber.id, Subscriber.attributes)
     for rows in _chunks(session, attributes_query, Subscriber.id):
         for _, attributes in rows:
             for key in attributes or {}:
                 keys.setdefault(key, None)
     columns = list(keys)
-    own = LIST_COLUMNS if filters.list_id else VIEW_COLUMNS
+    own = LIST_COLUMNS if on_list else VIEW_COLUMNS
     yield _csv_text([["email", "name", *own,
                       *[safe_cell(attribute_column(k)) for k in columns]]])
     person = (Subscriber.id, Subscriber.email, Subscriber.name, Subscriber.suppression,
               _when(session, Subscriber.suppressed_at), Subscriber.attributes)
-    if filters.list_id:
-        # Aliased: the filters' own EXISTS on subscriptions must not correlate with this join.
-        here = aliased(Subscription)
-        rows_query = select(
+    if on_list:
+        rows_query = people(
             *person, here.status, _when(session, here.created_at),
             _when(session, here.confirmed_at), _when(session, here.unsubscribed_at),
-            here.unsubscribe_source,
-        ).select_from(Subscriber).outerjoin(here, and_(
-            here.subscriber_id == Subscriber.id, here.list_id == filters.list_id,
-        )).where(*clauses)
+            here.unsubscribe_source)
         for rows in _chunks(session, rows_query, Subscriber.id):
             yield _csv_text([
                 [safe_cell(email), safe_cell(name), status, joined, confirmed, left, source,
@@ -134,9 +150,11 @@ def export_subscribers(session: Session, filters: Filters) -> Iterator[str]:
                      confirmed, left, source) in rows
             ])
     else:
-        rows_query = select(*person, _when(session, Subscriber.created_at)).where(*clauses)
+        rows_query = people(*person, _when(session, Subscriber.created_at))
+        names: dict[int, str] = {
+            list_id: name for list_id, name in session.execute(select(MailingList.id, MailingList.name))}
         for rows in _chunks(session, rows_query, Subscriber.id):
-            on_lists = _lists_of(session, [row[0] for row in rows])
+            on_lists = _lists_of(session, rows[0][0], rows[-1][0], names)
             yield _csv_text([
                 [safe_cell(email), safe_cell(name), safe_cell(on_lists.get(subscriber_id)),
                  created, suppression, suppressed_at,
