@@ -151,8 +151,8 @@ def export_subscribers(session: Session, filters: Filters) -> Iterator[str]:
             ])
     else:
         rows_query = people(*person, _when(session, Subscriber.created_at))
-        names: dict[int, str] = {
-            list_id: name for list_id, name in session.execute(select(MailingList.id, MailingList.name))}
+        every_list = session.execute(select(MailingList.id, MailingList.name))
+        names: dict[int, str] = {list_id: name for list_id, name in every_list}
         for rows in _chunks(session, rows_query, Subscriber.id):
             on_lists = _lists_of(session, rows[0][0], rows[-1][0], names)
             yield _csv_text([
