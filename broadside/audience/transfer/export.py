@@ -24,7 +24,6 @@ import csv
 import io
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import and_, func, select
@@ -38,7 +37,6 @@ from broadside.audience.transfer.csvfile import (
     attribute_column,
 )
 from broadside.core.models import MailingList, Subscriber, Subscription
-from broadside.core.models.audience import SUBSCRIPTION_STATUSES
 
 CHUNK_ROWS = 1000
 
@@ -107,22 +105,16 @@ def _lists_of(session: Session, first: int, last: int, names: dict[int, str]
 def export_subscribers(session: Session, filters: Filters) -> Iterator[str]:
     """The CSV, a chunk of rows at a time (two passes: attribute names first, then rows).
 
-    A list's export joins each person's subscription to it (a lookup by its unique key), in
-    place of the filters' own test that there is one."""
-    # Aliased: no subquery of the filters (a segment's) may correlate with this join.
+    A list's export reads each person's subscription to it through an outer join (a lookup
+    by its unique key) beside the filters' own test that there is one: an inner join let
+    SQLite drive the query from the list's subscriptions and sort them all for every chunk
+    (12 minutes at a million, against 20 s)."""
+    # Aliased: the filters' own EXISTS on subscriptions must not correlate with this join.
     here = aliased(Subscription)
-    on_list: list = []
-    if filters.list_id:
-        on_list = [here.subscriber_id == Subscriber.id, here.list_id == filters.list_id]
-        if filters.status in SUBSCRIPTION_STATUSES:
-            on_list.append(here.status == filters.status)
-        filters = replace(filters, list_id=None, status="" if filters.status
-                          in SUBSCRIPTION_STATUSES else filters.status)
     clauses = filter_clauses(session, filters)
 
     def people(*columns):
-        query = select(*columns).select_from(Subscriber)
-        return (query.join(here, and_(*on_list)) if on_list else query).where(*clauses)
+        return select(*columns).select_from(Subscriber).where(*clauses)
 
     keys: dict[str, None] = {}
     attributes_query = people(Subscriber.id, Subscriber.attributes)
@@ -131,16 +123,19 @@ def export_subscribers(session: Session, filters: Filters) -> Iterator[str]:
             for key in attributes or {}:
                 keys.setdefault(key, None)
     columns = list(keys)
-    own = LIST_COLUMNS if on_list else VIEW_COLUMNS
+    own = LIST_COLUMNS if filters.list_id else VIEW_COLUMNS
     yield _csv_text([["email", "name", *own,
                       *[safe_cell(attribute_column(k)) for k in columns]]])
     person = (Subscriber.id, Subscriber.email, Subscriber.name, Subscriber.suppression,
               _when(session, Subscriber.suppressed_at), Subscriber.attributes)
-    if on_list:
-        rows_query = people(
+    if filters.list_id:
+        rows_query = select(
             *person, here.status, _when(session, here.created_at),
             _when(session, here.confirmed_at), _when(session, here.unsubscribed_at),
-            here.unsubscribe_source)
+            here.unsubscribe_source,
+        ).select_from(Subscriber).outerjoin(here, and_(
+            here.subscriber_id == Subscriber.id, here.list_id == filters.list_id,
+        )).where(*clauses)
         for rows in _chunks(session, rows_query, Subscriber.id):
             yield _csv_text([
                 [safe_cell(email), safe_cell(name), status, joined, confirmed, left, source,
