@@ -32,11 +32,15 @@ def measure(app, backend: str, ids: dict[str, int]) -> list[Figure]:
     from broadside.campaigns.automations import entering
     from broadside.campaigns.automations import service as automations
     from broadside.core.models import AutomationEntry, AutomationMessage
+    from broadside.core.site_settings import get_settings
     from broadside.segments import service as segment_service
     from webapp.extensions import db
 
     with app.app_context():
         session = db.session
+        # An automation is enabled only with a postal address to print.
+        get_settings(session).postal_address = "Bench Ltd, 1 Main Street"
+        session.commit()
         everyone = segment_service.create_segment(session, "Everyone in the EU", {"all": [
             {"field": "attributes.country", "op": "equals", "value": "EU"}]})
         data = automations.parse_input({

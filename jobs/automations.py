@@ -24,14 +24,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from email.utils import formataddr
 
 from sqlalchemy import and_, bindparam, exists, func, select
 from sqlalchemy.orm import Session, aliased
 
-from broadside.campaigns.automations import entering, lifecycle
+from broadside.campaigns.automations import entering, lifecycle, refreeze
 from broadside.campaigns.automations import ledger as automation_ledger
 from broadside.campaigns.broadcasts.ledger import Change
 from broadside.core.models import (
@@ -64,7 +64,14 @@ _IN_ORDER = ~exists().where(
     _EARLIER.position < AutomationMessage.position,
     _EARLIER.status.in_(("pending", "sending")),
 )
-_WAITING = and_(AutomationMessage.status == "pending", Automation.status == ENABLED, _IN_ORDER)
+# A message whose revision prints no postal address is held, not sent (as a broadcast without
+# one cannot be sent): it stays pending, out of the due rows, until a revision with an address
+# reaches it (broadside.campaigns.automations.refreeze, when the address is added).
+# (The few revisions without one are read once per statement, not once per message.)
+_ADDRESSED = AutomationMessage.revision_id.not_in(
+    select(AutomationRevision.id).where(automation_ledger.UNADDRESSED))
+_WAITING = and_(AutomationMessage.status == "pending", Automation.status == ENABLED, _IN_ORDER,
+                _ADDRESSED)
 _WHEN = func.coalesce(AutomationMessage.next_attempt_at, AutomationMessage.due_at)
 
 _DUE_ROWS = (
@@ -133,8 +140,9 @@ _STATE = (
 
 class AutomationRecheck(Recheck):
     """Invariant 3 for automation messages: at each person's turn, the automation is still
-    enabled (held otherwise; skipped once deleted), and the person is still on the list,
-    subscribed and unsuppressed. Each revision is compiled once per slice."""
+    enabled (held otherwise; skipped once deleted), its revision prints a postal address
+    (held otherwise), and the person is still on the list, subscribed and unsuppressed. Each
+    revision is compiled once per slice."""
 
     def __init__(self, session: Session, runtime: Runtime, *, fields: bool) -> None:
         self.session = session
@@ -147,18 +155,18 @@ class AutomationRecheck(Recheck):
         self.base_url = runtime.config["BASE_URL"]
         # A provider taking many messages in one JSON request gets each message's fields.
         self.fields = fields
-        self.revisions: dict[int, tuple[CompiledRevision, str, str]] = {}
+        self.revisions: dict[int, tuple[CompiledRevision, str, str] | None] = {}
 
-    def _revision(self, revision_id: int) -> tuple[CompiledRevision, str, str]:
-        cached = self.revisions.get(revision_id)
-        if cached is None:
+    def _revision(self, revision_id: int) -> tuple[CompiledRevision, str, str] | None:
+        """The revision compiled, with its From; None when it prints no postal address."""
+        if revision_id not in self.revisions:
             revision = self.session.get(AutomationRevision, revision_id)
             assert revision is not None  # messages keep their revision (ON DELETE CASCADE)
-            cached = (compiled_revision(revision.subject, revision.html_template,
-                                        revision.text_template),
-                      formataddr((revision.from_name, revision.from_email)), revision.from_email)
-            self.revisions[revision_id] = cached
-        return cached
+            self.revisions[revision_id] = None if not revision.postal_address else (
+                compiled_revision(revision.subject, revision.html_template,
+                                  revision.text_template),
+                formataddr((revision.from_name, revision.from_email)), revision.from_email)
+        return self.revisions[revision_id]
 
     def message_id(self, row: Row) -> str:
         automation = row.automation_id if isinstance(row, MessageRow) else 0
@@ -177,7 +185,10 @@ class AutomationRecheck(Recheck):
         reason = skip_reason(email, suppression, subscription)
         if reason is not None:
             return Decision(skip=reason)
-        self.compiled, self.from_header, self.from_email = self._revision(row.revision_id)
+        revision = self._revision(row.revision_id)
+        if revision is None:
+            return Decision(hold=True)  # no postal address: held (the due query leaves these out)
+        self.compiled, self.from_header, self.from_email = revision
         decision = self.prepare(row, email, name or "", attributes or {}, joined, row.list_id)
         if decision.message is not None:
             decision.message.soft_bounces = soft_bounces or 0
@@ -210,8 +221,9 @@ class AutomationRows:
             {"now": utcnow(), "limit": limit})]
         if not rows:
             return []
-        claimed = set(automation_ledger.claim(self.session, [(r.id, r.subscriber_id) for r in rows]))
-        return [r for r in rows if r.id in claimed]
+        claimed = automation_ledger.claim(self.session, [(r.id, r.subscriber_id) for r in rows])
+        # Each with the revision its claim found (a newer one may have reached it since the read).
+        return [replace(r, revision_id=claimed[r.id]) for r in rows if r.id in claimed]
 
     def decide(self, row: Row) -> Decision:
         assert self.recheck is not None, "decide() before open()"
@@ -259,6 +271,17 @@ class AutomationRows:
 def automation_slice(session: Session, runtime: Runtime) -> Slice:
     """One slice of this stream's due automation messages."""
     return Slice(session, runtime, AutomationRows(session, runtime))
+
+
+def follow_settings(session: Session, rt: Runtime) -> None:
+    """The maintenance tick's catch-up: this stream's automations whose revisions print a
+    sender or postal address no longer in force (frozen before automations followed Settings,
+    or before MAIL_FROM changed) get new ones, which their held and future messages take."""
+    result = refreeze.follow_stale(session, default_from=rt.config["MAIL_FROM"],
+                                   identity_id=rt.identity_id)
+    if result.names:
+        log.info("automations refrozen with the sender and postal address in force: %s",
+                 ", ".join(result.names))
 
 
 def run_evaluation(session: Session, rt: Runtime) -> entering.EvaluationResult:

@@ -21,17 +21,26 @@ status and its own code) map to the same kinds.
 jobs.outcomes to the rows of every source (broadcast deliveries, automation messages,
 transactional mail: jobs.rows); `channel_reason` and `connection_reason` are the owner's
 words when a broadcast pauses.
+
+Every reason written for the owner names who refused (`Verdict.said`): Broadside itself,
+before anything was sent (`DeliveryError.ours`, `unwritable`: our own sentence, with what to
+do); the mail server (its reply code and text, its own words); or the provider (its name,
+message, HTTP status and code). A Python exception's text never becomes a reason: it goes to
+the worker's log.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 
-from broadside.delivery.transports import DeliveryError
+from broadside.delivery.transports import PROVIDER_NAMES, DeliveryError
+
+log = logging.getLogger("broadside.worker")
 
 MAX_ATTEMPTS = 5
 RECIPIENT_CODES = {550, 551, 552, 553}
@@ -45,10 +54,30 @@ class Verdict:
     network: bool = False
     retry_after: float | None = None  # throttled: how long the provider asked us to wait
     provider: str | None = None
+    provider_code: str | None = None
+    ours: bool = False  # Broadside refused before sending: `reply` is our own sentence
 
     @property
     def summary(self) -> str:
         return f"{self.code} {self.reply}".strip() if self.code else self.reply
+
+    @property
+    def said(self) -> str:
+        """Who answered what, in the owner's words: the reason a row keeps. A mail server's
+        reply is its code and text; a provider's answer names it; our own words are ours."""
+        if self.ours or not self.provider:
+            return self.summary  # the server's reply, or our words (code None)
+        name = provider_name(self.provider)
+        if self.code is None:
+            return f"{name}: {self.reply}"  # never answered (could not connect, no answer)
+        status = f"HTTP {self.code}"
+        if self.provider_code and self.provider_code != str(self.code):
+            status += f", code {self.provider_code}"
+        return f"{name} answered “{self.reply}” ({status})"
+
+
+def provider_name(scheme: str) -> str:
+    return PROVIDER_NAMES.get(scheme, scheme.capitalize())
 
 
 # Providers' own codes (`DeliveryError.provider_code`) for a refusal of one recipient.
@@ -92,8 +121,11 @@ def classify(error: DeliveryError) -> Verdict:
     code, phase = error.code, error.phase
 
     def verdict(kind: str) -> Verdict:
-        return Verdict(kind, code, error.reply, error.network, error.retry_after, error.provider)
+        return Verdict(kind, code, error.reply, error.network, error.retry_after, error.provider,
+                       error.provider_code, error.ours)
 
+    if error.ours:  # nothing was sent: the address is this row's, the sender everyone's
+        return verdict("recipient" if phase == "rcpt" else "channel")
     if phase == "request":
         return verdict("transient")  # the request never left: not accepted
     if phase == "response":
@@ -130,16 +162,18 @@ def channel_reason(verdict: Verdict, where: str = "SMTP_URL") -> str:
     """Why a broadcast paused on a channel-wide refusal, in words a non-engineer can act on.
     `where`: what to fix (SMTP_URL for the default identity, another identity's page)."""
     code = verdict.code
+    if verdict.ours:
+        return verdict.reply  # what we refused, and what to fix
     if verdict.provider:
-        name = verdict.provider.capitalize() if verdict.provider != "ses" else "Amazon SES"
+        name = provider_name(verdict.provider)
         if code in (401, 403):
             return (
-                f"{name} refused our credentials or this account ({verdict.summary}). Fix the "
+                f"{name} refused our credentials or this account ({verdict.said}). Fix the "
                 "transport URL on Settings → Sending identities (saving it resumes the "
                 "identity), then press Resume."
             )
         return (
-            f"{name} refused to send for this identity ({verdict.summary}). Nothing more will "
+            f"{name} refused to send for this identity ({verdict.said}). Nothing more will "
             "be sent through it until you fix the cause (often an unverified sender or domain, "
             "or a paused account) and press Resume."
         )
@@ -161,11 +195,40 @@ def channel_reason(verdict: Verdict, where: str = "SMTP_URL") -> str:
 
 def connection_reason(failures: int, verdict: Verdict, where: str = "SMTP_URL") -> str:
     """Why a broadcast paused after connection failures in a row."""
+    if verdict.provider:
+        return (f"{provider_name(verdict.provider)} could not be reached {failures} times in a "
+                f"row ({verdict.reply}). Check {where} and the provider's status page, then "
+                "press Resume.")
     return (
         f"The mail server could not be reached {failures} times in a "
         f"row ({verdict.summary}). Check {where} and that the server is up, then "
         f"press Resume."
     )
+
+
+def exhausted_reason(verdict: Verdict, attempts: int | None) -> str:
+    """Why a message failed after its every attempt was refused for a temporary reason."""
+    if verdict.code is not None and not verdict.provider and not verdict.ours:
+        last = f"the mail server's last answer was {verdict.summary}"
+    else:
+        last = f"the last time: {verdict.said}"
+    return f"Gave up after {attempts} attempts; {last}."
+
+
+def unwritable(error: Exception, *, to_addr: str, from_email: str, what: str) -> str:
+    """Why Broadside did not send a message it could not write (no server was asked), with
+    what to do; the exception itself goes to the log. `what`: the row, for the log."""
+    log.warning("%s could not be written", what, exc_info=error)
+    if not to_addr.isascii():
+        return ("Broadside did not send it: the address has characters outside ASCII, which "
+                "Broadside cannot send to yet. Correct the address on the subscriber's page, "
+                "or ask them for another one.")
+    if not from_email.isascii():
+        return ("Broadside did not send it: the sender address has characters outside ASCII, "
+                "which Broadside cannot send from yet. Change the sender address (Settings, or "
+                "the sending identity).")
+    return ("Broadside did not send it: this message could not be written (the worker's log "
+            "has the details). Check this person's name and attributes, then send it again.")
 
 
 def what_to_fix(identity_name: str, identity_id: int | None) -> str:

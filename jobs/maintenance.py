@@ -26,7 +26,7 @@ from broadside.core.models import Automation, AutomationMessage, Broadcast, Deli
 from broadside.core.timeutil import utcnow
 from broadside.delivery import transactional_ledger
 from jobs import transactional
-from jobs.automations import anything_due, evaluation_due
+from jobs.automations import anything_due, evaluation_due, follow_settings
 from jobs.compaction import ensure_compaction
 from jobs.engine import paused_notice
 from jobs.runtime import Runtime
@@ -164,8 +164,11 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
 
     for message_id in transactional.due_transactional(session, rt.identity_id):
         rt.jobs.enqueue_transactional(message_id, rt.identity_id)
-    # Automations: due messages get a slice, a due lifecycle evaluation a job (each at most
-    # one queued at a time; a running one queues its own continuation).
+    # Automations: revisions frozen with a sender or postal address no longer in force are
+    # refrozen (their held messages then become due); due messages get a slice, a due
+    # lifecycle evaluation a job (each at most one queued at a time; a running one queues its
+    # own continuation).
+    follow_settings(session, rt)
     if not rt.running_automations and anything_due(session, identity_id=rt.identity_id) and \
             not rt.jobs.has_marker("automations", rt.identity_id or 0):
         rt.jobs.enqueue_automations(rt.identity_id)

@@ -37,6 +37,7 @@ from jobs.classify import (
     channel_reason,
     classify,
     connection_reason,
+    exhausted_reason,
     next_step,
     what_to_fix,
 )
@@ -198,16 +199,20 @@ class Outcomes:
         return stop
 
     def unexpected(self, message: Prepared, error: Exception) -> str | None:
-        """Not a DeliveryError: we cannot know whether it went out, so `unknown`."""
+        """Not a DeliveryError: we cannot know whether it went out, so `unknown`. The error
+        itself goes to the log; the owner reads what it means."""
         log.exception("unexpected error while sending")
-        return self.error(message, Verdict("ambiguous", None, f"unexpected error: {error!r}"))
+        return self.error(message, Verdict(
+            "ambiguous", None, "Broadside met an unexpected error while handing this message "
+            "over, so it may or may not have gone out (the worker's log has the details)",
+            ours=True))
 
     def error(self, message: Prepared, verdict: Verdict) -> str | None:
         rt = self.rt
         delivery_id, subscriber_id = message.delivery_id, message.subscriber_id
         values: dict[str, Any] = {
             "smtp_code": verdict.code,
-            "reason": verdict.summary[:500],
+            "reason": verdict.said[:500],
             "message_id": message.message_id,
             "error_class": verdict.kind,
         }
@@ -229,12 +234,12 @@ class Outcomes:
             wait = rt.throttled(verdict.retry_after)
             if rt.throttles < MAX_THROTTLES:
                 self.batch.add("pending", delivery_id, subscriber_id,
-                               {ATTEMPTS_DELTA: -1, "reason": verdict.summary[:500]},
+                               {ATTEMPTS_DELTA: -1, "reason": verdict.said[:500]},
                                detail=f"throttled by the provider, waiting {wait:.0f} s: "
-                                      f"{verdict.summary}"[:500])
+                                      f"{verdict.said}"[:500])
                 return None
             reason = (f"The provider kept asking us to slow down ({rt.throttles} times in a row; "
-                      f"{verdict.summary}). Check the identity's sending limits at the provider "
+                      f"{verdict.said}). Check the identity's sending limits at the provider "
                       "and its pace, then press Resume.")
             values["next_attempt_at"] = None
             self.batch.add("pending", delivery_id, subscriber_id, values, detail=reason)
@@ -242,27 +247,21 @@ class Outcomes:
             return "paused"
         if step is Step.UNKNOWN:
             log.warning("delivery %s unknown: %s", delivery_id, verdict.summary)
-            self.batch.add(
-                "unknown",
-                delivery_id,
-                subscriber_id,
-                values,
-                detail=f"connection lost after the message was sent: {verdict.summary}",
-            )
+            self.batch.add("unknown", delivery_id, subscriber_id, values, detail=verdict.said)
             return None
         if step is Step.FAILED:
             log.info("delivery %s failed: %s", delivery_id, verdict.summary)
-            self.batch.add("failed", delivery_id, subscriber_id, values, detail=verdict.summary)
+            self.batch.add("failed", delivery_id, subscriber_id, values, detail=verdict.said)
             return None
         if step is Step.EXHAUSTED:
-            values["reason"] = f"retry budget exhausted after {attempts} attempts: {verdict.summary}"[:500]
+            values["reason"] = exhausted_reason(verdict, attempts)[:500]
             self.batch.add("failed", delivery_id, subscriber_id, values, detail=values["reason"])
             return None
         if step is Step.RETRY:
             base = float(rt.config.get("RETRY_BASE_SECONDS", 30))
             values["next_attempt_at"] = utcnow() + backoff(attempts or 0, base)
             self.batch.add(
-                "pending", delivery_id, subscriber_id, values, detail=f"will retry: {verdict.summary}"
+                "pending", delivery_id, subscriber_id, values, detail=f"will retry: {verdict.said}"
             )
             return None
         where = what_to_fix(rt.identity_name, rt.identity_id)

@@ -28,6 +28,7 @@ from broadside.mail.message_refs import delivery_message_id
 from broadside.mail.mime import check_message
 from broadside.mail.rendering import MergeError, compiled_revision, message_bytes
 from broadside.mail.unsubscribe_tokens import Tokens, unsubscribe_url
+from jobs.classify import unwritable
 from jobs.rows import Decision, Prepared, Row
 from jobs.runtime import Runtime
 
@@ -279,10 +280,10 @@ class Recheck:
                 )
                 wire = self.rt.transport.wire(payload)
         except MergeError as error:
-            return Decision(fail=f"could not fill in the merge fields: {error.message}"[:500])
+            return Decision(fail=f"Broadside did not send it: {error.message.rstrip('.')}. Fix "
+                                 "the merge field, or this person's values on their page."[:500])
         except Exception as error:  # one person's message, not the whole send
-            return Decision(
-                fail=f"could not build this person's message ({error.__class__.__name__}: {error})"[:500]
-            )
+            return Decision(fail=unwritable(error, to_addr=email, from_email=self.from_email,
+                                            what=f"row {row.id}")[:500])
         return Decision(message=Prepared(row.id, row.subscriber_id, email, message_id, wire,
                                          from_email=self.from_email, fields=fields))

@@ -23,7 +23,6 @@ import time
 
 from redis import Redis
 from redis.exceptions import RedisError
-from rq.queue import Queue
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
@@ -285,10 +284,13 @@ class Stream(threading.Thread):
     def _listen(self, rt: runtime.Runtime, rq_redis: Redis) -> None:
         """RQ's loop over the stream's queues until stopped (or, in burst mode, empty)."""
         while not self.stopping.is_set():
-            listened = [Queue(name, connection=rq_redis, serializer=queues.SERIALIZER,
-                              death_penalty_class=ThreadDeathPenalty)
+            namespace = rt.jobs.namespace
+            listened = [queues.rq_queue(name, rq_redis, namespace,
+                                        death_penalty_class=ThreadDeathPenalty)
                         for name in rt.jobs.listened(rt.stream)]
-            worker = BroadsideWorker(listened, connection=rq_redis, serializer=queues.SERIALIZER)
+            worker = BroadsideWorker(listened, connection=rq_redis, serializer=queues.SERIALIZER,
+                                     name=queues.unique_name(namespace))
+            worker.redis_workers_keys = queues.workers_key(namespace)
             self._worker = worker
             if self.stopping.is_set():
                 break  # stopped before the worker was there to be told

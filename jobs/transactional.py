@@ -39,6 +39,7 @@ from broadside.delivery.transports import MessageFields
 from broadside.mail.message_refs import transactional_message_id
 from broadside.mail.mime import check_message
 from broadside.mail.rendering import RenderedEmail, message_bytes
+from jobs.classify import unwritable
 from jobs.engine import Slice
 from jobs.rows import Decision, Prepared, Row
 from jobs.runtime import Runtime
@@ -145,8 +146,8 @@ class TransactionalRows:
                     rendered, from_addr=sender, to_addr=to_email, message_id=message_id,
                     headers=headers))
         except Exception as error:  # this message, not the stream
-            return Decision(fail=f"could not build this message ({error.__class__.__name__}: "
-                                 f"{error})"[:500])
+            return Decision(fail=unwritable(error, to_addr=to_email, from_email=from_email,
+                                            what=f"transactional message {row.id}")[:500])
         return Decision(message=Prepared(row.id, row.subscriber_id, to_email, message_id, wire,
                                          from_email=from_email, fields=fields))
 

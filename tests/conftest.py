@@ -34,6 +34,7 @@ from tests.helpers import (
     csrf_token_from,
     forget_namespace,
 )
+from tests.private_redis import private_redis  # noqa: F401  (a fixture for every folder)
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT, create_app
 from webapp.extensions import db
@@ -186,6 +187,20 @@ def app(app_config) -> Iterator[Flask]:
 @pytest.fixture
 def db_session(app):
     return db.session
+
+
+POSTAL_ADDRESS = "Acme Ltd\n1 Main Street\nSpringfield"
+
+
+@pytest.fixture
+def postal_address(app) -> str:
+    """Settings' postal address, which every email prints: automations cannot be enabled, nor
+    their messages sent, without one (as a broadcast cannot be sent)."""
+    from broadside.core.site_settings import get_settings
+
+    get_settings(db.session).postal_address = POSTAL_ADDRESS
+    db.session.commit()
+    return POSTAL_ADDRESS
 
 
 @pytest.fixture

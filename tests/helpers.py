@@ -29,10 +29,12 @@ from broadside.core.models.sending import DeliveryStatus
 from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.identities import service as identities
 from broadside.delivery.lease import Lease
-from broadside.delivery.queues import Jobs
+from broadside.delivery.queues import Jobs, owns_key
 from broadside.mail import unsubscribe_tokens as tokens
+from jobs.app import from_flask
 from jobs.pacing import Pacer
 from jobs.runtime import Runtime
+from jobs.worker import run_worker
 from webapp import REPO_ROOT
 from webapp.extensions import db, get_jobs
 
@@ -99,6 +101,19 @@ def worker_runtime(app, transport, *, identity: str | None = None, hourly: Hourl
         hourly=hourly or HourlyCap(redis, namespace, 0), config={**app.config, **config},
         jobs=Jobs(redis, namespace), instance_path=app.instance_path,
     )
+
+
+def burst_identity(app, name: str) -> None:
+    """The real worker for one identity's stream, in this process, until it has nothing due
+    (RQ burst mode); the signal handlers it sets are put back."""
+    db.session.commit()
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        assert run_worker(from_flask(app), burst=True, identities=(name,)) == 0
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        db.session.expire_all()
 
 
 # ---------------------------------------------------------------- lists and broadcasts
@@ -373,41 +388,13 @@ def webhook_headers(body: bytes, secret: str, timestamp: int | str | None = None
 
 
 def forget_namespace(redis, namespace: str) -> None:
-    """Delete every Redis key of a test's or a bench's namespace (queues, registries, markers,
-    leases), and the keys RQ keeps under its own prefix for that namespace's queues: each job's
-    hash, result stream and executions (`rq:job:<id>`, `rq:results:<id>`, `rq:executions:<id>`),
-    and each worker's hash. A job still queued or failed when the test ends has no TTL, so
-    without this every run would leave them behind. Used by the tests' `namespace` fixture
-    and by the benches."""
-
-    def text(value) -> str:
-        return value.decode() if isinstance(value, bytes) else value
-
-    def belongs(name: str) -> bool:  # "<ns>:..." or "...:<ns>:...", not "<ns>-other:..."
-        return f"{namespace}:" in name or name.endswith(namespace)
-
-    doomed = [n for n in map(text, redis.scan_iter(f"*{namespace}*", count=1000)) if belongs(n)]
-    jobs, workers = [], []
-    for name in map(text, redis.scan_iter("rq:*", count=1000)):
-        if name.startswith("rq:job:") and name.count(":") == 2:
-            jobs.append(name)
-        elif name.startswith("rq:worker:"):
-            workers.append(name)
-    with redis.pipeline(transaction=False) as pipe:
-        for name in jobs:
-            pipe.hget(name, "origin")
-        for name in workers:
-            pipe.hget(name, "queues")
-        found = pipe.execute()
-    for name, of in zip(jobs + workers, found, strict=True):
-        if of is None or not belongs(text(of)):
-            continue
-        doomed.append(name)
-        if name.startswith("rq:job:"):
-            job_id = name.removeprefix("rq:job:")
-            doomed += [f"rq:results:{job_id}", f"rq:executions:{job_id}", f"{name}:dependents"]
-        else:
-            redis.srem("rq:workers", name)
+    """Delete every Redis key of a test's or a bench's namespace: ours (queues' markers,
+    leases, throttles) and RQ's (queues, registries, jobs, results, executions, workers), which
+    all carry the namespace (`broadside.delivery.queues.owns_key`). A job still queued or
+    failed when the test ends has no TTL, so without this every run would leave them behind.
+    Used by the tests' `namespace` fixture and by the benches."""
+    doomed = [name for name in redis.scan_iter(f"*{namespace}*", count=1000)
+              if owns_key(namespace, name.decode() if isinstance(name, bytes) else name)]
     for start in range(0, len(doomed), 500):
         redis.delete(*doomed[start:start + 500])
 

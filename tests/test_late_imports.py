@@ -31,16 +31,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
     ("broadside/mail/rendering.py", "nh3"):
         "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
-    ("broadside/mail/rendering.py", "inscriptis"):
-        "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
-    ("broadside/mail/rendering.py", "inscriptis.css_profiles"):
-        "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
-    ("broadside/mail/rendering.py", "inscriptis.html_properties"):
-        "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
-    ("broadside/mail/rendering.py", "inscriptis.model.config"):
-        "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
-    ("broadside/mail/rendering.py", "inscriptis.model.html_element"):
-        "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
     ("jobs/webhooks_out.py", "broadside.webhooks.posting"):
         "the POSTs (urllib3 and the address checks, ~1 MB) with the first webhook job only",
     ("jobs/stream.py", "jobs.imports"):

@@ -41,6 +41,7 @@ from webapp.cli import register_cli
 from webapp.dashboard.views import bp as dashboard_bp
 from webapp.errors import register_error_handlers
 from webapp.extensions import csrf, db, login_manager, migrate
+from webapp.favicon import bp as favicon_bp
 from webapp.feedback.views import bp as feedback_bp
 from webapp.health import bp as health_bp
 from webapp.htmx import htmx
@@ -123,6 +124,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (auth_bp, None),
     (dashboard_bp, None),
     (health_bp, None),
+    (favicon_bp, None),
     (settings_bp, None),
     (brand_bp, None),
     (identities_bp, None),

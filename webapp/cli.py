@@ -33,6 +33,31 @@ def owner_create(email: str, password_stdin: bool) -> None:
     click.echo(f"Created owner {owner.email}.")
 
 
+@owner_cli.command("reset-password")
+@click.argument("email")
+def owner_reset_password(email: str) -> None:
+    """Give an owner a new password and sign out all their sessions (no mail needed).
+
+    The password is asked twice and never shown; from a pipe or a file (no terminal), the
+    first line of standard input is the password."""
+    owner = accounts.owner_by_email(db.session, email)
+    if owner is None:
+        raise click.ClickException(f"No owner signs in as {email.strip()!r}; nothing was changed. "
+                                   "(`flask --app webapp owner create` makes one.)")
+    stdin = click.get_text_stream("stdin")
+    if stdin.isatty():
+        password = click.prompt("New password", hide_input=True,
+                                confirmation_prompt="Repeat the new password")
+    else:
+        password = stdin.readline().rstrip("\r\n")
+    try:
+        owner = accounts.set_password(db.session, owner.id, password)
+    except DomainError as exc:
+        raise click.ClickException(f"{exc.message} Nothing was changed.") from None
+    click.echo(f"New password set for {owner.email}. Every session signed in as "
+               f"{owner.email} is signed out.")
+
+
 @tokens_cli.command("create")
 @click.argument("name")
 @click.option("--owner", "owner_email", help="Owner the token belongs to (default: the first).")

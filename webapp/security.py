@@ -3,10 +3,15 @@
 Every endpoint needs a signed-in owner unless its view is marked `@public` (login, the
 unsubscribe pages, webhooks, health) or it belongs to the API, which authenticates by bearer
 token instead. A new route therefore cannot forget to require login.
+
+A session names its owner and the `session_epoch` it was opened in (`Owner.get_id`); it is
+honoured on each request only while that is still the owner's epoch, so a password change
+(a reset link, `owner reset-password`) signs every session opened before it out.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -27,6 +32,9 @@ CONTENT_SECURITY_POLICY = (
 
 
 HSTS = "max-age=31536000"
+# What a session keeps (`Owner.get_id`): "id:epoch"; a bare id is a session opened before
+# epochs existed, which counts as epoch 0 (it lasts until the owner's first password change).
+_SESSION_ID = re.compile(r"([0-9]{1,10})(?::([0-9]{1,10}))?")
 
 
 def public(view: F) -> F:
@@ -50,10 +58,16 @@ def install_security(app: Flask) -> None:
     login_manager.login_message_category = "info"
 
     @login_manager.user_loader
-    def load_owner(owner_id: str) -> Owner | None:
-        if not owner_id.isdigit():
+    def load_owner(session_id: str) -> Owner | None:
+        """The session's owner, while the session is of their current epoch; None (signed
+        out) once their password has changed since it was opened."""
+        match = _SESSION_ID.fullmatch(session_id)
+        if match is None or int(match[1]) >= 2**31:
             return None
-        return db.session.get(Owner, int(owner_id))
+        owner = db.session.get(Owner, int(match[1]))
+        if owner is None or owner.session_epoch != int(match[2] or 0):
+            return None
+        return owner
 
     @app.before_request
     def require_owner() -> Response | None:

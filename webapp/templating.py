@@ -1,5 +1,9 @@
 """Helpers every template can call, registered once for the whole app (`register_templating`):
-times in the owner's time zone and numbers with thousands separators.
+times in the owner's time zone, numbers with thousands separators, counts in English ("1
+click", `counted`) and rates (`percent`: "—" when there is nothing to divide by), a
+broadcast's audience in words, and subjects as a reader reads them (`as_read`: "Hello {{ name
+}}" filled in with the newest person a send could reach, else the sample reader Alex, read
+once per page).
 
 Every time a page shows goes through `local_time` (a stored moment) or `epoch_time` (a time
 Redis keeps), both `broadside.core.timeutil.local_format`: the owner's zone, named by one label
@@ -11,16 +15,23 @@ template calls `strftime` itself (tests/webapp/test_times.py reads them all).
 
 from __future__ import annotations
 
+import functools
 from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from flask import Flask, g
+from jinja2 import Template
 from sqlalchemy.exc import SQLAlchemyError
 
+from broadside.audience.subscribers.service import newest_reachable
+from broadside.core.errors import ValidationError, shown
 from broadside.core.site_settings import owner_zone as settings_zone
 from broadside.core.timeutil import epoch_to_stored, in_zone, local_format, utcnow
 from broadside.core.timeutil import zone_label as label_of
+from broadside.mail.merge_fields import compile_template
+from broadside.mail.merge_sandbox import TEXT_ENV, render_bounded
+from broadside.mail.rendering import MAX_SUBJECT_CHARS, RENDER_ERRORS
 from webapp.extensions import db
 
 DEFAULT_TIME = "%Y-%m-%d %H:%M"
@@ -68,8 +79,94 @@ def num(value: float | None) -> str:
     return f"{value or 0:,}"
 
 
+def noun(count: float | None, one: str, many: str | None = None) -> str:
+    """The word for `count` of a thing: "click" for one, "clicks" for any other number
+    ("person", "people" when the plural is not the word and an s)."""
+    return one if count == 1 else (many or one + "s")
+
+
+def counted(count: float | None, one: str, many: str | None = None) -> str:
+    """`count` things in English: "1 click", "1,234 clicks", "0 people"."""
+    return f"{num(count)} {noun(count, one, many)}"
+
+
+def percent(part: float | None, whole: float | None) -> str:
+    """`part` of `whole` for a page: "41.2%", "5%", "<0.1%"; "—" when there is nothing to
+    divide by."""
+    if not whole:
+        return "—"
+    value = 100 * (part or 0) / whole
+    if 0 < value < 0.05:
+        return "<0.1%"
+    if 99.95 <= value < 100:  # not everyone: never rounded up to all
+        return ">99.9%"
+    return f"{value:,.1f}".removesuffix(".0") + "%"
+
+
+def audience_words(broadcast: Any, name: str | None) -> str:
+    """Who a broadcast is for, in words: `name` (its list's, or "segment NAME"), else what
+    became of it. A segment's rules are kept from the press (`audience_rules`), so a sent
+    broadcast whose segment is gone still knows it had one; a broadcast pressed with neither
+    (its snapshot reached someone) went to a list; a draft may have none chosen (a deleted
+    list or segment leaves its drafts without one)."""
+    if name:
+        return name
+    if broadcast.segment_id is not None or broadcast.audience_rules is not None:
+        return "(segment deleted)"
+    if broadcast.list_id is not None or broadcast.snapshot_until:
+        return "(list deleted)"
+    if broadcast.status == "draft":
+        return "(no audience chosen)"
+    return "(list or segment deleted)"
+
+
+SAMPLE_READER: dict[str, Any] = {"email": "alex@example.com", "name": "Alex", "attributes": {}}
+
+
+def sample_reader() -> dict[str, Any]:
+    """Whose details fill the merge fields of the subjects a page shows: the newest person a
+    send could reach now, else the sample reader Alex. Read once per request, and only by a
+    page that shows a subject with merge fields."""
+    if "sample_reader" not in g:
+        try:
+            person = newest_reachable(db.session)
+        except SQLAlchemyError:  # a page about an outage still shows its subjects
+            db.session.rollback()
+            person = None
+        g.sample_reader = SAMPLE_READER if person is None else {
+            "email": person.email, "name": person.name or "",
+            "attributes": dict(person.attributes or {})}
+    return g.sample_reader
+
+
+@functools.lru_cache(maxsize=256)
+def _subject_template(source: str) -> Template:
+    return compile_template(TEXT_ENV, source, "subject")
+
+
+def as_read(subject: str | None) -> str:
+    """A subject as the sample reader reads it in their inbox ("Hello {{ name }}" -> "Hello
+    Ana"), filled in by the sandbox the worker uses. The source itself when it has no merge
+    fields, when they cannot be filled in (a broken field never fails the page), or when they
+    fill in to nothing."""
+    source = subject or ""
+    if "{" not in source:
+        return source
+    context = {**sample_reader(), "unsubscribe_url": "#", "view_url": ""}
+    try:
+        text = render_bounded(_subject_template(source), context, limit=MAX_SUBJECT_CHARS,
+                              what="subject")
+    except (ValidationError, RecursionError, MemoryError, *RENDER_ERRORS):
+        return source
+    return " ".join(text.split()) or source
+
+
 def register_templating(app: Flask) -> None:
+    # `|shown`: a recorded reason (a delivery's, a pause's) never shows Python's text.
+    app.jinja_env.filters["shown"] = shown
     @app.context_processor
     def time_and_numbers() -> dict[str, Any]:
         return {"local_time": local_time, "epoch_time": epoch_time, "zone_label": zone_label,
-                "day_label": day_label, "num": num, "SYSTEM_TIME": SYSTEM_TIME, "WITH_ZONE": WITH_ZONE}
+                "day_label": day_label, "num": num, "SYSTEM_TIME": SYSTEM_TIME, "WITH_ZONE": WITH_ZONE,
+                "audience_words": audience_words, "as_read": as_read, "noun": noun,
+                "counted": counted, "percent": percent}

@@ -34,16 +34,22 @@ class ListSummary:
 def _clean_name(name: str | None) -> str:
     name = " ".join((name or "").split())
     if not name:
-        raise ValidationError("A list needs a name.")
+        raise ValidationError("A list needs a name.", field="name")
     if len(name) > MAX_NAME:
-        raise ValidationError(f"A list name can be at most {MAX_NAME} characters.")
+        raise ValidationError(f"A list name can be at most {MAX_NAME} characters.", field="name")
+    if "\x00" in name:  # PostgreSQL refuses NUL in text: say so instead of failing the write
+        raise ValidationError("A list name cannot contain a NUL character.", field="name")
     return name
 
 
 def _clean_description(description: str | None) -> str:
     description = (description or "").strip()
     if len(description) > MAX_DESCRIPTION:
-        raise ValidationError(f"The description can be at most {MAX_DESCRIPTION} characters.")
+        raise ValidationError(f"The description can be at most {MAX_DESCRIPTION} characters.",
+                              field="description")
+    if "\x00" in description:
+        raise ValidationError("The description cannot contain a NUL character.",
+                              field="description")
     return description
 
 
@@ -59,7 +65,7 @@ def _commit_or_conflict(session: Session, name: str) -> None:
         session.commit()
     except IntegrityError:
         session.rollback()
-        raise Conflict(f"There is already a list called “{name}”.") from None
+        raise Conflict(f"There is already a list called “{name}”.", field="name") from None
 
 
 def create_list(session: Session, name: str | None, description: str | None = "",
@@ -67,7 +73,7 @@ def create_list(session: Session, name: str | None, description: str | None = ""
     name = _clean_name(name)
     description = _clean_description(description)
     if _name_taken(session, name):
-        raise Conflict(f"There is already a list called “{name}”.")
+        raise Conflict(f"There is already a list called “{name}”.", field="name")
     mailing_list = MailingList(name=name, description=description, signup_enabled=signup_enabled)
     session.add(mailing_list)
     _commit_or_conflict(session, name)
@@ -87,7 +93,7 @@ def update_list(session: Session, list_id: int, *, name: str | None, description
     name = _clean_name(name)
     description = _clean_description(description)
     if _name_taken(session, name, except_id=list_id):
-        raise Conflict(f"There is already a list called “{name}”.")
+        raise Conflict(f"There is already a list called “{name}”.", field="name")
     mailing_list.name = name
     mailing_list.description = description
     mailing_list.signup_enabled = bool(signup_enabled)

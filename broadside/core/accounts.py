@@ -1,4 +1,9 @@
-"""Owners and API tokens: plain functions over a SQLAlchemy session."""
+"""Owners and API tokens: plain functions over a SQLAlchemy session.
+
+A password changes only through `set_password`, which moves the owner's `session_epoch` on in
+the same guarded UPDATE: every session opened before it stops counting (webapp.security), and
+a reset link signed over the old epoch and hash can be used once (broadside.mail.password_reset).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ from broadside.core.models import ApiToken, Owner
 from broadside.core.timeutil import utcnow
 
 MIN_PASSWORD_LENGTH = 10
+# The sign-in form takes no more than this, so no longer password could ever be used.
+MAX_PASSWORD_LENGTH = 200
 TOKEN_PREFIX = "bs_"
 # Every owner's password is hashed this way (werkzeug's scrypt, its default cost).
 PASSWORD_METHOD = "scrypt"
@@ -44,6 +51,11 @@ class AlreadySetUp(Conflict):
     """The first-run setup was already done (perhaps by a request a moment earlier)."""
 
 
+class PasswordChangedSince(Conflict):
+    """The owner's password changed after what the caller read (another reset, the command
+    line): their change is not made."""
+
+
 def owner_exists(session: Session) -> bool:
     return (session.scalar(select(func.count()).select_from(Owner)) or 0) > 0
 
@@ -51,6 +63,46 @@ def owner_exists(session: Session) -> bool:
 def _check_password_length(password: str) -> None:
     if len(password or "") < MIN_PASSWORD_LENGTH:
         raise ValidationError(f"The password must be at least {MIN_PASSWORD_LENGTH} characters.")
+    if len(password) > MAX_PASSWORD_LENGTH:
+        raise ValidationError(f"The password must be at most {MAX_PASSWORD_LENGTH} characters.")
+
+
+def owner_by_email(session: Session, email: str | None) -> Owner | None:
+    """The owner with exactly this address (any case, spaces around ignored), or None; never
+    "the first owner" for an empty one."""
+    address = (email or "").strip().lower()
+    if not address:
+        return None
+    return session.scalar(select(Owner).where(Owner.email == address))
+
+
+def set_password(session: Session, owner_id: int, password: str, *,
+                 if_epoch: int | None = None, if_hash: str | None = None) -> Owner:
+    """Give the owner a new password and sign out every session opened before it (the epoch
+    moves on in the same UPDATE). Committed; returns the owner as it now is.
+
+    `if_epoch` and `if_hash` guard the UPDATE: a reset link passes what it was signed over,
+    so of two uses of one link (or a link and a newer change) only the first changes anything;
+    the others get PasswordChangedSince. ValidationError for a password out of bounds,
+    NotFound for an owner who does not exist."""
+    _check_password_length(password)
+    new_hash = generate_password_hash(password, method=PASSWORD_METHOD)  # slow: before the UPDATE
+    guarded = (update(Owner).where(Owner.id == owner_id)
+               .values(password_hash=new_hash, session_epoch=Owner.session_epoch + 1)
+               .execution_options(synchronize_session=False))
+    if if_epoch is not None:
+        guarded = guarded.where(Owner.session_epoch == if_epoch)
+    if if_hash is not None:
+        guarded = guarded.where(Owner.password_hash == if_hash)
+    changed = rowcount(session.execute(guarded))
+    session.commit()
+    if not changed:
+        if session.get(Owner, owner_id) is None:
+            raise NotFound("There is no such owner.")
+        raise PasswordChangedSince("The password was changed since this was asked.")
+    owner = session.get_one(Owner, owner_id)
+    session.refresh(owner)
+    return owner
 
 
 def create_owner(session: Session, email: str, password: str) -> Owner:
@@ -136,7 +188,7 @@ def create_token(session: Session, owner_id: int, name: str, *, read_only: bool 
     its hash is stored."""
     name = (name or "").strip()
     if not name or len(name) > 100:
-        raise ValidationError("A token needs a name of 1 to 100 characters.")
+        raise ValidationError("A token needs a name of 1 to 100 characters.", field="name")
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(owner_id=owner_id, name=name, token_hash=_hash_token(plain), prefix=plain[:10],
                      read_only=read_only)

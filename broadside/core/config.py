@@ -165,7 +165,9 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     raw.update(overrides)
 
     config: dict[str, Any] = dict(overrides)
-    config["DATABASE_URL"] = normalise_database_url(str(raw["DATABASE_URL"]))
+    # Kept as given (what `doctor` prints); the engine gets it pinned to psycopg 3.
+    config["DATABASE_URL"] = str(raw["DATABASE_URL"])
+    database_uri = normalise_database_url(config["DATABASE_URL"])
     config["REDIS_URL"] = _check_url("REDIS_URL", str(raw["REDIS_URL"]), ("redis", "rediss", "unix"))
     base_url = _check_url("BASE_URL", str(raw["BASE_URL"]), ("http", "https")).rstrip("/")
     config["BASE_URL"] = base_url
@@ -216,7 +218,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     config["SECRET_KEY"] = str(secret)
 
     is_https = base_url.startswith("https://")
-    config.setdefault("SQLALCHEMY_DATABASE_URI", config["DATABASE_URL"])
+    config.setdefault("SQLALCHEMY_DATABASE_URI", database_uri)
     config.setdefault("SESSION_COOKIE_HTTPONLY", True)
     config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
     config.setdefault("SESSION_COOKIE_SECURE", is_https)

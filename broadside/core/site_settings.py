@@ -52,8 +52,10 @@ def time_zones() -> frozenset[str]:
 
 
 def update_settings(session: Session, *, sender_name: str, sender_email: str,
-                    postal_address: str, time_zone: str) -> SiteSettings:
-    """Validate every value first, then write them all in one commit (or nothing)."""
+                    postal_address: str, time_zone: str, commit: bool = True) -> SiteSettings:
+    """Validate every value first, then write them all in one commit (or nothing). With
+    `commit=False` the caller commits (the automations that follow Settings are refrozen in
+    the same transaction: broadside.campaigns.automations.refreeze)."""
     sender_name = " ".join((sender_name or "").split())
     if len(sender_name) > MAX_SENDER_NAME:
         raise SettingsError("sender_name",
@@ -82,7 +84,8 @@ def update_settings(session: Session, *, sender_name: str, sender_email: str,
     settings.sender_email = sender_email
     settings.postal_address = postal_address
     settings.time_zone = time_zone
-    session.commit()
+    if commit:
+        session.commit()
     return settings
 
 

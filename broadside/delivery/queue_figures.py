@@ -37,6 +37,6 @@ def queue_figures(redis: Redis, namespace: str, now: float | None = None) -> lis
     now = time.time() if now is None else now
     found = []
     for name in queues.LISTENED:
-        queue = Queue(f"{namespace}:{name}", connection=redis, serializer=queues.SERIALIZER)
+        queue = queues.rq_queue(f"{namespace}:{name}", redis, namespace)
         found.append(QueueInfo(name, queue.count, oldest_job_age(queue, now)))
     return found

@@ -12,9 +12,19 @@ listens to its `transactional`, then its `automations`, then the shared `evaluat
 the very last, so they never hold mail back by more than one short job): a test send, a
 sign-up confirmation or a welcome that became due waits at most one slice. Automation work that
 continues after a slice queues behind the broadcasts (`turn=True`), so the two take turns by slice.
+
+Every Redis key Broadside or RQ writes carries the namespace, so two installations share one
+Redis without touching each other's keys: ours start with `<namespace>:`; RQ's keep its
+`rq:` prefix with the namespace inside, because queue names, job ids and worker names begin
+with it (`rq:queue:<ns>:broadcasts`, `rq:job:<ns>-<hex>`, `rq:worker:<ns>-<hex>`), and the
+two sets RQ keeps for everyone (`rq:queues`, `rq:workers`) are the namespace's own
+(`rq_queue`, `unique_name`, `workers_key`; `owns_key` tells one installation's keys).
 """
 
 from __future__ import annotations
+
+import re
+import uuid
 
 from redis import Redis
 from rq import Queue
@@ -35,6 +45,36 @@ LISTENED = (TRANSACTIONAL, AUTOMATIONS, EVALUATIONS, BROADCASTS, LATER, IMPORTS,
 # One of each per identity; the others are shared by every stream's worker.
 PER_STREAM = (TRANSACTIONAL, AUTOMATIONS, BROADCASTS)
 DEFAULT_STREAM = "default"
+
+
+def queues_key(namespace: str) -> str:
+    """The set of queue keys RQ keeps (`rq:queues` by default), the namespace's own."""
+    return f"{namespace}:rq:queues"
+
+
+def workers_key(namespace: str) -> str:
+    """The set of worker keys RQ keeps (`rq:workers` by default), the namespace's own."""
+    return f"{namespace}:rq:workers"
+
+
+def unique_name(namespace: str) -> str:
+    """A job id or a worker name of the namespace: `<ns>-<32 hex digits>`."""
+    return f"{namespace}-{uuid.uuid4().hex}"
+
+
+def rq_queue(name: str, redis: Redis, namespace: str, **options: object) -> Queue:
+    """An RQ queue of the namespace (its name already starts with it), registered in the
+    namespace's set of queues rather than RQ's global one."""
+    queue = Queue(name, connection=redis, serializer=SERIALIZER, **options)  # type: ignore[arg-type]
+    queue.redis_queues_keys = queues_key(namespace)
+    return queue
+
+
+def owns_key(namespace: str, key: str) -> bool:
+    """Whether a Redis key is one of this namespace's, and not another namespace's whose name
+    merely begins with this one (`broadside` vs `broadside-staging`)."""
+    ns = re.escape(namespace)
+    return re.search(rf"(^|:){ns}(:|$|-[0-9a-f]{{32}}(:|$))", key) is not None
 
 
 def stream_of(identity_id: int | None) -> str:
@@ -73,7 +113,7 @@ class Jobs:
         return f"{self.namespace}:{name}"
 
     def queue(self, name: str, stream: str = DEFAULT_STREAM) -> Queue:
-        return Queue(self.queue_name(name, stream), connection=self.redis, serializer=SERIALIZER)
+        return rq_queue(self.queue_name(name, stream), self.redis, self.namespace)
 
     def listened(self, stream: str = DEFAULT_STREAM) -> list[str]:
         """The queue names a stream's worker listens to, in priority order."""
@@ -113,7 +153,8 @@ class Jobs:
 
     def enqueue_import(self, import_id: int) -> None:
         self.queue(IMPORTS).enqueue(
-            IMPORT_JOB, import_id, job_timeout=3600, result_ttl=0, description=f"import {import_id}"
+            IMPORT_JOB, import_id, job_timeout=3600, result_ttl=0, description=f"import {import_id}",
+            job_id=unique_name(self.namespace),
         )
 
     def enqueue_bulk(self, bulk_id: int) -> bool:
@@ -139,6 +180,7 @@ class Jobs:
                 result_ttl=0,
                 failure_ttl=86400,
                 description=f"{kind} {object_id}",
+                job_id=unique_name(self.namespace),
             )
         except Exception:
             self.redis.delete(key)

@@ -40,7 +40,14 @@ from typing import NoReturn
 from urllib.parse import unquote, urlsplit
 
 from broadside.delivery.smtp_connection import close_quietly, open_connection, text
-from broadside.delivery.transports import DeliveryError, OneByOne, Pace, Riding, SendResult
+from broadside.delivery.transports import (
+    DeliveryError,
+    OneByOne,
+    Pace,
+    Riding,
+    SendResult,
+    network_words,
+)
 
 CRLF = b"\r\n"
 
@@ -54,11 +61,15 @@ def _envelope(mail_from: str, rcpt: str) -> bytes:
 
 
 def _plain_address(address: str, verb: str) -> None:
-    """Refused before anything is sent, as a server without SMTPUTF8 would refuse it."""
+    """Refused by us before anything is sent (no server was asked): an address with a line
+    break, or with characters outside ASCII, which needs SMTPUTF8 (not supported yet)."""
     if "\r" in address or "\n" in address or not address.isascii():
-        raise DeliveryError(
-            verb, 553, "5.1.3 address not deliverable by this sender (line break or non-ASCII characters)"
-        )
+        whose = "recipient's" if verb == "rcpt" else "sender"
+        fix = ("Correct the address on the subscriber's page, or ask them for another one."
+               if verb == "rcpt" else "Change the sender address, then press Resume.")
+        raise DeliveryError(verb, None, f"Broadside did not send it: the {whose} address has "
+                            "a line break or characters outside ASCII, which Broadside cannot "
+                            f"send to yet. {fix}", ours=True)
 
 
 _LINE_STARTING_WITH_DOT = re.compile(rb"\n\.")
@@ -153,7 +164,7 @@ class SmtpTransport:
             code, reply = command()
         except (smtplib.SMTPServerDisconnected, OSError) as exc:
             self._drop()
-            raise DeliveryError(phase, None, f"connection lost: {exc}", network=True) from None
+            raise DeliveryError(phase, None, self._lost(exc), network=True) from None
         return code, text(reply)
 
     @staticmethod
@@ -215,7 +226,8 @@ class SmtpTransport:
         if refused is not None:
             raise refused
         if not self._following or self.conn is None:
-            raise DeliveryError("mail", None, "connection lost before this message's turn", network=True)
+            raise DeliveryError("mail", None, "the connection to the mail server was lost "
+                                "before this message's turn", network=True)
         self._following = False
         self._accept(self._replies())
         self._body(wire, then, pace)
@@ -311,7 +323,7 @@ class SmtpTransport:
             self.conn.send(group)
         except (smtplib.SMTPServerDisconnected, OSError) as exc:
             self._drop()
-            raise DeliveryError("mail", None, f"connection lost: {exc}", network=True) from None
+            raise DeliveryError("mail", None, self._lost(exc), network=True) from None
         return self._replies()
 
     def _replies(self) -> list[tuple[str, int, str]]:
@@ -330,7 +342,7 @@ class SmtpTransport:
                 if code not in _ACCEPTED[phase]:  # refused before the connection went
                     raise DeliveryError(phase, code, reply) from None
             phase = _PIPELINED[len(replies)]
-            raise DeliveryError(phase, None, f"connection lost: {exc}", network=True) from None
+            raise DeliveryError(phase, None, self._lost(exc), network=True) from None
         return replies
 
     def finish(self) -> SendResult:
@@ -351,7 +363,13 @@ class SmtpTransport:
 
     def _lost_after_data(self, exc: Exception) -> NoReturn:
         self._drop()
-        raise DeliveryError("data-body", None, f"connection lost after DATA: {exc}", network=True) from None
+        raise DeliveryError("data-body", None, "the connection to the mail server was lost after "
+                            f"the message was handed over ({network_words(exc, self.description)})",
+                            network=True) from None
+
+    def _lost(self, exc: Exception) -> str:  # before the body: nothing was accepted
+        return ("the connection to the mail server was lost before the message was sent "
+                f"({network_words(exc, self.description)})")
 
     def _command(self, argument: str, verb: str) -> tuple[int, bytes]:
         """MAIL/RCPT with addresses we validated ourselves (smtplib's own quoting re-parses

@@ -7,7 +7,7 @@ from __future__ import annotations
 import smtplib
 import ssl
 
-from broadside.delivery.transports import DeliveryError
+from broadside.delivery.transports import DeliveryError, network_words
 
 
 def text(reply: bytes | str) -> str:
@@ -19,6 +19,7 @@ def open_connection(scheme: str, host: str, port: int, username: str | None, pas
     """A connection ready for MAIL FROM, as the transport URL's scheme and user ask."""
     # Made only where TLS is used: loading the system's certificates is a few ms.
     context = ssl.create_default_context() if scheme != "smtp" else None
+    where = f"{scheme}://{host}:{port}"
     try:
         if scheme == "smtps":
             conn: smtplib.SMTP = smtplib.SMTP_SSL(
@@ -33,13 +34,14 @@ def open_connection(scheme: str, host: str, port: int, username: str | None, pas
                 host, port, timeout=timeout, local_hostname=local_hostname
             )
     except ssl.SSLError as exc:
-        raise DeliveryError("tls", None, f"TLS handshake failed: {exc}") from None
+        raise DeliveryError("tls", None, f"the secure connection (TLS) to {where} failed: "
+                                         f"{network_words(exc, where)}") from None
     except smtplib.SMTPConnectError as exc:
         raise DeliveryError("connect", exc.smtp_code, text(exc.smtp_error), network=True) from None
     except (OSError, smtplib.SMTPException) as exc:
         raise DeliveryError(
-            "connect", None, f"could not connect to {scheme}://{host}:{port}: {exc}", network=True
-        ) from None
+            "connect", None, f"could not connect to {where}: {network_words(exc, where)}",
+            network=True) from None
     try:
         conn.ehlo_or_helo_if_needed()
         if scheme == "smtp+starttls":
@@ -55,19 +57,23 @@ def open_connection(scheme: str, host: str, port: int, username: str | None, pas
     except smtplib.SMTPAuthenticationError as exc:
         close_quietly(conn)
         raise DeliveryError("auth", exc.smtp_code, text(exc.smtp_error)) from None
-    except smtplib.SMTPNotSupportedError as exc:
+    except smtplib.SMTPNotSupportedError:
         close_quietly(conn)
-        raise DeliveryError("auth", None, f"the server does not support this: {exc}") from None
+        raise DeliveryError("auth", None, f"{where} does not offer login (AUTH) on this "
+                                          "connection; use smtp+starttls:// or smtps:// if it "
+                                          "wants TLS first, or leave out the user name") from None
     except ssl.SSLError as exc:
         close_quietly(conn)
-        raise DeliveryError("tls", None, f"TLS failed: {exc}") from None
+        raise DeliveryError("tls", None, f"the secure connection (TLS) to {where} failed: "
+                                         f"{network_words(exc, where)}") from None
     except smtplib.SMTPResponseException as exc:
         close_quietly(conn)
         raise DeliveryError("connect", exc.smtp_code, text(exc.smtp_error)) from None
     except (OSError, smtplib.SMTPException) as exc:
         close_quietly(conn)
         raise DeliveryError(
-            "connect", None, f"connection lost while greeting: {exc}", network=True
+            "connect", None, f"the connection to {where} was lost while greeting it: "
+                             f"{network_words(exc, where)}", network=True
         ) from None
     return conn
 

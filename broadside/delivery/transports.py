@@ -22,11 +22,19 @@ right before the side effect (MAIL FROM, the HTTP request, the file's write: inv
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from broadside.core.connection_words import connection_words
+
 Pace = Callable[[], object]
+log = logging.getLogger("broadside.worker")
+
+# A provider's name as the owner knows it, by its transport scheme (`DeliveryError.provider`).
+PROVIDER_NAMES = {"ses": "Amazon SES", "postmark": "Postmark", "resend": "Resend",
+                  "mailgun": "Mailgun"}
 
 
 @dataclass(frozen=True)
@@ -71,14 +79,18 @@ class DeliveryError(Exception):
     no answer came: ambiguous, like data-body), `api` (the provider answered with an error:
     `code` is the HTTP status, `provider_code` the provider's own code or exception name).
     network: True when the connection failed (refused, reset, timed out) rather than replied.
+    ours: True when Broadside itself refused before anything was sent (an address it cannot
+    write): `reply` is then our own sentence, never a server's.
     provider: the transport's scheme for HTTP APIs (ses, postmark, resend, mailgun).
     retry_after: seconds the provider asked us to wait (a 429's Retry-After), if it said.
     The transport only reports; jobs.classify decides what each answer means (invariant 6).
+    `reply` is shown to the owner: a server's or provider's own words, or ours (never a
+    Python exception's text: `network_words`).
     """
 
     def __init__(self, phase: str, code: int | None, reply: str, *, network: bool = False,
                  provider: str | None = None, provider_code: str | None = None,
-                 retry_after: float | None = None) -> None:
+                 retry_after: float | None = None, ours: bool = False) -> None:
         super().__init__(f"{phase}: {code or ''} {reply}".strip())
         self.phase = phase
         self.code = code
@@ -87,6 +99,13 @@ class DeliveryError(Exception):
         self.provider = provider
         self.provider_code = provider_code
         self.retry_after = retry_after
+        self.ours = ours
+
+
+def network_words(exc: BaseException, where: str) -> str:
+    """A failed connection in the owner's words, the exception itself in the worker's log
+    (broadside.core.connection_words)."""
+    return connection_words(exc, where, log)
 
 
 class Transport(Protocol):

@@ -200,8 +200,10 @@ def logo_path(directory: Path, file_name: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def store_logo(session: Session, data: bytes, *, directory: Path, base_url: str) -> SiteSettings:
-    """Check the image, keep its file, make it the logo (one commit)."""
+def store_logo(session: Session, data: bytes, *, directory: Path, base_url: str,
+               commit: bool = True) -> SiteSettings:
+    """Check the image, keep its file, make it the logo (one commit; with `commit=False`, the
+    caller's: the automations that follow the design are refrozen in it)."""
     info = check_logo(data)
     name = f"{hashlib.sha256(data).hexdigest()[:32]}.{info.extension}"
     directory.mkdir(parents=True, exist_ok=True)
@@ -214,16 +216,18 @@ def store_logo(session: Session, data: bytes, *, directory: Path, base_url: str)
     settings.logo_file = name
     settings.logo_width, settings.logo_height = info.width, info.height
     settings.logo_url = logo_url(base_url, name)
-    session.commit()
+    if commit:
+        session.commit()
     return settings
 
 
-def remove_logo(session: Session) -> SiteSettings:
+def remove_logo(session: Session, *, commit: bool = True) -> SiteSettings:
     """No logo on new emails and on the pages. The file stays: emails already sent show it."""
     settings = get_settings(session)
     settings.logo_file = settings.logo_url = None
     settings.logo_width = settings.logo_height = None
-    session.commit()
+    if commit:
+        session.commit()
     return settings
 
 
@@ -299,16 +303,19 @@ def current_design(session: Session) -> Design:
     return saved_design(session.get(SiteSettings, 1))
 
 
-def update_design(session: Session, values: DesignInput, *, base_url: str) -> SiteSettings:
-    """Save colour, width, font and footer text (one commit). The logo's URL is made again
-    from `base_url`, so saving the design after BASE_URL changed mends it."""
+def update_design(session: Session, values: DesignInput, *, base_url: str,
+                  commit: bool = True) -> SiteSettings:
+    """Save colour, width, font and footer text (one commit, or the caller's with
+    `commit=False`). The logo's URL is made again from `base_url`, so saving the design after
+    BASE_URL changed mends it."""
     design = validate_design(values, current_design(session))
     settings = get_settings(session)
     settings.brand_colour, settings.email_width = design.colour, design.width
     settings.email_font, settings.footer_text = design.font, design.footer_text
     if settings.logo_file:
         settings.logo_url = logo_url(base_url, settings.logo_file)
-    session.commit()
+    if commit:
+        session.commit()
     return settings
 
 

@@ -110,7 +110,8 @@ def check_merge_fields(source: str, where: str) -> nodes.Template:
 
 
 class Placeholders:
-    """Mints placeholder tokens that Markdown, nh3, css-inline and inscriptis leave alone.
+    """Mints placeholder tokens that Markdown, nh3, css-inline and the plain-text
+    writer (broadside.mail.plain_text) leave alone.
 
     Letters and digits only, with a random nonce, so no real text collides with them and
     they survive URL percent-encoding inside links.

@@ -8,8 +8,9 @@ Freezing (once per revision, milliseconds):
        (`EmailDesign`: logo, colour, width, font, footer text; read when the revision is
        frozen, so one broadcast is one design and a later change never alters it)
     -> CSS inlined (css-inline)                                      = html_template
-    and the same sanitised HTML -> plain text (inscriptis) + footer   = text_template
-    (each image, the logo included, kept in the plain text as "[alt: URL]")
+    and the same sanitised HTML -> plain text (broadside.mail.plain_text: links as
+    "text (URL)", lists and headings as typed, each image as "[alt: URL]", no logo)
+    + footer                                                        = text_template
 
 The double opt-in email (broadside.mail.confirmation) goes through the same pipeline
 (`freeze_layout`) with the owner's words, a confirm button and no unsubscribe link.
@@ -30,11 +31,10 @@ The wire form (`message_bytes`, `build_message`) is broadside.mail.mime's, re-ex
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import secrets
 from dataclasses import dataclass
-from html import escape as html_escape
-from html import unescape as html_unescape
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ from broadside.mail.merge_fields import (
 from broadside.mail.merge_plain import PlainTemplate, plain_template
 from broadside.mail.merge_sandbox import HTML_ENV, TEXT_ENV, MergeEnvironment, render_bounded
 from broadside.mail.mime import RenderedEmail, build_message, format_address, message_bytes
+from broadside.mail.plain_text import html_to_text
 
 __all__ = [
     "CompiledRevision", "EmailDesign", "FrozenContent", "MergeError", "RenderedEmail",
@@ -60,6 +61,7 @@ __all__ = [
     "freeze_layout", "message_bytes",
 ]
 
+log = logging.getLogger(__name__)
 EMAIL_TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "email"
 
 # `.html` templates are autoescaped, `.txt` ones are not (as Flask does for its pages).
@@ -106,19 +108,6 @@ def _inliner() -> Any:
 
     # No network: a body cannot make the server fetch a stylesheet.
     return css_inline.CSSInliner(keep_at_rules=True, load_remote_stylesheets=False)
-
-
-@functools.cache
-def _text_config() -> Any:
-    from inscriptis.css_profiles import CSS_PROFILES
-    from inscriptis.html_properties import Display, WhiteSpace
-    from inscriptis.model.config import ParserConfig
-    from inscriptis.model.html_element import HtmlElement
-
-    text_css = dict(CSS_PROFILES["strict"])
-    # Keep the line breaks of code blocks (<pre><code>) in the plain-text part.
-    text_css["code"] = HtmlElement(display=Display.inline, whitespace=WhiteSpace.pre)
-    return ParserConfig(css=text_css, display_links=True)
 
 
 SYSTEM_FONTS = Markup('-apple-system, BlinkMacSystemFont, "Segoe UI", Roboto, Helvetica, '
@@ -257,9 +246,8 @@ def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name
     )
     html_template = join_template(_inliner().inline(layout), placeholders)
 
-    header = f"{_image_text(design.logo_alt, design.logo_url)}\n\n" if design.logo_url else ""
-    if unsubscribe:
-        header = f"{view[0]}View in your browser: {view[1]}\n\n{view[2]}" + header
+    # No logo line: the plain text is read for its words.
+    header = f"{view[0]}View in your browser: {view[1]}\n\n{view[2]}" if unsubscribe else ""
     footer = ["", "--"]
     if from_name.strip():
         footer.append(from_name.strip())
@@ -268,35 +256,12 @@ def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name
     footer.extend(postal_lines)
     if unsubscribe:
         footer.append(f"Unsubscribe: {unsubscribe}")
-    from inscriptis import get_text
-
-    body_text = get_text(_images_as_text(body_html), _text_config()).strip()
+    body_text = html_to_text(body_html, placeholders.pattern).strip()
     if not unsubscribe:
         body_text += f"\n\n{label}: {url}"
     text_template = join_template(header + body_text + "\n" + "\n".join(footer)
                                   + "\n", placeholders)
     return FrozenContent(html_template=html_template, text_template=text_template)
-
-
-_IMG = re.compile(r"<img\b[^>]*>")
-_ATTRIBUTE = re.compile(r'\s([a-z]+)="([^"]*)"')
-
-
-def _image_text(alt: str, url: str) -> str:
-    return f"[{' '.join(alt.split()) or 'Image'}: {url}]"
-
-
-def _images_as_text(html: str) -> str:
-    """Each <img> of sanitised HTML (nh3 writes every attribute as name="value", escaped)
-    as the text "[alt: URL]", so the plain-text part keeps what the image was and where."""
-    def replace(match: re.Match[str]) -> str:
-        attributes = dict(_ATTRIBUTE.findall(match.group(0)))
-        src = attributes.get("src", "")
-        if not src:
-            return ""
-        alt = html_unescape(attributes.get("alt", ""))
-        return f"<span>{html_escape(_image_text(alt, html_unescape(src)), quote=False)}</span>"
-    return _IMG.sub(replace, html)
 
 
 class CompiledRevision:
@@ -388,7 +353,27 @@ _RENDER_ERRORS = (TemplateError, SecurityError, ArithmeticError, TypeError, Valu
 RENDER_ERRORS = _RENDER_ERRORS  # for other renderers of the owner's merge fields
 
 
+_NO_ATTRIBUTE = re.compile(r"has no attribute '([^']{1,80})'")
+_UNDEFINED = re.compile(r"'([^']{1,80})' is undefined")
+
+
 def _said(exc: Exception) -> str:
-    """An exception's message, short: some quote the value they choked on."""
-    text = str(exc) or type(exc).__name__
-    return text if len(text) <= 300 else text[:300] + "…"
+    """What went wrong with a merge field, in the owner's words: our own bounds say it
+    themselves; Jinja's and Python's messages ("'dict object' has no attribute 'city'") are
+    told in plain words, short (the exception itself is logged)."""
+    log.info("a merge field failed: %r", exc)
+    text = str(exc)
+    if isinstance(exc, SecurityError):  # our bounds (merge_limits), or the sandbox's refusal
+        said = text or "it asks for something merge fields may not do"
+    elif match := _NO_ATTRIBUTE.search(text):
+        said = f"it uses “{match.group(1)}”, which this person's values do not have"
+    elif match := _UNDEFINED.search(text):
+        said = f"it uses “{match.group(1)}”, which is not a merge field"
+    elif isinstance(exc, ZeroDivisionError):
+        said = "it divides by zero"
+    elif isinstance(exc, TemplateError):
+        said = f"the template cannot be read ({text})" if text else "the template cannot be read"
+    else:  # TypeError, ValueError, LookupError...: a value not of the kind the field needs
+        said = ("a value it uses is not of the kind it needs (for example, arithmetic on "
+                "text, or an item that is not there)")
+    return said if len(said) <= 300 else said[:300] + "…"

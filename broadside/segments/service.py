@@ -57,12 +57,12 @@ def validate(session: Session, rules: Any) -> Group:
 
 def _clean_name(name: Any) -> str:
     if name is not None and not isinstance(name, str):
-        raise ValidationError("The segment's name must be text.")
+        raise ValidationError("The segment's name must be text.", field="name")
     name = " ".join((name or "").split())
     if not name:
-        raise ValidationError("A segment needs a name.")
+        raise ValidationError("A segment needs a name.", field="name")
     if len(name) > MAX_NAME:
-        raise ValidationError(f"A segment's name can be at most {MAX_NAME} characters.")
+        raise ValidationError(f"A segment's name can be at most {MAX_NAME} characters.", field="name")
     return name
 
 
@@ -78,7 +78,7 @@ def _commit_or_conflict(session: Session, name: str) -> None:
         session.commit()
     except IntegrityError:
         session.rollback()
-        raise Conflict(f"There is already a segment called “{name}”.") from None
+        raise Conflict(f"There is already a segment called “{name}”.", field="name") from None
 
 
 def get_segment(session: Session, segment_id: int) -> Segment:
@@ -97,7 +97,7 @@ def create_segment(session: Session, name: Any, rules: Any) -> Segment:
     name = _clean_name(name)
     group = validate(session, rules)
     if _name_taken(session, name):
-        raise Conflict(f"There is already a segment called “{name}”.")
+        raise Conflict(f"There is already a segment called “{name}”.", field="name")
     segment = Segment(name=name, rules=group.as_json())
     session.add(segment)
     _commit_or_conflict(session, name)
@@ -110,7 +110,7 @@ def update_segment(session: Session, segment_id: int, name: Any, rules: Any) -> 
     name = _clean_name(name)
     group = validate(session, rules)
     if _name_taken(session, name, except_id=segment_id):
-        raise Conflict(f"There is already a segment called “{name}”.")
+        raise Conflict(f"There is already a segment called “{name}”.", field="name")
     segment.name = name
     segment.rules = group.as_json()
     _commit_or_conflict(session, name)

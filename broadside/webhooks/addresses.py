@@ -37,21 +37,21 @@ def check_url(url: str) -> str:
     """The URL's shape (no DNS): http(s), a host, no credentials, a numeric port."""
     url = (url or "").strip()
     if not url:
-        raise ValidationError("Enter the endpoint's URL, starting with https://.")
+        raise ValidationError("Enter the endpoint's URL, starting with https://.", field="url")
     if len(url) > MAX_URL:
-        raise ValidationError(f"Keep the URL under {MAX_URL} characters.")
+        raise ValidationError(f"Keep the URL under {MAX_URL} characters.", field="url")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError("The URL must start with https:// (or http://) and name a host.")
+        raise ValidationError("The URL must start with https:// (or http://) and name a host.", field="url")
     if parts.username is not None or parts.password is not None:
         raise ValidationError("Put no user name or password in the URL: the signature "
-                              "proves the request comes from Broadside.")
+                              "proves the request comes from Broadside.", field="url")
     try:
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
-        raise ValidationError("The URL's port is not a number from 1 to 65535.") from None
+        raise ValidationError("The URL's port is not a number from 1 to 65535.", field="url") from None
     if any(c.isspace() or not c.isprintable() for c in url):
-        raise ValidationError("The URL may not contain spaces or control characters.")
+        raise ValidationError("The URL may not contain spaces or control characters.", field="url")
     return url
 
 
@@ -71,18 +71,19 @@ def resolve(url: str, *, allow_private: bool) -> Target:
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, ValueError) as exc:  # ValueError: UnicodeError, a name too long
-        raise UnsafeAddress(f"The host {host} does not resolve ({exc}).") from None
+    except (OSError, ValueError):  # ValueError: UnicodeError, a name too long
+        raise UnsafeAddress(f"The host {host} does not resolve: no address could be found for "
+                            "that name. Check the URL's spelling.", field="url") from None
     addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
     if not addresses:
-        raise UnsafeAddress(f"The host {host} does not resolve.")
+        raise UnsafeAddress(f"The host {host} does not resolve.", field="url")
     if not allow_private:
         private = [a for a in addresses if not is_public(a)]
         if private:
             raise UnsafeAddress(
                 f"The host {host} resolves to {private[0]}, a private, loopback or link-local "
                 "address: Broadside only calls public addresses (set WEBHOOKS_ALLOW_PRIVATE=1 "
-                "to allow your own network).")
+                "to allow your own network).", field="url")
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query

@@ -54,13 +54,13 @@ def decode_events(stored: str) -> list[str]:
 def parse_events(values: Any) -> list[str]:
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise ValidationError("`events` must be a list of event names, for example "
-                              "[\"subscriber.created\"].")
+                              "[\"subscriber.created\"].", field="events")
     unknown = [v for v in values if v not in EVENT_TYPES]
     if unknown:
         raise ValidationError(f"Unknown event {unknown[0][:60]!r}: choose among "
-                              f"{', '.join(EVENT_TYPES)}.")
+                              f"{', '.join(EVENT_TYPES)}.", field="events")
     if not values:
-        raise ValidationError("Choose at least one event to send to this endpoint.")
+        raise ValidationError("Choose at least one event to send to this endpoint.", field="events")
     return [e for e in EVENT_TYPES if e in values]
 
 
@@ -72,7 +72,7 @@ def parse_input(body: Mapping[str, Any]) -> tuple[str, list[str]]:
                               f"{' and '.join(FIELDS)}.")
     url = body.get("url")
     if not isinstance(url, str):
-        raise ValidationError("`url` must be a string: the endpoint's https:// URL.")
+        raise ValidationError("`url` must be a string: the endpoint's https:// URL.", field="url")
     return url, parse_events(body.get("events"))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -29,12 +30,15 @@ from sqlalchemy.orm import Session
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError
 
+from broadside.core.connection_words import connection_words
 from broadside.core.errors import ValidationError
 from broadside.core.models import WebhookEndpoint, WebhookMessage
 from broadside.core.timeutil import utcnow
 from broadside.webhooks import ledger
 from broadside.webhooks.addresses import Target, resolve
 from broadside.webhooks.signing import HEADER, header_value
+
+log = logging.getLogger("broadside.webhooks")
 
 DAY = timedelta(days=1)
 USER_AGENT = "Broadside-Webhooks/1"
@@ -126,7 +130,7 @@ def attempt(message: WebhookMessage, url: str, secret: str, settings: Settings,
     try:
         code, reply = post(target, body, headers, settings.timeout)
     except (HTTPError, OSError, http.client.HTTPException) as exc:
-        return None, f"No answer from {target.host}: {exc}"[:300]
+        return None, f"No answer from {target.host}: {connection_words(exc, target.host, log)}"[:300]
     if 200 <= code < 300:
         return code, ""
     text = " ".join(reply.decode("utf-8", "replace").split())[:MAX_REPLY]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from playwright.sync_api import Page, expect
 
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD
@@ -14,3 +16,49 @@ def sign_in(page: Page, base_url: str) -> None:
     page.get_by_label("Password").fill(OWNER_PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
+
+
+# At phone width: no table wider than its card (nothing left to scroll to, with no cue), and
+# the tables named drawn one block per row, every cell with a visible data-label equal
+# to its column's header (a column whose header is read to screen readers only, a column of
+# buttons or ticks, needs none).
+TABLES_ON_A_PHONE = """(stacked) => {
+  const problems = new Set();
+  if (document.scrollingElement.scrollWidth > innerWidth)
+    problems.add(`the page is ${document.scrollingElement.scrollWidth} px wide`);
+  const name = t => t.id ? '#' + t.id : 'table.' + [...t.classList].join('.');
+  for (const table of document.querySelectorAll('main table')) {
+    if (!table.checkVisibility()) continue;
+    const box = table.closest('.table-wrap, .card') || table.parentElement;
+    if (table.scrollWidth > box.clientWidth + 1 || table.offsetWidth > box.clientWidth + 1)
+      problems.add(`${name(table)} is wider than its box: ${table.scrollWidth} px in ${box.clientWidth} px`);
+  }
+  for (const selector of stacked) {
+    const table = document.querySelector(selector);
+    if (!table) { problems.add(`no ${selector}`); continue; }
+    const heads = [...table.tHead.rows[0].cells].map(th => {
+      const hidden = th.querySelector('.sr-only');
+      return hidden && hidden.textContent.trim() === th.textContent.trim() ? '' : th.textContent.trim();
+    });
+    const rows = [...table.tBodies].flatMap(b => [...b.rows]).filter(r => r.checkVisibility());
+    if (!rows.length) problems.add(`${selector} has no rows to check`);
+    for (const row of rows) {
+      const display = getComputedStyle(row).display;
+      if (display === 'table-row') problems.add(`${selector}: a row is still a table row`);
+      [...row.cells].forEach((cell, i) => {
+        if (!cell.checkVisibility() || !heads[i]) return;
+        const shown = getComputedStyle(cell, '::before').content;
+        const label = cell.dataset.label === undefined ? 'nothing' : JSON.stringify(cell.dataset.label);
+        if (cell.dataset.label !== heads[i] || shown !== JSON.stringify(heads[i]))
+          problems.add(`${selector}: a cell of "${heads[i]}" is labelled ${label} (shown: ${shown})`);
+      });
+    }
+  }
+  return [...problems];
+}"""
+
+
+def table_problems(page: Page, stacked: Sequence[str] = ()) -> list[str]:
+    """What is wrong with the page's tables on a phone (TABLES_ON_A_PHONE); `stacked`: the
+    selectors of the tables that must be one labelled block per row."""
+    return page.evaluate(TABLES_ON_A_PHONE, list(stacked))

@@ -13,7 +13,7 @@ from broadside.core.models import MailingList, Subscriber, Subscription
 from tests.browser.steps import sign_in
 from webapp.extensions import db
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("postal_address")]
 
 WIDTHS = {"desktop": 1280, "phone": 390}
 
@@ -69,10 +69,11 @@ def test_the_automations_pages_fit_a_desktop_and_a_phone(page: Page, live_server
     page.screenshot(path=str(screenshot_dir / f"automations-{size}.png"), full_page=True)
 
     page.goto(live_server.url + f"/automations/{setup['welcome']}/edit")
-    page.get_by_label("Delay after step 1").fill("P1M")
+    page.get_by_label("Delay after step 1").fill("a month")
     page.get_by_role("button", name="Save", exact=True).last.click()
-    expect(page.locator("#editor-error")).to_contain_text("years or months")
-    expect(page.get_by_label("Delay after step 1")).to_have_value("P1M")
+    expect(page.locator("#editor-error")).to_contain_text("whole number of days")
+    expect(page.locator("#step-2-delay-error")).to_contain_text("whole number of days")
+    expect(page.get_by_label("Delay after step 1")).to_have_value("a month")
     assert sideways(page) <= 0, "the editor scrolls sideways"
     page.screenshot(path=str(screenshot_dir / f"automation-editor-{size}.png"), full_page=True)
 
@@ -95,7 +96,8 @@ def test_add_a_step_needs_no_name_and_a_refused_test_send_says_why(page: Page, l
     sign_in(page, live_server.url)
     page.goto(live_server.url + "/automations/new")
     page.get_by_role("button", name="Add a step").click()
-    expect(page.get_by_label("Delay after step 1")).to_have_value("P1D")
+    expect(page.get_by_label("Delay after step 1")).to_have_value("1")
+    expect(page.get_by_label("Unit of the delay of step 2")).to_have_value("days")
     expect(page.get_by_label("Name", exact=True)).to_have_value("")
 
     page.goto(live_server.url + f"/automations/{setup['welcome']}/edit")

@@ -47,7 +47,7 @@ def test_add_an_endpoint_send_a_test_event_and_see_it_in_the_log(
         page.get_by_label("subscriber.created").check()
         page.get_by_label("delivery.failed").check()
         page.get_by_role("button", name="Add the endpoint").click()
-        expect(page.locator("#endpoint-error")).to_contain_text("must start with https://")
+        expect(page.locator("#webhook-url-error")).to_contain_text("must start with https://")
         expect(page.get_by_label("Endpoint URL")).to_have_value("ftp://files.example.com/drop")
         expect(page.get_by_label("delivery.failed")).to_be_checked()
         expect(page.get_by_label("delivery.sent")).not_to_be_checked()

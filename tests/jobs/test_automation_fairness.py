@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from broadside.audience.subscribers import service as subscribers
 from broadside.campaigns.automations import service as automations
 from jobs.engine import MAX_BATCH
 from tests.helpers import broadcast_status, make_list, start_broadcast
 from webapp.extensions import db
+
+# Every email prints a postal address: automations need Settings' to be enabled and to send.
+pytestmark = pytest.mark.usefixtures("postal_address")
 
 SLICE_SECONDS = 0.3
 DELAY_MS = 2

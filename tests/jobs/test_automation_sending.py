@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select, update
 
 from broadside.audience.subscribers import service as subscribers
@@ -15,6 +16,9 @@ from broadside.core.models import Automation, AutomationMessage, MailingList, Su
 from broadside.core.timeutil import utcnow
 from tests.helpers import wait_until, while_the_server_takes
 from webapp.extensions import db
+
+# Every email prints a postal address: automations need Settings' to be enabled and to send.
+pytestmark = pytest.mark.usefixtures("postal_address")
 
 
 def a_list(name="Weekly") -> int:

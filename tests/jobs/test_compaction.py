@@ -228,7 +228,7 @@ def test_the_settings_form_and_the_broadcast_page(app, logged_in_client):
     assert get_settings(db.session).history_retention_days is None  # nothing half-written
     saved = client.post("/settings/history", data={"csrf_token": token, "keep": "days",
                                                    "retention_days": "30"})
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     db.session.rollback()
     assert get_settings(db.session).history_retention_days == 30
     broadcast_id = sent_broadcast(app)
@@ -240,6 +240,6 @@ def test_the_settings_form_and_the_broadcast_page(app, logged_in_client):
         "each recipient's final state is kept" in shown
     forever = client.post("/settings/history", data={"csrf_token": token, "keep": "forever",
                                                      "retention_days": "30"})
-    assert forever.status_code == 302
+    assert forever.status_code == 303
     db.session.rollback()
     assert get_settings(db.session).history_retention_days is None

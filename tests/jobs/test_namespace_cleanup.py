@@ -1,9 +1,9 @@
 """A test's namespace is removed whole at its end: RQ's own job keys too, which live under
-RQ's prefix (`rq:job:<id>`), not under the queue's name, and have no TTL while queued."""
+RQ's prefix (`rq:job:<ns>-<hex>`), and have no TTL while queued."""
 
 from __future__ import annotations
 
-from broadside.delivery.queues import BROADCASTS, Jobs
+from broadside.delivery.queues import BROADCASTS, Jobs, unique_name
 from tests.helpers import forget_namespace
 
 
@@ -14,7 +14,7 @@ def test_forgetting_a_namespace_removes_its_queued_and_failed_jobs_and_no_one_el
         theirs.enqueue_slice(2)
         (queued,) = ours.queue(BROADCASTS).get_jobs()
         (kept,) = theirs.queue(BROADCASTS).get_jobs()
-        failed = ours.queue("later").enqueue("jobs.tasks.nothing")
+        failed = ours.queue("later").enqueue("jobs.tasks.nothing", job_id=unique_name(namespace))
         failed.set_status("failed")  # a failed job's hash lives a year
         redis_client.set(f"rq:results:{queued.id}", b"x")
         assert redis_client.ttl(queued.key) == -1  # what would stay behind: no TTL

@@ -6,8 +6,6 @@ answer lost on the way back (retried under the same idempotency key where honour
 
 from __future__ import annotations
 
-import signal
-
 import pytest
 from sqlalchemy import select
 
@@ -16,12 +14,11 @@ from broadside.campaigns.broadcasts.evidence import delivery_timeline
 from broadside.campaigns.broadcasts.service import send_broadcast
 from broadside.core.models import Delivery, Identity, Subscriber, Subscription
 from broadside.delivery.identities import service as identities
-from jobs.app import from_flask
-from jobs.worker import run_worker
 from tests.helpers import (
     assert_nobody_twice,
     broadcast_row,
     broadcast_status,
+    burst_identity,
     counters,
     get_jobs,
     make_list,
@@ -63,14 +60,7 @@ def send_to(app, identity: Identity, size: int) -> int:
 
 
 def burst(app, identity: Identity) -> None:
-    db.session.commit()
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        assert run_worker(from_flask(app), burst=True, identities=(identity.name,)) == 0
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-        db.session.expire_all()
+    burst_identity(app, identity.name)
 
 
 def everyone(size: int) -> list[str]:
@@ -142,7 +132,7 @@ def test_a_message_that_cannot_be_written_fails_alone_in_a_batch(app, batch_prov
     assert statuses(broadcast_id) == {"sent": 12, "failed": 1}
     failed = db.session.scalar(select(Delivery).where(Delivery.status == "failed"))
     assert failed.subscriber_id == odd.id
-    assert failed.reason.startswith("could not build this person's message (UnicodeEncodeError")
+    assert failed.reason.startswith("Broadside did not send it: the address has characters")
     assert sorted(a.rcpt for a in batch_provider.accepted) == everyone(12)
 
 

@@ -25,7 +25,7 @@ from broadside.core.models import (
 from tests.helpers import assert_nobody_twice, wait_until
 from webapp.extensions import db, get_jobs
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("postal_address")]
 
 ROWS = 1000
 KILLS = ("main", "group", "main")

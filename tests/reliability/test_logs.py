@@ -31,8 +31,8 @@ from tests.helpers import (
     webhook_body,
     webhook_headers,
 )
+from tests.procfile import procfile_web
 from tests.smtp_server import free_port
-from tests.webapp.test_logging import procfile_gunicorn
 from webapp import REPO_ROOT
 from webapp.extensions import db
 
@@ -68,7 +68,8 @@ def gunicorn(app_config, tmp_path):
     env = {**WorkerProcess(app_config).env, "WEBHOOK_SECRET": WEBHOOK_SECRET}
     log_path = tmp_path / "web.log"
     with open(log_path, "wb") as log_file:
-        server = subprocess.Popen(procfile_gunicorn(port), cwd=REPO_ROOT, env=env, stdout=log_file,
+        argv, environ = procfile_web(port, env)
+        server = subprocess.Popen(argv, cwd=REPO_ROOT, env=environ, stdout=log_file,
                                   stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
 

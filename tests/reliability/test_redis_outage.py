@@ -21,7 +21,7 @@ from tests.helpers import (
     start_broadcast,
     wait_until,
 )
-from tests.reliability.conftest import PrivateRedis
+from tests.private_redis import PrivateRedis
 from webapp.extensions import db
 
 pytestmark = pytest.mark.slow

@@ -28,6 +28,8 @@ STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
 REVIEWED_PUBLIC = {
     "static", "auth.login", "auth.logout", "auth.setup", "health.healthz", "metrics.metrics",
     "signup.join", "signup.join_post", "signup.confirm_page", "signup.confirm",
+    # Where the sign-up form redirects: the list's "check your inbox" words, nobody's data.
+    "signup.check_inbox",
     "unsubscribe.confirm", "unsubscribe.one_click", "unsubscribe.resubscribe",
     "unsubscribe.preferences", "webhooks.events", "webhooks.ses",
     # The subscriber's own data from the same link: download it (POST), erase it (asks first).
@@ -41,6 +43,9 @@ REVIEWED_PUBLIC = {
     # The owner's logo (by content hash) and brand colour (a stylesheet named by the colour):
     # emails and the public pages load them, with no cookie; nothing else is served.
     "brand.logo", "brand.theme",
+    # Broadside's icon at /favicon.ico, where browsers look when a page names none: a file, no
+    # session read, no cookie.
+    "favicon.icon",
     # A list's public archive: only lists whose owner turned it on, only issues
     # they published, as copies rendered with nobody's data and no unsubscribe link; the same
     # 404 for off, unpublished and missing. GET only, no cookie, nothing written.
@@ -53,6 +58,10 @@ REVIEWED_PUBLIC = {
     # only to the exact address signed into its token (never an open redirect), and all either
     # changes is a counter.
     "analytics.pixel", "analytics.click",
+    # The way back in: ask for a reset link (the same answer for every address, throttled
+    # like sign-in), the answer page, and the page the signed single-use link opens. Forms
+    # with CSRF tokens, as sign-in's.
+    "auth.forgot_password", "auth.reset_sent", "auth.reset_password",
 }
 # Public POSTs that carry no CSRF token by design, each proving itself another way.
 CSRF_EXEMPT = {

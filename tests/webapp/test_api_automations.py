@@ -27,6 +27,9 @@ from broadside.webhooks import endpoints
 from tests.helpers import make_list
 from webapp.extensions import db
 
+# Every email prints a postal address: automations need Settings' to be enabled and to send.
+pytestmark = pytest.mark.usefixtures("postal_address")
+
 STEPS = [{"delay": "PT0S", "subject": "Welcome, {{ name }}", "body": "Glad you came."},
          {"delay": "P3D", "subject": "Three tips", "preheader": "Start here", "body": "1. Read"}]
 ZERO = {"pending": 0, "sending": 0, "sent": 0, "skipped": 0, "failed": 0, "unknown": 0}

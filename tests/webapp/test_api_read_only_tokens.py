@@ -79,10 +79,10 @@ def test_the_settings_page_creates_either_kind_and_says_which(logged_in_client):
     assert 'value="read"' in page.text and "Read-only: GET requests only" in page.text
     created = logged_in_client.post("/settings/tokens", data={
         "csrf_token": csrf_token_from(page.text), "name": "Reporting", "access": "read"})
-    assert created.status_code == 201
+    assert created.status_code == 303
     token = db.session.scalar(select(ApiToken).where(ApiToken.name == "Reporting"))
     assert token.read_only is True
-    assert "<td>read-only</td>" in created.text
+    assert '<td data-label="Access">read-only</td>' in logged_in_client.get(created.headers["Location"]).text
     refused = logged_in_client.post("/settings/tokens", data={
         "csrf_token": csrf_token_from(page.text), "name": "Odd", "access": "admin"})
     assert refused.status_code == 422

@@ -217,7 +217,7 @@ def test_security_headers_on_pages(client):
 
 
 def test_anonymous_error_pages_set_no_cookie(client, owner):
-    response = client.get("/favicon.ico")
+    response = client.get("/no-such-page")
     assert response.status_code == 404
     assert "Set-Cookie" not in response.headers
     response = client.get("/u/garbage-token")

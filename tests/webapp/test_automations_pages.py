@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from sqlalchemy import func, select
 
 from broadside.campaigns.automations import entering
@@ -21,6 +22,9 @@ from broadside.core.models import (
 )
 from tests.helpers import csrf_token_from
 from webapp.extensions import db
+
+# Every email prints a postal address: automations need Settings' to be enabled and to send.
+pytestmark = pytest.mark.usefixtures("postal_address")
 
 HX = {"HX-Request": "true"}
 
@@ -45,7 +49,7 @@ def test_a_new_automation_is_saved_disabled_and_listed_with_its_steps(logged_in_
     response = editor_post(logged_in_client, "/automations/new", list_id=str(list_id),
                            **{"step-2-delay": "P3D", "step-2-subject": "Three days in",
                               "step-2-body": "Tips"})
-    assert response.status_code == 302
+    assert response.status_code == 303
     automation = db.session.scalars(select(Automation)).one()
     assert (automation.name, automation.status, automation.list_id) == ("Welcome", "disabled", list_id)
     page = logged_in_client.get("/automations/").get_data(as_text=True)
@@ -62,8 +66,8 @@ def test_a_mistake_answers_422_with_the_message_and_every_typed_value_kept(logge
     assert response.status_code == 422
     assert "years or months" in page
     assert "My careful words" in page and 'value="P1M"' in page and 'value="Welcome"' in page
-    # The step the refusal names is marked beside its fields, not only at the top of the page.
-    assert 'id="step-1-error"' in page and 'class="step card-inner step-refused"' in page
+    # A refused delay is told under its number and unit, not only at the top of the page.
+    assert 'id="step-1-delay-error"' in page and 'aria-invalid="true"' in page
     assert db.session.scalar(select(func.count()).select_from(Automation)) == 0
     for fields, said in (({"list_id": ""}, "Choose the list"),
                          ({"list_id": "4242"}, "no list with id 4242"),
@@ -73,6 +77,9 @@ def test_a_mistake_answers_422_with_the_message_and_every_typed_value_kept(logge
                          ({"list_id": str(list_id), "step-1-body": "{{ name"}, "Step 1")):
         response = editor_post(logged_in_client, "/automations/new", **fields)
         assert response.status_code == 422 and said in response.get_data(as_text=True), said
+    # The step the refusal names is marked beside its fields, not only at the top of the page.
+    page = response.get_data(as_text=True)
+    assert 'id="step-1-error"' in page and 'class="step card-inner step-refused"' in page
 
 
 def test_add_and_remove_step_re_render_without_saving(logged_in_client):
@@ -99,7 +106,7 @@ def test_editing_freezes_a_new_revision_and_a_live_automation_says_so(app, logge
     first = step.revision_id
     response = editor_post(logged_in_client, path, list_id=str(list_id), **{"step-1-subject": "Hi again",
                                                                            "step-1-id": str(step.id)})
-    assert response.status_code == 302
+    assert response.status_code == 303
     db.session.expire_all()
     assert step.revision_id != first
     assert db.session.get(AutomationRevision, step.revision_id).subject == "Hi again"
@@ -271,7 +278,7 @@ def test_the_counts_stop_polling_once_no_message_is_due_or_sending(app, logged_i
     settled = logged_in_client.get(path, headers=HX)
     html = settled.get_data(as_text=True)
     assert settled.status_code == 200 and "hx-trigger" not in html and "hx-get" not in html
-    assert re.search(r"<dt>skipped</dt><dd>1</dd>", html)
+    assert re.search(r'<dt>skipped</dt><dd><a href="[^"]+/messages\?[^"]+" id="skipped-[0-9]+">1<', html)
     assert 'hx-trigger="every 2s"' not in logged_in_client.get("/automations/").get_data(as_text=True)
 
 
@@ -285,7 +292,7 @@ def test_malformed_editor_input_is_refused_or_ignored_never_a_500(logged_in_clie
                    {"trigger_type": "nonsense"}, {"name": "a\x00b"}, {"step-1-delay": "P" + "9" * 500 + "D"}):
         response = editor_post(logged_in_client, "/automations/new",
                                **{"list_id": str(list_id), **fields})
-        assert response.status_code in (200, 302, 422), (fields, response.status_code)
+        assert response.status_code in (200, 303, 422), (fields, response.status_code)
     # Only ASCII digits are numbers: "٣" is refused, not read as 3.
     response = editor_post(logged_in_client, "/automations/new", list_id=str(list_id),
                            name="Arabic digits", priority="٣")
@@ -307,7 +314,7 @@ def test_saving_an_unchanged_step_from_the_page_freezes_no_new_revision(app, log
     as_browsers_post = typed.replace("\n", "\r\n")
     response = editor_post(logged_in_client, path, name="From the API", list_id=str(list_id),
                            **{"step-1-subject": "Hi", "step-1-body": as_browsers_post})
-    assert response.status_code == 302
+    assert response.status_code == 303
     assert db.session.scalar(select(func.count()).select_from(AutomationRevision)) == 1
     db.session.expire_all()
     assert db.session.scalars(select(AutomationStep)).one().body == "\nFirst\nsecond"
@@ -321,6 +328,6 @@ def test_the_last_step_can_be_removed_so_a_record_only_automation_needs_none(log
     no_step = {"step-1-delay": None, "step-1-subject": None, "step-1-body": None}
     saved = editor_post(logged_in_client, "/automations/new", list_id=str(list_id),
                         name="Counted only", record_only="1", **no_step)
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     automation = db.session.scalars(select(Automation)).one()
     assert automation.record_only and automations.steps_of(db.session, automation.id) == []

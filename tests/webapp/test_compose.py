@@ -49,7 +49,7 @@ def test_new_draft_from_the_list_page_opens_the_editor(logged_in_client, news):
     assert '<label for="audience">Send to</label>' in index.text
     response = logged_in_client.post(
         "/broadcasts/new", data=form_data(index.text, audience=f"list:{news.id}"))
-    assert response.status_code == 302
+    assert response.status_code == 303
     broadcast = db.session.query(Broadcast).one()
     assert response.headers["Location"].endswith(f"/broadcasts/{broadcast.id}/edit")
     assert broadcast.status == "draft" and broadcast.list_id == news.id
@@ -88,7 +88,7 @@ def test_save_button_stores_the_draft(logged_in_client, draft, news):
     response = logged_in_client.post(f"/broadcasts/{draft.id}/edit", data=form_data(
         page.text, audience=f"list:{news.id}", subject="November", preheader="Short",
         body="New body"))
-    assert response.status_code == 302
+    assert response.status_code == 303
     db.session.refresh(draft)
     assert (draft.subject, draft.preheader, draft.body) == ("November", "Short", "New body")
     assert "Draft saved." in logged_in_client.get(response.headers["Location"]).text

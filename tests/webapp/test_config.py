@@ -32,8 +32,10 @@ def test_generated_secret_key_is_kept_across_restarts(tmp_path):
 
 
 @pytest.mark.parametrize("url", ["postgres://u:p@db:5432/x", "postgresql://u:p@db:5432/x"])
-def test_postgres_urls_use_psycopg3(tmp_path, url):
-    assert make(tmp_path, DATABASE_URL=url).config["DATABASE_URL"] == "postgresql+psycopg://u:p@db:5432/x"
+def test_postgres_urls_use_psycopg3_and_are_kept_as_given(tmp_path, url):
+    config = make(tmp_path, DATABASE_URL=url).config
+    assert config["SQLALCHEMY_DATABASE_URI"] == "postgresql+psycopg://u:p@db:5432/x"
+    assert config["DATABASE_URL"] == url  # what the self-hoster wrote, as `doctor` prints it
 
 
 @pytest.mark.parametrize(

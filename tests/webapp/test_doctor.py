@@ -247,6 +247,8 @@ def test_doctor_exits_0_when_everything_passes(app, app_config, auth_smtp_server
     assert AUTH[1] not in result.stdout and "metrics-token-abcdef" not in result.stdout
     assert app_config["SECRET_KEY"] not in result.stdout
     assert f"SMTP_URL = smtp://{AUTH[0]}:****@127.0.0.1:{auth_smtp_server.port}" in result.stdout
+    # As the self-hoster wrote it (not the driver-pinned `postgresql+psycopg://` form).
+    assert f"DATABASE_URL = {mask_url(app_config['DATABASE_URL'])}\n" in result.stdout
     assert auth_smtp_server.messages == []
 
 

@@ -68,9 +68,10 @@ def test_deliveries_table_filters_by_status_searches_by_email_and_says_what_happ
     failed = logged_in_client.get(f"/broadcasts/{outcomes.id}/deliveries?status=failed", headers=HTMX)
     assert failed.text.lstrip().startswith('<div id="delivery-results"')
     assert sorted(rows_in(failed.text)) == [email(0), email(1)]
-    assert "Gave up after 5 attempts (retry budget exhausted after 5 attempts: 451" in failed.text
+    assert "Gave up after 5 attempts; the mail server&#39;s last answer was 451" in failed.text
     # A permanent failure says which address to fix, and links to that subscriber.
-    assert f"Refused for this address (550 5.1.1 No such user). Check or fix {email(1)}" in failed.text
+    assert (f"Refused by the mail server for this address (550 5.1.1 No such user). Check or fix "
+            f"{email(1)}") in failed.text
     refused = delivery_of(email(1))
     assert f'href="/subscribers/{refused.subscriber_id}"' in failed.text
 
@@ -152,7 +153,7 @@ def test_unknown_and_deferred_rows_are_sent_again_only_after_the_owner_confirms(
     assert delivery_of(email(3)).status == "unknown"
     done = logged_in_client.post(f"/broadcasts/{outcomes.id}/retry/unknown",
                                  data={"csrf_token": token, "confirm": "yes"})
-    assert done.status_code == 302
+    assert done.status_code == 303
     assert "Sending again to 1 recipient." in logged_in_client.get(done.headers["Location"]).text
     db.session.expire_all()
     assert delivery_of(email(3)).status == "pending"
@@ -164,7 +165,7 @@ def test_unknown_and_deferred_rows_are_sent_again_only_after_the_owner_confirms(
     assert email(1) not in confirm.text
     done = logged_in_client.post(f"/broadcasts/{outcomes.id}/retry/transient",
                                  data={"csrf_token": csrf_token_from(confirm.text), "confirm": "yes"})
-    assert done.status_code == 302
+    assert done.status_code == 303
     db.session.expire_all()
     assert delivery_of(email(0)).status == "pending"
     assert delivery_of(email(1)).status == "failed"

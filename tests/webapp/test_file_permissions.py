@@ -66,7 +66,7 @@ def test_an_uploaded_csv_waiting_for_the_worker_is_readable_by_the_owner_only(
         "csrf_token": csrf_token_from(page.text), "list_id": weekly.id, "consent": "opted_in",
         "file": (io.BytesIO(content), "people.csv"),
     }, content_type="multipart/form-data")
-    assert response.status_code == 302
+    assert response.status_code == 303
     record = db.session.query(Import).one()
     folder = Path(app.instance_path) / "imports"
     upload = folder / f"{record.id}.csv"

@@ -92,7 +92,7 @@ def test_the_default_comes_first_from_the_environment_and_links_where_it_is_set(
 
 def test_a_new_identity_is_saved_with_its_secrets_and_never_shows_them(logged_in_client):
     response = post(logged_in_client, "/settings/identities/", form())
-    assert response.status_code == 302 and response.headers["Location"].endswith("#identity-1")
+    assert response.status_code == 303 and response.headers["Location"].endswith("#identity-1")
     row = db.session.scalars(select(Identity)).one()
     assert (row.transport_url, row.webhook_secret) == (f"postmark://{TOKEN}@", HOOK_SECRET)
     assert (row.delay_ms, row.hourly_limit, row.from_name) == (500, 100, "Acme Product")
@@ -145,7 +145,7 @@ def test_edit_keeps_blank_secrets_replaces_typed_ones_and_never_shows_them(logge
     path = f"/settings/identities/{identity_id}/edit"
     response = post(logged_in_client, path, form(name="Product news", transport="", webhook_secret="",
                                                  delay_ms="50"), page=path)
-    assert response.status_code == 302
+    assert response.status_code == 303
     db.session.expire_all()
     row = db.session.get(Identity, identity_id)
     assert (row.name, row.delay_ms) == ("Product news", 50)
@@ -281,7 +281,7 @@ def test_compose_offers_send_from_only_beside_another_identity_and_saves_it(app,
     fields = {"audience": f"list:{weekly.id}", "subject": "News", "preheader": "", "body": "Hello",
               "skip_hours": ""}
     saved = post(logged_in_client, path, {**fields, "identity": str(identity_id)}, page=path)
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     db.session.expire_all()
     assert db.session.get(Broadcast, draft.id).identity_id == identity_id
     # Autosave (htmx) chooses too; the preview's From follows.
@@ -320,7 +320,7 @@ def test_the_automation_editor_offers_send_from_and_saves_it(app, logged_in_clie
             "priority": "0", "identity_id": str(identity_id), "step-1-delay": "PT0S",
             "step-1-subject": "Hi", "step-1-body": "Hello"}
     response = post(logged_in_client, "/automations/new", data, page="/automations/new")
-    assert response.status_code == 302
+    assert response.status_code == 303
     automation = db.session.scalars(select(Automation)).one()
     assert automation.identity_id == identity_id
     edit = logged_in_client.get(f"/automations/{automation.id}/edit").text

@@ -52,7 +52,7 @@ BAD_FILE = (
 def test_every_bad_row_is_rejected_with_its_line_reason_and_row_and_the_rest_imports(
         logged_in_client, weekly):
     response = upload(logged_in_client, weekly.id, BAD_FILE)
-    assert response.status_code == 302
+    assert response.status_code == 303
     record = last_import()
     assert (record.status, record.imported, record.updated, record.rejected,
             record.warnings) == ("done", 4, 0, 7, 1)
@@ -115,7 +115,7 @@ def test_the_rejected_rows_csv_is_the_file_as_uploaded_and_imports_again_once_fi
     # One edit: fix the values in place, upload the downloaded file as it is.
     fixed = (download.text.replace("ann@example;", "ann@example.com;")
              .replace("B\ufffdb", "Böb").replace("cy@example", "cy@example.com"))
-    assert upload(logged_in_client, weekly.id, fixed.encode()).status_code == 302
+    assert upload(logged_in_client, weekly.id, fixed.encode()).status_code == 303
     again = last_import()
     assert (again.imported, again.rejected, again.header["columns"]) == (
         3, 0, ["email", "name", "city"])
@@ -178,7 +178,7 @@ def test_a_line_over_1_mb_is_rejected_without_being_read_in(tmp_path):
 
 def test_bom_semicolons_crlf_and_quoted_fields_are_read(logged_in_client, weekly):
     content = "\ufeffEmail;Name;Plan\r\nzoe@example.com;\"Zoe; Jr\";gold\r\n".encode()
-    assert upload(logged_in_client, weekly.id, content).status_code == 302
+    assert upload(logged_in_client, weekly.id, content).status_code == 303
     zoe = db.session.scalar(select(Subscriber))
     assert (zoe.email, zoe.name, zoe.attributes) == ("zoe@example.com", "Zoe; Jr", {"Plan": "gold"})
 
@@ -301,7 +301,7 @@ def test_big_imports_run_in_the_background_job_with_a_progress_bar(
         always_background, logged_in_client, weekly, app, run_worker_burst):
     content = b"email,name\n" + b"".join(b"p%d@example.com,P %d\n" % (i, i) for i in range(2500))
     response = upload(logged_in_client, weekly.id, content)
-    assert response.status_code == 302
+    assert response.status_code == 303
     record = last_import()
     assert record.status == "queued"
     assert (Path(app.instance_path) / "imports" / f"{record.id}.csv").exists()

@@ -60,7 +60,7 @@ def test_asking_them_to_confirm_mails_each_new_person_once_through_the_worker(
                b"blocked@example.com,B\nnew1@example.com,N1\nnew2@example.com,N2\n"
                b"new3@example.com,N3\nnope,X\n")
     response = upload(logged_in_client, weekly.id, content, consent="confirm")
-    assert response.status_code == 302
+    assert response.status_code == 303
     record = last_import()
     # Small as it is, the file goes to the worker: no email is queued in the web request.
     assert (record.status, record.consent) == ("queued", "confirm")

@@ -33,7 +33,7 @@ def test_create_list_through_the_page(logged_in_client):
         "name": "  The   Weekly ", "description": "Every Friday", "signup_enabled": "y",
         "csrf_token": csrf_token_from(page.text),
     })
-    assert response.status_code == 302
+    assert response.status_code == 303
     created = db.session.scalar(select(MailingList))
     assert (created.name, created.description, created.signup_enabled) == (
         "The Weekly", "Every Friday", True)
@@ -57,7 +57,7 @@ def test_rename_describe_and_toggle_signup(logged_in_client):
     response = logged_in_client.post(f"/lists/{weekly.id}", data={
         "name": "Monthly", "description": "Once a month", "csrf_token": csrf_token_from(page.text),
     })
-    assert response.status_code == 302
+    assert response.status_code == 303
     db.session.expire_all()
     renamed = db.session.get(MailingList, weekly.id)
     assert (renamed.name, renamed.description, renamed.signup_enabled) == (

@@ -8,9 +8,7 @@ import io
 import json
 import logging
 import re
-import shlex
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +19,7 @@ from sqlalchemy import select
 from broadside.core.logs import log_context, owner_action
 from broadside.core.models import Broadcast, Delivery
 from tests.helpers import make_list, make_token, start_broadcast, wait_until
+from tests.procfile import procfile_web
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT
 from webapp.extensions import db
@@ -156,7 +155,8 @@ def test_worker_lines_carry_ids_and_no_secret_during_a_full_broadcast(
     lines = output.splitlines()
     for event in ("broadcast started", r"delivery \d+ failed: 550", "slice done", "broadcast finished"):
         [line] = [line for line in lines if re.search(event, line)]
-        assert re.search(rf"\[job=[0-9a-f-]{{36}} broadcast={broadcast.id}\] {event}", line), line
+        job = rf"{re.escape(app_config['BROADSIDE_NAMESPACE'])}-[0-9a-f]{{32}}"  # queues.unique_name
+        assert re.search(rf"\[job={job} broadcast={broadcast.id}\] {event}", line), line
     assert any("lease taken by" in line for line in lines)
     assert any(re.search(r"lease released; the stream \S+ stopped", line) for line in lines)
     assert any(line.endswith("worker stopped") for line in lines)
@@ -170,7 +170,8 @@ def test_worker_logs_json_lines_with_ids(app, app_config, worker_factory, auth_s
     about_it = [r for r in records if r["broadcast_id"] == broadcast.id]
     assert {r["message"].split(":")[0] for r in about_it} >= {"broadcast started", "slice done",
                                                               "broadcast finished"}
-    assert all(re.fullmatch(r"[0-9a-f-]{36}", r["job_id"]) for r in about_it)
+    job_id = rf"{re.escape(app_config['BROADSIDE_NAMESPACE'])}-[0-9a-f]{{32}}"  # queues.unique_name
+    assert all(re.fullmatch(job_id, r["job_id"]) for r in about_it)
     for secret in forbidden(app_config, tokens_of(broadcast, app_config)):
         assert secret not in output, secret
 
@@ -201,17 +202,6 @@ def test_the_development_server_never_logs_an_unsubscribe_token(secrets_config, 
         assert secret not in text
 
 
-def procfile_gunicorn(port: int) -> list[str]:
-    """The Procfile's web command after `exec`, on a loopback port, one worker."""
-    lines = (REPO_ROOT / "Procfile").read_text().splitlines()
-    line = next(entry for entry in lines if entry.startswith("web:"))
-    command = line.split("exec ", 1)[1].replace("0.0.0.0:${PORT:-5000}", f"127.0.0.1:{port}")
-    args = shlex.split(command)
-    assert args[0] == "gunicorn" and "--logger-class" in args
-    args[args.index("--workers") + 1] = "1"
-    return [sys.executable, "-m", *args]
-
-
 @pytest.mark.slow
 def test_gunicorn_as_the_procfile_runs_it_redacts_tokens_in_the_access_log(secrets_config, app, tmp_path):
     token = unsubscribe_token()
@@ -228,7 +218,8 @@ def test_gunicorn_as_the_procfile_runs_it_redacts_tokens_in_the_access_log(secre
     }
     log_path = tmp_path / "gunicorn.log"
     with open(log_path, "wb") as log_file:
-        server = subprocess.Popen(procfile_gunicorn(port), cwd=REPO_ROOT, env=env, stdout=log_file,
+        argv, environ = procfile_web(port, env)
+        server = subprocess.Popen(argv, cwd=REPO_ROOT, env=environ, stdout=log_file,
                                   stderr=subprocess.STDOUT)
         try:
             base = f"http://127.0.0.1:{port}"

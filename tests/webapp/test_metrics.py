@@ -205,7 +205,7 @@ def test_cached_figures_follow_later_changes(app, client, smtp_server, redis_cli
     assert value(samples, "broadside_bounces_total", type="soft") == 1
 
 
-def test_automation_messages_by_state_and_the_backlog_due_now(app, client):
+def test_automation_messages_by_state_and_the_backlog_due_now(app, client, postal_address):
     from broadside.campaigns.automations import entering
     from broadside.campaigns.automations import service as automations
 

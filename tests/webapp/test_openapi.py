@@ -102,7 +102,7 @@ class Contract:
         return response.json if response.data else None
 
 
-def test_every_operation_answers_as_documented(app, client, api_headers, owner):
+def test_every_operation_answers_as_documented(app, client, api_headers, owner, postal_address):
     owner_id = owner.id  # deleting expunges the session's objects
     doc = document(client)
     contract = Contract(doc)

@@ -46,7 +46,7 @@ def backend(request) -> str:
 
 
 @pytest.fixture
-def readers(app, smtp_server, run_worker_burst) -> dict[str, Any]:
+def readers(app, smtp_server, run_worker_burst, postal_address) -> dict[str, Any]:
     """Alice and Bob on the same two lists: a welcome automation each, the same broadcast
     (its subject greets them by name), a confirmation email each, all sent by the real worker;
     and a test send to the owner, which is neither's."""

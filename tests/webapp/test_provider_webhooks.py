@@ -301,7 +301,7 @@ def test_a_delivery_event_turns_an_unknown_delivery_sent_with_its_evidence(app, 
 
 
 def test_a_delivery_event_turns_an_unknown_automation_message_sent(app, client, provider,
-                                                                  identity_id):
+                                                                  identity_id, postal_address):
     weekly = make_list(db.session, 0)
     data = automations.parse_input({"name": "Welcome", "trigger": {"type": "joined_list",
                                                                    "list_id": weekly.id},

@@ -42,7 +42,7 @@ def test_compose_offers_lists_and_segments_and_saves_the_choice_and_the_cap(logg
     assert '<optgroup label="Segments">' in index.text and ">Berlin</option>" in index.text
     created = logged_in_client.post("/broadcasts/new", data={
         "csrf_token": csrf_token_from(index.text), "audience": f"segment:{audience['berlin']}"})
-    assert created.status_code == 302
+    assert created.status_code == 303
     broadcast = db.session.scalars(select(Broadcast)).one()
     assert broadcast.segment_id == audience["berlin"] and broadcast.list_id is None
 
@@ -52,7 +52,7 @@ def test_compose_offers_lists_and_segments_and_saves_the_choice_and_the_cap(logg
               "body": "Hello"}
     saved = logged_in_client.post(f"/broadcasts/{broadcast.id}/edit", data={
         **fields, "audience": f"segment:{audience['berlin']}", "skip_hours": "24"})
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     db.session.refresh(broadcast)
     assert broadcast.skip_if_received_within_hours == 24
 
@@ -104,7 +104,7 @@ def test_the_default_cap_in_settings_starts_new_broadcasts(logged_in_client, aud
         assert refused.status_code == 422 and "whole number from 1 to 720" in refused.text
     assert db.session.get(SiteSettings, 1).default_skip_if_received_within_hours is None
     assert logged_in_client.post("/settings/defaults", data={"csrf_token": token,
-                                                             "skip_hours": "48"}).status_code == 302
+                                                             "skip_hours": "48"}).status_code == 303
     db.session.expire_all()
     assert db.session.get(SiteSettings, 1).default_skip_if_received_within_hours == 48
     draft = drafts.create_draft(db.session, list_id=audience["weekly"], subject="Hi")

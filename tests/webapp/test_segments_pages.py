@@ -230,7 +230,7 @@ def test_build_a_nested_segment_with_the_plain_form_and_save_it(logged_in_client
 
     fields = {**form_fields(page.text), "name": "Berlin regulars"}
     saved = press(logged_in_client, "/segments/new", fields, "save")
-    assert saved.status_code == 302 and saved.headers["Location"] == "/segments/"
+    assert saved.status_code == 303 and saved.headers["Location"] == "/segments/"
     segment = db.session.scalar(select(Segment))
     assert segment.name == "Berlin regulars"
     assert segment.rules == berlin_rules(people["weekly"])
@@ -262,7 +262,7 @@ def test_add_and_remove_buttons_without_javascript(logged_in_client, people):
 
     # Changing the top group's kind is just a field.
     fields["g-top-kind"] = "any"
-    assert press(logged_in_client, url, fields, "save").status_code == 302
+    assert press(logged_in_client, url, fields, "save").status_code == 303
     assert stored_rules(segment.id) == {"any": berlin_rules(people["weekly"])["all"]}
 
 
@@ -394,7 +394,7 @@ def test_a_saved_segment_renders_into_a_form_that_saves_back_the_same_rules(
     # The builder's own fields, without the JSON box, say the same.
     assert builder.to_rules(builder.from_form(fields)) == rules
     saved = press(logged_in_client, url, {**fields, "rules_json": ""}, "save")
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     assert stored_rules(segment.id) == rules
 
 
@@ -409,7 +409,7 @@ def test_a_changed_json_box_wins_and_bad_json_is_refused_clearly(logged_in_clien
     # An unchanged box (only re-indented) leaves the builder in charge.
     builder_edit = {**fields, "c-1-value": "Paris",
                     "rules_json": json.dumps(json.loads(fields["rules_json"]))}
-    assert press(logged_in_client, url, builder_edit, "save").status_code == 302
+    assert press(logged_in_client, url, builder_edit, "save").status_code == 303
     assert stored_rules(segment.id)["all"][0]["value"] == "Paris"
 
     fields = form_fields(logged_in_client.get(url).text)
@@ -426,8 +426,62 @@ def test_a_changed_json_box_wins_and_bad_json_is_refused_clearly(logged_in_clien
 
     new_rules = {"any": [{"field": "name", "op": "equals", "value": "Ann"}]}
     assert press(logged_in_client, url, {**fields, "rules_json": json.dumps(new_rules)},
-                 "save").status_code == 302
+                 "save").status_code == 303
     assert stored_rules(segment.id) == new_rules
+
+
+def test_saving_uses_what_the_owner_changed_last_as_the_page_says(logged_in_client, people):
+    segment = service.create_segment(db.session, "Berlin", berlin_rules(people["weekly"]))
+    url = f"/segments/{segment.id}/edit"
+    fields = form_fields(logged_in_client.get(url).text)
+    assert fields["rules_source"] == ""  # nothing changed yet: the page's script sets it
+    assert '<p class="rules-source" id="rules-source"' in logged_in_client.get(url).text
+    assert "Saving will use the builder." in logged_in_client.get(url).text
+    json_rules = {"any": [{"field": "name", "op": "equals", "value": "Ann"}]}
+
+    # The box was edited, then the builder: the builder's rules are saved.
+    builder_last = {**fields, "c-2.2-value": "7", "rules_json": json.dumps(json_rules),
+                    "rules_source": "builder"}
+    assert press(logged_in_client, url, builder_last, "save").status_code == 302
+    assert stored_rules(segment.id)["all"][1]["any"][1]["value"] == 7
+
+    # The builder was edited, then the box: the box is saved, even when it reads as the page
+    # showed it.
+    fields = form_fields(logged_in_client.get(url).text)
+    json_last = {**fields, "c-2.2-value": "9", "rules_source": "json",
+                 "rules_json": json.dumps(json_rules)}
+    assert press(logged_in_client, url, json_last, "save").status_code == 302
+    assert stored_rules(segment.id) == json_rules
+    fields = form_fields(logged_in_client.get(url).text)
+    as_shown = {**fields, "c-1-value": "Ann (changed)", "rules_source": "json"}
+    assert press(logged_in_client, url, as_shown, "save").status_code == 302
+    assert stored_rules(segment.id) == json_rules
+
+    # A refusal keeps the edited box in charge, and says so.
+    refused = press(logged_in_client, url, {**json_last, "rules_json": '{"any": ['}, "save")
+    assert refused.status_code == 422
+    assert form_fields(refused.text)["rules_source"] == "json"
+    assert "Saving will use the JSON you edited." in refused.text
+    # Add condition after editing the box is a builder change: the box follows the builder.
+    added = press(logged_in_client, url, {**json_last, "rules_source": "builder"},
+                  "add-condition:top")
+    shown = form_fields(added.text)
+    assert json.loads(shown["rules_json"])["all"][1]["any"][1]["value"] == 9
+    assert shown["rules_json"] == shown["rules_json_shown"] and shown["rules_source"] == ""
+    assert stored_rules(segment.id) == json_rules  # nothing saved by a builder button
+
+
+def test_the_json_box_follows_the_builder_fields(logged_in_client, people):
+    fields = form_fields(logged_in_client.get("/segments/new").text)
+    fields.update({"c-1-field": "joined", "c-1-op": "within_days", "c-1-value": "7"})
+    response = logged_in_client.post("/segments/builder/json", data=fields, headers=HX)
+    assert response.status_code == 200
+    assert response.json == {"rules_json": builder.dumps(
+        {"all": [{"field": "joined", "op": "within_days", "value": 7}]})}
+    too_many = {"csrf_token": fields["csrf_token"], **{f"c-{i}-field": "email" for i in range(1, 400)}}
+    response = logged_in_client.post("/segments/builder/json", data=too_many, headers=HX)
+    assert response.status_code == 422 and "at most 50 conditions" in response.json["problem"]
+    assert segment_count() == 0
 
 
 def test_load_json_into_the_builder(logged_in_client, people):

@@ -79,7 +79,7 @@ def test_send_test_queues_one_transactional_copy_and_answers_htmx_in_place(logge
     assert "Test queued for tester@example.org" in response.text
     message = db.session.scalars(select(TransactionalMessage)).one()
     assert (message.kind, message.to_email, message.broadcast_id) == ("test", "tester@example.org", draft.id)
-    assert message.subject == "[Test] Hello"
+    assert message.subject == "[Test] Hello Cy"  # filled in with the newest active person
     db.session.expire_all()
     assert db.session.get(Broadcast, draft.id).status == "draft"  # a test sends nothing else
 

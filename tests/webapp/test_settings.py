@@ -46,7 +46,7 @@ def test_saving_sender_settings_stores_clean_values(logged_in_client):
                            sender_email=" News@Acme.Example ",
                            postal_address=" Acme Ltd \r\n 1 Main Street\r\n\r\n",
                            time_zone="Europe/Paris")
-    assert response.status_code == 302
+    assert response.status_code == 303
     assert response.headers["Location"].endswith("/settings/#sender")
     settings = get_settings(db.session)
     db.session.refresh(settings)

@@ -189,7 +189,7 @@ def test_add_then_edit_a_subscriber(logged_in_client, people):
         "email": " Dee@Example.COM ", "name": "Dee", "attributes": "plan = gold\ncity=Oslo",
         "lists": [str(people["weekly"])], "csrf_token": token,
     })
-    assert response.status_code == 302
+    assert response.status_code == 303
     dee = service.find_by_email(db.session, "dee@example.com")
     assert dee.attributes == {"plan": "gold", "city": "Oslo"}
     assert db.session.scalar(select(Subscription.status).where(
@@ -205,7 +205,7 @@ def test_add_then_edit_a_subscriber(logged_in_client, people):
     saved = logged_in_client.post(f"/subscribers/{dee.id}/edit", data={
         "email": "dee@example.org", "name": "Dee D", "attributes": "plan = silver",
         "csrf_token": token})
-    assert saved.status_code == 302
+    assert saved.status_code == 303
     db.session.expire_all()
     dee = db.session.get(Subscriber, dee.id)
     assert (dee.email, dee.name, dee.attributes) == ("dee@example.org", "Dee D", {"plan": "silver"})

@@ -79,7 +79,7 @@ def test_add_the_selected_people_to_a_list_through_the_worker(logged_in_client, 
     assert "Add 30 people to Monthly?" in page.text
     assert "the list&#39;s welcome series does not start" in page.text
     response = post(logged_in_client, submit(logged_in_client, page))
-    assert response.status_code == 302
+    assert response.status_code == 303
     record = db.session.scalar(select(BulkAction))
     assert (record.status, record.total, record.subscriber_ids) == ("queued", 30, chosen)
     status_page = logged_in_client.get(response.headers["Location"])
@@ -112,7 +112,7 @@ def test_unsubscribe_everyone_a_search_matches_in_several_batches(logged_in_clie
     assert "email or name containing “hamilton”" in page.text
     # Someone who joins between the confirmation and the worker is not included.
     data = submit(logged_in_client, page)
-    assert post(logged_in_client, data).status_code == 302
+    assert post(logged_in_client, data).status_code == 303
     late = Subscriber(email="late.hamilton@example.com", name="Late Hamilton", attributes={})
     db.session.add(late)
     db.session.flush()
@@ -161,11 +161,11 @@ def test_block_remove_and_erase_do_what_the_confirmation_said(logged_in_client, 
     page = confirm(logged_in_client, action="remove", target=audience["weekly"], scope="selected",
                    ids=[str(i) for i in ids[:3]])
     assert "Remove 3 people from Weekly?" in page.text and "stays recorded" in page.text
-    assert post(logged_in_client, submit(logged_in_client, page)).status_code == 302
+    assert post(logged_in_client, submit(logged_in_client, page)).status_code == 303
     # Block whoever unsubscribed from a list: a whole-filter action on a status.
     page = confirm(logged_in_client, action="block", scope="all", status="unsubscribed")
     assert "Block 1 person?" in page.text
-    assert post(logged_in_client, submit(logged_in_client, page)).status_code == 302
+    assert post(logged_in_client, submit(logged_in_client, page)).status_code == 303
     # Erase: irreversible, so the count must be typed.
     page = confirm(logged_in_client, action="erase", scope="selected",
                    ids=[str(i) for i in ids[-2:]])
@@ -176,7 +176,7 @@ def test_block_remove_and_erase_do_what_the_confirmation_said(logged_in_client, 
     assert 'value="3"' in wrong.text  # the typed value is kept
     assert count(BulkAction) == 2
     assert post(logged_in_client, submit(logged_in_client, page),
-                confirm_count="2").status_code == 302
+                confirm_count="2").status_code == 303
 
     assert run_worker_burst() == 0
 
@@ -240,7 +240,7 @@ def test_a_count_that_changed_since_the_confirmation_is_confirmed_again(logged_i
     assert again.status_code == 422
     assert "it is now 119" in again.text and "Block 119 people?" in again.text
     assert count(BulkAction) == 0
-    assert post(logged_in_client, submit(logged_in_client, again)).status_code == 302
+    assert post(logged_in_client, submit(logged_in_client, again)).status_code == 303
     assert db.session.scalar(select(BulkAction.total)) == 119
 
 

@@ -37,9 +37,11 @@ def test_a_refused_endpoint_keeps_the_typed_values_and_a_saved_one_shows_its_sec
 
     made = logged_in_client.post("/settings/webhooks", data={
         "csrf_token": token, "url": "https://93.184.216.34/hook", "events": ["delivery.failed"]})
-    assert made.status_code == 201
+    assert made.status_code == 303
     endpoint = db.session.scalar(select(WebhookEndpoint))
-    assert endpoint.secret in made.text and "Copy its signing secret now" in made.text
+    assert endpoint.secret not in made.headers["Location"]
+    first = logged_in_client.get(made.headers["Location"])
+    assert endpoint.secret in first.text and "Copy its signing secret now" in first.text
 
     shown = logged_in_client.get(f"/settings/webhooks/{endpoint.id}")
     assert endpoint.secret not in shown.text and "Reveal the signing secret" in shown.text

@@ -42,14 +42,18 @@ def authenticate_bearer():
     return None
 
 
+class _NotANumber(ValueError):
+    """A number JSON allows Python to read but we refuse (its words are ours, shown)."""
+
+
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+    raise _NotANumber(f"{name} is not a JSON number")
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if math.isinf(value):
-        raise ValueError(f"the number {text[:20]} is too large")
+        raise _NotANumber(f"the number {text[:20]} is too large")
     return value
 
 
@@ -82,8 +86,14 @@ def json_body() -> dict[str, Any]:
             too_deep = _nesting(data) > MAX_NESTING
         except RecursionError:
             too_deep = True
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:  # where it stops parsing; Python's words stay out
+            raise ValidationError(f"The request body is not valid JSON (it stops making sense "
+                                  f"at line {exc.lineno}, column {exc.colno}).") from None
+        except _NotANumber as exc:
             raise ValidationError(f"The request body is not valid JSON: {exc}.") from None
+        except ValueError:  # bytes that are not UTF-8 (Python's words stay out)
+            raise ValidationError("The request body is not valid JSON: it is not UTF-8 "
+                                  "text.") from None
         if too_deep:
             raise ValidationError(f"The request body nests arrays and objects more than "
                                   f"{MAX_NESTING} deep.")

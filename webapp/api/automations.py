@@ -11,7 +11,9 @@ described in `webapp/apidocs/automations.py`).
   already due keep theirs), steps beyond the new count are removed and their pending messages
   skipped
 - DELETE /api/automations/<id> -> 204; its pending messages are skipped, what it sent is kept
-- POST /api/automations/<id>/enable, /disable -> 200 Automation (idempotent)
+- POST /api/automations/<id>/enable, /disable -> 200 Automation (idempotent); enable is 422
+  with the reason while it cannot send: no step, no list or segment, or no postal address
+  (its identity's or Settings', which every email prints, as for a broadcast's send)
 
 An Automation is {"id", "name", "status", "pause_reason", "trigger", "priority",
 "record_only", "identity_id", "entered", "created_at", "updated_at", "steps"} (`identity_id`:
@@ -28,7 +30,7 @@ from typing import Any
 from flask import current_app, jsonify
 
 from broadside.campaigns.automations import service as automations
-from broadside.core.errors import ValidationError
+from broadside.core.errors import ValidationError, shown
 from broadside.core.models import Automation, AutomationStep
 from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.api import bp, json_body
@@ -54,7 +56,7 @@ def automation_json(automation: Automation) -> dict[str, Any]:
     shape = automations.as_input(db.session, automation)
     return {
         "id": automation.id, "name": automation.name, "status": automation.status,
-        "pause_reason": automation.pause_reason, "trigger": shape["trigger"],
+        "pause_reason": shown(automation.pause_reason), "trigger": shape["trigger"],
         "priority": automation.priority, "record_only": automation.record_only,
         "identity_id": automation.identity_id,
         "entered": automations.entered_count(db.session, automation.id),

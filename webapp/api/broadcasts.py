@@ -16,8 +16,8 @@ from typing import Any
 
 from flask import current_app, jsonify, request
 
-from broadside.campaigns.broadcasts import drafts, queries, service
-from broadside.core.errors import ValidationError
+from broadside.campaigns.broadcasts import drafts, merge_person, queries, service
+from broadside.core.errors import ValidationError, shown
 from broadside.core.models import Broadcast
 from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.api import bp, json_body
@@ -123,7 +123,7 @@ def show(broadcast_id: int):
         {
             **_state(b),
             "identity_id": b.identity_id,
-            "pause_reason": b.pause_reason,
+            "pause_reason": shown(b.pause_reason),
             "total": b.total,
             # One counter column per delivery status, in the order of DELIVERY_STATUSES.
             "counts": {status: getattr(b, f"{status}_count") for status in DELIVERY_STATUSES},
@@ -140,7 +140,7 @@ def deliveries(broadcast_id: int):
     limit = max(min(int_arg("limit", 1000, strict=True) or 0, 10_000), 1)
     after = int_arg("after", 0, strict=True) or 0
     rows = queries.delivery_rows(db.session, broadcast_id, status=status, after=after, limit=limit)
-    return jsonify([{"id": row.id, "email": row.email, "status": row.status, "reason": row.reason,
+    return jsonify([{"id": row.id, "email": row.email, "status": row.status, "reason": shown(row.reason),
                      "attempts": row.attempts} for row in rows])
 
 
@@ -148,8 +148,18 @@ def deliveries(broadcast_id: int):
 def test_send(broadcast_id: int):
     data = json_body()
     if not isinstance(data.get("email"), str):
-        raise ValidationError("'email' is required.")
+        raise ValidationError("'email' is required.", field="email")
+    picked = data.get("fill_from")
+    if picked is not None and not isinstance(picked, str):
+        raise ValidationError("'fill_from' must be a subscriber's email address (or left out "
+                              "for the newest active one).", field=merge_person.FIELD)
+    broadcast = service.get_broadcast(db.session, broadcast_id)
+    person = merge_person.chosen(db.session, picked, list_id=broadcast.list_id,
+                                 segment_id=broadcast.segment_id)
     service.send_test(
-        db.session, broadcast_id, data["email"], default_from=current_app.config["MAIL_FROM"], jobs=get_jobs()
+        db.session, broadcast_id, data["email"], default_from=current_app.config["MAIL_FROM"],
+        jobs=get_jobs(), person=person,
     )
-    return jsonify({"id": broadcast_id, "test_to": data["email"].strip().lower()}), 202
+    return jsonify({"id": broadcast_id, "test_to": data["email"].strip().lower(),
+                    "filled_from": {"email": person.email, "name": person.name,
+                                    "sample": person.subscriber_id is None}}), 202

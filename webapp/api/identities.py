@@ -7,7 +7,9 @@ and described in `webapp/apidocs/identities.py`).
 - GET /api/identities/<id> -> 200 Identity
 - PUT /api/identities/<id> (the same body) -> 200 Identity: the whole identity is replaced,
   except that a missing or null `transport` or `webhook_secret` keeps the stored one (they
-  are secrets, never shown back); a new transport URL resumes a paused identity
+  are secrets, never shown back); a new transport URL resumes a paused identity; the
+  automations sending through it get new revisions with its From and postal address, in the
+  same commit (their next messages carry them; a step that would no longer build: 422)
 - DELETE /api/identities/<id> -> 204, or 409 naming what still uses it
 
 An Identity is `broadside.delivery.identities.service.as_input`: the transport URL masked, the webhook
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from flask import current_app, jsonify
 
+from broadside.campaigns.automations import refreeze
 from broadside.core.errors import NotFound
 from broadside.delivery.identities import service
 from broadside.delivery.identities.service import SendingIdentity
@@ -54,7 +57,8 @@ def api_identity(identity_id: int):
 @bp.route("/identities/<int:identity_id>", methods=["PUT"])
 def api_replace_identity(identity_id: int):
     data = service.parse_input(json_body(), updating=True)
-    service.update(db.session, identity_id, data)
+    refreeze.update_identity(db.session, identity_id, data,
+                             default_from=current_app.config["MAIL_FROM"])
     return jsonify(service.as_input(_live(identity_id)))
 
 

@@ -328,8 +328,18 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                      "email": {"type": ["string", "null"]},
                      "status": {"type": "string", "enum": list(DELIVERY_STATUSES)},
                      "reason": {"type": ["string", "null"]}, "attempts": {"type": "integer"}}),
-    "TestSend": obj({"email": {"type": "string", "format": "email"}}),
-    "TestQueued": obj({"id": ID, "test_to": {"type": "string"}}),
+    "TestSend": obj({"email": {"type": "string", "format": "email"},
+                     "fill_from": {"type": "string", "format": "email",
+                                   "description": "The subscriber whose details fill the merge "
+                                                  "fields. Left out: the newest active one the "
+                                                  "broadcast reaches, else the sample Alex."}},
+                    required=("email",)),
+    "TestQueued": obj({"id": ID, "test_to": {"type": "string"},
+                       "filled_from": obj({"email": {"type": "string"},
+                                           "name": {"type": "string"},
+                                           "sample": {"type": "boolean"}},
+                                          description="Whose details filled the merge fields "
+                                                      "(sample: the made-up reader Alex).")}),
     "WhoAmI": obj({"token": {"type": "string"}, "owner_id": ID}),
 }
 

@@ -1,11 +1,22 @@
-"""First-run setup, sign in and sign out."""
+"""First-run setup, sign in and sign out, and the way back in: "Forgot your password?" mails a
+reset link (broadside.mail.password_reset) through the transactional stream."""
 
 from __future__ import annotations
 
 import time
 from urllib.parse import unquote, urlsplit
 
-from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 from flask_login import current_user, login_user, logout_user
 from flask_wtf import FlaskForm
 from wtforms import EmailField, PasswordField
@@ -13,8 +24,10 @@ from wtforms.validators import DataRequired, EqualTo, Length
 
 from broadside.core import accounts
 from broadside.core.errors import DomainError
+from broadside.delivery.transactional import queue_transactional
+from broadside.mail.password_reset import ResetLinkRefused, ResetLinks
 from webapp import throttle
-from webapp.extensions import db
+from webapp.extensions import db, get_jobs
 from webapp.security import public
 
 bp = Blueprint("auth", __name__)
@@ -36,12 +49,33 @@ DEFAULT_ACCOUNT_DELAY_SECONDS = 0.5
 
 TOO_MANY = "Too many failed sign-ins. Wait 15 minutes, then try again."
 
+# "Forgot your password?": every request is counted (each may mail a link), whatever the
+# address, before anybody is looked up, so the limits say nothing about who has an account.
+# - per (address, client) and per client, as for sign-in;
+# - per address from every client together: the owner's inbox is not flooded by a spread-out
+#   stranger (who can at most hold their email reset off for the window; the password still
+#   signs in, and `owner reset-password` works on the server).
+# Each can be changed in the app's config (PASSWORD_RESET_* keys below).
+DEFAULT_RESETS_PER_ADDRESS_CLIENT = 3
+DEFAULT_RESETS_PER_CLIENT = 10
+DEFAULT_RESETS_PER_ADDRESS = 5
+# The answer's time must not tell either: an owner's address costs one more row and one Redis
+# job (10 to 20 ms), so every answer that says "on its way" waits until this long after the
+# request began (PASSWORD_RESET_ANSWER_SECONDS), well beyond that difference.
+DEFAULT_RESET_ANSWER_SECONDS = 0.25
+TOO_MANY_RESETS = "Too many reset links were asked for. Wait 15 minutes, then try again."
+SENT_ANSWER = "If that address belongs to an account, a link is on its way."
+
+
+PASSWORD_LENGTH = Length(
+    min=accounts.MIN_PASSWORD_LENGTH, max=accounts.MAX_PASSWORD_LENGTH,
+    message=f"The password must be {accounts.MIN_PASSWORD_LENGTH} to "
+            f"{accounts.MAX_PASSWORD_LENGTH} characters long.")
+
 
 class SetupForm(FlaskForm):
     email = EmailField("Email", validators=[DataRequired(), Length(max=320)])
-    password = PasswordField(
-        "Password", validators=[DataRequired(), Length(min=accounts.MIN_PASSWORD_LENGTH, max=200)]
-    )
+    password = PasswordField("Password", validators=[DataRequired(), PASSWORD_LENGTH])
     confirm = PasswordField(
         "Repeat password", validators=[DataRequired(), EqualTo("password", "The passwords differ.")]
     )
@@ -49,7 +83,19 @@ class SetupForm(FlaskForm):
 
 class LoginForm(FlaskForm):
     email = EmailField("Email", validators=[DataRequired(), Length(max=320)])
-    password = PasswordField("Password", validators=[DataRequired(), Length(max=200)])
+    password = PasswordField(
+        "Password", validators=[DataRequired(), Length(max=accounts.MAX_PASSWORD_LENGTH)])
+
+
+class ForgotForm(FlaskForm):
+    email = EmailField("Email", validators=[DataRequired(), Length(max=320)])
+
+
+class NewPasswordForm(FlaskForm):
+    password = PasswordField("New password", validators=[DataRequired(), PASSWORD_LENGTH])
+    confirm = PasswordField(
+        "Repeat the new password",
+        validators=[DataRequired(), EqualTo("password", "The passwords differ.")])
 
 
 def _is_same_site_path(target: str) -> bool:
@@ -172,3 +218,91 @@ def logout():
     logout_user()
     flash("You are signed out.", "info")
     return redirect(url_for("auth.login"))
+
+
+# ---------------------------------------------------------------- the way back in
+
+def _reset_links() -> ResetLinks:
+    return ResetLinks(current_app.config["SECRET_KEY"], current_app.config["BASE_URL"])
+
+
+def _reset_allowed(email: str) -> bool:
+    window = int(_setting("LOGIN_WINDOW_SECONDS", DEFAULT_WINDOW_SECONDS))
+    client = throttle.client_key(request.remote_addr)
+    pair, per_client, per_address = throttle.count_all(
+        [f"reset:address-client:{email}:{client}", f"reset:client:{client}", f"reset:address:{email}"],
+        window)
+    return (pair <= _setting("PASSWORD_RESETS_PER_ADDRESS_CLIENT", DEFAULT_RESETS_PER_ADDRESS_CLIENT)
+            and per_client <= _setting("PASSWORD_RESETS_PER_CLIENT", DEFAULT_RESETS_PER_CLIENT)
+            and per_address <= _setting("PASSWORD_RESETS_PER_ADDRESS", DEFAULT_RESETS_PER_ADDRESS))
+
+
+@bp.route("/password/forgot", methods=["GET", "POST"])
+@public
+def forgot_password():
+    """Ask for a reset link. The answer is the same whether or not the address has an account
+    (and so is the throttle's): only the owner's inbox learns which."""
+    if not accounts.owner_exists(db.session):
+        return redirect(url_for("auth.setup"))  # a fresh install: nobody to reset yet
+    began = time.monotonic()
+    form = ForgotForm()
+    status = 200
+    if form.validate_on_submit():
+        email = form.email.data.strip().lower()
+        if _reset_allowed(email):
+            owner = accounts.owner_by_email(db.session, email)
+            if owner is not None:
+                message = _reset_links().email(owner)
+                queue_transactional(db.session, get_jobs(), kind="password_reset",
+                                    to_email=owner.email, subject=message.subject,
+                                    html=message.html, text=message.text)
+            session["password_reset_asked_for"] = email
+            floor = _setting("PASSWORD_RESET_ANSWER_SECONDS", DEFAULT_RESET_ANSWER_SECONDS)
+            time.sleep(max(0.0, began + floor - time.monotonic()))
+            return redirect(url_for("auth.reset_sent"))
+        form.form_errors.append(TOO_MANY_RESETS)
+        status = 429
+    elif form.errors:
+        status = 422
+    return render_template("auth/forgot.html", form=form), status
+
+
+@bp.route("/password/forgot/sent")
+@public
+def reset_sent():
+    return render_template("auth/reset_sent.html", answer=SENT_ANSWER,
+                           email=session.get("password_reset_asked_for"))
+
+
+@bp.route("/password/reset/<token>", methods=["GET", "POST"])
+@public
+def reset_password(token: str):
+    """Choose a new password by the emailed link. Opening the link changes nothing (mail
+    scanners open links); setting the password uses it up and signs every other session out,
+    and this browser is signed in afresh."""
+    links = _reset_links()
+    try:
+        owner = links.owner_of(db.session, token)
+    except ResetLinkRefused as refused:
+        return _refused(refused)
+    form = NewPasswordForm()
+    if form.validate_on_submit():
+        try:
+            owner = accounts.set_password(db.session, owner.id, form.password.data,
+                                          if_epoch=owner.session_epoch, if_hash=owner.password_hash)
+        except accounts.PasswordChangedSince:
+            return _refused(ResetLinkRefused("used"))  # the same link, submitted twice at once
+        except DomainError as exc:
+            form.password.errors.append(exc.message)
+        else:
+            login_user(owner)
+            flash("Your new password is set. Every other browser signed in to this account is "
+                  "signed out.", "success")
+            return redirect(url_for("dashboard.home"))
+    return render_template("auth/reset_password.html", form=form, email=owner.email), \
+        422 if form.errors else 200
+
+
+def _refused(refused: ResetLinkRefused):
+    status = 400 if refused.reason == "broken" else 410
+    return render_template("auth/reset_refused.html", refused=refused), status

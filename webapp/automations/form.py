@@ -1,10 +1,18 @@
 """The automation editor's form <-> the API's JSON shape (`broadside.campaigns.automations.service.
 parse_input` validates it; this module only reads and lays out what was typed).
 
-The form is plain HTML that works without JavaScript: the steps are `step-<n>-delay`,
-`step-<n>-subject`, `step-<n>-preheader` and `step-<n>-body`; "Add a step" and "Remove step
-n" are submit buttons (`action=add` / `action=remove-<n>`) that re-render the form with every
-typed value kept and save nothing. Only `action=save` saves.
+The form is plain HTML that works without JavaScript: the steps are `step-<n>-delay-amount`
+and `step-<n>-delay-unit` (a number and minutes, hours, days or weeks, as every other tool
+asks for a delay), `step-<n>-subject`, `step-<n>-preheader` and `step-<n>-body`; "Add a step"
+and "Remove step n" are submit buttons (`action=add` / `action=remove-<n>`) that re-render the
+form with every typed value kept and save nothing. Only `action=save` saves.
+
+The API's delay is ISO 8601 (`durations`); the form writes it from the number and the unit.
+A saved delay is shown in the largest unit it is a whole number of (PT1H30M: 90 minutes;
+seconds only for a delay that is not whole minutes, which only the API can write), and it is
+posted back beside them as `step-<n>-delay`: when the number and unit still say as many
+seconds, that text is kept as it was, so an untouched step saves exactly what it had.
+A post with `step-<n>-delay` alone (no number) is read as ISO 8601, as the API reads it.
 """
 
 from __future__ import annotations
@@ -15,23 +23,47 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
+from broadside.campaigns.automations.durations import MAX_DAYS, parse_duration
 from broadside.campaigns.automations.service import MAX_STEPS
+from broadside.core.errors import ValidationError
 
 MAX_FIELD = 600_000  # longer than any valid value: the domain says what is too long
 # ASCII digits only: `\d` and str.isdigit() also accept "٣" and "²", and int("²") raises.
-_STEP_KEY = re.compile(r"^step-([0-9]{1,2})-(delay|subject|preheader|body)$")
+_STEP_KEY = re.compile(r"^step-([0-9]{1,2})-(delay|delay-amount|subject|preheader|body)$")
 _REMOVE = re.compile(r"^remove-([0-9]{1,2})$")
 _WHOLE = re.compile(r"-?[0-9]{1,12}")
 _ID = re.compile(r"[0-9]{1,9}")
+_AMOUNT = re.compile(r"[0-9]{1,7}")
+# The form's units, largest first; "seconds" is offered only to show a delay that needs it.
+UNITS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60}
+_ISO = {"weeks": "P{}W", "days": "P{}D", "hours": "PT{}H", "minutes": "PT{}M", "seconds": "PT{}S"}
+
+
+def in_one_unit(seconds: int) -> tuple[str, str]:
+    """(number, unit) in the largest unit `seconds` is a whole number of: 5400 -> ("90",
+    "minutes"), 0 -> ("0", "minutes"), 90 -> ("90", "seconds")."""
+    if seconds == 0:
+        return "0", "minutes"
+    for unit, size in UNITS.items():
+        if seconds % size == 0:
+            return str(seconds // size), unit
+    return str(seconds), "seconds"
 
 
 @dataclass
 class StepFields:
-    delay: str = "PT0S"
+    delay: str = "PT0S"  # ISO 8601, what the API gets
     subject: str = ""
     preheader: str = ""
     body: str = ""
     id: int | None = None  # the saved step in this place, for its preview and test send
+    delay_amount: str = ""  # the form's number and unit, as typed (or shown for `delay`)
+    delay_unit: str = "minutes"
+    delay_error: str | None = None  # a refusal of the number and unit, shown under them
+
+    def __post_init__(self) -> None:
+        if not self.delay_amount:
+            self.delay_amount, self.delay_unit = _shown(self.delay)
 
 
 @dataclass
@@ -45,6 +77,35 @@ class EditorFields:
     record_only: bool = False
     identity_id: str = ""  # the sending identity ("": the default)
     steps: list[StepFields] = field(default_factory=lambda: [StepFields()])
+
+
+def _shown(delay: str) -> tuple[str, str]:
+    """A saved ISO delay as the form's number and unit (an unreadable one as it was written,
+    which the refusal under it explains)."""
+    try:
+        return in_one_unit(parse_duration(delay))
+    except ValidationError:
+        return delay, "days"
+
+
+def _delay(number: int, amount: str, unit: str, saved: str) -> tuple[str, str | None]:
+    """(ISO 8601 delay, refusal) from the number and unit typed for step `number`."""
+    amount = amount.strip()
+    size = UNITS.get(unit) or (1 if unit == "seconds" else None)
+    if size is None:
+        return saved, f"Step {number}: choose the delay's unit: minutes, hours, days or weeks."
+    if not _AMOUNT.fullmatch(amount):
+        return saved, (f"Step {number}: give the delay as a whole number of {unit}, such as 3 "
+                       "(0 sends it at once).")
+    seconds = int(amount) * size
+    if seconds > MAX_DAYS * 86400:
+        return saved, f"Step {number}: a delay is at most {MAX_DAYS} days ({MAX_DAYS // 7} weeks)."
+    try:
+        if parse_duration(saved) == seconds:
+            return saved, None  # unchanged: the delay as it was written, to the letter
+    except ValidationError:
+        pass
+    return _ISO[unit].format(int(amount)), None
 
 
 def _text(form: MultiDict, key: str, default: str = "") -> str:
@@ -63,8 +124,13 @@ def read_form(form: MultiDict) -> EditorFields:
     numbers = sorted({int(m.group(1)) for key in form if (m := _STEP_KEY.match(key))})
     for number in numbers[:MAX_STEPS + 1]:
         step_id = _text(form, f"step-{number}-id")
+        delay, error = _text(form, f"step-{number}-delay", "PT0S"), None
+        amount, unit = _text(form, f"step-{number}-delay-amount")[:40], ""
+        if f"step-{number}-delay-amount" in form:
+            unit = _text(form, f"step-{number}-delay-unit", "days")[:20]
+            delay, error = _delay(len(fields.steps) + 1, amount, unit, delay)
         fields.steps.append(StepFields(
-            delay=_text(form, f"step-{number}-delay", "PT0S"),
+            delay=delay, delay_amount=amount, delay_unit=unit or "minutes", delay_error=error,
             subject=_text(form, f"step-{number}-subject"),
             preheader=_text(form, f"step-{number}-preheader"),
             # Browsers post a textarea's line breaks as CRLF: kept so, an unchanged body
@@ -73,6 +139,11 @@ def read_form(form: MultiDict) -> EditorFields:
             id=int(step_id) if _ID.fullmatch(step_id) else None,
         ))
     return fields
+
+
+def delay_refusal(fields: EditorFields) -> str | None:
+    """The first step's number and unit that say no delay (shown under them), if any."""
+    return next((s.delay_error for s in fields.steps if s.delay_error), None)
 
 
 def apply_button(fields: EditorFields, action: str) -> str | None:
@@ -135,3 +206,11 @@ def from_saved(shape: dict[str, Any], step_ids: list[int]) -> EditorFields:
         steps=[StepFields(s["delay"], s["subject"], s["preheader"], s["body"], step_id)
                for s, step_id in zip(shape["steps"], step_ids, strict=True)],
     )
+
+
+def trigger_ids(fields: EditorFields) -> tuple[int | None, int | None]:
+    """(list id, segment id) the typed trigger names, for the merge-field report (None where
+    it names none, or nothing readable)."""
+    chosen = fields.segment_id if fields.trigger_type == "segment" else fields.list_id
+    value = int(chosen) if _ID.fullmatch(chosen.strip()) else None
+    return (None, value) if fields.trigger_type == "segment" else (value, None)

@@ -5,9 +5,16 @@
                                                 its messages are in flight)
     GET  /automations/<id>/counts               htmx: one automation's counts (286, which
                                                 stops the polling, once it is deleted)
+    GET  /automations/<id>/messages             its failed, skipped or unknown messages
+                                                (?status=, ?step=<step id>), newest first,
+                                                by keyset (?before=, ?after=)
     GET/POST /automations/new, /<id>/edit       the editor (plain form; "Add a step" and
                                                 "Remove step n" re-render without saving; Save
-                                                validates through the domain: 422 keeps input)
+                                                validates through the domain: 422 keeps input;
+                                                a save whose merge fields need a look comes
+                                                back to the editor with the report)
+    POST /automations/merge-check               htmx: the merge-field report of the form as
+                                                typed (nothing saved), as the owner types
     POST /automations/<id>/enable, /disable     the lifecycle's moves (enable is also "Resume")
     GET/POST /automations/<id>/delete           a confirmation, then the delete
     GET  /automations/<id>/steps/<sid>/preview  the step's email for the preview iframe
@@ -22,18 +29,24 @@ from flask_login import current_user
 from flask_wtf import FlaskForm
 
 from broadside.audience.lists import all_lists
-from broadside.campaigns.automations import durations
+from broadside.campaigns.automations import durations, message_page, refreeze
 from broadside.campaigns.automations import service as automations
+from broadside.campaigns.automations.merge_report import StepTexts, automation_report, steps_report
+from broadside.campaigns.broadcasts import merge_person
+from broadside.campaigns.field_report import MergeReport
 from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
 from broadside.core.models import Automation
 from broadside.delivery.identities.service import all_identities
 from broadside.delivery.transactional import queued_test
 from broadside.segments.service import all_segments
 from webapp.automations import bp, form
+from webapp.broadcasts import merge_fill
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_jobs
+from webapp.forms import after_post
 from webapp.htmx import STOP_POLLING, make_response, request
 from webapp.identities.form import send_from_choices
+from webapp.params import int_arg
 
 IN_FLIGHT = ("pending", "sending")
 
@@ -67,7 +80,7 @@ def index():
     lists, segments = _names()
     cards = [_card(a) for a in automations.list_automations(db.session)]
     return render_template("automations/index.html", cards=cards, lists=lists, segments=segments,
-                           action_form=ConfirmForm())
+                           action_form=ConfirmForm(), held=refreeze.held_reasons(db.session))
 
 
 @bp.get("/<int:automation_id>/counts")
@@ -84,7 +97,34 @@ def counts(automation_id: int):
     return render_template("automations/_counts.html", card=_card(automation))
 
 
+@bp.get("/<int:automation_id>/messages")
+def messages(automation_id: int):
+    """The messages a failed, skipped or unknown count stands for, with why, newest first."""
+    automation = automations.get_automation(db.session, automation_id)
+    steps = automations.steps_of(db.session, automation_id)
+    step_id = int_arg("step")
+    try:
+        page = message_page.message_page(
+            db.session, automation_id, status=request.args.get("status", "failed"),
+            step_id=step_id if any(s.id == step_id for s in steps) else None,
+            after=int_arg("after"), before=int_arg("before"))
+        error, status = None, 200
+    except ValidationError as exc:
+        page = message_page.message_page(db.session, automation_id, status="failed")
+        error, status = exc.message, 422
+    return render_template("automations/messages.html", automation=automation, steps=steps,
+                           page=page, error=error, listed=message_page.LISTED), status
+
+
 # ------------------------------------------------------------------ the editor
+
+
+def _typed_report(fields: form.EditorFields) -> MergeReport:
+    """The merge-field report of the steps as typed, over the trigger as chosen."""
+    list_id, segment_id = form.trigger_ids(fields)
+    return steps_report(db.session, [StepTexts(s.subject, s.preheader, s.body)
+                                     for s in fields.steps],
+                        list_id=list_id, segment_id=segment_id)
 
 
 def _render_editor(fields: form.EditorFields, automation: Automation | None, *,
@@ -92,9 +132,13 @@ def _render_editor(fields: form.EditorFields, automation: Automation | None, *,
                    name_taken: bool = False):
     lists, segments = _names()
     senders = send_from_choices(all_identities(db.session, current_app.config))
+    error_step = None if name_taken else form.step_named(error)
+    if error_step is not None and error_step <= len(fields.steps) and "delay" in (error or ""):
+        # A refused delay is told under its number and unit, not above the step.
+        fields.steps[error_step - 1].delay_error, error_step = error, None
     page = render_template("automations/edit.html", fields=fields, automation=automation,
                            lists=lists, segments=segments, senders=senders, error=error, note=note,
-                           error_step=None if name_taken else form.step_named(error),
+                           error_step=error_step, merge=_typed_report(fields),
                            max_steps=automations.MAX_STEPS, csrf_form=ConfirmForm())
     return page, status
 
@@ -108,6 +152,9 @@ def _submitted(automation: Automation | None):
     if action != "save":
         note = form.apply_button(fields, action)
         return _render_editor(fields, automation, note=note)
+    refused = form.delay_refusal(fields)
+    if refused:
+        return _render_editor(fields, automation, error=refused, status=422)
     try:
         if fields.trigger_type == "segment" and not fields.segment_id:
             raise ValidationError("Choose the segment whose people enter this automation.")
@@ -125,7 +172,22 @@ def _submitted(automation: Automation | None):
     except (ValidationError, Conflict) as exc:
         return _render_editor(fields, automation, error=exc.message, status=422,
                               name_taken=isinstance(exc, Conflict))
-    return redirect(url_for("automations.index") + f"#automation-{saved.id}")
+    if automation_report(db.session, saved.id).warning_count:
+        # Its merge fields need a look: back to the editor, where the report is.
+        flash("Check its merge fields below: some will print nothing for some people.", "info")
+        return after_post(url_for("automations.edit", automation_id=saved.id) + "#merge-report")
+    return after_post(url_for("automations.index") + f"#automation-{saved.id}")
+
+
+@bp.post("/merge-check")
+def merge_check():
+    """htmx, as the owner types: what the steps' merge fields do to the trigger's people,
+    nothing saved (the editor's report, swapped into #merge-report)."""
+    if not ConfirmForm().validate_on_submit():
+        return make_response('<p class="muted">Reload the page to check the merge fields.</p>',
+                             200)
+    return render_template("broadcasts/_merge_check.html",
+                           merge=_typed_report(form.read_form(request.form)))
 
 
 @bp.route("/new", methods=["GET", "POST"])
@@ -152,7 +214,7 @@ def edit(automation_id: int):
 # ------------------------------------------------------------------ state
 
 
-def _move(automation_id: int, action, said: str):
+def _move(automation_id: int, action, said: str, *, report: bool = False):
     if not ConfirmForm().validate_on_submit():
         flash("The form expired; try again.", "error")
         return redirect(url_for("automations.index"))
@@ -161,13 +223,21 @@ def _move(automation_id: int, action, said: str):
         flash(said.format(name=automation.name), "success")
     except (ValidationError, Conflict) as exc:
         flash(exc.message, "error")
+        return redirect(url_for("automations.index") + f"#automation-{automation_id}")
+    if report:
+        merge = automation_report(db.session, automation_id)
+        for warning in merge.warnings:
+            flash(f"Check its merge fields: {warning}", "info")
+        if merge.more:
+            flash(f"… and {merge.more} more merge fields to check in its editor.", "info")
     return redirect(url_for("automations.index") + f"#automation-{automation_id}")
 
 
 @bp.post("/<int:automation_id>/enable")
 def enable(automation_id: int):
     return _move(automation_id, automations.enable,
-                 "“{name}” is enabled: people who join now enter it, and its due messages go out.")
+                 "“{name}” is enabled: people who join now enter it, and its due messages go out.",
+                 report=True)
 
 
 @bp.post("/<int:automation_id>/disable")
@@ -216,21 +286,29 @@ def preview(automation_id: int, step_id: int) -> Response:
 @bp.post("/<int:automation_id>/steps/<int:step_id>/test")
 def send_test(automation_id: int, step_id: int):
     address = (request.form.get("to_email") or "")[:320]
-    error = test = None
+    typed = (request.form.get("fill_from") or "")[:320]
+    error: DomainError | None = None
+    test = person = None
+    automation = automations.get_automation(db.session, automation_id)
     if not ConfirmForm().validate_on_submit():
-        error = "the form expired; reload the page."
+        error = DomainError("the form expired; reload the page.")
     else:
         try:
+            person = merge_person.chosen(db.session, typed, list_id=automation.list_id,
+                                         segment_id=automation.segment_id)
             message_id = automations.send_step_test(db.session, automation_id, step_id, address,
-                                                    default_from=_default_from(), jobs=get_jobs())
+                                                    default_from=_default_from(), jobs=get_jobs(),
+                                                    person=person)
             test = queued_test(db.session, message_id)  # the line follows it until settled
         except ValidationError as exc:
-            error = exc.message
-    fragment = render_template("broadcasts/_test_status.html", error=error, address=address,
-                               status_id=f"test-status-{step_id}", test=test)
+            error, person = exc, None
     if request.htmx:
         # 200 even when refused: htmx swaps no 4xx answer, so a 422 left the line empty.
-        return make_response(fragment, 200)
-    flash(f"Test not sent: {error}" if error else f"Test queued for {address.lower()}.",
+        return make_response(merge_fill.answer(
+            error=error, address=address, test=test, status_id=f"test-status-{step_id}",
+            fill_id=f"fill-{step_id}", fill_typed=typed, person=person,
+            list_id=automation.list_id, segment_id=automation.segment_id), 200)
+    flash(f"Test not sent: {error.message}" if error else
+          f"Test queued for {address.lower()}. {person.words if person else ''}",
           "error" if error else "success")
     return redirect(url_for("automations.edit", automation_id=automation_id) + f"#step-{step_id}")

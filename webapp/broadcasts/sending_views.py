@@ -21,11 +21,11 @@ from flask import (
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, StringField
 
-from broadside.campaigns.broadcasts import drafts, evidence, launch, service
+from broadside.campaigns.broadcasts import drafts, evidence, launch, merge_person, service
 from broadside.campaigns.broadcasts.progress import Progress, read_progress
 from broadside.core.errors import Conflict, DomainError, ValidationError
 from broadside.delivery import transactional
-from webapp.broadcasts import bp
+from webapp.broadcasts import bp, merge_fill
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING, make_response, request, vary_on_htmx
 from webapp.params import int_arg
@@ -67,27 +67,38 @@ def _nothing_new() -> Response:
 
 # ---------------------------------------------------------------- send a test
 
+bp.app_context_processor(merge_fill.template_helpers)
+
+
 @bp.route("/<int:broadcast_id>/test", methods=["POST"])
 def send_test(broadcast_id: int):
-    """One copy to any address, through the transactional queue (ahead of broadcasts)."""
+    """One copy to any address, through the transactional queue (ahead of broadcasts), its
+    merge fields filled in with the details of the subscriber picked (`fill_from`)."""
     form = TestSendForm()
     address = (form.to_email.data or "").strip()
-    error = test = None
+    typed = (request.form.get("fill_from") or "")[:320]
+    error: DomainError | None = None
+    test = person = None
+    broadcast = service.get_broadcast(db.session, broadcast_id)
     try:
-        message_id = service.send_test(db.session, broadcast_id, address,
+        person = merge_person.chosen(db.session, typed, list_id=broadcast.list_id,
+                                     segment_id=broadcast.segment_id)
+        message_id = service.send_test(db.session, broadcast_id, address, person=person,
                                        default_from=current_app.config["MAIL_FROM"], jobs=get_jobs())
         test = transactional.queued_test(db.session, message_id)
     except ValidationError as exc:
         db.session.rollback()
-        error = exc.message
+        error, person = exc, None
     if request.htmx:
-        return render_template("broadcasts/_test_status.html", error=error, address=address,
-                               test=test)
+        return merge_fill.answer(
+            error=error, address=address, test=test, status_id="test-status", fill_id="fill_from",
+            fill_typed=typed, person=person, list_id=broadcast.list_id, segment_id=broadcast.segment_id)
     if error:
-        flash(f"Test not sent: {error}", "error")
+        flash(f"Test not sent: {error.message}", "error")
     else:
+        assert person is not None
         flash(f"Test queued for {address.lower()}: it arrives within a few seconds while the "
-              "worker runs.", "success")
+              f"worker runs. {person.words}", "success")
     return redirect(request.referrer if _same_site(request.referrer)
                     else url_for(".show", broadcast_id=broadcast_id))
 
@@ -209,7 +220,8 @@ def progress(broadcast_id: int):
     moved = request.htmx and seen is not None and seen != p.version
     response = make_response(
         render_template("broadcasts/_progress_line.html" if line else "broadcasts/_progress.html",
-                        p=p, oob_badge=True),
+                        p=p, oob_badge=True,
+                        retry_transient=not line and evidence.offers_transient_retry(db.session, p)),
         trigger=DELIVERIES_CHANGED if moved else None)
     if p.poll_every is None and request.htmx:
         response.status_code = STOP_POLLING  # the fragment has no trigger either
@@ -226,8 +238,11 @@ def _steer(broadcast_id: int, action, done: str):
         message = exc.message
     if request.htmx:
         # Cancel skips every waiting row: the table follows whatever happened.
-        return make_response(render_template("broadcasts/_progress.html", p=_progress(broadcast_id),
-                                             message=message, oob_badge=True),
+        p = _progress(broadcast_id)
+        return make_response(render_template("broadcasts/_progress.html", p=p,
+                                             message=message, oob_badge=True,
+                                             retry_transient=evidence.offers_transient_retry(
+                                                 db.session, p)),
                              trigger=DELIVERIES_CHANGED)
     flash(message or done, "error" if message else "success")
     return redirect(url_for(".show", broadcast_id=broadcast_id))
@@ -304,6 +319,12 @@ def timeline(broadcast_id: int, delivery_id: int):
 
 
 RETRY_WHICH = ("unknown", "transient")
+NOTHING_TO_RETRY = {
+    "unknown": "No delivery of this broadcast has an unknown outcome.",
+    "transient": "No delivery of this broadcast failed for a temporary reason. Any that "
+                 "failed were refused for good (a wrong or closed address, a refusal by the "
+                 "server), and sending again would be refused the same way.",
+}
 
 
 @bp.route("/<int:broadcast_id>/retry/<which>")
@@ -312,7 +333,8 @@ def confirm_retry(broadcast_id: int, which: str):
     plan = evidence.retry_plan(db.session, broadcast_id, which)
     broadcast = service.get_broadcast(db.session, broadcast_id)
     return render_template("broadcasts/retry_confirm.html", plan=plan, broadcast=broadcast,
-                           explanation=evidence.UNKNOWN_EXPLANATION)
+                           explanation=evidence.UNKNOWN_EXPLANATION,
+                           nothing=NOTHING_TO_RETRY.get(which, ""))
 
 
 @bp.route("/<int:broadcast_id>/retry/<which>", methods=["POST"])
@@ -327,8 +349,9 @@ def retry(broadcast_id: int, which: str):
         db.session.rollback()
         flash(exc.message, "error")
         return redirect(url_for(".show", broadcast_id=broadcast_id))
-    if moved:
-        flash(f"Sending again to {moved:,} recipient{'s' if moved != 1 else ''}.", "success")
-    else:
-        flash("There was nothing left to send again.", "info")
-    return redirect(url_for(".show", broadcast_id=broadcast_id))
+    if not moved:
+        # Nothing queued: say why, rather than a success that did nothing.
+        flash("Nothing was sent again. " + NOTHING_TO_RETRY[which], "error")
+        return redirect(url_for(".show", broadcast_id=broadcast_id), 303)
+    flash(f"Sending again to {moved:,} recipient{'s' if moved != 1 else ''}.", "success")
+    return redirect(url_for(".show", broadcast_id=broadcast_id), 303)

@@ -26,6 +26,7 @@ from broadside.core.site_settings import get_settings
 from broadside.delivery.identities.service import all_identities
 from webapp.broadcasts import bp
 from webapp.extensions import db
+from webapp.forms import after_post
 from webapp.htmx import make_response
 from webapp.identities.form import send_from_choices
 from webapp.params import int_arg
@@ -116,7 +117,7 @@ def new():
     except ValidationError as exc:
         form.audience.errors = [exc.message]
         return _render_index(form, 422)
-    return redirect(url_for(".edit", broadcast_id=broadcast.id))
+    return after_post(url_for(".edit", broadcast_id=broadcast.id))
 
 
 @bp.route("/<int:broadcast_id>")
@@ -135,6 +136,7 @@ def show(broadcast_id: int):
     return render_template("broadcasts/show.html", preview=preview, broadcast=preview.broadcast,
                            list_name=drafts.audience_name(db.session, preview.broadcast),
                            action_form=EmptyForm(), p=progress, sending_problem=stopped,
+                           retry_transient=evidence.offers_transient_retry(db.session, progress),
                            settings=get_settings(db.session),
                            page=evidence.delivery_page(db.session, broadcast_id, per_page=20),
                            compacted=compaction.last_compaction(db.session, broadcast_id))
@@ -182,7 +184,7 @@ def save(broadcast_id: int):
                                        default_from=_default_from(), check_fields=True)
         return _render_edit(form, preview, error=exc.message, status=422)
     flash("Draft saved.", "success")
-    return redirect(url_for(".edit", broadcast_id=broadcast_id))
+    return after_post(url_for(".edit", broadcast_id=broadcast_id))
 
 
 @bp.route("/<int:broadcast_id>/autosave", methods=["POST"])

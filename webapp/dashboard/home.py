@@ -10,20 +10,20 @@ from sqlalchemy.orm import Session
 
 from broadside.audience.list_sizes import ListSize, list_sizes
 from broadside.audience.subscribers.growth import growth
+from broadside.campaigns.broadcasts.drafts import BroadcastRow
 from broadside.campaigns.broadcasts.queries import recent_broadcasts
-from broadside.core.models import Broadcast
 from webapp.dashboard.chart import Chart, chart
 
 
 @dataclass(frozen=True)
 class Home:
-    recent: list[tuple[Broadcast, str | None]]
+    recent: list[BroadcastRow]
     lists: list[ListSize]
     growth: Chart
 
     @property
     def any_active(self) -> bool:
-        return any(b.status in ("queued", "sending") for b, _ in self.recent)
+        return any(row.broadcast.status in ("queued", "sending") for row in self.recent)
 
 
 def home_overview(session: Session, zone: ZoneInfo) -> Home:

@@ -29,7 +29,7 @@ def home():
 def recent():
     """HTMX: the recent broadcasts card, polled while one of them is sending."""
     rows = recent_broadcasts(db.session)
-    active = any(b.status in ACTIVE for b, _ in rows)
+    active = any(row.broadcast.status in ACTIVE for row in rows)
     # Nothing is moving: tell htmx to stop asking.
     status = STOP_POLLING if request.htmx and not active else 200
     return make_response(render_template("dashboard/_recent.html", recent=rows,

@@ -101,9 +101,9 @@ def run(app: Flask, identity: SendingIdentity, *, store: bool = True) -> Transpo
         said = f"{exc.code} {exc.reply}".strip() if exc.code else exc.reply
         detail = f"{exc.phase}: {said}"
     except Exception as exc:  # a check reports whatever stopped it; it never raises
-        log.warning("transport check of identity %s failed unexpectedly: %s", identity.name,
-                    type(exc).__name__)
-        ok, detail = False, f"{type(exc).__name__}: {exc}"
+        log.warning("transport check of identity %s failed unexpectedly", identity.name,
+                    exc_info=exc)
+        ok, detail = False, "the check stopped on an unexpected error (its details are in the log)"
     result = TransportCheck(ok, time.time(), target,
                             _without_secrets(detail, url)[:MAX_DETAIL], phase,
                             _fingerprint(app.config["SECRET_KEY"], url))

@@ -28,7 +28,7 @@ from broadside.core.transport_urls import SMTP_SCHEMES, describe, scheme_of
 from broadside.delivery.eml_folder import OutboxTransport
 from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.smtp import SmtpTransport
-from broadside.delivery.transports import DeliveryError
+from broadside.delivery.transports import DeliveryError, network_words
 from webapp.doctor.check import CHECK_TIMEOUT_S, Check
 from webapp.extensions import db
 
@@ -78,7 +78,8 @@ def run_smtp_check(config: Mapping[str, Any], instance_path: str, mail_from: str
             os.close(fd)
             os.unlink(probe)
         except OSError as exc:
-            return SmtpCheck(False, time.time(), target, f"the outbox folder {folder} is not writable: {exc}")
+            return SmtpCheck(False, time.time(), target, f"the outbox folder {folder} is not writable "
+                                                         f"({(exc.strerror or 'refused').lower()})")
         return SmtpCheck(True, time.time(), target, f"no SMTP_URL: messages are written to {folder}")
     if scheme_of(config["SMTP_URL"]) not in SMTP_SCHEMES:
         return _provider_check(config["SMTP_URL"], instance_path, target)
@@ -106,7 +107,7 @@ def run_smtp_check(config: Mapping[str, Any], instance_path: str, mail_from: str
             conn.rset()
             sender_note = f", sender {mail_from} accepted"
     except (smtplib.SMTPException, OSError) as exc:
-        detail = f"connect: connection lost during the check: {exc}"
+        detail = f"connect: connection lost during the check: {network_words(exc, target)}"
         return SmtpCheck(False, time.time(), target, detail[:300])
     finally:
         try:

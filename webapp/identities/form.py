@@ -15,6 +15,7 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
+from broadside.core.errors import DomainError
 from broadside.delivery.identities.service import FIELDS, SendingIdentity
 
 SECRETS = ("transport", "webhook_secret")
@@ -73,6 +74,15 @@ def from_saved(identity: SendingIdentity) -> dict[str, str]:
     return {"name": identity.name, "from": identity.from_header, "transport": "",
             "delay_ms": str(identity.delay_ms), "hourly_limit": str(identity.hourly_limit),
             "postal_address": identity.postal_address, "webhook_secret": ""}
+
+
+def field_of(error: DomainError | None) -> str | None:
+    """The field a refusal is about: the one the domain names, else one its words name."""
+    if error is None:
+        return None
+    if error.field in FIELDS:
+        return error.field
+    return field_named(error.message)
 
 
 def field_named(message: str | None) -> str | None:

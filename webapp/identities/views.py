@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 from flask import Blueprint, current_app, flash, redirect, render_template, url_for
 
+from broadside.campaigns.automations import refreeze
 from broadside.core import transport_urls as urls
-from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
 from broadside.core.site_settings import get_settings
 from broadside.delivery.identities import service
 from broadside.delivery.identities.service import SendingIdentity
@@ -36,6 +37,7 @@ from webapp.doctor.check import Check
 from webapp.doctor.identities import check_identity
 from webapp.doctor.smtp import check_smtp
 from webapp.extensions import db
+from webapp.forms import after_post
 from webapp.htmx import request
 from webapp.identities import form
 
@@ -93,12 +95,13 @@ def _page_help() -> dict:
             "base_url": current_app.config["BASE_URL"], "webhook_schemes": WEBHOOK_SCHEMES}
 
 
-def _render_index(values: dict[str, str] | None = None, *, error: str | None = None,
+def _render_index(values: dict[str, str] | None = None, *, error: DomainError | None = None,
                   secret_dropped: bool = False, status: int = 200):
     rows = [_row(i) for i in service.all_identities(db.session, current_app.config)]
     return render_template(
         "identities/index.html", rows=rows, values=form.shown(values or form.EMPTY),
-        error=error, error_field=form.field_named(error), secret_dropped=secret_dropped,
+        error=error and error.message, error_field=form.field_of(error),
+        secret_dropped=secret_dropped,
         mail_from=current_app.config["MAIL_FROM"], **_page_help(),
     ), status
 
@@ -115,19 +118,20 @@ def create():
         row = service.create(db.session, service.parse_input(form.as_body(values, updating=False)))
     except (ValidationError, Conflict) as exc:
         db.session.rollback()
-        return _render_index(values, error=exc.message, status=exc.status_code,
+        return _render_index(values, error=exc, status=exc.status_code,
                              secret_dropped=form.typed_a_secret(values))
     flash(f"The identity “{row.name}” is saved. Press Check connection to try its transport; "
           "broadcasts and automations can choose it now.", "success")
-    return redirect(url_for(".index") + f"#identity-{row.id}")
+    return after_post(url_for(".index") + f"#identity-{row.id}")
 
 
-def _render_edit(identity: SendingIdentity, values: dict[str, str], *, error: str | None = None,
-                 secret_dropped: bool = False, status: int = 200):
+def _render_edit(identity: SendingIdentity, values: dict[str, str], *,
+                 error: DomainError | None = None, secret_dropped: bool = False, status: int = 200):
     return render_template(
         "identities/edit.html", identity=identity, row=_row(identity), values=form.shown(values),
-        error=error, error_field=form.field_named(error), secret_dropped=secret_dropped,
-        **_page_help(),
+        error=error and error.message, error_field=form.field_of(error),
+        secret_dropped=secret_dropped,
+        automations_reached=refreeze.reaching(db.session, identity.id), **_page_help(),
     ), status
 
 
@@ -139,16 +143,18 @@ def edit(identity_id: int):
     values = form.read_form(request.form)
     body = form.as_body(values, updating=True, clear_secret=bool(request.form.get("clear_webhook_secret")))
     try:
-        row = service.update(db.session, identity_id, service.parse_input(body, updating=True))
+        row, refrozen = refreeze.update_identity(db.session, identity_id,
+                                                 service.parse_input(body, updating=True),
+                                                 default_from=current_app.config["MAIL_FROM"])
     except (ValidationError, Conflict) as exc:
         db.session.rollback()
-        return _render_edit(identity, values, error=exc.message, status=exc.status_code,
+        return _render_edit(identity, values, error=exc, status=exc.status_code,
                             secret_dropped=form.typed_a_secret(values))
     resumed = identity.status == "paused" and row.status == "active"
     flash(f"The identity “{row.name}” is saved." + (
-        " Its new transport URL resumed it: press Check connection to try it." if resumed else ""),
-        "success")
-    return redirect(url_for(".index") + f"#identity-{identity_id}")
+        " Its new transport URL resumed it: press Check connection to try it." if resumed else "")
+        + (" " + refrozen.words() if refrozen.names else ""), "success")
+    return after_post(url_for(".index") + f"#identity-{identity_id}")
 
 
 @bp.route("/<int:identity_id>/delete", methods=["GET", "POST"])

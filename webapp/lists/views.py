@@ -8,8 +8,9 @@ from wtforms import BooleanField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length
 
 from broadside.audience import lists
-from broadside.core.errors import Conflict, DomainError
+from broadside.core.errors import Conflict, DomainError, NotFound
 from webapp.extensions import db
+from webapp.forms import after_post, place_error
 
 bp = Blueprint("lists", __name__, url_prefix="/lists")
 
@@ -38,14 +39,15 @@ def create():
             created = lists.create_list(db.session, form.name.data, form.description.data,
                                           form.signup_enabled.data)
         except DomainError as exc:
-            form.name.errors.append(exc.message)
+            db.session.rollback()
+            place_error(form, exc)
         else:
             flash(f"“{created.name}” is ready. "
                   + ("Its sign-up form is open; add the people you already have by importing a CSV."
                      if created.signup_enabled else
                      "Add people by importing a CSV, or open a sign-up form under Settings."),
                   "success")
-            return redirect(url_for("lists.show", list_id=created.id))
+            return after_post(url_for("lists.show", list_id=created.id))
     return render_template("lists/index.html", summaries=lists.list_summaries(db.session),
                            form=form), 422
 
@@ -74,11 +76,14 @@ def update(list_id: int):
             lists.update_list(db.session, list_id, name=form.name.data,
                                 description=form.description.data,
                                 signup_enabled=form.signup_enabled.data)
-        except Conflict as exc:
-            form.name.errors.append(exc.message)
+        except NotFound:
+            raise
+        except DomainError as exc:
+            db.session.rollback()
+            place_error(form, exc)
         else:
             flash("Saved.", "success")
-            return redirect(url_for("lists.show", list_id=list_id))
+            return after_post(url_for("lists.show", list_id=list_id))
     return _render_show(list_id, form, 422)
 
 

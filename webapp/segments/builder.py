@@ -14,9 +14,11 @@ uses in its messages ("Condition 2.1 (...)"), so a refusal can point at its row:
     c-2.1-list          the optional list of a "joined" condition ("" for any list)
     action              the button pressed: add-condition:PATH, add-group:PATH, remove:PATH
                         (PATH is "top" or an outline number), load-json, preview, save
-    rules_json          "Edit as JSON": when non-empty and not the JSON the page showed,
-                        it wins over the builder
+    rules_json          "Edit as JSON": the rules as JSON, which saving uses when the owner
+                        changed it last (`submission` says how that is told)
     rules_json_shown    the JSON the page showed, to tell an edit from a stale copy
+    rules_source        "builder" or "json": what the owner changed last, set by
+                        static/segments.js; empty without JavaScript
 
 `from_form` reads the fields into a `Box` of `Row`s, keeping every value as typed: nothing is
 validated here, the domain's `validate` does it and names the condition. `to_rules` writes the

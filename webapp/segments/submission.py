@@ -1,11 +1,15 @@
 """One submission of the segment form as a whole: which rules it means, and what the builder
 shows next.
 
-The builder's fields and the "Edit as JSON" box travel together. The box wins when it is
-non-empty and not the JSON the page showed (`rules_json_shown`), compared as JSON so that
-re-indenting changes nothing; otherwise the builder's fields are the rules. A box that is not
-JSON is refused with where it broke, and kept as typed. The add and remove buttons work on the
-builder's fields; an edited box is kept, open, until it is saved, loaded or emptied.
+The builder's fields and the "Edit as JSON" box travel together, and saving uses whichever
+the owner changed last. With JavaScript the page says which (`rules_source`: "builder" or
+"json", set as the owner types, and said beside the Save button) and keeps the box showing the
+builder's rules until the owner edits the box. Without it (`rules_source` empty) the box wins
+when it is non-empty and not the JSON the page showed (`rules_json_shown`), compared as JSON so
+that re-indenting changes nothing. An empty box always leaves the builder in charge. A box that
+is not JSON is refused with where it broke, and kept as typed. The add and remove buttons work
+on the builder's fields; an edited box that is still in charge is kept, open, until it is
+saved, loaded or emptied.
 """
 
 from __future__ import annotations
@@ -73,21 +77,24 @@ def read_form(form: Mapping[str, str]) -> Posted:
     except builder.BuilderError as exc:
         return Posted(builder.starting_tree(), problem=exc.message)
     text = form.get("rules_json") or ""
-    if not text.strip():
+    source = form.get("rules_source") or ""
+    if not text.strip() or source == "builder":
         return Posted(tree, text)
     value, problem = _parse_json(text)
-    changed = bool(problem) or not _same_json(value, form.get("rules_json_shown") or "")
+    changed = (source == "json" or bool(problem)
+               or not _same_json(value, form.get("rules_json_shown") or ""))
     return Posted(tree, text, changed, value, problem if changed else None)
 
 
 @dataclasses.dataclass
 class Shown:
-    """What the builder shows: the tree, the JSON box, and a notice or focus after a button."""
+    """What the builder shows: the tree, the JSON box, and a notice or focus after a button.
+    `json_edited`: the box holds the owner's edit, which saving will use."""
 
     tree: builder.Box
     json_text: str
     json_shown: str
-    json_open: bool = False
+    json_edited: bool = False
     json_error: str | None = None
     notice: str | None = None
     focus: str | None = None
@@ -100,6 +107,12 @@ def shown(tree: builder.Box, posted: Posted | None = None, *, notice: str | None
     if posted is not None and posted.json_changed:
         return Shown(tree, posted.json_text, current, True, posted.problem, notice, focus)
     return Shown(tree, current, current, notice=notice, focus=focus)
+
+
+def builder_json(form: Mapping[str, str]) -> str:
+    """The rules the posted builder fields hold, as the JSON box shows them (the box follows
+    the builder as the owner changes it). Raises BuilderError for fields it cannot read."""
+    return builder.dumps(builder.to_rules(builder.from_form(form)))
 
 
 def press(posted: Posted, action: str) -> Shown:

@@ -14,6 +14,8 @@
                                         the whole builder works without JavaScript
     POST /segments/builder              htmx: the same buttons, answered with the builder only
     POST /segments/builder/row/<path>   htmx: one condition, after its field or operator changed
+    POST /segments/builder/json         static/segments.js: the rules the posted builder holds,
+                                        as the "Edit as JSON" box shows them ({"rules_json"})
     POST /segments/preview              htmx: the live preview, the count and a sample or why
                                         the rules are not ready; it never saves
     POST /segments/<id>/duplicate       a copy, then its builder
@@ -37,8 +39,9 @@ from broadside.core.errors import Conflict, DomainError, NotFound
 from broadside.core.models import Segment
 from broadside.segments import lookups as segment_lookups
 from broadside.segments import service
-from broadside.segments.rules import FIELD_LABELS, MAX_DEPTH, OPERATOR_LABELS, RuleError
+from broadside.segments.rules import FIELD_LABELS, MAX_DEPTH, OPERATOR_LABELS
 from webapp.extensions import db
+from webapp.forms import after_post
 from webapp.htmx import make_response, request, vary_on_htmx
 from webapp.segments import bp, builder, describe, lookups, submission
 
@@ -140,11 +143,11 @@ def _submit(segment: Segment | None):
         raise  # deleted meanwhile: the 404 page
     except DomainError as exc:
         db.session.rollback()
-        if not isinstance(exc, RuleError):
+        if exc.field == "name":
             form.name.errors = [exc.message]
         return _editor(segment, form, view, error=exc.message, status=422)
     flash(f"The segment “{saved.name}” is saved.", "success")
-    return redirect(url_for(".index"))
+    return after_post(url_for(".index"))
 
 
 def _fragment(template: str, **context: Any):
@@ -169,6 +172,14 @@ def row(path: str):
     # One condition: the datalist of attribute names it uses is already on the page.
     context = _builder_context(submission.shown(posted.tree), attribute_names=False)
     return _fragment("segments/_row.html", row=condition, path=path, **context)
+
+
+@bp.route("/builder/json", methods=["POST"])
+def builder_json():
+    try:
+        return {"rules_json": submission.builder_json(request.form)}
+    except builder.BuilderError as exc:
+        return {"problem": exc.message}, 422
 
 
 # ------------------------------------------------------------------ the preview

@@ -4,9 +4,9 @@ Public routes (no login, no cookie: emails and sign-up pages load them):
 - GET /brand/logo/<hash>.<ext>: a stored logo, named by its content hash, so its URL
   changes whenever the logo does and it can be cached for a year (`immutable`), with an ETag
   for revalidation. Old logos stay served: emails already sent still show theirs.
-- GET /brand/theme/<rrggbb>.css: the colour as CSS variables for the public pages (our
-  Content-Security-Policy allows no inline style). The colour is in the URL, so it never goes
-  stale either.
+- GET /brand/theme/<rrggbb>.css?font=<key>: the colour and the font (Settings -> Design) as
+  CSS variables for the public pages (our Content-Security-Policy allows no inline style). Both
+  are in the URL, so it never goes stale either.
 
 Templates call `site_brand()` (the logo, colour and name, read once per request; a GET
 creates no settings row) and `signup_text(key, list)`, so every public page takes the brand
@@ -58,10 +58,15 @@ def logo(name: str) -> Response:
 def theme(colour: str) -> Response:
     if not _HEX.fullmatch(colour):
         abort(404)
+    font = request.args.get("font")
+    if font is not None and font not in design.FONTS:
+        abort(404)
     brand = f"#{colour}"
     accent = design.readable_on_white(brand)
+    # The font stack is the email's (app.css sets the body's font from --font).
+    font_rule = f" --font: {design.FONTS[font][1]};" if font else ""
     css = (f":root {{ --brand: {brand}; --brand-ink: {design.text_on(brand)}; "
-           f"--accent: {accent}; --accent-ink: {design.text_on(accent)}; }}\n")
+           f"--accent: {accent}; --accent-ink: {design.text_on(accent)};{font_rule} }}\n")
     response = Response(css, mimetype="text/css")
     response.cache_control.public = True
     response.cache_control.max_age = YEAR
@@ -80,8 +85,8 @@ def _settings() -> SiteSettings | None:
 
 
 def site_brand() -> dict[str, Any]:
-    """What `_brand.html` shows: the logo (a URL on this host), its size, the colour's
-    stylesheet and the sender's name (shown when there is no logo)."""
+    """What `_brand.html` shows: the logo (a URL on this host), its size, the stylesheet of the
+    colour and font, and the sender's name (shown when there is no logo)."""
     settings = _settings()
     saved = design.saved_design(settings)
     name = (settings.sender_name if settings is not None else "") or ""
@@ -89,7 +94,7 @@ def site_brand() -> dict[str, Any]:
     shown = design.email_design(saved, from_name=name, logo_url=logo_src)
     return {"logo_src": shown.logo_url, "logo_alt": shown.logo_alt, "logo_width": shown.logo_width,
             "logo_height": shown.logo_height, "name": name, "colour": saved.colour,
-            "theme_url": url_for("brand.theme", colour=saved.colour.lstrip("#"))}
+            "theme_url": url_for("brand.theme", colour=saved.colour.lstrip("#"), font=saved.font)}
 
 
 def signup_text(key: str, mailing_list: MailingList) -> list[str]:

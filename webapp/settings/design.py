@@ -12,12 +12,14 @@ page, with a live preview; and the owner's words for the double opt-in email and
 
 The design is read when an email is frozen (pressing Send, saving an automation, a test send
 or a preview of a draft), so one broadcast is one design and a change never alters what was
-sent (docs/ARCHITECTURE.md, invariant 8).
+sent (docs/ARCHITECTURE.md, invariant 8). Saving the look or the logo gives every live
+automation new revisions in the same commit (broadside.campaigns.automations.refreeze): their
+next messages carry the new design, those sent keep theirs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -28,12 +30,15 @@ from wtforms import SelectField, StringField, TextAreaField
 from wtforms.fields.choices import SelectChoice
 from wtforms.widgets import ColorInput
 
+from broadside.campaigns.automations import refreeze
+from broadside.core.errors import ValidationError
 from broadside.core.models import MailingList, Subscriber
 from broadside.core.site_settings import SettingsError, get_settings
 from broadside.mail import design, signup_texts
 from broadside.mail.rendering import CompiledRevision, freeze_content
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db
+from webapp.forms import after_post
 from webapp.htmx import make_response
 from webapp.settings.brand import logo_directory
 from webapp.settings.views import bp
@@ -122,7 +127,20 @@ def _render(*, look_form: LookForm | None = None, logo_form: LogoForm | None = N
         texts_form=texts_form or _texts_form(), action_form=EmptyForm(), saved=saved,
         preview=_preview(values), texts=signup_texts.TEXTS,
         stale_logo_url=bool(saved.logo_url and not saved.logo_url.startswith(base_url + "/")),
+        automations_reached=refreeze.reaching(db.session, refreeze.DESIGN),
     ), status
+
+
+def _with_automations(write: Callable[[], object]) -> refreeze.Refrozen:
+    """The design saved by `write` (not committing), every live automation following it, in
+    one commit."""
+    _, refrozen = refreeze.save_and_refreeze(db.session, write, refreeze.DESIGN,
+                                             default_from=current_app.config["MAIL_FROM"])
+    return refrozen
+
+
+def _said(first: str, refrozen: refreeze.Refrozen) -> str:
+    return " ".join(filter(None, (first, refrozen.words())))
 
 
 def _preview(values: design.DesignInput) -> dict:
@@ -152,15 +170,18 @@ def design_save():
     if not form.validate_on_submit():
         return _render(look_form=form, status=400)
     try:
-        design.update_design(db.session, _look_values(request.form),
-                             base_url=current_app.config["BASE_URL"])
+        refrozen = _with_automations(lambda: design.update_design(
+            db.session, _look_values(request.form), base_url=current_app.config["BASE_URL"],
+            commit=False))
     except SettingsError as exc:
-        db.session.rollback()
         getattr(form, exc.field).errors = [exc.message]
         return _render(look_form=form, status=422)
-    flash("Design saved. New emails, test sends and previews use it now; broadcasts already "
-          "sent keep the design they were sent with.", "success")
-    return redirect(url_for("settings.design_page") + "#look")
+    except ValidationError as exc:  # an automation's step would no longer build: nothing saved
+        flash(exc.message, "error")
+        return _render(look_form=form, status=422)
+    flash(_said("Design saved. New emails, test sends and previews use it now; broadcasts "
+                "already sent keep the design they were sent with.", refrozen), "success")
+    return after_post(url_for("settings.design_page") + "#look")
 
 
 @bp.route("/design/logo", methods=["POST"])
@@ -171,23 +192,30 @@ def design_logo():
     upload = request.files.get("logo")
     data = upload.read() if upload is not None else b""
     try:
-        design.store_logo(db.session, data, directory=logo_directory(),
-                          base_url=current_app.config["BASE_URL"])
+        refrozen = _with_automations(lambda: design.store_logo(
+            db.session, data, directory=logo_directory(),
+            base_url=current_app.config["BASE_URL"], commit=False))
     except SettingsError as exc:
-        db.session.rollback()
         form.logo.errors = [exc.message]
         return _render(logo_form=form, status=422)
-    flash("Logo saved. It is on new emails and on your sign-up and unsubscribe pages.",
-          "success")
-    return redirect(url_for("settings.design_page") + "#logo")
+    except ValidationError as exc:
+        flash(exc.message, "error")
+        return _render(logo_form=form, status=422)
+    flash(_said("Logo saved. It is on new emails and on your sign-up and unsubscribe pages.",
+                refrozen), "success")
+    return after_post(url_for("settings.design_page") + "#logo")
 
 
 @bp.route("/design/logo/remove", methods=["POST"])
 def design_logo_remove():
     if EmptyForm().validate_on_submit():
-        design.remove_logo(db.session)
-        flash("Logo removed from new emails and your pages. Emails already sent still show it.",
-              "success")
+        try:
+            refrozen = _with_automations(lambda: design.remove_logo(db.session, commit=False))
+        except ValidationError as exc:
+            flash(exc.message, "error")
+            return redirect(url_for("settings.design_page") + "#logo")
+        flash(_said("Logo removed from new emails and your pages. Emails already sent still "
+                    "show it.", refrozen), "success")
     return redirect(url_for("settings.design_page") + "#logo")
 
 
@@ -253,4 +281,4 @@ def design_texts():
     flash(f"“{signup_texts.BY_KEY[reset].label.split(' (')[0]}” is back to its default."
           if reset else "Texts saved. New confirmation emails and the sign-up pages use them.",
           "success")
-    return redirect(url_for("settings.design_page") + "#texts")
+    return after_post(url_for("settings.design_page") + "#texts")

@@ -11,8 +11,9 @@ from wtforms import RadioField, SelectField, StringField, TextAreaField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional
 
+from broadside.campaigns.automations import refreeze
 from broadside.core import accounts
-from broadside.core.errors import DomainError
+from broadside.core.errors import DomainError, ValidationError
 from broadside.core.site_settings import (
     SettingsError,
     get_settings,
@@ -22,6 +23,7 @@ from broadside.core.site_settings import (
     update_settings,
 )
 from webapp.extensions import db
+from webapp.forms import after_post, keep_for_one_read, place_error, read_once
 
 bp = Blueprint("settings", __name__, url_prefix="/settings")
 
@@ -118,12 +120,16 @@ def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | No
         pace_per_second=f"{1000 / delay:,.3g}" if delay else "",
         pace_per_hour=f"{3_600_000 // delay:,}" if delay else "",
         hourly_limit=config["SEND_HOURLY_LIMIT"],
+        automations_reached=refreeze.reaching(db.session, refreeze.SETTINGS),
     ), status
+
+
+NEW_TOKEN = "new_api_token"
 
 
 @bp.route("/")
 def index():
-    return _render()
+    return _render(new_token=read_once(NEW_TOKEN))
 
 
 @bp.route("/defaults", methods=["POST"])
@@ -138,7 +144,7 @@ def update_defaults():
         form.skip_hours.errors = [exc.message]
         return _render(defaults_form=form, status=422)
     flash("Saved. New broadcasts start with this frequency cap.", "success")
-    return redirect(url_for("settings.index") + "#defaults")
+    return after_post(url_for("settings.index") + "#defaults")
 
 
 @bp.route("/history", methods=["POST"])
@@ -157,24 +163,31 @@ def update_history():
           else f"Saved. Broadcasts finished more than {days} days ago lose their step-by-step "
                "history within the next few minutes; each recipient's final state stays.",
           "success")
-    return redirect(url_for("settings.index") + "#history")
+    return after_post(url_for("settings.index") + "#history")
 
 
 @bp.route("/sender", methods=["POST"])
 def update_sender():
     form = _sender_form(from_request=True)
     try:
-        update_settings(db.session, sender_name=form.sender_name.data or "",
-                        sender_email=form.sender_email.data or "",
-                        postal_address=form.postal_address.data or "",
-                        time_zone=form.time_zone.data or "")
+        # The automations that use the sender or the postal address follow them, in the
+        # same commit.
+        _, refrozen = refreeze.save_and_refreeze(db.session, lambda: update_settings(
+            db.session, sender_name=form.sender_name.data or "",
+            sender_email=form.sender_email.data or "",
+            postal_address=form.postal_address.data or "",
+            time_zone=form.time_zone.data or "", commit=False),
+            refreeze.SETTINGS, default_from=current_app.config["MAIL_FROM"])
     except SettingsError as exc:
-        db.session.rollback()
         getattr(form, exc.field).errors = [exc.message]
         return _render(sender_form=form, status=422)
-    flash("Settings saved. New drafts and previews use them now; broadcasts already sent keep "
-          "what they were sent with.", "success")
-    return redirect(url_for("settings.index") + "#sender")
+    except ValidationError as exc:  # an automation's step would no longer build: nothing saved
+        flash(exc.message, "error")
+        return _render(sender_form=form, status=422)
+    flash(" ".join(filter(None, (
+        "Settings saved. New drafts and previews use them now; broadcasts already sent keep "
+        "what they were sent with.", refrozen.words()))), "success")
+    return after_post(url_for("settings.index") + "#sender")
 
 
 @bp.route("/tokens", methods=["POST"])
@@ -186,9 +199,11 @@ def create_token():
             _, new_token = accounts.create_token(db.session, current_user.id, form.name.data,
                                                  read_only=form.access.data == "read")
         except DomainError as exc:
-            form.name.errors.append(exc.message)
+            place_error(form, exc)
     if new_token:
-        return _render(new_token=new_token, status=201)
+        # Shown once, on the page this redirect leads to (a reload shows it no more).
+        keep_for_one_read(NEW_TOKEN, new_token)
+        return after_post(url_for("settings.index") + "#tokens")
     return _render(token_form=form, status=422)
 
 

@@ -1,8 +1,10 @@
 """Settings -> Webhooks: endpoints Broadside POSTs its events to, signed with their own secret.
 
 - GET  /settings/webhooks                       the endpoints, their state, the form to add one
-- POST /settings/webhooks                       add one (201 with its secret shown once; 422
-                                                with the typed URL and ticked events kept)
+- POST /settings/webhooks                       add one: 303 to its page, which shows its
+                                                secret once (a reload does not add it again);
+                                                422 with the typed URL and ticked events kept,
+                                                the refusal under the input it is about
 - GET  /settings/webhooks/<id>                  one endpoint: what it wants and its delivery log
 - POST /settings/webhooks/<id>/test             queue a `webhook.test` event for it
 - POST /settings/webhooks/<id>/secret           show its secret again (a POST: never in a URL,
@@ -22,19 +24,25 @@ from broadside.core.errors import ValidationError
 from broadside.webhooks import DESCRIPTIONS, EVENT_TYPES, endpoints, ledger
 from broadside.webhooks.endpoints import decode_events
 from webapp.extensions import db, get_jobs
+from webapp.forms import after_post, keep_for_one_read, read_once
 from webapp.settings.views import bp
+
+# The session's note that an endpoint was just added (its id, never its secret): its page
+# shows the secret on that first read only.
+_JUST_CREATED = "webhook_created"
 
 
 def _allow_private() -> bool:
     return bool(current_app.config.get("WEBHOOKS_ALLOW_PRIVATE"))
 
 
-def _index(*, url: str = "", events: list[str] | None = None, error: str | None = None,
-           status: int = 200):
+def _index(*, url: str = "", events: list[str] | None = None,
+           error: ValidationError | None = None, status: int = 200):
     rows = [(e, ledger.counts(db.session, e.id)) for e in endpoints.all_endpoints(db.session)]
     return render_template(
         "settings/webhooks.html", rows=rows, event_types=EVENT_TYPES, descriptions=DESCRIPTIONS,
-        typed_url=url, typed_events=events if events is not None else [], error=error,
+        typed_url=url, typed_events=events if events is not None else [],
+        error=error.message if error else None, error_field=error.field if error else None,
         decode_events=decode_events, allow_private=_allow_private(),
     ), status
 
@@ -62,12 +70,19 @@ def create_webhook():
         endpoint = endpoints.create(db.session, url, events, allow_private=_allow_private())
     except ValidationError as exc:
         db.session.rollback()
-        return _index(url=url, events=events, error=exc.message, status=422)
-    return _endpoint_page(endpoint.id, secret=endpoint.secret, created=True, status=201)
+        return _index(url=url, events=events, error=exc, status=422)
+    # The secret stays in the database (Reveal shows it again); the session says only
+    # "just added", so the page after this redirect shows it once.
+    keep_for_one_read(_JUST_CREATED, str(endpoint.id))
+    return after_post(url_for("settings.webhook_page", endpoint_id=endpoint.id) + "#secret")
+
 
 
 @bp.route("/webhooks/<int:endpoint_id>", methods=["GET"])
 def webhook_page(endpoint_id: int):
+    if read_once(_JUST_CREATED) == str(endpoint_id):
+        return _endpoint_page(endpoint_id, secret=endpoints.get(db.session, endpoint_id).secret,
+                              created=True)
     return _endpoint_page(endpoint_id)
 
 

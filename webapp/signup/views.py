@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, current_app, render_template, request
+from flask import Blueprint, current_app, render_template, request, url_for
 from redis.exceptions import RedisError
 
 from broadside.audience import signup
 from broadside.core.errors import ValidationError
 from webapp import throttle
 from webapp.extensions import csrf, db, get_jobs
+from webapp.forms import after_post
 from webapp.security import public
 
 bp = Blueprint("signup", __name__)
@@ -53,7 +54,7 @@ def join_post(list_id: int):
         return render_template("signup/throttled.html", list=mailing_list), 429
     if request.form.get(HONEYPOT_FIELD):
         # A bot filled the field people cannot see: answer as usual, do nothing.
-        return render_template("signup/check_inbox.html", list=mailing_list)
+        return after_post(url_for("signup.check_inbox", list_id=list_id))
     email = request.form.get("email", "")
     name = request.form.get("name", "")
     try:
@@ -62,9 +63,16 @@ def join_post(list_id: int):
         db.session.rollback()
         return render_template(
             "signup/join.html", list=mailing_list, email=email[:320], name=name[:200],
-            error=exc.message,
+            error=exc.message, error_field=exc.field,
         ), 422
-    return render_template("signup/check_inbox.html", list=mailing_list)
+    # A reload of the page that follows asks for nothing again.
+    return after_post(url_for("signup.check_inbox", list_id=list_id))
+
+
+@bp.route("/join/<int:list_id>/check-inbox", methods=["GET"])
+@public
+def check_inbox(list_id: int):
+    return render_template("signup/check_inbox.html", list=signup.public_list(db.session, list_id))
 
 
 @bp.route("/join/confirm/<token>", methods=["GET"])

@@ -14,13 +14,14 @@
 
 from __future__ import annotations
 
-from flask import redirect, render_template, request, url_for
+from flask import render_template, request, url_for
 
 from broadside.audience.lists import all_lists
 from broadside.audience.subscribers import bulk, search
 from broadside.core.errors import ValidationError
 from broadside.segments.service import all_segments
 from webapp.extensions import db, get_jobs
+from webapp.forms import after_post
 from webapp.htmx import STOP_POLLING
 from webapp.subscribers import bp
 
@@ -95,7 +96,7 @@ def bulk_submit():
         return _render(source, filters, plan=plan, status=422,
                        error=f"Type {plan.total} to confirm the erase.")
     record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk)
-    return redirect(url_for("subscribers.bulk_status", bulk_id=record.id))
+    return after_post(url_for("subscribers.bulk_status", bulk_id=record.id))
 
 
 @bp.route("/bulk/<int:bulk_id>")

@@ -7,7 +7,6 @@ import re
 from flask import (
     Response,
     current_app,
-    redirect,
     render_template,
     request,
     stream_with_context,
@@ -25,6 +24,7 @@ from broadside.audience.transfer import report as import_report
 from broadside.core.errors import DomainError
 from broadside.segments.service import get_segment
 from webapp.extensions import db, get_jobs
+from webapp.forms import after_post, place_error
 from webapp.htmx import STOP_POLLING
 from webapp.params import int_arg
 from webapp.subscribers import bp
@@ -99,9 +99,10 @@ def import_csv():
             )
         except DomainError as exc:
             db.session.rollback()
-            form.file.errors.append(exc.message)
+            # Every refusal but the list's and the consent's is about the file.
+            place_error(form, exc if exc.field else DomainError(exc.message, field="file"))
         else:
-            return redirect(url_for("subscribers.import_status", import_id=record.id))
+            return after_post(url_for("subscribers.import_status", import_id=record.id))
     return _render_import(form, 422 if form.errors else 200)
 
 

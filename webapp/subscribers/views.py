@@ -18,6 +18,7 @@ from broadside.core.errors import DomainError
 from broadside.core.timeutil import utcnow
 from broadside.segments.service import all_segments
 from webapp.extensions import db
+from webapp.forms import after_post, place_error
 from webapp.htmx import make_response, request, vary_on_htmx
 from webapp.params import int_arg
 from webapp.subscribers import bp
@@ -94,12 +95,12 @@ def new():
             )
         except DomainError as exc:
             db.session.rollback()
-            form.email.errors.append(exc.message)
+            place_error(form, exc)
         else:
             flash(f"{subscriber.email} was added." if created else
                   f"{subscriber.email} was already known: their details and lists are updated.",
                   "success")
-            return redirect(url_for("subscribers.show", subscriber_id=subscriber.id))
+            return after_post(url_for("subscribers.show", subscriber_id=subscriber.id))
     return render_template("subscribers/new.html", form=form, attributes_help=ATTRIBUTES_HELP), \
         422 if form.errors else 200
 
@@ -133,10 +134,10 @@ def edit(subscriber_id: int):
             )
         except DomainError as exc:
             db.session.rollback()
-            form.email.errors.append(exc.message)
+            place_error(form, exc)
         else:
             flash("Saved.", "success")
-            return redirect(url_for("subscribers.show", subscriber_id=subscriber_id))
+            return after_post(url_for("subscribers.show", subscriber_id=subscriber_id))
     return render_template("subscribers/edit.html", form=form, subscriber=subscriber,
                            attributes_help=ATTRIBUTES_HELP), 422 if form.errors else 200
 

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from broadside.audience.subscribers import service as subscribers
 from broadside.audience.unsubscribe.service import resolve
-from broadside.core.errors import ValidationError
+from broadside.core.errors import ValidationError, shown
 from broadside.core.events import record_event
 from broadside.core.models import (
     Broadcast,
@@ -111,7 +111,7 @@ def _broadcast_messages(session: Session, subscriber_id: int, subject_of: _Subje
     return [_Message(r.sent_at or r.updated_at or r.queued_at, {
         "type": "newsletter", "subject": subject_of(r.subject), "list": r.list_name,
         "status": r.status, "sent_at": _when(r.sent_at),
-        "last_change_at": _when(r.updated_at or r.queued_at), "reason": r.reason,
+        "last_change_at": _when(r.updated_at or r.queued_at), "reason": shown(r.reason),
     }) for r in rows]
 
 
@@ -129,7 +129,7 @@ def _automation_messages(session: Session, subscriber_id: int, subject_of: _Subj
     return [_Message(r.sent_at or r.updated_at or r.due_at, {
         "type": "automation", "subject": subject_of(r.subject), "automation": r.automation,
         "status": r.status, "due_at": _when(r.due_at), "sent_at": _when(r.sent_at),
-        "last_change_at": _when(r.updated_at), "reason": r.reason,
+        "last_change_at": _when(r.updated_at), "reason": shown(r.reason),
     }) for r in rows]
 
 
@@ -152,7 +152,7 @@ def _transactional_messages(session: Session, subscriber_id: int, email: str,
     return [_Message(r.sent_at or r.created_at, {
         "type": "confirmation" if r.kind == "confirmation" else "one-off",
         "subject": r.subject, "status": r.status, "created_at": _when(r.created_at),
-        "sent_at": _when(r.sent_at), "reason": r.reason,
+        "sent_at": _when(r.sent_at), "reason": shown(r.reason),
     }) for r in rows]
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, exists, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -46,16 +46,20 @@ RESERVED_ATTRIBUTES = ("email", "name")
 def clean_name(name: str | None) -> str:
     name = " ".join((name or "").split())
     if len(name) > MAX_NAME:
-        raise ValidationError(f"A name can be at most {MAX_NAME} characters.")
+        raise ValidationError(f"A name can be at most {MAX_NAME} characters.", field="name")
     if "\x00" in name:  # PostgreSQL refuses NUL in text: say so instead of failing the write
-        raise ValidationError("A name cannot contain a NUL character.")
+        raise ValidationError("A name cannot contain a NUL character.", field="name")
     return name
 
 
 def clean_email(email: str | None) -> str:
     if email is not None and len(email.strip()) > MAX_EMAIL:
-        raise ValidationError(f"An email address can be at most {MAX_EMAIL} characters.")
-    return normalise_email(email or "")
+        raise ValidationError(f"An email address can be at most {MAX_EMAIL} characters.",
+                              field="email")
+    try:
+        return normalise_email(email or "")
+    except ValidationError as exc:
+        raise ValidationError(exc.message, field="email") from None
 
 
 def _has_nul(value: Any) -> bool:
@@ -68,29 +72,33 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
+def _attribute_error(message: str) -> ValidationError:
+    return ValidationError(message, field="attributes")
+
+
 def clean_attributes(attributes: Any) -> dict[str, Any]:
     if attributes is None:
         return {}
     if not isinstance(attributes, dict):
-        raise ValidationError("Attributes must be an object of names and values.")
+        raise _attribute_error("Attributes must be an object of names and values.")
     cleaned: dict[str, Any] = {}
     for key, value in attributes.items():
         if not isinstance(key, str) or not key.strip():
-            raise ValidationError("Every attribute needs a name.")
+            raise _attribute_error("Every attribute needs a name.")
         key = key.strip()
         if len(key) > MAX_ATTRIBUTE_KEY:
-            raise ValidationError(f"Attribute names can be at most {MAX_ATTRIBUTE_KEY} characters.")
+            raise _attribute_error(f"Attribute names can be at most {MAX_ATTRIBUTE_KEY} characters.")
         if key.lower() in RESERVED_ATTRIBUTES:
-            raise ValidationError(f"{key!r} cannot be an attribute: it is a field of its own.")
+            raise _attribute_error(f"{key!r} cannot be an attribute: it is a field of its own.")
         if isinstance(value, str) and len(value) > MAX_ATTRIBUTE_VALUE:
-            raise ValidationError(
+            raise _attribute_error(
                 f"The value of {key!r} is longer than {MAX_ATTRIBUTE_VALUE} characters."
             )
         if _has_nul(key) or _has_nul(value):
-            raise ValidationError(f"The attribute {key!r} cannot contain a NUL character.")
+            raise _attribute_error(f"The attribute {key!r} cannot contain a NUL character.")
         cleaned[key] = value
     if len(json.dumps(cleaned)) > MAX_ATTRIBUTES_JSON:
-        raise ValidationError(f"Attributes can take at most {MAX_ATTRIBUTES_JSON} characters.")
+        raise _attribute_error(f"Attributes can take at most {MAX_ATTRIBUTES_JSON} characters.")
     return cleaned
 
 
@@ -102,7 +110,7 @@ def parse_attribute_lines(text: str | None) -> dict[str, str]:
             continue
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
-            raise ValidationError(f"Attribute line {number} must look like `name = value`.")
+            raise _attribute_error(f"Attribute line {number} must look like `name = value`.")
         attributes[key.strip()] = value.strip()
     return clean_attributes(attributes)
 
@@ -125,13 +133,26 @@ def find_by_email(session: Session, email: str) -> Subscriber | None:
     return session.scalar(select(Subscriber).where(Subscriber.email == email))
 
 
+def newest_reachable(session: Session) -> Subscriber | None:
+    """The newest person a send could reach now (active on a list, not suppressed): the
+    sample reader whose details fill the merge fields of subjects the pages show. Walks
+    subscribers newest first and stops at the first such person."""
+    return session.scalar(
+        select(Subscriber)
+        .where(Subscriber.suppression.is_(None),
+               exists().where(Subscription.subscriber_id == Subscriber.id,
+                              Subscription.status == "active"))
+        .order_by(Subscriber.id.desc()).limit(1))
+
+
 def check_lists_exist(session: Session, list_ids: list[int]) -> None:
     if not list_ids:
         return
     found = set(session.scalars(select(MailingList.id).where(MailingList.id.in_(list_ids))))
     missing = sorted(set(list_ids) - found)
     if missing:
-        raise ValidationError(f"There is no list with id {', '.join(map(str, missing))}.")
+        raise ValidationError(f"There is no list with id {', '.join(map(str, missing))}.",
+                              field="lists")
 
 
 def get_or_create_subscriber(session: Session, email: str, name: str = "",
@@ -220,7 +241,7 @@ def update_subscriber(session: Session, subscriber_id: int, *, email: str | None
     name = clean_name(name)
     attributes = clean_attributes(attributes)
     if email != subscriber.email and find_by_email(session, email) is not None:
-        raise Conflict(f"Another subscriber already has the address {email}.")
+        raise Conflict(f"Another subscriber already has the address {email}.", field="email")
     subscriber.email = email
     subscriber.name = name
     subscriber.attributes = attributes
@@ -228,7 +249,7 @@ def update_subscriber(session: Session, subscriber_id: int, *, email: str | None
         session.commit()
     except IntegrityError:  # the address was taken between the check and the write
         session.rollback()
-        raise Conflict(f"Another subscriber already has the address {email}.") from None
+        raise Conflict(f"Another subscriber already has the address {email}.", field="email") from None
     return subscriber
 
 

@@ -290,10 +290,11 @@ def process(session: Session, import_id: int, path: Path) -> Import | None:
         run_import(session, import_id, path)
     except ValidationError as exc:
         fail_import(session, import_id, exc.message)
-    except Exception as exc:  # the owner sees "failed" instead of "running" forever
+    except Exception:  # the owner sees "failed" instead of "running" forever
         log.exception("import %s failed", import_id)
-        fail_import(session, import_id, f"The import stopped unexpectedly ({type(exc).__name__}); "
-                                        "the rows before the failure were imported.")
+        fail_import(session, import_id, "The import stopped on an unexpected error (its "
+                                        "details are in the worker's log); the rows before "
+                                        "the failure were imported.")
     finally:
         path.unlink(missing_ok=True)
     return session.get(Import, import_id)
@@ -319,10 +320,11 @@ def ask(session: Session, import_id: int, links: Links, jobs: Jobs) -> None:
     try:
         if list_id is not None:
             ask_to_confirm(session, list_id, links, jobs, counted)
-    except Exception as exc:
+    except Exception:
         log.exception("import %s: asking to confirm failed", import_id)
         fail_import(session, import_id, (
-            f"The confirmation emails stopped being queued ({type(exc).__name__}). The "
+            "The confirmation emails stopped being queued (the details are in the worker's "
+            "log). The "
             "people were imported; to ask the rest, import the same file again with "
             "\"Ask them to confirm\" (nobody is asked twice)."))
         return

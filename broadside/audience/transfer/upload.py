@@ -33,9 +33,9 @@ def receive_upload(session: Session, list_id: int, filename: str, stream: IO[byt
                    welcome: bool = False) -> Import:
     """Copy an upload to disk and check it; only a usable file creates an Import row."""
     if consent not in CONSENTS:
-        raise ValidationError("Say how these people agreed to receive mail.")
+        raise ValidationError("Say how these people agreed to receive mail.", field="consent")
     if session.get(MailingList, list_id) is None:
-        raise NotFound("There is no such list.")
+        raise NotFound("There is no such list.", field="list_id")
     private_folder(dest_dir)
     part = dest_dir / f"upload-{uuid.uuid4().hex}.part"
     try:

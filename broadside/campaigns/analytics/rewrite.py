@@ -38,7 +38,8 @@ from broadside.mail.mime import RenderedEmail
 
 _HREF = re.compile(r'(<a\b[^>]*?\bhref=")([^"]*)(")', re.IGNORECASE)
 _FIELD = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
-_TEXT_LINK = re.compile(r"\]\((https?://[^)\s]+)\)")
+_TEXT_URL = re.compile(r"https?://[^\s<>]+")
+_TRAILING = ").,;:!?'\""  # what follows an address in text, as in "the guide (URL)."
 _BODY_END = re.compile(r"</body>", re.IGNORECASE)
 
 
@@ -73,6 +74,21 @@ def store_links(session: Session, broadcast_id: int, html_template: str) -> int:
     session.add_all(TrackedLink(broadcast_id=broadcast_id, position=link.position, url=link.url,
                                 clicks=0, bot_clicks=0) for link in links)
     return len(links)
+
+
+def _text_links(text: str, swapped: dict[str, str]) -> str:
+    """The plain text's addresses of tracked links (written "text (URL)", or the URL alone:
+    broadside.mail.plain_text) swapped for the same tracked URLs as the HTML's."""
+    if not swapped:
+        return text
+
+    def one(match: re.Match[str]) -> str:
+        url, tail = match.group(0), ""
+        while url not in swapped and url and url[-1] in _TRAILING:
+            url, tail = url[:-1], url[-1] + tail
+        return swapped[url] + tail if url in swapped else match.group(0)
+
+    return _TEXT_URL.sub(one, text)
 
 
 class Tracker:
@@ -114,8 +130,7 @@ class Tracker:
         html, found = _BODY_END.subn(lambda m: pixel + m.group(0), html, count=1)
         if not found:
             html += pixel
-        text = _TEXT_LINK.sub(lambda m: f"]({swapped.get(m.group(1), m.group(1))})", rendered.text)
-        return replace(rendered, html=html, text=text)
+        return replace(rendered, html=html, text=_text_links(rendered.text, swapped))
 
     def open_url(self, slot: int, person: int | None) -> str:
         if person is None:

@@ -24,12 +24,19 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts.delivery_events import EVENT_FOR
 from broadside.campaigns.broadcasts.ledger import Change, move_rows
-from broadside.core.models import AutomationEntry, AutomationMessage, Event
+from broadside.core.models import AutomationEntry, AutomationMessage, AutomationRevision, Event
 from broadside.core.models.sending import DeliveryStatus
 from broadside.core.timeutil import utcnow
 
 _MESSAGES = AutomationMessage.__table__
 _EVENTS = Event.__table__
+_REVISIONS = AutomationRevision.__table__
+
+# A revision that prints no postal address is never sent (as a broadcast without one cannot
+# be): its messages stay pending, held, until a revision with an address reaches them
+# (`reassign_revision`, when the address is added: broadside.campaigns.automations.refreeze).
+# Postal addresses are stored stripped (Settings and identities both), so empty is "none".
+UNADDRESSED = _REVISIONS.c.postal_address == ""
 
 
 def _record(session: Session, moved: Sequence[Change], kind: str, now: datetime) -> None:
@@ -74,22 +81,26 @@ _CLAIM = (
     .where(_MESSAGES.c.id.in_(bindparam("ids", expanding=True)), _MESSAGES.c.status == "pending")
     .values(status="sending", claimed_at=bindparam("now"), updated_at=bindparam("now"),
             attempts=_MESSAGES.c.attempts + 1)
-    .returning(_MESSAGES.c.id)
+    .returning(_MESSAGES.c.id, _MESSAGES.c.revision_id)
 )
 
 
-def claim(session: Session, rows: Sequence[tuple[int, int | None]], now: datetime | None = None) -> list[int]:
+def claim(session: Session, rows: Sequence[tuple[int, int | None]],
+          now: datetime | None = None) -> dict[int, int]:
     """pending -> sending (invariant 4), in one guarded statement; the caller commits before
-    any SMTP conversation."""
+    any SMTP conversation. Returns each claimed message's revision as the claim found it (a
+    newer revision may have reached it since it was read as due: invariant 8, the one sent
+    is the one it records)."""
     if not rows:
-        return []
+        return {}
     now = now or utcnow()
-    claimed = set(session.connection().execute(
-        _CLAIM, {"ids": [message_id for message_id, _ in rows], "now": now}).scalars())
+    claimed: dict[int, int] = {
+        message_id: revision_id for message_id, revision_id in session.connection().execute(
+            _CLAIM, {"ids": [message_id for message_id, _ in rows], "now": now})}
     moved = [Change(m, s) for m, s in rows if m in claimed]
     if moved:
         _record(session, moved, EVENT_FOR["sending"], now)
-    return [c.delivery_id for c in moved]
+    return {c.delivery_id: claimed[c.delivery_id] for c in moved}
 
 
 def skip_pending(session: Session, where: ColumnElement[bool], reason: str,
@@ -120,15 +131,19 @@ def skip_pending(session: Session, where: ColumnElement[bool], reason: str,
 
 def reassign_revision(session: Session, step_id: int, revision_id: int,
                       now: datetime | None = None) -> int:
-    """A step's newer revision reaches its messages that are not yet due; those already due
-    (or claimed, or settled) keep the revision they were assigned, so what each person got
-    can always be reconstructed. Does not commit."""
+    """A step's newer revision reaches its messages that are not yet due, and those held for
+    want of a postal address (their revision prints none: the worker never took them); those
+    already due (or claimed, or settled) keep the revision they were assigned, so what each
+    person got can always be reconstructed. Guarded on `pending`: a message the worker claimed
+    meanwhile keeps the revision its claim returned. Does not commit."""
     now = now or utcnow()
+    held = _MESSAGES.c.revision_id.in_(
+        select(_REVISIONS.c.id).where(_REVISIONS.c.step_id == step_id, UNADDRESSED))
     return session.connection().execute(
         update(_MESSAGES)
         .where(_MESSAGES.c.step_id == step_id,
                _MESSAGES.c.status == DeliveryStatus.PENDING.value,
-               _MESSAGES.c.due_at > now)
+               (_MESSAGES.c.due_at > now) | held)
         .values(revision_id=revision_id)
     ).rowcount
 

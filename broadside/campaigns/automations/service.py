@@ -16,9 +16,11 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.automations import durations, lifecycle
+from broadside.campaigns.automations import durations, lifecycle, refreeze
 from broadside.campaigns.automations.entering import live_steps
 from broadside.campaigns.automations.steps import StepInput, save_steps
+from broadside.campaigns.broadcasts import merge_person
+from broadside.campaigns.broadcasts.merge_person import MergePerson
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.models import (
@@ -29,7 +31,6 @@ from broadside.core.models import (
     AutomationStep,
     MailingList,
     Segment,
-    Subscriber,
 )
 from broadside.core.models.automations import TRIGGERS, AutomationStatus
 from broadside.core.models.sending import DELIVERY_STATUSES
@@ -276,6 +277,9 @@ def _move(session: Session, automation_id: int, name: str, refusal: str) -> Auto
             raise ValidationError("Add at least one step before enabling this automation.")
         if automation.list_id is None and automation.segment_id is None:
             raise ValidationError("Its list or segment was deleted: choose another trigger first.")
+        problem = refreeze.postal_problem(session, automation)
+        if problem:
+            raise ValidationError(problem)
     was_paused = automation.status == AutomationStatus.PAUSED.value
     moved = lifecycle.move(session, automation_id, name)
     if moved and name == "enable" and was_paused:
@@ -337,22 +341,23 @@ def get_step(session: Session, automation_id: int, step_id: int) -> AutomationSt
 
 
 def send_step_test(session: Session, automation_id: int, step_id: int, to_email: str, *,
-                   default_from: str, jobs: Jobs) -> int:
+                   default_from: str, jobs: Jobs, person: MergePerson | None = None) -> int:
     """One copy of a step's current revision to any address, through the transactional
-    queue, marked as a test (its unsubscribe link goes nowhere). Returns the message id."""
+    queue, marked as a test (its unsubscribe link goes nowhere). Its merge fields are filled
+    in with `person`'s details (the owner's pick), by default the newest active person the
+    automation's list or segment reaches, else the sample. Returns the message id."""
     automation = get_automation(session, automation_id)
     step = get_step(session, automation_id, step_id)
     address = normalise_email(to_email)
     revision = session.get(AutomationRevision, step.revision_id) if step.revision_id else None
     if revision is None:
         raise ValidationError("Save this step with a subject before sending a test.")
-    person = session.execute(
-        select(Subscriber.name, Subscriber.attributes).where(Subscriber.email == address)
-    ).first()
+    if person is None:
+        person = merge_person.default_person(session, list_id=automation.list_id,
+                                             segment_id=automation.segment_id)
     rendered = CompiledRevision(subject=revision.subject, html_template=revision.html_template,
                                 text_template=revision.text_template).render(
-        email=address, name=(person.name or "") if person else "",
-        attributes=(person.attributes or {}) if person else {}, unsubscribe_url="#test-send")
+        **merge_person.fill_values(person), unsubscribe_url="#test-send")
     message = queue_transactional(
         session, jobs, kind="test", to_email=address, subject=f"[Test] {rendered.subject}",
         html=rendered.html, text=rendered.text,

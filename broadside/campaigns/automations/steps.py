@@ -36,8 +36,11 @@ class StepInput:
     id: int | None = None  # an existing step of this automation, kept (and moved) by its id
 
 
-def _frozen_revision(session: Session, step: AutomationStep, identity_id: int | None,
-            default_from: str) -> AutomationRevision:
+def frozen_revision(session: Session, step: AutomationStep, identity_id: int | None,
+                    default_from: str) -> AutomationRevision:
+    """The step's content frozen with the sender, postal address and design in force now: a
+    new revision, not yet added to the session (the caller adds it, or finds it `same_as`
+    the step's current one). ValidationError names the step."""
     from_name, from_email, postal = sender_of(session, identity_id, default_from)
     try:
         frozen = freeze_content(subject=step.subject, preheader=step.preheader,
@@ -46,11 +49,27 @@ def _frozen_revision(session: Session, step: AutomationStep, identity_id: int | 
                                 design=sending_design(session, from_name))
     except ValidationError as exc:
         raise ValidationError(f"Step {step.position}: {exc.message}") from None
-    revision = AutomationRevision(
+    return AutomationRevision(
         step_id=step.id, subject=step.subject, preheader=step.preheader, body_markdown=step.body,
         html_template=frozen.html_template, text_template=frozen.text_template,
         from_name=from_name, from_email=from_email, postal_address=postal,
     )
+
+
+FROZEN_FIELDS = ("subject", "preheader", "body_markdown", "html_template", "text_template",
+                 "from_name", "from_email", "postal_address")
+
+
+def same_as(new: AutomationRevision, current: AutomationRevision | None) -> bool:
+    """Whether a revision just frozen carries exactly what the current one does (then no new
+    revision is needed: a save that changed nothing it freezes writes nothing)."""
+    return current is not None and all(
+        getattr(new, name) == getattr(current, name) for name in FROZEN_FIELDS)
+
+
+def _frozen_revision(session: Session, step: AutomationStep, identity_id: int | None,
+                     default_from: str) -> AutomationRevision:
+    revision = frozen_revision(session, step, identity_id, default_from)
     session.add(revision)
     session.flush()
     return revision

@@ -79,10 +79,18 @@ def _list_audience(list_id: int) -> ColumnElement[bool]:
 def audience_condition(session: Session, broadcast: Broadcast) -> ColumnElement[bool] | None:
     """Who the broadcast would reach now, as a condition over subscribers (None: no audience
     chosen, or its segment is gone)."""
-    if broadcast.segment_id is not None:
-        segment = session.get(Segment, broadcast.segment_id)
+    return reached(session, broadcast.list_id, broadcast.segment_id)
+
+
+def reached(session: Session, list_id: int | None, segment_id: int | None
+            ) -> ColumnElement[bool] | None:
+    """Who mail to a segment (when given) or else a list would reach now: its active,
+    unsuppressed members or the segment's matches (None: neither, or the segment is gone).
+    An automation's audience too (`automations/merge_report.py`)."""
+    if segment_id is not None:
+        segment = session.get(Segment, segment_id)
         return segments.segment_clause(session, segment) if segment is not None else None
-    return _list_audience(broadcast.list_id) if broadcast.list_id is not None else None
+    return _list_audience(list_id) if list_id is not None else None
 
 
 def has_audience(session: Session, broadcast: Broadcast) -> bool:

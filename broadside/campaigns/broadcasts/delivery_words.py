@@ -1,11 +1,22 @@
 """A delivery and its events in the owner's words: what happened to a row (`DeliveryRow.
 explanation`), why a row was skipped, and each event of its timeline as a headline and a detail.
+
+Who refused is read from the reason the worker recorded (jobs.classify: `Verdict.said`): a
+mail server's reply begins with its code ("550 5.1.1 …"), a provider's answer with its name
+("Postmark answered …"), and Broadside's own refusal before sending with "Broadside …". So
+"Refused by the mail server" is said only when a server did refuse. A reason recorded before
+reasons were all written for the owner may carry a Python exception's text; it is never shown
+(`shown`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
+
+from broadside.core.errors import shown
+from broadside.delivery.transports import PROVIDER_NAMES
 
 SKIP_REASONS = {
     "unsubscribed": "they had unsubscribed",
@@ -30,6 +41,29 @@ UNSUBSCRIBE_SOURCES = {
 
 def skip_words(reason: str | None) -> str:
     return SKIP_REASONS.get(reason or "", reason or "no reason recorded")
+
+
+MAIL_SERVER = "the mail server"
+US = "Broadside"
+_SERVER_REPLY = re.compile(r"[2-5]\d\d(?:[ -]|$)")  # a mail server's reply: its code first
+
+
+def refused_by(reason: str) -> str:
+    """Who refused, from a recorded reason: the mail server, a provider (by its name), or
+    Broadside itself, before sending (our own words, and anything older we cannot tell)."""
+    if _SERVER_REPLY.match(reason):
+        return MAIL_SERVER
+    return next((name for name in PROVIDER_NAMES.values()
+                 if reason.startswith((f"{name} ", f"{name}:"))), US)
+
+
+def _accepted_by(reply: str) -> str:
+    """A provider's API answers an accepted message with HTTP 200; a mail server with 250."""
+    return "the provider" if reply.startswith("200 ") else MAIL_SERVER
+
+
+def _gave_up(reason: str) -> bool:
+    return reason.startswith(("Gave up after", "retry budget exhausted"))
 
 
 @dataclass(frozen=True)
@@ -57,24 +91,37 @@ class DeliveryRow:
         reason = self.reason or ""
         if self.status == "sent":
             reply = " ".join(str(part) for part in (self.smtp_code, reason) if part)
-            return f"Accepted by the mail server ({reply})" if reply else "Accepted by the mail server"
+            who = _accepted_by(reply)
+            return f"Accepted by {who} ({reply})" if reply else f"Accepted by {who}"
         if self.status == "skipped":
             return f"Not sent: {skip_words(self.reason)}."
         if self.status == "unknown":
-            return ("Unknown: the connection was lost after the message was handed over, "
-                    "so it may have arrived.")
+            said = shown(reason)
+            return f"Unknown: it may have arrived ({said})." if said else "Unknown: it may have arrived."
         if self.status == "failed":
-            if self.error_class == "transient":
-                return f"Gave up after {self.attempts} attempts ({reason}). You can send it again."
-            if self.error_class == "recipient":
-                return (f"Refused for this address ({reason}). Check or fix {self.who} "
-                        "on the subscriber's page.")
-            return f"Failed: {reason}" if reason else "Failed."
+            return self._failure(shown(reason))
         if self.status == "sending":
             return "Being sent right now."
         if self.attempts and self.next_attempt_at:
-            return f"Waiting to try again ({reason})." if reason else "Waiting to try again."
+            return f"Waiting to try again ({shown(reason)})." if reason else "Waiting to try again."
         return "Waiting its turn."
+
+    def _failure(self, reason: str) -> str:
+        if not reason:
+            return "Failed."
+        if self.error_class == "transient" or _gave_up(reason):
+            if reason.startswith("Gave up"):
+                return f"{reason} You can send it again."
+            return f"Gave up after {self.attempts} attempts ({reason}). You can send it again."
+        fix = f"Check or fix {self.who} on the subscriber's page."
+        by = refused_by(reason)
+        if by == MAIL_SERVER:
+            return f"Refused by the mail server for this address ({reason}). {fix}"
+        if by != US:
+            return f"Refused for this address: {reason}. {fix}"
+        if reason.startswith(US):
+            return reason  # ours: it says what happened and what to do
+        return f"Not sent: {reason}. {fix}"
 
 
 def delivery_words(kind: str, detail: str) -> tuple[str, str]:
@@ -86,11 +133,17 @@ def delivery_words(kind: str, detail: str) -> tuple[str, str]:
             # An `unknown` row settled by the provider's signed delivery event.
             return ("Delivered, as the provider's delivery event confirmed",
                     detail.removeprefix("delivered:").strip())
-        return "Accepted by the mail server", detail
+        return f"Accepted by {_accepted_by(detail)}", detail
     if kind == "skipped":
         return f"Skipped: {skip_words(detail)}", ""
+    detail = shown(detail)
     if kind == "failed":
-        return "Refused by the mail server", detail
+        if _gave_up(detail):
+            return "Given up: not accepted after the last attempt", detail
+        by = refused_by(detail)
+        if by == US:
+            return "Not sent: refused by Broadside before sending, no server was asked", detail
+        return f"Refused by {by}", detail
     if kind == "unknown":
         return "Outcome unknown", detail
     if kind == "retry":

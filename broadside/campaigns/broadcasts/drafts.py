@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from broadside.campaigns.broadcasts import lifecycle
 from broadside.campaigns.broadcasts.merge_report import MergeReport, merge_report
 from broadside.campaigns.broadcasts.service import get_broadcast, sender_of
+from broadside.campaigns.field_report import EDITOR_CHECKED
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.models import Broadcast, MailingList, Revision, Segment
@@ -29,9 +30,6 @@ from broadside.mail.rendering import CompiledRevision, RenderedEmail, compiled_r
 MAX_SUBJECT = 300
 MAX_PREHEADER = 300
 MAX_BODY = 500_000
-# The editor checks merge fields against at most this many recipients on each autosave (the
-# send page counts them all): a typo shows as fast on a list of a million.
-EDITOR_CHECKED = 10_000
 
 
 class _Keep:

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts import service
 from broadside.campaigns.broadcasts.delivery_words import DeliveryRow, delivery_words, person_words
+from broadside.campaigns.broadcasts.progress import Progress
 from broadside.core.addresses import is_whole_address
 from broadside.core.errors import NotFound, ValidationError
 from broadside.core.models import Delivery, Event, Subscriber
@@ -347,6 +348,18 @@ def delivery_timeline(session: Session, broadcast_id: int, delivery_id: int) -> 
             moments.append(Moment(at, kind, words, extra))
     moments.sort(key=lambda m: m.at)
     return Timeline(row, moments)
+
+
+def offers_transient_retry(session: Session, p: Progress) -> bool:
+    """Whether the page offers "send again those that failed for a temporary reason": once
+    the send is over (or paused), and only when one such row exists, the first found by the
+    (broadcast, status) index, never a count. While the worker still sends, the offer waits
+    (the progress fragment asks every 1.5 s; this is not read on each of those)."""
+    if not p.failed or p.status not in ("sent", "paused"):
+        return False
+    return session.scalar(
+        select(Delivery.id).where(Delivery.broadcast_id == p.id, _retry_condition("transient"))
+        .limit(1)) is not None
 
 
 def _retry_condition(which: str):

@@ -4,7 +4,7 @@
 - `delivery_rows`: the API's page of a broadcast's deliveries (a keyset on the delivery id,
   read through the (broadcast_id, status, id) index: one range for a status, else the first
   `limit` past `after` of each status; never a sort of the whole broadcast, never an OFFSET);
-- `recent_broadcasts`: the dashboard's latest broadcasts with their list's name;
+- `recent_broadcasts`: the dashboard's latest broadcasts with their list's or segment's name;
 - `sending_broadcasts`: the System page's broadcasts on their way (queued or sending).
 """
 
@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from broadside.campaigns.broadcasts.drafts import BroadcastRow
 from broadside.campaigns.broadcasts.evidence import next_delivery_ids
-from broadside.core.models import Broadcast, Delivery, MailingList, Subscriber
+from broadside.core.models import Broadcast, Delivery, MailingList, Segment, Subscriber
 
 RECENT = 8
 
@@ -47,13 +48,14 @@ def delivery_rows(session: Session, broadcast_id: int, *, status: str | None, af
     return [DeliveryRow(*row) for row in session.execute(query)]
 
 
-def recent_broadcasts(session: Session, limit: int = RECENT) -> list[tuple[Broadcast, str | None]]:
-    """The latest broadcasts (by last change) with the name of their list."""
+def recent_broadcasts(session: Session, limit: int = RECENT) -> list[BroadcastRow]:
+    """The latest broadcasts (by last change) with the name of their list or segment."""
     return [
-        (broadcast, name)
-        for broadcast, name in session.execute(
-            select(Broadcast, MailingList.name)
+        BroadcastRow(broadcast, list_name, segment_name)
+        for broadcast, list_name, segment_name in session.execute(
+            select(Broadcast, MailingList.name, Segment.name)
             .outerjoin(MailingList, MailingList.id == Broadcast.list_id)
+            .outerjoin(Segment, Segment.id == Broadcast.segment_id)
             .order_by(Broadcast.updated_at.desc(), Broadcast.id.desc())
             .limit(limit)
         )

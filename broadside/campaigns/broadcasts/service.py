@@ -19,13 +19,14 @@ from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics.sending import freeze_tracking
-from broadside.campaigns.broadcasts import cancelling, ledger, lifecycle
+from broadside.campaigns.broadcasts import cancelling, ledger, lifecycle, merge_person
 from broadside.campaigns.broadcasts import snapshot as audience_snapshot
+from broadside.campaigns.broadcasts.merge_person import MergePerson
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.events import record_event
 from broadside.core.logs import owner_action
-from broadside.core.models import Broadcast, Delivery, Identity, Revision, Segment, Subscriber
+from broadside.core.models import Broadcast, Delivery, Identity, Revision, Segment
 from broadside.core.site_settings import get_settings
 from broadside.core.timeutil import utcnow
 from broadside.delivery.identities import lifecycle as identity_lifecycle
@@ -291,12 +292,18 @@ def retry_deliveries(session: Session, broadcast_id: int, *, which: str, jobs: J
     return len(moved)
 
 
-def send_test(session: Session, broadcast_id: int, to_email: str, *, default_from: str, jobs: Jobs) -> int:
+def send_test(session: Session, broadcast_id: int, to_email: str, *, default_from: str, jobs: Jobs,
+              person: MergePerson | None = None) -> int:
     """One copy to any address through the transactional queue, marked as a test (its
-    unsubscribe link goes nowhere: a test reader is not unsubscribed by clicking it)."""
+    unsubscribe link goes nowhere: a test reader is not unsubscribed by clicking it). Its
+    merge fields are filled in with `person`'s details (`merge_person.chosen`: the owner's
+    pick), by default the newest active person the broadcast reaches, else the sample."""
 
     address = normalise_email(to_email)
     broadcast = get_broadcast(session, broadcast_id)
+    if person is None:
+        person = merge_person.default_person(session, list_id=broadcast.list_id,
+                                             segment_id=broadcast.segment_id)
     revision = session.scalar(select(Revision).where(Revision.broadcast_id == broadcast_id))
     if revision is not None:
         subject, html_t, text_t = revision.subject, revision.html_template, revision.text_template
@@ -313,17 +320,8 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
             design=sending_design(session, from_name),
         )
         subject, html_t, text_t = broadcast.subject, frozen.html_template, frozen.text_template
-    # Merge fields are filled in as that person would see them when the address is one of the
-    # subscribers (an owner testing on their own subscription), and with their defaults if not.
-    person = session.execute(
-        select(Subscriber.name, Subscriber.attributes).where(Subscriber.email == address)
-    ).first()
     rendered = CompiledRevision(subject=subject, html_template=html_t, text_template=text_t).render(
-        email=address,
-        name=person.name or "" if person else "",
-        attributes=person.attributes or {} if person else {},
-        unsubscribe_url="#test-send",
-    )
+        **merge_person.fill_values(person), unsubscribe_url="#test-send")
     message = queue_transactional(
         session,
         jobs,

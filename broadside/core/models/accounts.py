@@ -13,8 +13,9 @@ from broadside.core.timeutil import utcnow
 
 
 class Owner(Model):
-    """An owner account. The three members below are what Flask-Login asks of a signed-in
-    user (written out rather than inherited, so the domain does not import the web's login)."""
+    """An owner account. The members below the columns are what Flask-Login asks of a
+    signed-in user (written out rather than inherited, so the domain does not import the web's
+    login)."""
 
     __tablename__ = "owners"
 
@@ -22,13 +23,20 @@ class Owner(Model):
     email: Mapped[str] = mapped_column(String(320), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # One more at every password change (written only by broadside.core.accounts.set_password).
+    # A session carries the epoch it was opened in (`get_id`) and counts only while it is
+    # still the owner's, so a new password signs every other session out; a reset link is
+    # signed over it, so the link works once (broadside.mail.password_reset).
+    session_epoch: Mapped[int] = mapped_column(default=0, server_default="0")
 
     is_authenticated = True
     is_active = True
     is_anonymous = False
 
     def get_id(self) -> str:
-        return str(self.id)
+        """What the session keeps: the owner and the epoch it was opened in (`id:epoch`;
+        webapp.security's loader honours it only while the epoch is still the owner's)."""
+        return f"{self.id}:{self.session_epoch}"
 
 
 class ApiToken(Model):

@@ -211,7 +211,7 @@ class TransactionalMessage(Model):
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    kind: Mapped[str] = mapped_column(String(32))  # test | confirmation
+    kind: Mapped[str] = mapped_column(String(32))  # test | confirmation | password_reset
     to_email: Mapped[str] = mapped_column(String(320))
     subject: Mapped[str] = mapped_column(String(300))
     html: Mapped[str] = mapped_column(Text, default="")

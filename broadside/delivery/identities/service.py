@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from broadside.core import transport_urls as urls
 from broadside.core.addresses import normalise_email
-from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.errors import Conflict, NotFound, ValidationError, shown
 from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
 from broadside.core.models.identities import IdentityStatus
 from broadside.core.timeutil import utcnow
@@ -167,15 +167,16 @@ class IdentityInput:
     webhook_secret: str | None  # None: keep the current one
 
 
-def _text(value: object, label: str, limit: int) -> str:
+def _text(value: object, label: str, limit: int, field: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise ValidationError(f"The {label} must be text.")
+        raise ValidationError(f"The {label} must be text.", field=field)
     if "\x00" in value:
-        raise ValidationError(f"The {label} contains a NUL character.")
+        raise ValidationError(f"The {label} contains a NUL character.", field=field)
     if len(value) > limit:
-        raise ValidationError(f"The {label} is too long ({len(value)} of {limit} characters).")
+        raise ValidationError(f"The {label} is too long ({len(value)} of {limit} characters).",
+                              field=field)
     return value
 
 
@@ -185,7 +186,7 @@ def _whole(value: object, label: str, default: int, maximum: int) -> int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= maximum:
-        raise ValidationError(f"{label} must be a whole number from 0 to {maximum:,}.")
+        raise ValidationError(f"{label} must be a whole number from 0 to {maximum:,}.", field=label)
     return value
 
 
@@ -198,45 +199,54 @@ def parse_input(data: Any, *, updating: bool = False) -> IdentityInput:
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise ValidationError(f"Unknown field: {unknown[0]}. An identity has " + ", ".join(FIELDS) + ".")
-    name = " ".join(_text(data.get("name"), "name", MAX_NAME).split())
+    name = " ".join(_text(data.get("name"), "name", MAX_NAME, "name").split())
     if not name:
-        raise ValidationError("The name is required (for example “Product updates”).")
+        raise ValidationError("The name is required (for example “Product updates”).", field="name")
     if not _NAME.match(name):
         raise ValidationError("The name may hold letters, digits, spaces, dots, dashes and "
                               "underscores, starting with a letter or digit (it is what "
-                              "`worker --identity NAME` takes).")
+                              "`worker --identity NAME` takes).", field="name")
     if name.lower() == DEFAULT_NAME:
-        raise ValidationError("“default” is the identity the environment defines; choose another name.")
-    raw_from = _text(data.get("from"), "From", MAX_FROM_NAME + 330).strip()
+        raise ValidationError("“default” is the identity the environment defines; choose another "
+                              "name.", field="name")
+    raw_from = _text(data.get("from"), "From", MAX_FROM_NAME + 330, "from").strip()
     if not raw_from:
-        raise ValidationError("The From address is required, like “Ada <ada@example.com>”.")
+        raise ValidationError("The From address is required, like “Ada <ada@example.com>”.",
+                              field="from")
     if "\n" in raw_from or "\r" in raw_from:
-        raise ValidationError("The From must be one line.")
+        raise ValidationError("The From must be one line.", field="from")
     from_name, address = parseaddr(raw_from)
     if not address or "@" not in address:
-        raise ValidationError(f"{raw_from!r} has no email address; write “Name <address@example.com>”.")
-    from_email = normalise_email(address)
+        raise ValidationError(f"{raw_from!r} has no email address; write “Name <address@example.com>”.",
+                              field="from")
+    try:
+        from_email = normalise_email(address)
+    except ValidationError as exc:
+        raise ValidationError(exc.message, field="from") from None
     from_name = " ".join(from_name.split())
     if len(from_name) > MAX_FROM_NAME:
-        raise ValidationError(f"The From name is too long (at most {MAX_FROM_NAME} characters).")
+        raise ValidationError(f"The From name is too long (at most {MAX_FROM_NAME} characters).",
+                              field="from")
     transport: str | None
     if updating and data.get("transport") is None:
         transport = None
     else:
         try:
-            transport = urls.check_transport_url(_text(data.get("transport"), "transport URL", urls.MAX_URL))
+            transport = urls.check_transport_url(_text(data.get("transport"), "transport URL",
+                                                          urls.MAX_URL, "transport"))
         except urls.TransportUrlError as exc:
-            raise ValidationError(str(exc)) from None
+            raise ValidationError(str(exc), field="transport") from None
     secret: str | None
     if updating and data.get("webhook_secret") is None:
         secret = None
     else:
-        secret = _text(data.get("webhook_secret"), "webhook secret", MAX_SECRET).strip()
+        secret = _text(data.get("webhook_secret"), "webhook secret", MAX_SECRET, "webhook_secret").strip()
     return IdentityInput(
         name=name, from_name=from_name, from_email=from_email, transport_url=transport,
         delay_ms=_whole(data.get("delay_ms"), "delay_ms", 200, MAX_DELAY_MS),
         hourly_limit=_whole(data.get("hourly_limit"), "hourly_limit", 0, MAX_HOURLY),
-        postal_address=_text(data.get("postal_address"), "postal address", MAX_POSTAL).strip(),
+        postal_address=_text(data.get("postal_address"), "postal address", MAX_POSTAL,
+                             "postal_address").strip(),
         webhook_secret=secret,
     )
 
@@ -248,7 +258,7 @@ def as_input(identity: SendingIdentity) -> dict[str, Any]:
         "from": identity.from_header, "transport": identity.transport,
         "delay_ms": identity.delay_ms, "hourly_limit": identity.hourly_limit,
         "postal_address": identity.postal_address, "status": identity.status,
-        "pause_reason": identity.pause_reason,
+        "pause_reason": shown(identity.pause_reason),
         "webhook_secret_set": bool(identity.webhook_secret),
     }
 
@@ -257,7 +267,8 @@ def as_input(identity: SendingIdentity) -> dict[str, Any]:
 
 
 def _taken(name: str) -> Conflict:
-    return Conflict(f"There is already an identity called “{name}”; choose another name.")
+    return Conflict(f"There is already an identity called “{name}”; choose another name.",
+                    field="name")
 
 
 def create(session: Session, data: IdentityInput) -> Identity:
@@ -286,9 +297,12 @@ def _live_row(session: Session, identity_id: int) -> Identity:
     return row
 
 
-def update(session: Session, identity_id: int, data: IdentityInput) -> Identity:
-    """Save the new values (a missing transport or secret keeps the current one), committed.
-    A changed transport URL resumes a paused identity: the owner fixed what paused it."""
+def update(session: Session, identity_id: int, data: IdentityInput, *,
+           commit: bool = True) -> Identity:
+    """Save the new values (a missing transport or secret keeps the current one), committed
+    (or by the caller, with `commit=False`: the automations that use it are refrozen in the
+    same transaction, from the floor above). A changed transport URL resumes a paused
+    identity: the owner fixed what paused it."""
     row = _live_row(session, identity_id)
     changed_transport = data.transport_url is not None and data.transport_url != row.transport_url
     row.name, row.name_key = data.name, data.name.lower()
@@ -307,7 +321,8 @@ def update(session: Session, identity_id: int, data: IdentityInput) -> Identity:
         raise _taken(data.name) from None
     if changed_transport:
         lifecycle.resume(session, identity_id, label=row.name)
-    session.commit()
+    if commit:
+        session.commit()
     return row
 
 

@@ -45,7 +45,15 @@ from urllib.parse import urlsplit
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError
 
-from broadside.delivery.transports import DeliveryError, MessageFields, OneByOne, Outgoing, SendResult, Shape
+from broadside.delivery.transports import (
+    DeliveryError,
+    MessageFields,
+    OneByOne,
+    Outgoing,
+    SendResult,
+    Shape,
+    network_words,
+)
 
 MimeFields = MessageFields  # (the name this module's callers know)
 
@@ -139,7 +147,8 @@ class HttpClient:
         except (HTTPError, OSError) as exc:
             # Nothing was written: provably not accepted.
             self.close()
-            raise DeliveryError("request", None, clip(f"could not connect to {self.base_url}: {exc}"),
+            raise DeliveryError("request", None, clip(f"could not connect to {self.base_url}: "
+                                                    f"{network_words(exc, self.base_url)}"),
                                 network=True, provider=self.provider) from None
         finally:
             pace()  # a failed connect is paced like any other attempt
@@ -150,7 +159,8 @@ class HttpClient:
         except (HTTPError, OSError, http.client.HTTPException) as exc:
             # The request may have been written in full: the provider may have accepted it.
             self.close()
-            raise DeliveryError("response", None, clip(f"no answer from {self.base_url}: {exc}"),
+            raise DeliveryError("response", None, clip(f"no answer from {self.base_url}: "
+                                                    f"{network_words(exc, self.base_url)}"),
                                 network=True, provider=self.provider) from None
         return Answer(response.status, response.headers, data)
 

@@ -61,7 +61,7 @@ from broadside.delivery.providers.http import (
     no_pace,
     parse_retry_after,
 )
-from broadside.delivery.transports import DeliveryError, Outgoing, SendResult
+from broadside.delivery.transports import DeliveryError, Outgoing, SendResult, network_words
 
 # Errors botocore raises before anything is written.
 _NOT_SENT = (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)
@@ -146,19 +146,29 @@ class SesTransport(ProviderTransport):
         except ClientError as exc:
             raise self._api_error(exc) from None
         except _NOT_SENT as exc:
-            raise DeliveryError("request", None, clip(str(exc)), network=True,
+            raise DeliveryError("request", None, self._unreached(exc), network=True,
                                 provider=self.scheme) from None
         except SSLError as exc:
             phase = "request" if _certificate_refused(exc) else "response"
-            raise DeliveryError(phase, None, clip(str(exc)), network=True, provider=self.scheme) from None
-        except _NOT_STARTED as exc:
-            raise DeliveryError("request", None, clip(str(exc)), provider=self.scheme) from None
+            raise DeliveryError(phase, None, self._unreached(exc), network=True,
+                                provider=self.scheme) from None
+        except NoCredentialsError:
+            raise DeliveryError("request", None, "no access key was given for Amazon SES: put "
+                                "it in the transport URL", provider=self.scheme) from None
+        except _NOT_STARTED as exc:  # botocore's own check of the request, before sending it
+            raise DeliveryError("request", None, clip(f"not sent, the request was refused "
+                                                      f"before it left: {exc}"),
+                                provider=self.scheme) from None
         except BotoCoreError as exc:
             # ReadTimeoutError, ConnectionClosedError, HTTPClientError, …: after the connect,
             # so the request may have been accepted.
-            raise DeliveryError("response", None, clip(str(exc)), network=True,
+            raise DeliveryError("response", None, f"no answer from Amazon SES: "
+                                f"{network_words(exc, self.description)}", network=True,
                                 provider=self.scheme) from None
         return answer
+
+    def _unreached(self, exc: Exception) -> str:
+        return f"could not reach Amazon SES: {network_words(exc, self.description)}"
 
     def _api_error(self, exc: ClientError) -> DeliveryError:
         response = exc.response

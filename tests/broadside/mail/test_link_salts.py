@@ -6,7 +6,7 @@ from broadside.audience import signup
 from broadside.audience.subscribers import personal_data
 from broadside.campaigns.analytics import tokens as tracking
 from broadside.campaigns.archive import links
-from broadside.mail import unsubscribe_tokens
+from broadside.mail import password_reset, unsubscribe_tokens
 
 
 def test_the_salts_of_links_in_inboxes_never_change():
@@ -16,4 +16,5 @@ def test_the_salts_of_links_in_inboxes_never_change():
     assert tracking.OPEN_SALT == "broadside.analytics.open.v1"
     assert tracking.CLICK_SALT == "broadside.analytics.click.v1"
     assert personal_data.FORMAT == "broadside.personal-data.v1"
+    assert password_reset.SALT == "broadside.password-reset.v1"
 

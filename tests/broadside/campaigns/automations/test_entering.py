@@ -23,6 +23,9 @@ from broadside.core.models import (
 from broadside.segments import service as segments
 from webapp.extensions import db
 
+# Every email prints a postal address: automations need Settings' to be enabled and to send.
+pytestmark = pytest.mark.usefixtures("postal_address")
+
 
 def a_list(name="Weekly") -> int:
     mailing_list = MailingList(name=name)
