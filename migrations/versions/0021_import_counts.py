@@ -5,16 +5,16 @@
   result page says so, or that the list had no enabled welcome automation (it used to say
   welcomes were sent either way).
 
-Revision ID: 0020_exports
-Revises: 0019
+Revision ID: 0021
+Revises: 0020
 """
 from alembic import op
 import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision = '0020_exports'
-down_revision = '0019'
+revision = '0021'
+down_revision = '0020'
 branch_labels = None
 depends_on = None
 
