@@ -130,7 +130,7 @@ def test_a_running_import_shows_its_exact_total(page: Page, live_server, owner, 
 
 @pytest.mark.parametrize("size", list(WIDTHS))
 def test_the_welcome_box_says_before_the_upload_and_after_whether_anyone_is_welcomed(
-        page: Page, live_server, owner, app, size, screenshot_dir, tmp_path):
+        page: Page, live_server, owner, app, size, screenshot_dir, tmp_path, postal_address):
     from broadside.campaigns.automations import service as automations
 
     bare = lists.create_list(db.session, "Product announcements").id

@@ -26,7 +26,7 @@ def welcome_series(app, list_id: int, name: str) -> None:
 
 
 @pytest.fixture
-def two_lists(app):
+def two_lists(app, postal_address):
     bare = lists.create_list(db.session, "Bare").id
     greeted = lists.create_list(db.session, "Greeted").id
     welcome_series(app, greeted, "Say hello")

@@ -289,7 +289,24 @@ def records(path: Path, on_blank: Callable[[int], object] | None = None
             except csv.Error as exc:
                 start = end + 1
                 end = reader.line_num
-                yield start, None, f"malformed CSV: {exc}"
+                yield start, None, malformed_words(exc)
+
+
+def malformed_words(exc: csv.Error) -> str:
+    """Why a record could not be read as CSV, in the owner's words (Python's own, such as
+    "new-line character seen in unquoted field - do you need to open the file with
+    newline=''?", are not written for them)."""
+    said = str(exc)
+    if "NUL" in said:
+        return "malformed CSV: the line contains a NUL character (is the file really text?)"
+    if "field larger than field limit" in said:
+        return "malformed CSV: a cell is too long (over the largest cell accepted)"
+    if "new-line" in said:
+        return ("malformed CSV: a line break inside a cell that is not in double quotes; save "
+                "the file again as CSV from your spreadsheet")
+    return ("malformed CSV: a quote is not closed, or text follows a closing quote; a cell that "
+            "holds commas, quotes or line breaks goes in double quotes, with each quote inside "
+            "it doubled")
 
 
 def count_records(path: Path) -> int:
