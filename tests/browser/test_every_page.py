@@ -265,6 +265,7 @@ NOT_PAGES = {
     "broadcasts.progress": "an htmx fragment of the broadcast page",
     "broadcasts.test_status": "an htmx fragment: a test send's status line",
     "subscribers.import_progress": "an htmx fragment of the import status page",
+    "subscribers.import_welcome_hint": "an htmx fragment of the import form",
     "subscribers.bulk_progress": "an htmx fragment of the bulk action's page",
     "settings.design_preview": "an htmx fragment of the Design page",
     "brand.logo": "an image",

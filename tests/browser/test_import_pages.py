@@ -126,3 +126,45 @@ def test_a_running_import_shows_its_exact_total(page: Page, live_server, owner, 
     expect(page.get_by_role("progressbar", name="Import progress")).to_have_attribute("value", "42")
     fits(page, "a running import")
     page.screenshot(path=str(screenshot_dir / f"import-running-{size}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("size", list(WIDTHS))
+def test_the_welcome_box_says_before_the_upload_and_after_whether_anyone_is_welcomed(
+        page: Page, live_server, owner, app, size, screenshot_dir, tmp_path, postal_address):
+    from broadside.campaigns.automations import service as automations
+
+    bare = lists.create_list(db.session, "Product announcements").id
+    greeted = lists.create_list(db.session, "Monthly news").id
+    data = automations.parse_input({
+        "name": "Hello and welcome", "trigger": {"type": "joined_list", "list_id": greeted},
+        "steps": [{"delay": "PT0S", "subject": "Hi", "body": "Welcome."}]})
+    automations.enable(db.session, automations.create_automation(
+        db.session, data, default_from=app.config["MAIL_FROM"]).id)
+    upload = tmp_path / "people.csv"
+    upload.write_bytes(b"email,name\nann@example.com,Ann\n\nbob@example.com,Bob\n,\n")
+
+    page.set_viewport_size({"width": WIDTHS[size], "height": 900})
+    sign_in(page, live_server.url)
+    page.goto(f"{live_server.url}/subscribers/import?list={greeted}")
+    hint = page.locator("#welcome-hint")
+    expect(hint).to_have_text("Welcome series on this list: Hello and welcome.")
+    # Another list: the line is asked again, before anything is uploaded.
+    page.get_by_label("Into list").select_option(str(bare))
+    expect(page.locator("#welcome-hint")).to_contain_text(
+        "No enabled welcome automation on this list: nobody would get one.")
+    page.get_by_role("checkbox", name="Send the welcome series").check()
+    fits(page, "the import form with no welcome series")
+    page.screenshot(path=str(screenshot_dir / f"import-form-no-welcome-{size}.png"),
+                    full_page=True)
+
+    page.get_by_label("CSV file").set_input_files(str(upload))
+    page.get_by_role("radio", name="They already opted in").check()
+    page.get_by_role("button", name="Import").click()
+    expect(page.get_by_text("The import is finished.")).to_be_visible()
+    expect(page.locator("#welcome-outcome")).to_have_text(
+        "Nobody got the welcome series you asked for: this list had no enabled welcome "
+        "automation when the import ran.")
+    expect(page.locator("#empty-rows")).to_have_text("2 empty rows were skipped (lines 3, 5).")
+    fits(page, "the import result with nobody welcomed")
+    page.screenshot(path=str(screenshot_dir / f"import-result-no-welcome-{size}.png"),
+                    full_page=True)

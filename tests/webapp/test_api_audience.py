@@ -166,7 +166,8 @@ def test_import_answers_with_counts_every_rejection_and_its_row(client, api_head
             {"line": 4, "reason": "duplicate of line 2 (the same address)",
              "row": ["A@example.com", "dup"]}],
         "rejected_count": 2,
-        "warnings": [{"line": 6, "message": "name shortened to 200 characters (it had 230)"}]}
+        "warnings": [{"line": 6, "message": "name shortened to 200 characters (it had 230)"}],
+        "empty_rows": 0, "welcomed": 0, "welcome_note": None}
     assert "not a valid email address" in response.json["rejected"][0]["reason"]
     again = post_csv(client, api_headers, weekly, content)
     assert (again.json["imported"], again.json["updated"]) == (0, 3)

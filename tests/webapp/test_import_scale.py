@@ -307,8 +307,8 @@ def test_a_file_that_fails_to_read_midway_keeps_the_batches_before_and_fails(
         small_batches, monkeypatch, app, logged_in_client, weekly):
     real = importer.records
 
-    def breaks_after_seven(path):
-        for n, record in enumerate(real(path)):
+    def breaks_after_seven(path, **options):
+        for n, record in enumerate(real(path, **options)):
             if n == 7:
                 raise OSError("read error")
             yield record

@@ -21,7 +21,9 @@ tests/webapp/test_api_audience.py).
   people active; "confirm" adds them unconfirmed and the worker sends
   each the sign-up form's confirmation email (status "asking" until they are all queued).
   `welcome` 1/true: exactly the people the import adds to the list enter its welcome
-  automations (0/false or absent: nobody does; people asked to confirm enter on confirming).
+  automations (0/false or absent: nobody does; people asked to confirm enter on confirming);
+  the answer's "welcomed" counts them, and "welcome_note" says when the list has no enabled
+  welcome automation (nobody is welcomed). "empty_rows": the file's blank rows, skipped.
 Bad input is 422 {"error"}, unknown ids 404 {"error"}.
 """
 
@@ -204,7 +206,18 @@ def _import_result(record, rejections) -> dict:
         rejected=[{"line": r.line, "reason": r.reason, "row": r.fields} for r in rejections],
         rejected_count=record.rejected,
         warnings=[{"line": w.line, "message": w.reason} for w in warnings],
+        empty_rows=record.empty_rows, welcomed=record.welcomed,
+        welcome_note=_welcome_note(record),
     )
+
+
+def _welcome_note(record) -> str | None:
+    """Said when the import asked for the welcome series and the list has none to give."""
+    if not record.welcome or import_report.welcome_series(db.session, record.list_id):
+        return None
+    return ("No enabled welcome automation on this list: nobody "
+            + ("who confirms gets" if record.consent == "confirm" else "got")
+            + " the welcome series.")
 
 
 @bp.route("/imports/<int:import_id>", methods=["GET"])

@@ -141,7 +141,9 @@ LIST_PATHS: dict[str, Any] = {
         "Lists", "importCsv", "Import a CSV file into a list",
         "Multipart form with the file in the field `file`; a header row with an `email` column "
         "(and optionally `name` and attribute columns; `rejected_line` and `rejected_reason`, "
-        "the columns of a rejected-rows download, are ignored). `consent` says how these "
+        "the columns of a rejected-rows download, are ignored; of an export's columns, a row "
+        "whose `status` is unsubscribed or whose `suppression` names one is skipped, and the "
+        "dates and `lists` are ignored). `consent` says how these "
         "people agreed to receive mail: `opted_in` (the default) adds new people as active "
         "(nobody is emailed); `confirm` adds them unconfirmed, and the worker sends each the "
         "sign-up form's confirmation email at the sending pace (`status` is `asking` until "
@@ -176,7 +178,8 @@ LIST_PATHS: dict[str, Any] = {
             "rejected": [{"line": 4, "reason": "not a valid email address",
                           "row": ["ann@example", "Ann", "Paris"]}],
             "rejected_count": 1,
-            "warnings": [{"line": 6, "message": "name shortened to 200 characters (it had 231)"}]}),
+            "warnings": [{"line": 6, "message": "name shortened to 200 characters (it had 231)"}],
+            "empty_rows": 0, "welcomed": 0, "welcome_note": None}),
                    "202": reply("Stored; the worker imports it.", "ImportQueued", {
                        "import_id": 8, "status": "queued", "status_url": "/api/imports/8"}),
                    "413": reply("The file is larger than the import limit.", "Error"),
@@ -193,7 +196,8 @@ LIST_PATHS: dict[str, Any] = {
         responses={"200": reply("The import.", "ImportStatus", {
             "import_id": 8, "status": "running", "consent": "opted_in", "imported": 40000,
             "updated": 0, "skipped": {"unsubscribed": 0, "suppressed": 0}, "rejected": [],
-            "rejected_count": 0, "warnings": [], "total_rows": 1000000,
+            "rejected_count": 0, "warnings": [], "empty_rows": 0, "welcomed": 0,
+            "welcome_note": None, "total_rows": 1000000,
             "processed_rows": 40000, "error": None})},
         errors=("NotFound",))},
 }

@@ -171,6 +171,12 @@ IMPORT_RESULT: dict[str, Any] = {
     "rejected_count": {"type": "integer", "description": "Every rejected row, listed or not."},
     "warnings": {"type": "array", "description": "Rows imported with a change.",
                  "items": obj({"line": {"type": "integer"}, "message": {"type": "string"}})},
+    "empty_rows": {"type": "integer", "description": "Blank rows of the file, skipped."},
+    "welcomed": {"type": "integer", "description": (
+        "People the import entered into the list's welcome series (`welcome`).")},
+    "welcome_note": {"type": ["string", "null"], "description": (
+        "With `welcome`: said when the list has no enabled welcome automation, so nobody "
+        "is welcomed; null otherwise.")},
 }
 
 

@@ -54,14 +54,32 @@ def _import_form(formdata: bool = True) -> ImportForm:
     form.list_id.choices = [(item.id, item.name) for item in all_lists(db.session)]
     if request.method == "GET" and (list_id := int_arg("list")) is not None:
         form.list_id.data = list_id
+    # Choosing another list tells, before any upload, who its welcome series would reach.
+    form.list_id.render_kw = {"hx-get": url_for("subscribers.import_welcome_hint"),
+                              "hx-target": "#welcome-hint", "hx-swap": "outerHTML"}
     return form
+
+
+def _chosen_list(form: ImportForm) -> int | None:
+    if form.list_id.data in {choice[0] for choice in form.list_id.choices or []}:
+        return form.list_id.data
+    return form.list_id.choices[0][0] if form.list_id.choices else None
 
 
 def _render_import(form: ImportForm, status: int = 200):
     return render_template(
         "subscribers/import.html", form=form,
         max_bytes=current_app.config["MAX_IMPORT_BYTES"],
+        welcome_series=import_report.welcome_series(db.session, _chosen_list(form)),
     ), status
+
+
+@bp.route("/import/welcome-hint")
+def import_welcome_hint():
+    """htmx: the welcome checkbox's line about the list chosen (`list_id`)."""
+    list_id = int_arg("list_id")
+    return render_template("subscribers/_welcome_hint.html",
+                           welcome_series=import_report.welcome_series(db.session, list_id))
 
 
 @bp.route("/import", methods=["GET", "POST"])
@@ -104,13 +122,24 @@ def import_status(import_id: int):
         rejections=import_report.first_rows(db.session, import_id, "rejected"),
         warnings=import_report.first_rows(db.session, import_id, "warning"),
         columns=import_report.columns_of(state.record), kept_limit=import_report.MAX_KEPT_ROWS,
+        **_outcome(state),
     )
+
+
+def _outcome(state: import_report.Progress) -> dict:
+    """What the result says beyond the counts: the blank lines skipped, and the welcome
+    series a `welcome` import's people would enter on confirming."""
+    record = state.record
+    return {"empty_lines": import_report.empty_lines(db.session, record.id)
+            if record.empty_rows else [],
+            "welcome_series": import_report.welcome_series(db.session, record.list_id)
+            if record.welcome else []}
 
 
 @bp.route("/imports/<int:import_id>/progress")
 def import_progress(import_id: int):
     state = import_report.progress(db.session, import_id, current_app.instance_path)
-    html = render_template("subscribers/_import_progress.html", state=state)
+    html = render_template("subscribers/_import_progress.html", state=state, **_outcome(state))
     # The import is over: tell htmx to stop polling.
     return html, STOP_POLLING if state.finished else 200
 

@@ -55,6 +55,13 @@ _SQLITE_STAGE = ("CREATE TEMP TABLE IF NOT EXISTS import_stage (email TEXT PRIMA
 # merge: the file only has non-empty string values, so RFC 7396's null rule never applies).
 _PG_OLD = ("CASE WHEN json_typeof(s.attributes) = 'object' THEN s.attributes::jsonb "
            "ELSE '{}'::jsonb END")
+# The file's attributes to write over a known person's: all of them but those that only spell
+# the stored value as text (an export writes the number 42, true or a list as its JSON: read
+# back, "42" must not turn the number into a string). Only in the SET of a row that changes.
+_PG_PATCH = f"""(SELECT coalesce(jsonb_object_agg(f.key, f.value), '{{}}'::jsonb)
+  FROM jsonb_each(st.attributes::jsonb) AS f
+  WHERE (jsonb_typeof({_PG_OLD} -> f.key) IN ('number', 'boolean', 'array', 'object')
+         AND ({_PG_OLD} -> f.key)::text = f.value #>> '{{}}') IS NOT TRUE)"""
 # Whether a known person's name or attributes would change. The stored text equal to the
 # staged one (an earlier import of the same row stored exactly it) is answered without
 # parsing either as jsonb; `IS TRUE`: a NULL column falls through to the full comparison.
@@ -76,7 +83,7 @@ WITH found AS MATERIALIZED (
 ), refreshed AS (
   UPDATE subscribers AS s
   SET name = CASE WHEN st.name <> '' THEN st.name ELSE s.name END,
-      attributes = ({_PG_OLD} || st.attributes::jsonb)::json
+      attributes = ({_PG_OLD} || {_PG_PATCH})::json
   FROM found AS st
   WHERE st.changed AND s.id = st.id AND {_PG_CHANGED}
 )
@@ -88,10 +95,19 @@ FROM found
 """
 _SQLITE_OLD = ("CASE WHEN json_type(subscribers.attributes) = 'object' "
                "THEN subscribers.attributes ELSE '{}' END")
+# `_PG_PATCH` on SQLite (json_each gives a number's, a boolean's or a list's own text).
+_SQLITE_PATCH = f"""(SELECT coalesce(json_group_object(f.key, f.value), '{{}}')
+  FROM json_each(st.attributes) AS f
+  WHERE NOT EXISTS (SELECT 1 FROM json_each({_SQLITE_OLD}) AS o
+    WHERE o.key = f.key AND o.type NOT IN ('text', 'null')
+      AND (CASE o.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
+           ELSE CAST(o.value AS TEXT) END)
+          = (CASE WHEN o.type IN ('array', 'object') AND json_valid(f.value)
+             THEN json(f.value) ELSE f.value END)))"""
 _SQLITE_UPDATE = f"""
 UPDATE subscribers
 SET name = CASE WHEN st.name <> '' THEN st.name ELSE subscribers.name END,
-    attributes = json_patch({_SQLITE_OLD}, st.attributes)
+    attributes = json_patch({_SQLITE_OLD}, {_SQLITE_PATCH})
 FROM import_stage AS st
 WHERE subscribers.email IN (SELECT email FROM import_stage) AND subscribers.email = st.email
   AND ((st.name <> '' AND st.name IS NOT subscribers.name)
@@ -206,7 +222,9 @@ def write_batch(session: Session, list_id: int, import_id: int, batch: Sequence[
             {"subscriber": person, "list_id": list_id, "status": status, "source": "import"}
             for person in emitter.people(session, joined).values()], now)
         if welcome and not asking:
-            enter_joined(session, list_id, joined, source="import", now=now)
+            # People welcomed, not entries made (each person enters every welcome series).
+            counts["welcomed"] = min(
+                enter_joined(session, list_id, joined, source="import", now=now), len(joined))
     return counts
 
 

@@ -7,6 +7,13 @@ cannot be imported) is `broadside.audience.transfer.people`.
 A rejected-rows download (`broadside.audience.transfer.report`) puts its own two columns,
 `rejected_line` and `rejected_reason`, before the row as uploaded; this reader ignores
 those two columns, so the owner can fix the rows in place and upload that file as it is.
+
+An export (`broadside.audience.transfer.export`) adds columns that say where each person
+stands (`EXPORT_COLUMNS`); they are never attributes. `status` and `suppression` are read
+(`broadside.audience.transfer.people`: a row that says the person left or is suppressed is not
+put on the list); the dates, `unsubscribe_source` and `lists` are ignored (a list's dates are
+its own). An attribute named like one of them is exported as `attributes.<name>`, read back
+here as that attribute.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import csv
 import io
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -34,6 +41,31 @@ LINE_TOO_LONG = "the line is longer than 1 MB"
 BLOCK_BYTES = 256 * 1024
 # The columns a rejected-rows download adds; an import ignores them (see the docstring).
 REPORT_COLUMNS = ("rejected_line", "rejected_reason")
+# The columns an export adds after email and name: a list's, and any other view's.
+LIST_COLUMNS = ("status", "joined_at", "confirmed_at", "unsubscribed_at", "unsubscribe_source",
+                "suppression", "suppressed_at")
+VIEW_COLUMNS = ("lists", "joined_at", "suppression", "suppressed_at")
+EXPORT_COLUMNS = (*LIST_COLUMNS, "lists")
+# Column names an attribute can have only as `attributes.<name>` (no attribute is called
+# email or name: `broadside.audience.subscribers.service.RESERVED_ATTRIBUTES`).
+_PREFIXED = {*REPORT_COLUMNS, *EXPORT_COLUMNS}
+_NOT_ATTRIBUTES = {"email", "name", *_PREFIXED}
+ATTRIBUTE_PREFIX = "attributes."
+
+
+def attribute_column(key: str) -> str:
+    """The column an export writes attribute `key` in (`attributes.<key>` for a name an
+    import would read as one of its own columns)."""
+    return ATTRIBUTE_PREFIX + key if key.lower() in _PREFIXED else key
+
+
+def _attribute_key(column: str) -> str:
+    """The attribute a column holds (`attribute_column`'s reverse)."""
+    if column[:len(ATTRIBUTE_PREFIX)].lower() == ATTRIBUTE_PREFIX:
+        key = column[len(ATTRIBUTE_PREFIX):]
+        if key.lower() in _PREFIXED:
+            return key
+    return column
 
 
 @dataclass
@@ -45,6 +77,9 @@ class Header:
     attribute_columns: list[tuple[int, str]]
     # Where a rejected-rows download's own columns are (ignored: see the module docstring).
     report_indices: tuple[int, ...] = ()
+    # An export's `status` and `suppression` columns, where the file has them.
+    status_index: int | None = None
+    suppression_index: int | None = None
 
     @property
     def original_columns(self) -> list[str]:
@@ -95,9 +130,11 @@ def parse_header(first_line: bytes) -> Header:
     email_index = lowered.index("email")
     name_index = lowered.index("name") if "name" in lowered else None
     report = tuple(i for i, c in enumerate(lowered) if c in REPORT_COLUMNS)
-    attributes = [(i, c) for i, c in enumerate(columns)
-                  if c and i not in (email_index, name_index) and i not in report]
-    return Header(delimiter, columns, email_index, name_index, attributes, report)
+    attributes = [(i, _attribute_key(c)) for i, c in enumerate(columns)
+                  if c and lowered[i] not in _NOT_ATTRIBUTES]
+    return Header(delimiter, columns, email_index, name_index, attributes, report,
+                  lowered.index("status") if "status" in lowered else None,
+                  lowered.index("suppression") if "suppression" in lowered else None)
 
 
 def check_file(path: Path) -> Header:
@@ -215,12 +252,14 @@ class _Lines:
                 yield chunk.decode("utf-8", "replace")
 
 
-def records(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
+def records(path: Path, on_blank: Callable[[int], object] | None = None
+            ) -> Iterator[tuple[int, list[str] | None, str | None]]:
     """(line where the record starts, fields, reason when rejected) for each record.
 
     A record is rejected with its fields when they could be read (a line that is not UTF-8
     comes with its bad bytes replaced by U+FFFD) and with None when not (malformed CSV, a
-    line over 1 MB).
+    line over 1 MB). A blank record (every field empty or spaces) is not yielded: its line
+    goes to `on_blank`, so the import can say how many it skipped.
     """
     with open(path, "rb") as raw:
         header = parse_header(raw.readline(HEADER_SNIFF_BYTES))
@@ -244,11 +283,30 @@ def records(path: Path) -> Iterator[tuple[int, list[str] | None, str | None]]:
                     # exactly when each field's strip() is.
                     if fields and (fields[0].strip() or "".join(fields).strip()):
                         yield start, fields, None
+                    elif on_blank is not None:
+                        on_blank(start)
                 return
             except csv.Error as exc:
                 start = end + 1
                 end = reader.line_num
-                yield start, None, f"malformed CSV: {exc}"
+                yield start, None, malformed_words(exc)
+
+
+def malformed_words(exc: csv.Error) -> str:
+    """Why a record could not be read as CSV, in the owner's words (Python's own, such as
+    "new-line character seen in unquoted field - do you need to open the file with
+    newline=''?", are not written for them)."""
+    said = str(exc)
+    if "NUL" in said:
+        return "malformed CSV: the line contains a NUL character (is the file really text?)"
+    if "field larger than field limit" in said:
+        return "malformed CSV: a cell is too long (over the largest cell accepted)"
+    if "new-line" in said:
+        return ("malformed CSV: a line break inside a cell that is not in double quotes; save "
+                "the file again as CSV from your spreadsheet")
+    return ("malformed CSV: a quote is not closed, or text follows a closing quote; a cell that "
+            "holds commas, quotes or line breaks goes in double quotes, with each quote inside "
+            "it doubled")
 
 
 def count_records(path: Path) -> int:

@@ -20,7 +20,12 @@ Counting: `imported` is a person newly put on the list. `updated` is someone alr
 and subscribed or waiting for confirmation (name and attributes refreshed, status kept).
 `skipped_unsubscribed` and `skipped_suppressed` are accepted rows left off the list: they
 unsubscribed from it, or their address is suppressed (bounced, complained, blocked); their
-name and attributes are refreshed all the same.
+name and attributes are refreshed all the same. A row of an export that says the person left
+(`status` unsubscribed) or is suppressed is counted so too and written nowhere: an exported
+file imported again, here or into another list, never puts back anyone who left. `empty_rows`
+are the blank lines, skipped (the first are kept with their line numbers, kind "empty").
+`welcomed`: the people a `welcome` import entered into a welcome series (none when the list has
+no enabled welcome automation, which the form and the result page say).
 
 `Import.status` moves only through `broadside.audience.transfer.lifecycle` (queued -> running
 -> (asking ->) done, or failed; each move a guarded UPDATE); this module calls its moves.
@@ -82,12 +87,15 @@ class Tally:
     skipped_suppressed: int = 0
     rejected: int = 0
     warnings: int = 0
+    empty_rows: int = 0
+    welcomed: int = 0
 
     def counts(self) -> dict[str, int]:
         return {"processed_rows": self.processed, "imported": self.imported,
                 "updated": self.updated, "skipped_unsubscribed": self.skipped_unsubscribed,
                 "skipped_suppressed": self.skipped_suppressed, "rejected": self.rejected,
-                "warnings": self.warnings}
+                "warnings": self.warnings, "empty_rows": self.empty_rows,
+                "welcomed": self.welcomed}
 
 
 # (line, kind, reason, the fields as uploaded or None): a row for the import's report.
@@ -108,6 +116,7 @@ class Chunk:
     found: list[Note]
     processed: int
     rejected: int
+    empty: int = 0
 
 
 def read_chunks(path: Path, header: Header) -> Iterator[Chunk]:
@@ -116,8 +125,13 @@ def read_chunks(path: Path, header: Header) -> Iterator[Chunk]:
     normalise = EmailNormaliser()
     pending: list[tuple[int, Accepted, list[str]]] = []
     found: list[Note] = []
-    processed = rejected = 0
-    for line, fields, reason in records(path):
+    processed = rejected = empty = 0
+    blank: list[int] = []
+    for line, fields, reason in records(path, on_blank=blank.append):
+        if blank:
+            found.extend((at, "empty", "an empty row", None) for at in blank)
+            empty += len(blank)
+            blank.clear()
         processed += 1
         if fields is not None and reason is None:
             try:
@@ -128,9 +142,10 @@ def read_chunks(path: Path, header: Header) -> Iterator[Chunk]:
             rejected += 1
             found.append(rejection(header, line, reason, fields))
         if len(pending) >= BATCH_SIZE or len(found) >= BATCH_SIZE:
-            yield Chunk(pending, found, processed, rejected)
+            yield Chunk(pending, found, processed, rejected, empty)
             pending, found = [], []
-    yield Chunk(pending, found, processed, rejected)
+    found.extend((at, "empty", "an empty row", None) for at in blank)
+    yield Chunk(pending, found, processed, rejected, empty + len(blank))
 
 
 def run_import(session: Session, import_id: int, path: Path,
@@ -161,7 +176,7 @@ def run_import(session: Session, import_id: int, path: Path,
     found: list[Note] = []
     # Rows kept so far, by kind. A run after a crash reads the file again from the top, so
     # what an earlier run kept goes (in the first batch's transaction).
-    kept = {"rejected": 0, "warning": 0}
+    kept = {"rejected": 0, "warning": 0, "empty": 0}
     session.execute(ImportRejection.__table__.delete().where(
         ImportRejection.__table__.c.import_id == import_id))
     seen = SeenAddresses(path.with_suffix(".seen"))
@@ -188,6 +203,11 @@ def run_import(session: Session, import_id: int, path: Path,
                     found.append(rejection(header, at, f"duplicate of line {was} (the same address)",
                                            row))
                     continue
+                if accepted.suppression or accepted.status == "unsubscribed":
+                    # The file says they left or are suppressed: never put on the list.
+                    tally.skipped_suppressed += bool(accepted.suppression)
+                    tally.skipped_unsubscribed += not accepted.suppression
+                    continue
                 batch.append((accepted.email, accepted.name, accepted.attributes))
                 for warning in accepted.warnings:
                     tally.warnings += 1
@@ -205,6 +225,7 @@ def run_import(session: Session, import_id: int, path: Path,
                 setattr(tally, name, getattr(tally, name) + value)
         tally.processed = chunk.processed
         tally.rejected = chunk.rejected + duplicates
+        tally.empty_rows = chunk.empty
         notes = []
         for at, kind, reason, kept_row in sorted(found, key=lambda note: note[0]):
             if kept[kind] < MAX_KEPT_ROWS:

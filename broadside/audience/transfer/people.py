@@ -5,6 +5,9 @@ is `broadside.audience.transfer.csvfile`'s.
 
 A cell the export protected against spreadsheet formulas (a leading apostrophe before `=`,
 `+`, `-`, `@`) is read back as it was (`unescape_cell`), so an exported file imports as is.
+An export's `status` and `suppression` columns are read into the record (what the importer
+does with them is its own: a person the file says left, or is suppressed, is not put on the
+list); a value the import does not know there rejects the row, so nothing is guessed.
 """
 
 from __future__ import annotations
@@ -15,14 +18,34 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broadside.audience.subscribers.service import MAX_ATTRIBUTE_VALUE, MAX_EMAIL, MAX_NAME
-from broadside.audience.transfer.csvfile import FORMULA_PREFIXES, Header
+from broadside.audience.transfer.csvfile import ATTRIBUTE_PREFIX, FORMULA_PREFIXES, Header
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import ValidationError
+from broadside.core.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
 
 
 def unescape_cell(value: str) -> str:
-    if len(value) > 1 and value[0] == "'" and value[1] in FORMULA_PREFIXES:
+    """The cell as it was before the export's apostrophe (`export.safe_cell`'s reverse)."""
+    if len(value) > 1 and value[0] == "'" and value[1:].lstrip("'").startswith(FORMULA_PREFIXES):
         return value[1:]
+    return value
+
+
+# What an export's `status` and `suppression` columns may say ("": nothing said).
+FILE_STATUSES = ("", *SUBSCRIPTION_STATUSES)
+FILE_SUPPRESSIONS = ("", *SUPPRESSIONS)
+
+
+def _column_value(fields: list[str], index: int | None, column: str,
+                  allowed: tuple[str, ...]) -> str:
+    if index is None or index >= len(fields):
+        return ""
+    value = fields[index].strip().lower()
+    if value not in allowed:
+        raise ValidationError(
+            f"the {column} column says {fields[index].strip()[:40]!r}: an import reads "
+            f"{', '.join(allowed[1:-1])} or {allowed[-1]} there, or nothing (to keep it as an "
+            f"attribute, call the column {ATTRIBUTE_PREFIX + column!r})")
     return value
 
 
@@ -99,6 +122,9 @@ class Accepted:
     name: str
     attributes: dict[str, str]
     warnings: list[str]
+    # What the file's `status` and `suppression` columns say ("": nothing, or no such column).
+    status: str = ""
+    suppression: str = ""
 
 
 def validate_record(header: Header, fields: list[str],
@@ -150,4 +176,9 @@ def validate_record(header: Header, fields: list[str],
             )
         if value:
             attributes[key] = value
-    return Accepted(email, name, attributes, warnings)
+    if header.status_index is None and header.suppression_index is None:
+        return Accepted(email, name, attributes, warnings)
+    return Accepted(email, name, attributes, warnings,
+                    _column_value(fields, header.status_index, "status", FILE_STATUSES),
+                    _column_value(fields, header.suppression_index, "suppression",
+                                  FILE_SUPPRESSIONS))

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from broadside.audience.transfer.csvfile import HEADER_SNIFF_BYTES, REPORT_COLUMNS
 from broadside.audience.transfer.export import safe_cell
+from broadside.campaigns.automations.entering import welcome_automations
 from broadside.core.errors import NotFound
 from broadside.core.models import Import, ImportRejection
 
@@ -69,6 +70,19 @@ def first_rows(session: Session, import_id: int, kind: str,
                                       ImportRejection.kind == kind)
         .order_by(ImportRejection.line, ImportRejection.id).limit(limit)
     ))
+
+
+def welcome_series(session: Session, list_id: int | None) -> list[str]:
+    """The names of the automations that would welcome someone this list's import adds now
+    (none: ticking "send the welcome series" welcomes nobody, and the pages say so)."""
+    if list_id is None:
+        return []
+    return [automation.name for automation in welcome_automations(session, list_id)]
+
+
+def empty_lines(session: Session, import_id: int, limit: int = 10) -> list[int]:
+    """The lines of the first blank rows the import skipped."""
+    return [row.line for row in first_rows(session, import_id, "empty", limit=limit)]
 
 
 def columns_of(record: Import) -> list[str]:

@@ -154,6 +154,11 @@ class Import(Model):
     warnings: Mapped[int] = mapped_column(default=0, server_default="0")
     # Confirmation emails queued for the people a "confirm" import added.
     asked: Mapped[int] = mapped_column(default=0, server_default="0")
+    # Blank rows of the file, skipped (each one's line is kept as an ImportRejection of kind
+    # "empty", the first few thousand).
+    empty_rows: Mapped[int] = mapped_column(default=0, server_default="0")
+    # People a `welcome` import entered into the list's welcome series (0 when it had none).
+    welcomed: Mapped[int] = mapped_column(default=0, server_default="0")
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]

@@ -76,7 +76,7 @@ def reference_records(path: Path) -> list[tuple[int, list[str] | None, str | Non
                 return out
             except csv.Error as exc:
                 end = reader.line_num
-                out.append((start, None, f"malformed CSV: {exc}"))
+                out.append((start, None, csvfile.malformed_words(exc)))
                 continue
             end = reader.line_num
             if lines.bad:
@@ -256,3 +256,14 @@ def test_the_count_of_unquoted_files_with_blank_rows_is_exact(tmp_path, monkeypa
 def test_the_block_is_shorter_than_the_longest_line_read():
     # A clean block's lines are never "too long" only because a block is shorter than that.
     assert csvfile.BLOCK_BYTES < csvfile.MAX_LINE_BYTES
+
+
+def test_a_record_csv_cannot_read_is_refused_in_the_owners_words(tmp_path):
+    """Python's csv message ("new-line character seen in unquoted field - do you need to open
+    the file with newline=''?") speaks to a programmer; the import's page shows the reason."""
+    path = tmp_path / "broken.csv"
+    path.write_bytes(b"email,name\na@example.com,b\rc,d\nb@example.com,Bo\n")
+    rejected = [(line, reason) for line, fields, reason in records(path) if reason]
+    assert rejected == [(2, "malformed CSV: a line break inside a cell that is not in double "
+                            "quotes; save the file again as CSV from your spreadsheet")]
+    assert "newline=" not in rejected[0][1]
