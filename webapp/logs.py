@@ -9,6 +9,9 @@ from gunicorn.glogging import Logger as _GunicornBaseLogger
 from broadside.core.logs import REDACTED, RedactFilter, secrets_in
 
 TRACKING_PATHS = ("/t/o/", "/t/c/")  # the analytics pixel and click routes
+# What an access-log line keeps of a reader's open or click: no address, token, user agent,
+# referrer or header (a click's Location is the address it leads to). Atoms not here print "-".
+TRACKING_ATOMS = ("l", "u", "t", "s", "m", "H", "b", "B", "T", "D", "M", "L", "p")
 
 
 class GunicornLogger(_GunicornBaseLogger):
@@ -30,9 +33,12 @@ class GunicornLogger(_GunicornBaseLogger):
         for key in ("{authorization}i", "{cookie}i", "{http_authorization}e", "{http_cookie}e"):
             if key in atoms:
                 atoms[key] = REDACTED
-        if str(atoms.get("U", "")).startswith(TRACKING_PATHS):
-            # A reader's open or click (webapp/analytics): no address of theirs in any log line.
-            for key in ("h", "{x-forwarded-for}i", "{x-real-ip}i", "{remote_addr}e"):
-                if key in atoms:
-                    atoms[key] = "-"
+        path = str(atoms.get("U", ""))
+        if path.startswith(TRACKING_PATHS):
+            # A reader's open or click (webapp/analytics): the line says a pixel or a link was
+            # hit, its status and when; nothing that tells who, or which copy.
+            kept = {key: atoms[key] for key in TRACKING_ATOMS if key in atoms}
+            route = path[:len("/t/o/")] + REDACTED
+            return {**kept, "h": "-", "u": "-", "U": route, "q": "", "f": "-", "a": "-",
+                    "r": f"{atoms.get('m', '-')} {route} {atoms.get('H', '-')}"}
         return atoms

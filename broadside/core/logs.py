@@ -51,6 +51,9 @@ _PATTERNS = (
     (re.compile(r"\bbs_[A-Za-z0-9_-]{16,128}"), "bs_" + REDACTED),
     # Unsubscribe links: /u/<signed token>[/preferences...] (tokens are at most 512 characters)
     (re.compile(r"/u/[A-Za-z0-9_.~%-]{8,600}"), "/u/" + REDACTED),
+    # A reader's tracking pixel and links: /t/o/<token>.gif, /t/c/<token> (webapp/analytics;
+    # a click token holds its link's address, so it is as long as a request line may be)
+    (re.compile(r"/t/([oc])/[A-Za-z0-9_.~%-]{8,8192}"), r"/t/\1/" + REDACTED),
     # Double opt-in links: /join/confirm/<signed token>
     (re.compile(r"/join/confirm/[A-Za-z0-9_.~%-]{8,600}"), "/join/confirm/" + REDACTED),
     # Password reset links: /password/reset/<signed token> (broadside.mail.password_reset)

@@ -42,7 +42,7 @@ def test_a_hostile_8kb_header_costs_the_log_line_milliseconds():
 
 
 def test_every_pattern_stays_linear_on_its_own_worst_case():
-    for unit in ("a.", "bs_", "/u/a", "/join/confirm/a", "Bearer ", "?password=", "a://a:"):
+    for unit in ("a.", "bs_", "/u/a", "/join/confirm/a", "Bearer ", "?password=", "a://a:", "/t/c/a"):
         line = unit * (HEADER_BYTES // len(unit))
         assert logging_seconds(line) < 0.05, unit
 
@@ -68,3 +68,14 @@ def test_passwords_in_query_strings_are_secrets_and_are_masked():
     # Even a URL the configuration does not know is masked by its shape.
     assert RedactFilter().redact("postgresql://h/db?sslmode=require&password=hunter22") == (
         "postgresql://h/db?sslmode=require&password=****")
+
+
+def test_tracking_tokens_are_redacted_in_any_line():
+    # The development server's access line and an unhandled error's line name the path
+    # (gunicorn's access log rewrites the whole line: tests/webapp/test_tracking_access_log.py).
+    redactor = RedactFilter()
+    click = "WzEsMCwiaHR0cHM6Ly9hY21lLmV4YW1wbGUvcC9yZWFkZXJAZXhhbXBsZS5jb20iLDE3OTZd.c2ln"
+    assert redactor.redact(f'"GET /t/c/{click} HTTP/1.1" 302') == '"GET /t/c/[redacted] HTTP/1.1" 302'
+    assert redactor.redact(f"Exception on /t/o/{click}.gif [GET]") == "Exception on /t/o/[redacted] [GET]"
+    long = "." + "A" * 3000 + ".sig"  # a click token grows with its link's address
+    assert redactor.redact(f"GET /t/c/{long} HTTP/1.1") == "GET /t/c/[redacted] HTTP/1.1"
