@@ -3,15 +3,19 @@
 Public (no login, no cookie set, GET only, nothing changed but a counter):
 - `GET /t/o/<token>.gif`: the 1x1 image of a tracked email. Counts one open (or one
   suspected-bot open) and answers a transparent GIF that no cache keeps. A token that is not
-  ours answers 404.
+  ours answers 404. One client loading the same image again within ten minutes is not counted
+  again (broadside.campaigns.analytics.repeats; with Redis down the image is answered all the
+  same and the hit counted).
 - `GET /t/c/<token>`: a tracked link. The token is signed over the broadcast, the link's
   position and the exact address (broadside.campaigns.analytics.tokens), so it is never an open
   redirect: a changed token, or one naming a link the broadcast does not have, answers 404;
   a good one counts the click (when tracking is on) and answers 302 to exactly that address.
-  With tracking turned off since, the reader still gets where the link pointed.
+  With tracking turned off since, the reader still gets where the link pointed. The same link
+  followed again by the same client within ten minutes is not counted again.
 Neither reads a cookie or writes the reader's address or user agent anywhere
-(broadside.campaigns.analytics.bots reads them to tell a machine from a reader and drops them; the
-access log blanks the address of these two paths: webapp/logs.py).
+(broadside.campaigns.analytics.bots and .repeats read them and drop them; the access log keeps
+of these paths only the method, "/t/o/[redacted]" or "/t/c/[redacted]", the status, the size and
+the time: webapp/logs.py).
 
 Owner (signed in, CSRF): the send page's choice for a draft, "stop tracking" on a sent
 broadcast, Settings' default, and a list's per-person switch. Their cards are partials under
@@ -38,8 +42,10 @@ from flask import (
 
 from broadside.campaigns.analytics import modes
 from broadside.campaigns.analytics.bots import Bursts, suspected
-from broadside.campaigns.analytics.counting import move_click_to_bots, record_click, record_open
+from broadside.campaigns.analytics.counting import known_link, move_click_to_bots, record_click, record_open
+from broadside.campaigns.analytics.repeats import Repeats
 from broadside.campaigns.analytics.report import broadcast_report
+from broadside.campaigns.analytics.rewrite import draft_links_with_fields
 from broadside.campaigns.analytics.tokens import BadToken, TrackingTokens
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from webapp.analytics.chart import chart
@@ -65,6 +71,11 @@ def _client() -> dict[str, Any]:
     return {"user_agent": request.headers.get("User-Agent"), "address": request.remote_addr}
 
 
+def _repeats() -> Repeats:
+    return Repeats(current_app.extensions["broadside_redis"], current_app.config["BROADSIDE_NAMESPACE"],
+                   current_app.config["SECRET_KEY"])
+
+
 @bp.route("/t/o/<token>.gif")
 @public
 def pixel(token: str):
@@ -72,8 +83,11 @@ def pixel(token: str):
         claim = _tokens().read_open(token)
     except BadToken:
         abort(404)
-    why = suspected(**_client(), slot=claim.slot, now=time.time())
-    record_open(db.session, claim, bot=why is not None)
+    client = _client()
+    if _repeats().first(**client, broadcast_id=claim.broadcast_id, slot=claim.slot,
+                        delivery_id=claim.delivery_id):
+        why = suspected(**client, slot=claim.slot, now=time.time())
+        record_open(db.session, claim, bot=why is not None)
     response = Response(PIXEL, mimetype="image/gif")
     response.headers["Cache-Control"] = NO_STORE
     return response
@@ -89,6 +103,11 @@ def click(token: str):
     if not claim.url.lower().startswith(("https://", "http://")):
         abort(404)  # we never sign another scheme; refuse one all the same
     client = _client()
+    if not _repeats().first(**client, broadcast_id=claim.broadcast_id, slot=claim.slot,
+                            delivery_id=claim.delivery_id, position=claim.position):
+        if not known_link(db.session, claim):
+            abort(404)
+        return _redirect(claim.url)  # counted already: a double click is not a prefetch either
     why = suspected(**client, slot=claim.slot, now=time.time())
     burst, first = Bursts(current_app.extensions["broadside_redis"],
                           current_app.config["BROADSIDE_NAMESPACE"],
@@ -101,7 +120,11 @@ def click(token: str):
         abort(404)
     if first is not None:
         move_click_to_bots(db.session, claim.broadcast_id, first)
-    response = redirect(claim.url, 302)
+    return _redirect(claim.url)
+
+
+def _redirect(url: str) -> Response:
+    response = redirect(url, 302)
     response.headers["Cache-Control"] = NO_STORE
     return response
 
@@ -171,5 +194,6 @@ def analytics_helpers() -> dict[str, Any]:
         "tracking_default": lambda: modes.default_mode(db.session),
         "tracking_of": lambda broadcast: modes.effective(db.session, broadcast),
         "lists_tracking_people": lambda ids: modes.lists_tracking_people(db.session, list(ids)),
+        "tracking_untracked": draft_links_with_fields,
         "analytics_error": lambda: g.get("analytics_error"),
     }

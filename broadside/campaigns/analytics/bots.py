@@ -19,13 +19,12 @@ A burst is recognised through one Redis key that lives one second, named by a ke
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from ipaddress import ip_address, ip_network
 
 from redis import Redis
 from redis.exceptions import RedisError
 
+from broadside.campaigns.analytics.repeats import ClientKeys
 from broadside.campaigns.analytics.tokens import SLOT_SECONDS
 
 EARLY_SECONDS = 5  # after the end of the send's slot: 5 to 15 s after the message was sent
@@ -74,19 +73,14 @@ class Bursts:
 
     def __init__(self, redis: Redis, namespace: str, secret_key: str) -> None:
         self.redis = redis
-        self.namespace = namespace
-        self.key = hashlib.sha256(f"broadside.analytics.burst:{secret_key}".encode()).digest()
-
-    def _name(self, *parts: object) -> str:
-        digest = hmac.new(self.key, "|".join(str(p) for p in parts).encode(), "sha256")
-        return f"{self.namespace}:analytics:burst:{digest.hexdigest()[:24]}"
+        self.keys = ClientKeys(namespace, secret_key, "burst")
 
     def click(self, *, address: str | None, user_agent: str | None, broadcast_id: int, slot: int,
               delivery_id: int | None, position: int, human: bool) -> tuple[bool, int | None]:
         """(is this click part of a burst, the position of the burst's first click when it was
         counted as a reader's and must now move to the bots). `human`: this click passed the
         other signals (a first click taken for a machine already is not moved again)."""
-        name = self._name(address, user_agent, broadcast_id, slot, delivery_id)
+        name = self.keys.name(address, user_agent, broadcast_id, slot, delivery_id)
         try:
             if self.redis.set(name, str(position) if human else "-", nx=True, px=BURST_MS):
                 return False, None

@@ -13,7 +13,16 @@ from sqlalchemy import DateTime, case, func, select
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics.modes import OFF, PER_PERSON, effective
-from broadside.core.models import Broadcast, Delivery, PersonActivity, Subscriber, TrackedLink, TrackingDay
+from broadside.campaigns.analytics.rewrite import template_links
+from broadside.core.models import (
+    Broadcast,
+    Delivery,
+    PersonActivity,
+    Revision,
+    Subscriber,
+    TrackedLink,
+    TrackingDay,
+)
 
 FIRST_DAYS = 7
 PEOPLE_SHOWN = 50
@@ -56,6 +65,7 @@ class Report:
     people_opened: int | None = None  # per-person mode only: distinct copies
     people_clicked: int | None = None
     people: list[Person] = field(default_factory=list)  # the latest PEOPLE_SHOWN of them
+    untracked: list[str] = field(default_factory=list)  # links with merge fields, left as they were
 
     @property
     def opens(self) -> int:
@@ -101,6 +111,11 @@ def broadcast_report(session: Session, broadcast_id: int) -> Report | None:
     links = [Link(link.position, link.url, link.clicks, link.bot_clicks) for link in session.scalars(
         select(TrackedLink).where(TrackedLink.broadcast_id == broadcast_id)
         .order_by(TrackedLink.position))]
+    html_template = session.scalar(select(Revision.html_template)
+                                   .where(Revision.broadcast_id == broadcast_id))
+    stored = {link.position for link in links}
+    untracked = [link.url for link in template_links(html_template or "")
+                 if link.has_fields and link.position not in stored] if links or mode != OFF else []
     opened = clicked = None
     if mode == PER_PERSON:
         counts = dict(session.execute(
@@ -120,4 +135,4 @@ def broadcast_report(session: Session, broadcast_id: int) -> Report | None:
         .order_by(func.max(PersonActivity.first_at).desc(), PersonActivity.delivery_id)
         .limit(PEOPLE_SHOWN))] if mode == PER_PERSON else []
     return Report(broadcast_id, mode, sent=True, can_stop=mode != OFF, days=days, links=links,
-                  people_opened=opened, people_clicked=clicked, people=people)
+                  people_opened=opened, people_clicked=clicked, people=people, untracked=untracked)

@@ -16,8 +16,15 @@ A link's position is its place among the tracked links of the frozen template (`
 stored with the address as the owner wrote it when Send was pressed (`store_links`). A
 recipient's rendered link is matched back to its template link by the template's literal parts
 (a merge field matches anything), in document order, so a link left out by a condition does not
-shift the others. The rendered address, merge fields filled in, is signed into the token and
-is never stored.
+shift the others.
+
+A link whose address holds a merge field (`https://acme.example/p?who={{ email }}`) is tracked
+only with a per-person token, which names the copy anyway: its rendered address, merge fields
+filled in, is signed into that token and never stored. Counts only (and anyone a per-person
+broadcast counts in aggregate) leaves such a link as it is, pointing straight at its address:
+a token naming no person cannot carry the reader's address, and filling it in at redirect time
+would need the copy, which is what that token must not name. Those links get no row either
+(`store_links`), and the send page names them before Send (`links_with_fields`).
 """
 
 from __future__ import annotations
@@ -33,8 +40,10 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics.modes import AGGREGATE, PER_PERSON
 from broadside.campaigns.analytics.tokens import TrackingTokens, slot_of
-from broadside.core.models import MailingList, TrackedLink
+from broadside.core.errors import ValidationError
+from broadside.core.models import Broadcast, MailingList, TrackedLink
 from broadside.mail.mime import RenderedEmail
+from broadside.mail.rendering import freeze_content
 
 _HREF = re.compile(r'(<a\b[^>]*?\bhref=")([^"]*)(")', re.IGNORECASE)
 _FIELD = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
@@ -48,6 +57,7 @@ class TemplateLink:
     position: int
     url: str  # as the owner wrote it (unescaped), merge fields unfilled
     pattern: re.Pattern[str]  # matches the escaped href of a rendered copy
+    has_fields: bool  # its address holds a merge field: tracked per person only
 
 
 def _tracked(href: str) -> bool:
@@ -64,13 +74,32 @@ def template_links(html_template: str) -> list[TemplateLink]:
             continue
         parts = _FIELD.split(href)
         pattern = re.compile(".*?".join(re.escape(part) for part in parts), re.DOTALL)
-        links.append(TemplateLink(len(links), unescape(href), pattern))
+        links.append(TemplateLink(len(links), unescape(href), pattern, len(parts) > 1))
     return links
 
 
-def store_links(session: Session, broadcast_id: int, html_template: str) -> int:
-    """At Send, in its transaction: one row per tracked link, its counters at zero."""
-    links = template_links(html_template)
+def links_with_fields(html_template: str) -> list[str]:
+    """The addresses (as the owner wrote them) that counts-only tracking leaves untracked."""
+    return [link.url for link in template_links(html_template) if link.has_fields]
+
+
+def draft_links_with_fields(broadcast: Broadcast) -> list[str]:
+    """The send page's warning, before Send: the draft's links that counts only would leave
+    untracked, read from the HTML Send would freeze (nothing, while the draft does not freeze)."""
+    try:
+        frozen = freeze_content(subject=broadcast.subject, preheader=broadcast.preheader,
+                                body_markdown=broadcast.body, from_name="", from_email="",
+                                postal_address="")
+    except ValidationError:
+        return []  # the send page lists why it cannot be sent
+    return links_with_fields(frozen.html_template)
+
+
+def store_links(session: Session, broadcast_id: int, html_template: str, mode: str | None) -> int:
+    """At Send, in its transaction: one row per link the mode tracks, its counters at zero
+    (counts only: not those whose address holds a merge field)."""
+    links = [link for link in template_links(html_template)
+             if mode == PER_PERSON or not link.has_fields]
     session.add_all(TrackedLink(broadcast_id=broadcast_id, position=link.position, url=link.url,
                                 clicks=0, bot_clicks=0) for link in links)
     return len(links)
@@ -152,8 +181,7 @@ class Tracker:
         return f"{self.base_url}/t/c/{token}"
 
     def _shared_url(self, key: tuple, make: Callable[[], str]) -> str:
-        """A token naming no person, made once per slot (a link whose address holds a merge
-        field has one per distinct address: bounded, emptied when full)."""
+        """A token naming no person, made once per slot (bounded, emptied when full)."""
         slot = key[-1]
         if slot != self._shared_slot or len(self._shared) >= 10_000:
             self._shared = {}
@@ -180,6 +208,8 @@ class Tracker:
                 return match.group(0)
             position, url = found
             next_link = position + 1
+            if person is None and self.links[position].has_fields:
+                return match.group(0)  # its address names the reader: untracked in aggregate
             tracked = self.click_url(position, url, slot, person)
             swapped.setdefault(url, tracked)
             return f"{match.group(1)}{escape(tracked)}{match.group(3)}"

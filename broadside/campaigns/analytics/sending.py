@@ -11,7 +11,8 @@ from broadside.core.models import Broadcast
 
 def freeze_tracking(session: Session, broadcast: Broadcast, html_template: str) -> None:
     """The broadcast's mode frozen (Settings' default if never chosen) and, when it tracks,
-    its links stored with their counters at zero, in the transaction that freezes its content."""
+    its links stored with their counters at zero (those it tracks: rewrite.store_links), in the
+    transaction that freezes its content."""
     freeze(session, broadcast)
     if broadcast.tracking != OFF:
-        store_links(session, broadcast.id, html_template)
+        store_links(session, broadcast.id, html_template, broadcast.tracking)

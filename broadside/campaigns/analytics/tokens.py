@@ -10,9 +10,12 @@ What a token carries:
 - always: the broadcast, and the moment the message was rendered (just before its send), in
   10-second slots: what tells a scanner fetching within seconds of delivery from a reader.
   A slot is shared by every copy sent in those ten seconds, and it is never stored or logged.
-- an aggregate token: nothing else. No subscriber id, no delivery id: the person is not in it.
+- an aggregate token: nothing else. No subscriber id, no delivery id: the person is not in it,
+  and its address is the owner's link as written, the same in every copy (a link whose address
+  holds a merge field is left untracked in aggregate: rewrite.py).
 - a per-person token (only for a list whose owner turned per-person tracking on): also the
-  delivery id, the one thing per-person rows are keyed by.
+  delivery id, the one thing per-person rows are keyed by; its address may hold the reader's
+  own values (merge fields filled in).
 """
 
 from __future__ import annotations
