@@ -28,7 +28,8 @@ WIDTHS = (1280, 390)
 BODY = ("# Autumn at Acme\n\nHi {{ name }}, the [release notes for November, with every change to exports, "
         "dark mode and the calmer inbox](https://acme.example.com/changelog/2026/november-release-notes-"
         "with-a-very-long-address-indeed), [the shop](https://shop.acme.example/) and "
-        "[your account](https://acme.example.com/account).")
+        "[your account](https://acme.example.com/account). Your own page: "
+        "[{{ email }}](https://acme.example.com/people/{{ email }}?from=autumn-newsletter-2026).")
 SCANNER = {"User-Agent": "Mozilla/5.0 (compatible; Barracuda Sentinel)"}
 READER = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0"}
 
@@ -66,7 +67,9 @@ def readers_hit(app, smtp_server) -> None:
             if position <= n % 2:
                 assert client.get("/t/c/" + later, headers=READER,
                                   environ_base={"REMOTE_ADDR": f"198.51.100.{n}"}).status_code == 302
-            client.get("/t/c/" + token, headers=SCANNER)
+            # each copy's gateway scans it from its own address (one address fetching the
+            # same link again within ten minutes would count once)
+            client.get("/t/c/" + token, headers=SCANNER, environ_base={"REMOTE_ADDR": f"192.0.2.{n}"})
     broadcast_id = opened.broadcast_id
     for day, opens in ((1, 5), (2, 2), (4, 1)):
         for _ in range(opens):
@@ -114,6 +117,11 @@ def test_choose_tracking_send_and_read_opens_and_clicks_on_desktop_and_phone(
     tracking.get_by_role("radio", name=re.compile("^Counts only")).check()
     tracking.get_by_role("button", name="Save the tracking choice").click()
     expect(page.locator("#tracking-now")).to_contain_text("counts only")
+    untracked = page.locator("#tracking-untracked")
+    expect(untracked).to_contain_text("1 link carries a merge field and is left untracked in "
+                                      "counts-only mode")
+    expect(untracked.locator("code")).to_have_text(
+        "https://acme.example.com/people/{{ email }}?from=autumn-newsletter-2026")
     photograph(page, screenshot_dir, "send-page")
     page.set_viewport_size({"width": 1280, "height": 900})
     page.get_by_label(re.compile("^Queue it anyway")).check()  # the worker runs below, in burst
@@ -139,6 +147,7 @@ def test_choose_tracking_send_and_read_opens_and_clicks_on_desktop_and_phone(
     expect(rows.nth(0).locator("td.num").nth(0)).to_have_text("9")  # 6 readers + 3 later
     expect(rows.nth(0).locator("td.num").nth(1)).to_have_text("6")
     expect(rows.nth(1).locator("td.num").nth(0)).to_have_text("3")
+    expect(section.locator("#analytics-untracked")).to_contain_text("people/{{ email }}")
     assert page.evaluate("document.querySelectorAll('script[src*=chart]').length") == 0
     section.scroll_into_view_if_needed()
     section.get_by_text("Numbers per day").click()  # its table too must fit a phone
