@@ -11,7 +11,7 @@ from broadside.core.logs import REDACTED, RedactFilter, secrets_in
 TRACKING_PATHS = ("/t/o/", "/t/c/")  # the analytics pixel and click routes
 # What an access-log line keeps of a reader's open or click: no address, token, user agent,
 # referrer or header (a click's Location is the address it leads to). Atoms not here print "-".
-TRACKING_ATOMS = ("l", "u", "t", "s", "m", "H", "b", "B", "T", "D", "M", "L", "p")
+TRACKING_ATOMS = ("l", "t", "s", "m", "H", "b", "B", "T", "D", "M", "L", "p")
 
 
 class GunicornLogger(_GunicornBaseLogger):
