@@ -29,6 +29,7 @@ from broadside.mail.password_reset import ResetLinkRefused, ResetLinks
 from webapp import throttle
 from webapp.extensions import db, get_jobs
 from webapp.security import public
+from webapp.steady_answers import SteadyAnswer
 
 bp = Blueprint("auth", __name__)
 
@@ -61,7 +62,7 @@ DEFAULT_RESETS_PER_CLIENT = 10
 DEFAULT_RESETS_PER_ADDRESS = 5
 # The answer's time must not tell either: an owner's address costs one more row and one Redis
 # job (10 to 20 ms), so every answer that says "on its way" waits until this long after the
-# request began (PASSWORD_RESET_ANSWER_SECONDS), well beyond that difference.
+# request began (PASSWORD_RESET_ANSWER_SECONDS), well beyond that difference (webapp.steady_answers).
 DEFAULT_RESET_ANSWER_SECONDS = 0.25
 TOO_MANY_RESETS = "Too many reset links were asked for. Wait 15 minutes, then try again."
 SENT_ANSWER = "If that address belongs to an account, a link is on its way."
@@ -244,7 +245,7 @@ def forgot_password():
     (and so is the throttle's): only the owner's inbox learns which."""
     if not accounts.owner_exists(db.session):
         return redirect(url_for("auth.setup"))  # a fresh install: nobody to reset yet
-    began = time.monotonic()
+    answer = SteadyAnswer(_setting("PASSWORD_RESET_ANSWER_SECONDS", DEFAULT_RESET_ANSWER_SECONDS))
     form = ForgotForm()
     status = 200
     if form.validate_on_submit():
@@ -257,8 +258,7 @@ def forgot_password():
                                     to_email=owner.email, subject=message.subject,
                                     html=message.html, text=message.text)
             session["password_reset_asked_for"] = email
-            floor = _setting("PASSWORD_RESET_ANSWER_SECONDS", DEFAULT_RESET_ANSWER_SECONDS)
-            time.sleep(max(0.0, began + floor - time.monotonic()))
+            answer.wait()
             return redirect(url_for("auth.reset_sent"))
         form.form_errors.append(TOO_MANY_RESETS)
         status = 429
