@@ -17,7 +17,7 @@ from flask import (
     session,
     url_for,
 )
-from flask_login import current_user, login_user, logout_user
+from flask_login import current_user
 from flask_wtf import FlaskForm
 from wtforms import EmailField, PasswordField
 from wtforms.validators import DataRequired, EqualTo, Length
@@ -28,7 +28,7 @@ from broadside.delivery.transactional import queue_transactional
 from broadside.mail.password_reset import ResetLinkRefused, ResetLinks
 from webapp import throttle
 from webapp.extensions import db, get_jobs
-from webapp.security import public
+from webapp.security import public, sign_in, sign_out
 from webapp.steady_answers import SteadyAnswer
 
 bp = Blueprint("auth", __name__)
@@ -147,7 +147,7 @@ def setup():
             db.session.rollback()
             form.email.errors.append(exc.message)
         else:
-            login_user(owner)
+            sign_in(owner)
             flash("Welcome to Broadside. Create your first list to get started.", "success")
             return redirect(url_for("dashboard.home"))
     return render_template("auth/setup.html", form=form), 422 if form.errors else 200
@@ -168,7 +168,7 @@ def login():
             owner = accounts.authenticate(db.session, email, form.password.data)
             if owner is not None:
                 _forgive(email)
-                login_user(owner)
+                sign_in(owner)
                 return redirect(_safe_next(request.args.get("next")))
             form.form_errors.append("That email and password do not match.")
             status = 401
@@ -216,7 +216,7 @@ def _forgive(email: str) -> None:
 @bp.route("/logout", methods=["POST"])
 @public
 def logout():
-    logout_user()
+    sign_out()
     flash("You are signed out.", "info")
     return redirect(url_for("auth.login"))
 
@@ -295,7 +295,7 @@ def reset_password(token: str):
         except DomainError as exc:
             form.password.errors.append(exc.message)
         else:
-            login_user(owner)
+            sign_in(owner)
             flash("Your new password is set. Every other browser signed in to this account is "
                   "signed out.", "success")
             return redirect(url_for("dashboard.home"))
