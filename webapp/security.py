@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import TypeVar
 
-from flask import Flask, Response, current_app, redirect, session, url_for
+from flask import Flask, Response, current_app, g, redirect, session, url_for
 from flask_login import current_user, login_user, logout_user
 
 from broadside.core import accounts, owner_sessions
@@ -90,13 +90,27 @@ def install_security(app: Flask) -> None:
         if match is None or int(match[1]) >= 2**31:
             return None
         token = session.get(BROWSER_SESSION)
-        return owner_sessions.owner_of(db.session, int(match[1]), int(match[2] or 0),
-                                       token if isinstance(token, str) else None,
-                                       idle_limit=app.permanent_session_lifetime)
+        if not isinstance(token, str):
+            return None
+        found = owner_sessions.owner_of(db.session, int(match[1]), int(match[2] or 0), token,
+                                        idle_limit=app.permanent_session_lifetime)
+        if found is None:
+            return None
+        owner, last_seen = found
+        g.owner_session_seen = (token, last_seen)  # noted by `require_owner`, before the view
+        return owner
 
     @app.before_request
     def require_owner() -> Response | None:
-        if is_public_endpoint(app, request.endpoint) or current_user.is_authenticated:
+        if is_public_endpoint(app, request.endpoint):
+            return None
+        if current_user.is_authenticated:
+            # Loaded first thing, so noting the session as used (a commit, every few minutes)
+            # cannot commit a view's work half done; a public page that reads the session
+            # later leaves it unnoted.
+            pending = g.pop("owner_session_seen", None)
+            if pending is not None:
+                owner_sessions.seen(db.session, *pending)
             return None
         if request.htmx:
             # An expired session during an HTMX poll: send the whole page to the login form.

@@ -52,9 +52,10 @@ def open_session(session: Session, owner_id: int, *, idle_limit: timedelta,
 
 
 def owner_of(session: Session, owner_id: int, epoch: int, token: str | None, *,
-             idle_limit: timedelta, now: datetime | None = None) -> Owner | None:
-    """The owner a browser's session names, while it is open on the server, of the owner's
-    current epoch, and used within `idle_limit`; None otherwise (the browser is signed out)."""
+             idle_limit: timedelta, now: datetime | None = None) -> tuple[Owner, datetime] | None:
+    """(the owner a browser's session names, when it was last seen), while it is open on the
+    server, of the owner's current epoch, and used within `idle_limit`; None otherwise (the
+    browser is signed out). Reads only: the caller notes it `seen` where a commit is safe."""
     if not token or len(token) > MAX_TOKEN:
         return None
     now = now or utcnow()
@@ -67,11 +68,18 @@ def owner_of(session: Session, owner_id: int, epoch: int, token: str | None, *,
     owner, last_seen = row
     if owner.session_epoch != epoch or last_seen < now - idle_limit:
         return None
+    return owner, last_seen
+
+
+def seen(session: Session, token: str, last_seen: datetime, *,
+         now: datetime | None = None) -> None:
+    """Note the session used now, if it was last noted more than TOUCH_EVERY ago. Commits
+    when it writes, so the caller calls it before any work of its own."""
+    now = now or utcnow()
     if last_seen < now - TOUCH_EVERY:
         session.execute(update(OwnerSession).where(OwnerSession.token_hash == _hash(token))
                         .values(last_seen_at=now).execution_options(synchronize_session=False))
         session.commit()
-    return owner
 
 
 def close_session(session: Session, token: str | None) -> None:
