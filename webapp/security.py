@@ -4,9 +4,15 @@ Every endpoint needs a signed-in owner unless its view is marked `@public` (logi
 unsubscribe pages, webhooks, health) or it belongs to the API, which authenticates by bearer
 token instead. A new route therefore cannot forget to require login.
 
-A session names its owner and the `session_epoch` it was opened in (`Owner.get_id`); it is
-honoured on each request only while that is still the owner's epoch, so a password change
-(a reset link, `owner reset-password`) signs every session opened before it out.
+Signing in and out go through `sign_in` and `sign_out` here, never Flask-Login's own
+functions: a session names its owner and the `session_epoch` it was opened in
+(`Owner.get_id`), and holds a token of its own (`BROWSER_SESSION`) whose row in
+`owner_sessions` says it is still open on the server (broadside.core.owner_sessions). It is
+honoured on each request only while that row exists and the epoch is still the owner's, so
+signing out ends this browser's session for good (a copied cookie stops working; other
+browsers stay signed in), and a password change (a reset link, `owner reset-password`) signs
+every session opened before it out. A session with no token (opened before the server kept
+them) counts as signed out.
 """
 
 from __future__ import annotations
@@ -15,10 +21,10 @@ import re
 from collections.abc import Callable
 from typing import TypeVar
 
-from flask import Flask, Response, redirect, url_for
-from flask_login import current_user
+from flask import Flask, Response, current_app, g, redirect, session, url_for
+from flask_login import current_user, login_user, logout_user
 
-from broadside.core import accounts
+from broadside.core import accounts, owner_sessions
 from broadside.core.models import Owner
 from webapp.extensions import db, login_manager
 from webapp.htmx import make_response, request
@@ -33,8 +39,26 @@ CONTENT_SECURITY_POLICY = (
 
 HSTS = "max-age=31536000"
 # What a session keeps (`Owner.get_id`): "id:epoch"; a bare id is a session opened before
-# epochs existed, which counts as epoch 0 (it lasts until the owner's first password change).
+# epochs existed (epoch 0), which holds no browser token either and so counts no more.
 _SESSION_ID = re.compile(r"([0-9]{1,10})(?::([0-9]{1,10}))?")
+# The Flask session's key for this browser's token (its SHA-256 is the owner_sessions row).
+BROWSER_SESSION = "browser_session"
+
+
+def sign_in(owner: Owner) -> None:
+    """Sign this browser in as `owner`: a new server-side session, its token in the cookie."""
+    token = owner_sessions.open_session(db.session, owner.id,
+                                        idle_limit=current_app.permanent_session_lifetime)
+    login_user(owner)
+    session[BROWSER_SESSION] = token
+
+
+def sign_out() -> None:
+    """End this browser's session on the server, and forget everything its cookie held (a
+    secret waiting to be shown once included)."""
+    owner_sessions.close_session(db.session, session.get(BROWSER_SESSION))
+    logout_user()
+    session.clear()
 
 
 def public(view: F) -> F:
@@ -59,19 +83,34 @@ def install_security(app: Flask) -> None:
 
     @login_manager.user_loader
     def load_owner(session_id: str) -> Owner | None:
-        """The session's owner, while the session is of their current epoch; None (signed
-        out) once their password has changed since it was opened."""
+        """The session's owner, while the session is open on the server and of their
+        current epoch; None (signed out) once this browser signed out, the password changed
+        since, or it was left unused longer than a cookie lives."""
         match = _SESSION_ID.fullmatch(session_id)
         if match is None or int(match[1]) >= 2**31:
             return None
-        owner = db.session.get(Owner, int(match[1]))
-        if owner is None or owner.session_epoch != int(match[2] or 0):
+        token = session.get(BROWSER_SESSION)
+        if not isinstance(token, str):
             return None
+        found = owner_sessions.owner_of(db.session, int(match[1]), int(match[2] or 0), token,
+                                        idle_limit=app.permanent_session_lifetime)
+        if found is None:
+            return None
+        owner, last_seen = found
+        g.owner_session_seen = (token, last_seen)  # noted by `require_owner`, before the view
         return owner
 
     @app.before_request
     def require_owner() -> Response | None:
-        if is_public_endpoint(app, request.endpoint) or current_user.is_authenticated:
+        if is_public_endpoint(app, request.endpoint):
+            return None
+        if current_user.is_authenticated:
+            # Loaded first thing, so noting the session as used (a commit, every few minutes)
+            # cannot commit a view's work half done; a public page that reads the session
+            # later leaves it unnoted.
+            pending = g.pop("owner_session_seen", None)
+            if pending is not None:
+                owner_sessions.seen(db.session, *pending)
             return None
         if request.htmx:
             # An expired session during an HTMX poll: send the whole page to the login form.

@@ -1,8 +1,9 @@
 """Owners and API tokens: plain functions over a SQLAlchemy session.
 
 A password changes only through `set_password`, which moves the owner's `session_epoch` on in
-the same guarded UPDATE: every session opened before it stops counting (webapp.security), and
-a reset link signed over the old epoch and hash can be used once (broadside.mail.password_reset).
+the same guarded UPDATE (and deletes their `owner_sessions` rows in its transaction): every
+session opened before it stops counting (webapp.security), and a reset link signed over the
+old epoch and hash can be used once (broadside.mail.password_reset).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy import func, insert, literal, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from broadside.core import owner_sessions
 from broadside.core.addresses import normalise_email
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
@@ -95,6 +97,8 @@ def set_password(session: Session, owner_id: int, password: str, *,
     if if_hash is not None:
         guarded = guarded.where(Owner.password_hash == if_hash)
     changed = rowcount(session.execute(guarded))
+    if changed:
+        owner_sessions.close_all(session, owner_id)  # the epoch ends them; the rows go too
     session.commit()
     if not changed:
         if session.get(Owner, owner_id) is None:

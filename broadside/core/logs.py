@@ -58,6 +58,8 @@ _PATTERNS = (
     (re.compile(r"/join/confirm/[A-Za-z0-9_.~%-]{8,600}"), "/join/confirm/" + REDACTED),
     # Password reset links: /password/reset/<signed token> (broadside.mail.password_reset)
     (re.compile(r"/password/reset/[A-Za-z0-9_.~%-]{8,600}"), "/password/reset/" + REDACTED),
+    # "View in your browser" links: /view/<signed token> (broadside.campaigns.archive.links)
+    (re.compile(r"/view/[A-Za-z0-9_.~%-]{8,600}"), "/view/" + REDACTED),
     # A password inside any URL: scheme://user:password@host
     (re.compile(r"(\b[a-z][a-z0-9+.-]{0,31}://[^\s:/@]{0,256}:)[^\s@/]{1,256}@", re.IGNORECASE),
      r"\1****@"),

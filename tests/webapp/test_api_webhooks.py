@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 
 from broadside.core import accounts
 from broadside.core.models import WebhookEndpoint
+from broadside.webhooks import endpoints
 from webapp.extensions import db
 
 
@@ -70,3 +71,38 @@ def test_write_routes_need_a_full_token(client, owner, api_headers):
     assert client.delete(f"/api/webhooks/{made['id']}", headers=headers).status_code == 403
     assert client.get("/api/webhooks").status_code == 401
     assert count() == 1
+
+
+SECRET_URL = "https://93.184.216.34:8443/hooks/catch/4711/k9Qx2vLr?token=s3cr3t-value"
+
+
+def test_a_read_only_token_sees_each_url_masked_to_its_origin(client, logged_in_client, owner,
+                                                               api_headers):
+    """A receiver's path and query are often its only credential: a read-only token (the kind
+    handed to a dashboard) sees the scheme, host and port, nothing of the rest, even where the
+    receiver's last answer quoted its path; full tokens and the signed-in owner see it whole."""
+    made = client.post("/api/webhooks", headers=api_headers, json={
+        "url": SECRET_URL, "events": ["delivery.sent"]}).json
+    plain = client.post("/api/webhooks", headers=api_headers, json={
+        "url": "http://[2606:4700::1111]/", "events": ["delivery.sent"]}).json
+    endpoints.move(db.session, made["id"], "disable", reason=(
+        f"Disabled by Broadside: every delivery failed for 1 day. Last error: HTTP 404: Cannot "
+        f"POST /hooks/catch/4711/k9Qx2vLr?token=s3cr3t-value (asked for {SECRET_URL})"))
+    db.session.commit()
+    _, read_only = accounts.create_token(db.session, owner.id, "dashboard", read_only=True)
+
+    seen = client.get("/api/webhooks", headers={"Authorization": f"Bearer {read_only}"})
+    assert seen.status_code == 200
+    assert [e["url"] for e in seen.json] == ["https://93.184.216.34:8443/•••",
+                                              "http://[2606:4700::1111]/•••"]
+    assert seen.json[0]["disabled_reason"] == (
+        "Disabled by Broadside: every delivery failed for 1 day. Last error: HTTP 404: Cannot "
+        "POST /••• (asked for https://93.184.216.34:8443/•••)")
+    for part in ("hooks", "4711", "k9Qx2vLr", "s3cr3t"):
+        assert part not in seen.text, part
+
+    whole = client.get("/api/webhooks", headers=api_headers).json
+    assert [e["url"] for e in whole] == [SECRET_URL, plain["url"]]
+    assert SECRET_URL in whole[0]["disabled_reason"]
+    page = logged_in_client.get(f"/settings/webhooks/{made['id']}")
+    assert page.status_code == 200 and "k9Qx2vLr?token=s3cr3t-value" in page.text

@@ -127,6 +127,32 @@ def test_the_answer_is_the_same_whoever_signs_up(client, weekly):
     assert rejoined.status == "active" and rejoined.unsubscribe_source is None
 
 
+@pytest.fixture
+def slow_answer(app_config):
+    app_config["SIGNUP_ANSWER_SECONDS"] = 0.5
+
+
+def test_every_answer_takes_the_same_least_time_whoever_signs_up(slow_answer, client, weekly):
+    """A newcomer costs a subscriber, a subscription and a queued email, somebody on the list
+    a few reads: each answer leaves no sooner than the configured floor after the request
+    began, so its time does not tell which (a lower bound only: speed is for bench/)."""
+    on_list, _ = subscribers.save_subscriber(db.session, email="active@example.com")
+    db.session.add(Subscription(subscriber_id=on_list.id, list_id=weekly, status="active"))
+    blocked, _ = subscribers.save_subscriber(db.session, email="blocked@example.com")
+    suppression.suppress(db.session, blocked.id, "blocked")
+    db.session.commit()
+    for email, extra in (("fresh@example.com", {}), ("active@example.com", {}),
+                         ("blocked@example.com", {}), ("bot@example.com", {"website": "x"})):
+        began = time.monotonic()
+        response = client.post(f"/join/{weekly}", data={"email": email, **extra},
+                               environ_base={"REMOTE_ADDR": "198.51.100.8"})
+        took = time.monotonic() - began
+        assert (response.status_code, response.location) == (303, f"/join/{weekly}/check-inbox")
+        assert took >= 0.5, (email, took)
+    assert {m.to_email for m in db.session.scalars(select(TransactionalMessage))} == {
+        "fresh@example.com"}
+
+
 def test_a_filled_honeypot_gets_the_usual_answer_and_nothing_happens(client, weekly):
     response = join(client, weekly, "bot@example.com", website="http://spam.example")
     assert response.status_code == 200 and "Check your inbox" in response.text

@@ -30,12 +30,17 @@ WEBHOOK_SCHEMAS: dict[str, Any] = {
     }, ("url", "events")),
     "WebhookEndpoint": obj({
         "id": ID,
-        "url": {"type": "string"},
+        "url": {"type": "string", "description": (
+            "The whole URL for a full token. A read-only token sees only its scheme, host "
+            "and port, the path and query masked (`https://hooks.example:8443/•••`): a "
+            "receiver's path is often its only credential.")},
         "events": EVENTS,
         "status": {"type": "string", "enum": list(ENDPOINT_STATUSES), "description": (
             "enabled, or disabled (Broadside disables an endpoint whose every delivery "
             "failed for a day; enable it again in Settings -> Webhooks).")},
-        "disabled_reason": {"type": ["string", "null"]},
+        "disabled_reason": {"type": ["string", "null"], "description": (
+            "Why Broadside disabled it, with the receiver's last answer; for a read-only "
+            "token the URL's path and query are masked in it too.")},
         "created_at": {"type": "string", "format": "date-time"},
         "secret": {"type": "string", "description": (
             "Only in the answer to POST: the key of its `Broadside-Signature` HMAC. "
@@ -51,7 +56,9 @@ ENDPOINT_EXAMPLE = {"id": 3, **INPUT_EXAMPLE, "status": "enabled", "disabled_rea
 WEBHOOK_PATHS: dict[str, Any] = {
     "/api/webhooks": {
         "get": operation("Webhooks", "listWebhooks", "Outgoing webhook endpoints",
-                         "Every endpoint, oldest first. Secrets are never listed.",
+                         "Every endpoint, oldest first. Secrets are never listed, and a "
+                         "read-only token sees each URL masked to its scheme, host and port "
+                         "(the path and query replaced by `•••`).",
                          responses={"200": reply("Every endpoint.", {
                              "type": "array", "items": ref("WebhookEndpoint")},
                              [ENDPOINT_EXAMPLE])}),

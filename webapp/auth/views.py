@@ -17,7 +17,7 @@ from flask import (
     session,
     url_for,
 )
-from flask_login import current_user, login_user, logout_user
+from flask_login import current_user
 from flask_wtf import FlaskForm
 from wtforms import EmailField, PasswordField
 from wtforms.validators import DataRequired, EqualTo, Length
@@ -28,7 +28,8 @@ from broadside.delivery.transactional import queue_transactional
 from broadside.mail.password_reset import ResetLinkRefused, ResetLinks
 from webapp import throttle
 from webapp.extensions import db, get_jobs
-from webapp.security import public
+from webapp.security import public, sign_in, sign_out
+from webapp.steady_answers import SteadyAnswer
 
 bp = Blueprint("auth", __name__)
 
@@ -61,7 +62,7 @@ DEFAULT_RESETS_PER_CLIENT = 10
 DEFAULT_RESETS_PER_ADDRESS = 5
 # The answer's time must not tell either: an owner's address costs one more row and one Redis
 # job (10 to 20 ms), so every answer that says "on its way" waits until this long after the
-# request began (PASSWORD_RESET_ANSWER_SECONDS), well beyond that difference.
+# request began (PASSWORD_RESET_ANSWER_SECONDS), well beyond that difference (webapp.steady_answers).
 DEFAULT_RESET_ANSWER_SECONDS = 0.25
 TOO_MANY_RESETS = "Too many reset links were asked for. Wait 15 minutes, then try again."
 SENT_ANSWER = "If that address belongs to an account, a link is on its way."
@@ -146,7 +147,7 @@ def setup():
             db.session.rollback()
             form.email.errors.append(exc.message)
         else:
-            login_user(owner)
+            sign_in(owner)
             flash("Welcome to Broadside. Create your first list to get started.", "success")
             return redirect(url_for("dashboard.home"))
     return render_template("auth/setup.html", form=form), 422 if form.errors else 200
@@ -167,7 +168,7 @@ def login():
             owner = accounts.authenticate(db.session, email, form.password.data)
             if owner is not None:
                 _forgive(email)
-                login_user(owner)
+                sign_in(owner)
                 return redirect(_safe_next(request.args.get("next")))
             form.form_errors.append("That email and password do not match.")
             status = 401
@@ -215,7 +216,7 @@ def _forgive(email: str) -> None:
 @bp.route("/logout", methods=["POST"])
 @public
 def logout():
-    logout_user()
+    sign_out()
     flash("You are signed out.", "info")
     return redirect(url_for("auth.login"))
 
@@ -244,7 +245,7 @@ def forgot_password():
     (and so is the throttle's): only the owner's inbox learns which."""
     if not accounts.owner_exists(db.session):
         return redirect(url_for("auth.setup"))  # a fresh install: nobody to reset yet
-    began = time.monotonic()
+    answer = SteadyAnswer(_setting("PASSWORD_RESET_ANSWER_SECONDS", DEFAULT_RESET_ANSWER_SECONDS))
     form = ForgotForm()
     status = 200
     if form.validate_on_submit():
@@ -257,8 +258,7 @@ def forgot_password():
                                     to_email=owner.email, subject=message.subject,
                                     html=message.html, text=message.text)
             session["password_reset_asked_for"] = email
-            floor = _setting("PASSWORD_RESET_ANSWER_SECONDS", DEFAULT_RESET_ANSWER_SECONDS)
-            time.sleep(max(0.0, began + floor - time.monotonic()))
+            answer.wait()
             return redirect(url_for("auth.reset_sent"))
         form.form_errors.append(TOO_MANY_RESETS)
         status = 429
@@ -295,7 +295,7 @@ def reset_password(token: str):
         except DomainError as exc:
             form.password.errors.append(exc.message)
         else:
-            login_user(owner)
+            sign_in(owner)
             flash("Your new password is set. Every other browser signed in to this account is "
                   "signed out.", "success")
             return redirect(url_for("dashboard.home"))

@@ -1,6 +1,6 @@
 """The schema. Every change goes through a Flask-Migrate revision under `migrations/`."""
 
-from broadside.core.models.accounts import ApiToken, Owner, SiteSettings
+from broadside.core.models.accounts import ApiToken, Owner, OwnerSession, SiteSettings
 from broadside.core.models.analytics import PersonActivity, TrackedLink, TrackingDay
 from broadside.core.models.archive import ArchivedIssue
 from broadside.core.models.audience import (
@@ -41,6 +41,7 @@ __all__ = [
     "ImportRejection",
     "MailingList",
     "Owner",
+    "OwnerSession",
     "PersonActivity",
     "Revision",
     "Segment",

@@ -39,6 +39,24 @@ class Owner(Model):
         return f"{self.id}:{self.session_epoch}"
 
 
+class OwnerSession(Model):
+    """One browser signed in as an owner (written only by broadside.core.owner_sessions).
+
+    The browser's cookie holds a random token; only its SHA-256 is kept here, so a copy of
+    the database (a backup) holds no session. Signing out deletes the row, which ends that
+    browser's session on the server (a copied cookie stops working) and no other; a new
+    password deletes all of the owner's rows, in the UPDATE's transaction."""
+
+    __tablename__ = "owner_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Moved on at most every few minutes (a write per page would cost SQLite a lock each
+    # time); a session idle longer than the cookie can live is ended.
+    last_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class ApiToken(Model):
     """A bearer token for `/api/...`; only its SHA-256 is stored."""
 
