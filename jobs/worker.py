@@ -176,7 +176,8 @@ def _serve(app: WorkerApp, burst: bool, identities: tuple[str, ...]) -> int:
         try:
             while not signals.wait(WATCH_EVERY_S):
                 if burst and streams.ended():
-                    webhooks.finish()  # the events the streams recorded are attempted first
+                    if not webhooks.draining.is_set():
+                        webhooks.finish()  # the events the streams recorded are attempted first
                     if not webhooks.is_alive():
                         return streams.exit_code()
             log.info("stopping every stream: the sends in flight finish, the leases are released")

@@ -96,7 +96,7 @@ def post(target: Target, body: bytes, headers: dict[str, str], timeout: float) -
         encoding = (response.getheader("Content-Encoding") or "identity").strip().lower()
         return Answer(response.status, data, encoding != "identity")
     except (OSError, http.client.HTTPException) as exc:
-        if watchdog.fired:
+        if watchdog.fired or time.monotonic() >= deadline:  # the watchdog, or a wait's timeout
             raise Overtime(f"no whole answer within {timeout:g} s") from exc
         raise
     finally:
