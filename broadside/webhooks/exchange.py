@@ -39,6 +39,7 @@ class _Watchdog:
 
     def __init__(self, seconds: float) -> None:
         self.fired = False
+        self._ended = False
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._fire)
@@ -53,12 +54,19 @@ class _Watchdog:
 
     def _fire(self) -> None:
         with self._lock:
+            if self._ended:
+                return
             self.fired = True
             if self._sock is not None:
                 _shut(self._sock)
 
-    def cancel(self) -> None:
+    def end(self) -> bool:
+        """Stand down; returns whether it had fired (then what was read may be cut short
+        without an error: http.client takes an end of stream for the end of the headers)."""
         self._timer.cancel()
+        with self._lock:
+            self._ended = True
+            return self.fired
 
 
 def _shut(sock: socket.socket) -> None:
@@ -94,15 +102,17 @@ def post(target: Target, body: bytes, headers: dict[str, str], timeout: float) -
         response = conn.getresponse()
         data = response.read(MAX_ANSWER)
         encoding = (response.getheader("Content-Encoding") or "identity").strip().lower()
-        return Answer(response.status, data, encoding != "identity")
     except (OSError, http.client.HTTPException) as exc:
-        if watchdog.fired or time.monotonic() >= deadline:  # the watchdog, or a wait's timeout
+        if watchdog.end() or time.monotonic() >= deadline:  # the watchdog, or a wait's timeout
             raise Overtime(f"no whole answer within {timeout:g} s") from exc
         raise
     finally:
-        watchdog.cancel()
+        watchdog.end()
         if conn is not None:
             conn.close()
+    if watchdog.fired:  # an answer cut at the deadline can look whole (see `end`): it is not
+        raise Overtime(f"no whole answer within {timeout:g} s")
+    return Answer(response.status, data, encoding != "identity")
 
 
 def _host_header(target: Target) -> str:
