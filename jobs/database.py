@@ -1,8 +1,9 @@
 """The worker's database handle, without Flask: a thread-scoped session on its engine.
 
 `db.session()` is this thread's session (scoped_session's default scope is the thread): each
-stream's thread has its own (its jobs', jobs.stream), the maintenance thread its own, so no
-two streams ever share a session or a transaction; `db.session.remove()` closes the calling
+stream's thread has its own (its jobs', jobs.stream), the maintenance thread and each of the
+webhook runner's threads (jobs.webhooks_out) their own, so no two threads ever share a
+session or a transaction; `db.session.remove()` closes the calling
 thread's, as Flask-SQLAlchemy's `db.session` does in the web app. The
 worker binds it once it knows its database (`jobs.worker.run_worker`): to an engine of its
 own (`python -m jobs`, `broadside.core.db.make_engine`), or to the web app's engine when the web app

@@ -30,7 +30,6 @@ from jobs.automations import anything_due, evaluation_due, follow_settings
 from jobs.compaction import ensure_compaction
 from jobs.engine import paused_notice
 from jobs.runtime import Runtime
-from jobs.webhooks_out import ensure_webhooks
 
 log = logging.getLogger("broadside.worker")
 
@@ -191,6 +190,6 @@ def _ensure_evaluation(session: Session, rt: Runtime) -> None:
     if evaluation_due(session) and not rt.jobs.has_marker("evaluation", 0):
         rt.jobs.enqueue_evaluation()
     session.commit()
-    # Outgoing webhooks send no mail: they go on while an identity is paused.
-    ensure_webhooks(session, rt.jobs)
+    # Outgoing webhooks are not a stream's: the worker's webhook runner (jobs.webhooks_out)
+    # keeps them, paused identity or not.
     ensure_compaction(session, rt.jobs)

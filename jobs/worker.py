@@ -17,6 +17,12 @@ second is the same one repeated (a deploy tool, Ctrl+C), one more than a second 
 cold shutdown: no stream starts another send, the leases are released, the process ends,
 and the sends cut off mid-conversation are `unknown` to the next worker's orphan repair
 (invariant 5). SIGKILL loses at most the rows in flight, the same way.
+
+Outgoing webhooks are POSTed by the process's webhook runner (jobs.webhooks_out), on threads
+of its own beside the streams and the maintenance thread, so no receiver holds a stream. A
+warm shutdown lets its POSTs in flight end (each within WEBHOOKS_TIMEOUT_SECONDS); a cold
+one does not wait for them. In burst mode (tests) the worker ends once the streams have ended
+and every webhook event due has been attempted.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from jobs.database import db
 from jobs.rq_worker import BroadsideWorker
 from jobs.stream import recover_interrupted
 from jobs.supervisor import Maintenance, Streams
+from jobs.webhooks_out import Webhooks
 
 log = logging.getLogger("broadside.worker")
 
@@ -164,20 +171,28 @@ def _serve(app: WorkerApp, burst: bool, identities: tuple[str, ...]) -> int:
         streams.start(served)
         maintenance = Maintenance(app, streams)
         maintenance.start()
+        webhooks = Webhooks(app, burst=burst)
+        webhooks.start()
         try:
             while not signals.wait(WATCH_EVERY_S):
                 if burst and streams.ended():
-                    return streams.exit_code()
+                    if not webhooks.draining.is_set():
+                        webhooks.finish()  # the events the streams recorded are attempted first
+                    if not webhooks.is_alive():
+                        return streams.exit_code()
             log.info("stopping every stream: the sends in flight finish, the leases are released")
-            return _stop(streams, signals)
+            return _stop(streams, webhooks, signals)
         finally:
             maintenance.done.set()
+            webhooks.stop()
             if not signals.cold:
                 maintenance.join(5)  # a tick in progress ends before the caller goes on
 
 
-def _stop(streams: Streams, signals: Signals) -> int:
-    """Wait for every stream's warm stop; a cold one ends the wait (see the module's docstring)."""
+def _stop(streams: Streams, webhooks: Webhooks, signals: Signals) -> int:
+    """Wait for every stream's warm stop, then for the webhook POSTs in flight; a cold stop
+    ends the wait (see the module's docstring)."""
+    webhooks.stop()
     for stream in streams.stop_all():
         while stream.is_alive():
             if signals.cold:
@@ -185,6 +200,14 @@ def _stop(streams: Streams, signals: Signals) -> int:
                 streams.abandon_all()
                 return 1
             stream.join(WATCH_EVERY_S)
+    for delivering in (lambda: [webhooks], webhooks.in_flight):  # no new one once it ended
+        for thread in delivering():
+            while thread.is_alive():
+                if signals.cold:
+                    log.warning("cold shut down: the webhook POSTs in flight are cut off "
+                                "(counted as failed attempts, sent again later)")
+                    return 1
+                thread.join(WATCH_EVERY_S)
     log.info("worker stopped")
     return 0
 

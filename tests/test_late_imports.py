@@ -31,8 +31,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
     ("broadside/mail/rendering.py", "nh3"):
         "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
-    ("jobs/webhooks_out.py", "broadside.webhooks.posting"):
-        "the POSTs (urllib3 and the address checks, ~1 MB) with the first webhook job only",
     ("jobs/stream.py", "jobs.imports"):
         "the CSV importer (~1.3 MB with the bulk actions) only when an import was left unfinished",
     ("jobs/stream.py", "jobs.bulk"):

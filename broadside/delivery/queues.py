@@ -8,9 +8,11 @@ Each sending identity is one stream with its own `transactional`, `automations` 
 `broadcasts` queues (the default identity keeps the names it always had; another's end in
 `:identity:<id>`), served by the worker holding that identity's lease. A stream's worker
 listens to its `transactional`, then its `automations`, then the shared `evaluations`, then its
-`broadcasts`, then the shared `later`, `imports` and `webhooks` (outgoing webhook deliveries:
-the very last, so they never hold mail back by more than one short job): a test send, a
-sign-up confirmation or a welcome that became due waits at most one slice. Automation work that
+`broadcasts`, then the shared `later` and `imports`: a test send, a sign-up confirmation or a
+welcome that became due waits at most one slice. Outgoing webhook deliveries are no job of
+any queue: the worker process POSTs them on threads of their own (jobs/webhooks_out.py), so
+no receiver, however slow, holds a mail stream; the `webhooks` queue older versions used is
+`RETIRED`, emptied when a worker starts. Automation work that
 continues after a slice queues behind the broadcasts (`turn=True`), so the two take turns by slice.
 
 Every Redis key Broadside or RQ writes carries the namespace, so two installations share one
@@ -40,8 +42,10 @@ EVALUATIONS = "evaluations"
 BROADCASTS = "broadcasts"
 LATER = "later"
 IMPORTS = "imports"
-WEBHOOKS = "webhooks"
-LISTENED = (TRANSACTIONAL, AUTOMATIONS, EVALUATIONS, BROADCASTS, LATER, IMPORTS, WEBHOOKS)  # in order
+LISTENED = (TRANSACTIONAL, AUTOMATIONS, EVALUATIONS, BROADCASTS, LATER, IMPORTS)  # in order
+# Queues of older versions no worker listens to now (their jobs' work is found in the
+# database another way): emptied at a worker's start, with their markers.
+RETIRED = {"webhooks": "webhooks"}  # queue -> marker kind
 # One of each per identity; the others are shared by every stream's worker.
 PER_STREAM = (TRANSACTIONAL, AUTOMATIONS, BROADCASTS)
 DEFAULT_STREAM = "default"
@@ -93,7 +97,6 @@ AUTOMATIONS_JOB = "jobs.tasks.send_automations"
 EVALUATION_JOB = "jobs.tasks.evaluate_automations"
 IMPORT_JOB = "jobs.imports.run_import_job"
 BULK_JOB = "jobs.bulk.run_bulk_job"
-WEBHOOKS_JOB = "jobs.webhooks_out.run_webhooks_job"
 
 # A marker per broadcast (and per transactional message) says "a job for it is queued", so a
 # continuation, a resume and the orphan repair never stack up several jobs for one thing.
@@ -162,10 +165,16 @@ class Jobs:
         the imports: a send waits at most one slice for it), unless one is queued already."""
         return self._enqueue_once(IMPORTS, "bulk", bulk_id, BULK_JOB, 600)
 
-    def enqueue_webhooks(self) -> bool:
-        """Queue a batch of due outgoing webhook events (one queued at a time; a batch that
-        leaves some due queues its continuation, behind everything else)."""
-        return self._enqueue_once(WEBHOOKS, "webhooks", 0, WEBHOOKS_JOB, 120)
+    def drop_retired_queues(self) -> int:
+        """Empty the queues older versions used and no worker listens to now (`RETIRED`);
+        returns how many jobs were dropped. Their work is in the database: nothing is lost."""
+        dropped = 0
+        for name, kind in RETIRED.items():
+            queue = self.queue(name)
+            dropped += int(queue.empty() or 0)
+            self.redis.srem(queues_key(self.namespace), queue.key)
+            self.clear_marker(kind, 0)
+        return dropped
 
     def _enqueue_once(self, queue: str, kind: str, object_id: int, func: str, timeout: int,
                       stream: str = DEFAULT_STREAM) -> bool:

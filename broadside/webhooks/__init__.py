@@ -9,7 +9,9 @@
 - `ledger.py`: the only writer of an outbox row's status (claim, delivered, retry, failed),
   each a guarded UPDATE.
 - `signing.py`: the `Broadside-Signature` header and its check.
-- `posting.py`: one small batch of due events POSTed (the worker's job calls it).
+- `posting.py`: one small batch of an endpoint's due events POSTed (the worker's webhook
+  threads call it, never a mail stream); `exchange.py`: one POST, whole within its deadline,
+  at most 4 KB of the answer read and never decompressed.
 """
 
 from __future__ import annotations

@@ -3,14 +3,16 @@
     pending --claim--> sending --delivered--> delivered
                                --retry------> pending (next_attempt_at: exponential backoff)
                                --give_up----> failed  (still failing a day after the event)
-    sending --release--> pending   (a batch's rows the job had no time for, or a crash:
-                                    rows claimed long ago go back, attempts kept)
+    sending --release--> pending   (a batch's rows the runner had no time for: not counted)
+    sending --stale----> pending or failed   (a worker stopped mid-POST: a counted attempt,
+                                              "no answer before the worker stopped")
 
 Delivered once per event id per endpoint by this side: a row is claimed (committed) before its
-POST and moved only from `sending` after it, so a duplicated job finds nothing to do. A crash
-between the POST and its record leaves the row `sending`; it is released after
-`STALE_CLAIM` and POSTed again, which is why delivery is at-least-once across crashes and the
-event id is stable: receivers deduplicate on it (README, "Outgoing webhooks").
+POST and moved only from `sending` after it, so a second runner finds nothing to do. A crash
+between the POST and its record leaves the row `sending`; after `STALE_CLAIM` it counts as a
+failed attempt and is POSTed again, which is why delivery is at-least-once across crashes and
+the event id is stable: receivers deduplicate on it (README, "Outgoing webhooks"). Counting it
+matters: a receiver whose answer kills the worker every time still ends disabled.
 
 The endpoint's own failure clock is kept here too: `failing_since` is set by the first failure
 after a success and cleared by any success; a failure a whole window (a day) after it disables
@@ -20,7 +22,7 @@ the endpoint (`endpoints.move("disable")`) with the reason the pages show.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import and_, delete, func, select, update
@@ -50,13 +52,28 @@ def anything_due(session: Session, now: datetime) -> bool:
     return session.scalar(select(WebhookMessage.id).where(_due(now)).limit(1)) is not None
 
 
-def claim(session: Session, now: datetime, limit: int) -> list[int]:
-    """pending -> sending for up to `limit` due rows of enabled endpoints, oldest first; the
-    caller commits before any POST."""
+def due_endpoints(session: Session, now: datetime, *, exclude: Collection[int] = (),
+                  limit: int) -> list[int]:
+    """Up to `limit` enabled endpoints with due events (not those in `exclude`: served
+    already), the one whose event has waited longest first."""
+    query = (select(WebhookMessage.endpoint_id).where(_due(now))
+             .group_by(WebhookMessage.endpoint_id)
+             .order_by(func.min(WebhookMessage.next_attempt_at), WebhookMessage.endpoint_id)
+             .limit(limit))
+    if exclude:
+        query = query.where(WebhookMessage.endpoint_id.not_in(list(exclude)))
+    return list(session.scalars(query))
+
+
+def claim(session: Session, now: datetime, limit: int, *,
+          endpoint_id: int | None = None) -> list[int]:
+    """pending -> sending for up to `limit` due rows of enabled endpoints (of one, when
+    named), oldest first; the caller commits before any POST."""
+    query = select(WebhookMessage.id).where(_due(now))
+    if endpoint_id is not None:
+        query = query.where(WebhookMessage.endpoint_id == endpoint_id)
     ids = list(session.scalars(
-        select(WebhookMessage.id).where(_due(now))
-        .order_by(WebhookMessage.next_attempt_at, WebhookMessage.id).limit(limit)
-    ))
+        query.order_by(WebhookMessage.next_attempt_at, WebhookMessage.id).limit(limit)))
     if not ids:
         return []
     return sorted(session.connection().execute(
@@ -140,8 +157,8 @@ def _failing(session: Session, endpoint_id: int, error: str, now: datetime,
 
 
 def release(session: Session, message_ids: Sequence[int], now: datetime) -> int:
-    """Claimed rows the job had no time to POST go back to pending, their attempt not
-    counted. Does not commit."""
+    """Claimed rows the runner had no time to POST (its budget spent, a stop asked) go back
+    to pending, their attempt not counted. Does not commit."""
     if not message_ids:
         return 0
     return rowcount(session.execute(
@@ -151,15 +168,23 @@ def release(session: Session, message_ids: Sequence[int], now: datetime) -> int:
         .execution_options(synchronize_session=False)))
 
 
-def release_stale(session: Session, now: datetime, older_than: timedelta = STALE_CLAIM) -> int:
-    """Rows left `sending` by a job that died go back to pending (at-least-once: the POST
-    may have reached the receiver, which deduplicates by event id). Does not commit."""
-    return rowcount(session.execute(
-        update(WebhookMessage)
+STOPPED = ("No answer before the worker stopped: it ended during this delivery (a receiver "
+           "whose answer stops the worker every time ends disabled); sent again under the "
+           "same event id.")
+
+
+def release_stale(session: Session, now: datetime, *, window: timedelta, base_seconds: float,
+                  older_than: timedelta = STALE_CLAIM) -> int:
+    """Rows left `sending` by a worker that stopped count as failed attempts (`STOPPED`), with
+    the backoff, the window and the endpoint's failure clock of any other (at-least-once: the
+    POST may have reached the receiver, which deduplicates by event id). Does not commit."""
+    stale = session.execute(
+        select(WebhookMessage.id, WebhookMessage.endpoint_id)
         .where(WebhookMessage.status == "sending", WebhookMessage.claimed_at < now - older_than)
-        .values(status="pending", next_attempt_at=now, updated_at=now,
-                last_error="The worker stopped during this delivery; sent again.")
-        .execution_options(synchronize_session=False)))
+        .order_by(WebhookMessage.id)).all()
+    return sum(1 for message_id, endpoint_id in stale if failed_attempt(
+        session, message_id, endpoint_id, code=None, error=STOPPED, now=now, window=window,
+        base_seconds=base_seconds))
 
 
 def prune(session: Session, now: datetime, keep: timedelta = KEEP, limit: int = 5000) -> int:

@@ -53,7 +53,6 @@ def test_every_key_written_during_a_send_carries_the_namespace(
     commands, stop, thread = _watch(private_redis)
     broadcast = start_broadcast(app, make_list(db.session, 3))
     get_jobs().enqueue_evaluation()
-    get_jobs().enqueue_webhooks()
     assert run_worker_burst() == 0
     assert sorted(smtp_server.recipients()) == [f"reader{i:05d}@example.com" for i in range(3)]
     with private_redis.client() as client:

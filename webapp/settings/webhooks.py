@@ -18,12 +18,11 @@ What is recorded and how it is delivered: `broadside/outgoing/` (README, "Outgoi
 from __future__ import annotations
 
 from flask import current_app, flash, redirect, render_template, request, url_for
-from redis.exceptions import RedisError
 
 from broadside.core.errors import ValidationError
 from broadside.webhooks import DESCRIPTIONS, EVENT_TYPES, endpoints, ledger
 from broadside.webhooks.endpoints import decode_events
-from webapp.extensions import db, get_jobs
+from webapp.extensions import db
 from webapp.forms import after_post, keep_for_one_read, read_once
 from webapp.settings.views import bp
 
@@ -86,18 +85,9 @@ def webhook_page(endpoint_id: int):
     return _endpoint_page(endpoint_id)
 
 
-def _wake_the_worker() -> None:
-    """Ask for a delivery job now; without Redis the worker's next tick finds the events."""
-    try:
-        get_jobs().enqueue_webhooks()
-    except RedisError:
-        pass
-
-
 @bp.route("/webhooks/<int:endpoint_id>/test", methods=["POST"])
 def webhook_test(endpoint_id: int):
     event_id = endpoints.send_test(db.session, endpoint_id)
-    _wake_the_worker()
     flash(f"Test event {event_id} queued: the worker sends it within seconds. "
           "Reload to see it in the log.", "success")
     return redirect(url_for("settings.webhook_page", endpoint_id=endpoint_id))
@@ -112,7 +102,6 @@ def webhook_secret(endpoint_id: int):
 @bp.route("/webhooks/<int:endpoint_id>/enable", methods=["POST"])
 def webhook_enable(endpoint_id: int):
     if endpoints.enable(db.session, endpoint_id):
-        _wake_the_worker()
         flash("Enabled: its waiting events go out again.", "success")
     return redirect(url_for("settings.webhook_page", endpoint_id=endpoint_id))
 
