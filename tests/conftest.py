@@ -54,6 +54,8 @@ def _base_config(tmp_path: Path, database_url: str, namespace: str) -> dict:
         "BROADSIDE_NAMESPACE": namespace,
         "SEND_DELAY_MS": "0",
         "RETRY_BASE_SECONDS": "0.05",
+        # The fake providers (tests/provider_servers.py) listen on loopback: ?endpoint=127.0.0.1
+        "PROVIDER_ENDPOINTS_ALLOW_PRIVATE": "1",
     }
 
 
