@@ -177,6 +177,13 @@ def _endpoint_shown(endpoint: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
+def _shown_option(name: str, value: str) -> str:
+    if name != "endpoint":
+        return value
+    # Its own query stays inside it: & and # escaped as they must be written.
+    return _endpoint_shown(value).replace("&", "%26").replace("#", "%23")
+
+
 def describe(url: str) -> str:
     """The URL with every secret masked: safe for pages, logs and the API. A user name (SMTP's
     too: Postmark's SMTP login is its server token) shows its first 4 characters at most."""
@@ -191,7 +198,7 @@ def describe(url: str) -> str:
     if parts.username:
         shown = _masked(unquote(parts.username))
         user = f"{shown}:{MASK}@" if parts.password or scheme in SMTP_SCHEMES else f"{shown}@"
-    query = "&".join(f"{name}={_endpoint_shown(value) if name == 'endpoint' else value}"
+    query = "&".join(f"{name}={_shown_option(name, value)}"
                      for name, value in parse_qsl(parts.query, keep_blank_values=True))
     return urlunsplit((scheme, user + host, parts.path, query, ""))
 
