@@ -205,12 +205,17 @@ def describe(url: str) -> str:
 
 def secrets_in_url(url: str) -> set[str]:
     """Every secret a transport URL holds, as written and decoded: its password, its user name
-    (a provider's key, or an SMTP login that may be a token), and its endpoint's user name,
+    (a provider's key, or an SMTP login that looks like a token), and its endpoint's user name,
     password and credential-like query values."""
     found: set[str] = set()
     try:
         parts = urlsplit(url)
-        found.update(v for v in (parts.username, parts.password) if v)
+        found.add(parts.password or "")
+        user = parts.username or ""
+        # An SMTP login is a secret when it looks like one (Postmark's is its server token);
+        # a plain one ("mailer", an address) would blank every log line that names it.
+        if parts.scheme.lower() not in SMTP_SCHEMES or _TOKEN_LIKE.match(unquote(user)):
+            found.add(user)
         endpoint = options(url).get("endpoint") if parts.query else None
         if endpoint:
             inner = urlsplit(endpoint)
@@ -219,4 +224,4 @@ def secrets_in_url(url: str) -> set[str]:
                          if value and _is_secret_param(name, value))
     except ValueError:
         return set()
-    return {form for value in found for form in (value, unquote(value))}
+    return {form for value in found if value for form in (value, unquote(value))}
