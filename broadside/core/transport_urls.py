@@ -166,7 +166,9 @@ def _is_secret_param(name: str, value: str) -> bool:
     return bool(_SECRET_NAME.search(name) or _TOKEN_LIKE.match(value))
 
 
-def _endpoint_shown(endpoint: str) -> str:
+def endpoint_shown(endpoint: str) -> str:
+    """An endpoint URL as it may be shown: its own user name by 4 characters, its password and
+    key- or token-like query values masked."""
     parts = urlsplit(endpoint)
     netloc = parts.netloc.rpartition("@")[2]
     if parts.username is not None:
@@ -181,7 +183,7 @@ def _shown_option(name: str, value: str) -> str:
     if name != "endpoint":
         return value
     # Its own query stays inside it: & and # escaped as they must be written.
-    return _endpoint_shown(value).replace("&", "%26").replace("#", "%23")
+    return endpoint_shown(value).replace("&", "%26").replace("#", "%23")
 
 
 def describe(url: str) -> str:

@@ -54,6 +54,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError
 
 from broadside.core.public_addresses import Unresolvable, first_refusal, refusal_words, resolve_host
+from broadside.core.transport_urls import endpoint_shown
 from broadside.delivery.transports import (
     DeliveryError,
     MessageFields,
@@ -160,7 +161,7 @@ class HttpClient:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) base URL: {base_url!r}")
         self.provider = provider
-        self.base_url = base_url.rstrip("/")
+        self.base_url = endpoint_shown(base_url.rstrip("/"))  # shown in errors: no credentials
         self._https = parts.scheme == "https"
         self._host = parts.hostname
         self._port = parts.port or (443 if self._https else 80)

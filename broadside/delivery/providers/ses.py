@@ -59,7 +59,7 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
     SSLError,
 )
 
-from broadside.core.transport_urls import options
+from broadside.core.transport_urls import endpoint_shown, options
 from broadside.delivery.providers.http import (
     MAX_CONNECT_TIMEOUT,
     MAX_ERROR_WORDS,
@@ -101,6 +101,7 @@ class SesTransport(ProviderTransport):
         self._allow_private = allow_private
         self.region = parts.hostname or ""
         self.endpoint = options(url).get("endpoint")
+        self._shown = endpoint_shown(self.endpoint) if self.endpoint else ""  # no credentials
         config = Config(
             # `total_max_attempts` counts the first attempt; the Config's `max_attempts` would
             # count retries only (1 means two requests), whatever the mode.
@@ -129,14 +130,14 @@ class SesTransport(ProviderTransport):
         ep = urlsplit(self.endpoint)
         port = ep.port or (443 if ep.scheme == "https" else 80)
         checked_addresses(self.scheme, ep.hostname or "", port, allow_private=self._allow_private,
-                          where=self.endpoint)
+                          where=self._shown)
 
     def _before_send(self, **kwargs: Any) -> None:
         self._pace()  # returns None: botocore goes on and sends the request
 
     @property
     def description(self) -> str:
-        return f"ses ({self.region}{', ' + self.endpoint if self.endpoint else ''})"
+        return f"ses ({self.region}{', ' + self._shown if self._shown else ''})"
 
     def send_batch(self, items: Sequence[Outgoing], idempotency_key: str,
                    pace: Pace = no_pace) -> list[SendResult | DeliveryError]:

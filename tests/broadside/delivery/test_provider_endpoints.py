@@ -9,6 +9,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
 
 import pytest
 
@@ -18,6 +19,7 @@ from broadside.delivery.providers.http import MAX_ERROR_WORDS
 from broadside.delivery.transports import DeliveryError
 from tests.broadside.delivery.test_transports import SENDER, SERVERS, message
 from tests.provider_servers import ProviderServer
+from tests.smtp_server import free_port
 
 SECRET = "INTERNAL-TRACE-c0ffee"  # what a provider's error body may carry beyond its message
 
@@ -143,3 +145,17 @@ def test_an_unreadable_success_answer_is_not_echoed(scheme):
         raw.shutdown()
         raw.server_close()
     assert error.phase == "response" and SECRET not in error.reply
+
+
+@pytest.mark.parametrize("scheme", list(SERVERS))
+def test_an_endpoints_credentials_stay_out_of_errors_and_descriptions(scheme):
+    with SERVERS[scheme]() as server:
+        closed = f"http://relay-user-5d1e:relay-pass-9c2b7a@127.0.0.1:{free_port()}/v1"
+        url = server.transport_url().replace(server.base_url, quote(f"{closed}?api_key={SECRET}", safe=":/@"))
+        transport = make_transport(url, "", 2, allow_private=True)
+        error = refused(transport)
+        transport.close()
+    shown = f"{error.reply} {transport.description}"
+    assert error.phase == "request" and "127.0.0.1" in shown
+    for secret in ("relay-user-5d1e", "relay-pass-9c2b7a", SECRET):
+        assert secret not in shown
