@@ -92,7 +92,9 @@ class Worker:
             argv += ["--identity", name]
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                         env=bench.env(url, SMTP_URL=smtp_url, SEND_DELAY_MS=str(delay_ms)),
+                                         env=bench.env(url, SMTP_URL=smtp_url, SEND_DELAY_MS=str(delay_ms),
+                                                       # the fake Postmark listens on loopback
+                                                       PROVIDER_ENDPOINTS_ALLOW_PRIVATE="1"),
                                          start_new_session=True)
         bench.processes.append(self.proc)
 

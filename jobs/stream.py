@@ -225,7 +225,8 @@ class Stream(threading.Thread):
         transport = None
         try:
             transport = make_transport(identity.transport_url, self.app.instance_path,
-                                       float(config.get("SMTP_TIMEOUT", 30)))
+                                       float(config.get("SMTP_TIMEOUT", 30)),
+                                       allow_private=bool(config.get("PROVIDER_ENDPOINTS_ALLOW_PRIVATE")))
             rt = runtime.Runtime(
                 lease=lease,
                 pacer=runtime.LeasedPacer(identity.delay_ms, keeper, self.stopping),

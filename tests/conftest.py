@@ -57,6 +57,8 @@ def _base_config(tmp_path: Path, database_url: str, namespace: str) -> dict:
         # The public sign-up answer's floor (webapp.steady_answers) is a quarter of a second;
         # its own test sets one, the rest need not wait.
         "SIGNUP_ANSWER_SECONDS": 0,
+        # The fake providers (tests/provider_servers.py) listen on loopback: ?endpoint=127.0.0.1
+        "PROVIDER_ENDPOINTS_ALLOW_PRIVATE": "1",
     }
 
 

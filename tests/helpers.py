@@ -317,6 +317,7 @@ class WorkerProcess:
             SMTP_URL=str(app_config.get("SMTP_URL", "")),
             BASE_URL=str(app_config.get("BASE_URL", "http://localhost:5000")),
             RETRY_BASE_SECONDS=str(app_config.get("RETRY_BASE_SECONDS", "0.05")),
+            PROVIDER_ENDPOINTS_ALLOW_PRIVATE=str(app_config.get("PROVIDER_ENDPOINTS_ALLOW_PRIVATE", "0")),
             PYTHONUNBUFFERED="1",
         )
         env.update(extra_env or {})

@@ -7,7 +7,7 @@ real APIs; HTTPS when `server.tls` is an SSLContext before `start()`) that check
 (SES: the SigV4 signature itself), records what it accepted, and misbehaves on request:
 
     with PostmarkServer() as server:                   # or server.start() ... server.stop()
-        transport = make_transport(server.transport_url(), "", 5)
+        transport = make_transport(server.transport_url(), "", 5, allow_private=True)
         server.reject("gone@example.com")              # refuse this address, per message
         server.throttle(1, retry_after="2")            # the next request: 429 + Retry-After
         server.fail(1, status=503)                     # the next request: this error

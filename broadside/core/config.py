@@ -49,6 +49,7 @@ ENV_VARS = (
     "TRUSTED_PROXY_COUNT",
     "RETRY_BASE_SECONDS",
     "WEBHOOKS_ALLOW_PRIVATE",
+    "PROVIDER_ENDPOINTS_ALLOW_PRIVATE",
 )
 
 
@@ -160,6 +161,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "TRUSTED_PROXY_COUNT": "0",
         "RETRY_BASE_SECONDS": "30",
         "WEBHOOKS_ALLOW_PRIVATE": "0",
+        "PROVIDER_ENDPOINTS_ALLOW_PRIVATE": "0",
     }
     raw.update({k: v for k, v in environ.items() if k in ENV_VARS and v != ""})
     raw.update(overrides)
@@ -211,6 +213,10 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         raise ConfigError("RETRY_BASE_SECONDS", "must be between 0 and 3600")
     config["RETRY_BASE_SECONDS"] = retry_base
     config["WEBHOOKS_ALLOW_PRIVATE"] = _flag("WEBHOOKS_ALLOW_PRIVATE", raw["WEBHOOKS_ALLOW_PRIVATE"])
+    # A provider transport's ?endpoint= may be a private or loopback address (a relay of one's
+    # own, the test suite's fake providers); link-local and metadata addresses never.
+    config["PROVIDER_ENDPOINTS_ALLOW_PRIVATE"] = _flag("PROVIDER_ENDPOINTS_ALLOW_PRIVATE",
+                                                       raw["PROVIDER_ENDPOINTS_ALLOW_PRIVATE"])
 
     secret = raw.get("SECRET_KEY") or _secret_key(instance_path)
     if len(str(secret)) < 16:

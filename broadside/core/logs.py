@@ -17,6 +17,9 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from broadside.core.transport_urls import SCHEMES as TRANSPORT_SCHEMES
+from broadside.core.transport_urls import secrets_in_url
+
 _context: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar(
     "broadside_log_context", default=None
 )
@@ -96,7 +99,8 @@ KEY_IN_USER_SCHEMES = ("ses", "postmark", "resend", "mailgun")
 
 def url_passwords(url: str) -> set[str]:
     """The passwords in a URL, `user:password@` and any `?password=` parameter (and a
-    provider transport's key, written as its user part), each as written and decoded."""
+    transport URL's user name, a key or a token-like login, and its `?endpoint=`'s
+    credentials: `transport_urls.secrets_in_url`), each as written and decoded."""
     try:
         parts = urlsplit(url)
         candidates = [parts.password or ""]
@@ -105,7 +109,8 @@ def url_passwords(url: str) -> set[str]:
     except ValueError:
         return set()
     candidates += re.findall(r"(?:^|&)(?:password|passwd|pass|pwd)=([^&#]{1,512})", parts.query, re.I)
-    return {value for candidate in candidates if candidate for value in (candidate, unquote(candidate))}
+    found = {value for candidate in candidates if candidate for value in (candidate, unquote(candidate))}
+    return found | secrets_in_url(url) if parts.scheme.lower() in TRANSPORT_SCHEMES else found
 
 
 class RedactFilter(logging.Filter):

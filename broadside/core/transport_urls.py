@@ -9,12 +9,22 @@
 
 Each provider URL takes `?endpoint=URL` (another base URL: an EU endpoint, an API-compatible
 relay, a test server on loopback); Postmark also takes `?stream=NAME` (its message stream).
+An endpoint must be a public address (`check_endpoint`, when an identity is saved; the
+transports check again before each connection) unless `PROVIDER_ENDPOINTS_ALLOW_PRIVATE=1`;
+link-local and cloud metadata addresses are refused even then.
+
+`describe` shows a URL without its secrets: passwords and keys masked, a user name (Postmark's
+SMTP login is its server token) shown by its first 4 characters, and an endpoint's own
+`user:password@` and key- or token-like query values masked. `secrets_in_url` lists them all,
+for the log redaction and for cleaning a library's error text.
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit, urlunsplit
+
+from broadside.core.public_addresses import Unresolvable, first_refusal, refusal_words, resolve_host
 
 SMTP_SCHEMES = ("smtp", "smtp+starttls", "smtps")
 PROVIDER_SCHEMES = ("ses", "postmark", "resend", "mailgun")
@@ -32,6 +42,14 @@ EXAMPLES = {
     "resend": "resend://API_KEY@",
     "mailgun": "mailgun://API_KEY@mg.example.com",
 }
+
+
+ENDPOINT_FLAG = "PROVIDER_ENDPOINTS_ALLOW_PRIVATE"
+# Query parameters of an endpoint whose value is a credential, by name...
+_SECRET_NAME = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential|session|code", re.I)
+# ... or by looks: a long run of letters and digits (both), like an API key.
+_TOKEN_LIKE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_.~+/=-]{16,}$")
+MASK = "•••"
 
 
 class TransportUrlError(ValueError):
@@ -112,8 +130,65 @@ def check_transport_url(value: str) -> str:
     return url
 
 
+def endpoint_of(url: str) -> str | None:
+    """The provider URL's `?endpoint=` (None for the provider's own API, or an SMTP URL)."""
+    if scheme_of(url) not in PROVIDER_SCHEMES:
+        return None
+    return options(url).get("endpoint") or None
+
+
+def check_endpoint(url: str, *, allow_private: bool) -> None:
+    """A provider URL's `?endpoint=` must resolve only to public addresses (every one of them),
+    unless `allow_private`; link-local and metadata addresses never. Resolves the name (DNS):
+    call it when an identity is saved, not when the configuration is read."""
+    endpoint = endpoint_of(url)
+    if endpoint is None:
+        return
+    parts = urlsplit(endpoint)
+    host = parts.hostname or ""
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        addresses = resolve_host(host, port)
+    except (Unresolvable, ValueError):
+        raise TransportUrlError(f"The ?endpoint= host {host} does not resolve: no address could "
+                                "be found for that name. Check its spelling.") from None
+    found = first_refusal(addresses, allow_private=allow_private)
+    if found:
+        raise TransportUrlError("The ?endpoint= host " + refusal_words(host, found, ENDPOINT_FLAG))
+
+
+def _masked(value: str) -> str:
+    """A user name or key by its first 4 characters (when it has more than 8), else a mask."""
+    return value[:4] + "…" if len(value) > 8 else MASK
+
+
+def _is_secret_param(name: str, value: str) -> bool:
+    return bool(_SECRET_NAME.search(name) or _TOKEN_LIKE.match(value))
+
+
+def endpoint_shown(endpoint: str) -> str:
+    """An endpoint URL as it may be shown: its own user name by 4 characters, its password and
+    key- or token-like query values masked."""
+    parts = urlsplit(endpoint)
+    netloc = parts.netloc.rpartition("@")[2]
+    if parts.username is not None:
+        password = f":{MASK}" if parts.password is not None else ""
+        netloc = f"{_masked(unquote(parts.username))}{password}@{netloc}"
+    query = "&".join(f"{name}={MASK if _is_secret_param(name, value) else value}"
+                     for name, value in parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def _shown_option(name: str, value: str) -> str:
+    if name != "endpoint":
+        return value
+    # Its own query stays inside it: & and # escaped as they must be written.
+    return endpoint_shown(value).replace("&", "%26").replace("#", "%23")
+
+
 def describe(url: str) -> str:
-    """The URL with every secret masked: safe for pages, logs and the API."""
+    """The URL with every secret masked: safe for pages, logs and the API. A user name (SMTP's
+    too: Postmark's SMTP login is its server token) shows its first 4 characters at most."""
     if not url:
         return "outbox://"
     parts = urlsplit(url)
@@ -121,12 +196,34 @@ def describe(url: str) -> str:
     host = parts.hostname or ""
     if parts.port:
         host = f"{host}:{parts.port}"
-    if scheme in SMTP_SCHEMES:
-        user = f"{unquote(parts.username)}:•••@" if parts.username else ""
-    elif parts.username:
-        key = unquote(parts.username)
-        shown = key[:4] + "…" if len(key) > 8 else "•••"
-        user = f"{shown}:•••@" if parts.password else f"{shown}@"
-    else:
-        user = ""
-    return urlunsplit((scheme, user + host, parts.path, parts.query, ""))
+    user = ""
+    if parts.username:
+        shown = _masked(unquote(parts.username))
+        user = f"{shown}:{MASK}@" if parts.password or scheme in SMTP_SCHEMES else f"{shown}@"
+    query = "&".join(f"{name}={_shown_option(name, value)}"
+                     for name, value in parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((scheme, user + host, parts.path, query, ""))
+
+
+def secrets_in_url(url: str) -> set[str]:
+    """Every secret a transport URL holds, as written and decoded: its password, its user name
+    (a provider's key, or an SMTP login that looks like a token), and its endpoint's user name,
+    password and credential-like query values."""
+    found: set[str] = set()
+    try:
+        parts = urlsplit(url)
+        found.add(parts.password or "")
+        user = parts.username or ""
+        # An SMTP login is a secret when it looks like one (Postmark's is its server token);
+        # a plain one ("mailer", an address) would blank every log line that names it.
+        if parts.scheme.lower() not in SMTP_SCHEMES or _TOKEN_LIKE.match(unquote(user)):
+            found.add(user)
+        endpoint = options(url).get("endpoint") if parts.query else None
+        if endpoint:
+            inner = urlsplit(endpoint)
+            found.update(v for v in (inner.username, inner.password) if v)
+            found.update(value for name, value in parse_qsl(inner.query)
+                         if value and _is_secret_param(name, value))
+    except ValueError:
+        return set()
+    return {form for value in found if value for form in (value, unquote(value))}

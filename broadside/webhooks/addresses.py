@@ -1,21 +1,22 @@
 """Which URLs an outgoing webhook may call: no SSRF into the owner's network.
 
 Only `http://` and `https://` URLs without a user name or password, whose host resolves only to
-public addresses (not loopback, private, link-local, shared, reserved, multicast or
-unspecified; an IPv4 address written as IPv6 is judged as IPv4) are accepted, unless the owner
-sets `WEBHOOKS_ALLOW_PRIVATE=1`. The check runs when an endpoint is saved and again before each
+public addresses (`broadside.core.public_addresses`: no range of IANA's special-purpose
+registries, an IPv6 address wrapping an IPv4 one judged by the IPv4 inside) are accepted, unless
+the owner sets `WEBHOOKS_ALLOW_PRIVATE=1`; link-local and cloud metadata addresses are refused
+even then. The check runs when an endpoint is saved and again before each
 POST (DNS can change in between), and the POST connects to the very address that was checked
 (`delivery.py`), so a name that resolves differently a second later cannot slip past it.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from broadside.core.errors import ValidationError
+from broadside.core.public_addresses import Unresolvable, first_refusal, refusal_words, resolve_host
+from broadside.core.public_addresses import is_public as is_public
 
 MAX_URL = 2000
 
@@ -55,13 +56,6 @@ def check_url(url: str) -> str:
     return url
 
 
-def is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
 def resolve(url: str, *, allow_private: bool) -> Target:
     """Check the URL and resolve its host; raises `UnsafeAddress` (a `ValidationError`) with
     the reason in the owner's words. Every address the name resolves to must be public."""
@@ -70,20 +64,14 @@ def resolve(url: str, *, allow_private: bool) -> Target:
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, ValueError):  # ValueError: UnicodeError, a name too long
+        addresses = resolve_host(host, port)
+    except Unresolvable:
         raise UnsafeAddress(f"The host {host} does not resolve: no address could be found for "
                             "that name. Check the URL's spelling.", field="url") from None
-    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
-    if not addresses:
-        raise UnsafeAddress(f"The host {host} does not resolve.", field="url")
-    if not allow_private:
-        private = [a for a in addresses if not is_public(a)]
-        if private:
-            raise UnsafeAddress(
-                f"The host {host} resolves to {private[0]}, a private, loopback or link-local "
-                "address: Broadside only calls public addresses (set WEBHOOKS_ALLOW_PRIVATE=1 "
-                "to allow your own network).", field="url")
+    found = first_refusal(addresses, allow_private=allow_private)
+    if found:
+        raise UnsafeAddress("The host " + refusal_words(host, found, "WEBHOOKS_ALLOW_PRIVATE"),
+                            field="url")
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query

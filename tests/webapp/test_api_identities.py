@@ -43,7 +43,7 @@ def test_the_default_is_listed_first_from_the_environment(app, client, api_heade
     [default] = no_secret(client.get("/api/identities", headers=api_headers))
     assert default == {"id": None, "name": "default", "default": True,
                        "from": "Broadside <newsletter@localhost>",
-                       "transport": "smtp+starttls://mailer:•••@smtp.example.com:587",
+                       "transport": "smtp+starttls://•••:•••@smtp.example.com:587",
                        "delay_ms": 0, "hourly_limit": 0, "postal_address": "", "status": "active",
                        "pause_reason": None, "webhook_secret_set": False}
 

@@ -161,7 +161,7 @@ def test_configuration_shows_every_variable_with_secrets_masked():
     for secret in ("the-secret-key-123456", "metrics-token-abcdef", "webhook-secret-xyz123",
                    "smtp-pass-999", "db-pass-777", "redis-pass-555"):
         assert secret not in text
-    assert "SMTP_URL = smtp+starttls://mailer:****@mail.example.com:587" in text
+    assert "SMTP_URL = smtp+starttls://•••:•••@mail.example.com:587" in text
     assert "REDIS_URL = redis://:****@cache:6379/0" in text
     assert "SECRET_KEY = set (21 characters, hidden)" in text
     assert "SEND_DELAY_MS = 200" in text
@@ -246,7 +246,7 @@ def test_doctor_exits_0_when_everything_passes(app, app_config, auth_smtp_server
     assert "6 of 6 checks passed" in result.stdout
     assert AUTH[1] not in result.stdout and "metrics-token-abcdef" not in result.stdout
     assert app_config["SECRET_KEY"] not in result.stdout
-    assert f"SMTP_URL = smtp://{AUTH[0]}:****@127.0.0.1:{auth_smtp_server.port}" in result.stdout
+    assert f"SMTP_URL = smtp://•••:•••@127.0.0.1:{auth_smtp_server.port}" in result.stdout
     # As the self-hoster wrote it (not the driver-pinned `postgresql+psycopg://` form).
     assert f"DATABASE_URL = {mask_url(app_config['DATABASE_URL'])}\n" in result.stdout
     assert auth_smtp_server.messages == []

@@ -76,7 +76,7 @@ def test_the_default_comes_first_from_the_environment_and_links_where_it_is_set(
     text = text_of(page)
     places = [page.index(f'id="{anchor}"') for anchor in ("identity-default", "identity-1", "new-identity")]
     assert places == sorted(places)
-    assert "smtp+starttls://mailer:•••@smtp.example.com:587" in text
+    assert "smtp+starttls://•••:•••@smtp.example.com:587" in text
     assert "3,000 sends an hour" in text and "200 ms after each request" in text
     for variable in ("SMTP_URL", "SEND_DELAY_MS", "SEND_HOURLY_LIMIT", "MAIL_FROM"):
         assert f"<code>{variable}</code>" in page
@@ -139,7 +139,7 @@ def test_edit_keeps_blank_secrets_replaces_typed_ones_and_never_shows_them(logge
     page = logged_in_client.get(f"/settings/identities/{identity_id}/edit").text
     assert page.count('placeholder="unchanged (leave blank to keep)"') == 2
     assert 'name="transport" value=""' in page and 'name="webhook_secret" value=""' in page
-    assert "smtp://mailer:•••@127.0.0.1:2525" in page and 'value="Product updates"' in page
+    assert "smtp://•••:•••@127.0.0.1:2525" in page and 'value="Product updates"' in page
     assert_no_secret(page)
 
     path = f"/settings/identities/{identity_id}/edit"
@@ -210,7 +210,7 @@ def test_check_connection_swaps_in_a_tick_or_a_cross_and_the_system_page_shows_i
     finally:
         server.stop()
     checks = text_of(logged_in_client.get("/system/checks").text)
-    assert "✓ passed: identity Good: smtp://mailer:•••@127.0.0.1" in checks
+    assert "✓ passed: identity Good: smtp://•••:•••@127.0.0.1" in checks
     assert "✗ failed: identity Wrong:" in checks and "✗ failed: identity Closed:" in checks
     assert "Check connections now" in checks
     # Without JavaScript: a redirect and the answer in words. The default's is the SMTP check.

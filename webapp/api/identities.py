@@ -45,7 +45,8 @@ def api_identities():
 
 @bp.route("/identities", methods=["POST"])
 def api_create_identity():
-    row = service.create(db.session, service.parse_input(json_body()))
+    row = service.create(db.session, service.check_endpoint(service.parse_input(json_body()),
+                                                            current_app.config))
     return jsonify(service.as_input(_live(row.id))), 201
 
 
@@ -56,7 +57,8 @@ def api_identity(identity_id: int):
 
 @bp.route("/identities/<int:identity_id>", methods=["PUT"])
 def api_replace_identity(identity_id: int):
-    data = service.parse_input(json_body(), updating=True)
+    data = service.check_endpoint(service.parse_input(json_body(), updating=True),
+                                  current_app.config)
     refreeze.update_identity(db.session, identity_id, data,
                              default_from=current_app.config["MAIL_FROM"])
     return jsonify(service.as_input(_live(identity_id)))

@@ -23,7 +23,9 @@ EXAMPLES = "; ".join(f"`{example}`" for example in urls.EXAMPLES.values())
 TRANSPORT = {"type": ["string", "null"], "maxLength": urls.MAX_URL, "description": (
     f"Where its mail goes: {EXAMPLES}; empty or `outbox://` writes .eml files instead. A "
     "provider's URL takes `?endpoint=URL` to send to another base URL (Postmark also "
-    "`?stream=NAME`). It holds secrets: answers show it masked. On PUT, missing or null "
+    "`?stream=NAME`); an endpoint that resolves to a private or loopback address is 422 "
+    "without PROVIDER_ENDPOINTS_ALLOW_PRIVATE=1, a link-local or metadata one always. It holds "
+    "secrets: answers show it masked (a user name by its first 4 characters). On PUT, missing or null "
     "keeps the stored one; a new one resumes a paused identity.")}
 
 IDENTITY_SCHEMAS: dict[str, Any] = {

@@ -24,8 +24,10 @@ WEBHOOK_SCHEMAS: dict[str, Any] = {
     "WebhookEndpointInput": obj({
         "url": {"type": "string", "maxLength": MAX_URL, "format": "uri", "description": (
             "http(s), no user name or password. Its host must resolve to public addresses "
-            "only (not loopback, private or link-local) unless the server sets "
-            "WEBHOOKS_ALLOW_PRIVATE=1; checked again before every delivery.")},
+            "only (not loopback, private, link-local or another special-purpose range, nor an "
+            "IPv6 address wrapping one) unless the server sets WEBHOOKS_ALLOW_PRIVATE=1 "
+            "(link-local and cloud metadata addresses stay refused); checked again before "
+            "every delivery.")},
         "events": EVENTS,
     }, ("url", "events")),
     "WebhookEndpoint": obj({

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from broadside.core.config import ENV_VARS
 from broadside.core.logs import mask_query_passwords
+from broadside.core.transport_urls import describe
 from webapp.doctor.check import Check
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -34,7 +35,8 @@ def shown_value(name: str, value: Any) -> str:
     if name in URL_VARS:
         if not value:
             return "unset (messages go to the outbox folder)" if name == "SMTP_URL" else "unset"
-        return mask_url(str(value))
+        # A transport URL's key is its user part, and an SMTP login may be a token too.
+        return describe(str(value)) if name == "SMTP_URL" else mask_url(str(value))
     if value in ("", None):
         return "unset"
     return str(value)

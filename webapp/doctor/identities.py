@@ -19,14 +19,13 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
 
 from flask import Flask
 from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
-from broadside.core.transport_urls import SMTP_SCHEMES, scheme_of
+from broadside.core.transport_urls import secrets_in_url
 from broadside.delivery.identities.service import SendingIdentity, all_identities
 from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.transports import DeliveryError
@@ -70,14 +69,11 @@ def _fingerprint(secret_key: str, url: str) -> str:
 
 def _without_secrets(text: str, url: str) -> str:
     """The text with the URL's secrets masked (a provider's error message, or a library's,
-    might quote what it was given): the password, and a provider's key (an SMTP user name is
-    no secret: the masked URL shows it)."""
-    parts = urlsplit(url)
-    secrets = [parts.password] + ([] if scheme_of(url) in SMTP_SCHEMES else [parts.username])
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            for form in {secret, unquote(secret)}:
-                text = text.replace(form, "•••")
+    might quote what it was given): the password, the user name (a provider's key, or an SMTP
+    login that may be a token) and the endpoint's credentials (`transport_urls.secrets_in_url`)."""
+    for secret in sorted(secrets_in_url(url), key=len, reverse=True):
+        if len(secret) >= 4:
+            text = text.replace(secret, "•••")
     return text
 
 
@@ -87,7 +83,8 @@ def run(app: Flask, identity: SendingIdentity, *, store: bool = True) -> Transpo
     target = identity.transport
     phase = ""
     try:
-        transport = make_transport(url, app.instance_path, timeout=CHECK_TIMEOUT_S)
+        transport = make_transport(url, app.instance_path, timeout=CHECK_TIMEOUT_S, allow_private=bool(
+            app.config.get("PROVIDER_ENDPOINTS_ALLOW_PRIVATE")))
         try:
             detail = f"{target} answered: {transport.check()}; nothing sent"
             ok = True

@@ -82,7 +82,8 @@ def run_smtp_check(config: Mapping[str, Any], instance_path: str, mail_from: str
                                                          f"({(exc.strerror or 'refused').lower()})")
         return SmtpCheck(True, time.time(), target, f"no SMTP_URL: messages are written to {folder}")
     if scheme_of(config["SMTP_URL"]) not in SMTP_SCHEMES:
-        return _provider_check(config["SMTP_URL"], instance_path, target)
+        return _provider_check(config["SMTP_URL"], instance_path, target,
+                               bool(config.get("PROVIDER_ENDPOINTS_ALLOW_PRIVATE")))
     transport = SmtpTransport(
         config["SMTP_URL"], timeout=CHECK_TIMEOUT_S, local_hostname=socket.getfqdn() or None
     )
@@ -120,7 +121,7 @@ def run_smtp_check(config: Mapping[str, Any], instance_path: str, mail_from: str
                      f"{target} answered ({greeting[0][:80]}){login}{sender_note}; nothing sent")
 
 
-def _provider_check(url: str, instance_path: str, target: str) -> SmtpCheck:
+def _provider_check(url: str, instance_path: str, target: str, allow_private: bool) -> SmtpCheck:
     """SMTP_URL naming a provider's API: its own authenticated request that sends nothing."""
     secrets = url_passwords(url)
 
@@ -131,7 +132,8 @@ def _provider_check(url: str, instance_path: str, target: str) -> SmtpCheck:
         return text[:300]
 
     try:
-        transport = make_transport(url, instance_path, timeout=CHECK_TIMEOUT_S)
+        transport = make_transport(url, instance_path, timeout=CHECK_TIMEOUT_S,
+                                   allow_private=allow_private)
         try:
             said = transport.check()
         finally:

@@ -115,7 +115,9 @@ def index():
 def create():
     values = form.read_form(request.form)
     try:
-        row = service.create(db.session, service.parse_input(form.as_body(values, updating=False)))
+        data = service.check_endpoint(service.parse_input(form.as_body(values, updating=False)),
+                                      current_app.config)
+        row = service.create(db.session, data)
     except (ValidationError, Conflict) as exc:
         db.session.rollback()
         return _render_index(values, error=exc, status=exc.status_code,
@@ -144,7 +146,9 @@ def edit(identity_id: int):
     body = form.as_body(values, updating=True, clear_secret=bool(request.form.get("clear_webhook_secret")))
     try:
         row, refrozen = refreeze.update_identity(db.session, identity_id,
-                                                 service.parse_input(body, updating=True),
+                                                 service.check_endpoint(
+                                                     service.parse_input(body, updating=True),
+                                                     current_app.config),
                                                  default_from=current_app.config["MAIL_FROM"])
     except (ValidationError, Conflict) as exc:
         db.session.rollback()

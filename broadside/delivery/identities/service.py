@@ -251,6 +251,20 @@ def parse_input(data: Any, *, updating: bool = False) -> IdentityInput:
     )
 
 
+def check_endpoint(data: IdentityInput, config: Mapping[str, Any]) -> IdentityInput:
+    """`data` when its transport's `?endpoint=` (if any) resolves only to addresses Broadside
+    may call (`PROVIDER_ENDPOINTS_ALLOW_PRIVATE` in `config` allows the own network); a
+    `ValidationError` under the transport field naming the address and the flag otherwise.
+    Resolves the endpoint's name: for the pages and the API when an identity is saved."""
+    if data.transport_url:
+        try:
+            urls.check_endpoint(data.transport_url,
+                                allow_private=bool(config.get("PROVIDER_ENDPOINTS_ALLOW_PRIVATE")))
+        except urls.TransportUrlError as exc:
+            raise ValidationError(str(exc), field="transport") from None
+    return data
+
+
 def as_input(identity: SendingIdentity) -> dict[str, Any]:
     """An identity as the API shows it: never its transport's secrets or its webhook secret."""
     return {

@@ -22,14 +22,18 @@ PROVIDERS = {"ses": ("broadside.delivery.providers.ses", "SesTransport"),
              "mailgun": ("broadside.delivery.providers.mailgun", "MailgunTransport")}
 
 
-def make_transport(url: str, instance_path: str, timeout: float = 30.0) -> Transport:
+def make_transport(url: str, instance_path: str, timeout: float = 30.0, *,
+                   allow_private: bool = False) -> Transport:
     """SMTP, a provider's HTTP API, or the outbox when the URL is empty or `outbox://`
-    (validated beforehand by `urls.check_transport_url`)."""
+    (validated beforehand by `urls.check_transport_url`). `allow_private` is the configuration's
+    PROVIDER_ENDPOINTS_ALLOW_PRIVATE: a provider's endpoint may then be a private or loopback
+    address (checked by the transport before each connection)."""
     scheme = scheme_of(url)
     if scheme in SMTP_SCHEMES:
         return SmtpTransport(url, timeout=timeout, local_hostname=socket.getfqdn() or None)
     if scheme == "outbox":
         return OutboxTransport(Path(instance_path) / "outbox")
     module, name = PROVIDERS[scheme]
-    transport: Transport = getattr(importlib.import_module(module), name)(url, timeout=timeout)
+    transport: Transport = getattr(importlib.import_module(module), name)(
+        url, timeout=timeout, allow_private=allow_private)
     return transport

@@ -21,8 +21,16 @@ Guarantees, and why:
   so the spacing the pacer promises is the spacing the provider sees.
 - An idle kept-alive connection the provider has closed is noticed before the request (the
   socket reads as closed) and replaced, so that common case is never reported as `response`.
-- Replies are the provider's own words, cut to `MAX_REPLY` characters; no secret is ever put in
-  a reply or a description.
+- **Only a checked address is called.** Before each (re)connect the host is resolved and every
+  address it has is judged (`broadside.core.public_addresses`): a private or loopback one is
+  refused unless `PROVIDER_ENDPOINTS_ALLOW_PRIVATE=1` (`allow_private`), link-local and cloud
+  metadata ones always, as phase `request` with `ours` (nothing was sent; our sentence names
+  the address and the flag). The connection then goes to a checked address, the Host header
+  and the TLS name staying the URL's, so a name that resolves differently a moment later
+  cannot slip past the check.
+- Replies are the provider's own words: only its message field (`api_error`'s `reply`), cut to
+  `MAX_ERROR_WORDS` characters, never its whole body (an error page or a JSON document may
+  carry anything); no secret is ever put in a reply or a description.
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ from urllib.parse import urlsplit
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError
 
+from broadside.core.public_addresses import Unresolvable, first_refusal, refusal_words, resolve_host
+from broadside.core.transport_urls import endpoint_shown
 from broadside.delivery.transports import (
     DeliveryError,
     MessageFields,
@@ -58,6 +68,8 @@ from broadside.delivery.transports import (
 MimeFields = MessageFields  # (the name this module's callers know)
 
 MAX_REPLY = 300
+MAX_ERROR_WORDS = 200  # a provider's error message, as shown to the owner
+ENDPOINT_FLAG = "PROVIDER_ENDPOINTS_ALLOW_PRIVATE"
 MAX_CONNECT_TIMEOUT = 10.0
 USER_AGENT = "broadside"
 
@@ -68,10 +80,28 @@ def no_pace() -> None:
     pass
 
 
-def clip(text: str) -> str:
-    """One line of at most MAX_REPLY characters."""
+def clip(text: str, limit: int = MAX_REPLY) -> str:
+    """One line of at most `limit` characters."""
     line = " ".join(text.split())
-    return line if len(line) <= MAX_REPLY else line[: MAX_REPLY - 1] + "…"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def checked_addresses(provider: str, host: str, port: int, *, allow_private: bool,
+                      where: str) -> tuple[str, ...]:
+    """Every address `host` resolves to, each judged; raises `DeliveryError` (phase `request`,
+    nothing sent) when it does not resolve or one of them may not be called."""
+    try:
+        addresses = resolve_host(host, port)
+    except Unresolvable:
+        raise DeliveryError("request", None, clip(f"could not connect to {where}: the host {host} "
+                                                 "does not resolve"),
+                            network=True, provider=provider) from None
+    found = first_refusal(addresses, allow_private=allow_private)
+    if found:
+        raise DeliveryError("request", None, "Not sent: the endpoint host "
+                            + refusal_words(host, found, ENDPOINT_FLAG), provider=provider,
+                            ours=True)
+    return addresses
 
 
 def parse_retry_after(value: str | None, now: Callable[[], float] = time.time) -> float | None:
@@ -125,19 +155,24 @@ class HttpClient:
     time, from one thread). `request` returns every answer, error statuses included; it raises
     `DeliveryError` only when no answer came (phase `request` or `response`)."""
 
-    def __init__(self, provider: str, base_url: str, timeout: float, headers: Mapping[str, str]) -> None:
+    def __init__(self, provider: str, base_url: str, timeout: float, headers: Mapping[str, str],
+                 *, allow_private: bool = False) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) base URL: {base_url!r}")
         self.provider = provider
-        self.base_url = base_url.rstrip("/")
+        self.base_url = endpoint_shown(base_url.rstrip("/"))  # shown in errors: no credentials
         self._https = parts.scheme == "https"
         self._host = parts.hostname
-        self._port = parts.port
+        self._port = parts.port or (443 if self._https else 80)
+        self._allow_private = allow_private
         self._prefix = parts.path.rstrip("/")
         self._connect_timeout = min(timeout, MAX_CONNECT_TIMEOUT)
         self._read_timeout = timeout
-        self._headers = {"User-Agent": USER_AGENT, **headers}
+        default_port = 443 if self._https else 80
+        name = f"[{self._host}]" if ":" in self._host else self._host
+        self._headers = {"User-Agent": USER_AGENT, **headers,
+                         "Host": name if self._port == default_port else f"{name}:{self._port}"}
         self._conn: HTTPConnection | None = None
 
     def request(self, method: str, path: str, *, body: bytes | None = None,
@@ -165,18 +200,33 @@ class HttpClient:
         return Answer(response.status, response.headers, data)
 
     def _connected(self) -> HTTPConnection:
-        conn = self._conn
-        if conn is not None and conn.is_connected:
-            return conn
+        kept = self._conn
+        if kept is not None and kept.is_connected:
+            return kept
         # Never connected, or the provider closed the idle connection (its socket reads as
         # closed): a new one, connected here so that a failure is known to be before the request.
         self.close()
-        cls = HTTPSConnection if self._https else HTTPConnection
-        conn = cls(self._host, self._port, timeout=self._connect_timeout)
-        self._conn = conn
-        conn.connect()
-        conn.timeout = self._read_timeout  # for writing the request and reading the answer
-        return conn
+        addresses = checked_addresses(self.provider, self._host, self._port,
+                                      allow_private=self._allow_private, where=self.base_url)
+        failure: Exception | None = None
+        for address in addresses:  # the first checked address that answers, never the name again
+            conn: HTTPConnection
+            if self._https:
+                conn = HTTPSConnection(address, self._port, timeout=self._connect_timeout,
+                                       server_hostname=self._host, assert_hostname=self._host)
+            else:
+                conn = HTTPConnection(address, self._port, timeout=self._connect_timeout)
+            try:
+                conn.connect()
+            except (HTTPError, OSError) as exc:
+                conn.close()
+                failure = exc
+                continue
+            self._conn = conn
+            conn.timeout = self._read_timeout  # for writing the request and reading the answer
+            return conn
+        assert failure is not None  # resolve_host never returns no address
+        raise failure
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -187,9 +237,12 @@ class HttpClient:
 def api_error(provider: str, answer: Answer, reply: str | None = None,
               provider_code: str | None = None) -> DeliveryError:
     """The provider answered with an error status: `code` is the HTTP status, `reply` its message
-    (the body when it gave none), `retry_after` from a Retry-After header."""
-    text = reply or answer.text.strip() or f"HTTP {answer.status}"
-    return DeliveryError("api", answer.status, clip(text), provider=provider,
+    field cut to MAX_ERROR_WORDS (just "HTTP 502" when it gave none: the body itself, an error
+    page or a JSON document that may carry anything, is never shown), `retry_after` from a
+    Retry-After header."""
+    text = reply.strip() if reply else ""
+    text = clip(text, MAX_ERROR_WORDS) if text else f"HTTP {answer.status}"
+    return DeliveryError("api", answer.status, text, provider=provider,
                          provider_code=provider_code,
                          retry_after=parse_retry_after(answer.header("Retry-After")))
 
@@ -197,7 +250,8 @@ def api_error(provider: str, answer: Answer, reply: str | None = None,
 def unreadable(provider: str, answer: Answer, what: str) -> DeliveryError:
     """A success status with an answer we cannot map to the messages: they may all have been
     accepted, so this is as ambiguous as no answer at all."""
-    return DeliveryError("response", answer.status, clip(f"unreadable answer ({what}): {answer.text}"),
+    return DeliveryError("response", answer.status, clip(f"unreadable answer ({what}; "
+                                                         f"{len(answer.body)} bytes, not shown)"),
                          provider=provider)
 
 

@@ -46,14 +46,14 @@ class MailgunTransport(ProviderTransport):
     scheme = "mailgun"
     batch_limit = 1
 
-    def __init__(self, url: str, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, timeout: float = 30.0, *, allow_private: bool = False) -> None:
         parts = urlsplit(url)
         key = unquote(parts.username or "")
         self.domain = (parts.hostname or "").lower()
         self._http = HttpClient(self.scheme, options(url).get("endpoint") or BASE_URL, timeout, {
             **make_headers(basic_auth=f"api:{key}"),
             "Accept": "application/json",
-        })
+        }, allow_private=allow_private)
 
     @property
     def description(self) -> str:
@@ -83,7 +83,7 @@ class MailgunTransport(ProviderTransport):
 
     def _error(self, answer: Answer) -> DeliveryError:
         body = answer.json()
-        said = body.get("message") if isinstance(body, dict) else None
+        said = (body.get("message") or body.get("error")) if isinstance(body, dict) else None
         return api_error(self.scheme, answer, str(said) if said else None)
 
     def check(self) -> str:

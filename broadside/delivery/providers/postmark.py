@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 
 from broadside.core.transport_urls import options
 from broadside.delivery.providers.http import (
+    MAX_ERROR_WORDS,
     Answer,
     HttpClient,
     Pace,
@@ -56,7 +57,7 @@ class PostmarkTransport(ProviderTransport):
     scheme = "postmark"
     batch_limit = 500
 
-    def __init__(self, url: str, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, timeout: float = 30.0, *, allow_private: bool = False) -> None:
         opts = options(url)
         token = unquote(urlsplit(url).username or "")
         self.stream = opts.get("stream") or DEFAULT_STREAM
@@ -64,7 +65,7 @@ class PostmarkTransport(ProviderTransport):
             "X-Postmark-Server-Token": token,
             "Accept": "application/json",
             "Content-Type": "application/json",
-        })
+        }, allow_private=allow_private)
 
     @property
     def description(self) -> str:
@@ -113,8 +114,8 @@ class PostmarkTransport(ProviderTransport):
         said = str(entry.get("Message") or "")
         if code == 0:
             return SendResult(200, said or "OK", provider_id=str(entry.get("MessageID") or "") or None)
-        return DeliveryError("api", REJECT_STATUS, clip(said or f"ErrorCode {code}"), provider=self.scheme,
-                             provider_code=str(code))
+        return DeliveryError("api", REJECT_STATUS, clip(said or f"ErrorCode {code}", MAX_ERROR_WORDS),
+                             provider=self.scheme, provider_code=str(code))
 
     def _error(self, answer: Answer) -> DeliveryError:
         body = answer.json()

@@ -35,6 +35,7 @@ from urllib.parse import unquote, urlsplit
 
 from broadside.core.transport_urls import options
 from broadside.delivery.providers.http import (
+    MAX_ERROR_WORDS,
     Answer,
     HttpClient,
     Pace,
@@ -59,13 +60,13 @@ class ResendTransport(ProviderTransport):
     batch_limit = 100
     idempotent = True  # the same key and payload within 24 hours: the first answer, no resend
 
-    def __init__(self, url: str, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, timeout: float = 30.0, *, allow_private: bool = False) -> None:
         key = unquote(urlsplit(url).username or "")
         self._http = HttpClient(self.scheme, options(url).get("endpoint") or BASE_URL, timeout, {
             "Authorization": f"Bearer {key}",
             "Accept": "application/json",
             "Content-Type": "application/json",
-        })
+        }, allow_private=allow_private)
 
     @property
     def description(self) -> str:
@@ -101,7 +102,7 @@ class ResendTransport(ProviderTransport):
         for error in errors:
             index = error.get("index") if isinstance(error, dict) else None
             if not isinstance(index, int) or not 0 <= index < count or index in refused:
-                raise unreadable(self.scheme, answer, f"an error without a valid index: {error!r}")
+                raise unreadable(self.scheme, answer, "an error without a valid index")
             refused[index] = str(error.get("message") or "refused")
         if len(data) != count - len(refused):
             raise unreadable(self.scheme, answer, f"{len(data)} ids for {count - len(refused)} messages")
@@ -109,13 +110,13 @@ class ResendTransport(ProviderTransport):
         results: list[SendResult | DeliveryError] = []
         for position in range(count):
             if position in refused:
-                results.append(DeliveryError("api", REJECT_STATUS, clip(refused[position]),
+                results.append(DeliveryError("api", REJECT_STATUS, clip(refused[position], MAX_ERROR_WORDS),
                                              provider=self.scheme, provider_code="validation_error"))
                 continue
             entry = next(accepted)
             message_id = entry.get("id") if isinstance(entry, dict) else None
             if not message_id:
-                raise unreadable(self.scheme, answer, f"an accepted message without an id: {entry!r}")
+                raise unreadable(self.scheme, answer, "an accepted message without an id")
             results.append(SendResult(200, "queued", provider_id=str(message_id)))
         return results
 
@@ -142,7 +143,7 @@ class ResendTransport(ProviderTransport):
         body = answer.json()
         if isinstance(body, dict):
             name = body.get("name")
-            return api_error(self.scheme, answer, str(body.get("message") or ""),
+            return api_error(self.scheme, answer, str(body.get("message") or body.get("error") or ""),
                              None if name is None else str(name))
         return api_error(self.scheme, answer)
 

@@ -25,6 +25,14 @@ Guarantees, and why:
   or a connection closed before the answer is phase `response`, and so is any other TLS
   error: botocore raises the same `SSLError` for a failed handshake (nothing sent) and for a
   TLS failure after the request (maybe sent), so it must be taken as the ambiguous one.
+- **An `?endpoint=` is checked before every request** (`before-send`, for every operation):
+  its host is resolved and every address judged as `http.checked_addresses` does (private or
+  loopback refused unless `PROVIDER_ENDPOINTS_ALLOW_PRIVATE=1`, link-local and metadata
+  always), phase `request` with `ours`, nothing sent. botocore then connects by the name
+  again (or reuses a kept-alive connection to an address checked before), so a name whose
+  DNS answer flips inside the microseconds between the two look-ups could still reach an
+  address not checked: the residual race of not owning botocore's connection pool. AWS's own
+  endpoint (no `?endpoint=`) is not looked up: the URL cannot steer it, only name a region.
 - Transports share one botocore session (its service model loaded once: ~5 ms a transport
   instead of ~120 ms), behind a lock, as botocore sessions are not thread-safe.
 """
@@ -51,12 +59,14 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
     SSLError,
 )
 
-from broadside.core.transport_urls import options
+from broadside.core.transport_urls import endpoint_shown, options
 from broadside.delivery.providers.http import (
     MAX_CONNECT_TIMEOUT,
+    MAX_ERROR_WORDS,
     Pace,
     ProviderTransport,
     check_batch_size,
+    checked_addresses,
     clip,
     no_pace,
     parse_retry_after,
@@ -86,10 +96,12 @@ class SesTransport(ProviderTransport):
     scheme = "ses"
     batch_limit = 1
 
-    def __init__(self, url: str, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, timeout: float = 30.0, *, allow_private: bool = False) -> None:
         parts = urlsplit(url)
+        self._allow_private = allow_private
         self.region = parts.hostname or ""
         self.endpoint = options(url).get("endpoint")
+        self._shown = endpoint_shown(self.endpoint) if self.endpoint else ""  # no credentials
         config = Config(
             # `total_max_attempts` counts the first attempt; the Config's `max_attempts` would
             # count retries only (1 means two requests), whatever the mode.
@@ -107,14 +119,25 @@ class SesTransport(ProviderTransport):
             config=config,
         )
         self._pace: Pace = no_pace
+        if self.endpoint:
+            self._client.meta.events.register("before-send.sesv2", self._check_endpoint)
         self._client.meta.events.register("before-send.sesv2.SendEmail", self._before_send)
+
+    def _check_endpoint(self, **kwargs: Any) -> None:
+        """Raises `DeliveryError` (nothing sent) when the endpoint's host resolves to an
+        address Broadside may not call; returns None: botocore goes on."""
+        assert self.endpoint
+        ep = urlsplit(self.endpoint)
+        port = ep.port or (443 if ep.scheme == "https" else 80)
+        checked_addresses(self.scheme, ep.hostname or "", port, allow_private=self._allow_private,
+                          where=self._shown)
 
     def _before_send(self, **kwargs: Any) -> None:
         self._pace()  # returns None: botocore goes on and sends the request
 
     @property
     def description(self) -> str:
-        return f"ses ({self.region}{', ' + self.endpoint if self.endpoint else ''})"
+        return f"ses ({self.region}{', ' + self._shown if self._shown else ''})"
 
     def send_batch(self, items: Sequence[Outgoing], idempotency_key: str,
                    pace: Pace = no_pace) -> list[SendResult | DeliveryError]:
@@ -177,7 +200,8 @@ class SesTransport(ProviderTransport):
         headers = meta.get("HTTPHeaders", {})
         code = error.get("Code") or None
         return DeliveryError(
-            "api", meta.get("HTTPStatusCode"), clip(error.get("Message") or code or str(exc)),
+            "api", meta.get("HTTPStatusCode"),
+            clip(error.get("Message") or code or f"HTTP {meta.get('HTTPStatusCode')}", MAX_ERROR_WORDS),
             provider=self.scheme, provider_code=code,
             retry_after=parse_retry_after(headers.get("retry-after")),
         )

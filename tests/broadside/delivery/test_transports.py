@@ -65,7 +65,8 @@ class Pacer:
 
 
 def transport_for(server: ProviderServer, timeout: float = 5.0, **url: str):
-    return make_transport(check_transport_url(server.transport_url(**url)), "", timeout)
+    return make_transport(check_transport_url(server.transport_url(**url)), "", timeout,
+                          allow_private=True)
 
 
 @pytest.fixture(params=list(SERVERS))
@@ -304,7 +305,7 @@ def test_no_answer_within_the_timeout_is_phase_response(server):
 def test_nothing_listening_is_phase_request(server):
     port = free_port()
     url = server.transport_url().replace(f"127.0.0.1:{server.port}", f"127.0.0.1:{port}")
-    transport = make_transport(url, "", 5)
+    transport = make_transport(url, "", 5, allow_private=True)
     pace = Pacer()
     error = send_error(transport, pace=pace)
     with pytest.raises(DeliveryError) as checked:
