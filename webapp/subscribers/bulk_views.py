@@ -5,9 +5,10 @@
   (nobody selected, no list chosen, a list or a person that is gone, an id that is not one)
   answers 422 with the sentence and a form that keeps the selection.
 - POST /subscribers/bulk  (the same fields, plus `max_id` and `expected` from the confirmation,
-  and for an erase the typed count) stores the action and queues its job, then redirects to
-  its progress page. If the count changed since the confirmation, the confirmation is shown
-  again with the new number (422): the owner confirms what will really happen.
+  and for an erase the typed count) stores the action with the set of people it is for (the
+  worker touches nobody else), queues its job, then redirects to its progress page. If the
+  count changed since the confirmation, the confirmation is shown again with the new number
+  (422): the owner confirms what will really happen.
 - GET /subscribers/bulk/<id> and /subscribers/bulk/<id>/progress: the progress bar, polled by
   htmx every second until the action is over (286 stops the polling).
 """
@@ -95,7 +96,14 @@ def bulk_submit():
             != str(plan.total):
         return _render(source, filters, plan=plan, status=422,
                        error=f"Type {plan.total} to confirm the erase.")
-    record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk)
+    try:
+        record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk, expected=plan.total)
+    except (ValidationError, bulk.SetChanged) as exc:  # it changed within this request
+        try:
+            plan = _plan(source, filters, target, max_id)
+        except ValidationError as again:
+            return _render(source, filters, error=again.message, status=422)
+        return _render(source, filters, plan=plan, status=422, error=exc.message)
     return after_post(url_for("subscribers.bulk_status", bulk_id=record.id))
 
 

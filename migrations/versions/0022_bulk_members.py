@@ -1,0 +1,44 @@
+"""A confirmed bulk action's set of people
+
+- bulk_action_members(action_id, subscriber_id): the people a bulk action was confirmed for,
+  written in the transaction of its `bulk_actions` row (the selected ids, or everyone the
+  filter matched at that moment). The worker acts only on them: someone who comes to match
+  the filter afterwards is never included (a bulk erase confirmed for one person erased
+  three). Each batch deletes the rows it went through, so the table holds only what is still
+  to do. No FOREIGN KEYs (a person erased meanwhile is what a run must find missing); on
+  SQLite a WITHOUT ROWID table, its primary key the rows themselves.
+- bulk_actions.no_longer_matched: the people of the set left alone because, when the worker
+  reached them, they no longer matched the filter (or were erased meanwhile).
+
+Revision ID: 0022
+Revises: 0021
+"""
+from alembic import op
+import sqlalchemy as sa
+
+
+# revision identifiers, used by Alembic.
+revision = '0022'
+down_revision = '0021'
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    op.create_table(
+        'bulk_action_members',
+        sa.Column('action_id', sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column('subscriber_id', sa.Integer(), autoincrement=False, nullable=False),
+        sa.PrimaryKeyConstraint('action_id', 'subscriber_id',
+                                name=op.f('pk_bulk_action_members')),
+        sqlite_with_rowid=False,
+    )
+    with op.batch_alter_table('bulk_actions') as batch:
+        batch.add_column(sa.Column('no_longer_matched', sa.Integer(), server_default='0',
+                                   nullable=False))
+
+
+def downgrade():
+    with op.batch_alter_table('bulk_actions') as batch:
+        batch.drop_column('no_longer_matched')
+    op.drop_table('bulk_action_members')
