@@ -9,10 +9,15 @@
   SQLite a WITHOUT ROWID table, its primary key the rows themselves.
 - bulk_actions.no_longer_matched: the people of the set left alone because, when the worker
   reached them, they no longer matched the filter (or were erased meanwhile).
+- An action still queued or running has no set to act on (it was confirmed before sets were
+  stored), and its filter now would reach whoever matches today: it is stopped, saying so,
+  rather than finished as if nobody were left or run over people nobody confirmed.
 
 Revision ID: 0022
 Revises: 0021
 """
+from datetime import datetime, timezone
+
 from alembic import op
 import sqlalchemy as sa
 
@@ -22,6 +27,10 @@ revision = '0022'
 down_revision = '0021'
 branch_labels = None
 depends_on = None
+
+UPGRADE_STOPPED = ("Broadside was upgraded while this action waited: the batches before "
+                   "the upgrade are done. Confirm it again for the rest; a confirmation "
+                   "now fixes exactly who it is for.")
 
 
 def upgrade():
@@ -36,6 +45,10 @@ def upgrade():
     with op.batch_alter_table('bulk_actions') as batch:
         batch.add_column(sa.Column('no_longer_matched', sa.Integer(), server_default='0',
                                    nullable=False))
+    op.execute(sa.text(
+        "UPDATE bulk_actions SET status = 'failed', finished_at = :now, error = :error "
+        "WHERE status IN ('queued', 'running')"
+    ).bindparams(now=datetime.now(timezone.utc).replace(tzinfo=None), error=UPGRADE_STOPPED))
 
 
 def downgrade():

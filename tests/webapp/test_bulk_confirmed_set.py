@@ -7,6 +7,7 @@ the finished page and in the API's answer. The set's rows are gone once the acti
 from __future__ import annotations
 
 import pytest
+from redis.exceptions import RedisError
 from sqlalchemy import func, insert, select, text, update
 
 from broadside.audience import lists as lists
@@ -187,3 +188,44 @@ def test_a_set_that_changed_within_the_confirmation_is_not_stored(app, people):
     assert raised.value.total == 2 and "it is now 2, not 3" in raised.value.message
     assert db.session.scalar(select(func.count()).select_from(BulkAction)) == 0
     assert members() == 0
+
+
+def test_a_redis_outage_at_the_press_leaves_no_set_behind(app, people):
+    confirmed = bulk.plan(db.session, action="block", list_id=None, scope="all", ids=[],
+                          filters=search.Filters(q="hamilton"))
+
+    def refused(_bulk_id: int) -> None:
+        raise RedisError("Connection refused")
+
+    record = bulk.submit(db.session, confirmed, refused, expected=3)
+    assert record.status == "failed" and "Redis is not answering" in record.error
+    assert members() == 0
+
+
+def test_an_action_unfinished_at_the_upgrade_is_stopped_not_run_on_todays_filter(
+        tmp_path, namespace):
+    """Confirmed before sets were stored (migration 0022), an unfinished action has only its
+    filter, which today reaches people nobody confirmed: the upgrade stops it, saying so."""
+    from flask_migrate import upgrade
+
+    from tests.helpers import SECRET_KEY
+    from webapp import create_app
+
+    app = create_app({"INSTANCE_PATH": str(tmp_path / "instance"), "SECRET_KEY": SECRET_KEY,
+                      "DATABASE_URL": f"sqlite:///{tmp_path / 'old.db'}",
+                      "BROADSIDE_NAMESPACE": namespace}, environ={})
+    with app.app_context():
+        upgrade(revision="0021")
+        with db.engine.begin() as connection:
+            for status in ("running", "done"):
+                connection.execute(text(
+                    "INSERT INTO bulk_actions (action, list_name, filters, max_id, last_id, "
+                    "total, processed, changed, status, created_at) VALUES ('erase', '', "
+                    f"'{{\"q\": \"hamilton\"}}', 9, 3, 5, 3, 3, '{status}', '2026-12-01')"))
+        upgrade()
+        with db.engine.connect() as connection:
+            rows = connection.execute(text(
+                "SELECT status, error, no_longer_matched FROM bulk_actions ORDER BY id")).all()
+        db.engine.dispose()
+    assert rows[0][0] == "failed" and "upgraded while this action waited" in rows[0][1]
+    assert rows[1] == ("done", None, 0)

@@ -19,6 +19,7 @@ from flask import render_template, request, url_for
 
 from broadside.audience.lists import all_lists
 from broadside.audience.subscribers import bulk, search
+from broadside.audience.subscribers.bulk_progress import progress
 from broadside.core.errors import ValidationError
 from broadside.segments.service import all_segments
 from webapp.extensions import db, get_jobs
@@ -74,47 +75,56 @@ def bulk_confirm():
     return _render(source, filters, plan=plan)
 
 
-def _plan(source, filters, target, max_id) -> bulk.Plan:
+def _plan(source, filters, target, max_id, count: bool = True) -> bulk.Plan:
     """The same check and count on the confirmation page and on submit (ValidationError)."""
     return bulk.plan(db.session, action=source.get("action"), list_id=target,
                      scope=source.get("scope"), ids=source.getlist("ids"),
-                     filters=filters, max_id=max_id)
+                     filters=filters, max_id=max_id, count=count)
+
+
+def _confirm_again(source, filters, target, max_id, error: str):
+    """The confirmation again (422), counted now; `error` may use {total}."""
+    try:
+        plan = _plan(source, filters, target, max_id)
+    except ValidationError as exc:
+        return _render(source, filters, error=exc.message, status=422)
+    return _render(source, filters, plan=plan, status=422, error=error.format(total=plan.total))
+
+
+CHANGED = ("The number of people changed since you looked: it is now {total:,}. Check and "
+           "confirm again.")
 
 
 @bp.route("/bulk", methods=["POST"])
 def bulk_submit():
     source, filters, target, max_id = _values()
     try:
-        plan = _plan(source, filters, target, max_id)
+        # Uncounted: the set stored by `submit` is the count, checked against `expected`.
+        plan = _plan(source, filters, target, max_id, count=False)
     except ValidationError as exc:
         return _render(source, filters, error=exc.message, status=422)
-    if source.get("expected") != str(plan.total):
-        return _render(source, filters, plan=plan, status=422,
-                       error=f"The number of people changed since you looked: it is now "
-                             f"{plan.total:,}. Check and confirm again.")
+    expected = search.parse_id(source.get("expected"))
+    if expected is None:
+        return _confirm_again(source, filters, target, max_id, CHANGED)
     if plan.action == "erase" and source.get("confirm_count", "").strip().replace(",", "") \
-            != str(plan.total):
-        return _render(source, filters, plan=plan, status=422,
-                       error=f"Type {plan.total} to confirm the erase.")
+            != str(expected):
+        return _confirm_again(source, filters, target, max_id,
+                              "Type {total} to confirm the erase.")
     try:
-        record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk, expected=plan.total)
-    except (ValidationError, bulk.SetChanged) as exc:  # it changed within this request
-        try:
-            plan = _plan(source, filters, target, max_id)
-        except ValidationError as again:
-            return _render(source, filters, error=again.message, status=422)
-        return _render(source, filters, plan=plan, status=422, error=exc.message)
+        record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk, expected=expected)
+    except (ValidationError, bulk.SetChanged):
+        return _confirm_again(source, filters, target, max_id, CHANGED)
     return after_post(url_for("subscribers.bulk_status", bulk_id=record.id))
 
 
 @bp.route("/bulk/<int:bulk_id>")
 def bulk_status(bulk_id: int):
     return render_template("subscribers/bulk_status.html",
-                           state=bulk.progress(db.session, bulk_id))
+                           state=progress(db.session, bulk_id))
 
 
 @bp.route("/bulk/<int:bulk_id>/progress")
 def bulk_progress(bulk_id: int):
-    state = bulk.progress(db.session, bulk_id)
+    state = progress(db.session, bulk_id)
     html = render_template("subscribers/_bulk_progress.html", state=state)
     return html, STOP_POLLING if state.finished else 200

@@ -151,9 +151,12 @@ def highest_id(session: Session) -> int:
 
 
 def plan(session: Session, *, action: str | None, list_id: int | None, scope: str | None,
-         ids: list[str], filters: Filters, max_id: int | None = None) -> Plan:
+         ids: list[str], filters: Filters, max_id: int | None = None,
+         count: bool = True) -> Plan:
     """Check a requested bulk action and count exactly who it touches; ValidationError with
-    the sentence to show when something is missing or wrong. Reads only."""
+    the sentence to show when something is missing or wrong. Reads only. `count=False`
+    leaves a filter's people uncounted (`total` 0): `submit` counts them as it stores them,
+    so the press does not count a million people twice."""
     if action not in CHOICES:
         raise ValidationError("Choose what to do with them.")
     if action == "unsubscribe_all":
@@ -192,6 +195,8 @@ def plan(session: Session, *, action: str | None, list_id: int | None, scope: st
         return Plan(action, list_id or None, list_name, selected, None, selected[-1],
                     len(selected))
     frozen = min(max_id, latest) if max_id else latest
+    if not count:
+        return Plan(action, list_id or None, list_name, None, filters, frozen, 0)
     total = count_exactly(session, filters, frozen)
     if not total:
         raise ValidationError("Nobody matches this filter, so there is nothing to do.")
@@ -343,49 +348,3 @@ def interrupted(session: Session) -> list[int]:
     return list(session.scalars(select(BulkAction.id)
                                 .where(BulkAction.status.in_(("queued", "running")))
                                 .order_by(BulkAction.id)))
-
-
-@dataclass
-class Progress:
-    record: BulkAction
-
-    @property
-    def finished(self) -> bool:
-        return self.record.status in ("done", "failed")
-
-    @property
-    def percent(self) -> int:
-        if self.record.status == "done":
-            return 100
-        if not self.record.total:
-            return 0
-        return min(99, int(100 * self.record.processed / self.record.total))
-
-    @property
-    def headline(self) -> str:
-        r = self.record
-        return Plan(r.action, r.list_id, r.list_name, None, None, r.max_id, r.total).headline
-
-    @property
-    def acted_on(self) -> int:
-        """Of those gone through, the people it acted on (still matching when reached)."""
-        return self.record.processed - self.record.no_longer_matched
-
-    @property
-    def already_so(self) -> int:
-        return self.acted_on - self.record.changed
-
-    @property
-    def left_alone(self) -> str:
-        """The sentence for the people of the set it left alone ("" when none)."""
-        count = self.record.no_longer_matched
-        if not count:
-            return ""
-        were = "was" if count == 1 else "were"
-        if self.record.subscriber_ids is not None:
-            return f"{people(count)} {were} no longer there and {were} left alone."
-        return f"{people(count)} no longer matched the filter and {were} left alone."
-
-
-def progress(session: Session, bulk_id: int) -> Progress:
-    return Progress(get(session, bulk_id))
