@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from array import array
 
-from sqlalchemy import Select, delete, insert, literal, select
+from sqlalchemy import delete, insert, literal, select
 from sqlalchemy.orm import Session
 
 from broadside.audience.subscribers.search import Filters, filter_clauses
@@ -54,14 +54,16 @@ def gather(session: Session, *, subscriber_ids: list[int] | None, filters: Filte
         return None
     who = _who(session, subscriber_ids, filters, max_id)
     ids, after = array("q"), 0
+    connection = session.connection()
     while True:
-        chunk: Select = (select(Subscriber.id).where(*who, Subscriber.id > after)
-                         .order_by(Subscriber.id).limit(READ_CHUNK))
-        found = session.scalars(chunk).all()
-        ids.extend(found)
-        if len(found) < READ_CHUNK:
+        before = len(ids)
+        # Core rows, iterated: `scalars().all()` (ORM or Core) costs three times as much.
+        ids.extend(row[0] for row in connection.execute(
+            select(Subscriber.id).where(*who, Subscriber.id > after)
+            .order_by(Subscriber.id).limit(READ_CHUNK)))
+        if len(ids) - before < READ_CHUNK:
             return ids
-        after = found[-1]
+        after = ids[-1]
 
 
 def fix(session: Session, action_id: int, *, subscriber_ids: list[int] | None,
