@@ -15,6 +15,12 @@ Each confirmed action is removed afterwards (its set, its row, what its batch di
 as milliseconds and as the ratio confirm / count (the POST now, relative to the POST before
 the set, which was the count and one row).
 
+On SQLite also the longest a writer on another connection (as the worker's claims and
+outcomes are) waited for the one write lock during a confirmation, and its ratio to the
+confirmation's own time. (Reading the ids ahead in chunks, outside the lock, then writing
+them in chunks made that wait longer, not shorter: at a million, 0.8-0.9 s against 0.3-0.8 s
+for the one INSERT ... SELECT, which stayed.)
+
     .venv/bin/python bench/bulk_confirm.py [--size 100000] [--backend sqlite|postgresql]
 """
 
@@ -34,6 +40,72 @@ FILTERS = {
     "active on Everyone": {"list_id": "Everyone", "status": "active"},
     "name contains 'a'": {"q": "a"},
 }
+
+
+def writer_waited(path: str, confirm) -> float:
+    """The longest wait (ms) of a writer committing one row every 10 ms while `confirm` runs."""
+    import sqlite3
+    import threading
+
+    waits: list[float] = []
+    done = threading.Event()
+
+    def write() -> None:
+        connection = sqlite3.connect(path, timeout=60, isolation_level=None)
+        connection.execute("CREATE TABLE IF NOT EXISTS bench_ticks (x INTEGER)")
+        while not done.is_set():
+            start = time.perf_counter()
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("INSERT INTO bench_ticks VALUES (1)")
+            connection.execute("COMMIT")
+            waits.append(time.perf_counter() - start)
+            time.sleep(0.01)
+        connection.close()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    time.sleep(0.1)
+    confirm()
+    time.sleep(0.1)
+    done.set()
+    thread.join()
+    return max(waits) * 1000
+
+
+def lock_waits(app, lists: dict[str, int], path: str) -> list[tuple[str, float, float]]:
+    """Per filter: the writer's longest wait during a confirmation, and the confirmation's own
+    time (SQLite only)."""
+    from sqlalchemy import delete
+
+    from broadside.audience.subscribers import bulk
+    from broadside.audience.subscribers.search import Filters
+    from broadside.core.models import BulkAction, BulkActionMember
+    from webapp.extensions import db
+
+    rows = []
+    with app.app_context():
+        for label, raw in FILTERS.items():
+            filters = Filters.parse(raw.get("q"), None,
+                                    lists[raw["list_id"]] if "list_id" in raw else None,
+                                    raw.get("status"))
+            expected = bulk.plan(db.session, action="block", list_id=None, scope="all",
+                                 ids=[], filters=filters).total
+            db.session.rollback()
+            took: list[float] = []
+
+            def confirm() -> None:
+                start = time.perf_counter()
+                plan = bulk.plan(db.session, action="block", list_id=None, scope="all",
+                                 ids=[], filters=filters, count=False)  # noqa: B023
+                bulk.submit(db.session, plan, lambda _id: None, expected=expected)  # noqa: B023
+                took.append((time.perf_counter() - start) * 1000)  # noqa: B023
+                db.session.execute(delete(BulkActionMember))
+                db.session.execute(delete(BulkAction))
+                db.session.commit()
+
+            rows.append((label, writer_waited(path, confirm), took[0]))
+        db.session.remove()
+    return rows
 
 
 def measure(app, lists: dict[str, int], repeat: int) -> list[tuple[str, float, float, float, int]]:
@@ -103,6 +175,11 @@ def main() -> int:
             for label, count, confirm, batch, total in measure(app, lists, args.repeat):
                 print(f"  {label:22} {total:>9,} {count:>9.0f} {confirm:>11.0f} "
                       f"{confirm / count:>6.2f} {batch:>9.1f}")
+            if backend == "sqlite":
+                print(f"  {'a writer waited':22} {'waited ms':>9} {'confirm ms':>11} "
+                      f"{'ratio':>6}")
+                for label, waited, took in lock_waits(app, lists, url.removeprefix("sqlite:///")):
+                    print(f"  {label:22} {waited:>9.0f} {took:>11.0f} {waited / took:>6.2f}")
     finally:
         bench.close()
     return 0

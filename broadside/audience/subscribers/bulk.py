@@ -208,8 +208,6 @@ def submit(session: Session, confirmed: Plan, enqueue: Callable[[int], Any], *,
     """Store a confirmed plan with its set of people, in one transaction, and queue its job;
     SetChanged (nothing stored) when the set is not `expected` people; a Redis outage fails
     the action visibly."""
-    gathered = bulk_members.gather(session, subscriber_ids=confirmed.subscriber_ids,
-                                   filters=confirmed.filters, max_id=confirmed.max_id)
     record = BulkAction(
         action=confirmed.action, list_id=confirmed.list_id, list_name=confirmed.list_name,
         subscriber_ids=confirmed.subscriber_ids,
@@ -219,8 +217,7 @@ def submit(session: Session, confirmed: Plan, enqueue: Callable[[int], Any], *,
     session.add(record)
     session.flush()
     total = bulk_members.fix(session, record.id, subscriber_ids=confirmed.subscriber_ids,
-                             filters=confirmed.filters, max_id=confirmed.max_id,
-                             gathered=gathered)
+                             filters=confirmed.filters, max_id=confirmed.max_id)
     if expected is not None and total != expected:
         session.rollback()
         raise SetChanged(expected, total)
