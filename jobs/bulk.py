@@ -4,9 +4,10 @@
 Safe to import. A slice works through batches for a few seconds
 (`broadside.audience.subscribers.bulk.run_slice`) and, when more is left, queues its continuation
 behind whatever else waits, so a long erase never holds a send back by more than a slice.
-Each batch moves the action's cursor in its own transaction with its effect, so a worker
-killed mid-way loses at most the batch in flight (rolled back), and the action is queued
-again when a worker starts (`recover_interrupted_bulk_actions`).
+Each batch moves the action's cursor in its own transaction with its effect (on the people of
+the set confirmed with the action who still match its filter; nobody else) and the deletion of
+its rows of that set, so a worker killed mid-way loses at most the batch in flight (rolled
+back), and the action is queued again when a worker starts (`recover_interrupted_bulk_actions`).
 """
 
 from __future__ import annotations

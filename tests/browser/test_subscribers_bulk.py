@@ -1,6 +1,7 @@
 """Through Chromium, desktop and phone: tick people in the subscriber table (one by one and
 "select everyone on this page"), add them to a list, confirm, and watch the real worker's
-progress bar finish; on the phone, the same for everyone a search matches."""
+progress bar finish; on the phone, the same for everyone a search matches. A confirmed erase
+erases only the people confirmed, and its finished page says who was left alone."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import re
 
 import pytest
 from playwright.sync_api import Page, expect
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from broadside.audience import lists as lists
-from broadside.core.models import Subscription
+from broadside.core.models import Subscriber, Subscription
 from tests.browser.steps import sign_in
 from tests.helpers import make_list
 from webapp.extensions import db
@@ -130,3 +131,48 @@ def test_select_rows_add_them_to_a_list_and_watch_the_worker_finish(
         page.screenshot(path=str(screenshot_dir / f"subscribers-bulk-refused-{name}.png"),
                         full_page=True)
     assert [p for p in problems if "422" not in p] == []  # the refusal's status is logged
+
+
+def test_a_confirmed_erase_touches_only_the_people_confirmed(
+        page: Page, live_server, owner, worker_factory, screenshot_dir):
+    """Confirm "Erase 3 people?" for a search; before the worker comes, two more people come
+    to match and one of the three stops matching: two are erased, the others stay, and the
+    finished page says who was left alone. Both widths."""
+    make_list(db.session, 12, name="Weekly")
+    ids = db.session.scalars(select(Subscriber.id).order_by(Subscriber.id)).all()
+
+    def rename(subscriber_id: int, name: str) -> None:
+        db.session.execute(update(Subscriber).where(Subscriber.id == subscriber_id)
+                           .values(name=name))
+        db.session.commit()
+
+    sign_in(page, live_server.url)
+    for width, label in ((1280, "desktop"), (390, "phone")):
+        first = 0 if label == "desktop" else 6
+        for offset in range(3):
+            rename(ids[first + offset], f"Maria Hamilton {label} {offset}")
+        page.set_viewport_size({"width": width, "height": 844})
+        page.goto(live_server.url + f"/subscribers/bulk?action=erase&scope=all&q=hamilton+{label}")
+        expect(page.get_by_role("heading", name="Erase 3 people?")).to_be_visible()
+        expect(page.locator("#bulk-who")).to_contain_text("when you confirm, and nobody else")
+        page.get_by_label("Type 3 to confirm").fill("3")
+        assert overflow(page) <= 0
+        page.screenshot(path=str(screenshot_dir / f"subscribers-bulk-fixed-confirm-{label}.png"),
+                        full_page=True)
+        page.get_by_role("button", name="Erase 3 people").click()
+        expect(page.get_by_role("status")).to_contain_text("Waiting for the worker… 0 of 3")
+        rename(ids[first + 3], f"Late Hamilton {label}")  # comes to match: not in the set
+        rename(ids[first + 4], f"Later Hamilton {label}")
+        rename(ids[first + 2], "Somebody Else")  # stops matching: left alone
+        worker = worker_factory()
+        expect(page.locator("#bulk-done")).to_have_text(
+            "Done: 2 people erased. 1 person no longer matched the filter and was left alone.",
+            timeout=30_000)
+        worker.stop()
+        expect(page.locator("#bulk-counts")).to_contain_text("1 left alone (no longer matched)")
+        assert overflow(page) <= 0
+        page.screenshot(path=str(screenshot_dir / f"subscribers-bulk-fixed-done-{label}.png"),
+                        full_page=True)
+        db.session.expire_all()
+        still_there = set(db.session.scalars(select(Subscriber.id)))
+        assert [i for i in ids[first:first + 5] if i in still_there] == ids[first + 2:first + 5]

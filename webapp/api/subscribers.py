@@ -19,8 +19,11 @@ list (the contract is held by tests/webapp/test_api_subscribers_list.py and desc
 - POST /api/subscribers/bulk {"action", "list_id"?, "ids" | "filter", "expected"?} -> 202
   BulkAction: the subscriber table's bulk actions (`broadside.audience.subscribers.bulk`: add, remove,
   unsubscribe, unsubscribe_all, block, erase), for up to 1,000 ids or everyone a filter (the
-  list's filters above) matches now; the worker does it in batches. `expected`, when given,
-  must be the number of people it touches (409 otherwise); an erase requires it.
+  list's filters above) matches now; the worker does it in batches. The set of people is
+  fixed when the call is accepted: nobody who comes to match the filter later is touched,
+  and someone of the set who no longer matches when the worker reaches them is left alone
+  (`no_longer_matched`; `acted_on` counts the others). `expected`, when given, must be the
+  number of people in that set (409 otherwise, nothing stored); an erase requires it.
   GET /api/subscribers/bulk/<id> -> 200 BulkAction: how far it got.
 """
 
@@ -128,6 +131,8 @@ BULK_KEYS = ("action", "list_id", "ids", "filter", "expected")
 def bulk_json(record: BulkAction) -> dict[str, Any]:
     return {"id": record.id, "action": record.action, "list_id": record.list_id,
             "status": record.status, "total": record.total, "processed": record.processed,
+            "acted_on": record.processed - record.no_longer_matched,
+            "no_longer_matched": record.no_longer_matched,
             "changed": record.changed, "error": record.error,
             "created_at": iso(record.created_at), "finished_at": iso(record.finished_at)}
 
@@ -165,17 +170,24 @@ def api_bulk():
     expected = data.get("expected")
     if expected is not None and (not isinstance(expected, int) or isinstance(expected, bool)):
         raise ValidationError("'expected' must be a whole number.")
-    plan = bulk.plan(
-        db.session, action=data.get("action"), list_id=id_field(data, "list_id"),
-        scope="selected" if ids is not None else "all", ids=[str(i) for i in ids or []],
-        filters=_bulk_filter(data["filter"]) if "filter" in data else search.Filters())
+    filters = _bulk_filter(data["filter"]) if "filter" in data else search.Filters()
+
+    def planned(count: bool) -> bulk.Plan:
+        return bulk.plan(
+            db.session, action=data.get("action"), list_id=id_field(data, "list_id"),
+            scope="selected" if ids is not None else "all", ids=[str(i) for i in ids or []],
+            filters=filters, count=count)
+
+    # Uncounted: the set `submit` stores is the count (checked against `expected`).
+    plan = planned(count=False)
     if plan.action == "erase" and expected is None:
         raise ValidationError(f"An erase cannot be undone: give 'expected', the number of "
-                              f"people it erases ({plan.total} now).")
-    if expected is not None and expected != plan.total:
-        raise Conflict(f"'expected' is {expected}, but the action touches {plan.total} "
-                       "people now.")
-    record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk)
+                              f"people it erases ({planned(count=True).total} now).")
+    try:
+        record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk, expected=expected)
+    except bulk.SetChanged as exc:
+        raise Conflict(f"'expected' is {expected}, but the action touches {exc.total} "
+                       "people now.") from exc
     return jsonify(bulk_json(record)), 202
 
 

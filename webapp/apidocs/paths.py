@@ -94,7 +94,8 @@ SUBSCRIBER_EXAMPLE = {"id": 41, "email": "ann@example.com", "name": "Ann",
                       "created_at": "2026-10-01T08:00:00Z",
                       "subscriptions": [{"list_id": 1, "status": "active"}]}
 BULK_EXAMPLE = {"id": 5, "action": "add", "list_id": 2, "status": "queued", "total": 120,
-                "processed": 0, "changed": 0, "error": None,
+                "processed": 0, "acted_on": 0, "no_longer_matched": 0, "changed": 0,
+                "error": None,
                 "created_at": "2026-12-01T10:00:00Z", "finished_at": None}
 COUNTS_EXAMPLE = {"total": 0, **{status: 0 for status in DELIVERY_STATUSES}}
 BROADCAST_EXAMPLE = {"id": 7, "status": "draft", "subject": "November news", "preheader": "",
@@ -260,8 +261,10 @@ SUBSCRIBER_PATHS: dict[str, Any] = {
         "What the subscriber table's bulk actions do: add to a list, remove from one (someone "
         "who unsubscribed stays recorded as unsubscribed), unsubscribe from one list or all, "
         "block, erase. Nothing is sent to anyone. Checked at once (422 with the reason: nobody "
-        "selected or matching, a list or a person that does not exist); then the worker does "
-        "it in batches: follow it with GET /api/subscribers/bulk/{bulk_id}.",
+        "selected or matching, a list or a person that does not exist). The set of people is "
+        "fixed when the call is accepted; then the worker does it in batches, leaving alone "
+        "anyone of the set who no longer matches when reached (`no_longer_matched`): follow "
+        "it with GET /api/subscribers/bulk/{bulk_id}.",
         write=True, request=body("BulkInput", {"action": "add", "list_id": 2,
                                                "filter": {"q": "hamilton"}, "expected": 120}),
         responses={"202": reply("Queued.", "BulkAction", BULK_EXAMPLE)},
@@ -271,7 +274,8 @@ SUBSCRIBER_PATHS: dict[str, Any] = {
         parameters=[_id_param("bulk_id", "bulk action")],
         responses={"200": reply("The action.", "BulkAction",
                                 {**BULK_EXAMPLE, "status": "done", "processed": 120,
-                                 "changed": 118, "finished_at": "2026-12-01T10:00:09Z"})},
+                                 "acted_on": 119, "no_longer_matched": 1, "changed": 118,
+                                 "finished_at": "2026-12-01T10:00:09Z"})},
         errors=("NotFound",))},
     "/api/subscribers/{subscriber_id}/unsubscribe": {"post": operation(
         "Subscribers", "unsubscribe", "Unsubscribe a subscriber from one list",

@@ -206,20 +206,27 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "filter": obj({"list_id": ID, "segment_id": ID, "status": {
             "type": "string", "enum": list(STATUS_FILTERS)}, "q": {
             "type": "string", "maxLength": MAX_QUERY}}, (), description=(
-            "Or everyone matching now, with the filters of GET /api/subscribers; people who "
-            "join later are not included.")),
+            "Or everyone matching now, with the filters of GET /api/subscribers. The set is "
+            "fixed when the call is accepted: nobody who comes to match later is included.")),
         "expected": {"type": "integer", "minimum": 0, "description": (
-            "How many people you expect it to touch: 409 if it is not so. An erase requires "
-            "it.")},
+            "How many people you expect it to touch: 409 if the set is not so (nothing is "
+            "stored). An erase requires it.")},
     }, ("action",), description="Exactly one of `ids` and `filter`."),
     "BulkAction": obj({
         "id": ID, "action": {"type": "string", "enum": list(BULK_ACTIONS)},
         "list_id": {**nullable(ID), "description": "null: every list (or not about a list)."},
         "status": {"type": "string", "enum": list(BULK_STATUSES)},
-        "total": {"type": "integer", "minimum": 0, "description": "People it touches."},
+        "total": {"type": "integer", "minimum": 0, "description": (
+            "People in its set, fixed when it was accepted: it never touches anyone else.")},
         "processed": {"type": "integer", "minimum": 0, "description": "Gone through so far."},
-        "changed": {"type": "integer", "minimum": 0,
-                    "description": "Of those, how many it changed (the rest were already so)."},
+        "acted_on": {"type": "integer", "minimum": 0, "description": (
+            "Of those, the people it acted on: still matching the filter (still there, for "
+            "`ids`) when the worker reached them.")},
+        "no_longer_matched": {"type": "integer", "minimum": 0, "description": (
+            "Of those, the people left alone: no longer matching the filter (or erased "
+            "meanwhile) when the worker reached them.")},
+        "changed": {"type": "integer", "minimum": 0, "description": (
+            "Of those acted on, how many it changed (the rest were already so).")},
         "error": {"type": ["string", "null"], "description": "Why it stopped, when failed."},
         "created_at": MOMENT, "finished_at": nullable(MOMENT)}),
     "SubscriberDetail": obj({

@@ -5,9 +5,10 @@
   (nobody selected, no list chosen, a list or a person that is gone, an id that is not one)
   answers 422 with the sentence and a form that keeps the selection.
 - POST /subscribers/bulk  (the same fields, plus `max_id` and `expected` from the confirmation,
-  and for an erase the typed count) stores the action and queues its job, then redirects to
-  its progress page. If the count changed since the confirmation, the confirmation is shown
-  again with the new number (422): the owner confirms what will really happen.
+  and for an erase the typed count) stores the action with the set of people it is for (the
+  worker touches nobody else), queues its job, then redirects to its progress page. If the
+  count changed since the confirmation, the confirmation is shown again with the new number
+  (422): the owner confirms what will really happen.
 - GET /subscribers/bulk/<id> and /subscribers/bulk/<id>/progress: the progress bar, polled by
   htmx every second until the action is over (286 stops the polling).
 """
@@ -18,6 +19,7 @@ from flask import render_template, request, url_for
 
 from broadside.audience.lists import all_lists
 from broadside.audience.subscribers import bulk, search
+from broadside.audience.subscribers.bulk_progress import progress
 from broadside.core.errors import ValidationError
 from broadside.segments.service import all_segments
 from webapp.extensions import db, get_jobs
@@ -73,40 +75,56 @@ def bulk_confirm():
     return _render(source, filters, plan=plan)
 
 
-def _plan(source, filters, target, max_id) -> bulk.Plan:
+def _plan(source, filters, target, max_id, count: bool = True) -> bulk.Plan:
     """The same check and count on the confirmation page and on submit (ValidationError)."""
     return bulk.plan(db.session, action=source.get("action"), list_id=target,
                      scope=source.get("scope"), ids=source.getlist("ids"),
-                     filters=filters, max_id=max_id)
+                     filters=filters, max_id=max_id, count=count)
+
+
+def _confirm_again(source, filters, target, max_id, error: str):
+    """The confirmation again (422), counted now; `error` may use {total}."""
+    try:
+        plan = _plan(source, filters, target, max_id)
+    except ValidationError as exc:
+        return _render(source, filters, error=exc.message, status=422)
+    return _render(source, filters, plan=plan, status=422, error=error.format(total=plan.total))
+
+
+CHANGED = ("The number of people changed since you looked: it is now {total:,}. Check and "
+           "confirm again.")
 
 
 @bp.route("/bulk", methods=["POST"])
 def bulk_submit():
     source, filters, target, max_id = _values()
     try:
-        plan = _plan(source, filters, target, max_id)
+        # Uncounted: the set stored by `submit` is the count, checked against `expected`.
+        plan = _plan(source, filters, target, max_id, count=False)
     except ValidationError as exc:
         return _render(source, filters, error=exc.message, status=422)
-    if source.get("expected") != str(plan.total):
-        return _render(source, filters, plan=plan, status=422,
-                       error=f"The number of people changed since you looked: it is now "
-                             f"{plan.total:,}. Check and confirm again.")
+    expected = search.parse_id(source.get("expected"))
+    if expected is None:
+        return _confirm_again(source, filters, target, max_id, CHANGED)
     if plan.action == "erase" and source.get("confirm_count", "").strip().replace(",", "") \
-            != str(plan.total):
-        return _render(source, filters, plan=plan, status=422,
-                       error=f"Type {plan.total} to confirm the erase.")
-    record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk)
+            != str(expected):
+        return _confirm_again(source, filters, target, max_id,
+                              "Type {total} to confirm the erase.")
+    try:
+        record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk, expected=expected)
+    except (ValidationError, bulk.SetChanged):
+        return _confirm_again(source, filters, target, max_id, CHANGED)
     return after_post(url_for("subscribers.bulk_status", bulk_id=record.id))
 
 
 @bp.route("/bulk/<int:bulk_id>")
 def bulk_status(bulk_id: int):
     return render_template("subscribers/bulk_status.html",
-                           state=bulk.progress(db.session, bulk_id))
+                           state=progress(db.session, bulk_id))
 
 
 @bp.route("/bulk/<int:bulk_id>/progress")
 def bulk_progress(bulk_id: int):
-    state = bulk.progress(db.session, bulk_id)
+    state = progress(db.session, bulk_id)
     html = render_template("subscribers/_bulk_progress.html", state=state)
     return html, STOP_POLLING if state.finished else 200

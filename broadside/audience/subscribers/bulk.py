@@ -4,13 +4,18 @@ one list or all), block, erase, for the selected people or everyone a filter mat
 What it guarantees:
 
 - Nothing is written until the owner confirms a `Plan` that says how many people and what
-  will happen (`plan`); `submit` stores a `BulkAction` row and queues one worker job. Who is
-  frozen at submit time: the selected ids, or the filter plus the highest subscriber id then
-  (nobody who joins later is touched).
-- The worker (`jobs/bulk.py`) works in batches (BATCH_SIZE ids, keyset over ids ascending),
-  each in one transaction that first moves the row's cursor (`last_id`) with an UPDATE
-  guarded on where it was, then applies the batch's effect: of two runs of one batch (a
-  duplicated job, a restarted worker) exactly one does it, and the other rolls back.
+  will happen (`plan`); `submit` stores a `BulkAction` row and, in the same transaction, the
+  set of people it is for (`bulk_members.fix`: the selected ids, or everyone the filter
+  matches at that moment, up to the highest subscriber id the confirmation page saw), then
+  queues one worker job. A set that is not the size the owner confirmed is not stored
+  (`SetChanged`): they confirm again. So the action touches nobody outside what was
+  confirmed; someone who comes to match the filter later is never included.
+- The worker (`jobs/bulk.py`) works in batches of the set (BATCH_SIZE ids, keyset over ids
+  ascending), each in one transaction that first moves the row's cursor (`last_id`) with an
+  UPDATE guarded on where it was, then applies the batch's effect to those of the batch who
+  still match the filter (the others are left alone and counted in `no_longer_matched`),
+  then deletes the batch's rows of the set: of two runs of one batch (a duplicated job, a
+  restarted worker) exactly one does it, and the other rolls back.
 - Every effect is itself guarded, so even a batch run again changes nothing: adding,
   unsubscribing and removing are set-based transitions of `broadside.audience.subscriptions`
   (the one writer of a subscription's status: `subscribe_many` creates only missing
@@ -35,12 +40,12 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from broadside.audience import subscriptions
-from broadside.audience.subscribers import service
-from broadside.audience.subscribers.search import Filters, filter_clauses
+from broadside.audience.subscribers import bulk_members, service
+from broadside.audience.subscribers.search import Filters
 from broadside.audience.subscribers.total import count_exactly
 from broadside.audience.unsubscribe.suppression import suppress_uncommitted
 from broadside.core.db import rowcount
-from broadside.core.errors import NotFound, ValidationError
+from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.models import BulkAction, MailingList, Subscriber
 from broadside.core.timeutil import utcnow
 
@@ -58,6 +63,16 @@ TRANSITIONS = {"start": (("queued",), "running"), "finish": (("running",), "done
 
 def people(count: int) -> str:
     return f"{count:,} person" if count == 1 else f"{count:,} people"
+
+
+class SetChanged(Conflict):
+    """The people the action would be for are no longer as many as the owner confirmed;
+    nothing was stored. `total`: how many they are now."""
+
+    def __init__(self, expected: int, total: int) -> None:
+        super().__init__(f"The number of people changed since you looked: it is now "
+                         f"{total:,}, not {expected:,}. Check and confirm again.")
+        self.total = total
 
 
 @dataclass(frozen=True)
@@ -136,9 +151,12 @@ def highest_id(session: Session) -> int:
 
 
 def plan(session: Session, *, action: str | None, list_id: int | None, scope: str | None,
-         ids: list[str], filters: Filters, max_id: int | None = None) -> Plan:
+         ids: list[str], filters: Filters, max_id: int | None = None,
+         count: bool = True) -> Plan:
     """Check a requested bulk action and count exactly who it touches; ValidationError with
-    the sentence to show when something is missing or wrong. Reads only."""
+    the sentence to show when something is missing or wrong. Reads only. `count=False`
+    leaves a filter's people uncounted (`total` 0): `submit` counts them as it stores them,
+    so the press does not count a million people twice."""
     if action not in CHOICES:
         raise ValidationError("Choose what to do with them.")
     if action == "unsubscribe_all":
@@ -177,14 +195,19 @@ def plan(session: Session, *, action: str | None, list_id: int | None, scope: st
         return Plan(action, list_id or None, list_name, selected, None, selected[-1],
                     len(selected))
     frozen = min(max_id, latest) if max_id else latest
+    if not count:
+        return Plan(action, list_id or None, list_name, None, filters, frozen, 0)
     total = count_exactly(session, filters, frozen)
     if not total:
         raise ValidationError("Nobody matches this filter, so there is nothing to do.")
     return Plan(action, list_id or None, list_name, None, filters, frozen, total)
 
 
-def submit(session: Session, confirmed: Plan, enqueue: Callable[[int], Any]) -> BulkAction:
-    """Store a confirmed plan and queue its job; a Redis outage fails it visibly."""
+def submit(session: Session, confirmed: Plan, enqueue: Callable[[int], Any], *,
+           expected: int | None = None) -> BulkAction:
+    """Store a confirmed plan with its set of people, in one transaction, and queue its job;
+    SetChanged (nothing stored) when the set is not `expected` people; a Redis outage fails
+    the action visibly."""
     record = BulkAction(
         action=confirmed.action, list_id=confirmed.list_id, list_name=confirmed.list_name,
         subscriber_ids=confirmed.subscriber_ids,
@@ -192,13 +215,22 @@ def submit(session: Session, confirmed: Plan, enqueue: Callable[[int], Any]) -> 
         max_id=confirmed.max_id, total=confirmed.total, status="queued",
     )
     session.add(record)
+    session.flush()
+    total = bulk_members.fix(session, record.id, subscriber_ids=confirmed.subscriber_ids,
+                             filters=confirmed.filters, max_id=confirmed.max_id)
+    if expected is not None and total != expected:
+        session.rollback()
+        raise SetChanged(expected, total)
+    if not total:
+        session.rollback()
+        raise ValidationError("Nobody matches this filter any more, so there is nothing to do.")
+    record.total = total
     session.commit()
     try:
         enqueue(record.id)
     except RedisError:
-        _move(session, record.id, "fail", error="The action could not be queued (Redis is not "
-                                                "answering). Nothing was changed; try again.")
-        session.commit()
+        fail(session, record.id, "The action could not be queued (Redis is not answering). "
+                                 "Nothing was changed; try again.")
     return get(session, record.id)
 
 
@@ -219,10 +251,9 @@ def _move(session: Session, bulk_id: int, transition: str, **values: Any) -> boo
     return rowcount(result) == 1
 
 
-def _who(record: BulkAction, session: Session) -> list:
-    if record.subscriber_ids is not None:
-        return [Subscriber.id.in_([int(i) for i in record.subscriber_ids])]
-    return filter_clauses(session, Filters.from_dict(record.filters or {}))
+def _filters(record: BulkAction) -> Filters | None:
+    """The filter the set must still match (None for a selection: the ticked people)."""
+    return None if record.subscriber_ids is not None else Filters.from_dict(record.filters or {})
 
 
 def run_batch(session: Session, bulk_id: int, batch_size: int = BATCH_SIZE) -> int | None:
@@ -234,31 +265,32 @@ def run_batch(session: Session, bulk_id: int, batch_size: int = BATCH_SIZE) -> i
         return None
     start = record.last_id
     if record.list_id is not None and session.get(MailingList, record.list_id) is None:
-        _move(session, bulk_id, "fail", error=f"The list {record.list_name} was deleted, so "
-              f"the action stopped after {people(record.processed)}.")
-        session.commit()
+        fail(session, bulk_id, f"The list {record.list_name} was deleted, so the action "
+                               f"stopped after {people(record.processed)}.")
         return None
-    ids = list(session.scalars(
-        select(Subscriber.id).where(*_who(record, session), Subscriber.id > start,
-                                    Subscriber.id <= record.max_id)
-        .order_by(Subscriber.id).limit(batch_size)))
+    ids = bulk_members.next_batch(session, bulk_id, start, batch_size)
     if not ids:
         _move(session, bulk_id, "finish")
         session.commit()
         return 0
+    # Only the confirmed set, and of it only those who still match (the rest: left alone).
+    matching = bulk_members.still_matching(session, ids, _filters(record))
     # Claim the batch: the cursor moves first, guarded on where it was.
     claimed = session.execute(
         update(BulkAction).where(BulkAction.id == bulk_id, BulkAction.last_id == start,
                                  BulkAction.status == "running")
-        .values(last_id=ids[-1], processed=BulkAction.processed + len(ids))
+        .values(last_id=ids[-1], processed=BulkAction.processed + len(ids),
+                no_longer_matched=BulkAction.no_longer_matched + len(ids) - len(matching))
         .execution_options(synchronize_session=False))
     if rowcount(claimed) != 1:
         session.rollback()
         return None
-    changed = apply(session, record.action, record.list_id, ids, bulk_id)
+    changed = apply(session, record.action, record.list_id, matching, bulk_id) \
+        if matching else 0
     session.execute(update(BulkAction).where(BulkAction.id == bulk_id)
                     .values(changed=BulkAction.changed + changed)
                     .execution_options(synchronize_session=False))
+    bulk_members.forget(session, bulk_id, up_to=ids[-1])
     session.commit()
     return len(ids)
 
@@ -304,8 +336,10 @@ def run_slice(session: Session, bulk_id: int, *, batch_size: int = BATCH_SIZE,
 
 
 def fail(session: Session, bulk_id: int, message: str) -> None:
+    """Stop the action with the owner's reason; the rest of its set goes with it."""
     session.rollback()
-    _move(session, bulk_id, "fail", error=message[:2000])
+    if _move(session, bulk_id, "fail", error=message[:2000]):
+        bulk_members.forget(session, bulk_id)
     session.commit()
 
 
@@ -314,29 +348,3 @@ def interrupted(session: Session) -> list[int]:
     return list(session.scalars(select(BulkAction.id)
                                 .where(BulkAction.status.in_(("queued", "running")))
                                 .order_by(BulkAction.id)))
-
-
-@dataclass
-class Progress:
-    record: BulkAction
-
-    @property
-    def finished(self) -> bool:
-        return self.record.status in ("done", "failed")
-
-    @property
-    def percent(self) -> int:
-        if self.record.status == "done":
-            return 100
-        if not self.record.total:
-            return 0
-        return min(99, int(100 * self.record.processed / self.record.total))
-
-    @property
-    def headline(self) -> str:
-        r = self.record
-        return Plan(r.action, r.list_id, r.list_name, None, None, r.max_id, r.total).headline
-
-
-def progress(session: Session, bulk_id: int) -> Progress:
-    return Progress(get(session, bulk_id))

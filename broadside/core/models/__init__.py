@@ -18,7 +18,7 @@ from broadside.core.models.automations import (
     AutomationRevision,
     AutomationStep,
 )
-from broadside.core.models.bulk import BulkAction
+from broadside.core.models.bulk import BulkAction, BulkActionMember
 from broadside.core.models.events import Event
 from broadside.core.models.identities import Identity
 from broadside.core.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
@@ -34,6 +34,7 @@ __all__ = [
     "AutomationStep",
     "Broadcast",
     "BulkAction",
+    "BulkActionMember",
     "Delivery",
     "Event",
     "Identity",
