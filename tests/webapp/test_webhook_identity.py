@@ -15,11 +15,12 @@ import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from broadside.core.models import Delivery, TransactionalMessage
 from tests.helpers import counters
-from tests.webapp.test_provider_webhooks import (  # noqa: F401 - `provider` is a fixture
+from tests.webapp.test_provider_webhooks import (
     PROVIDERS,
     READER,
     Mailgun,
@@ -27,12 +28,16 @@ from tests.webapp.test_provider_webhooks import (  # noqa: F401 - `provider` is 
     delivery_row,
     make_identity,
     post,
-    provider,
     snapshot,
     unknown_delivery,
 )
 from tests.webapp.test_webhooks_ses import CERT_URL, TOPIC, FakeAws, _certificate, notification, signed
 from webapp.extensions import db
+
+
+@pytest.fixture(params=list(PROVIDERS))
+def provider(request):
+    return PROVIDERS[request.param]()
 
 
 def two_identities(provider) -> tuple[int, int, object]:
