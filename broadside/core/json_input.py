@@ -99,12 +99,12 @@ def unstorable_at(value: Any, *, nul: bool = True) -> str | None:
         item, path = stack.pop()
         if isinstance(item, str):
             if _unstorable(item):
-                return path or "the value"
+                return path
         elif isinstance(item, dict):
             for key, child in item.items():
                 name = f"{path}.{key}" if path else str(key)
                 if isinstance(key, str) and _unstorable(key):
-                    return (f"{path}." if path else "") + ascii(key)
+                    return (f"{path}." if path else "") + ascii(key)[1:-1]
                 stack.append((child, name))
         elif isinstance(item, list):
             stack.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
@@ -115,7 +115,8 @@ def refuse_unstorable(value: Any, what: str = "The request body") -> None:
     """ValidationError naming the field when a string in `value` cannot be stored."""
     path = unstorable_at(value)
     if path is not None:
-        shown = path if path.isprintable() else ascii(path)
-        raise ValidationError(f"{what}'s field {shown} holds a NUL character or a lone surrogate "
-                              "(such as \\u0000 or \\ud800), which no text can store: nothing "
-                              "was written.", field=path if path.isprintable() else None)
+        shown = f"'{path}'" if path.isprintable() else ascii(path)
+        where = f"{what}'s field {shown}" if path else what
+        raise ValidationError(f"{where} holds a NUL character or a lone surrogate (such as "
+                              "\\u0000 or \\ud800), which no text can store: nothing was "
+                              "written.", field=path or None)

@@ -59,7 +59,8 @@ def json_body() -> dict[str, Any]:
         where = unstorable_at(data, nul=False)
         if where is not None:
             raise ValidationError("The request body holds text that is not valid Unicode "
-                                  f"(a lone surrogate such as \\ud800) at {where}.")
+                                  "(a lone surrogate such as \\ud800)"
+                                  + (f" at '{where}'." if where else "."))
     if not isinstance(data, dict):
         raise ValidationError("The request body must be a JSON object (Content-Type: application/json).")
     return data
