@@ -44,6 +44,7 @@ from webapp.extensions import csrf, db, login_manager, migrate
 from webapp.favicon import bp as favicon_bp
 from webapp.feedback.views import bp as feedback_bp
 from webapp.health import bp as health_bp
+from webapp.hosts import install_host_check
 from webapp.htmx import htmx
 from webapp.identities.views import bp as identities_bp
 from webapp.lists.views import bp as lists_bp
@@ -87,6 +88,7 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     if environ is None:
         environ = {**dotenv_values(REPO_ROOT / ".env"), **os.environ}
     app.config.update(load_config(Path(app.instance_path), environ, overrides))
+    install_host_check(app)  # inside ProxyFix: it judges the host the proxy vouches for
     if app.config["TRUSTED_PROXY_COUNT"]:
         # Behind a reverse proxy: take the client address from X-Forwarded-For, so per-IP
         # limits (login, sign-up, unsubscribe) count clients, not the proxy.

@@ -8,17 +8,18 @@ which broadside.feedback.service applies.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from email.utils import parseaddr
 from typing import Any
 
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import DomainError, ValidationError
+from broadside.core.json_input import json_within, refuse_unstorable
 
 MAX_DETAIL = 1000
 MAX_MESSAGE_ID = 250
 MAX_EVENT_ID = 200
+MAX_DEPTH = 16  # providers' events nest 5 deep at most (Mailgun's event-data.message.headers)
 
 
 class BadPayload(DomainError):
@@ -43,13 +44,27 @@ class ProviderEvent:
 
 
 def json_object(raw: bytes | str, what: str) -> dict[str, Any]:
+    """A JSON object read within bounds (broadside.core.json_input: at most MAX_DEPTH deep, no
+    NaN), or a BadPayload (400) saying what is wrong, before anything else is done with it."""
     try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise BadPayload(f"{what} must be JSON.") from None
+        data = json_within(raw, what=what, max_depth=MAX_DEPTH)
+    except ValidationError as exc:
+        raise BadPayload(exc.message) from None
     if not isinstance(data, dict):
         raise BadPayload(f"{what} must be a JSON object.")
     return data
+
+
+def storable(data: Any, what: str) -> None:
+    """BadPayload (400) naming the field when a string of an event, once its sender is proved,
+    holds a NUL or a lone surrogate: the whole event is refused before anything is written
+    (PostgreSQL refuses NUL in text, and no driver encodes a lone surrogate). Refused rather
+    than cleaned: no provider sends either, and an address or an id cleaned would name
+    someone or something else."""
+    try:
+        refuse_unstorable(data, what)
+    except ValidationError as exc:
+        raise BadPayload(exc.message) from None
 
 
 def _optional_text(data: dict[str, Any], key: str, limit: int | None = None) -> str | None:
@@ -70,6 +85,7 @@ def parse_generic(raw: bytes) -> ProviderEvent:
     provider's own event id, or any unique string): a delivery whose id was seen before is
     acknowledged and changes nothing."""
     data = json_object(raw, "The body")
+    storable(data, "The event")
     event_id = data.get("id")
     if (not isinstance(event_id, str) or not event_id.strip() or len(event_id) > MAX_EVENT_ID
             or not event_id.isprintable()):
@@ -143,6 +159,8 @@ def parse_ses_notification(message: str) -> list[ProviderEvent]:
     """
     data = json_object(message, "The SNS Message")
     kind = data.get("notificationType") or data.get("eventType")
+    if kind in ("Bounce", "Complaint", "Delivery"):
+        storable(data, f"The SES {str(kind).lower()} notification")
     message_ids = _ses_message_ids(data.get("mail"))
     events: list[ProviderEvent] = []
     if kind == "Bounce":

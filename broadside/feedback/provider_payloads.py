@@ -36,6 +36,7 @@ from broadside.feedback.payloads import (
     ProviderEvent,
     address_of,
     json_object,
+    storable,
 )
 from broadside.mail.message_refs import TAG_NAME, row_of
 
@@ -127,6 +128,8 @@ def parse_postmark(raw: bytes) -> PostmarkRecord:
     if not isinstance(kind, str):
         raise BadPayload("The body has no 'RecordType': it is not a Postmark webhook.")
     what = f"The Postmark {kind} record"
+    if kind in ("Delivery", "Bounce", POSTMARK_COMPLAINT):
+        storable(data, what)
     if kind == "Delivery":
         ids = _message_id(data, "MessageID", what) + _our_ref(data.get("Metadata"))
         email = _email(data, "Recipient", what)
@@ -181,6 +184,7 @@ def parse_resend(raw: bytes) -> list[ProviderEvent]:
     if kind not in RESEND_KINDS:
         return []
     what = f"The Resend {kind} event"
+    storable(body, what)
     data = _object(body, "data", what)
     ids = _message_id(data, "email_id", what) + _our_ref(data.get("tags"))
     recipients = _resend_recipients(data)
@@ -246,6 +250,7 @@ def parse_mailgun(body: dict[str, Any]) -> list[ProviderEvent]:
     if kind not in ("delivered", "failed", "complained"):
         return []
     what = f"The Mailgun {kind} event"
+    storable(body, what)
     email = _email(event, "recipient", what)
     ids = _mailgun_message_id(event)
     if kind == "delivered":

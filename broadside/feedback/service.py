@@ -23,6 +23,8 @@ from broadside.feedback import settle
 from broadside.feedback.payloads import ProviderEvent
 from broadside.feedback.replay import Refused
 
+OWN_WEBHOOKS = ("postmark", "resend", "mailgun")  # providers whose webhooks name an identity
+
 
 def webhook_identity(session: Session, config: Mapping[str, Any], identity_id: int | None,
                      scheme: str) -> SendingIdentity:
@@ -48,11 +50,27 @@ def webhook_identity(session: Session, config: Mapping[str, Any], identity_id: i
     return identity
 
 
-def apply_events(session: Session, events: Iterable[ProviderEvent]) -> int:
-    """Record each event; returns how many named a known subscriber.
+def senders_of(identity: SendingIdentity) -> settle.Senders:
+    """A provider's own webhook speaks for the one identity it was received for."""
+    return settle.Senders.of([identity.id])
+
+
+def ses_senders(session: Session, config: Mapping[str, Any]) -> settle.Senders:
+    """What SES notifications speak for. SNS_TOPIC_ARNS names no identity, so: every live
+    identity that does not send through Postmark, Resend or Mailgun (which hear from their
+    own webhooks alone): `ses://` ones, and SMTP ones, which may be SES's SMTP interface."""
+    return settle.Senders.of(i.id for i in identities.all_identities(session, config)
+                             if i.scheme not in OWN_WEBHOOKS)
+
+
+def apply_events(session: Session, events: Iterable[ProviderEvent],
+                 senders: settle.Senders) -> int:
+    """Record each event, received for `senders` (a delivery settles only their rows);
+    returns how many named a known subscriber.
 
     Unknown addresses and ids are skipped silently: the answer to the provider is the same
-    either way, so the endpoint cannot be used to learn who is subscribed.
+    either way, so the endpoint cannot be used to learn who is subscribed. So is a delivery
+    event naming another identity's message: acknowledged, and nothing settled.
     """
     known = 0
     for event in events:
@@ -69,5 +87,5 @@ def apply_events(session: Session, events: Iterable[ProviderEvent]) -> int:
             )
             known += outcome is not None
         elif event.type == "delivery":
-            settle.confirm_delivery(session, event)
+            settle.confirm_delivery(session, event, senders)
     return known

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 import threading
 import urllib.request
@@ -30,7 +29,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from broadside.feedback.payloads import BadPayload
+from broadside.feedback.payloads import BadPayload, json_object
 
 HttpGet = Callable[[str], bytes]
 
@@ -61,11 +60,8 @@ class CertificateUnavailable(Exception):
 
 def parse_message(raw: bytes) -> dict[str, Any]:
     """The SNS envelope, with the fields its type needs; BadPayload otherwise."""
-    try:
-        message = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise BadPayload("The body must be an Amazon SNS message (JSON).") from None
-    if not isinstance(message, dict) or message.get("Type") not in SIGNED_KEYS:
+    message = json_object(raw, "The body (an Amazon SNS message)")
+    if message.get("Type") not in SIGNED_KEYS:
         raise BadPayload("The body is not an Amazon SNS message of a known Type.")
     required = [k for k in SIGNED_KEYS[message["Type"]] if k != "Subject"]
     missing = [k for k in required if not isinstance(message.get(k), str)]

@@ -13,7 +13,7 @@ from broadside.core.models import Event, Identity, SiteSettings, TransactionalMe
 from broadside.delivery import transactional_ledger as tx
 from broadside.delivery.smtp import SmtpTransport
 from broadside.feedback.payloads import ProviderEvent
-from broadside.feedback.settle import confirm_delivery
+from broadside.feedback.settle import Senders, confirm_delivery
 from jobs import transactional
 from jobs.maintenance import ORPHANED, mark_orphans_unknown
 from jobs.transactional import transactional_slice
@@ -92,10 +92,12 @@ def test_a_delivery_event_settles_an_unknown_message_through_the_ledger(app):
     event = ProviderEvent(type="delivery", email="reader@example.com",
                           message_ids=(f"<broadside.t{message.id}@example.com>",),
                           detail="confirmed by postmark's delivery event", source="postmark")
-    assert confirm_delivery(db.session, event) == "settled"
+    default = Senders(default=True)  # the message went through the default identity
+    assert confirm_delivery(db.session, event, Senders(ids=frozenset({7}))) == "unmatched"
+    assert confirm_delivery(db.session, event, default) == "settled"
     assert row(message.id).status == "sent" and row(message.id).sent_at is not None
     assert events_of(message.id) == [("sent", "delivered: confirmed by postmark's delivery event")]
-    assert confirm_delivery(db.session, event) == "already sent"  # a redelivery changes nothing
+    assert confirm_delivery(db.session, event, default) == "already sent"  # a redelivery changes nothing
 
 
 def test_the_engine_sends_a_streams_due_transactional_mail_in_one_slice(app, runtime, smtp_server):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 from urllib.parse import quote
 
 import pytest
@@ -31,6 +32,7 @@ from broadside.core.models import Event, Import, ImportRejection, MailingList, S
 from broadside.mail.rendering import CompiledRevision, freeze_content
 from broadside.mail.unsubscribe_tokens import SALT
 from tests.helpers import SECRET_KEY, make_token, read_token, webhook_headers
+from tests.webapp.test_provider_webhooks import PROVIDERS, Request, Resend, make_identity, post
 from tests.webapp.test_rendering import Elements
 from webapp.extensions import db
 
@@ -378,26 +380,46 @@ def test_a_signed_token_with_an_id_beyond_the_database_range_gets_a_4xx(client, 
 # ---------------------------------------------------------------- webhook payloads
 
 WEBHOOK_SECRET = "whsec-reliability-fuzz"
+# Text a stranger's or a provider's JSON can hold that no column stores: NUL, lone surrogates
+# (json.dumps writes both as escapes), and deep or huge documents.
+hostile_text = st.one_of(
+    st.text(alphabet=st.characters(categories=["Cs", "Cc", "Ll", "Nd", "Po"]), max_size=12),
+    st.sampled_from(["\x00", "\ud800", "a\udfff@example.com", "ann\x00@example.com",
+                     "<id\x00@example.com>", "x" * 400]),
+)
+hostile_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | hostile_text,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(hostile_text, children,
+                                                                        max_size=3),
+    max_leaves=8,
+)
+extreme_bodies = st.sampled_from([
+    b"[" * 50_000 + b"]" * 50_000,
+    b'{"a": ' + b"{\"b\": " * 3_000 + b"1" + b"}" * 3_001,
+    b'{"id": 1e999, "n": ' + b"9" * 5_000 + b"}",
+    b'{"id": NaN, "email": "a\xed\xa0\x80@example.com"}',
+])
 event_fields = st.fixed_dictionaries({}, optional={
-    "id": st.one_of(st.uuids().map(str), st.text(max_size=210), json_values),
-    "type": st.one_of(st.sampled_from(["bounce", "complaint", "delivery", "Bounce", ""]), json_values),
+    "id": st.one_of(st.uuids().map(str), st.text(max_size=210), hostile_json),
+    "type": st.one_of(st.sampled_from(["bounce", "complaint", "delivery", "Bounce", ""]), hostile_json),
     "email": st.one_of(st.sampled_from(["ann@example.com", "ANN@example.com", "nobody@example.com",
-                                        "not an address", ""]), json_values),
-    "bounce_type": st.one_of(st.sampled_from(["hard", "soft", "Permanent"]), json_values),
-    "message_id": st.one_of(st.text(max_size=300), json_values),
-    "detail": st.one_of(st.text(max_size=2000), json_values),
+                                        "not an address", ""]), hostile_json),
+    "bounce_type": st.one_of(st.sampled_from(["hard", "soft", "Permanent"]), hostile_json),
+    "message_id": st.one_of(st.text(max_size=300), hostile_json),
+    "detail": st.one_of(st.text(max_size=2000), hostile_json),
 })
 webhook_bodies = st.one_of(
     event_fields.map(lambda d: json.dumps(d).encode()),
-    json_values.map(lambda v: json.dumps(v).encode()),
+    hostile_json.map(lambda v: json.dumps(v).encode()),
     st.binary(max_size=200),
+    extreme_bodies,
 )
 
 
 @FUZZ
 @given(body=webhook_bodies)
 def test_signed_webhook_bodies_of_any_shape_get_202_or_a_clear_400_and_no_partial_write(
-    app, client, someone_on_a_list, body
+    app, client, someone_on_a_list, body, caplog
 ):
     app.config["WEBHOOK_SECRET"] = WEBHOOK_SECRET
     before = snapshot()
@@ -411,4 +433,54 @@ def test_signed_webhook_bodies_of_any_shape_get_202_or_a_clear_400_and_no_partia
     if response.status_code == 200:
         assert response.get_json() == {"status": "duplicate"}
         assert snapshot() == before, "a repeated event wrote something"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    db.session.rollback()
+
+
+@pytest.fixture
+def provider_identities(app, someone_on_a_list):
+    made = {}
+    for scheme, provider in PROVIDERS.items():
+        signer = provider()
+        made[scheme] = (signer, make_identity(scheme, signer.transport, signer.secret))
+    return made
+
+
+def _signed(scheme: str, signer, identity_id: int, event: object, raw: bytes | None) -> Request:
+    """`event` (or `raw` bytes) signed the way the provider signs, for its identity."""
+    request = signer.request(identity_id, {})
+    if scheme == "mailgun":  # signed inside the body: the event goes in a signed envelope
+        envelope = {**json.loads(request.body), "event-data": event}
+        return Request(request.path, raw or json.dumps(envelope).encode(), request.headers)
+    body = raw if raw is not None else json.dumps(event).encode()
+    if scheme == "resend":
+        stamp, svix_id = request.headers["svix-timestamp"], request.headers["svix-id"]
+        request.headers["svix-signature"] = "v1," + Resend.sign(signer.secret, svix_id, stamp,
+                                                                 body)
+    return Request(request.path, body, request.headers)
+
+
+@FUZZ
+@given(scheme=st.sampled_from(sorted(PROVIDERS)), kind=st.sampled_from(["delivery", "bounce",
+                                                                        "complaint"]),
+       email=hostile_text.map(lambda t: t if "@" in t else t + "@example.com"),
+       message_id=hostile_text, raw=st.one_of(st.none(), extreme_bodies),
+       extra=st.dictionaries(hostile_text, hostile_json, max_size=2))
+def test_provider_events_proved_and_carrying_anything_get_200_or_a_clear_400_and_no_partial_write(
+    app, client, provider_identities, scheme, kind, email, message_id, raw, extra, caplog
+):
+    """What a provider's account could send, signed: NUL and lone surrogates in the address,
+    the message id and fields of their own, deep and huge bodies."""
+    signer, identity_id = provider_identities[scheme]
+    template = getattr(signer, kind)(identity_id, message_id, email)
+    event = {**json.loads(template.body), **extra}
+    if scheme == "mailgun":
+        event = {**event["event-data"], **extra}
+    before = snapshot()
+    response = post(client, _signed(scheme, signer, identity_id, event, raw))
+    assert response.status_code in (200, 400), (response.status_code, response.data[:300])
+    if response.status_code == 400:
+        assert response.get_json()["error"].strip()
+        assert snapshot() == before, "a refused event wrote something"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
     db.session.rollback()

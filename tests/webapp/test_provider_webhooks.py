@@ -31,7 +31,9 @@ from broadside.campaigns.automations import service as automations
 from broadside.campaigns.broadcasts import ledger
 from broadside.campaigns.broadcasts.evidence import delivery_timeline
 from broadside.core.models import (
+    Automation,
     AutomationMessage,
+    Broadcast,
     Delivery,
     Event,
     Identity,
@@ -232,11 +234,15 @@ def identity_id(app, provider) -> int:
     return make_identity(provider.scheme, provider.transport, provider.secret)
 
 
-def unknown_delivery(app, provider_id: str, message_id: str | None = None):
-    """A two-person broadcast whose first delivery the worker handed over (the provider
-    answered `provider_id`) and then lost: `unknown`, as orphan repair leaves it."""
+def unknown_delivery(app, provider_id: str, message_id: str | None = None,
+                     identity_id: int | None = None):
+    """A two-person broadcast, sent through `identity_id` (None: the default identity), whose
+    first delivery the worker handed over (the provider answered `provider_id`) and then lost:
+    `unknown`, as orphan repair leaves it."""
     weekly = make_list(db.session, 2)
     broadcast = start_broadcast(app, weekly, enqueue=False)
+    db.session.execute(Broadcast.__table__.update().where(Broadcast.__table__.c.id == broadcast.id)
+                       .values(identity_id=identity_id))
     delivery_id, subscriber_id = db.session.execute(
         select(Delivery.id, Delivery.subscriber_id).join(Subscriber)
         .where(Delivery.broadcast_id == broadcast.id, Subscriber.email == READER)).one()
@@ -282,7 +288,7 @@ def snapshot() -> tuple:
 def test_a_delivery_event_turns_an_unknown_delivery_sent_with_its_evidence(app, client, provider,
                                                                          identity_id):
     provider_id = provider.provider_id()
-    broadcast_id, delivery_id, _ = unknown_delivery(app, provider_id)
+    broadcast_id, delivery_id, _ = unknown_delivery(app, provider_id, identity_id=identity_id)
     assert counters(broadcast_id) == {"pending": 1, "unknown": 1}
 
     response = post(client, provider.delivery(identity_id, provider_id, READER))
@@ -308,6 +314,7 @@ def test_a_delivery_event_turns_an_unknown_automation_message_sent(app, client, 
                                     "steps": [{"delay": "PT0S", "subject": "Welcome",
                                                "body": "Glad you are here."}]})
     automation = automations.create_automation(db.session, data, default_from=app.config["MAIL_FROM"])
+    db.session.execute(Automation.__table__.update().values(identity_id=identity_id))
     automations.enable(db.session, automation.id)
     subscribers.save_subscriber(db.session, email=READER, name="Ada", list_ids=[weekly.id],
                                 welcome=True)
@@ -336,7 +343,7 @@ def test_a_delivery_event_turns_an_unknown_transactional_message_sent(app, clien
     provider_id = provider.provider_id()
     message = TransactionalMessage(kind="test", to_email=READER, subject="[Test] Hello",
                                    status="unknown", message_id="<broadside.t1@example.com>",
-                                   provider_message_id=provider_id)
+                                   provider_message_id=provider_id, identity_id=identity_id)
     db.session.add(message)
     db.session.commit()
 
@@ -351,7 +358,8 @@ def test_a_delivery_event_turns_an_unknown_transactional_message_sent(app, clien
 def test_a_delivery_event_leaves_a_row_in_any_other_state_alone(app, client, provider,
                                                               identity_id):
     provider_id = provider.provider_id()
-    broadcast_id, delivery_id, subscriber_id = unknown_delivery(app, provider_id)
+    broadcast_id, delivery_id, subscriber_id = unknown_delivery(app, provider_id,
+                                                                identity_id=identity_id)
     # The owner pressed "send again" first: the row is pending again, a new copy to come.
     ledger.transition(db.session, broadcast_id, [ledger.Change(delivery_id, subscriber_id)],
                       source="unknown", target="pending")
@@ -368,7 +376,7 @@ def test_a_delivery_event_leaves_a_row_in_any_other_state_alone(app, client, pro
 def test_a_delivery_event_for_someone_else_or_an_unknown_id_changes_nothing(app, client, provider,
                                                                           identity_id):
     provider_id = provider.provider_id()
-    _, delivery_id, _ = unknown_delivery(app, provider_id)
+    _, delivery_id, _ = unknown_delivery(app, provider_id, identity_id=identity_id)
     before = snapshot()
     known = post(client, provider.delivery(identity_id, provider_id, OTHER))
     unknown = post(client, provider.delivery(identity_id, provider.provider_id(), READER))
@@ -384,7 +392,7 @@ def test_our_own_message_id_finds_the_row_when_the_provider_id_was_lost(app, cli
     the API's answer, our own Message-ID still finds the row."""
     mailgun = Mailgun()
     mailgun_identity = make_identity("mailgun", mailgun.transport, mailgun.secret)
-    broadcast_id, delivery_id, _ = unknown_delivery(app, "")
+    broadcast_id, delivery_id, _ = unknown_delivery(app, "", identity_id=mailgun_identity)
     db.session.execute(Delivery.__table__.update().where(Delivery.id == delivery_id)
                        .values(provider_message_id=None))
     db.session.commit()

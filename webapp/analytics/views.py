@@ -47,6 +47,7 @@ from broadside.campaigns.analytics.repeats import Repeats
 from broadside.campaigns.analytics.report import broadcast_report
 from broadside.campaigns.analytics.rewrite import draft_links_with_fields
 from broadside.campaigns.analytics.tokens import BadToken, TrackingTokens
+from broadside.campaigns.broadcasts import service as broadcasts
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from webapp.analytics.chart import chart
 from webapp.broadcasts.sending_views import _render_confirm
@@ -137,6 +138,10 @@ def choose(broadcast_id: int):
         broadcast = modes.choose(db.session, broadcast_id, request.form.get("tracking"))
     except ValidationError as exc:
         db.session.rollback()
+        if broadcasts.get_broadcast(db.session, broadcast_id).status != "draft":
+            # Only a draft has the send page this choice is made on: any other would redirect
+            # away (losing the reason), and that redirect failed to build here (a 500).
+            abort(422, description=exc.message)
         g.analytics_error = exc.message
         return _render_confirm(broadcast_id, status=422)
     except Conflict as exc:

@@ -5,14 +5,13 @@ Feature modules add their routes to `bp` (see `webapp/api/*.py`).
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
 from flask import Blueprint, g, jsonify, request
 
 from broadside.core import accounts
 from broadside.core.errors import ValidationError
+from broadside.core.json_input import json_within, unstorable_at
 from webapp.extensions import csrf, db
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -42,33 +41,6 @@ def authenticate_bearer():
     return None
 
 
-class _NotANumber(ValueError):
-    """A number JSON allows Python to read but we refuse (its words are ours, shown)."""
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NotANumber(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise _NotANumber(f"the number {text[:20]} is too large")
-    return value
-
-
-def _nesting(value: Any) -> int:
-    """How deeply arrays and objects nest in `value` (counted without recursion)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is not None:
-            deepest = max(deepest, depth)
-            stack.extend((child, depth + 1) for child in children)
-    return deepest
-
-
 def json_body() -> dict[str, Any]:
     """The request's JSON object, or a 422 with a clear message.
 
@@ -80,30 +52,15 @@ def json_body() -> dict[str, Any]:
     """
     data: Any = None
     if request.is_json:
-        try:
-            data = json.loads(request.get_data(cache=True),
-                              parse_constant=_refuse_constant, parse_float=_finite_float)
-            too_deep = _nesting(data) > MAX_NESTING
-        except RecursionError:
-            too_deep = True
-        except json.JSONDecodeError as exc:  # where it stops parsing; Python's words stay out
-            raise ValidationError(f"The request body is not valid JSON (it stops making sense "
-                                  f"at line {exc.lineno}, column {exc.colno}).") from None
-        except _NotANumber as exc:
-            raise ValidationError(f"The request body is not valid JSON: {exc}.") from None
-        except ValueError:  # bytes that are not UTF-8 (Python's words stay out)
-            raise ValidationError("The request body is not valid JSON: it is not UTF-8 "
-                                  "text.") from None
-        if too_deep:
-            raise ValidationError(f"The request body nests arrays and objects more than "
-                                  f"{MAX_NESTING} deep.")
-        try:
-            # A lone surrogate ("\ud800") is valid JSON but no database column can store
-            # it: the write raised UnicodeEncodeError (a 500) on SQLite and PostgreSQL.
-            json.dumps(data, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
+        data = json_within(request.get_data(cache=True), max_depth=MAX_NESTING)
+        # A lone surrogate ("\ud800") is valid JSON but no database column can store it: the
+        # write raised UnicodeEncodeError (a 500) on SQLite and PostgreSQL. (A NUL is left to
+        # the domain's checks, which name the field in their own words.)
+        where = unstorable_at(data, nul=False)
+        if where is not None:
             raise ValidationError("The request body holds text that is not valid Unicode "
-                                  "(a lone surrogate such as \\ud800).") from None
+                                  "(a lone surrogate such as \\ud800)"
+                                  + (f" at '{where}'." if where else "."))
     if not isinstance(data, dict):
         raise ValidationError("The request body must be a JSON object (Content-Type: application/json).")
     return data

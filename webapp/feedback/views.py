@@ -46,6 +46,7 @@ from redis.exceptions import RedisError
 from broadside.delivery.identities.service import SendingIdentity
 from broadside.feedback import payloads, provider_payloads, providers, replay, service, sns
 from broadside.feedback.service import webhook_identity
+from broadside.feedback.settle import Senders
 from webapp.extensions import csrf, db, get_redis
 from webapp.security import public
 
@@ -71,7 +72,7 @@ def _seen(prefix: str) -> replay.SeenIds:
 
 
 def _apply_once(seen: replay.SeenIds, event_id: str, events: list[payloads.ProviderEvent],
-                applied: tuple[str, int]):
+                senders: Senders, applied: tuple[str, int]):
     """Apply `events` unless `event_id` was claimed before (then 200, nothing changes)."""
     try:
         first = seen.claim(event_id)
@@ -83,7 +84,7 @@ def _apply_once(seen: replay.SeenIds, event_id: str, events: list[payloads.Provi
         log.info("webhook event already received (%s); nothing changed", seen.prefix)
         return jsonify(status="duplicate"), 200
     try:
-        service.apply_events(db.session, events)
+        service.apply_events(db.session, events, senders)
     except Exception:
         db.session.rollback()
         try:
@@ -106,7 +107,10 @@ def events():
         log.warning("webhook refused: %s", exc.message)
         return _error(401, exc.message)
     event = payloads.parse_generic(body)
-    return _apply_once(_seen("webhooks:seen"), event.event_id, [event], ("accepted", 202))
+    # Bounces and complaints only (no delivery settles here); it speaks for the default
+    # identity, whose secret WEBHOOK_SECRET is.
+    return _apply_once(_seen("webhooks:seen"), event.event_id, [event], Senders(default=True),
+                       ("accepted", 202))
 
 
 def _allowed_topics() -> set[str]:
@@ -164,7 +168,8 @@ def ses():
     events = payloads.parse_ses_notification(message["Message"])
     # SNS delivers at least once (and a captured message could be posted again within the
     # Timestamp bound): count each MessageId once.
-    return _apply_once(_seen("sns:seen"), message["MessageId"], events, ("processed", 200))
+    return _apply_once(_seen("sns:seen"), message["MessageId"], events,
+                       service.ses_senders(db.session, current_app.config), ("processed", 200))
 
 
 # ------------------------------------------------------------------ providers' own webhooks
@@ -192,7 +197,8 @@ def _provider_events(scheme: str, key: str, identity: SendingIdentity,
                      events: list[payloads.ProviderEvent]):
     if not events:
         return jsonify(status="ignored"), 200
-    return _apply_once(_seen_for(scheme, identity), key, events, ("processed", 200))
+    return _apply_once(_seen_for(scheme, identity), key, events, service.senders_of(identity),
+                       ("processed", 200))
 
 
 @bp.post("/postmark", endpoint="postmark_default")

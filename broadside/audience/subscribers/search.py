@@ -79,7 +79,9 @@ class Filters:
     def parse(cls, q: str | None = None, match: str | None = None, list_id: str | int | None = None,
               status: str | None = None, segment_id: str | int | None = None) -> Filters:
         """Tolerant parsing of query-string values: anything unknown means "no filter"."""
-        q = " ".join((q or "").split())[:MAX_QUERY]
+        # NUL (`?q=%00`: PostgreSQL refuses it in text, a 500 before) and lone surrogates are
+        # dropped: no address or name holds them, so the search means the same without them.
+        q = " ".join(_searchable(q or "").split())[:MAX_QUERY]
         match = match if match in MATCH_MODES else MATCH_MODES[0]
         status = status if status in STATUS_FILTERS else ""
         return cls(q, match, _id_or_none(list_id), status, _id_or_none(segment_id))
@@ -106,6 +108,10 @@ class Page:
     # unsearched: the `before` that searches on from there (the page says so).
     searched_to: int | None = None
     window: int = 0  # the ids a request examines at most (0: not windowed)
+
+
+def _searchable(text: str) -> str:
+    return "".join(c for c in text if c != "\x00" and not "\ud800" <= c <= "\udfff")
 
 
 def _id_or_none(value: str | int | None) -> int | None:

@@ -176,6 +176,8 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
     query = (query or "").strip().lower()
     if len(query) > MAX_QUERY:
         raise ValidationError(f"Search for at most {MAX_QUERY} characters.")
+    if "\x00" in query:  # PostgreSQL refuses NUL in text (`?q=%00` was a 500)
+        raise ValidationError("Search for an address without a NUL character (%00) in it.")
     backwards = before is not None and after is None
     low = high = 0  # a search's window of ids: low < id < high
     if query:
