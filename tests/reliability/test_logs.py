@@ -11,7 +11,6 @@ message, a signed webhook, and a request that crashes the view. Then it reads ev
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 
 import pytest
@@ -31,9 +30,7 @@ from tests.helpers import (
     webhook_body,
     webhook_headers,
 )
-from tests.procfile import procfile_web
-from tests.smtp_server import free_port
-from webapp import REPO_ROOT
+from tests.procfile import serving
 from webapp.extensions import db
 
 pytestmark = [
@@ -64,28 +61,10 @@ def app_config(app_config):
 
 @pytest.fixture
 def gunicorn(app_config, tmp_path):
-    port = free_port()
     env = {**WorkerProcess(app_config).env, "WEBHOOK_SECRET": WEBHOOK_SECRET}
     log_path = tmp_path / "web.log"
-    with open(log_path, "wb") as log_file:
-        argv, environ = procfile_web(port, env)
-        server = subprocess.Popen(argv, cwd=REPO_ROOT, env=environ, stdout=log_file,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
-        base = f"http://127.0.0.1:{port}"
-
-        def up() -> bool:
-            try:
-                return Browser(base).request("GET", "/healthz")[0] == 200
-            except OSError:
-                return False
-
-        try:
-            wait_until(up, timeout=30)
-            yield base, log_path
-        finally:
-            server.terminate()
-            server.wait(15)
-
+    with serving(env, log_path) as port:
+        yield f"http://127.0.0.1:{port}", log_path
 
 def test_no_secret_or_token_reaches_any_log_through_a_whole_day_of_use(
     app, app_config, owner, own_smtp, worker_factory, gunicorn

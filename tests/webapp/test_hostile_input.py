@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import subprocess
 import time
 import uuid
 
@@ -23,12 +22,10 @@ from tests.helpers import (
     csrf_token_from,
     make_list,
     start_broadcast,
-    wait_until,
     webhook_body,
     webhook_headers,
 )
-from tests.procfile import procfile_web
-from tests.smtp_server import free_port
+from tests.procfile import serving
 from tests.webapp.test_provider_webhooks import (
     PROVIDERS,
     READER,
@@ -42,7 +39,6 @@ from tests.webapp.test_provider_webhooks import (
     unknown_delivery,
 )
 from tests.webapp.test_webhooks_ses import CERT_URL, TOPIC, FakeAws, _certificate, notification, signed
-from webapp import REPO_ROOT
 from webapp.extensions import db
 
 
@@ -241,33 +237,15 @@ def test_a_host_no_url_can_be_built_for_is_a_400_with_one_line_in_the_log(app, c
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_a_long_host_label_through_gunicorn_is_a_400_without_a_traceback(app, app_config,
                                                                         tmp_path):
-    port = free_port()
     log_path = tmp_path / "web.log"
-    with open(log_path, "wb") as log_file:
-        argv, environ = procfile_web(port, WorkerProcess(app_config).env)
-        server = subprocess.Popen(argv, cwd=REPO_ROOT, env=environ, stdout=log_file,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            def answer(host: str, path: str = "/login") -> bytes:
-                with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
-                    conn.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n"
-                                 "Connection: close\r\n\r\n".encode())
-                    chunks = []
-                    while chunk := conn.recv(65536):
-                        chunks.append(chunk)
-                    return b"".join(chunks)
-
-            def up() -> bool:
-                try:
-                    return answer("127.0.0.1", "/healthz").startswith(b"HTTP/1.1 200")
-                except OSError:
-                    return False
-
-            wait_until(up, timeout=30)
-            reply = answer(LONG_LABEL)
-        finally:
-            server.terminate()
-            server.wait(15)
+    with serving(WorkerProcess(app_config).env, log_path) as port:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(f"GET /login HTTP/1.1\r\nHost: {LONG_LABEL}\r\n"
+                         "Connection: close\r\n\r\n".encode())
+            chunks = []
+            while chunk := conn.recv(65536):
+                chunks.append(chunk)
+            reply = b"".join(chunks)
     assert reply.startswith(b"HTTP/1.1 400"), reply[:200]
     assert b"Bad Host header" in reply
     log = log_path.read_text()

@@ -8,7 +8,6 @@ import io
 import json
 import logging
 import re
-import subprocess
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,9 +18,8 @@ from sqlalchemy import select
 from broadside.core.logs import log_context, owner_action
 from broadside.core.models import Broadcast, Delivery
 from tests.helpers import make_list, make_token, start_broadcast, wait_until
-from tests.procfile import procfile_web
-from tests.smtp_server import SmtpServer, free_port
-from webapp import REPO_ROOT
+from tests.procfile import serving, web_env
+from tests.smtp_server import SmtpServer
 from webapp.extensions import db
 
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning")
@@ -205,40 +203,15 @@ def test_the_development_server_never_logs_an_unsubscribe_token(secrets_config, 
 @pytest.mark.slow
 def test_gunicorn_as_the_procfile_runs_it_redacts_tokens_in_the_access_log(secrets_config, app, tmp_path):
     token = unsubscribe_token()
-    port = free_port()
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "DATABASE_URL": secrets_config["DATABASE_URL"],
-        "REDIS_URL": secrets_config["REDIS_URL"],
-        "SECRET_KEY": secrets_config["SECRET_KEY"],
-        "BROADSIDE_INSTANCE_PATH": secrets_config["INSTANCE_PATH"],
-        "BROADSIDE_NAMESPACE": secrets_config["BROADSIDE_NAMESPACE"],
-        "METRICS_TOKEN": METRICS_TOKEN,
-        "SMTP_URL": secrets_config["SMTP_URL"],
-    }
+    env = web_env(secrets_config, METRICS_TOKEN=METRICS_TOKEN, SMTP_URL=secrets_config["SMTP_URL"])
     log_path = tmp_path / "gunicorn.log"
-    with open(log_path, "wb") as log_file:
-        argv, environ = procfile_web(port, env)
-        server = subprocess.Popen(argv, cwd=REPO_ROOT, env=environ, stdout=log_file,
-                                  stderr=subprocess.STDOUT)
-        try:
-            base = f"http://127.0.0.1:{port}"
-
-            def up() -> bool:
-                try:
-                    return http(f"{base}/healthz") == 200
-                except OSError:
-                    return False
-
-            wait_until(up, timeout=20)
-            referer = {"Referer": f"{base}/u/{token}"}
-            assert http(f"{base}/u/{token}") == 200
-            assert http(f"{base}/u/{token}", data=b"List-Unsubscribe=One-Click", headers=referer) == 200
-            assert http(f"{base}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}) == 200
-            wait_until(lambda: "/metrics" in log_path.read_text(), timeout=5)
-        finally:
-            server.terminate()
-            server.wait(10)
+    with serving(env, log_path) as port:
+        base = f"http://127.0.0.1:{port}"
+        referer = {"Referer": f"{base}/u/{token}"}
+        assert http(f"{base}/u/{token}") == 200
+        assert http(f"{base}/u/{token}", data=b"List-Unsubscribe=One-Click", headers=referer) == 200
+        assert http(f"{base}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}) == 200
+        wait_until(lambda: "/metrics" in log_path.read_text(), timeout=5)
     text = log_path.read_text()
     assert '"GET /u/[redacted] HTTP/1.1" 200' in text
     assert '"POST /u/[redacted] HTTP/1.1" 200 ' in text and f'"{base}/u/[redacted]"' in text

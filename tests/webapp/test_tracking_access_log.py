@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import http.client
 import re
-import subprocess
 import time
 from datetime import timedelta
 from types import SimpleNamespace
@@ -21,9 +20,7 @@ from broadside.campaigns.analytics.tokens import TrackingTokens, slot_of
 from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.core.models import Broadcast, TrackedLink
 from tests.helpers import make_list, wait_until
-from tests.procfile import procfile_web
-from tests.smtp_server import free_port
-from webapp import REPO_ROOT
+from tests.procfile import serving, web_env
 from webapp.extensions import db
 
 READER_EMAIL = "reader-7f3a@example.com"  # inside a click token signed as copies sent before were
@@ -74,32 +71,13 @@ def assert_names_nobody(line: str, *tokens: str) -> None:
 def test_gunicorn_as_the_procfile_runs_it_logs_no_token_agent_or_referrer_on_tracking_paths(
         app, app_config, tmp_path):
     pixel, click = tracked_broadcast(app)
-    port = free_port()
-    env = {"PATH": "/usr/bin:/bin", "DATABASE_URL": app_config["DATABASE_URL"],
-           "REDIS_URL": app_config["REDIS_URL"], "SECRET_KEY": app_config["SECRET_KEY"],
-           "BROADSIDE_INSTANCE_PATH": app_config["INSTANCE_PATH"],
-           "BROADSIDE_NAMESPACE": app_config["BROADSIDE_NAMESPACE"]}
     reader = {"User-Agent": READER_AGENT, "Referer": READER_REFERER, "X-Forwarded-For": READER_ADDRESS}
     log_path = tmp_path / "gunicorn.log"
-    with open(log_path, "wb") as log_file:
-        argv, environ = procfile_web(port, env)
-        server = subprocess.Popen(argv, cwd=REPO_ROOT, env=environ, stdout=log_file,
-                                  stderr=subprocess.STDOUT)
-        try:
-            def up() -> bool:
-                try:
-                    return get("127.0.0.1", port, "/healthz", {}) == 200
-                except OSError:
-                    return False
-
-            wait_until(up, timeout=20)
-            assert get("127.0.0.1", port, pixel, reader) == 200
-            assert get("127.0.0.1", port, click, reader) == 302
-            assert get("127.0.0.1", port, "/healthz", reader) == 200  # another route, for contrast
-            wait_until(lambda: log_path.read_text().count("/healthz") >= 2, timeout=5)
-        finally:
-            server.terminate()
-            server.wait(10)
+    with serving(web_env(app_config), log_path) as port:
+        assert get("127.0.0.1", port, pixel, reader) == 200
+        assert get("127.0.0.1", port, click, reader) == 302
+        assert get("127.0.0.1", port, "/healthz", reader) == 200  # another route, for contrast
+        wait_until(lambda: log_path.read_text().count("/healthz") >= 2, timeout=5)
     text = log_path.read_text()
     [opened] = [line for line in text.splitlines() if "/t/o/" in line]
     [clicked] = [line for line in text.splitlines() if "/t/c/" in line]

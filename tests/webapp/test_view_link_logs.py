@@ -5,7 +5,6 @@ on gunicorn as the Procfile runs it (and on the redacting filter itself)."""
 from __future__ import annotations
 
 import re
-import subprocess
 import urllib.request
 
 import pytest
@@ -16,9 +15,7 @@ from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.campaigns.broadcasts.service import send_broadcast
 from broadside.core.logs import RedactFilter
 from tests.helpers import make_list, wait_until
-from tests.procfile import procfile_web
-from tests.smtp_server import free_port
-from webapp import REPO_ROOT
+from tests.procfile import serving, web_env
 from webapp.extensions import db, get_jobs
 
 
@@ -57,36 +54,13 @@ def test_gunicorn_never_logs_a_view_in_browser_token(app, app_config, smtp_serve
     text_part = smtp_server.messages[0].message.get_body(("plain",)).get_content()
     token = re.search(r"View in your browser: \S+/view/(\S+)", text_part).group(1)
 
-    port = free_port()
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "DATABASE_URL": app_config["DATABASE_URL"],
-        "REDIS_URL": app_config["REDIS_URL"],
-        "SECRET_KEY": app_config["SECRET_KEY"],
-        "BROADSIDE_INSTANCE_PATH": app_config["INSTANCE_PATH"],
-        "BROADSIDE_NAMESPACE": app_config["BROADSIDE_NAMESPACE"],
-    }
     log_path = tmp_path / "gunicorn.log"
-    base = f"http://127.0.0.1:{port}"
-    with open(log_path, "wb") as log_file:
-        argv, environ = procfile_web(port, env)
-        server = subprocess.Popen(argv, cwd=REPO_ROOT, env=environ, stdout=log_file,
-                                  stderr=subprocess.STDOUT)
-        try:
-            def up() -> bool:
-                try:
-                    return http(f"{base}/healthz") == 200
-                except OSError:
-                    return False
-
-            wait_until(up, timeout=20)
-            # The reader opens their copy, then follows a link in it to this same site.
-            assert http(f"{base}/view/{token}") == 200
-            assert http(f"{base}/healthz", headers={"Referer": f"{base}/view/{token}"}) == 200
-            wait_until(lambda: log_path.read_text().count("/healthz") >= 2, timeout=5)
-        finally:
-            server.terminate()
-            server.wait(10)
+    with serving(web_env(app_config), log_path) as port:
+        base = f"http://127.0.0.1:{port}"
+        # The reader opens their copy, then follows a link in it to this same site.
+        assert http(f"{base}/view/{token}") == 200
+        assert http(f"{base}/healthz", headers={"Referer": f"{base}/view/{token}"}) == 200
+        wait_until(lambda: log_path.read_text().count("/healthz") >= 2, timeout=5)
     text = log_path.read_text()
     assert '"GET /view/[redacted] HTTP/1.1" 200' in text
     assert f'"{base}/view/[redacted]"' in text
