@@ -66,6 +66,7 @@ from webapp.subscribers import (  # noqa: F401 - their routes attach to the blue
 from webapp.subscribers import views as subscribers_views  # noqa: F401 - and the table's
 from webapp.system.views import bp as system_bp
 from webapp.templating import register_templating
+from webapp.text_input import install_text_rule
 from webapp.unsubscribe import personal_data  # noqa: F401 - its routes attach to the blueprint
 from webapp.unsubscribe import views as unsubscribe_views  # noqa: F401 - and the links' pages
 from webapp.unsubscribe.claims import bp as unsubscribe_bp
@@ -113,6 +114,7 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     configure_logging(app.config)
     app.logger.removeHandler(default_handler)
     install_security(app)
+    install_text_rule(app)  # no NUL or lone surrogate in any form, query or path: a 422
     _register_blueprints(app)
     register_templating(app)
 

@@ -13,16 +13,18 @@ def _wants_json() -> bool:
     return request.path.startswith("/api/") or request.path.startswith("/webhooks/")
 
 
-def _error_response(status: int, message: str):
+def _error_response(status: int, message: str, field: str | None = None):
     if _wants_json():
-        return jsonify(error=message), status
+        # `field`: the input the refusal is about, when it is about one (a body field's path
+        # like `steps[2].body`, a query parameter's name), for a client to point at.
+        return (jsonify(error=message, field=field) if field else jsonify(error=message)), status
     return render_template("error.html", status=status, message=message), status
 
 
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(DomainError)
     def domain_error(exc: DomainError):
-        return _error_response(exc.status_code, exc.message)
+        return _error_response(exc.status_code, exc.message, exc.field)
 
     @app.errorhandler(CSRFError)
     def csrf_error(exc: CSRFError):

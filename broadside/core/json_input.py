@@ -13,6 +13,9 @@ with bounds, so no body can make the parser or the code after it fail with a 500
   `event-data.recipient`; None when every string can be stored. PostgreSQL refuses NUL in
   text and psycopg (and SQLite's driver, and Redis's client) refuses lone surrogates when it
   encodes: a value holding either failed the request with a 500 after it was parsed.
+  `unstorable(text)` asks the same of one string (webapp/text_input.py applies it to every
+  form field, query parameter and path segment); `refuse_unstorable(value)` raises the
+  ValidationError that names the field (`field` set to its path).
 """
 
 from __future__ import annotations
@@ -85,25 +88,25 @@ def _has_surrogate(text: str) -> bool:
     return False
 
 
-def unstorable_at(value: Any, *, nul: bool = True) -> str | None:
-    """The path of the first string in `value` holding a NUL (unless `nul` is False) or a lone
-    surrogate, else None.
+def unstorable(text: str) -> bool:
+    """True when `text` holds a NUL character or a lone surrogate: no column can store it."""
+    return "\x00" in text or _has_surrogate(text)
+
+
+def unstorable_at(value: Any) -> str | None:
+    """The path of the first string in `value` holding a NUL or a lone surrogate, else None.
 
     Iterative, like `nesting`; a path names keys by name and list items by [index]."""
-
-    def _unstorable(text: str) -> bool:
-        return (nul and "\x00" in text) or _has_surrogate(text)
-
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         item, path = stack.pop()
         if isinstance(item, str):
-            if _unstorable(item):
+            if unstorable(item):
                 return path
         elif isinstance(item, dict):
             for key, child in item.items():
                 name = f"{path}.{key}" if path else str(key)
-                if isinstance(key, str) and _unstorable(key):
+                if isinstance(key, str) and unstorable(key):
                     return (f"{path}." if path else "") + ascii(key)[1:-1]
                 stack.append((child, name))
         elif isinstance(item, list):

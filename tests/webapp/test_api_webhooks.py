@@ -49,7 +49,9 @@ def test_create_list_and_delete_an_endpoint(client, api_headers):
     ({"url": "http://127.0.0.1:5000/", "events": ["delivery.sent"]}, "WEBHOOKS_ALLOW_PRIVATE"),
     ({"url": "http://169.254.169.254/", "events": ["delivery.sent"]}, "link-local"),
     ({"url": "https://" + "a" * 2000 + ".example/", "events": ["delivery.sent"]}, "under 2000"),
-    ({"url": "https://exa\u0000mple.com/", "events": ["delivery.sent"]}, "control characters"),
+    ({"url": "https://exa\u0001mple.com/", "events": ["delivery.sent"]}, "control characters"),
+    # A NUL, in this field as in any: the one rule for text (tests/webapp/test_text_rule.py).
+    ({"url": "https://exa\u0000mple.com/", "events": ["delivery.sent"]}, "'url' holds a NUL"),
     ({"url": "https://" + "a" * 300 + ".example/", "events": ["delivery.sent"]}, "does not resolve"),
 ])
 def test_bad_input_is_refused_with_422_and_writes_nothing(client, api_headers, body, message):

@@ -11,8 +11,9 @@ from flask import Blueprint, g, jsonify, request
 
 from broadside.core import accounts
 from broadside.core.errors import ValidationError
-from broadside.core.json_input import json_within, unstorable_at
+from broadside.core.json_input import json_within, refuse_unstorable
 from webapp.extensions import csrf, db
+from webapp.text_input import refuse_unstorable_text
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 # What a read-only token may do: read, never change.
@@ -41,26 +42,27 @@ def authenticate_bearer():
     return None
 
 
+# After the token: no NUL or lone surrogate in a query parameter or form field (a 422 naming
+# it); JSON bodies are checked by `json_body`.
+bp.before_request(refuse_unstorable_text)
+
+
 def json_body() -> dict[str, Any]:
     """The request's JSON object, or a 422 with a clear message.
 
     Parsed strictly: NaN, Infinity and numbers beyond a float's range are refused (Python's
-    parser accepts them; PostgreSQL then refused them with a 500), and so are lone surrogates
-    (no column can store them) and nesting deeper than MAX_NESTING (the parser, and the
-    domain's recursive checks of attributes, raised RecursionError on deep input; no real
-    body comes close).
+    parser accepts them; PostgreSQL then refused them with a 500), and so is nesting deeper
+    than MAX_NESTING (the parser, and the domain's recursive checks of attributes, raised
+    RecursionError on deep input; no real body comes close). So is any string, value or key,
+    holding a NUL character or a lone surrogate (valid JSON escapes, `\\u0000` and `\\ud800`,
+    that no column stores: PostgreSQL refused a NUL in a broadcast's subject with a 500): one
+    rule for every field, naming its path (`steps[2].body`) in the message and in `field`, so
+    a field added tomorrow cannot forget it. Forms and query strings: webapp/text_input.py.
     """
     data: Any = None
     if request.is_json:
         data = json_within(request.get_data(cache=True), max_depth=MAX_NESTING)
-        # A lone surrogate ("\ud800") is valid JSON but no database column can store it: the
-        # write raised UnicodeEncodeError (a 500) on SQLite and PostgreSQL. (A NUL is left to
-        # the domain's checks, which name the field in their own words.)
-        where = unstorable_at(data, nul=False)
-        if where is not None:
-            raise ValidationError("The request body holds text that is not valid Unicode "
-                                  "(a lone surrogate such as \\ud800)"
-                                  + (f" at '{where}'." if where else "."))
+        refuse_unstorable(data)
     if not isinstance(data, dict):
         raise ValidationError("The request body must be a JSON object (Content-Type: application/json).")
     return data

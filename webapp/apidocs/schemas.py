@@ -371,7 +371,11 @@ COMPONENTS: dict[str, Any] = {
     }},
     "schemas": {
         "Error": obj({"error": {"type": "string", "description": "What went wrong, in words "
-                                "that can be shown to a person."}}),
+                                "that can be shown to a person."},
+                      "field": {"type": "string", "description": "When the refusal is about "
+                                "one input: its name, or its path in the body (`subject`, "
+                                "`steps[2].body`, a query parameter's `q`)."}},
+                     required=("error",)),
         **RULE_SCHEMAS, **AUDIENCE_SCHEMAS, **BROADCAST_SCHEMAS,
     },
     "responses": {

@@ -79,8 +79,10 @@ class Filters:
     def parse(cls, q: str | None = None, match: str | None = None, list_id: str | int | None = None,
               status: str | None = None, segment_id: str | int | None = None) -> Filters:
         """Tolerant parsing of query-string values: anything unknown means "no filter"."""
-        # NUL (`?q=%00`: PostgreSQL refuses it in text, a 500 before) and lone surrogates are
-        # dropped: no address or name holds them, so the search means the same without them.
+        # NUL (PostgreSQL refuses it in text) and lone surrogates are dropped: no address or
+        # name holds them, so the search means the same without them. A request never gets
+        # here with one (webapp/text_input.py refuses it with a 422 naming `q`, as the
+        # deliveries search is refused); a filter read back from a stored bulk action might.
         q = " ".join(_searchable(q or "").split())[:MAX_QUERY]
         match = match if match in MATCH_MODES else MATCH_MODES[0]
         status = status if status in STATUS_FILTERS else ""

@@ -1,0 +1,124 @@
+"""One rule for the text every request brings: no NUL character and no lone surrogate in any
+form field, query parameter or path segment, name or value, checked before any view runs, so
+a field added tomorrow cannot forget it.
+
+PostgreSQL refuses a NUL in text (a list's name, a broadcast's subject: a 500 from
+`psycopg.DataError` when the write came), and no driver encodes a lone surrogate; a search
+for one can match nothing. The refusal is a 422 naming the field, and nothing was written:
+
+- the API (`/api/...`): the JSON error shape with `field` (`{"error": ..., "field": "q"}`),
+  after the bearer token is checked (webapp/api/__init__.py runs `refuse_unstorable_text`
+  after `authenticate_bearer`; its JSON bodies are checked by `json_body`, with the path of
+  the field, `steps[2].body`);
+- a page (an owner's, or a public one: sign-up, unsubscribe, archive): the error page, the
+  reason naming the field; to htmx, the reason alone as a fragment, aimed at the top of the
+  page (`HX-Retarget: #main`), never at the part the request would have replaced (htmx
+  swaps a 4xx only where a page asks it to, as the broadcast editor's autosave does);
+- webhooks (`/webhooks/...`) are left to broadside/feedback, which refuses a provider's
+  event field by field with a 400 in its own words; an address no route matches stays a 404.
+
+Lone surrogates cannot arrive through a form or a query string (werkzeug keeps an invalid
+UTF-8 escape such as %ED%A0%80 as the literal text, and a multipart field's invalid bytes
+become U+FFFD), only through a JSON escape (`\\ud800`); the check is the same for both.
+Uploaded files are not form fields: an import reads its file's bytes itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from flask import Flask, Response
+from markupsafe import escape
+
+from broadside.core.errors import ValidationError
+from broadside.core.json_input import unstorable
+from webapp.htmx import make_response, request
+
+# Blueprints that answer for their own input: providers' webhooks refuse per field (400).
+EXEMPT_BLUEPRINTS = frozenset({"webhooks"})
+# What an owner calls a parameter when it is not what the page labels it.
+_OWNER_NAMES = {"q": "search"}
+
+
+def _first_unstorable(pairs: Iterable[tuple[str, object]]) -> tuple[str, str] | None:
+    """(name, the text that cannot be stored: the name itself or its value) of the first
+    pair holding some; None when every one can be stored."""
+    for name, value in pairs:
+        if unstorable(name):
+            return name, name
+        if isinstance(value, str) and unstorable(value):
+            return name, value
+    return None
+
+
+def unstorable_input() -> tuple[str, str, str] | None:
+    """(where, name, the offending text) of the first query parameter, path segment or form
+    field that cannot be stored; None when every one can."""
+    places: list[tuple[str, Iterable[tuple[str, object]]]] = [
+        ("query", request.args.items(multi=True)),
+        ("path", (request.view_args or {}).items()),
+        ("form", request.form.items(multi=True)),
+    ]
+    for where, pairs in places:
+        found = _first_unstorable(pairs)
+        if found is not None:
+            return where, *found
+    return None
+
+
+def _shown(name: str) -> str:
+    """A name as a message may print it (itself, or escaped where it is the bad part)."""
+    return name if name.isprintable() and not unstorable(name) else ascii(name)[1:-1]
+
+
+def _api_message(where: str, name: str, bad: str) -> str:
+    kind = {"query": "query parameter", "path": "path segment", "form": "form field"}[where]
+    what = ("a NUL character (%00)" if "\x00" in bad
+            else "text that is not valid Unicode (a lone surrogate)")
+    return f"The {kind} '{_shown(name)}' holds {what}, which no text can store: nothing was written."
+
+
+def _page_message(where: str, name: str, bad: str) -> str:
+    called = _shown(_OWNER_NAMES.get(name, name.replace("_", " ")))
+    if "\x00" not in bad:  # cannot come from a browser; said plainly all the same
+        what = "text that is not valid Unicode"
+    elif where == "form":
+        what = "a NUL character (an invisible control character, often from a paste)"
+    else:
+        what = "a NUL character (%00)"
+    if where == "form":
+        return (f"The “{called}” field holds {what}, which Broadside cannot store. Remove it "
+                "and send the form again: nothing was saved.")
+    return (f"The “{called}” in the address holds {what}, which Broadside cannot store or "
+            "search for. Remove it and try again: nothing was changed.")
+
+
+def refuse_unstorable_text() -> Response | None:
+    """The before-request check: None to go on, else the 422 (or a ValidationError that
+    webapp/errors.py answers in the request's shape)."""
+    if request.url_rule is None or request.blueprint in EXEMPT_BLUEPRINTS:
+        return None  # a 404 or 405 answers first; webhooks answer for themselves
+    found = unstorable_input()
+    if found is None:
+        return None
+    where, name, bad = found
+    if request.path.startswith("/api/"):  # the API's shape, as webapp/errors.py decides it
+        raise ValidationError(_api_message(where, name, bad), field=_shown(name))
+    message = _page_message(where, name, bad)
+    if request.htmx and not request.htmx.boosted:
+        fragment = f'<p class="flash flash-error" role="alert">{escape(message)}</p>'
+        return make_response(fragment, 422, retarget="#main", reswap="afterbegin")
+    raise ValidationError(message, field=_shown(name))  # the error page (webapp/errors.py)
+
+
+def _outside_the_api() -> Response | None:
+    # The API's requests are checked by its own blueprint, after their token: a stranger
+    # without one is answered 401 before anything about the input is said.
+    if request.blueprint == "api":
+        return None
+    return refuse_unstorable_text()
+
+
+def install_text_rule(app: Flask) -> None:
+    """Run the check before every view (after CSRF and the sign-in check, registered first)."""
+    app.before_request(_outside_the_api)
