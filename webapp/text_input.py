@@ -1,6 +1,6 @@
 """One rule for the text every request brings: no NUL character and no lone surrogate in any
-form field, query parameter or path segment, name or value, checked before any view runs, so
-a field added tomorrow cannot forget it.
+form field, query parameter or path segment (name or value) or uploaded file's name, checked
+before any view runs, so a field added tomorrow cannot forget it.
 
 PostgreSQL refuses a NUL in text (a list's name, a broadcast's subject: a 500 from
 `psycopg.DataError` when the write came), and no driver encodes a lone surrogate; a search
@@ -20,7 +20,9 @@ for one can match nothing. The refusal is a 422 naming the field, and nothing wa
 Lone surrogates cannot arrive through a form or a query string (werkzeug keeps an invalid
 UTF-8 escape such as %ED%A0%80 as the literal text, and a multipart field's invalid bytes
 become U+FFFD), only through a JSON escape (`\\ud800`); the check is the same for both.
-Uploaded files are not form fields: an import reads its file's bytes itself.
+An uploaded file's contents are not text fields (an import reads its file's bytes itself),
+but its file name is (an import stores it). A body larger than the server accepts is not read
+here: the view that reads it says which limit it passed.
 """
 
 from __future__ import annotations
@@ -57,8 +59,15 @@ def unstorable_input() -> tuple[str, str, str] | None:
     places: list[tuple[str, Iterable[tuple[str, object]]]] = [
         ("query", request.args.items(multi=True)),
         ("path", (request.view_args or {}).items()),
-        ("form", request.form.items(multi=True)),
     ]
+    # A body larger than the server takes is never read here: the view that would read it
+    # says which limit it passed (an import: its own), rather than a 413 raised from here.
+    limit = request.max_content_length
+    if not (limit and request.content_length and request.content_length > limit):
+        places.append(("form", request.form.items(multi=True)))
+        # An upload's contents are the view's to read; its file name is text that is stored.
+        places.append(("file", ((name, upload.filename)
+                                for name, upload in request.files.items(multi=True))))
     for where, pairs in places:
         found = _first_unstorable(pairs)
         if found is not None:
@@ -72,7 +81,8 @@ def _shown(name: str) -> str:
 
 
 def _api_message(where: str, name: str, bad: str) -> str:
-    kind = {"query": "query parameter", "path": "path segment", "form": "form field"}[where]
+    kind = {"query": "query parameter", "path": "path segment", "form": "form field",
+            "file": "name of the file sent as"}[where]
     what = ("a NUL character (%00)" if "\x00" in bad
             else "text that is not valid Unicode (a lone surrogate)")
     return f"The {kind} '{_shown(name)}' holds {what}, which no text can store: nothing was written."
@@ -82,13 +92,16 @@ def _page_message(where: str, name: str, bad: str) -> str:
     called = _shown(_OWNER_NAMES.get(name, name.replace("_", " ")))
     if "\x00" not in bad:  # cannot come from a browser; said plainly all the same
         what = "text that is not valid Unicode"
-    elif where == "form":
+    elif where in ("form", "file"):
         what = "a NUL character (an invisible control character, often from a paste)"
     else:
         what = "a NUL character (%00)"
     if where == "form":
         return (f"The “{called}” field holds {what}, which Broadside cannot store. Remove it "
                 "and send the form again: nothing was saved.")
+    if where == "file":
+        return (f"The name of the file chosen for “{called}” holds {what}, which Broadside "
+                "cannot store. Rename the file and send the form again: nothing was saved.")
     return (f"The “{called}” in the address holds {what}, which Broadside cannot store or "
             "search for. Remove it and try again: nothing was changed.")
 
