@@ -31,7 +31,7 @@ from broadside.campaigns.automations import refreeze
 from broadside.core import transport_urls as urls
 from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
 from broadside.core.site_settings import get_settings
-from broadside.delivery.identities import service
+from broadside.delivery.identities import bound, service
 from broadside.delivery.identities.service import SendingIdentity
 from webapp.doctor.check import Check
 from webapp.doctor.identities import check_identity
@@ -108,15 +108,15 @@ class Bound:
 
     @property
     def reason(self) -> str:
-        return service.limit_reached(self.count, self.limit)
+        return bound.limit_reached(self.count, self.limit)
 
 
 def _render_index(values: dict[str, str] | None = None, *, error: DomainError | None = None,
                   secret_dropped: bool = False, status: int = 200):
     rows = [_row(i) for i in service.all_identities(db.session, current_app.config)]
-    bound = Bound(sum(1 for r in rows if not r.identity.is_default), current_app.config["MAX_IDENTITIES"])
+    limits = Bound(sum(1 for r in rows if not r.identity.is_default), current_app.config["MAX_IDENTITIES"])
     return render_template(
-        "identities/index.html", rows=rows, bound=bound, values=form.shown(values or form.EMPTY),
+        "identities/index.html", rows=rows, bound=limits, values=form.shown(values or form.EMPTY),
         error=error and error.message, error_field=form.field_of(error),
         secret_dropped=secret_dropped,
         mail_from=current_app.config["MAIL_FROM"], **_page_help(),

@@ -16,18 +16,16 @@ from email.utils import formataddr, parseaddr
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy import update as sql_update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broadside.core import transport_urls as urls
 from broadside.core.addresses import normalise_email
-from broadside.core.db import dialect_insert
 from broadside.core.errors import Conflict, NotFound, ValidationError, shown
 from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
 from broadside.core.models.identities import IdentityStatus
 from broadside.core.timeutil import utcnow
-from broadside.delivery.identities import lifecycle
+from broadside.delivery.identities import bound, lifecycle
 
 DEFAULT_NAME = "default"
 MAX_NAME = 100
@@ -37,9 +35,6 @@ MAX_SECRET = 200
 MAX_DELAY_MS = 600_000
 MAX_HOURLY = 10_000_000
 MAX_ID = 2**31 - 1
-# Identities (beside the default) an installation may have: MAX_IDENTITIES (each is a stream,
-# a thread of every worker that serves all: broadside.core.config).
-DEFAULT_MAX_IDENTITIES = 50
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
 FIELDS = ("name", "from", "transport", "delay_ms", "hourly_limit", "postal_address",
           "webhook_secret")
@@ -69,6 +64,12 @@ class SendingIdentity:
     def key(self) -> str:
         """Its Redis key part: lease, queues, hourly cap ("default" keeps today's keys)."""
         return DEFAULT_NAME if self.id is None else f"identity:{self.id}"
+
+    @property
+    def stream_settings(self) -> tuple[str, str, int, int, str]:
+        """What its running stream is built from (jobs.stream): a change means the stream
+        starts again on the new values (jobs.supervisor); its pause is not one (read per job)."""
+        return (self.name, self.transport_url, self.delay_ms, self.hourly_limit, self.webhook_secret)
 
     @property
     def transport(self) -> str:
@@ -290,38 +291,17 @@ def _taken(name: str) -> Conflict:
                     field="name")
 
 
-def live_count(session: Session) -> int:
-    """The identities that are rows and not deleted (the default is not one)."""
-    return int(session.scalar(select(func.count()).select_from(Identity).where(
-        Identity.status != IdentityStatus.DELETED.value)) or 0)
-
-
-def limit_reached(count: int, limit: int) -> str:
-    """Why no identity can be added, in the owner's words (the API's 422, the page's note)."""
-    return (f"This installation has {count} of its {limit} sending identities (besides the "
-            f"default); delete one that is no longer used, or raise MAX_IDENTITIES in the "
-            f"environment and restart.")
-
-
-def _lock_the_count(session: Session) -> None:
-    """The settings row's write lock, held until the caller's commit or rollback (the row is
-    made first if missing, without racing another first request: ON CONFLICT DO NOTHING)."""
-    session.execute(dialect_insert(session, SiteSettings).values(id=1).on_conflict_do_nothing())
-    session.execute(sql_update(SiteSettings).where(SiteSettings.id == 1)
-                    .values(id=SiteSettings.id).execution_options(synchronize_session=False))
-
-
-def create(session: Session, data: IdentityInput, *, limit: int = DEFAULT_MAX_IDENTITIES) -> Identity:
+def create(session: Session, data: IdentityInput, *, limit: int = bound.DEFAULT_MAX) -> Identity:
     """A new identity, committed; a live name is never shared (UNIQUE name_key), and past
     `limit` live identities (MAX_IDENTITIES) none is added: a ValidationError. The count is
     taken under the settings row's write lock (held to the commit), so two creates at once
     cannot both pass the bound: PostgreSQL locks the row, SQLite takes its write lock."""
     assert data.transport_url is not None
-    _lock_the_count(session)
-    count = live_count(session)
+    bound.lock_the_count(session)
+    count = bound.live_count(session)
     if count >= limit:
         session.rollback()
-        raise ValidationError(limit_reached(count, limit))
+        raise ValidationError(bound.limit_reached(count, limit))
     row = Identity(
         name=data.name, name_key=data.name.lower(), from_name=data.from_name,
         from_email=data.from_email, transport_url=data.transport_url, delay_ms=data.delay_ms,
