@@ -53,9 +53,9 @@ def test_a_changed_password_alone_is_told_apart(app, logged_in_client, redis_cli
     serving(app, redis_client, namespace, identities.resolve(db.session, app.config, row.id))
     identities.update(db.session, row.id, identities.parse_input(
         {"name": "Product", "from": "Product <news@product.example>",
-         "transport": "smtp://mailer:new-password@mail.product.example:25"}, updating=True))
+         "transport": "smtp://mailer:new-password@mail.product.example:25", "delay_ms": 0}, updating=True))
     live = logged_in_client.get("/system/live").text
-    assert "applying at the next tick" in live
+    assert "Saved secrets (of the transport or the webhook): applying at the next tick" in page_text(live)
     assert "old-password" not in live and "new-password" not in live
     assert "old-password" not in str(redis_client.keys(f"{namespace}*"))
 
