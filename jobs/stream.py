@@ -35,7 +35,7 @@ from broadside.delivery.identities.service import SendingIdentity
 from broadside.delivery.lease import RENEW_EVERY_S, Lease, LeaseKeeper
 from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.queues import Jobs
-from broadside.delivery.streams import record_rate
+from broadside.delivery.streams import forget_running, record_rate, record_running, running_values
 from broadside.delivery.waits import add_wait_seconds
 from jobs import runtime
 from jobs.app import WorkerApp
@@ -241,6 +241,7 @@ class Stream(threading.Thread):
             )
             runtime.bind(rt)
             self.rt = rt
+            self._say_running(rt)
             log.info("worker ready for identity %s: transport %s, %d ms between requests",
                      identity.name, transport.description, identity.delay_ms)
             self._start_up(rt)
@@ -262,6 +263,10 @@ class Stream(threading.Thread):
             redis.close()
             runtime.bind(None)
             if not lost.is_set():
+                try:  # before the lease goes: a successor's values are never deleted
+                    forget_running(lease.redis, config["BROADSIDE_NAMESPACE"], identity.key)
+                except RedisError:
+                    pass  # it lapses by itself
                 try:
                     lease.release()
                     log.info("lease released; the stream %s stopped", identity.key)
@@ -328,6 +333,16 @@ class Stream(threading.Thread):
                 db.session.remove()
             self._flush_pace_wait()
             self._report_rate(rt)
+            self._say_running(rt)
+
+    def _say_running(self, rt: runtime.Runtime) -> None:
+        """The values this stream sends with, beside its lease, for the System page (which
+        tells them apart from the saved ones until the supervisor has followed them)."""
+        try:
+            record_running(rt.lease.redis, self.app.config["BROADSIDE_NAMESPACE"], rt.stream,
+                           running_values(self.identity, self.app.config["SECRET_KEY"]))
+        except RedisError:
+            pass  # said again at the next tick
 
     def _report_rate(self, rt: runtime.Runtime) -> None:
         """The requests per second this stream achieved since the last report (System page)."""

@@ -2,10 +2,13 @@
 that follows them.
 
 `Streams` starts a stream per identity served and follows the identities at each maintenance
-tick: a new identity gets its stream (when serving all of them), a deleted one's stream
-stops, one whose transport, pace, cap or name changed is stopped and started again on the
-new values (its successor waits for the old one's lease: never two senders), and one that
-ended by itself (its lease lost, an error) is started again. A paused identity keeps its
+tick, keyed by id (`SendingIdentity.key`: a rename is a change, not a new identity): a new
+identity gets its stream (when serving all of them), a deleted one's stream stops, one whose
+`stream_settings` (transport, pace, cap, name, webhook secret) changed is stopped and started
+again on the new values (its successor waits for the old one's lease: never two senders; the
+old one's slice ends after its send in flight), and one that ended by itself (its lease lost,
+an error) is started again. Each stream says the values it runs on beside its lease
+(broadside.delivery.streams.record_running), so the System page shows them. A paused identity keeps its
 stream: its jobs hold while paused (jobs.tasks) and go on when it is resumed. In burst mode
 (tests) the streams are those served at the start, each ending when its queues are empty.
 
@@ -37,13 +40,6 @@ log = logging.getLogger("broadside.worker")
 MAINTENANCE_EVERY_S = 5.0
 # Redis or the database unreachable: the other streams' ticks would only wait to fail too.
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OperationalError)
-
-
-def _settings(identity: SendingIdentity) -> tuple:
-    """What a running stream was built from: a change means a new stream (its pause is not:
-    the stream reads that at each job)."""
-    return (identity.name, identity.transport_url, identity.delay_ms, identity.hourly_limit,
-            identity.webhook_secret)
 
 
 class Streams:
@@ -84,7 +80,7 @@ class Streams:
                 if identity is None:
                     log.info("identity %s is gone: stopping its stream", stream.identity.name)
                     self._retire(key)
-                elif _settings(identity) != _settings(stream.identity) and not self.burst:
+                elif identity.stream_settings != stream.identity.stream_settings and not self.burst:
                     log.info("identity %s changed: its stream starts again on the new settings",
                              identity.name)
                     self._retire(key)

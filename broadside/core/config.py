@@ -41,6 +41,7 @@ ENV_VARS = (
     "SEND_DELAY_MS",
     "SEND_HOURLY_LIMIT",
     "MAX_IMPORT_BYTES",
+    "MAX_IDENTITIES",
     "WEBHOOK_SECRET",
     "METRICS_TOKEN",
     "LOG_FORMAT",
@@ -153,6 +154,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "SEND_DELAY_MS": "200",
         "SEND_HOURLY_LIMIT": "0",
         "MAX_IMPORT_BYTES": str(200 * 1024 * 1024),  # a million rows is ~60 MB
+        "MAX_IDENTITIES": "50",  # sending identities beside the default (each one a stream)
         "WEBHOOK_SECRET": "",
         "METRICS_TOKEN": "",
         "LOG_FORMAT": "plain",
@@ -186,6 +188,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     config["SEND_DELAY_MS"] = _int("SEND_DELAY_MS", raw["SEND_DELAY_MS"])
     config["SEND_HOURLY_LIMIT"] = _int("SEND_HOURLY_LIMIT", raw["SEND_HOURLY_LIMIT"])
     config["MAX_IMPORT_BYTES"] = _int("MAX_IMPORT_BYTES", raw["MAX_IMPORT_BYTES"], minimum=1)
+    config["MAX_IDENTITIES"] = _int("MAX_IDENTITIES", raw["MAX_IDENTITIES"])
     config["WEBHOOK_SECRET"] = str(raw["WEBHOOK_SECRET"] or "")
     config["METRICS_TOKEN"] = str(raw["METRICS_TOKEN"] or "")
     log_format = str(raw["LOG_FORMAT"]).lower()

@@ -3,7 +3,8 @@ and described in `webapp/apidocs/identities.py`).
 
 - GET /api/identities -> 200 [Identity], the default first (its id is null), then by name
 - POST /api/identities {"name", "from", "transport"?, "delay_ms"?, "hourly_limit"?,
-  "postal_address"?, "webhook_secret"?} -> 201 Identity
+  "postal_address"?, "webhook_secret"?} -> 201 Identity; 422 once the installation has
+  MAX_IDENTITIES of them (besides the default), the message naming the bound
 - GET /api/identities/<id> -> 200 Identity
 - PUT /api/identities/<id> (the same body) -> 200 Identity: the whole identity is replaced,
   except that a missing or null `transport` or `webhook_secret` keeps the stored one (they
@@ -46,7 +47,8 @@ def api_identities():
 @bp.route("/identities", methods=["POST"])
 def api_create_identity():
     row = service.create(db.session, service.check_endpoint(service.parse_input(json_body()),
-                                                            current_app.config))
+                                                            current_app.config),
+                         limit=current_app.config["MAX_IDENTITIES"])
     return jsonify(service.as_input(_live(row.id))), 201
 
 

@@ -99,7 +99,9 @@ IDENTITY_PATHS: dict[str, Any] = {
             "Identities", "createIdentity", "Create a sending identity",
             "Its own paced stream: broadcasts and automations may choose it (`identity_id`). "
             "A refused body (an unknown field included) is 422 with a message naming the "
-            "field; names are unique, ignoring case (409).",
+            "field; names are unique, ignoring case (409). Once the installation has "
+            "`MAX_IDENTITIES` live identities besides the default (50 unless set) it is 422, "
+            "naming the bound.",
             write=True, request=body("IdentityInput", INPUT_EXAMPLE),
             responses={"201": reply("Created.", "Identity", IDENTITY_EXAMPLE)},
             errors=("Conflict", "Invalid")),

@@ -31,7 +31,7 @@ from broadside.campaigns.automations import refreeze
 from broadside.core import transport_urls as urls
 from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
 from broadside.core.site_settings import get_settings
-from broadside.delivery.identities import service
+from broadside.delivery.identities import bound, service
 from broadside.delivery.identities.service import SendingIdentity
 from webapp.doctor.check import Check
 from webapp.doctor.identities import check_identity
@@ -95,11 +95,28 @@ def _page_help() -> dict:
             "base_url": current_app.config["BASE_URL"], "webhook_schemes": WEBHOOK_SCHEMES}
 
 
+@dataclass(frozen=True)
+class Bound:
+    """MAX_IDENTITIES and how many count against it: the page says it, and hides the form
+    once reached (the service refuses past it: service.create)."""
+    count: int
+    limit: int
+
+    @property
+    def full(self) -> bool:
+        return self.count >= self.limit
+
+    @property
+    def reason(self) -> str:
+        return bound.limit_reached(self.count, self.limit)
+
+
 def _render_index(values: dict[str, str] | None = None, *, error: DomainError | None = None,
                   secret_dropped: bool = False, status: int = 200):
     rows = [_row(i) for i in service.all_identities(db.session, current_app.config)]
+    limits = Bound(sum(1 for r in rows if not r.identity.is_default), current_app.config["MAX_IDENTITIES"])
     return render_template(
-        "identities/index.html", rows=rows, values=form.shown(values or form.EMPTY),
+        "identities/index.html", rows=rows, bound=limits, values=form.shown(values or form.EMPTY),
         error=error and error.message, error_field=form.field_of(error),
         secret_dropped=secret_dropped,
         mail_from=current_app.config["MAIL_FROM"], **_page_help(),
@@ -117,7 +134,7 @@ def create():
     try:
         data = service.check_endpoint(service.parse_input(form.as_body(values, updating=False)),
                                       current_app.config)
-        row = service.create(db.session, data)
+        row = service.create(db.session, data, limit=current_app.config["MAX_IDENTITIES"])
     except (ValidationError, Conflict) as exc:
         db.session.rollback()
         return _render_index(values, error=exc, status=exc.status_code,

@@ -22,7 +22,7 @@ from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.identities.service import SendingIdentity, all_identities
 from broadside.delivery.queue_figures import QueueInfo, queue_figures
 from broadside.delivery.recent_errors import ErrorRow, last_errors
-from broadside.delivery.streams import StreamStatus, read_stream
+from broadside.delivery.streams import Running, StreamStatus, fingerprint, read_stream
 from webapp.doctor import identities as identity_checks
 from webapp.doctor.check import Check
 from webapp.doctor.identities import check_identity, identity_check_as_check
@@ -43,6 +43,26 @@ class StreamRow:
 
     identity: SendingIdentity
     status: StreamStatus | None  # None while Redis is unreachable
+    saved_fingerprint: str = ""  # of the saved values (broadside.delivery.streams.fingerprint)
+
+    @property
+    def running(self) -> Running | None:
+        """The values its worker sends with (None: no worker says so)."""
+        return self.status.running if self.status is not None else None
+
+    @property
+    def applying(self) -> bool:
+        """Saved values its worker does not run on yet: the next maintenance tick starts the
+        stream again on them (the default's are the worker's own environment: a restart)."""
+        return self.running is not None and self.running.fingerprint != self.saved_fingerprint
+
+    @property
+    def delay_ms(self) -> int:
+        return self.running.delay_ms if self.running is not None else self.identity.delay_ms
+
+    @property
+    def hourly_limit(self) -> int:
+        return self.running.hourly_limit if self.running is not None else self.identity.hourly_limit
 
     @property
     def holder(self) -> str | None:
@@ -77,6 +97,10 @@ class LiveStatus:
     @property
     def paused(self) -> list[SendingIdentity]:
         return [row.identity for row in self.streams if row.identity.status == "paused"]
+
+    @property
+    def default_stream(self) -> StreamRow | None:
+        return next((row for row in self.streams if row.identity.is_default), None)
 
     @property
     def pace_per_second(self) -> float | None:
@@ -115,13 +139,15 @@ def live_status(session: Session, redis: Redis, config) -> LiveStatus:
         queue_info = queue_figures(redis, namespace)
         used = HourlyCap(redis, namespace, limit).used() if limit else None
         streams = [StreamRow(identity, read_stream(redis, namespace, identity.key,
-                                                   identity.hourly_limit))
+                                                   identity.hourly_limit),
+                             fingerprint(identity, config["SECRET_KEY"]))
                    for identity in identities]
     except RedisError:
         return LiveStatus(False, None, [], config["SEND_DELAY_MS"], sending, limit, None, reset_at,
                           unknown, redis_problem=sender.redis_problem)
-    return LiveStatus(True, worker, queue_info, config["SEND_DELAY_MS"], sending, limit, used, reset_at,
-                      streams)
+    default = streams[0] if streams else None  # the default first: its worker's own pace
+    pace = default.delay_ms if default is not None else config["SEND_DELAY_MS"]
+    return LiveStatus(True, worker, queue_info, pace, sending, limit, used, reset_at, streams)
 
 
 IDENTITY_CHECK_PREFIX = "identity "  # the name of an identity's line among the checks

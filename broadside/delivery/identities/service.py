@@ -25,7 +25,7 @@ from broadside.core.errors import Conflict, NotFound, ValidationError, shown
 from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
 from broadside.core.models.identities import IdentityStatus
 from broadside.core.timeutil import utcnow
-from broadside.delivery.identities import lifecycle
+from broadside.delivery.identities import bound, lifecycle
 
 DEFAULT_NAME = "default"
 MAX_NAME = 100
@@ -64,6 +64,12 @@ class SendingIdentity:
     def key(self) -> str:
         """Its Redis key part: lease, queues, hourly cap ("default" keeps today's keys)."""
         return DEFAULT_NAME if self.id is None else f"identity:{self.id}"
+
+    @property
+    def stream_settings(self) -> tuple[str, str, int, int, str]:
+        """What its running stream is built from (jobs.stream): a change means the stream
+        starts again on the new values (jobs.supervisor); its pause is not one (read per job)."""
+        return (self.name, self.transport_url, self.delay_ms, self.hourly_limit, self.webhook_secret)
 
     @property
     def transport(self) -> str:
@@ -285,9 +291,17 @@ def _taken(name: str) -> Conflict:
                     field="name")
 
 
-def create(session: Session, data: IdentityInput) -> Identity:
-    """A new identity, committed; a live name is never shared (UNIQUE name_key)."""
+def create(session: Session, data: IdentityInput, *, limit: int = bound.DEFAULT_MAX) -> Identity:
+    """A new identity, committed; a live name is never shared (UNIQUE name_key), and past
+    `limit` live identities (MAX_IDENTITIES) none is added: a ValidationError. The count is
+    taken under the settings row's write lock (held to the commit), so two creates at once
+    cannot both pass the bound: PostgreSQL locks the row, SQLite takes its write lock."""
     assert data.transport_url is not None
+    bound.lock_the_count(session)
+    count = bound.live_count(session)
+    if count >= limit:
+        session.rollback()
+        raise ValidationError(bound.limit_reached(count, limit))
     row = Identity(
         name=data.name, name_key=data.name.lower(), from_name=data.from_name,
         from_email=data.from_email, transport_url=data.transport_url, delay_ms=data.delay_ms,
