@@ -138,7 +138,7 @@ def test_a_listed_broadcast_carries_its_audience_cap_counts_and_times(client, ap
 @pytest.mark.parametrize(("query", "message"), [
     ("limit=0", "'limit' must be a whole number from 1 to 500"),
     ("limit=501", "'limit' must be a whole number from 1 to 500"),
-    ("after=0", "'after' must be a whole number from 1"),
+    ("after=-1", "'after' must be a whole number from 0"),  # one rule: after from 0
     ("after=x", "'after' must be a whole number"),
     ("status=draft", "Unknown query parameter 'status'"),
 ])

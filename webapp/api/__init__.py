@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, g, jsonify, request
+from flask import Blueprint, current_app, g, jsonify, request
 
 from broadside.core import accounts
 from broadside.core.errors import ValidationError
 from broadside.core.json_input import json_within, unstorable_at
+from webapp.api.inputs import check_query_parameters, whole_numbers
 from webapp.extensions import csrf, db
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -41,6 +42,12 @@ def authenticate_bearer():
     return None
 
 
+@bp.before_request
+def refuse_undeclared_query_parameters():
+    """After the token: every API view's query string holds only what it declares."""
+    check_query_parameters(current_app.view_functions[request.endpoint or ""])
+
+
 def json_body() -> dict[str, Any]:
     """The request's JSON object, or a 422 with a clear message.
 
@@ -52,7 +59,7 @@ def json_body() -> dict[str, Any]:
     """
     data: Any = None
     if request.is_json:
-        data = json_within(request.get_data(cache=True), max_depth=MAX_NESTING)
+        data = whole_numbers(json_within(request.get_data(cache=True), max_depth=MAX_NESTING))
         # A lone surrogate ("\ud800") is valid JSON but no database column can store it: the
         # write raised UnicodeEncodeError (a 500) on SQLite and PostgreSQL. (A NUL is left to
         # the domain's checks, which name the field in their own words.)

@@ -38,6 +38,7 @@ from broadside.audience.transfer import importer
 from broadside.audience.transfer import report as import_report
 from broadside.core.errors import ValidationError
 from webapp.api import bp, json_body
+from webapp.api.inputs import takes_query
 from webapp.extensions import db, get_jobs
 
 # Files up to this size are imported in the request (200, the original answer); larger ones
@@ -71,8 +72,6 @@ def _welcome_flag(data: dict) -> bool:
 def _welcome_field() -> bool:
     """The import's `welcome` form field; anything but 1, 0, true or false is refused, so a
     typo never imports people without the welcome that was asked for."""
-    if "welcome" in request.args:
-        raise ValidationError('Send "welcome" as a form field next to "file", not in the URL.')
     given = request.form.getlist("welcome")
     if not given:
         return False
@@ -91,8 +90,6 @@ def _consent_field() -> importer.Consent:
     what this endpoint did before the choice existed (an API client's import must not start
     failing, or start emailing people, because of an upgrade); the page asks every time."""
     given = request.form.getlist("consent")
-    if "consent" in request.args:
-        raise ValidationError('Send "consent" as a form field next to "file", not in the URL.')
     if not given:
         return "opted_in"
     for consent in importer.CONSENTS:
@@ -163,6 +160,7 @@ def api_erase_subscriber(subscriber_id: int):
 
 
 @bp.route("/lists/<int:list_id>/import", methods=["POST"])
+@takes_query(form_fields=("welcome", "consent"))  # a client may put them in the URL: say where
 def api_import(list_id: int):
     lists.get_list(db.session, list_id)
     limit = int(current_app.config["MAX_IMPORT_BYTES"])

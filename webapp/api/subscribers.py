@@ -43,10 +43,10 @@ from webapp.api.inputs import (
     is_id,
     iso,
     only_keys,
-    only_query_args,
     page_args,
     query_id,
     require_some,
+    takes_query,
 )
 from webapp.extensions import db, get_jobs
 
@@ -84,8 +84,8 @@ def _filters() -> search.Filters:
 
 
 @bp.route("/subscribers", methods=["GET"])
+@takes_query("after", "limit", *FILTERS)
 def api_subscribers():
-    only_query_args(("after", "limit", *FILTERS))
     after, limit = page_args(default_limit=DEFAULT_PAGE, max_limit=MAX_PAGE)
     rows, following = search.page_by_id(db.session, _filters(), after=after or 0, limit=limit)
     return jsonify(items=[subscriber_json(s, subs) for s, subs in rows], next=following)
