@@ -38,7 +38,7 @@ from broadside.audience.transfer import importer
 from broadside.audience.transfer import report as import_report
 from broadside.core.errors import ValidationError
 from webapp.api import bp, json_body
-from webapp.api.inputs import takes_query
+from webapp.api.inputs import null_only_for, takes_query
 from webapp.extensions import db, get_jobs
 
 # Files up to this size are imported in the request (200, the original answer); larger ones
@@ -108,6 +108,7 @@ def _optional_str(data: dict, key: str) -> str | None:
 @bp.route("/lists", methods=["POST"])
 def api_create_list():
     data = json_body()
+    null_only_for(data)
     name = _optional_str(data, "name")
     created = lists.create_list(db.session, name, _optional_str(data, "description") or "")
     return jsonify(id=created.id, name=created.name), 201
@@ -126,6 +127,7 @@ def api_lists():
 @bp.route("/subscribers", methods=["POST"])
 def api_save_subscriber():
     data = json_body()
+    null_only_for(data, ("name",))
     email = data.get("email")
     if not isinstance(email, str):
         raise ValidationError('"email" is required and must be a string.')

@@ -25,6 +25,7 @@ from webapp.api.inputs import (
     cap_hours_field,
     id_field,
     iso,
+    null_only_for,
     only_keys,
     page_args,
     require_keys,
@@ -69,6 +70,7 @@ def audience_fields(data: dict[str, Any]) -> tuple[int | None, int | None]:
 @bp.route("/broadcasts", methods=["POST"])
 def create_broadcast():
     data = json_body()
+    null_only_for(data, ("identity_id", "skip_if_received_within_hours"))
     require_keys(data, ("subject", "body"))
     list_id, segment_id = audience_fields(data)
     if list_id is None and segment_id is None:
@@ -151,6 +153,7 @@ def deliveries(broadcast_id: int):
 def test_send(broadcast_id: int):
     data = json_body()
     only_keys(data, ("email", "fill_from"))
+    null_only_for(data)
     if not isinstance(data.get("email"), str):
         raise ValidationError("'email' is required.", field="email")
     picked = data.get("fill_from")

@@ -50,6 +50,15 @@ def only_keys(data: dict[str, Any], allowed: Iterable[str]) -> None:
                               f"{_names(allowed)}.")
 
 
+def null_only_for(data: dict[str, Any], nullable: Iterable[str] = ()) -> None:
+    """A null is a value only where the document says `null` is one (a key in `nullable`);
+    elsewhere it was taken as "left out", which the document does not promise."""
+    nullable = tuple(nullable)
+    nulls = sorted(k for k, v in data.items() if v is None and k not in nullable)
+    if nulls:
+        raise ValidationError(f"'{nulls[0]}' cannot be null: give a value, or leave it out.")
+
+
 def require_keys(data: dict[str, Any], required: Iterable[str]) -> None:
     for key in required:
         if key not in data:

@@ -42,6 +42,7 @@ from webapp.api.inputs import (
     id_field,
     is_id,
     iso,
+    null_only_for,
     only_keys,
     page_args,
     query_id,
@@ -161,6 +162,7 @@ def api_bulk():
     """The subscriber table's bulk actions: checked like the page's, done by the worker."""
     data = json_body()
     only_keys(data, BULK_KEYS)
+    null_only_for(data)
     if ("ids" in data) == ("filter" in data):
         raise ValidationError("Give either 'ids' (at most "
                               f"{bulk.MAX_SELECTION:,}) or 'filter', not both.")
