@@ -30,6 +30,7 @@ Bad input is 422 {"error"}, unknown ids 404 {"error"}.
 from __future__ import annotations
 
 from flask import current_app, jsonify, request, url_for
+from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from broadside.audience import lists
@@ -39,6 +40,7 @@ from broadside.audience.transfer import report as import_report
 from broadside.core.errors import ValidationError
 from webapp.api import bp, json_body
 from webapp.api.inputs import null_only_for, takes_query
+from webapp.api.multipart import read_upload
 from webapp.extensions import db, get_jobs
 
 # Files up to this size are imported in the request (200, the original answer); larger ones
@@ -69,10 +71,10 @@ def _welcome_flag(data: dict) -> bool:
     return value
 
 
-def _welcome_field() -> bool:
+def _welcome_field(fields: MultiDict[str, str]) -> bool:
     """The import's `welcome` form field; anything but 1, 0, true or false is refused, so a
     typo never imports people without the welcome that was asked for."""
-    given = request.form.getlist("welcome")
+    given = fields.getlist("welcome")
     if not given:
         return False
     if len(given) > 1 or given[0] not in WELCOME_VALUES:
@@ -85,11 +87,11 @@ CONSENT_REQUIRED = ('Send "consent" next to "file": "opted_in" (they already opt
                     'email).')
 
 
-def _consent_field() -> importer.Consent:
+def _consent_field(fields: MultiDict[str, str]) -> importer.Consent:
     """The import's `consent` form field: one of the two choices. Absent, it is "opted_in",
     what this endpoint did before the choice existed (an API client's import must not start
     failing, or start emailing people, because of an upgrade); the page asks every time."""
-    given = request.form.getlist("consent")
+    given = fields.getlist("consent")
     if not given:
         return "opted_in"
     for consent in importer.CONSENTS:
@@ -173,20 +175,20 @@ def api_import(list_id: int):
     if request.content_length and request.content_length > limit + 64 * 1024:
         raise too_large
     try:
-        upload = request.files.get("file")
-        welcome = _welcome_field()
-        consent = _consent_field()
+        upload = read_upload("file")  # with a filename or without
     except RequestEntityTooLarge:
         raise too_large from None
-    if upload is None:
-        raise ValidationError('Send the CSV as a multipart form field named "file".')
     inline = int(current_app.config.get("API_IMPORT_INLINE_BYTES",
                                         DEFAULT_API_IMPORT_INLINE_BYTES))
-    record, rejections = importer.import_now(
-        db.session, list_id, upload.filename or "", upload.stream,
-        instance_path=current_app.instance_path, max_bytes=limit, consent=consent,
-        enqueue=get_jobs().enqueue_import, welcome=welcome, inline_max_bytes=inline,
-    )
+    with upload:  # its file closed whatever happens
+        welcome, consent = _welcome_field(upload.fields), _consent_field(upload.fields)
+        if upload.file is None:
+            raise ValidationError('Send the CSV as a multipart form field named "file".')
+        record, rejections = importer.import_now(
+            db.session, list_id, upload.filename, upload.file,
+            instance_path=current_app.instance_path, max_bytes=limit, consent=consent,
+            enqueue=get_jobs().enqueue_import, welcome=welcome, inline_max_bytes=inline,
+        )
     if rejections is None:
         status_url = url_for("api.api_import_status", import_id=record.id)
         response = jsonify(import_id=record.id, status=record.status, status_url=status_url)
