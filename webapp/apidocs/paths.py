@@ -163,9 +163,7 @@ LIST_PATHS: dict[str, Any] = {
         parameters=[LIST], write=True,
         request={"required": True, "content": {"multipart/form-data": {"schema": {
             "type": "object", "required": ["file"], "properties": {
-                "file": {"type": "string", "contentMediaType": "text/csv", "description": (
-                    "The CSV, UTF-8. Its part may carry a filename or not (curl `-F "
-                    "file=@people.csv` or `-F 'file=<people.csv'`).")},
+                "file": {"type": "string", "contentMediaType": "text/csv"},
                 "consent": {"type": "string", "enum": list(CONSENTS), "default": "opted_in",
                             "description": (
                     "How these people agreed to receive mail: `opted_in` (they already "
