@@ -13,12 +13,14 @@ def _wants_json() -> bool:
     return request.path.startswith("/api/") or request.path.startswith("/webhooks/")
 
 
-def _error_response(status: int, message: str, field: str | None = None):
+def _error_response(status: int, message: str, field: str | None = None,
+                    headers: dict[str, str] | None = None):
     if _wants_json():
         # `field`: the input the refusal is about, when it is about one (a body field's path
         # like `steps[2].body`, a query parameter's name), for a client to point at.
-        return (jsonify(error=message, field=field) if field else jsonify(error=message)), status
-    return render_template("error.html", status=status, message=message), status
+        body = jsonify(error=message, field=field) if field else jsonify(error=message)
+        return body, status, headers or {}
+    return render_template("error.html", status=status, message=message), status, headers or {}
 
 
 def register_error_handlers(app: Flask) -> None:
@@ -43,7 +45,12 @@ def register_error_handlers(app: Flask) -> None:
             429: "Too many attempts. Wait a little and try again.",
         }
         message = exc.description if exc.code in (400, 422) and exc.description else None
-        return _error_response(exc.code or 500, message or messages.get(exc.code or 500, exc.name))
+        # The exception's own headers (a 405's Allow, a 401's WWW-Authenticate), not its
+        # Content-Type: the body is ours.
+        headers = {name: value for name, value in exc.get_headers()
+                   if name.lower() != "content-type"}
+        return _error_response(exc.code or 500, message or messages.get(exc.code or 500, exc.name),
+                               headers)
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception):

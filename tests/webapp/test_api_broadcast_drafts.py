@@ -68,7 +68,7 @@ def test_a_draft_goes_to_a_segment_or_a_list_with_the_cap_chosen(client, api_hea
 
 @pytest.mark.parametrize(("fields", "message"), [
     ({}, "'list_id' or 'segment_id' is required"),
-    ({"list_id": None, "segment_id": None}, "'list_id' or 'segment_id' is required"),
+    ({"list_id": None, "segment_id": None}, "'list_id' cannot be null"),  # not documented
     ({"list_id": "1"}, "'list_id' must be an id"),
     ({"segment_id": True}, "'segment_id' must be an id"),
     ({"segment_id": 2**70}, "'segment_id' must be an id"),  # the databases raised: a 500 before
@@ -138,7 +138,7 @@ def test_a_listed_broadcast_carries_its_audience_cap_counts_and_times(client, ap
 @pytest.mark.parametrize(("query", "message"), [
     ("limit=0", "'limit' must be a whole number from 1 to 500"),
     ("limit=501", "'limit' must be a whole number from 1 to 500"),
-    ("after=0", "'after' must be a whole number from 1"),
+    ("after=-1", "'after' must be a whole number from 0"),  # one rule: after from 0
     ("after=x", "'after' must be a whole number"),
     ("status=draft", "Unknown query parameter 'status'"),
 ])

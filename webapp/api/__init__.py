@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, g, jsonify, request
+from flask import Blueprint, current_app, g, jsonify, request
 
 from broadside.core import accounts
 from broadside.core.errors import ValidationError
 from broadside.core.json_input import json_within, refuse_unstorable
+from webapp.api.inputs import check_query_parameters, whole_numbers
 from webapp.extensions import csrf, db
 from webapp.text_input import refuse_unstorable_text
 
@@ -47,6 +48,12 @@ def authenticate_bearer():
 bp.before_request(refuse_unstorable_text)
 
 
+@bp.before_request
+def refuse_undeclared_query_parameters():
+    """After the token: every API view's query string holds only what it declares."""
+    check_query_parameters(current_app.view_functions[request.endpoint or ""])
+
+
 def json_body() -> dict[str, Any]:
     """The request's JSON object, or a 422 with a clear message.
 
@@ -61,7 +68,7 @@ def json_body() -> dict[str, Any]:
     """
     data: Any = None
     if request.is_json:
-        data = json_within(request.get_data(cache=True), max_depth=MAX_NESTING)
+        data = whole_numbers(json_within(request.get_data(cache=True), max_depth=MAX_NESTING))
         refuse_unstorable(data)
     if not isinstance(data, dict):
         raise ValidationError("The request body must be a JSON object (Content-Type: application/json).")

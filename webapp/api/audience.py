@@ -30,6 +30,7 @@ Bad input is 422 {"error"}, unknown ids 404 {"error"}.
 from __future__ import annotations
 
 from flask import current_app, jsonify, request, url_for
+from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from broadside.audience import lists
@@ -38,6 +39,8 @@ from broadside.audience.transfer import importer
 from broadside.audience.transfer import report as import_report
 from broadside.core.errors import ValidationError
 from webapp.api import bp, json_body
+from webapp.api.inputs import null_only_for, takes_query
+from webapp.api.multipart import read_upload
 from webapp.extensions import db, get_jobs
 
 # Files up to this size are imported in the request (200, the original answer); larger ones
@@ -68,12 +71,10 @@ def _welcome_flag(data: dict) -> bool:
     return value
 
 
-def _welcome_field() -> bool:
+def _welcome_field(fields: MultiDict[str, str]) -> bool:
     """The import's `welcome` form field; anything but 1, 0, true or false is refused, so a
     typo never imports people without the welcome that was asked for."""
-    if "welcome" in request.args:
-        raise ValidationError('Send "welcome" as a form field next to "file", not in the URL.')
-    given = request.form.getlist("welcome")
+    given = fields.getlist("welcome")
     if not given:
         return False
     if len(given) > 1 or given[0] not in WELCOME_VALUES:
@@ -86,13 +87,11 @@ CONSENT_REQUIRED = ('Send "consent" next to "file": "opted_in" (they already opt
                     'email).')
 
 
-def _consent_field() -> importer.Consent:
+def _consent_field(fields: MultiDict[str, str]) -> importer.Consent:
     """The import's `consent` form field: one of the two choices. Absent, it is "opted_in",
     what this endpoint did before the choice existed (an API client's import must not start
     failing, or start emailing people, because of an upgrade); the page asks every time."""
-    given = request.form.getlist("consent")
-    if "consent" in request.args:
-        raise ValidationError('Send "consent" as a form field next to "file", not in the URL.')
+    given = fields.getlist("consent")
     if not given:
         return "opted_in"
     for consent in importer.CONSENTS:
@@ -111,6 +110,7 @@ def _optional_str(data: dict, key: str) -> str | None:
 @bp.route("/lists", methods=["POST"])
 def api_create_list():
     data = json_body()
+    null_only_for(data)
     name = _optional_str(data, "name")
     created = lists.create_list(db.session, name, _optional_str(data, "description") or "")
     return jsonify(id=created.id, name=created.name), 201
@@ -129,6 +129,7 @@ def api_lists():
 @bp.route("/subscribers", methods=["POST"])
 def api_save_subscriber():
     data = json_body()
+    null_only_for(data, ("name",))
     email = data.get("email")
     if not isinstance(email, str):
         raise ValidationError('"email" is required and must be a string.')
@@ -163,6 +164,7 @@ def api_erase_subscriber(subscriber_id: int):
 
 
 @bp.route("/lists/<int:list_id>/import", methods=["POST"])
+@takes_query(form_fields=("welcome", "consent"))  # a client may put them in the URL: say where
 def api_import(list_id: int):
     lists.get_list(db.session, list_id)
     limit = int(current_app.config["MAX_IMPORT_BYTES"])
@@ -173,20 +175,20 @@ def api_import(list_id: int):
     if request.content_length and request.content_length > limit + 64 * 1024:
         raise too_large
     try:
-        upload = request.files.get("file")
-        welcome = _welcome_field()
-        consent = _consent_field()
+        upload = read_upload("file")  # with a filename or without
     except RequestEntityTooLarge:
         raise too_large from None
-    if upload is None:
-        raise ValidationError('Send the CSV as a multipart form field named "file".')
     inline = int(current_app.config.get("API_IMPORT_INLINE_BYTES",
                                         DEFAULT_API_IMPORT_INLINE_BYTES))
-    record, rejections = importer.import_now(
-        db.session, list_id, upload.filename or "", upload.stream,
-        instance_path=current_app.instance_path, max_bytes=limit, consent=consent,
-        enqueue=get_jobs().enqueue_import, welcome=welcome, inline_max_bytes=inline,
-    )
+    with upload:  # its file closed whatever happens
+        welcome, consent = _welcome_field(upload.fields), _consent_field(upload.fields)
+        if upload.file is None:
+            raise ValidationError('Send the CSV as a multipart form field named "file".')
+        record, rejections = importer.import_now(
+            db.session, list_id, upload.filename, upload.file,
+            instance_path=current_app.instance_path, max_bytes=limit, consent=consent,
+            enqueue=get_jobs().enqueue_import, welcome=welcome, inline_max_bytes=inline,
+        )
     if rejections is None:
         status_url = url_for("api.api_import_status", import_id=record.id)
         response = jsonify(import_id=record.id, status=record.status, status_url=status_url)

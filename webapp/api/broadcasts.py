@@ -25,16 +25,19 @@ from webapp.api.inputs import (
     cap_hours_field,
     id_field,
     iso,
-    only_query_args,
+    null_only_for,
+    only_keys,
     page_args,
     require_keys,
+    takes_query,
     text_field,
 )
 from webapp.extensions import db, get_jobs
-from webapp.params import int_arg
 
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
+DELIVERIES_PAGE = 1000
+MAX_DELIVERIES_PAGE = 10_000
 
 
 def _state(broadcast) -> dict:
@@ -67,6 +70,7 @@ def audience_fields(data: dict[str, Any]) -> tuple[int | None, int | None]:
 @bp.route("/broadcasts", methods=["POST"])
 def create_broadcast():
     data = json_body()
+    null_only_for(data, ("identity_id", "skip_if_received_within_hours"))
     require_keys(data, ("subject", "body"))
     list_id, segment_id = audience_fields(data)
     if list_id is None and segment_id is None:
@@ -86,9 +90,9 @@ def create_broadcast():
 
 
 @bp.route("/broadcasts", methods=["GET"])
+@takes_query("after", "limit")
 def list_broadcasts():
-    only_query_args(("after", "limit"))
-    after, limit = page_args(default_limit=DEFAULT_PAGE, max_limit=MAX_PAGE, min_after=1)
+    after, limit = page_args(default_limit=DEFAULT_PAGE, max_limit=MAX_PAGE)
     rows, following = drafts.broadcasts_before(db.session, before=after, limit=limit)
     return jsonify(items=[broadcast_json(b) for b in rows], next=following)
 
@@ -132,14 +136,15 @@ def show(broadcast_id: int):
 
 
 @bp.route("/broadcasts/<int:broadcast_id>/deliveries")
+@takes_query("status", "after", "limit")
 def deliveries(broadcast_id: int):
     service.get_broadcast(db.session, broadcast_id)
     status = request.args.get("status")
     if status is not None and status not in DELIVERY_STATUSES:
         raise ValidationError(f"'status' must be one of {', '.join(DELIVERY_STATUSES)}.")
-    limit = max(min(int_arg("limit", 1000, strict=True) or 0, 10_000), 1)
-    after = int_arg("after", 0, strict=True) or 0
-    rows = queries.delivery_rows(db.session, broadcast_id, status=status, after=after, limit=limit)
+    after, limit = page_args(default_limit=DELIVERIES_PAGE, max_limit=MAX_DELIVERIES_PAGE)
+    rows = queries.delivery_rows(db.session, broadcast_id, status=status, after=after or 0,
+                                 limit=limit)
     return jsonify([{"id": row.id, "email": row.email, "status": row.status, "reason": shown(row.reason),
                      "attempts": row.attempts} for row in rows])
 
@@ -147,6 +152,8 @@ def deliveries(broadcast_id: int):
 @bp.route("/broadcasts/<int:broadcast_id>/test", methods=["POST"])
 def test_send(broadcast_id: int):
     data = json_body()
+    only_keys(data, ("email", "fill_from"))
+    null_only_for(data)
     if not isinstance(data.get("email"), str):
         raise ValidationError("'email' is required.", field="email")
     picked = data.get("fill_from")

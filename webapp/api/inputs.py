@@ -8,18 +8,29 @@ things are refused here that would otherwise go wrong further down:
 - an id that is not a whole number from 1 to 2**31 - 1: beyond that, SQLite and PostgreSQL
   raise instead of finding nothing (the same bound `webapp.params` puts on URL ids);
 - a value of the wrong JSON type (the domain's cleaners expect text where text is due).
+
+Query parameters are declared, not looked for: a view names the ones it reads with
+`@takes_query(...)`, and `check_query_parameters` (run before every API view) refuses any
+other, so a new endpoint refuses `?stauts=` without remembering to. Paging is one rule,
+`page_args`: `after` a whole number from 0, `limit` from 1 to the endpoint's maximum, else 422.
+
+Numbers: JSON Schema counts `1.0` as an integer, so a client generated from the document may
+send one. `whole_numbers` turns every integer-valued number of a body into an int before
+any field is read; `1.5` stays a float and every integer field's check refuses it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from flask import request
 
 from broadside.core.errors import ValidationError
 from webapp.params import MAX_DATABASE_ID, int_arg
+
+View = TypeVar("View", bound=Callable[..., Any])
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -37,6 +48,15 @@ def only_keys(data: dict[str, Any], allowed: Iterable[str]) -> None:
     if unknown:
         raise ValidationError(f"Unknown field {_names(unknown[:3])}; this request takes "
                               f"{_names(allowed)}.")
+
+
+def null_only_for(data: dict[str, Any], nullable: Iterable[str] = ()) -> None:
+    """A null is a value only where the document says `null` is one (a key in `nullable`);
+    elsewhere it was taken as "left out", which the document does not promise."""
+    nullable = tuple(nullable)
+    nulls = sorted(k for k, v in data.items() if v is None and k not in nullable)
+    if nulls:
+        raise ValidationError(f"'{nulls[0]}' cannot be null: give a value, or leave it out.")
 
 
 def require_keys(data: dict[str, Any], required: Iterable[str]) -> None:
@@ -81,12 +101,49 @@ def cap_hours_field(data: dict[str, Any], key: str = "skip_if_received_within_ho
     return value
 
 
+def whole_numbers(value: Any) -> Any:
+    """`value` (a parsed body) with every integer-valued float (`1.0`, `1e2`) as an int,
+    walked without recursion (bodies may nest as deep as the parser allows)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    stack = [value] if isinstance(value, dict | list) else []
+    while stack:
+        node = stack.pop()
+        keys = node.keys() if isinstance(node, dict) else range(len(node))
+        for key in keys:
+            item = node[key]
+            if isinstance(item, float) and item.is_integer():
+                node[key] = int(item)
+            elif isinstance(item, dict | list):
+                stack.append(item)
+    return value
+
+
+def takes_query(*names: str, form_fields: Iterable[str] = ()) -> Callable[[View], View]:
+    """Declares the query parameters a view reads (and, for a multipart view, the form fields
+    a client might wrongly put in the URL); `check_query_parameters` refuses the rest."""
+    def mark(view: View) -> View:
+        view.query_parameters = names  # type: ignore[attr-defined]
+        view.form_fields = tuple(form_fields)  # type: ignore[attr-defined]
+        return view
+    return mark
+
+
+def check_query_parameters(view: Callable[..., Any]) -> None:
+    """Before every API view: a query parameter `view` does not declare is a 422."""
+    for name in getattr(view, "form_fields", ()):
+        if name in request.args:
+            raise ValidationError(f'Send "{name}" as a form field next to "file", not in the URL.')
+    only_query_args(getattr(view, "query_parameters", ()))
+
+
 def only_query_args(allowed: Iterable[str]) -> None:
     allowed = tuple(allowed)
     unknown = sorted(k for k in request.args if k not in allowed)
     if unknown:
-        raise ValidationError(f"Unknown query parameter {_names(unknown[:3])}; this request takes "
-                              f"{_names(allowed)}.")
+        takes = f"takes {_names(allowed)}" if allowed else "takes no query parameters"
+        raise ValidationError(f"Unknown query parameter {_names(unknown[:3])}; this request "
+                              f"{takes}.")
     repeated = sorted(k for k in request.args if len(request.args.getlist(k)) > 1)
     if repeated:
         raise ValidationError(f"Give {_names(repeated[:1])} once.")
@@ -97,9 +154,10 @@ def query_id(name: str) -> int | None:
     return int_arg(name, None, minimum=1, strict=True)
 
 
-def page_args(*, default_limit: int, max_limit: int, min_after: int = 0) -> tuple[int | None, int]:
-    """`after` (a cursor: the `next` of the previous page) and `limit`, both checked."""
-    after = int_arg("after", None, minimum=min_after, strict=True)
+def page_args(*, default_limit: int, max_limit: int) -> tuple[int | None, int]:
+    """`after` (a cursor: the `next` of the previous page; None when absent) and `limit`,
+    one rule for every list: `after` from 0, `limit` from 1 to `max_limit`, else a 422."""
+    after = int_arg("after", None, minimum=0, strict=True)
     limit = int_arg("limit", default_limit, minimum=1, maximum=max_limit, strict=True)
     assert limit is not None
     return after, limit

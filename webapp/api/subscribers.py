@@ -42,11 +42,12 @@ from webapp.api.inputs import (
     id_field,
     is_id,
     iso,
+    null_only_for,
     only_keys,
-    only_query_args,
     page_args,
     query_id,
     require_some,
+    takes_query,
 )
 from webapp.extensions import db, get_jobs
 
@@ -84,8 +85,8 @@ def _filters() -> search.Filters:
 
 
 @bp.route("/subscribers", methods=["GET"])
+@takes_query("after", "limit", *FILTERS)
 def api_subscribers():
-    only_query_args(("after", "limit", *FILTERS))
     after, limit = page_args(default_limit=DEFAULT_PAGE, max_limit=MAX_PAGE)
     rows, following = search.page_by_id(db.session, _filters(), after=after or 0, limit=limit)
     return jsonify(items=[subscriber_json(s, subs) for s, subs in rows], next=following)
@@ -161,6 +162,7 @@ def api_bulk():
     """The subscriber table's bulk actions: checked like the page's, done by the worker."""
     data = json_body()
     only_keys(data, BULK_KEYS)
+    null_only_for(data)
     if ("ids" in data) == ("filter" in data):
         raise ValidationError("Give either 'ids' (at most "
                               f"{bulk.MAX_SELECTION:,}) or 'filter', not both.")

@@ -381,8 +381,8 @@ BROADCAST_PATHS: dict[str, Any] = {
                           "Only rows in this status."),
                     query("after", {"type": "integer", "minimum": 0},
                           "Skip rows up to this delivery id."),
-                    query("limit", {"type": "integer", "minimum": 0, "maximum": 10_000,
-                                    "default": 1000}, "At most this many rows.")],
+                    query("limit", {"type": "integer", "minimum": 1, "maximum": 10_000,
+                                    "default": 1000}, "At most this many rows (1-10000).")],
         responses={"200": reply("The rows.", {"type": "array", "items": ref("Delivery")})},
         errors=("NotFound", "Invalid"))},
     "/api/broadcasts/{broadcast_id}/test": {"post": operation(
