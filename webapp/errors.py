@@ -50,7 +50,7 @@ def register_error_handlers(app: Flask) -> None:
         headers = {name: value for name, value in exc.get_headers()
                    if name.lower() != "content-type"}
         return _error_response(exc.code or 500, message or messages.get(exc.code or 500, exc.name),
-                               headers)
+                               headers=headers)
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from flask import Flask, Response
+from flask import Flask, Response, current_app
 from markupsafe import escape
 
 from broadside.core.errors import ValidationError
@@ -63,7 +63,10 @@ def unstorable_input() -> tuple[str, str, str] | None:
     # A body larger than the server takes is never read here: the view that would read it
     # says which limit it passed (an import: its own), rather than a 413 raised from here.
     limit = request.max_content_length
-    if not (limit and request.content_length and request.content_length > limit):
+    view = current_app.view_functions.get(request.endpoint or "")
+    if getattr(view, "reads_own_body", False):
+        pass  # it streams its multipart body itself and checks its parts (`refuse_in_parts`)
+    elif not (limit and request.content_length and request.content_length > limit):
         places.append(("form", request.form.items(multi=True)))
         # An upload's contents are the view's to read; its file name is text that is stored.
         places.append(("file", ((name, upload.filename)
@@ -73,6 +76,22 @@ def unstorable_input() -> tuple[str, str, str] | None:
         if found is not None:
             return where, *found
     return None
+
+
+def reads_own_body(view):
+    """Mark a view that reads its multipart body itself, as a stream (the API's import): the
+    rule leaves `request.form` unread for it (reading it would consume the stream), and the
+    view's reader applies `refuse_in_parts` to the parts it kept."""
+    view.reads_own_body = True
+    return view
+
+
+def refuse_in_parts(fields: Iterable[tuple[str, str]], filename: tuple[str, str] | None) -> None:
+    """The rule for a body read by its view: its text parts, and (name, filename) of its file."""
+    for where, pairs in (("form", fields), ("file", [filename] if filename else [])):
+        found = _first_unstorable(pairs)
+        if found is not None:
+            raise ValidationError(_api_message(where, *found), field=_shown(found[0]))
 
 
 def _shown(name: str) -> str:

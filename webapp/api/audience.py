@@ -42,6 +42,7 @@ from webapp.api import bp, json_body
 from webapp.api.inputs import null_only_for, takes_query
 from webapp.api.multipart import read_upload
 from webapp.extensions import db, get_jobs
+from webapp.text_input import reads_own_body
 
 # Files up to this size are imported in the request (200, the original answer); larger ones
 # go to the worker (202 and a status URL).
@@ -165,6 +166,7 @@ def api_erase_subscriber(subscriber_id: int):
 
 @bp.route("/lists/<int:list_id>/import", methods=["POST"])
 @takes_query(form_fields=("welcome", "consent"))  # a client may put them in the URL: say where
+@reads_own_body  # streamed by read_upload, which applies the text rule to its parts
 def api_import(list_id: int):
     lists.get_list(db.session, list_id)
     limit = int(current_app.config["MAX_IMPORT_BYTES"])

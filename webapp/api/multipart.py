@@ -20,6 +20,7 @@ from werkzeug.datastructures import MultiDict
 from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDecoder, NeedData
 
 from broadside.core.errors import ValidationError
+from webapp.text_input import refuse_in_parts
 
 CHUNK = 64 * 1024
 IN_MEMORY = 500 * 1024  # an upload past this spills to a temporary file, as Werkzeug's do
@@ -89,4 +90,10 @@ def read_upload(name: str) -> Upload:
         spool.close()
     else:
         upload.file.seek(0)
+    try:  # the rule every other request gets before its view (webapp/text_input.py)
+        refuse_in_parts(upload.fields.items(multi=True),
+                        (name, upload.filename) if upload.file is not None else None)
+    except ValidationError:
+        upload.__exit__()
+        raise
     return upload
