@@ -14,6 +14,7 @@ from broadside.delivery.identities import service
 from webapp.apidocs.paths import body, operation, reply
 from webapp.apidocs.schemas import ID, nullable, obj, ref
 
+RESERVED_NAME = "^ *" + "".join(f"[{c.upper()}{c}]" for c in service.DEFAULT_NAME) + " *$"
 IDENTITY = {"name": "identity_id", "in": "path", "required": True, "schema": ID,
             "description": "The identity's id (the default identity has none: it is the "
             "environment)."}
@@ -35,10 +36,18 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
         "resumed on the identities page or a new transport URL is saved).")},
     "IdentityInput": obj({
         "name": {"type": "string", "minLength": 1, "maxLength": service.MAX_NAME,
-                 "pattern": r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$", "description": (
+                 "pattern": r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$",
+                 # "default" is the environment's identity (runs of spaces count as one).
+                 "not": {"pattern": RESERVED_NAME}, "description": (
                      "Unique, ignoring case; not “default”. `python -m jobs "
                      "--identity NAME` serves only this identity.")},
-        "from": {"type": "string", "minLength": 3, "description": "“Name <address>” or an address."},
+        "from": {"type": "string", "maxLength": service.MAX_FROM, "pattern": service.FROM_PATTERN,
+                 "description": (
+                     "“Name <address>” or the address alone, on one line; a name with a comma "
+                     "or parentheses goes in double quotes (“\"Acme, Inc.\" <news@acme.example>”). "
+                     "The address's domain needs a dot and is not a reserved one (localhost, "
+                     ".test, .local, .invalid, .onion, .arpa); at most 64 characters before the "
+                     "@ and 254 in all.")},
         "transport": TRANSPORT,
         "delay_ms": {"type": ["integer", "null"], "minimum": 0, "maximum": service.MAX_DELAY_MS,
                      "default": 200, "description": "The pause after each request: one message "

@@ -33,18 +33,26 @@ def nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def obj(properties: dict[str, Any], required: tuple[str, ...] | None = None, *,
-        description: str = "", closed: bool = True) -> dict[str, Any]:
-    """An object; `required` defaults to every property (responses always carry them all)."""
+        description: str = "", closed: bool = True, min_properties: int = 0,
+        extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An object; `required` defaults to every property (responses always carry them all).
+    `extra`: rules across its fields (oneOf, not) that JSON Schema can state."""
     schema: dict[str, Any] = {"type": "object", "properties": properties,
                               "required": list(properties if required is None else required)}
     if closed:
         schema["additionalProperties"] = False
+    if min_properties:
+        schema["minProperties"] = min_properties
+    schema.update(extra or {})
     if description:
         schema["description"] = description
     return schema
 
 
 ID = {"type": "integer", "minimum": 1, "maximum": MAX_DATABASE_ID}
+# A broadcast goes to a list or to a segment: both given (neither null) is refused.
+BOTH_AUDIENCES = {"required": ["list_id", "segment_id"], "properties": {
+    "list_id": {"type": "integer"}, "segment_id": {"type": "integer"}}}
 MOMENT = {"type": "string", "format": "date-time", "description": "UTC, ISO 8601."}
 CAP = nullable({"type": "integer", "minimum": 0, "maximum": MAX_CAP_HOURS})
 IDENTITY_CHOICE = {**nullable(ID), "description": "The sending identity it goes out through "
@@ -253,7 +261,7 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "name": {"type": "string", "maxLength": people.MAX_NAME,
                  "description": '"" removes the name.'},
         "attributes": {**ATTRIBUTES, "description": "Replaces all of them ({} removes them)."},
-    }, (), description="At least one of the two."),
+    }, (), description="At least one of the two.", min_properties=1),
     "UnsubscribeInput": obj({"list_id": ID}),
     "Unsubscribed": obj({"subscriber_id": ID, "list_id": ID, "status": {"const": "unsubscribed"},
                          "changed": {"type": "boolean", "description": "false when they had "
@@ -320,7 +328,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "identity_id": {**IDENTITY_CHOICE, "description": "A live sending identity's id; "
                         "absent or null: the default identity."},
     }, ("subject", "body"), closed=False,
-        description="Exactly one of list_id and segment_id."),
+        description="Exactly one of list_id and segment_id.",
+        extra={"oneOf": [{"required": ["list_id"]}, {"required": ["segment_id"]}]}),
     "BroadcastPatch": obj({
         "list_id": nullable(ID), "segment_id": nullable(ID),
         "subject": {"type": "string", "minLength": 1, "maxLength": MAX_SUBJECT},
@@ -330,7 +339,9 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "identity_id": {**IDENTITY_CHOICE, "description": "A live sending identity's id; null: "
                         "the default identity."},
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
-                        "clears list_id and giving list_id clears segment_id.")),
+                        "clears list_id and giving list_id clears segment_id; not both (one "
+                        "of them null is fine)."),
+        min_properties=1, extra={"not": BOTH_AUDIENCES}),
     "Delivery": obj({"id": {**ID, "description": "Pass the last one as `after` for the next page."},
                      "email": {"type": ["string", "null"]},
                      "status": {"type": "string", "enum": list(DELIVERY_STATUSES)},

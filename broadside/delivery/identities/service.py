@@ -36,6 +36,19 @@ MAX_DELAY_MS = 600_000
 MAX_HOURLY = 10_000_000
 MAX_ID = 2**31 - 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
+# The From's shape, which the API's document states as its pattern (written so that JSON
+# Schema's ECMA regular expressions read it as Python does): an address alone, or after a
+# display name (plain, or in double quotes when it holds a comma or the like) in angle
+# brackets. The address: a dot-atom local part, then a domain of letters, digits and hyphens
+# with a dot and a top-level name that is not reserved (localhost, .test, .local, ...).
+# normalise_email then checks what a pattern cannot (at most 64 characters before the @).
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_ADDRESS = (rf"{_ATEXT}{{1,64}}(?:\.{_ATEXT}{{1,64}}){{0,3}}@(?:{_LABEL}\.){{1,8}}"
+            r"(?!(?:arpa|invalid|local|localhost|onion|test)\b)[A-Za-z]{2,63}")
+_DISPLAY = r'(?:[^\x00-\x1f\x7f"(),:;<>@\[\\\]]{0,200}|"[^\x00-\x1f\x7f"\\]{0,200}" ?)'
+FROM_PATTERN = rf"^ *(?:{_ADDRESS}|{_DISPLAY}<{_ADDRESS}>) *$"
+MAX_FROM = MAX_FROM_NAME + 330
 FIELDS = ("name", "from", "transport", "delay_ms", "hourly_limit", "postal_address",
           "webhook_secret")
 # Broadcasts in these states still need their identity (to send, or to be sent later).
@@ -209,16 +222,23 @@ def parse_input(data: Any, *, updating: bool = False) -> IdentityInput:
     if name.lower() == DEFAULT_NAME:
         raise ValidationError("“default” is the identity the environment defines; choose another "
                               "name.", field="name")
-    raw_from = _text(data.get("from"), "From", MAX_FROM_NAME + 330, "from").strip()
-    if not raw_from:
+    raw_from = _text(data.get("from"), "From", MAX_FROM, "from")
+    if not raw_from.strip():
         raise ValidationError("The From address is required, like “Ada <ada@example.com>”.",
                               field="from")
+    shaped = re.fullmatch(FROM_PATTERN, raw_from)  # the document's pattern
+    raw_from = raw_from.strip()
     if "\n" in raw_from or "\r" in raw_from:
         raise ValidationError("The From must be one line.", field="from")
     from_name, address = parseaddr(raw_from)
     if not address or "@" not in address:
         raise ValidationError(f"{raw_from!r} has no email address; write “Name <address@example.com>”.",
                               field="from")
+    if not shaped:
+        raise ValidationError(f"{raw_from[:80]!r} is not a From: write “Name "
+                              "<address@example.com>” or the address alone (a name with a comma "
+                              "goes in double quotes); the address's domain needs a dot and "
+                              "cannot be a reserved one such as localhost.", field="from")
     try:
         from_email = normalise_email(address)
     except ValidationError as exc:

@@ -1,0 +1,97 @@
+"""Rules the API enforces that JSON Schema can state are in the document, not only in its
+prose, and the server agrees with each: the document refuses the body, and so does the API
+(422, naming the field), while a body the document accepts is accepted.
+
+tests/webapp/test_api_schemathesis.py checks the same at large, with generated data."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from broadside.delivery.identities import service
+from tests.helpers import make_list
+from webapp.apidocs.document import DOCUMENT
+from webapp.extensions import db
+
+
+def valid(schema: str, body: Any) -> bool:
+    return Draft202012Validator({"$ref": f"#/components/schemas/{schema}",
+                                 "components": DOCUMENT["components"]}).is_valid(body)
+
+
+def test_a_patch_must_change_something(client, api_headers):
+    assert not valid("SubscriberPatch", {}) and valid("SubscriberPatch", {"name": "Ann"})
+    assert not valid("BroadcastPatch", {}) and valid("BroadcastPatch", {"subject": "Hi"})
+    weekly = make_list(db.session, 1).id
+    draft = client.post("/api/broadcasts", headers=api_headers,
+                        json={"list_id": weekly, "subject": "Hi", "body": "x"}).json["id"]
+    for path in ("/api/subscribers/1", f"/api/broadcasts/{draft}"):
+        refused = client.patch(path, headers=api_headers, json={})
+        assert refused.status_code == 422 and "Nothing to change" in refused.json["error"], path
+
+
+def test_a_broadcast_goes_to_a_list_or_a_segment_not_both(client, api_headers):
+    both = {"list_id": 1, "segment_id": 1, "subject": "Hi", "body": "x"}
+    assert not valid("BroadcastInput", both)
+    assert not valid("BroadcastInput", {"subject": "Hi", "body": "x"})
+    assert valid("BroadcastInput", {"list_id": 1, "subject": "Hi", "body": "x"})
+    assert not valid("BroadcastPatch", {"list_id": 1, "segment_id": 2})
+    assert valid("BroadcastPatch", {"list_id": 1, "segment_id": None})  # null clears it
+
+    weekly = make_list(db.session, 1).id
+    segment = client.post("/api/segments", headers=api_headers, json={"name": "All", "rules": {
+        "all": [{"field": "list", "op": "is_on", "value": weekly}]}}).json["id"]
+    both = {**both, "list_id": weekly, "segment_id": segment}
+    refused = client.post("/api/broadcasts", headers=api_headers, json=both)
+    assert refused.status_code == 422 and "not both" in refused.json["error"]
+    neither = client.post("/api/broadcasts", headers=api_headers, json={"subject": "Hi", "body": "x"})
+    assert neither.status_code == 422 and "'list_id' or 'segment_id'" in neither.json["error"]
+    draft = client.post("/api/broadcasts", headers=api_headers,
+                        json={"list_id": weekly, "subject": "Hi", "body": "x"}).json["id"]
+    refused = client.patch(f"/api/broadcasts/{draft}", headers=api_headers,
+                           json={"list_id": weekly, "segment_id": segment})
+    assert refused.status_code == 422 and "not both" in refused.json["error"]
+
+
+def identity(name: str = "Product", sender: str = "Product <p@acme.example>") -> dict[str, Any]:
+    return {"name": name, "from": sender, "transport": "outbox://"}
+
+
+def test_no_identity_may_be_called_default(client, api_headers):
+    for name in ("default", "Default", "DEFAULT  "):
+        assert not valid("IdentityInput", identity(name)), name
+        refused = client.post("/api/identities", headers=api_headers, json=identity(name))
+        assert refused.status_code == 422 and "“default”" in refused.json["error"], name
+    assert valid("IdentityInput", identity("Defaults"))
+    assert client.post("/api/identities", headers=api_headers,
+                       json=identity("Defaults")).status_code == 201
+
+
+FROMS_ACCEPTED = ("p@acme.example", "Product <p@acme.example>", " Ada <ada@example.com> ",
+                  '"Acme, Inc." <news@acme.example>', "Zoë SS <zoe@mail.example.de>",
+                  "first.middle.last+tag@sub.acme.example")
+FROMS_REFUSED = ("Broadside <newsletter@localhost>", "news@acme", "a@b.test", "a@shop.local",
+                 "Acme <news@acme.\nexample>", "Acme, Inc. <news@acme.example>",
+                 "Acme <news@acme.example", "<>", "Acme news@acme.example", "x@-acme.example")
+
+
+def test_the_from_has_one_pattern_in_the_document_and_the_server(client, api_headers):
+    schema = DOCUMENT["components"]["schemas"]["IdentityInput"]["properties"]["from"]
+    assert schema["pattern"] == service.FROM_PATTERN
+    for number, sender in enumerate(FROMS_ACCEPTED):
+        assert valid("IdentityInput", identity(sender=sender)), sender
+        created = client.post("/api/identities", headers=api_headers,
+                              json=identity(f"Accepted {number}", sender))
+        assert created.status_code == 201, (sender, created.json)
+    for sender in FROMS_REFUSED:
+        assert not valid("IdentityInput", identity(sender=sender)), sender
+        refused = client.post("/api/identities", headers=api_headers, json=identity(sender=sender))
+        assert refused.status_code == 422 and re.search("From|address", refused.json["error"]), sender
+    # A line break at the very end too (ECMA's `$`, which the document's readers use, ends the
+    # text there; Python's `re.search`, which jsonschema uses, lets one newline through).
+    refused = client.post("/api/identities", headers=api_headers,
+                          json=identity(sender="Acme <news@acme.example>\n"))
+    assert refused.status_code == 422 and "From" in refused.json["error"]
