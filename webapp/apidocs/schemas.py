@@ -50,6 +50,22 @@ def obj(properties: dict[str, Any], required: tuple[str, ...] | None = None, *,
 
 
 ID = {"type": "integer", "minimum": 1, "maximum": MAX_DATABASE_ID}
+# A character Python's str.strip() keeps (ECMA's \s, which JSON Schema readers use, leaves out
+# \x1c-\x1f and \x85): text with one is not blank to the server either.
+NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
+
+
+def any_case(word: str) -> str:
+    """`word` as a pattern that ignores case (JSON Schema's patterns take no flags)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+
+
+# An address the API keeps or mails: an email address whose domain has a dot and is not a
+# reserved name (what `broadside.core.addresses.normalise_email` refuses besides its shape).
+RESERVED_DOMAINS = "|".join(any_case(name) for name in ("arpa", "invalid", "local", "localhost",
+                                                        "onion", "test"))
+EMAIL = {"type": "string", "format": "email",
+         "not": {"pattern": rf"(@[^.]*|\.({RESERVED_DOMAINS}))$"}}
 # A broadcast goes to a list or to a segment: both given (neither null) is refused.
 BOTH_AUDIENCES = {"required": ["list_id", "segment_id"], "properties": {
     "list_id": {"type": "integer"}, "segment_id": {"type": "integer"}}}
@@ -59,9 +75,32 @@ IDENTITY_CHOICE = {**nullable(ID), "description": "The sending identity it goes 
                    "(GET /api/identities); null: the default identity."}
 DAYS = {"type": "integer", "minimum": 1, "maximum": rules.MAX_DAYS}
 DAY = {"type": "string", "format": "date", "description": "YYYY-MM-DD, a day in the owner's time zone."}
-RULE_TEXT = {"type": "string", "minLength": 1, "maxLength": rules.MAX_TEXT}
+# Text to compare with: not blank (it is compared without its outer spaces).
+RULE_TEXT = {"type": "string", "minLength": 1, "maxLength": rules.MAX_TEXT, "pattern": NOT_BLANK}
+# A number, or text that reads as one (gt and lt on an attribute).
+NUMERIC = {"type": ["number", "string"], "pattern": r"^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$"}
+
+
+def _when(ops: tuple[str, ...] | list[str], then: dict[str, Any]) -> dict[str, Any]:
+    return {"if": {"required": ["op"], "properties": {"op": {"enum": list(ops)}}}, "then": then}
+
+
+# An attribute's value by operator: none for exists / not_exists, a date for before / after,
+# a number for gt / lt, else text or a number (compared as text).
+ATTRIBUTE_VALUE_RULES = [
+    _when(rules.NO_VALUE_OPS, {"properties": {"value": {"enum": [None, ""]}}}),
+    _when([op for op in rules.OPERATORS["attributes"] if op not in rules.NO_VALUE_OPS],
+          {"required": ["value"]}),
+    _when(("before", "after"), {"properties": {"value": DAY}}),
+    _when(("gt", "lt"), {"properties": {"value": NUMERIC}}),
+    _when([op for op in rules.OPERATORS["attributes"]
+           if op not in (*rules.NO_VALUE_OPS, "before", "after", "gt", "lt")],
+          {"properties": {"value": {"anyOf": [{"type": "number"}, RULE_TEXT]}}}),
+]
 FIXED_FIELDS = [f for f in rules.OPERATORS if f != "attributes"]
-ATTRIBUTE_FIELD = r'^attributes\.[^"\\]{1,' + str(rules.MAX_KEY) + "}$"
+# Its name: not blank, no quote, backslash or control character.
+ATTRIBUTE_FIELD = (r'^attributes\.[^"\\\s\x00-\x20\x85][^"\\\x00-\x1f]{0,' + str(rules.MAX_KEY - 1)
+                   + "}$")
 ALL_OPERATORS = list(dict.fromkeys(op for ops in rules.OPERATORS.values() for op in ops))
 
 
@@ -77,6 +116,9 @@ def _condition(field: str, value: dict[str, Any] | None, description: str, *,
     }
     if value is not None:
         variant["properties"]["value"] = value
+        variant["required"] = ["value"]  # every operator of these fields compares with one
+    else:
+        variant["allOf"] = ATTRIBUTE_VALUE_RULES
     if not named_list:
         variant["not"] = {"required": ["list"]}
     return variant
@@ -131,7 +173,7 @@ RULE_SCHEMAS: dict[str, Any] = {
             _condition("list", ID, "Is (not) active on the list with this id."),
             _condition("email", RULE_TEXT, "The address equals, contains or ends with the text."),
             _condition("name", RULE_TEXT, "The name equals, contains or ends with the text."),
-            _condition("attributes", {"type": ["string", "number", "null"]},
+            _condition("attributes", None,
                        "An attribute: text (equals, not_equals, contains), a number (gt, lt), a "
                        "date YYYY-MM-DD (before, after), or no value (exists, not_exists). "
                        "not_equals matches people without the attribute."),
@@ -149,7 +191,12 @@ RULE_SCHEMAS: dict[str, Any] = {
 SUBSCRIPTION_STATUS = {"type": "string", "enum": list(SUBSCRIPTION_STATUSES)}
 SUPPRESSION = {"type": ["string", "null"], "enum": [*SUPPRESSIONS, None],
                "description": "Set when no list may mail them: bounced, complained or blocked."}
-ATTRIBUTES = {"type": "object", "description": (
+ATTRIBUTES = {"type": "object", "propertyNames": {
+    "minLength": 1, "maxLength": people.MAX_ATTRIBUTE_KEY, "pattern": NOT_BLANK,
+    "not": {"pattern": r"^\s*(" + "|".join(any_case(n) for n in people.RESERVED_ATTRIBUTES) + r")\s*$"}},
+    "additionalProperties": {"anyOf": [
+        {"type": ["number", "boolean", "null", "array", "object"]},
+        {"type": "string", "maxLength": people.MAX_ATTRIBUTE_VALUE}]}, "description": (
     "Names and values (any JSON), at most "
     f"{people.MAX_ATTRIBUTES_JSON:,} characters in all; names are at most "
     f"{people.MAX_ATTRIBUTE_KEY} characters and cannot be email or name.")}
@@ -219,7 +266,8 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "expected": {"type": "integer", "minimum": 0, "description": (
             "How many people you expect it to touch: 409 if the set is not so (nothing is "
             "stored). An erase requires it.")},
-    }, ("action",), description="Exactly one of `ids` and `filter`."),
+    }, ("action",), description="Exactly one of `ids` and `filter`.",
+        extra={"oneOf": [{"required": ["ids"]}, {"required": ["filter"]}]}),
     "BulkAction": obj({
         "id": ID, "action": {"type": "string", "enum": list(BULK_ACTIONS)},
         "list_id": {**nullable(ID), "description": "null: every list (or not about a list)."},
@@ -248,7 +296,7 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
             "unsubscribe_source": {"type": ["string", "null"]}})},
     }),
     "SubscriberInput": obj({
-        "email": {"type": "string", "maxLength": people.MAX_EMAIL},
+        "email": {**EMAIL, "maxLength": people.MAX_EMAIL},
         "name": {"type": ["string", "null"], "maxLength": people.MAX_NAME},
         "lists": {"type": "array", "items": ID, "description": "Lists to put them on as active."},
         "attributes": {**ATTRIBUTES, "description": "Merged into a known person's attributes."},
@@ -346,8 +394,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                      "email": {"type": ["string", "null"]},
                      "status": {"type": "string", "enum": list(DELIVERY_STATUSES)},
                      "reason": {"type": ["string", "null"]}, "attempts": {"type": "integer"}}),
-    "TestSend": obj({"email": {"type": "string", "format": "email"},
-                     "fill_from": {"type": "string", "format": "email",
+    "TestSend": obj({"email": EMAIL,
+                     "fill_from": {**EMAIL,
                                    "description": "The subscriber whose details fill the merge "
                                                   "fields. Left out: the newest active one the "
                                                   "broadcast reaches, else the sample Alex."}},
