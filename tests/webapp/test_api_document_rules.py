@@ -111,7 +111,8 @@ def test_a_condition_has_the_value_its_operator_needs(client, api_headers):
         return {"name": "Some", "rules": {"all": list(conditions)}}
 
     refused = [{"field": "name", "op": "contains"}, {"field": "list", "op": "is_on"},
-               {"field": "joined", "op": "within_days"}, {"field": "email", "op": "ends_with", "value": " \x85"},
+               {"field": "joined", "op": "within_days"},
+               {"field": "email", "op": "ends_with", "value": " \x85"},
                {"field": "attributes.city", "op": "contains", "value": None},
                {"field": "attributes.city", "op": "exists", "value": "x"},
                {"field": "attributes.age", "op": "gt", "value": "many"},

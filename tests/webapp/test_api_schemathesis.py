@@ -45,8 +45,8 @@ CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conform
 # an id in a body (or a filter) naming a list, segment, broadcast or identity that is not
 # there, a test send filled from an address nobody has, a webhook host that does not resolve,
 # a draft sent after its list or segment was deleted, a bulk action whose list or people went
-# meanwhile, an automation enabled without steps or after its trigger's list went. Each is a
-# 422 naming the thing.
+# meanwhile, an automation enabled without steps or after its trigger's list went, a step id
+# that is not one of its steps. Each is a 422 naming the thing.
 STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending identity)\b|"
                             r"^That list does not exist any more\.|"
                             r"^Nobody matches this filter any more|"
@@ -54,6 +54,7 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             r"^The host \S+ does not resolve|"
                             r"^Choose a list or a segment to send to\.$|"
                             r"^Add at least one step before enabling|"
+                            r"^Step \d+: the id must be an existing step's id|"
                             r"^Its list or segment was deleted")
 
 
@@ -160,5 +161,8 @@ def test_the_api_answers_as_its_document_says(live_server, client, api_headers, 
     seed(client, api_headers)
     findings, errors, requests = run(live_server.url, api_headers)
     print("requests by phase:", dict(requests))
+    # It tested something: every phase sent requests (the stateful one follows the document's
+    # links from the ids answers give).
+    assert all(requests[phase] > 0 for phase in ("examples", "coverage", "fuzzing", "stateful")), requests
     report = "\n".join(map(str, findings)) + "\n" + "\n".join(errors)
     assert not findings and not errors, f"{len(findings)} findings, {len(errors)} errors:\n{report}"

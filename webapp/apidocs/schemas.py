@@ -78,7 +78,8 @@ DAY = {"type": "string", "format": "date", "description": "YYYY-MM-DD, a day in 
 # Text to compare with: not blank (it is compared without its outer spaces).
 RULE_TEXT = {"type": "string", "minLength": 1, "maxLength": rules.MAX_TEXT, "pattern": NOT_BLANK}
 # A number, or text that reads as one (gt and lt on an attribute).
-NUMERIC = {"type": ["number", "string"], "pattern": r"^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$"}
+NUMERIC = {"type": ["number", "string"],
+           "pattern": r"^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$"}
 
 
 def _when(ops: tuple[str, ...] | list[str], then: dict[str, Any]) -> dict[str, Any]:
