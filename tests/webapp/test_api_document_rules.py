@@ -9,11 +9,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from broadside.core import transport_urls
+from broadside.core.transport_urls import MAX_URL
 from broadside.delivery.identities import service
 from tests.helpers import make_list
 from webapp.apidocs.document import DOCUMENT
+from webapp.apidocs.identities import TRANSPORT_PATTERN
 from webapp.extensions import db
 
 
@@ -154,3 +159,21 @@ def test_a_bulk_action_takes_ids_or_a_filter(client, api_headers):
     for body in (both, {"action": "add", "list_id": weekly}):
         response = client.post("/api/subscribers/bulk", headers=api_headers, json=body)
         assert response.status_code == 422 and "not both" in response.json["error"], body
+
+
+@settings(max_examples=400, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.from_regex(TRANSPORT_PATTERN, fullmatch=True).filter(lambda url: len(url) <= MAX_URL))
+def test_every_transport_url_the_document_allows_is_one_the_server_takes(url):
+    transport_urls.check_transport_url(url)  # raises TransportUrlError when it refuses one
+
+
+def test_transport_urls_the_server_refuses_are_refused_by_the_document(client, api_headers):
+    for url in ("outbox:", "0000", "http://smtp.example.com", "smtp://", "ses://KEY@eu-west-1",
+                "postmark://TOKEN@host.example", "mailgun://KEY@localhost", "smtp://h?x=1",
+                "resend://KEY@?stream=s", "postmark://T@?endpoint=http://169.254.169.254"):
+        assert not valid("IdentityInput", {**identity(), "transport": url}), url
+        refused = client.post("/api/identities", headers=api_headers,
+                              json={**identity(), "transport": url})
+        assert refused.status_code == 422, url
+    assert valid("IdentityInput", {**identity(), "transport": " smtps://u:p%2Fw@mail.example.com:465 "})

@@ -51,7 +51,7 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             r"^That list does not exist any more\.|"
                             r"^Nobody matches this filter any more|"
                             r"^No subscriber has the address |"
-                            r"^The host \S+ does not resolve|"
+                            r"host \S+ does not resolve|"
                             r"^Choose a list or a segment to send to\.$|"
                             r"^Add at least one step before enabling|"
                             r"^Step \d+: the id must be an existing step's id|"

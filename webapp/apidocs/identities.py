@@ -6,6 +6,7 @@ Limits and enumerations come from `broadside.delivery.identities` and `broadside
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from broadside.core import transport_urls as urls
@@ -21,7 +22,43 @@ IDENTITY = {"name": "identity_id", "in": "path", "required": True, "schema": ID,
 # The API never shows a deleted identity: it is 404 from then on.
 SHOWN_STATUSES = [s for s in IDENTITY_STATUSES if s != IdentityStatus.DELETED.value]
 EXAMPLES = "; ".join(f"`{example}`" for example in urls.EXAMPLES.values())
-TRANSPORT = {"type": ["string", "null"], "maxLength": urls.MAX_URL, "description": (
+
+
+def _transport_pattern() -> str:
+    """The transport URLs `urls.check_transport_url` accepts, as one pattern: each scheme's
+    form (credentials in URL characters, percent-encoded where need be), its options, and the
+    outer spaces the server strips. tests/webapp/test_api_document_rules.py checks that the
+    server accepts what it matches."""
+    space = r"[\s\x1c-\x1f\x85]*"
+    user = r"[A-Za-z0-9._~!$&'()*+,;=%-]{1,200}"
+    secret = r"[A-Za-z0-9._~!$&'()*+,;=%:-]{1,200}"
+    label = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    host = rf"{label}(?:\.{label}){{0,8}}"
+    domain = rf"(?:{label}\.){{1,8}}[A-Za-z]{{2,63}}"
+    ipv4 = r"(?!169\.254\.)[0-9]{1,3}(?:\.[0-9]{1,3}){3}"  # never link-local
+    port = r"(?::[1-9][0-9]{0,3})?"
+    path = r"(?:/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,200})?"
+    endpoint = rf"endpoint=https?://(?:{domain}|{ipv4}){port}(?:/[A-Za-z0-9._~!$'()*,;=:@%/-]{{0,200}})?"
+    stream = r"stream=[A-Za-z0-9_-]{1,100}"
+
+    def options(*names: str) -> str:
+        one = "|".join(names)
+        return rf"(?:\?(?:{one})(?:&(?:{one})){{0,3}})?"
+
+    forms = [
+        "", "outbox://",
+        rf"(?:{'|'.join(re.escape(s) for s in urls.SMTP_SCHEMES)})://(?:{user}(?::{secret})?@)?{host}{port}{path}",
+        rf"ses://{user}:{secret}@[a-z]{{2}}(?:-[a-z]{{1,20}}){{1,3}}-[0-9]{options(endpoint)}",
+        rf"postmark://{user}@/?{options(endpoint, stream)}",
+        rf"resend://{user}@/?{options(endpoint)}",
+        rf"mailgun://{user}(?::{secret})?@{domain}/?{options(endpoint)}",
+    ]
+    return rf"^{space}(?:{'|'.join(forms)}){space}$"
+
+
+TRANSPORT_PATTERN = _transport_pattern()
+TRANSPORT = {"type": ["string", "null"], "maxLength": urls.MAX_URL, "pattern": TRANSPORT_PATTERN,
+             "description": (
     f"Where its mail goes: {EXAMPLES}; empty or `outbox://` writes .eml files instead. A "
     "provider's URL takes `?endpoint=URL` to send to another base URL (Postmark also "
     "`?stream=NAME`); an endpoint that resolves to a private or loopback address is 422 "
