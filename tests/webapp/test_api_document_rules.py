@@ -177,3 +177,23 @@ def test_transport_urls_the_server_refuses_are_refused_by_the_document(client, a
                               json={**identity(), "transport": url})
         assert refused.status_code == 422, url
     assert valid("IdentityInput", {**identity(), "transport": " smtps://u:p%2Fw@mail.example.com:465 "})
+
+
+def test_a_named_identitys_from_as_shown_is_one_the_api_accepts(client, api_headers):
+    shown = []
+    for number, sender in enumerate(("Zoë Brandt <zoe@acme.example>", '"Acme, Inc." <n@acme.example>')):
+        created = client.post("/api/identities", headers=api_headers,
+                              json=identity(f"Shown {number}", sender)).json
+        assert valid("Identity", created), created
+        shown.append(created)
+        again = client.put(f"/api/identities/{created['id']}", headers=api_headers,
+                           json={"name": created["name"], "from": created["from"]})
+        assert again.status_code == 200 and again.json == created, again.json  # unchanged
+    # As typed: not the header's encoded word (=?utf-8?q?Zo=C3=AB...?=), which a PUT would
+    # have stored as the name.
+    assert [i["from"] for i in shown] == ["Zoë Brandt <zoe@acme.example>",
+                                          '"Acme, Inc." <n@acme.example>']
+    assert not valid("Identity", {**shown[0], "from": "Broadside <newsletter@localhost>"})
+    # The default's is the environment's, shown as it is (here the stock placeholder).
+    default = client.get("/api/identities", headers=api_headers).json[0]
+    assert default["default"] and valid("Identity", default)

@@ -106,7 +106,11 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
         "default": {"type": "boolean", "description": "true for the identity the environment "
                     "defines (SMTP_URL, MAIL_FROM or the Settings sender, SEND_DELAY_MS, "
                     "SEND_HOURLY_LIMIT); it is changed there, never here."},
-        "from": {"type": "string", "description": "The From header its mail carries."},
+        "from": {"type": "string", "description": (
+            "The From header its mail carries. A named identity's is one the API accepts "
+            "(`IdentityInput.from`); the default's is the environment's (the Settings sender, "
+            "else MAIL_FROM), which may be a placeholder no identity may use, like the stock "
+            "`newsletter@localhost`.")},
         "transport": {"type": "string", "description": "The transport URL with every secret "
                       "masked."},
         "delay_ms": {"type": "integer", "minimum": 0},
@@ -117,7 +121,8 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
         "pause_reason": {"type": ["string", "null"]},
         "webhook_secret_set": {"type": "boolean", "description": "Whether a webhook secret is "
                                "stored (the secret itself is never returned)."},
-    }),
+    }, extra={"if": {"properties": {"default": {"const": False}}},
+              "then": {"properties": {"from": {"pattern": service.FROM_PATTERN}}}}),
 }
 
 INPUT_EXAMPLE = {"name": "Product updates", "from": "Acme Product <product@acme.example>",

@@ -285,11 +285,23 @@ def check_endpoint(data: IdentityInput, config: Mapping[str, Any]) -> IdentityIn
     return data
 
 
+def shown_from(identity: SendingIdentity) -> str:
+    """The From as an owner writes it and `parse_input` reads it back to the same name and
+    address: the name as typed (in double quotes when it holds a comma or the like), not the
+    RFC 2047 encoded word the message header carries for a name that is not ASCII."""
+    name = identity.from_name
+    if not name:
+        return identity.from_email
+    if any(c in '()<>@,;:\\".[]' for c in name):
+        name = '"' + name.replace("\\", "").replace('"', "") + '"'
+    return f"{name} <{identity.from_email}>"
+
+
 def as_input(identity: SendingIdentity) -> dict[str, Any]:
     """An identity as the API shows it: never its transport's secrets or its webhook secret."""
     return {
         "id": identity.id, "name": identity.name, "default": identity.is_default,
-        "from": identity.from_header, "transport": identity.transport,
+        "from": shown_from(identity), "transport": identity.transport,
         "delay_ms": identity.delay_ms, "hourly_limit": identity.hourly_limit,
         "postal_address": identity.postal_address, "status": identity.status,
         "pause_reason": shown(identity.pause_reason),
