@@ -26,29 +26,16 @@ from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
 from broadside.core.models.identities import IdentityStatus
 from broadside.core.timeutil import utcnow
 from broadside.delivery.identities import lifecycle
+from broadside.delivery.identities.from_field import FROM_PATTERN, MAX_FROM, MAX_FROM_NAME, shown_from
 
 DEFAULT_NAME = "default"
 MAX_NAME = 100
-MAX_FROM_NAME = 200
 MAX_POSTAL = 1000
 MAX_SECRET = 200
 MAX_DELAY_MS = 600_000
 MAX_HOURLY = 10_000_000
 MAX_ID = 2**31 - 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
-# The From's shape, which the API's document states as its pattern (written so that JSON
-# Schema's ECMA regular expressions read it as Python does): an address alone, or after a
-# display name (plain, or in double quotes when it holds a comma or the like) in angle
-# brackets. The address: a dot-atom local part, then a domain of letters, digits and hyphens
-# with a dot and a top-level name that is not reserved (localhost, .test, .local, ...).
-# normalise_email then checks what a pattern cannot (at most 64 characters before the @).
-_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_ADDRESS = (rf"{_ATEXT}{{1,64}}(?:\.{_ATEXT}{{1,64}}){{0,3}}@(?:{_LABEL}\.){{1,8}}"
-            r"(?!(?:arpa|invalid|local|localhost|onion|test)\b)[A-Za-z]{2,63}")
-_DISPLAY = r'(?:[^\x00-\x1f\x7f"(),:;<>@\[\\\]]{0,200}|"[^\x00-\x1f\x7f"\\]{0,200}" ?)'
-FROM_PATTERN = rf"^ *(?:{_ADDRESS}|{_DISPLAY}<{_ADDRESS}>) *$"
-MAX_FROM = MAX_FROM_NAME + 330
 FIELDS = ("name", "from", "transport", "delay_ms", "hourly_limit", "postal_address",
           "webhook_secret")
 # Broadcasts in these states still need their identity (to send, or to be sent later).
@@ -285,23 +272,11 @@ def check_endpoint(data: IdentityInput, config: Mapping[str, Any]) -> IdentityIn
     return data
 
 
-def shown_from(identity: SendingIdentity) -> str:
-    """The From as an owner writes it and `parse_input` reads it back to the same name and
-    address: the name as typed (in double quotes when it holds a comma or the like), not the
-    RFC 2047 encoded word the message header carries for a name that is not ASCII."""
-    name = identity.from_name
-    if not name:
-        return identity.from_email
-    if any(c in '()<>@,;:\\".[]' for c in name):
-        name = '"' + name.replace("\\", "").replace('"', "") + '"'
-    return f"{name} <{identity.from_email}>"
-
-
 def as_input(identity: SendingIdentity) -> dict[str, Any]:
     """An identity as the API shows it: never its transport's secrets or its webhook secret."""
     return {
         "id": identity.id, "name": identity.name, "default": identity.is_default,
-        "from": shown_from(identity), "transport": identity.transport,
+        "from": shown_from(identity.from_name, identity.from_email), "transport": identity.transport,
         "delay_ms": identity.delay_ms, "hourly_limit": identity.hourly_limit,
         "postal_address": identity.postal_address, "status": identity.status,
         "pause_reason": shown(identity.pause_reason),
