@@ -117,6 +117,8 @@ def test_a_condition_has_the_value_its_operator_needs(client, api_headers):
 
     refused = [{"field": "name", "op": "contains"}, {"field": "list", "op": "is_on"},
                {"field": "joined", "op": "within_days"},
+               {"field": "joined", "op": "before", "value": 30},
+               {"field": "joined", "op": "within_days", "value": "2026-01-31"},
                {"field": "email", "op": "ends_with", "value": " \x85"},
                {"field": "attributes.city", "op": "contains", "value": None},
                {"field": "attributes.city", "op": "exists", "value": "x"},

@@ -56,6 +56,9 @@ def _condition(field: str, value: dict[str, Any] | None, description: str, *,
     if value is not None:
         variant["properties"]["value"] = value
         variant["required"] = ["value"]  # every operator of these fields compares with one
+        if field == "joined":  # a day for before / after, a number of days for within_days
+            variant["allOf"] = [_when(("before", "after"), {"properties": {"value": DAY}}),
+                                _when(("within_days",), {"properties": {"value": DAYS}})]
     else:
         variant["allOf"] = ATTRIBUTE_VALUE_RULES
     if not named_list:
