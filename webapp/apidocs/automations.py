@@ -55,7 +55,7 @@ STEP_INPUT = obj({
     "preheader": {"type": ["string", "null"], "maxLength": automations.MAX_PREHEADER},
     "body": {"type": ["string", "null"], "maxLength": automations.MAX_BODY,
              "description": "Markdown, with {{ merge fields }}."},
-    "id": {"type": "integer", "minimum": 1,
+    "id": {**ID,
            "description": "On PUT, an existing step of this automation: it keeps its messages "
            "and moves to this place. When any step has an id, steps are matched by id (those "
            "left out are removed, their waiting messages skipped); without ids, by position."},

@@ -12,6 +12,7 @@ from typing import Any
 from webapp.apidocs.automations import AUTOMATION_PATHS, AUTOMATION_SCHEMAS
 from webapp.apidocs.identities import IDENTITY_PATHS, IDENTITY_SCHEMAS
 from webapp.apidocs.paths import PATHS
+from webapp.apidocs.rule_schemas import RULE_SCHEMAS
 from webapp.apidocs.schemas import COMPONENTS
 from webapp.apidocs.webhooks import WEBHOOK_PATHS, WEBHOOK_SCHEMAS
 
@@ -68,6 +69,7 @@ DOCUMENT: dict[str, Any] = {
     "security": [{"bearer": []}],
     "tags": TAGS,
     "paths": {**PATHS, **AUTOMATION_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS},
-    "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **AUTOMATION_SCHEMAS,
+    "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **RULE_SCHEMAS,
+                                             **AUTOMATION_SCHEMAS,
                                              **IDENTITY_SCHEMAS, **WEBHOOK_SCHEMAS}},
 }

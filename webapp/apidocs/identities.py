@@ -6,6 +6,7 @@ Limits and enumerations come from `broadside.delivery.identities` and `broadside
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from broadside.core import transport_urls as urls
@@ -14,13 +15,50 @@ from broadside.delivery.identities import service
 from webapp.apidocs.paths import body, operation, reply
 from webapp.apidocs.schemas import ID, nullable, obj, ref
 
+RESERVED_NAME = "^ *" + "".join(f"[{c.upper()}{c}]" for c in service.DEFAULT_NAME) + " *$"
 IDENTITY = {"name": "identity_id", "in": "path", "required": True, "schema": ID,
             "description": "The identity's id (the default identity has none: it is the "
             "environment)."}
 # The API never shows a deleted identity: it is 404 from then on.
 SHOWN_STATUSES = [s for s in IDENTITY_STATUSES if s != IdentityStatus.DELETED.value]
 EXAMPLES = "; ".join(f"`{example}`" for example in urls.EXAMPLES.values())
-TRANSPORT = {"type": ["string", "null"], "maxLength": urls.MAX_URL, "description": (
+
+
+def _transport_pattern() -> str:
+    """The transport URLs `urls.check_transport_url` accepts, as one pattern: each scheme's
+    form (credentials in URL characters, percent-encoded where need be), its options, and the
+    outer spaces the server strips. tests/webapp/test_api_schema_rules.py checks that the
+    server accepts what it matches."""
+    space = r"[\s\x1c-\x1f\x85]*"
+    user = r"[A-Za-z0-9._~!$&'()*+,;=%-]{1,200}"
+    secret = r"[A-Za-z0-9._~!$&'()*+,;=%:-]{1,200}"
+    label = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    host = rf"{label}(?:\.{label}){{0,8}}"
+    domain = rf"(?:{label}\.){{1,8}}[A-Za-z]{{2,63}}"
+    ipv4 = r"(?!169\.254\.)[0-9]{1,3}(?:\.[0-9]{1,3}){3}"  # never link-local
+    port = r"(?::[1-9][0-9]{0,3})?"
+    path = r"(?:/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,200})?"
+    endpoint = rf"endpoint=https?://(?:{domain}|{ipv4}){port}(?:/[A-Za-z0-9._~!$'()*,;=:@%/-]{{0,200}})?"
+    stream = r"stream=[A-Za-z0-9_-]{1,100}"
+
+    def options(*names: str) -> str:
+        one = "|".join(names)
+        return rf"(?:\?(?:{one})(?:&(?:{one})){{0,3}})?"
+
+    forms = [
+        "", "outbox://",
+        rf"(?:{'|'.join(re.escape(s) for s in urls.SMTP_SCHEMES)})://(?:{user}(?::{secret})?@)?{host}{port}{path}",
+        rf"ses://{user}:{secret}@[a-z]{{2}}(?:-[a-z]{{1,20}}){{1,3}}-[0-9]{options(endpoint)}",
+        rf"postmark://{user}@/?{options(endpoint, stream)}",
+        rf"resend://{user}@/?{options(endpoint)}",
+        rf"mailgun://{user}(?::{secret})?@{domain}/?{options(endpoint)}",
+    ]
+    return rf"^{space}(?:{'|'.join(forms)}){space}$"
+
+
+TRANSPORT_PATTERN = _transport_pattern()
+TRANSPORT = {"type": ["string", "null"], "maxLength": urls.MAX_URL, "pattern": TRANSPORT_PATTERN,
+             "description": (
     f"Where its mail goes: {EXAMPLES}; empty or `outbox://` writes .eml files instead. A "
     "provider's URL takes `?endpoint=URL` to send to another base URL (Postmark also "
     "`?stream=NAME`); an endpoint that resolves to a private or loopback address is 422 "
@@ -35,10 +73,18 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
         "resumed on the identities page or a new transport URL is saved).")},
     "IdentityInput": obj({
         "name": {"type": "string", "minLength": 1, "maxLength": service.MAX_NAME,
-                 "pattern": r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$", "description": (
+                 "pattern": r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$",
+                 # "default" is the environment's identity (runs of spaces count as one).
+                 "not": {"pattern": RESERVED_NAME}, "description": (
                      "Unique, ignoring case; not “default”. `python -m jobs "
                      "--identity NAME` serves only this identity.")},
-        "from": {"type": "string", "minLength": 3, "description": "“Name <address>” or an address."},
+        "from": {"type": "string", "maxLength": service.MAX_FROM, "pattern": service.FROM_PATTERN,
+                 "description": (
+                     "“Name <address>” or the address alone, on one line; a name with a comma "
+                     "or parentheses goes in double quotes (“\"Acme, Inc.\" <news@acme.example>”). "
+                     "The address's domain needs a dot and is not a reserved one (localhost, "
+                     ".test, .local, .invalid, .onion, .arpa); at most 64 characters before the "
+                     "@ and 254 in all.")},
         "transport": TRANSPORT,
         "delay_ms": {"type": ["integer", "null"], "minimum": 0, "maximum": service.MAX_DELAY_MS,
                      "default": 200, "description": "The pause after each request: one message "
@@ -60,7 +106,11 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
         "default": {"type": "boolean", "description": "true for the identity the environment "
                     "defines (SMTP_URL, MAIL_FROM or the Settings sender, SEND_DELAY_MS, "
                     "SEND_HOURLY_LIMIT); it is changed there, never here."},
-        "from": {"type": "string", "description": "The From header its mail carries."},
+        "from": {"type": "string", "description": (
+            "The From header its mail carries. A named identity's is one the API accepts "
+            "(`IdentityInput.from`); the default's is the environment's (the Settings sender, "
+            "else MAIL_FROM), which may be a placeholder no identity may use, like the stock "
+            "`newsletter@localhost`.")},
         "transport": {"type": "string", "description": "The transport URL with every secret "
                       "masked."},
         "delay_ms": {"type": "integer", "minimum": 0},
@@ -71,7 +121,8 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
         "pause_reason": {"type": ["string", "null"]},
         "webhook_secret_set": {"type": "boolean", "description": "Whether a webhook secret is "
                                "stored (the secret itself is never returned)."},
-    }),
+    }, extra={"if": {"properties": {"default": {"const": False}}},
+              "then": {"properties": {"from": {"pattern": service.FROM_PATTERN}}}}),
 }
 
 INPUT_EXAMPLE = {"name": "Product updates", "from": "Acme Product <product@acme.example>",

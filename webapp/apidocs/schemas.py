@@ -1,9 +1,9 @@
 """The OpenAPI document's `components`: every body the API reads or writes, as JSON Schema
 2020-12 (what OpenAPI 3.1 uses), plus the bearer scheme and the shared error responses.
 
-Enumerations and limits are read from the domain modules that enforce them (the rule fields
-and operators from `broadside.segments.rules`, the statuses from the models, the lengths from
-the services), so the document cannot drift from what the API accepts.
+Enumerations and limits are read from the domain modules that enforce them (the statuses from
+the models, the lengths from the services), so the document cannot drift from what the API
+accepts. A segment's rules are described in `rule_schemas.py`.
 tests/webapp/test_openapi.py validates real responses against these schemas.
 """
 
@@ -19,7 +19,6 @@ from broadside.core.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
 from broadside.core.models.bulk import BULK_ACTIONS, BULK_STATUSES
 from broadside.core.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
 from broadside.core.site_settings import MAX_CAP_HOURS
-from broadside.segments import rules
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
 from webapp.params import MAX_DATABASE_ID
 
@@ -33,115 +32,55 @@ def nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def obj(properties: dict[str, Any], required: tuple[str, ...] | None = None, *,
-        description: str = "", closed: bool = True) -> dict[str, Any]:
-    """An object; `required` defaults to every property (responses always carry them all)."""
+        description: str = "", closed: bool = True, min_properties: int = 0,
+        extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An object; `required` defaults to every property (responses always carry them all).
+    `extra`: rules across its fields (oneOf, not) that JSON Schema can state."""
     schema: dict[str, Any] = {"type": "object", "properties": properties,
                               "required": list(properties if required is None else required)}
     if closed:
         schema["additionalProperties"] = False
+    if min_properties:
+        schema["minProperties"] = min_properties
+    schema.update(extra or {})
     if description:
         schema["description"] = description
     return schema
 
 
 ID = {"type": "integer", "minimum": 1, "maximum": MAX_DATABASE_ID}
+# A character Python's str.strip() keeps (ECMA's \s, which JSON Schema readers use, leaves out
+# \x1c-\x1f and \x85): text with one is not blank to the server either.
+NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
+
+
+def any_case(word: str) -> str:
+    """`word` as a pattern that ignores case (JSON Schema's patterns take no flags)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+
+
+# An address the API keeps or mails: an email address whose domain has a dot and is not a
+# reserved name (what `broadside.core.addresses.normalise_email` refuses besides its shape).
+RESERVED_DOMAINS = "|".join(any_case(name) for name in ("arpa", "invalid", "local", "localhost",
+                                                        "onion", "test"))
+EMAIL = {"type": "string", "format": "email",
+         "not": {"pattern": rf"(@[^.]*|\.({RESERVED_DOMAINS}))$"}}
+# A broadcast goes to a list or to a segment: both given (neither null) is refused.
+BOTH_AUDIENCES = {"required": ["list_id", "segment_id"], "properties": {
+    "list_id": {"type": "integer"}, "segment_id": {"type": "integer"}}}
 MOMENT = {"type": "string", "format": "date-time", "description": "UTC, ISO 8601."}
 CAP = nullable({"type": "integer", "minimum": 0, "maximum": MAX_CAP_HOURS})
 IDENTITY_CHOICE = {**nullable(ID), "description": "The sending identity it goes out through "
                    "(GET /api/identities); null: the default identity."}
-DAYS = {"type": "integer", "minimum": 1, "maximum": rules.MAX_DAYS}
-DAY = {"type": "string", "format": "date", "description": "YYYY-MM-DD, a day in the owner's time zone."}
-RULE_TEXT = {"type": "string", "minLength": 1, "maxLength": rules.MAX_TEXT}
-FIXED_FIELDS = [f for f in rules.OPERATORS if f != "attributes"]
-ATTRIBUTE_FIELD = r'^attributes\.[^"\\]{1,' + str(rules.MAX_KEY) + "}$"
-ALL_OPERATORS = list(dict.fromkeys(op for ops in rules.OPERATORS.values() for op in ops))
-
-
-def _condition(field: str, value: dict[str, Any] | None, description: str, *,
-               named_list: bool = False) -> dict[str, Any]:
-    ops = list(rules.OPERATORS[field])
-    field_schema = ({"type": "string", "pattern": ATTRIBUTE_FIELD} if field == "attributes"
-                    else {"const": field})
-    variant: dict[str, Any] = {
-        "title": f"{rules.FIELD_LABELS[field]} condition",
-        "description": description,
-        "properties": {"field": field_schema, "op": {"enum": ops}},
-    }
-    if value is not None:
-        variant["properties"]["value"] = value
-    if not named_list:
-        variant["not"] = {"required": ["list"]}
-    return variant
-
-
-def _operator_help() -> str:
-    lines = [f"- `{field}{'.KEY' if field == 'attributes' else ''}`: "
-             + ", ".join(f"`{op}` ({rules.OPERATOR_LABELS[op]})" for op in ops)
-             for field, ops in rules.OPERATORS.items()]
-    return "The operators each field takes:\n\n" + "\n".join(lines)
-
-
-RULE_SCHEMAS: dict[str, Any] = {
-    "Rule": {
-        "description": "One item of a group: a condition, or a group nested inside it.",
-        "oneOf": [ref("RuleGroup"), ref("RuleCondition")],
-    },
-    "RuleGroup": {
-        "description": (
-            'An object with one key, "all" (every item must match) or "any" (at least one), '
-            f"holding a non-empty list of conditions and groups. Groups nest at most "
-            f"{rules.MAX_DEPTH} deep; a segment has at most {rules.MAX_CONDITIONS} conditions. "
-            "A refused rule is 422 with a message naming the condition by its outline number, "
-            'such as "Condition 2.1 (attributes.age gt): the value must be a number".'),
-        "type": "object",
-        "minProperties": 1,
-        "maxProperties": 1,
-        "additionalProperties": False,
-        "properties": {key: {"type": "array", "minItems": 1, "items": ref("Rule")}
-                       for key in ("all", "any")},
-    },
-    "RuleField": {
-        "description": ("What a condition looks at: " + ", ".join(FIXED_FIELDS)
-                        + ", or `attributes.KEY` for one of the subscriber's attributes."),
-        "type": "string",
-        "anyOf": [{"enum": FIXED_FIELDS}, {"pattern": ATTRIBUTE_FIELD}],
-    },
-    "RuleOperator": {"description": _operator_help(), "type": "string", "enum": ALL_OPERATORS},
-    "RuleCondition": {
-        "description": ("One test of one field. Text comparisons ignore case. Exactly one of "
-                        "the variants below applies, chosen by `field`."),
-        "type": "object",
-        "required": ["field", "op"],
-        "additionalProperties": False,
-        "properties": {
-            "field": ref("RuleField"),
-            "op": ref("RuleOperator"),
-            "value": {"description": "What to compare with; absent for exists / not_exists."},
-            "list": {**ID, "description": "Only `joined`: the list to look at (any list when absent)."},
-        },
-        "oneOf": [
-            _condition("list", ID, "Is (not) active on the list with this id."),
-            _condition("email", RULE_TEXT, "The address equals, contains or ends with the text."),
-            _condition("name", RULE_TEXT, "The name equals, contains or ends with the text."),
-            _condition("attributes", {"type": ["string", "number", "null"]},
-                       "An attribute: text (equals, not_equals, contains), a number (gt, lt), a "
-                       "date YYYY-MM-DD (before, after), or no value (exists, not_exists). "
-                       "not_equals matches people without the attribute."),
-            _condition("joined", {"oneOf": [DAY, DAYS]},
-                       "When they became active on a list (any, or `list`): before or after a "
-                       "day, or within the last N days.", named_list=True),
-            _condition("received", ID, "Did (not) receive the broadcast with this id (sent; "
-                       "an unknown delivery does not count)."),
-            _condition("last_received", DAYS,
-                       "Received any broadcast within (or not within) the last N days."),
-        ],
-    },
-}
-
 SUBSCRIPTION_STATUS = {"type": "string", "enum": list(SUBSCRIPTION_STATUSES)}
 SUPPRESSION = {"type": ["string", "null"], "enum": [*SUPPRESSIONS, None],
                "description": "Set when no list may mail them: bounced, complained or blocked."}
-ATTRIBUTES = {"type": "object", "description": (
+ATTRIBUTES = {"type": "object", "propertyNames": {
+    "minLength": 1, "maxLength": people.MAX_ATTRIBUTE_KEY, "pattern": NOT_BLANK,
+    "not": {"pattern": r"^\s*(" + "|".join(any_case(n) for n in people.RESERVED_ATTRIBUTES) + r")\s*$"}},
+    "additionalProperties": {"anyOf": [
+        {"type": ["number", "boolean", "null", "array", "object"]},
+        {"type": "string", "maxLength": people.MAX_ATTRIBUTE_VALUE}]}, "description": (
     "Names and values (any JSON), at most "
     f"{people.MAX_ATTRIBUTES_JSON:,} characters in all; names are at most "
     f"{people.MAX_ATTRIBUTE_KEY} characters and cannot be email or name.")}
@@ -211,7 +150,8 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "expected": {"type": "integer", "minimum": 0, "description": (
             "How many people you expect it to touch: 409 if the set is not so (nothing is "
             "stored). An erase requires it.")},
-    }, ("action",), description="Exactly one of `ids` and `filter`."),
+    }, ("action",), description="Exactly one of `ids` and `filter`.",
+        extra={"oneOf": [{"required": ["ids"]}, {"required": ["filter"]}]}),
     "BulkAction": obj({
         "id": ID, "action": {"type": "string", "enum": list(BULK_ACTIONS)},
         "list_id": {**nullable(ID), "description": "null: every list (or not about a list)."},
@@ -240,7 +180,7 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
             "unsubscribe_source": {"type": ["string", "null"]}})},
     }),
     "SubscriberInput": obj({
-        "email": {"type": "string", "maxLength": people.MAX_EMAIL},
+        "email": {**EMAIL, "maxLength": people.MAX_EMAIL},
         "name": {"type": ["string", "null"], "maxLength": people.MAX_NAME},
         "lists": {"type": "array", "items": ID, "description": "Lists to put them on as active."},
         "attributes": {**ATTRIBUTES, "description": "Merged into a known person's attributes."},
@@ -253,7 +193,7 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "name": {"type": "string", "maxLength": people.MAX_NAME,
                  "description": '"" removes the name.'},
         "attributes": {**ATTRIBUTES, "description": "Replaces all of them ({} removes them)."},
-    }, (), description="At least one of the two."),
+    }, (), description="At least one of the two.", min_properties=1),
     "UnsubscribeInput": obj({"list_id": ID}),
     "Unsubscribed": obj({"subscriber_id": ID, "list_id": ID, "status": {"const": "unsubscribed"},
                          "changed": {"type": "boolean", "description": "false when they had "
@@ -320,7 +260,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "identity_id": {**IDENTITY_CHOICE, "description": "A live sending identity's id; "
                         "absent or null: the default identity."},
     }, ("subject", "body"), closed=False,
-        description="Exactly one of list_id and segment_id."),
+        description="Exactly one of list_id and segment_id.",
+        extra={"oneOf": [{"required": ["list_id"]}, {"required": ["segment_id"]}]}),
     "BroadcastPatch": obj({
         "list_id": nullable(ID), "segment_id": nullable(ID),
         "subject": {"type": "string", "minLength": 1, "maxLength": MAX_SUBJECT},
@@ -330,13 +271,15 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "identity_id": {**IDENTITY_CHOICE, "description": "A live sending identity's id; null: "
                         "the default identity."},
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
-                        "clears list_id and giving list_id clears segment_id.")),
+                        "clears list_id and giving list_id clears segment_id; not both (one "
+                        "of them null is fine)."),
+        min_properties=1, extra={"not": BOTH_AUDIENCES}),
     "Delivery": obj({"id": {**ID, "description": "Pass the last one as `after` for the next page."},
                      "email": {"type": ["string", "null"]},
                      "status": {"type": "string", "enum": list(DELIVERY_STATUSES)},
                      "reason": {"type": ["string", "null"]}, "attempts": {"type": "integer"}}),
-    "TestSend": obj({"email": {"type": "string", "format": "email"},
-                     "fill_from": {"type": "string", "format": "email",
+    "TestSend": obj({"email": EMAIL,
+                     "fill_from": {**EMAIL,
                                    "description": "The subscriber whose details fill the merge "
                                                   "fields. Left out: the newest active one the "
                                                   "broadcast reaches, else the sample Alex."}},
@@ -376,7 +319,7 @@ COMPONENTS: dict[str, Any] = {
                                 "one input: its name, or its path in the body (`subject`, "
                                 "`steps[2].body`, a query parameter's `q`)."}},
                      required=("error",)),
-        **RULE_SCHEMAS, **AUDIENCE_SCHEMAS, **BROADCAST_SCHEMAS,
+        **AUDIENCE_SCHEMAS, **BROADCAST_SCHEMAS,
     },
     "responses": {
         name: {"description": text, "content": {"application/json": {

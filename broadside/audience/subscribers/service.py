@@ -145,10 +145,15 @@ def newest_reachable(session: Session) -> Subscriber | None:
         .order_by(Subscriber.id.desc()).limit(1))
 
 
+MAX_LIST_ID = 2**31 - 1  # ids are 32-bit integers on PostgreSQL
+
+
 def check_lists_exist(session: Session, list_ids: list[int]) -> None:
     if not list_ids:
         return
-    found = set(session.scalars(select(MailingList.id).where(MailingList.id.in_(list_ids))))
+    # An id past the column's range names no list (PostgreSQL would refuse to look it up).
+    looked_up = [i for i in list_ids if 1 <= i <= MAX_LIST_ID]
+    found = set(session.scalars(select(MailingList.id).where(MailingList.id.in_(looked_up))))
     missing = sorted(set(list_ids) - found)
     if missing:
         raise ValidationError(f"There is no list with id {', '.join(map(str, missing))}.",

@@ -26,10 +26,10 @@ from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
 from broadside.core.models.identities import IdentityStatus
 from broadside.core.timeutil import utcnow
 from broadside.delivery.identities import bound, lifecycle
+from broadside.delivery.identities.from_field import FROM_PATTERN, MAX_FROM, MAX_FROM_NAME, shown_from
 
 DEFAULT_NAME = "default"
 MAX_NAME = 100
-MAX_FROM_NAME = 200
 MAX_POSTAL = 1000
 MAX_SECRET = 200
 MAX_DELAY_MS = 600_000
@@ -215,16 +215,23 @@ def parse_input(data: Any, *, updating: bool = False) -> IdentityInput:
     if name.lower() == DEFAULT_NAME:
         raise ValidationError("“default” is the identity the environment defines; choose another "
                               "name.", field="name")
-    raw_from = _text(data.get("from"), "From", MAX_FROM_NAME + 330, "from").strip()
-    if not raw_from:
+    raw_from = _text(data.get("from"), "From", MAX_FROM, "from")
+    if not raw_from.strip():
         raise ValidationError("The From address is required, like “Ada <ada@example.com>”.",
                               field="from")
+    shaped = re.fullmatch(FROM_PATTERN, raw_from)  # the document's pattern
+    raw_from = raw_from.strip()
     if "\n" in raw_from or "\r" in raw_from:
         raise ValidationError("The From must be one line.", field="from")
     from_name, address = parseaddr(raw_from)
     if not address or "@" not in address:
         raise ValidationError(f"{raw_from!r} has no email address; write “Name <address@example.com>”.",
                               field="from")
+    if not shaped:
+        raise ValidationError(f"{raw_from[:80]!r} is not a From: write “Name "
+                              "<address@example.com>” or the address alone (a name with a comma "
+                              "goes in double quotes); the address's domain needs a dot and "
+                              "cannot be a reserved one such as localhost.", field="from")
     try:
         from_email = normalise_email(address)
     except ValidationError as exc:
@@ -275,7 +282,7 @@ def as_input(identity: SendingIdentity) -> dict[str, Any]:
     """An identity as the API shows it: never its transport's secrets or its webhook secret."""
     return {
         "id": identity.id, "name": identity.name, "default": identity.is_default,
-        "from": identity.from_header, "transport": identity.transport,
+        "from": shown_from(identity.from_name, identity.from_email), "transport": identity.transport,
         "delay_ms": identity.delay_ms, "hourly_limit": identity.hourly_limit,
         "postal_address": identity.postal_address, "status": identity.status,
         "pause_reason": shown(identity.pause_reason),
