@@ -55,7 +55,13 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             r"^Choose a list or a segment to send to\.$|"
                             r"^Add at least one step before enabling|"
                             r"^Step \d+: the id must be an existing step's id|"
-                            r"^Its list or segment was deleted")
+                            r"^Its list or segment was deleted|"
+                            r"^Step \d+: this automation has no step with id \d+|"
+                            r"of the selection no longer exist|"
+                            # What no schema can state: a CSV's content (the file is a binary
+                            # part), and a delay's sum past its bound (weeks + days + hours...).
+                            r"^The file is empty\.|^The first row must be a header|^This is not a CSV file|"
+                            r"is longer than \d+ days\.")
 
 
 def filter_failure(context, failure, case, response) -> bool:

@@ -39,7 +39,7 @@ from broadside.audience.transfer import importer
 from broadside.audience.transfer import report as import_report
 from broadside.core.errors import ValidationError
 from webapp.api import bp, json_body
-from webapp.api.inputs import null_only_for, takes_query
+from webapp.api.inputs import LIST_FIELDS, SUBSCRIBER_FIELDS, null_only_for, takes_query
 from webapp.api.multipart import read_upload
 from webapp.extensions import db, get_jobs
 from webapp.text_input import reads_own_body
@@ -111,7 +111,7 @@ def _optional_str(data: dict, key: str) -> str | None:
 @bp.route("/lists", methods=["POST"])
 def api_create_list():
     data = json_body()
-    null_only_for(data)
+    null_only_for(data, documented=LIST_FIELDS)
     name = _optional_str(data, "name")
     created = lists.create_list(db.session, name, _optional_str(data, "description") or "")
     return jsonify(id=created.id, name=created.name), 201
@@ -130,7 +130,7 @@ def api_lists():
 @bp.route("/subscribers", methods=["POST"])
 def api_save_subscriber():
     data = json_body()
-    null_only_for(data, ("name",))
+    null_only_for(data, ("name",), documented=SUBSCRIBER_FIELDS)
     email = data.get("email")
     if not isinstance(email, str):
         raise ValidationError('"email" is required and must be a string.')

@@ -22,6 +22,7 @@ from broadside.core.models import Broadcast
 from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.api import bp, json_body
 from webapp.api.inputs import (
+    BROADCAST_FIELDS,
     cap_hours_field,
     id_field,
     iso,
@@ -70,7 +71,8 @@ def audience_fields(data: dict[str, Any]) -> tuple[int | None, int | None]:
 @bp.route("/broadcasts", methods=["POST"])
 def create_broadcast():
     data = json_body()
-    null_only_for(data, ("identity_id", "skip_if_received_within_hours"))
+    null_only_for(data, ("identity_id", "skip_if_received_within_hours"),
+                  documented=BROADCAST_FIELDS)
     require_keys(data, ("subject", "body"))
     list_id, segment_id = audience_fields(data)
     if list_id is None and segment_id is None:
@@ -157,7 +159,7 @@ def test_send(broadcast_id: int):
     if not isinstance(data.get("email"), str):
         raise ValidationError("'email' is required.", field="email")
     picked = data.get("fill_from")
-    if picked is not None and not isinstance(picked, str):
+    if picked is not None and (not isinstance(picked, str) or not picked.strip()):
         raise ValidationError("'fill_from' must be a subscriber's email address (or left out "
                               "for the newest active one).", field=merge_person.FIELD)
     broadcast = service.get_broadcast(db.session, broadcast_id)

@@ -21,7 +21,13 @@ AUTOMATION = {"name": "automation_id", "in": "path", "required": True, "schema":
 # The API never shows a deleted automation: it is 404 from then on.
 SHOWN_STATUSES = [s for s in AUTOMATION_STATUSES if s != AutomationStatus.DELETED.value]
 EVERY_HOURS = {"type": "integer", "minimum": 1, "maximum": automations.MAX_EVERY_HOURS}
-DELAY = {"type": "string", "maxLength": 40, "description": (
+# The forms parse_duration reads (upper or lower case, outer spaces stripped), at least one
+# part; what JSON Schema cannot state is the sum's bound (at most MAX_DAYS days).
+_DATE = r"[0-9]{1,3}[Ww](?:[0-9]{1,4}[Dd])?|[0-9]{1,4}[Dd]"
+_TIME = (r"[Tt](?:[0-9]{1,5}[Hh](?:[0-9]{1,6}[Mm])?(?:[0-9]{1,8}[Ss])?"
+         r"|[0-9]{1,6}[Mm](?:[0-9]{1,8}[Ss])?|[0-9]{1,8}[Ss])")
+DELAY = {"type": "string", "maxLength": 40,
+         "pattern": rf"^ *[Pp](?:(?:{_DATE})(?:{_TIME})?|{_TIME}) *$", "description": (
     "How long after the previous step (the first: after they entered), as an ISO 8601 "
     f"duration in weeks, days, hours, minutes and seconds: {durations.EXAMPLES}, or P2W. "
     f"Years and months are refused (their length varies); at most {durations.MAX_DAYS} days.")}

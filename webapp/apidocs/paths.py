@@ -18,7 +18,7 @@ from webapp.api.broadcasts import DEFAULT_PAGE as BROADCAST_PAGE
 from webapp.api.broadcasts import MAX_PAGE as MAX_BROADCAST_PAGE
 from webapp.api.subscribers import DEFAULT_PAGE as SUBSCRIBER_PAGE
 from webapp.api.subscribers import MAX_PAGE as MAX_SUBSCRIBER_PAGE
-from webapp.apidocs.schemas import ERROR_STATUS, ID, ref
+from webapp.apidocs.schemas import AFTER, ERROR_STATUS, ID, ref
 
 JSON = "application/json"
 
@@ -40,7 +40,7 @@ def query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]
 
 
 def paging(default: int, maximum: int, after: str) -> list[dict[str, Any]]:
-    return [query("after", {"type": "integer", "minimum": 0}, after),
+    return [query("after", AFTER, after),
             query("limit", {"type": "integer", "minimum": 1, "maximum": maximum,
                             "default": default}, f"At most this many items (1-{maximum}).")]
 
@@ -379,8 +379,7 @@ BROADCAST_PATHS: dict[str, Any] = {
         parameters=[BROADCAST,
                     query("status", {"type": "string", "enum": list(DELIVERY_STATUSES)},
                           "Only rows in this status."),
-                    query("after", {"type": "integer", "minimum": 0},
-                          "Skip rows up to this delivery id."),
+                    query("after", AFTER, "Skip rows up to this delivery id."),
                     query("limit", {"type": "integer", "minimum": 1, "maximum": 10_000,
                                     "default": 1000}, "At most this many rows (1-10000).")],
         responses={"200": reply("The rows.", {"type": "array", "items": ref("Delivery")})},

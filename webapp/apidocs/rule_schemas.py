@@ -16,8 +16,11 @@ DAY = {"type": "string", "format": "date", "description": "YYYY-MM-DD, a day in 
 # Text to compare with: not blank (it is compared without its outer spaces).
 RULE_TEXT = {"type": "string", "minLength": 1, "maxLength": rules.MAX_TEXT, "pattern": NOT_BLANK}
 # A number, or text that reads as one (gt and lt on an attribute).
+# Bounded digits: a longer number (1e400) is no finite number and is refused.
+_SPACE = r"[ \t\n\r\f\v]*"
 NUMERIC = {"type": ["number", "string"],
-           "pattern": r"^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$"}
+           "pattern": (rf"^{_SPACE}[-+]?([0-9]{{1,15}}\.?[0-9]{{0,15}}|\.[0-9]{{1,15}})"
+                       rf"([eE][-+]?[0-9]{{1,2}})?{_SPACE}$")}
 
 
 def _when(ops: tuple[str, ...] | list[str], then: dict[str, Any]) -> dict[str, Any]:
@@ -109,7 +112,8 @@ RULE_SCHEMAS: dict[str, Any] = {
             "field": ref("RuleField"),
             "op": ref("RuleOperator"),
             "value": {"description": "What to compare with; absent for exists / not_exists."},
-            "list": {**ID, "description": "Only `joined`: the list to look at (any list when absent)."},
+            "list": {**ID, "type": ["integer", "null"],
+                     "description": "Only `joined`: the list to look at (any list when absent or null)."},
         },
         "oneOf": [
             _condition("list", ID, "Is (not) active on the list with this id."),

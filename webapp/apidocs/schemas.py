@@ -49,6 +49,7 @@ def obj(properties: dict[str, Any], required: tuple[str, ...] | None = None, *,
 
 
 ID = {"type": "integer", "minimum": 1, "maximum": MAX_DATABASE_ID}
+AFTER = {"type": "integer", "minimum": 0, "maximum": MAX_DATABASE_ID}  # a page starts after it
 # A character Python's str.strip() keeps (ECMA's \s, which JSON Schema readers use, leaves out
 # \x1c-\x1f and \x85): text with one is not blank to the server either.
 NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
@@ -151,7 +152,12 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
             "How many people you expect it to touch: 409 if the set is not so (nothing is "
             "stored). An erase requires it.")},
     }, ("action",), description="Exactly one of `ids` and `filter`.",
-        extra={"oneOf": [{"required": ["ids"]}, {"required": ["filter"]}]}),
+        extra={"oneOf": [{"required": ["ids"]}, {"required": ["filter"]}],
+               "allOf": [{"if": {"properties": {"action": {"enum": ["add", "remove", "unsubscribe"]}},
+                                 "required": ["action"]},
+                          "then": {"required": ["list_id"]}},
+                         {"if": {"properties": {"action": {"const": "erase"}}, "required": ["action"]},
+                          "then": {"required": ["expected"]}}]}),
     "BulkAction": obj({
         "id": ID, "action": {"type": "string", "enum": list(BULK_ACTIONS)},
         "list_id": {**nullable(ID), "description": "null: every list (or not about a list)."},

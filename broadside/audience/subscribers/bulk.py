@@ -157,8 +157,8 @@ def plan(session: Session, *, action: str | None, list_id: int | None, scope: st
     the sentence to show when something is missing or wrong. Reads only. `count=False`
     leaves a filter's people uncounted (`total` 0): `submit` counts them as it stores them,
     so the press does not count a million people twice."""
-    if action not in CHOICES:
-        raise ValidationError("Choose what to do with them.")
+    if not isinstance(action, str) or action not in CHOICES:  # an API body may hold anything
+        raise ValidationError("Choose what to do with them.", field="action")
     if action == "unsubscribe_all":
         action, list_id = "unsubscribe", None
     elif action == "unsubscribe" and not list_id:
