@@ -1,5 +1,6 @@
 """One rule for the text every request brings: no NUL character and no lone surrogate in any
-form field, query parameter or path segment (name or value) or uploaded file's name, checked
+form field, query parameter or path segment (name or value; a signed token's segment is its
+view's to judge) or uploaded file's name, checked
 before any view runs, so a field added tomorrow cannot forget it.
 
 PostgreSQL refuses a NUL in text (a list's name, a broadcast's subject: a 500 from
@@ -38,6 +39,9 @@ from webapp.htmx import make_response, request
 
 # Blueprints that answer for their own input: providers' webhooks refuse per field (400).
 EXEMPT_BLUEPRINTS = frozenset({"webhooks"})
+# Path segments that are signed tokens, verified by their views (unsubscribe, confirmation,
+# password reset, view in browser, tracking): see `unstorable_input`.
+SIGNED = frozenset({"token"})
 # What an owner calls a parameter when it is not what the page labels it.
 _OWNER_NAMES = {"q": "search"}
 
@@ -58,7 +62,9 @@ def unstorable_input() -> tuple[str, str, str] | None:
     field that cannot be stored; None when every one can."""
     places: list[tuple[str, Iterable[tuple[str, object]]]] = [
         ("query", request.args.items(multi=True)),
-        ("path", (request.view_args or {}).items()),
+        # A signed token in the path is never stored: its own view says the link is broken
+        # and what to do (ask for a new one), which a generic refusal would not.
+        ("path", ((k, v) for k, v in (request.view_args or {}).items() if k not in SIGNED)),
     ]
     # A body larger than the server takes is never read here: the view that would read it
     # says which limit it passed (an import: its own), rather than a 413 raised from here.

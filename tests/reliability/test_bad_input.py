@@ -363,7 +363,8 @@ def test_unsubscribe_pages_answer_any_token_with_a_clear_4xx_and_change_nothing(
         ("GET", "/preferences", None), ("POST", "/preferences", {"action": action, "list_id": list_id}),
     ):
         response = client.open(path + suffix, method=method, data=data)
-        assert response.status_code in (400, 404, 405), (method, suffix, response.status_code)
+        # 422: a form field holding a NUL (webapp/text_input.py), refused before the view
+        assert response.status_code in (400, 404, 405, 422), (method, suffix, response.status_code)
         assert "Set-Cookie" not in response.headers
     assert snapshot() == before
 

@@ -279,8 +279,11 @@ def test_every_form_and_address_of_every_page_refuses_a_nul_naming_the_field(
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_a_nul_in_a_path_segment_a_parameters_name_or_its_second_value_is_refused_too(logged_in_client):
+    outbox = logged_in_client.get("/system/outbox/abc%00def")
+    assert outbox.status_code == 422 and "“name” in the address" in outbox.text
+    # A signed token is its own view's to judge: it says the link is broken and what to do.
     unsubscribe = logged_in_client.get("/u/abc%00def")
-    assert unsubscribe.status_code == 422 and "“token” in the address" in unsubscribe.text
+    assert unsubscribe.status_code == 400 and "“token”" not in unsubscribe.text
     named = logged_in_client.get("/subscribers/?se%00arch=x")
     assert named.status_code == 422 and "“se\\x00arch”" in named.text
     second = logged_in_client.get("/subscribers/?q=fine&q=a%00b")  # not only the first value
