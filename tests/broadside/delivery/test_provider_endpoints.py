@@ -119,10 +119,8 @@ BODIES = {
 }
 
 
-@pytest.mark.parametrize("scheme", ["postmark", "resend", "mailgun", "ses"])
-@pytest.mark.parametrize("body", list(BODIES))
-def test_an_error_body_without_a_message_field_is_not_echoed(scheme, body):
-    raw = RawProvider(502, *BODIES[body])
+def refused_by(raw: RawProvider, scheme: str) -> DeliveryError:
+    """What a transport of `scheme` pointed at `raw` says when its answer is refused."""
     try:
         transport = make_transport(raw.url(scheme), "", 5, allow_private=True)
         error = refused(transport)
@@ -130,20 +128,21 @@ def test_an_error_body_without_a_message_field_is_not_echoed(scheme, body):
     finally:
         raw.shutdown()
         raw.server_close()
+    return error
+
+
+@pytest.mark.parametrize("scheme", ["postmark", "resend", "mailgun", "ses"])
+@pytest.mark.parametrize("body", list(BODIES))
+def test_an_error_body_without_a_message_field_is_not_echoed(scheme, body):
+    error = refused_by(RawProvider(502, *BODIES[body]), scheme)
     assert error.phase == "api" and error.code == 502
     assert SECRET not in error.reply and len(error.reply) <= MAX_ERROR_WORDS
 
 
 @pytest.mark.parametrize("scheme", ["postmark", "resend", "mailgun"])
 def test_an_unreadable_success_answer_is_not_echoed(scheme):
-    raw = RawProvider(200, json.dumps({"unexpected": SECRET * 100}).encode(), "application/json")
-    try:
-        transport = make_transport(raw.url(scheme), "", 5, allow_private=True)
-        error = refused(transport)
-        transport.close()
-    finally:
-        raw.shutdown()
-        raw.server_close()
+    error = refused_by(RawProvider(200, json.dumps({"unexpected": SECRET * 100}).encode(),
+                                   "application/json"), scheme)
     assert error.phase == "response" and SECRET not in error.reply
 
 
