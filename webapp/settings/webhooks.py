@@ -12,7 +12,8 @@
 - POST /settings/webhooks/<id>/enable           turn a disabled endpoint back on
 - POST /settings/webhooks/<id>/delete           delete it and its log
 
-What is recorded and how it is delivered: `broadside/webhooks/` and `jobs/webhooks_out.py` (README, "Outgoing webhooks").
+What is recorded and how it is delivered: `broadside/webhooks/` and `jobs/webhooks_out.py`
+(README, "Outgoing webhooks").
 """
 
 from __future__ import annotations
