@@ -22,6 +22,7 @@ from broadside.core.models.bulk import BulkAction, BulkActionMember
 from broadside.core.models.events import Event
 from broadside.core.models.identities import Identity
 from broadside.core.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
+from broadside.core.models.transactional import TransactionalTemplate, TransactionalTemplateRevision
 from broadside.core.models.webhooks import WebhookEndpoint, WebhookMessage
 
 __all__ = [
@@ -52,6 +53,8 @@ __all__ = [
     "TrackedLink",
     "TrackingDay",
     "TransactionalMessage",
+    "TransactionalTemplate",
+    "TransactionalTemplateRevision",
     "WebhookEndpoint",
     "WebhookMessage",
 ]

@@ -208,10 +208,14 @@ class TransactionalMessage(Model):
             name="status",
         ),
         Index("ix_transactional_status", "status", "id"),
+        # The retention's batches: the oldest messages whose content is still kept.
+        Index("ix_transactional_content_kept", "created_at",
+              sqlite_where=text("content_removed_at IS NULL"),
+              postgresql_where=text("content_removed_at IS NULL")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    kind: Mapped[str] = mapped_column(String(32))  # test | confirmation | password_reset
+    kind: Mapped[str] = mapped_column(String(32))  # test | confirmation | password_reset | template
     to_email: Mapped[str] = mapped_column(String(320))
     subject: Mapped[str] = mapped_column(String(300))
     html: Mapped[str] = mapped_column(Text, default="")
@@ -233,3 +237,16 @@ class TransactionalMessage(Model):
     provider_message_id: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     sent_at: Mapped[datetime | None]
+    # Sent from a transactional template: the revision it was rendered from (kept when its
+    # content is removed, so what was sent stays reconstructible).
+    template_revision_id: Mapped[int | None] = mapped_column(
+        ForeignKey("transactional_template_revisions.id"), index=True)
+    # The API client's Idempotency-Key, written in the INSERT of this row (so a crash cannot
+    # separate them) with the hash of the request it came with; cleared after 24 hours, when
+    # the key may name a new request. UNIQUE: two requests with one key make one row.
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
+    request_hash: Mapped[str | None] = mapped_column(String(64))
+    # After the retention: the SHA-256 of the rendered subject, HTML and text, which are then
+    # emptied; `content_removed_at` says when.
+    content_sha256: Mapped[str | None] = mapped_column(String(64))
+    content_removed_at: Mapped[datetime | None]
