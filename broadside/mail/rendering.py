@@ -181,17 +181,19 @@ def _unwrap_block_fields(html: str, placeholders: Placeholders) -> str:
 
 def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_name: str,
                    from_email: str, postal_address: str,
-                   design: EmailDesign = PLAIN_DESIGN) -> FrozenContent:
+                   design: EmailDesign = PLAIN_DESIGN, newsletter: bool = True) -> FrozenContent:
     """Render the layout once, leaving merge fields for `CompiledRevision.render`.
 
     Raises ValidationError (MergeError) with a message naming the field and line when the
     subject, preheader or body has merge syntax that is wrong or not allowed. `from_email` is
     part of the frozen identity (the worker's envelope and From); the layout prints only the
-    name and the postal address.
+    name and the postal address. `newsletter=False`: a transactional template's layout, with
+    no unsubscribe link (a password reset is nobody's subscription).
     """
     frozen = freeze_layout(subject=subject, preheader=preheader, body_markdown=body_markdown,
                            from_name=from_name, postal_address=postal_address, design=design,
-                           link=("unsubscribe_url", ""), others=(from_email,))
+                           link=("unsubscribe_url", "") if newsletter else None,
+                           others=(from_email,))
     # Prove now, not at the first recipient, that everything compiles and renders.
     compiled = CompiledRevision(subject=subject, html_template=frozen.html_template,
                                 text_template=frozen.text_template)
@@ -204,11 +206,12 @@ def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_nam
 
 
 def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name: str,
-                  postal_address: str, design: EmailDesign, link: tuple[str, str],
+                  postal_address: str, design: EmailDesign, link: tuple[str, str] | None,
                   others: tuple[str, ...] = ()) -> FrozenContent:
     """The layout around the body, merge fields left in. `link` is (name of the context
     variable, button label): `unsubscribe_url` for the owner's mail (a footer link), or
-    another (`confirm_url`) for a notice, shown as a button after the body."""
+    another (`confirm_url`) for a notice, shown as a button after the body; None: neither (a
+    transactional template's mail, whose links are its body's own)."""
     check_merge_fields(subject, "subject")
     check_merge_fields(preheader, "preheader")
     check_merge_fields(body_markdown, "body")
@@ -226,8 +229,8 @@ def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name
         raise MergeError(f"The body has a merge field where it is not allowed: {fields}. "
                          "A link or image address must start with https:// (or http://, "
                          "mailto:) before any merge field.")
-    variable, label = link
-    url = placeholders.add(f"{{{{ {variable} }}}}", block=False)
+    variable, label = link or ("", "")
+    url = placeholders.add(f"{{{{ {variable} }}}}", block=False) if variable else ""
     unsubscribe = url if variable == "unsubscribe_url" else ""
     # The owner's mail may carry "View in your browser" (broadside.campaigns.archive.links): a link
     # only in the copies given a `view_url`, so the tokens are `{% if %}`, the URL, `{% endif %}`.
@@ -257,7 +260,7 @@ def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name
     if unsubscribe:
         footer.append(f"Unsubscribe: {unsubscribe}")
     body_text = html_to_text(body_html, placeholders.pattern).strip()
-    if not unsubscribe:
+    if url and not unsubscribe:
         body_text += f"\n\n{label}: {url}"
     text_template = join_template(header + body_text + "\n" + "\n".join(footer)
                                   + "\n", placeholders)

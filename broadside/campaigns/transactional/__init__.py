@@ -1,0 +1,1 @@
+"""The owner's transactional templates and the API's one-off mail sent from them."""

@@ -1,0 +1,242 @@
+"""Transactional templates: what the owner edits, and the frozen revision a message is sent from.
+
+A template is a name, a subject and a Markdown body with merge fields (`{{ email }}`,
+`{{ name }}`, `{{ attributes.city }}` of a known subscriber, and `{{ data.anything }}` from
+the API request), the identity it goes out through and whether it is *essential* (may reach
+someone who left the newsletters: a password reset; never a suppressed address).
+
+Invariant 8: a message is always rendered from a `TransactionalTemplateRevision`, never from
+the template. `current_revision` freezes the template with the sender, postal address and
+design in force at that moment and returns the newest revision when it carries exactly that
+(no new row), else writes a new one; so a change of the template, of Settings -> Design or of
+its identity reaches the next message, and every message keeps the revision it was sent from.
+A template is never deleted, only marked so: its revisions, and the messages that point at
+them, stay; its name is free again (a partial UNIQUE index over the live ones).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from broadside.campaigns.broadcasts.drafts import MAX_BODY, MAX_SUBJECT
+from broadside.campaigns.broadcasts.service import sender_of
+from broadside.core.db import rowcount
+from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.models import TransactionalTemplate, TransactionalTemplateRevision
+from broadside.core.models.transactional import MAX_TEMPLATE_NAME
+from broadside.core.timeutil import utcnow
+from broadside.delivery.identities.service import check_choice
+from broadside.mail.design import sending_design
+from broadside.mail.rendering import freeze_content
+
+FIELDS = ("name", "subject", "body", "identity_id", "essential")
+REQUIRED = ("name", "subject", "body")
+FROZEN = ("subject", "body_markdown", "html_template", "text_template", "from_name",
+          "from_email", "postal_address", "identity_id", "essential")
+
+
+@dataclass(frozen=True)
+class TemplateInput:
+    name: str
+    subject: str
+    body: str
+    identity_id: int | None = None
+    essential: bool = False
+
+
+def parse_template(session: Session, data: Mapping[str, Any]) -> TemplateInput:
+    """A template's fields from the API's JSON or the page's form (already a dict of the
+    right types: the form turns its checkbox into a bool and its select into an int or None).
+    POST and PUT take the same body; a field left out takes its default. Every refusal names
+    its field."""
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise ValidationError(f"Unknown field {unknown[0]!r}: a template has "
+                              "name, subject, body, identity_id and essential.", field=unknown[0])
+    for name in REQUIRED:
+        value = data.get(name)
+        if not isinstance(value, str):
+            raise ValidationError(f"The template's {name} must be text.", field=name)
+    name = data["name"].strip()
+    if not name:
+        raise ValidationError("Give the template a name.", field="name")
+    if len(name) > MAX_TEMPLATE_NAME or any(ch in name for ch in "\r\n\t"):
+        raise ValidationError(f"A template's name is one line of at most {MAX_TEMPLATE_NAME} "
+                              "characters.", field="name")
+    subject = data["subject"].strip()
+    if not subject:
+        raise ValidationError("Give the template a subject.", field="subject")
+    if len(subject) > MAX_SUBJECT:
+        raise ValidationError(f"The subject is at most {MAX_SUBJECT} characters.", field="subject")
+    body = data["body"]
+    if not body.strip():
+        raise ValidationError("Write the template's body.", field="body")
+    if len(body) > MAX_BODY:
+        raise ValidationError(f"The body is at most {MAX_BODY:,} characters.", field="body")
+    essential = data.get("essential", False)
+    if not isinstance(essential, bool):
+        raise ValidationError("essential must be true or false.", field="essential")
+    try:
+        identity_id = check_choice(session, data.get("identity_id"))
+    except ValidationError as exc:
+        raise ValidationError(exc.message, field="identity_id") from None
+    return TemplateInput(name=name, subject=subject, body=body, identity_id=identity_id,
+                         essential=essential)
+
+
+def list_templates(session: Session) -> list[TransactionalTemplate]:
+    """The live templates, by name."""
+    return list(session.scalars(select(TransactionalTemplate)
+                                .where(TransactionalTemplate.deleted_at.is_(None))
+                                .order_by(TransactionalTemplate.name, TransactionalTemplate.id)))
+
+
+def get_template(session: Session, template_id: int) -> TransactionalTemplate:
+    template = session.get(TransactionalTemplate, template_id)
+    if template is None or template.deleted_at is not None:
+        raise NotFound(f"There is no transactional template {template_id}.")
+    return template
+
+
+def find_template(session: Session, ref: object) -> TransactionalTemplate:
+    """A live template by its id (a number) or its name (text), as `POST /api/transactional`
+    names it."""
+    if isinstance(ref, int) and not isinstance(ref, bool):
+        if ref < 1:
+            raise NotFound(f"There is no transactional template {ref}.")
+        try:
+            return get_template(session, ref)
+        except OverflowError:
+            raise NotFound(f"There is no transactional template {ref}.") from None
+    if isinstance(ref, str) and ref.strip():
+        found = session.scalar(select(TransactionalTemplate).where(
+            TransactionalTemplate.name == ref.strip(), TransactionalTemplate.deleted_at.is_(None)))
+        if found is None:
+            raise NotFound(f"There is no transactional template named {ref.strip()!r}.",
+                           field="template")
+        return found
+    raise ValidationError("template must be a template's name or id.", field="template")
+
+
+def newest_revision(session: Session, template_id: int) -> TransactionalTemplateRevision | None:
+    return session.scalar(select(TransactionalTemplateRevision)
+                          .where(TransactionalTemplateRevision.template_id == template_id)
+                          .order_by(TransactionalTemplateRevision.id.desc()).limit(1))
+
+
+def frozen_revision(session: Session, template: TransactionalTemplate,
+                    default_from: str) -> TransactionalTemplateRevision:
+    """The template frozen with the sender, postal address and design in force now: a new
+    revision, not added to the session. ValidationError (a merge-field mistake, naming the
+    line) with the field it is in."""
+    from_name, from_email, postal = sender_of(session, template.identity_id, default_from)
+    try:
+        frozen = freeze_content(subject=template.subject, preheader="",
+                                body_markdown=template.body, from_name=from_name,
+                                from_email=from_email, postal_address=postal,
+                                design=sending_design(session, from_name), newsletter=False)
+    except ValidationError as exc:
+        field = "subject" if "subject" in exc.message.lower() else "body"
+        raise ValidationError(exc.message, field=field) from None
+    return TransactionalTemplateRevision(
+        template_id=template.id, subject=template.subject, preheader="",
+        body_markdown=template.body, html_template=frozen.html_template,
+        text_template=frozen.text_template, from_name=from_name, from_email=from_email,
+        postal_address=postal, identity_id=template.identity_id, essential=template.essential)
+
+
+def current_revision(session: Session, template: TransactionalTemplate,
+                     default_from: str) -> TransactionalTemplateRevision:
+    """The revision a message sent now is rendered from (invariant 8): the newest, when it
+    carries exactly what freezing the template now would; else a new one, flushed, in the
+    caller's transaction."""
+    new = frozen_revision(session, template, default_from)
+    newest = newest_revision(session, template.id)
+    if newest is not None and all(getattr(new, f) == getattr(newest, f) for f in FROZEN):
+        return newest
+    session.add(new)
+    session.flush()
+    return new
+
+
+def _name_taken(name: str) -> Conflict:
+    return Conflict(f"A transactional template named {name!r} already exists.", field="name")
+
+
+def create_template(session: Session, data: TemplateInput, *,
+                    default_from: str) -> TransactionalTemplate:
+    """A new template and its first revision, committed together."""
+    template = TransactionalTemplate(name=data.name, subject=data.subject, body=data.body,
+                                     identity_id=data.identity_id, essential=data.essential)
+    try:
+        session.add(template)
+        session.flush()
+        current_revision(session, template, default_from)
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise _name_taken(data.name) from None
+    except ValidationError:
+        session.rollback()
+        raise
+    return template
+
+
+def update_template(session: Session, template_id: int, data: TemplateInput, *,
+                    default_from: str) -> TransactionalTemplate:
+    """Replace a live template's fields (one UPDATE guarded on its not being deleted) and
+    freeze a new revision when what it sends changed, committed together."""
+    try:
+        changed = rowcount(session.execute(
+            update(TransactionalTemplate)
+            .where(TransactionalTemplate.id == template_id,
+                   TransactionalTemplate.deleted_at.is_(None))
+            .values(name=data.name, subject=data.subject, body=data.body,
+                    identity_id=data.identity_id, essential=data.essential,
+                    updated_at=utcnow())
+            .execution_options(synchronize_session=False)))
+    except IntegrityError:
+        session.rollback()
+        raise _name_taken(data.name) from None
+    if not changed:
+        session.rollback()
+        raise NotFound(f"There is no transactional template {template_id}.")
+    template = session.get(TransactionalTemplate, template_id)
+    assert template is not None
+    session.refresh(template)
+    try:
+        current_revision(session, template, default_from)
+    except ValidationError:
+        session.rollback()
+        raise
+    session.commit()
+    return template
+
+
+def delete_template(session: Session, template_id: int) -> None:
+    """Mark a live template deleted (its revisions and messages stay); NotFound if it is
+    not live."""
+    deleted = rowcount(session.execute(
+        update(TransactionalTemplate)
+        .where(TransactionalTemplate.id == template_id,
+               TransactionalTemplate.deleted_at.is_(None))
+        .values(deleted_at=utcnow())
+        .execution_options(synchronize_session=False)))
+    if not deleted:
+        session.rollback()
+        raise NotFound(f"There is no transactional template {template_id}.")
+    session.commit()
+
+
+def template_json(template: TransactionalTemplate) -> dict[str, Any]:
+    """A template as the API shows it."""
+    return {"id": template.id, "name": template.name, "subject": template.subject,
+            "body": template.body, "identity_id": template.identity_id,
+            "essential": template.essential, "created_at": template.created_at.isoformat() + "Z",
+            "updated_at": template.updated_at.isoformat() + "Z"}
