@@ -145,3 +145,32 @@ def update_history_retention(session: Session, *, days: object) -> SiteSettings:
     settings.history_retention_days = cleaned
     session.commit()
     return settings
+
+
+MAX_CONTENT_DAYS = 3650  # ten years
+
+
+def clean_content_days(value: object) -> int:
+    """How long transactional and test messages keep their content: a whole number of days
+    from 1 to MAX_CONTENT_DAYS (there is no "forever": the content may be personal data)."""
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
+        value = int(value.strip())
+    if (not isinstance(value, int) or isinstance(value, bool)
+            or not 1 <= value <= MAX_CONTENT_DAYS):
+        raise ValidationError("Keep the content of transactional and test messages for how many "
+                              f"days? Give a whole number from 1 to {MAX_CONTENT_DAYS}.")
+    return value
+
+
+def update_content_retention(session: Session, *, days: object) -> SiteSettings:
+    """Settings -> "Keep the content of transactional and test messages for N days"
+    (validated first, one commit). The worker's next pass reads it
+    (broadside.delivery.content_retention)."""
+    try:
+        cleaned = clean_content_days(days)
+    except ValidationError as exc:
+        raise SettingsError("content_days", exc.message) from None
+    settings = get_settings(session)
+    settings.content_retention_days = cleaned
+    session.commit()
+    return settings

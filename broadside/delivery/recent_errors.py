@@ -31,6 +31,8 @@ from broadside.core.models import (
 )
 
 ERRORS_SHOWN = 20
+# A transactional message's subject after its content was removed (content_retention).
+REMOVED = "(content removed after the retention)"
 ERROR_EVENTS_WINDOW = 100_000
 
 
@@ -109,14 +111,17 @@ def last_errors(session: Session, limit: int = ERRORS_SHOWN) -> list[ErrorRow]:
     mail = TransactionalMessage
     for row in session.execute(
         select(mail.status, mail.reason, mail.created_at, mail.attempts, mail.broadcast_id,
-               mail.subject, mail.to_email, mail.kind, mail.subscriber_id)
+               mail.subject, mail.to_email, mail.kind, mail.subscriber_id,
+               mail.content_removed_at)
         .where(or_(mail.status.in_(("failed", "unknown")),
                    and_(mail.status == "pending", mail.attempts > 0, mail.reason.is_not(None))))
         .order_by(mail.created_at.desc(), mail.id.desc())
         .limit(limit)
     ).all():
         errors.append(ErrorRow(None, row.status, None, None, row.reason, row.created_at, row.attempts,
-                               row.broadcast_id, row.subject, row.to_email, row.kind,
+                               row.broadcast_id,
+                               row.subject if row.content_removed_at is None else REMOVED,
+                               row.to_email, row.kind,
                                row.subscriber_id))
     session.commit()
     errors.sort(key=lambda e: e.at or datetime.min, reverse=True)
