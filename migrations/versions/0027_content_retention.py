@@ -26,6 +26,7 @@ branch_labels = None
 depends_on = None
 
 RESETS = sa.text("content_removed_at IS NULL AND kind = 'password_reset'")
+RESETS_PG = sa.text("content_removed_at IS NULL AND kind::text = 'password_reset'::text")
 FROM_TEMPLATE = sa.text("template_revision_id IS NOT NULL")
 SENT = sa.text("sent_at IS NOT NULL")
 
@@ -36,7 +37,7 @@ def upgrade():
                                       nullable=False))
     with op.batch_alter_table('transactional_messages', schema=None) as batch_op:
         batch_op.create_index('ix_transactional_resets_kept', ['created_at'], unique=False,
-                              sqlite_where=RESETS, postgresql_where=RESETS)
+                              sqlite_where=RESETS, postgresql_where=RESETS_PG)
         batch_op.create_index('ix_transactional_sent_revision', ['sent_at', 'template_revision_id'],
                               unique=False, sqlite_where=FROM_TEMPLATE,
                               postgresql_where=FROM_TEMPLATE)
@@ -52,6 +53,6 @@ def downgrade():
         batch_op.drop_index('ix_transactional_sent_revision', sqlite_where=FROM_TEMPLATE,
                             postgresql_where=FROM_TEMPLATE)
         batch_op.drop_index('ix_transactional_resets_kept', sqlite_where=RESETS,
-                            postgresql_where=RESETS)
+                            postgresql_where=RESETS_PG)
     with op.batch_alter_table('site_settings', schema=None) as batch_op:
         batch_op.drop_column('content_retention_days')
