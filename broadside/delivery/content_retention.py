@@ -155,7 +155,7 @@ def removal_words(kind: str, created_at: datetime | None, removed_at: datetime |
     if removed_at is None:
         return None
     if kind == PASSWORD_RESET:
-        return "content removed once it was sent: it held a sign-in link"
+        return "content removed as soon as its sending was over: it held a sign-in link"
     age = removed_at - created_at if created_at is not None else timedelta(0)
     if age < timedelta(days=1):
         hours = max(1, int(age.total_seconds() // 3600))

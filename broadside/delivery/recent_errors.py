@@ -29,10 +29,9 @@ from broadside.core.models import (
     Subscriber,
     TransactionalMessage,
 )
+from broadside.delivery.content_retention import removal_words
 
 ERRORS_SHOWN = 20
-# A transactional message's subject after its content was removed (content_retention).
-REMOVED = "(content removed after the retention)"
 ERROR_EVENTS_WINDOW = 100_000
 
 
@@ -120,7 +119,8 @@ def last_errors(session: Session, limit: int = ERRORS_SHOWN) -> list[ErrorRow]:
     ).all():
         errors.append(ErrorRow(None, row.status, None, None, row.reason, row.created_at, row.attempts,
                                row.broadcast_id,
-                               row.subject if row.content_removed_at is None else REMOVED,
+                               removal_words(row.kind, row.created_at, row.content_removed_at)
+                               or row.subject,
                                row.to_email, row.kind,
                                row.subscriber_id))
     session.commit()

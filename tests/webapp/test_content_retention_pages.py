@@ -220,3 +220,17 @@ def test_the_system_page_without_any_revision_in_flight(app, logged_in_client):
     assert "Nothing was sent from an automation step or a transactional template in the last hour" in text
     assert 'id="outdated-revisions"' not in text
     assert value(scrape(logged_in_client), "broadside_revisions_outdated_in_flight") == 0
+
+
+def test_recent_errors_say_a_failed_messages_content_was_removed(app, logged_in_client):
+    created = utcnow() - timedelta(days=40)
+    failed = TransactionalMessage(
+        kind="test", to_email="ana@example.com", subject="[Test] For Ana only", html="<p>x</p>",
+        text="x", status="failed", attempts=1, reason="550 5.1.1 no such user",
+        created_at=created)
+    db.session.add(failed)
+    db.session.commit()
+    assert remove_due(db.session).removed == 1
+    errors = logged_in_client.get("/system/").text.split('id="error-table"')[1].split("</table>")[0]
+    assert "content removed after 40 days" in errors and "550 5.1.1 no such user" in errors
+    assert "For Ana only" not in errors

@@ -16,7 +16,12 @@ from broadside.core.models import TransactionalMessage
 from broadside.core.models.transactional import TransactionalTemplate, TransactionalTemplateRevision
 from broadside.core.site_settings import update_content_retention
 from broadside.core.timeutil import utcnow
-from broadside.delivery.content_retention import canonical_sha256, remove_batch, remove_due
+from broadside.delivery.content_retention import (
+    canonical_sha256,
+    removal_words,
+    remove_batch,
+    remove_due,
+)
 from jobs.content_retention import ensure_content_removed
 from webapp.extensions import db, get_jobs
 
@@ -160,3 +165,14 @@ def test_the_worker_tick_removes_once_a_minute_and_goes_on_when_more_is_left(app
     jobs.redis.delete(f"{jobs.namespace}:content-retention:ran")  # the minute has passed
     ensure_content_removed(db.session, jobs)
     assert removed(later)
+
+
+def test_the_words_state_the_real_age_the_content_went_at():
+    sent = utcnow()
+    assert removal_words("test", sent, None) is None
+    assert removal_words("template", sent, sent + timedelta(days=30, minutes=4)) == \
+        "content removed after 30 days"
+    assert removal_words("confirmation", sent, sent + timedelta(days=1, hours=2)) == \
+        "content removed after 1 day"
+    assert removal_words("password_reset", sent, sent + timedelta(seconds=50)) == \
+        "content removed as soon as its sending was over: it held a sign-in link"
