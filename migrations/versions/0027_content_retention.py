@@ -7,6 +7,9 @@
 - ix_transactional_resets_kept: the password resets whose body (a live sign-in link) is
   still kept, which the worker removes as soon as they are settled: a small index, so that
   pass reads only them, however much other mail is kept.
+- ix_transactional_subscriber and ix_transactional_to_email: a person's transactional mail,
+  by id or by address, which their page in the dashboard now lists (and their export and
+  erase select), read from two index lookups rather than every message.
 - ix_transactional_sent_revision and ix_automation_messages_sent: the messages sent in the
   last hour by revision (broadside.delivery.revisions_in_flight), read as an index range
   rather than every message ever sent. Both partial, so a message not sent from a template,
@@ -38,6 +41,8 @@ def upgrade():
     with op.batch_alter_table('transactional_messages', schema=None) as batch_op:
         batch_op.create_index('ix_transactional_resets_kept', ['created_at'], unique=False,
                               sqlite_where=RESETS, postgresql_where=RESETS_PG)
+        batch_op.create_index('ix_transactional_subscriber', ['subscriber_id'], unique=False)
+        batch_op.create_index('ix_transactional_to_email', ['to_email'], unique=False)
         batch_op.create_index('ix_transactional_sent_revision', ['sent_at', 'template_revision_id'],
                               unique=False, sqlite_where=FROM_TEMPLATE,
                               postgresql_where=FROM_TEMPLATE)
@@ -52,6 +57,8 @@ def downgrade():
     with op.batch_alter_table('transactional_messages', schema=None) as batch_op:
         batch_op.drop_index('ix_transactional_sent_revision', sqlite_where=FROM_TEMPLATE,
                             postgresql_where=FROM_TEMPLATE)
+        batch_op.drop_index('ix_transactional_to_email')
+        batch_op.drop_index('ix_transactional_subscriber')
         batch_op.drop_index('ix_transactional_resets_kept', sqlite_where=RESETS,
                             postgresql_where=RESETS_PG)
     with op.batch_alter_table('site_settings', schema=None) as batch_op:

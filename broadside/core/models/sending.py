@@ -218,6 +218,9 @@ class TransactionalMessage(Model):
               # (as PostgreSQL writes it back: the check of tests/webapp/test_partial_indexes.py)
               postgresql_where=text("content_removed_at IS NULL "
                                     "AND kind::text = 'password_reset'::text")),
+        # A person's messages (their page, their export, their erase: by id or by address).
+        Index("ix_transactional_subscriber", "subscriber_id"),
+        Index("ix_transactional_to_email", "to_email"),
         # Revisions in flight: messages sent from a template's revision in the last hour.
         Index("ix_transactional_sent_revision", "sent_at", "template_revision_id",
               sqlite_where=text("template_revision_id IS NOT NULL"),
