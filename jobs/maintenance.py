@@ -28,6 +28,7 @@ from broadside.delivery import transactional_ledger
 from jobs import transactional
 from jobs.automations import anything_due, evaluation_due, follow_settings
 from jobs.compaction import ensure_compaction
+from jobs.content_retention import ensure_content_removed
 from jobs.engine import paused_notice
 from jobs.runtime import Runtime
 
@@ -193,3 +194,4 @@ def _ensure_evaluation(session: Session, rt: Runtime) -> None:
     # Outgoing webhooks are not a stream's: the worker's webhook runner (jobs.webhooks_out)
     # keeps them, paused identity or not.
     ensure_compaction(session, rt.jobs)
+    ensure_content_removed(session, rt.jobs)

@@ -92,17 +92,25 @@ def update_settings(session: Session, *, sender_name: str, sender_email: str,
 MAX_CAP_HOURS = 720  # the frequency cap: at most 30 days
 
 
+def _whole_number(value: object, maximum: int) -> int | None:
+    """A whole number from 1 to `maximum` (an int, or a string of digits, spaces around it
+    allowed), or None when it is not one."""
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
+        value = int(value.strip())
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= maximum:
+        return None
+    return value
+
+
 def clean_cap_hours(value: object) -> int | None:
     """The frequency cap in hours: None (no cap) or a whole number from 1 to MAX_CAP_HOURS."""
     if value is None or value == "" or value == 0:
         return None
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
-        value = int(value.strip())
-    if (not isinstance(value, int) or isinstance(value, bool)
-            or not 1 <= value <= MAX_CAP_HOURS):
+    cleaned = _whole_number(value, MAX_CAP_HOURS)
+    if cleaned is None:
         raise ValidationError("Skip people who received a broadcast within how many hours? "
                               f"Give a whole number from 1 to {MAX_CAP_HOURS}, or leave it empty.")
-    return value
+    return cleaned
 
 
 def update_sending_defaults(session: Session, *, skip_if_received_within_hours: object) -> SiteSettings:
@@ -125,13 +133,11 @@ def clean_retention_days(value: object) -> int | None:
     default) or a whole number of days from 1 to MAX_RETENTION_DAYS."""
     if value is None or value == "" or value == "forever":
         return None
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 10:
-        value = int(value.strip())
-    if (not isinstance(value, int) or isinstance(value, bool)
-            or not 1 <= value <= MAX_RETENTION_DAYS):
+    cleaned = _whole_number(value, MAX_RETENTION_DAYS)
+    if cleaned is None:
         raise ValidationError("Keep the step-by-step history for how many days? Give a whole "
                               f"number from 1 to {MAX_RETENTION_DAYS}, or choose forever.")
-    return value
+    return cleaned
 
 
 def update_history_retention(session: Session, *, days: object) -> SiteSettings:
@@ -143,5 +149,32 @@ def update_history_retention(session: Session, *, days: object) -> SiteSettings:
         raise SettingsError("retention_days", exc.message) from None
     settings = get_settings(session)
     settings.history_retention_days = cleaned
+    session.commit()
+    return settings
+
+
+MAX_CONTENT_DAYS = 3650  # ten years
+
+
+def clean_content_days(value: object) -> int:
+    """How long transactional and test messages keep their content: a whole number of days
+    from 1 to MAX_CONTENT_DAYS (there is no "forever": the content may be personal data)."""
+    cleaned = _whole_number(value, MAX_CONTENT_DAYS)
+    if cleaned is None:
+        raise ValidationError("Keep the content of transactional and test messages for how many "
+                              f"days? Give a whole number from 1 to {MAX_CONTENT_DAYS}.")
+    return cleaned
+
+
+def update_content_retention(session: Session, *, days: object) -> SiteSettings:
+    """Settings -> "Keep the content of transactional and test messages for N days"
+    (validated first, one commit). The worker's next pass reads it
+    (broadside.delivery.content_retention)."""
+    try:
+        cleaned = clean_content_days(days)
+    except ValidationError as exc:
+        raise SettingsError("content_days", exc.message) from None
+    settings = get_settings(session)
+    settings.content_retention_days = cleaned
     session.commit()
     return settings

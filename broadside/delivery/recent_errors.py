@@ -29,6 +29,7 @@ from broadside.core.models import (
     Subscriber,
     TransactionalMessage,
 )
+from broadside.delivery.content_retention import removal_words
 
 ERRORS_SHOWN = 20
 ERROR_EVENTS_WINDOW = 100_000
@@ -109,14 +110,18 @@ def last_errors(session: Session, limit: int = ERRORS_SHOWN) -> list[ErrorRow]:
     mail = TransactionalMessage
     for row in session.execute(
         select(mail.status, mail.reason, mail.created_at, mail.attempts, mail.broadcast_id,
-               mail.subject, mail.to_email, mail.kind, mail.subscriber_id)
+               mail.subject, mail.to_email, mail.kind, mail.subscriber_id,
+               mail.content_removed_at)
         .where(or_(mail.status.in_(("failed", "unknown")),
                    and_(mail.status == "pending", mail.attempts > 0, mail.reason.is_not(None))))
         .order_by(mail.created_at.desc(), mail.id.desc())
         .limit(limit)
     ).all():
         errors.append(ErrorRow(None, row.status, None, None, row.reason, row.created_at, row.attempts,
-                               row.broadcast_id, row.subject, row.to_email, row.kind,
+                               row.broadcast_id,
+                               removal_words(row.kind, row.created_at, row.content_removed_at)
+                               or row.subject,
+                               row.to_email, row.kind,
                                row.subscriber_id))
     session.commit()
     errors.sort(key=lambda e: e.at or datetime.min, reverse=True)

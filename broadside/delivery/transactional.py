@@ -4,7 +4,9 @@ The row is the source of truth; the job on its identity's `transactional` queue 
 what it belongs to: a broadcast's, an automation's; the default for confirmations) only
 triggers the worker, which claims the row before sending it (the same guards as broadcasts).
 Every status change after the row is written goes through `transactional_ledger`.
-`queued_test` reads a test send back for its status line on the page, until it is settled.
+`queued_test` reads a test send back for its status line on the page, until it is settled;
+`messages_to` a person's, for their page (with what is left of those whose content was
+removed after the retention: broadside.delivery.content_retention).
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from datetime import datetime
 from typing import Any
 
 from redis.exceptions import RedisError
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from broadside.core.errors import NotFound
 from broadside.core.models import TransactionalMessage
+from broadside.delivery.content_retention import removal_words
 from broadside.delivery.queues import Jobs
 
 SETTLED = ("sent", "failed", "unknown")
@@ -97,3 +100,41 @@ def queued_test(session: Session, message_id: int) -> QueuedTest:
     if row is None:
         raise NotFound("There is no such test send.")
     return QueuedTest(*row)
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    """One transactional or test message to a person, as their page shows it."""
+
+    id: int
+    kind: str
+    subject: str
+    status: str
+    reason: str | None
+    created_at: datetime
+    sent_at: datetime | None
+    content_removed_at: datetime | None
+    content_sha256: str | None
+    template_revision_id: int | None
+
+    @property
+    def removed(self) -> str | None:
+        """The words "content removed after N days" (the real age it went at); None while
+        kept."""
+        return removal_words(self.kind, self.created_at, self.content_removed_at)
+
+
+def messages_to(session: Session, subscriber_id: int, email: str,
+                limit: int = 20) -> list[SentMessage]:
+    """The newest `limit` transactional and test messages addressed to this person (by id or
+    by address, as the erase and the export select them), newest first."""
+    rows = session.execute(
+        select(TransactionalMessage.id, TransactionalMessage.kind, TransactionalMessage.subject,
+               TransactionalMessage.status, TransactionalMessage.reason,
+               TransactionalMessage.created_at, TransactionalMessage.sent_at,
+               TransactionalMessage.content_removed_at, TransactionalMessage.content_sha256,
+               TransactionalMessage.template_revision_id)
+        .where(or_(TransactionalMessage.subscriber_id == subscriber_id,
+                   TransactionalMessage.to_email == email))
+        .order_by(TransactionalMessage.id.desc()).limit(limit)).all()
+    return [SentMessage(**row._mapping) for row in rows]

@@ -18,6 +18,7 @@ import re
 import signal
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import NamedTuple
 
@@ -51,6 +52,7 @@ from broadside.core.models import (
 from broadside.core.models.automations import AutomationStep
 from broadside.core.site_settings import update_settings
 from broadside.core.timeutil import utcnow
+from broadside.delivery.content_retention import remove_due
 from broadside.delivery.identities import service as identities
 from broadside.mail import design
 from broadside.mail.design import FONTS
@@ -87,7 +89,8 @@ STACKED = {
     "broadcasts": ["#broadcast-table"], "lists": ["#lists"], "list": [".departures"],
     "departures": [".departures"], "subscribers": ["#subscriber-table"],
     "system": ["#stream-table", "#error-table", "#outbox-table"],
-    "subscriber": ["#subscriber-lists", "#subscriber-broadcasts", "#subscriber-automations", ".departures"],
+    "subscriber": ["#subscriber-lists", "#subscriber-broadcasts", "#subscriber-automations", ".departures",
+                   "#subscriber-one-off"],
     "settings": ["#token-table"], "webhook endpoint": ["#webhook-log"], "dashboard": [".recent-table"],
 }
 # The public pages that show the owner's brand take the design's font (Settings → Design); not
@@ -390,7 +393,16 @@ def seed_everything(app: Flask) -> Seed:
     db.session.add(TransactionalMessage(
         kind="test", to_email=LONG_EMAIL, subject=LONG_SUBJECT, status="failed", attempts=1,
         reason=f"The server refused the address: 550 5.1.1 <{LONG_EMAIL}>: Recipient address rejected"))
+    # A confirmation to the person whose page is walked, its content removed after the
+    # retention: its 64-digit hash on a phone.
+    bounced = db.session.get(Subscriber, people[1])
+    assert bounced is not None
+    month_ago = utcnow() - timedelta(days=31)
+    db.session.add(TransactionalMessage(
+        kind="confirmation", to_email=bounced.email, subscriber_id=bounced.id, subject="Confirm",
+        status="sent", created_at=month_ago, sent_at=month_ago))
     db.session.commit()
+    remove_due(db.session)
 
     return Seed(
         weekly=weekly.id, long=people[0], bounced=people[1], sent=sent.id, delivery=delivery, draft=draft.id,

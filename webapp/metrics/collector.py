@@ -42,6 +42,7 @@ from broadside.core.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
 from broadside.core.timeutil import utcnow
 from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.queue_figures import queue_figures
+from broadside.delivery.revisions_in_flight import revisions_in_flight
 from broadside.delivery.transactional_figures import transactional_counts
 from broadside.delivery.waits import WAIT_KEYS
 from broadside.feedback.figures import bounce_counts
@@ -76,7 +77,7 @@ class BroadsideCollector(Collector):
         database: list[Metric] = []
         try:
             database = [*self._deliveries(), *self._broadcasts(), *self._audience(),
-                        *self._transactional(), *self._automations()]
+                        *self._transactional(), *self._automations(), *self._revisions()]
             up.add_metric(["database"], 1)
         except SQLAlchemyError:
             self.session.rollback()
@@ -207,6 +208,22 @@ class BroadsideCollector(Collector):
         yield GaugeMetricFamily("broadside_automation_messages_due",
                                 "Automation messages due now for an enabled automation, not yet sent.",
                                 value=due or 0)
+
+    def _revisions(self) -> Iterator[Metric]:
+        found = revisions_in_flight(self.session)
+        family = GaugeMetricFamily(
+            "broadside_revision_messages_sent_last_hour",
+            "Messages sent in the last hour from each frozen revision of an automation step or "
+            "a transactional template (source_id: the step's or the template's id).",
+            labels=["kind", "revision_id", "source_id"])
+        for one in found:
+            family.add_metric([one.kind, str(one.revision_id), str(one.source_id)], one.sent)
+        yield family
+        yield GaugeMetricFamily(
+            "broadside_revisions_outdated_in_flight",
+            "Revisions mail went out from in the last hour although a newer revision of the "
+            "same step or template was frozen more than a day after them.",
+            value=sum(one.outdated for one in found))
 
     # ------------------------------------------------------------ Redis
 

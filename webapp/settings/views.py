@@ -18,6 +18,7 @@ from broadside.core.site_settings import (
     SettingsError,
     get_settings,
     time_zones,
+    update_content_retention,
     update_history_retention,
     update_sending_defaults,
     update_settings,
@@ -76,6 +77,16 @@ class RetentionForm(FlaskForm):
                     "reason, code and times stay on the deliveries table.")
 
 
+class ContentForm(FlaskForm):
+    content_days = StringField(
+        "Keep the content of transactional and test messages for … days",
+        render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "30"},
+        description="Sign-up confirmations, test sends and the API's transactional mail. "
+                    "Afterwards each keeps its address, outcome and times, the SHA-256 of its "
+                    "subject and body, and the template revision it came from. From 1 to "
+                    "3650 days.")
+
+
 class EmptyForm(FlaskForm):
     """A form with only the CSRF token, for buttons that change state."""
 
@@ -100,9 +111,15 @@ def _retention_form() -> RetentionForm:
                                               "retention_days": str(days) if days else ""})
 
 
+def _content_form() -> ContentForm:
+    return ContentForm(formdata=None,
+                       data={"content_days": str(get_settings(db.session).content_retention_days)})
+
+
 def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | None = None,
             new_token: str | None = None, defaults_form: DefaultsForm | None = None,
-            retention_form: RetentionForm | None = None, status: int = 200):
+            retention_form: RetentionForm | None = None, content_form: ContentForm | None = None,
+            status: int = 200):
     config = current_app.config
     delay = config["SEND_DELAY_MS"]
     return render_template(
@@ -114,6 +131,8 @@ def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | No
         sender_form=sender_form or _sender_form(),
         defaults_form=defaults_form or _defaults_form(),
         retention_form=retention_form or _retention_form(),
+        content_form=content_form or _content_form(),
+        content_days=get_settings(db.session).content_retention_days,
         mail_from=config["MAIL_FROM"],
         send_delay_ms=delay,
         # The delay bounds the rate; the SMTP conversation itself makes it a little slower.
@@ -164,6 +183,24 @@ def update_history():
                "history within the next few minutes; each recipient's final state stays.",
           "success")
     return after_post(url_for("settings.index") + "#history")
+
+
+@bp.route("/content", methods=["POST"])
+def update_content():
+    form = ContentForm()
+    if not form.validate_on_submit():
+        return _render(content_form=form, status=400)
+    try:
+        settings = update_content_retention(db.session, days=form.content_days.data or "")
+    except SettingsError as exc:
+        db.session.rollback()
+        form.content_days.errors = [exc.message]
+        return _render(content_form=form, status=422)
+    days = settings.content_retention_days
+    flash(f"Saved. Transactional and test messages keep their content for {days} "
+          f"day{'' if days == 1 else 's'}; older ones lose it within the next few minutes.",
+          "success")
+    return after_post(url_for("settings.index") + "#content")
 
 
 @bp.route("/sender", methods=["POST"])

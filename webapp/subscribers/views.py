@@ -16,6 +16,7 @@ from broadside.audience.unsubscribe import suppression
 from broadside.campaigns.automations import messages as automations
 from broadside.core.errors import DomainError
 from broadside.core.timeutil import utcnow
+from broadside.delivery import content_retention, transactional
 from broadside.segments.service import all_segments
 from webapp.extensions import db
 from webapp.forms import after_post, place_error
@@ -113,6 +114,9 @@ def show(subscriber_id: int):
     add_form.list_id.choices = [(i.id, i.name) for i in all_lists(db.session) if i.id not in on]
     return render_template("subscribers/show.html", detail=detail, add_form=add_form,
                            automated=automations.messages_of(db.session, subscriber_id),
+                           one_off=transactional.messages_to(db.session, subscriber_id,
+                                                             detail.subscriber.email),
+                           content_days=content_retention.retention_days(db.session),
                            now=utcnow(),  # a pending message is "due" once its time came
                            suppress_form=SuppressForm(formdata=None), form=ConfirmForm(),
                            subscriber=detail.subscriber,

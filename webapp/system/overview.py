@@ -22,6 +22,7 @@ from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.identities.service import SendingIdentity, all_identities
 from broadside.delivery.queue_figures import QueueInfo, queue_figures
 from broadside.delivery.recent_errors import ErrorRow, last_errors
+from broadside.delivery.revisions_in_flight import InFlight, revisions_in_flight
 from broadside.delivery.streams import Running, StreamStatus, fingerprint, read_stream
 from webapp.doctor import identities as identity_checks
 from webapp.doctor.check import Check
@@ -117,6 +118,7 @@ class Overview:
     live: LiveStatus
     checks: list[Check]
     errors: list[ErrorRow]
+    in_flight: list[InFlight]
     outbox: list[OutboxEntry] | None  # None when SMTP is configured
 
 
@@ -204,6 +206,7 @@ def system_overview(app: Flask, session: Session) -> Overview:
         live=live_status(session, redis, app.config),
         checks=page_checks(app),
         errors=last_errors(session),
+        in_flight=revisions_in_flight(session),
         outbox=outbox,
     )
 

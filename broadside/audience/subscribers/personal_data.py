@@ -45,6 +45,7 @@ from broadside.core.models import (
 )
 from broadside.core.models.automations import Automation, AutomationMessage, AutomationRevision
 from broadside.core.timeutil import utcnow
+from broadside.delivery.content_retention import HASH_FORM, removal_words
 from broadside.mail.merge_fields import compile_template
 from broadside.mail.merge_sandbox import TEXT_ENV, render_bounded
 from broadside.mail.rendering import MAX_SUBJECT_CHARS, RENDER_ERRORS
@@ -144,16 +145,30 @@ def _transactional_messages(session: Session, subscriber_id: int, email: str,
     rows = session.execute(
         select(TransactionalMessage.kind, TransactionalMessage.subject,
                TransactionalMessage.status, TransactionalMessage.reason,
-               TransactionalMessage.created_at, TransactionalMessage.sent_at)
+               TransactionalMessage.created_at, TransactionalMessage.sent_at,
+               TransactionalMessage.content_removed_at, TransactionalMessage.content_sha256,
+               TransactionalMessage.template_revision_id)
         .where(_transactional_condition(subscriber_id, email))
         .order_by(TransactionalMessage.id.desc()).limit(limit)
     ).all()
-    # Their subject was stored as sent: nothing to fill in.
-    return [_Message(r.sent_at or r.created_at, {
-        "type": "confirmation" if r.kind == "confirmation" else "one-off",
-        "subject": r.subject, "status": r.status, "created_at": _when(r.created_at),
-        "sent_at": _when(r.sent_at), "reason": shown(r.reason),
-    }) for r in rows]
+    # Their subject was stored as sent: nothing to fill in. After the retention only its
+    # SHA-256 is held (broadside.delivery.content_retention), and the file says so.
+    messages = []
+    for r in rows:
+        fields: dict[str, Any] = {
+            "type": "confirmation" if r.kind == "confirmation" else "one-off",
+            "subject": r.subject, "status": r.status, "created_at": _when(r.created_at),
+            "sent_at": _when(r.sent_at), "reason": shown(r.reason),
+        }
+        removed = removal_words(r.kind, r.created_at, r.content_removed_at)
+        if removed is not None:
+            fields.update(subject=None, content=removed,
+                          content_removed_at=_when(r.content_removed_at),
+                          content_sha256=r.content_sha256, content_hash_form=HASH_FORM)
+        if r.template_revision_id is not None:
+            fields["template_revision_id"] = r.template_revision_id
+        messages.append(_Message(r.sent_at or r.created_at, fields))
+    return messages
 
 
 def _message_total(session: Session, subscriber_id: int, email: str) -> int:

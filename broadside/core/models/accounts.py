@@ -116,3 +116,7 @@ class SiteSettings(Model):
     # in days; NULL: forever (broadside.campaigns.broadcasts.compaction). Each delivery row keeps its
     # final state, reason, code and times whatever this says.
     history_retention_days: Mapped[int | None]
+    # How long a transactional or test message keeps its rendered subject and body, in days
+    # (broadside.delivery.content_retention): afterwards only their SHA-256 and the revision
+    # they came from stay. A password reset's body is removed as soon as it is settled.
+    content_retention_days: Mapped[int] = mapped_column(default=30, server_default="30")

@@ -14,7 +14,16 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.core.db import NEVER_REUSE_IDS, Model
@@ -161,6 +170,11 @@ class AutomationMessage(Model):
         Index("ix_automation_messages_due", "status", "due_at"),
         Index("ix_automation_messages_step_status", "step_id", "status"),
         Index("ix_automation_messages_provider_message_id", "provider_message_id"),
+        # Revisions in flight (messages sent per revision in the last hour). Partial: a row is
+        # entered with no sent_at, so entering 100,000 people writes nothing to it.
+        Index("ix_automation_messages_sent", "sent_at", "revision_id",
+              sqlite_where=text("sent_at IS NOT NULL"),
+              postgresql_where=text("sent_at IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
