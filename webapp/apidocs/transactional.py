@@ -92,12 +92,13 @@ TRANSACTIONAL_SCHEMAS: dict[str, Any] = {
 }
 
 INPUT_EXAMPLE = {"name": "Password reset", "subject": "Reset your password",
-                 "body": "Hello {{ name }},\n\n[Choose a new password]({{ data.link }})",
+                 "body": "Hello {{ name }},\n\n[Choose a new password]"
+                         "(https://app.example.com/reset/{{ data.token }})",
                  "identity_id": None, "essential": True}
 TEMPLATE_EXAMPLE = {"id": 3, **INPUT_EXAMPLE, "created_at": "2026-12-01T10:00:00Z",
                     "updated_at": "2026-12-01T10:00:00Z"}
 SEND_EXAMPLE = {"template": "Password reset", "to": "ann@example.com",
-                "data": {"link": "https://app.example.com/reset/abc"}}
+                "data": {"token": "abc123"}}
 MESSAGE_EXAMPLE = {"id": 41, "status": "failed",
                    "reason": "550 5.1.1 No such user", "to": "ann@example.com",
                    "template_id": 3, "template": "Password reset", "attempts": 1,

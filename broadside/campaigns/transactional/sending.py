@@ -46,7 +46,7 @@ from broadside.core.models import (
 from broadside.core.timeutil import utcnow
 from broadside.delivery.queues import Jobs
 from broadside.delivery.transactional import queue_transactional
-from broadside.mail.rendering import CompiledRevision
+from broadside.mail.rendering import compiled_revision
 
 KIND = "template"
 FIELDS = ("template", "to", "data")
@@ -172,8 +172,8 @@ def send_template(session: Session, jobs: Jobs, request: SendInput, *, key: str 
     if refused is not None:
         raise ValidationError(refused[1], field="to")
     revision = current_revision(session, template, default_from)
-    compiled = CompiledRevision(subject=revision.subject, html_template=revision.html_template,
-                                text_template=revision.text_template)
+    compiled = compiled_revision(revision.subject, revision.html_template,
+                                 revision.text_template)
     try:
         rendered = compiled.render(email=request.to, name=person.name if person else "",
                                    attributes=person.attributes if person else {},
