@@ -11,8 +11,9 @@ jobs`, no pace) and an aiosmtpd server, then:
    without an `Idempotency-Key`, the worker sending them meanwhile; p50/p99 of each kind and
    their ratio (the key's cost: one indexed read and a UNIQUE index entry), in one run.
 
-Needs Redis on 127.0.0.1:6379. Run:
-    .venv/bin/python bench/transactional_api.py [seconds] [DATABASE_URL]
+Needs Redis on 127.0.0.1:6379 (and PostgreSQL for `postgresql`: a database of its own is
+made and dropped, as bench/harness.py does). Run:
+    .venv/bin/python bench/transactional_api.py [seconds] [sqlite|postgresql]
 """
 
 from __future__ import annotations
@@ -53,7 +54,25 @@ def post(url: str, token: str, body: dict, key: str | None) -> float:
 
 def main() -> None:
     seconds = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    database = sys.argv[2] if len(sys.argv) > 2 else None
+    backend = sys.argv[2] if len(sys.argv) > 2 else "sqlite"
+    database = None
+    if backend == "postgresql":
+        import psycopg
+
+        from harness import POSTGRES_URL
+        name = f"broadside_bench_tx_{int(time.time())}"
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        database = POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        run(seconds, database)
+    finally:
+        if database:
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def run(seconds: int, database: str | None) -> None:
     from flask_migrate import upgrade
     from werkzeug.serving import make_server
 
