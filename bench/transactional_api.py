@@ -58,7 +58,6 @@ def main() -> None:
     database = None
     if backend == "postgresql":
         import psycopg
-
         from harness import POSTGRES_URL
         name = f"broadside_bench_tx_{int(time.time())}"
         with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:

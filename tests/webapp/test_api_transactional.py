@@ -196,6 +196,7 @@ def test_unsubscribed_or_suppressed_meanwhile_is_not_sent(
 @pytest.mark.parametrize(("body", "headers", "status", "field"), [
     ({"template": "Nope"}, {}, 404, "template"),
     ({"template": 999}, {}, 404, "template"),
+    ({"template": 2**31}, {}, 404, "template"),
     ({"template": True}, {}, 422, "template"),
     ({"to": "not an address"}, {}, 422, "to"),
     ({"to": 5}, {}, 422, "to"),

@@ -32,7 +32,7 @@ from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.models import TransactionalTemplate, TransactionalTemplateRevision
 from broadside.core.models.transactional import MAX_TEMPLATE_NAME
 from broadside.core.timeutil import utcnow
-from broadside.delivery.identities.service import check_choice
+from broadside.delivery.identities.service import MAX_ID, check_choice
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import EmailDesign, FrozenContent, freeze_content
 
@@ -109,12 +109,9 @@ def find_template(session: Session, ref: object) -> TransactionalTemplate:
     """A live template by its id (a number) or its name (text), as `POST /api/transactional`
     names it."""
     if isinstance(ref, int) and not isinstance(ref, bool):
-        if ref < 1:
-            raise NotFound(f"There is no transactional template {ref}.")
-        try:
-            return get_template(session, ref)
-        except OverflowError:
-            raise NotFound(f"There is no transactional template {ref}.") from None
+        if not 1 <= ref <= MAX_ID:  # beyond a 32-bit id PostgreSQL raises instead of finding none
+            raise NotFound(f"There is no transactional template {ref}.", field="template")
+        return get_template(session, ref)
     if isinstance(ref, str) and ref.strip():
         found = session.scalar(select(TransactionalTemplate).where(
             TransactionalTemplate.name == ref.strip(), TransactionalTemplate.deleted_at.is_(None)))
