@@ -238,3 +238,17 @@ def test_status_and_reason_after_a_550_and_the_webhook_event(
     assert events[sent]["data"]["template"] == "Password reset"
     assert events[sent]["data"]["to"] == "ann@example.com"
     assert client.get("/api/transactional/999999", headers=api_headers).status_code == 404
+
+
+def test_a_retry_after_the_address_was_suppressed_answers_its_message(client, api_headers):
+    """The key is looked up before the rule: a client retrying a message it was answered 202
+    for gets that message back, even if the address was suppressed since (it is the worker's
+    re-check that then stops the send)."""
+    template(client, api_headers)
+    ann = person("ann@example.com")
+    first = send(client, api_headers, "retry-me")
+    suppress(db.session, ann.id, "bounced", "550")
+    db.session.commit()
+    again = send(client, api_headers, "retry-me")
+    assert (again.status_code, again.json["id"]) == (202, first.json["id"])
+    assert send(client, api_headers, "another").status_code == 422
