@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from broadside.campaigns.automations import ledger as automation_ledger
 from broadside.campaigns.broadcasts import cancelling, ledger, lifecycle
 from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.campaigns.transactional.sending import clear_expired_keys
 from broadside.core.models import Automation, AutomationMessage, Broadcast, Delivery
 from broadside.core.timeutil import utcnow
 from broadside.delivery import transactional_ledger
@@ -101,6 +102,9 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
     """Give every active broadcast, due schedule and pending transactional message a job."""
 
     _ensure_skipping(session, rt)
+    # The API's Idempotency-Keys older than a day are cleared, so each may name a new request.
+    if clear_expired_keys(session):
+        log.info("expired Idempotency-Keys cleared")
     now = utcnow()
     for broadcast_id in session.scalars(
         select(Broadcast.id).where(Broadcast.status == "scheduled", Broadcast.scheduled_at <= now)

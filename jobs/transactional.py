@@ -1,5 +1,6 @@
-"""Transactional mail (test sends, sign-up confirmations) as a row source of the one send
-engine (jobs.engine, jobs.rows): its own loop no more, its own rows and ledger.
+"""Transactional mail (test sends, sign-up confirmations, the API's template messages) as a
+row source of the one send engine (jobs.engine, jobs.rows): its own loop no more, its own
+rows and ledger.
 
 The same pipeline as broadcasts, on the stream's higher-priority `transactional` queue: the
 lease checked before every claim (invariant 1), the stream's one pacer (2), claims committed
@@ -31,7 +32,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts.ledger import Change
-from broadside.core.models import TransactionalMessage
+from broadside.campaigns.transactional.reach import person_of, refusal
+from broadside.core.models import TransactionalMessage, TransactionalTemplateRevision
 from broadside.core.site_settings import get_settings
 from broadside.delivery import transactional_ledger
 from broadside.delivery.transactional_ledger import Move
@@ -84,7 +86,9 @@ class TransactionalLedger:
 
 _MESSAGE = select(TransactionalMessage.kind, TransactionalMessage.to_email,
                   TransactionalMessage.subject, TransactionalMessage.html,
-                  TransactionalMessage.text, TransactionalMessage.headers)
+                  TransactionalMessage.text, TransactionalMessage.headers,
+                  TransactionalMessage.template_revision_id)
+TEMPLATE_KIND = "template"  # the API's (broadside.campaigns.transactional.sending)
 
 
 class TransactionalRows:
@@ -119,11 +123,21 @@ class TransactionalRows:
         return self.default_from
 
     def decide(self, row: Row) -> Decision:
-        """Invariant 3 has nothing to ask of a message someone asked for a moment ago (a test
-        send, a confirmation to a person not yet subscribed): its row is read, its message
-        built, or its row failed when it cannot make one."""
-        kind, to_email, subject, html, text, stored = self.session.execute(
+        """Invariant 3 asks of an API template message what the API asked (the address
+        suppressed meanwhile, or unsubscribed meanwhile for a template not essential: its row
+        fails with the reason, nothing sent); it has nothing to ask of a message the owner
+        asked for a moment ago (a test send, a confirmation to a person not yet subscribed).
+        Then its message is built, or its row failed when it cannot make one."""
+        kind, to_email, subject, html, text, stored, revision_id = self.session.execute(
             _MESSAGE.where(TransactionalMessage.id == row.id)).one()
+        if kind == TEMPLATE_KIND:
+            essential = bool(self.session.scalar(
+                select(TransactionalTemplateRevision.essential)
+                .where(TransactionalTemplateRevision.id == revision_id)))
+            refused = refusal(self.session, person_of(self.session, to_email), to_email,
+                              essential=essential)
+            if refused is not None:
+                return Decision(fail=f"Not sent: {refused[1]}")
         headers = dict(stored or {})
         from_name, from_email = headers.pop("From-Name", None), headers.pop("From-Email", None)
         if not from_email:

@@ -1,4 +1,5 @@
-"""Transactional mail (test sends, sign-up confirmations): a row, then a job.
+"""Transactional mail (test sends, sign-up confirmations, the API's template messages): a
+row, then a job.
 
 The row is the source of truth; the job on its identity's `transactional` queue (that of
 what it belongs to: a broadcast's, an automation's; the default for confirmations) only
@@ -40,8 +41,16 @@ def queue_transactional(
     broadcast_id: int | None = None,
     subscriber_id: int | None = None,
     identity_id: int | None = None,
+    template_revision_id: int | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
 ) -> TransactionalMessage:
     """Store the message (committed) and enqueue it for the worker.
+
+    An API client's `idempotency_key` and its `request_hash` are columns of the row's own
+    INSERT, committed with it, so no crash can keep one without the other; a key already
+    taken raises IntegrityError at that commit (UNIQUE), which the caller rolls back and
+    answers (broadside.campaigns.transactional.sending).
 
     If Redis is down the row stays `pending`; the worker picks up pending transactional rows
     when it starts, so nothing is lost.
@@ -49,7 +58,8 @@ def queue_transactional(
     message = TransactionalMessage(
         kind=kind, to_email=to_email, subject=subject, html=html, text=text, headers=headers,
         broadcast_id=broadcast_id, subscriber_id=subscriber_id, status="pending",
-        identity_id=identity_id,
+        identity_id=identity_id, template_revision_id=template_revision_id,
+        idempotency_key=idempotency_key, request_hash=request_hash,
     )
     session.add(message)
     session.commit()

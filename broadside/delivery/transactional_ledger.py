@@ -17,6 +17,11 @@ Test sends and sign-up confirmations keep the rules of a broadcast's deliveries:
 
 The worker's row source (jobs.transactional) records its outcomes through `transition`;
 nothing else writes the status column.
+
+Outgoing webhooks: a message sent from a template through the API (`kind = 'template'`)
+that moves to `sent`, `failed` or `unknown` emits `transactional.sent`, `.failed` or
+`.unknown` (`WEBHOOK_FOR`) in the transaction of the move, with its id, template, address,
+status and reason; test sends, confirmations and password resets emit nothing.
 """
 
 from __future__ import annotations
@@ -30,8 +35,15 @@ from sqlalchemy import insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from broadside.core.db import rowcount
-from broadside.core.models import Event, TransactionalMessage
+from broadside.core.errors import shown
+from broadside.core.models import (
+    Event,
+    TransactionalMessage,
+    TransactionalTemplate,
+    TransactionalTemplateRevision,
+)
 from broadside.core.timeutil import utcnow
+from broadside.webhooks import emitter
 
 PENDING, SENDING, SENT, FAILED, UNKNOWN = "pending", "sending", "sent", "failed", "unknown"
 
@@ -44,6 +56,11 @@ TRANSITIONS: dict[tuple[str, str], str | None] = {
     (SENDING, UNKNOWN): "unknown",  # the answer was lost, or the worker died: never resent
     (UNKNOWN, SENT): "sent",  # a provider's signed delivery event
 }
+
+# The outgoing webhook event of an API message (kind 'template') entering each status.
+WEBHOOK_FOR = {SENT: "transactional.sent", FAILED: "transactional.failed",
+               UNKNOWN: "transactional.unknown"}
+TEMPLATE_KIND = "template"
 
 # What a move may write besides the status; anything else a caller passes is not a column
 # of this table (a delivery's `smtp_code`, `error_class`) and is left out.
@@ -137,7 +154,33 @@ def transition(session: Session, moves: Iterable[Move], *, source: str, target: 
              "data": {**(m.data or {}), "transactional_message_id": m.message_id},
              "created_at": now}
             for m in moved])
+    if target in WEBHOOK_FOR and moved:
+        _emit(session, [m.message_id for m in moved], target, now)
     return [m.message_id for m in moved]
+
+
+def _emit(session: Session, message_ids: list[int], target: str, now: datetime) -> None:
+    """The moved API messages' webhook events: nothing read unless an endpoint wants them."""
+
+    def datas() -> list[dict[str, Any]]:
+        rows = session.execute(
+            select(TransactionalMessage.id, TransactionalMessage.to_email,
+                   TransactionalMessage.reason, TransactionalMessage.subscriber_id,
+                   TransactionalTemplate.id, TransactionalTemplate.name)
+            .join(TransactionalTemplateRevision,
+                  TransactionalTemplateRevision.id == TransactionalMessage.template_revision_id)
+            .join(TransactionalTemplate,
+                  TransactionalTemplate.id == TransactionalTemplateRevision.template_id)
+            .where(TransactionalMessage.id.in_(message_ids),
+                   TransactionalMessage.kind == TEMPLATE_KIND)
+            .order_by(TransactionalMessage.id)).all()
+        found = emitter.people(session, [row[3] for row in rows])
+        return [{"id": row_id, "template": name, "template_id": template_id, "to": to_email,
+                 "status": target, "reason": shown(reason),
+                 "subscriber": found.get(subscriber_id) if subscriber_id else None}
+                for row_id, to_email, reason, subscriber_id, template_id, name in rows]
+
+    emitter.emit_many(session, WEBHOOK_FOR[target], datas, now)
 
 
 def attempts_of(session: Session, message_id: int) -> int:

@@ -26,6 +26,9 @@ EVENT_TYPES = (
     "broadcast.started",
     "broadcast.finished",
     "automation.entered",
+    "transactional.sent",
+    "transactional.failed",
+    "transactional.unknown",
 )
 # What the owner's "send a test event" button sends; never subscribed to, always allowed.
 TEST_EVENT = "webhook.test"
@@ -40,4 +43,9 @@ DESCRIPTIONS = {
     "broadcast.started": "a broadcast started sending",
     "broadcast.finished": "a broadcast finished sending",
     "automation.entered": "a person entered an automation",
+    "transactional.sent": "a transactional template's email (the API's) was accepted",
+    "transactional.failed": "a transactional template's email failed for good or was not "
+                            "sent (the address was suppressed or unsubscribed meanwhile)",
+    "transactional.unknown": "a transactional template's email may or may not have been "
+                             "sent (never resent)",
 }

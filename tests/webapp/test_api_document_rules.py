@@ -87,6 +87,8 @@ def world(client, api_headers) -> dict[str, int]:
             {"subject": "Hi", "body": "Hello", "delay": "PT0S"}]}),
         "endpoint_id": ("/api/webhooks", {"url": "https://93.184.216.34/hook",
                                           "events": ["subscriber.created"]}),
+        "template_id": ("/api/transactional/templates", {"name": "Password reset",
+                                                         "subject": "Reset", "body": "Code"}),
     }
     for name, (url, body) in made.items():
         response = client.post(url, headers=api_headers, json=body)
@@ -95,6 +97,10 @@ def world(client, api_headers) -> dict[str, int]:
     draft = client.post("/api/broadcasts", headers=api_headers,
                         json={"subject": "Draft", "body": "B", "list_id": weekly.id})
     ids["broadcast_id"] = draft.json["id"]  # a draft: PATCH and the test send take it
+    sent = client.post("/api/transactional", headers=api_headers,
+                       json={"template": ids["template_id"], "to": "cy@example.com"})
+    assert sent.status_code == 202, sent.json
+    ids["message_id"] = sent.json["id"]
     ids["import_id"] = ids["bulk_id"] = 1  # routed before they are looked up
     return ids
 
@@ -126,7 +132,8 @@ def test_an_id_beyond_the_database_is_404_for_every_method(client, api_headers):
             url = with_ids(path, {name: huge for name in ("automation_id", "broadcast_id",
                                                           "identity_id", "import_id", "list_id",
                                                           "segment_id", "subscriber_id",
-                                                          "bulk_id", "endpoint_id")})
+                                                          "bulk_id", "endpoint_id",
+                                                          "template_id", "message_id")})
             assert "{" not in url, url
             response = call(client, api_headers, method, url, {} if method != "GET" else None)
             assert response.status_code == 404, (method, url, response.status_code)
@@ -143,7 +150,8 @@ def test_every_405_says_what_the_path_allows(client, api_headers):
         url = with_ids(path, {name: "1" for name in ("automation_id", "broadcast_id",
                                                       "identity_id", "import_id", "list_id",
                                                       "segment_id", "subscriber_id", "bulk_id",
-                                                      "endpoint_id")})
+                                                      "endpoint_id", "template_id",
+                                                      "message_id")})
         for method in {m.upper() for m in METHODS} - documented:
             response = call(client, api_headers, method, url)
             assert response.status_code == 405, (method, path)

@@ -245,6 +245,31 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner, 
     call("DELETE", hook, endpoint_id=endpoint)
     call("DELETE", hook, endpoint_id=endpoint)  # 404
 
+    tx = "/api/transactional/templates/{template_id}"
+    reset = {"name": "Password reset", "subject": "Reset", "body": "Code {{ data.code }}",
+             "essential": True}
+    made = call("POST", "/api/transactional/templates", json=reset)["id"]
+    call("POST", "/api/transactional/templates", json=reset)  # 409
+    call("POST", "/api/transactional/templates", json={**reset, "name": ""})  # 422
+    call("GET", "/api/transactional/templates")
+    call("GET", tx, template_id=made)
+    call("GET", tx, template_id=999)  # 404
+    call("PUT", tx, template_id=made, json={**reset, "subject": "Reset now"})
+    call("PUT", tx, template_id=999, json=reset)  # 404
+    call("PUT", tx, template_id=made, json={**reset, "body": "{{ x"})  # 422
+    keyed = {**api_headers, "Idempotency-Key": "one"}
+    message = call("POST", "/api/transactional", headers=keyed,
+                   json={"template": "Password reset", "to": "ann@example.com",
+                         "data": {"code": "1"}})["id"]
+    call("POST", "/api/transactional", headers=keyed,
+         json={"template": made, "to": "ann@example.com", "data": {"code": "2"}})  # 409
+    call("POST", "/api/transactional", json={"template": "Nope", "to": "a@example.com"})  # 404
+    call("POST", "/api/transactional", json={"template": made, "to": "nope"})  # 422
+    call("GET", "/api/transactional/{message_id}", message_id=message)
+    call("GET", "/api/transactional/{message_id}", message_id=999)  # 404
+    call("DELETE", tx, template_id=made)
+    call("DELETE", tx, template_id=made)  # 404
+
     assert contract.seen == documented(doc), "operations never called here"
 
 

@@ -14,6 +14,7 @@ from webapp.apidocs.identities import IDENTITY_PATHS, IDENTITY_SCHEMAS
 from webapp.apidocs.paths import PATHS
 from webapp.apidocs.rule_schemas import RULE_SCHEMAS
 from webapp.apidocs.schemas import COMPONENTS
+from webapp.apidocs.transactional import TRANSACTIONAL_PATHS, TRANSACTIONAL_SCHEMAS
 from webapp.apidocs.webhooks import WEBHOOK_PATHS, WEBHOOK_SCHEMAS
 
 
@@ -26,7 +27,7 @@ def _version() -> str:
 
 DESCRIPTION = """\
 Broadside's JSON API: lists, subscribers, segments, broadcasts, automations, sending
-identities and outgoing webhooks.
+identities, outgoing webhooks and transactional email.
 
 **Authentication.** Send an API token with every request:
 `Authorization: Bearer TOKEN`. Create tokens in Settings or with
@@ -59,6 +60,9 @@ TAGS = [
      "Secrets are never returned."},
     {"name": "Webhooks", "description": "Endpoints Broadside POSTs its events to (new "
      "subscribers, unsubscribes, deliveries, broadcasts), signed with each one's secret."},
+    {"name": "Transactional", "description": "One-off email to one address (a password "
+     "reset, a one-time code) from a template, with an Idempotency-Key so a retry never "
+     "sends twice."},
     {"name": "Token", "description": "The token in use, and this document."},
 ]
 
@@ -68,8 +72,10 @@ DOCUMENT: dict[str, Any] = {
              "license": {"name": "MIT", "identifier": "MIT"}},
     "security": [{"bearer": []}],
     "tags": TAGS,
-    "paths": {**PATHS, **AUTOMATION_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS},
+    "paths": {**PATHS, **AUTOMATION_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS,
+              **TRANSACTIONAL_PATHS},
     "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **RULE_SCHEMAS,
                                              **AUTOMATION_SCHEMAS,
-                                             **IDENTITY_SCHEMAS, **WEBHOOK_SCHEMAS}},
+                                             **IDENTITY_SCHEMAS, **WEBHOOK_SCHEMAS,
+                                             **TRANSACTIONAL_SCHEMAS}},
 }
