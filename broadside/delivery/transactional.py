@@ -37,6 +37,7 @@ def queue_transactional(
     broadcast_id: int | None = None,
     subscriber_id: int | None = None,
     identity_id: int | None = None,
+    template_revision_id: int | None = None,
 ) -> TransactionalMessage:
     """Store the message (committed) and enqueue it for the worker.
 
@@ -46,7 +47,7 @@ def queue_transactional(
     message = TransactionalMessage(
         kind=kind, to_email=to_email, subject=subject, html=html, text=text, headers=headers,
         broadcast_id=broadcast_id, subscriber_id=subscriber_id, status="pending",
-        identity_id=identity_id,
+        identity_id=identity_id, template_revision_id=template_revision_id,
     )
     session.add(message)
     session.commit()

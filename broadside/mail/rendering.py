@@ -282,9 +282,10 @@ class CompiledRevision:
         self._plain_text = _plain(TEXT_ENV, text_template)
 
     def render(self, *, email: str, name: str, attributes: dict, unsubscribe_url: str,
-               view_url: str = "", **extra: str) -> RenderedEmail:
+               view_url: str = "", **extra: Any) -> RenderedEmail:
         """The email for one recipient. Unknown fields render empty; `extra`: the fields of
-        a notice (`list_name`, `confirm_url` in the double opt-in email).
+        a notice (`list_name`, `confirm_url` in the double opt-in email), or a transactional
+        template's `data` (a JSON object from the request).
 
         Raises MergeError (a ValidationError) only if an expression fails for this
         recipient's values (say, arithmetic on a text attribute).
