@@ -123,6 +123,8 @@ def test_the_preview_fills_the_sample_data_and_writes_nothing(logged_in_client):
     email = logged_in_client.get(frame)
     assert email.status_code == 200 and "https://example.com/reset/abc123" in email.text
     assert email.headers["Content-Security-Policy"] == PREVIEW_CSP
+    # A password reset is nobody's subscription: no unsubscribe link, and no opt-in's words.
+    assert "subscribe" not in email.text.lower()
     # Without JavaScript the page itself takes the data.
     page = logged_in_client.get(f"/settings/transactional/{template_id}", query_string={"data": data})
     assert "your link: https://example.com/reset/abc123" in page.text
