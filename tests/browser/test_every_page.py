@@ -276,7 +276,6 @@ NOT_PAGES = {
     "subscribers.import_welcome_hint": "an htmx fragment of the import form",
     "subscribers.bulk_progress": "an htmx fragment of the bulk action's page",
     "settings.design_preview": "an htmx fragment of the Design page",
-    "transactional.preview": "an htmx fragment of a transactional template's page",
     "brand.logo": "an image",
     "favicon.icon": "an image (every walked page asks for its favicon)",
     "brand.theme": "a stylesheet",

@@ -114,8 +114,10 @@ def test_the_identity_is_a_choice_of_live_identities_default_first(logged_in_cli
 def test_the_preview_fills_the_sample_data_and_writes_nothing(logged_in_client):
     template_id = created(logged_in_client)
     data = json.dumps({"link": "https://example.com/reset/abc123"})
-    pane = logged_in_client.get(f"/settings/transactional/{template_id}/preview",
-                                query_string={"data": data}, headers=HTMX)
+    page = logged_in_client.get(f"/settings/transactional/{template_id}")
+    token = csrf_token_from(page.text)
+    pane = logged_in_client.post(f"/settings/transactional/{template_id}/preview",
+                                 data={"csrf_token": token, "data": data}, headers=HTMX)
     assert pane.status_code == 200
     assert "your link: https://example.com/reset/abc123" in pane.text  # the plain text
     assert "Reset your password, Alex" in pane.text
@@ -125,9 +127,13 @@ def test_the_preview_fills_the_sample_data_and_writes_nothing(logged_in_client):
     assert email.headers["Content-Security-Policy"] == PREVIEW_CSP
     # A password reset is nobody's subscription: no unsubscribe link, and no opt-in's words.
     assert "subscribe" not in email.text.lower()
-    # Without JavaScript the page itself takes the data.
-    page = logged_in_client.get(f"/settings/transactional/{template_id}", query_string={"data": data})
-    assert "your link: https://example.com/reset/abc123" in page.text
+    # Without JavaScript the answer is the whole page, with the data kept in its box.
+    page = logged_in_client.post(f"/settings/transactional/{template_id}/preview",
+                                 data={"csrf_token": token, "data": data})
+    assert page.status_code == 200 and "your link: https://example.com/reset/abc123" in page.text
+    assert "Sample data (JSON)" in page.text and "abc123&#34;}</textarea>" in page.text
+    assert logged_in_client.post(f"/settings/transactional/{template_id}/preview",
+                                 data={"data": data}).status_code == 400  # no CSRF token
     assert count(TransactionalTemplateRevision) == 1 and count(TransactionalMessage) == 0
 
 
@@ -138,28 +144,35 @@ def test_the_preview_fills_the_sample_data_and_writes_nothing(logged_in_client):
     ('{"a": NaN}', "not valid JSON"),
     ('{"a": "\\u0000"}', "NUL"),
     ('{"a": "' + "x" * 10_001 + '"}', "at most 10,000"),
+    ('{"a": "' + "é" * 400 + '"}', "too long to preview"),
 ])
 def test_sample_data_that_is_not_an_object_is_refused_clearly(logged_in_client, typed, said):
     template_id = created(logged_in_client)
-    for url in (f"/settings/transactional/{template_id}/preview",
-                f"/settings/transactional/{template_id}"):
-        answer = logged_in_client.get(url, query_string={"data": typed})
-        assert answer.status_code == 200 and said in answer.text, url
-        assert 'id="sample-error"' in answer.text
-    frame = logged_in_client.get(f"/settings/transactional/{template_id}/preview/email",
-                                 query_string={"data": typed})
-    assert frame.status_code == 200 and said in frame.text
     page = logged_in_client.get(f"/settings/transactional/{template_id}")
+    token = csrf_token_from(page.text)
+    for headers in (HTMX, {}):
+        answer = logged_in_client.post(f"/settings/transactional/{template_id}/preview",
+                                       data={"csrf_token": token, "data": typed}, headers=headers)
+        assert answer.status_code == 200 and said in answer.text, headers
+        assert 'id="sample-error"' in answer.text and "<iframe" not in answer.text
+    frame = logged_in_client.get(f"/settings/transactional/{template_id}/preview/email",
+                                 query_string={"data": typed[:3000]})
+    assert frame.status_code == 200 and "cannot be shown" in frame.text
     sent = logged_in_client.post(f"/settings/transactional/{template_id}/test", headers=HTMX, data={
-        "csrf_token": csrf_token_from(page.text), "to_email": OWNER_EMAIL, "data": typed})
+        "csrf_token": token, "to_email": OWNER_EMAIL, "data": typed})
+    if said == "too long to preview":  # a test carries its data in the body: it goes
+        assert "Test queued" in sent.text and count(TransactionalMessage) == 1
+        return
     assert sent.status_code == 200 and "Test not sent" in sent.text and said in sent.text
     assert count(TransactionalMessage) == 0
 
 
 def test_a_merge_field_that_fails_with_the_data_is_said_in_the_preview(logged_in_client):
     template_id = created(logged_in_client, body="Total: {{ data.amount / 2 }}")
-    pane = logged_in_client.get(f"/settings/transactional/{template_id}/preview",
-                                query_string={"data": '{"amount": "ten"}'}, headers=HTMX)
+    page = logged_in_client.get(f"/settings/transactional/{template_id}")
+    pane = logged_in_client.post(f"/settings/transactional/{template_id}/preview", headers=HTMX,
+                                 data={"csrf_token": csrf_token_from(page.text),
+                                       "data": '{"amount": "ten"}'})
     assert pane.status_code == 200 and 'id="preview-problem"' in pane.text
     assert "could not be filled in" in pane.text
 
@@ -209,9 +222,9 @@ def test_a_deleted_template_is_gone_but_its_sends_stay_listed(logged_in_client, 
     assert "Password reset <span class=\"muted\">(deleted template)</span>" in gone.text
     assert f'href="/settings/transactional/{template_id}"' not in gone.text
     assert db.session.get(TransactionalTemplate, template_id).deleted_at is not None
-    for url in ("", "/preview", "/preview/email"):
+    for url in ("", "/preview/email"):
         assert logged_in_client.get(f"/settings/transactional/{template_id}{url}").status_code == 404
-    for url in ("", "/test", "/delete"):
+    for url in ("", "/preview", "/test", "/delete"):
         answer = logged_in_client.post(f"/settings/transactional/{template_id}{url}",
                                        data={"csrf_token": token, **RESET, "to_email": OWNER_EMAIL})
         assert answer.status_code == 404, url
@@ -234,12 +247,16 @@ def test_malformed_requests_are_refused_never_500(logged_in_client):
     assert repeated.status_code == 303
     nul = logged_in_client.post(f"{base}/new", data={"csrf_token": token, **RESET, "body": "a\x00b"})
     assert nul.status_code == 422
-    for url in (f"{base}/99999", f"{base}/99999/preview", f"{base}/99999/preview/email",
+    for url in (f"{base}/99999", f"{base}/99999/preview/email",
                 f"{base}/99999999999999999999", f"{base}/abc"):
         assert logged_in_client.get(url).status_code == 404, url
-    for url in (f"{base}/99999", f"{base}/99999/test", f"{base}/99999/delete"):
+    for url in (f"{base}/99999", f"{base}/99999/preview", f"{base}/99999/test", f"{base}/99999/delete"):
         assert logged_in_client.post(url, data={"csrf_token": token, **RESET}).status_code == 404
-    assert logged_in_client.get(f"{base}/{template_id}", query_string={"data": "{" * 5000}).status_code == 200
+    nested = logged_in_client.post(f"{base}/{template_id}/preview",
+                                   data={"csrf_token": token, "data": "[" * 5000})
+    assert nested.status_code == 200 and 'id="sample-error"' in nested.text
+    wrong = logged_in_client.get(f"{base}/{template_id}/preview/email", query_string={"data": "{" * 3000})
+    assert wrong.status_code == 200
     assert count(TransactionalTemplate) == 1
 
 

@@ -8,10 +8,11 @@ sent one at a time through the API (`POST /api/transactional`; README, "Transact
 - GET  /settings/transactional/<id>         edit, preview, test send, its newest sends
 - POST /settings/transactional/<id>         save (a new revision only when what it sends
                                             changed: broadside.campaigns.transactional)
-- GET  /settings/transactional/<id>/preview        (htmx) the preview pane for the sample
-                                                  `data` typed (without JavaScript the
-                                                  template's page takes `?data=`)
+- POST /settings/transactional/<id>/preview        the preview pane for the sample `data`
+                                                  typed (htmx; without JavaScript the
+                                                  page with it); it writes nothing
 - GET  /settings/transactional/<id>/preview/email  the email itself, for the pane's iframe
+                                                  (`?data=`, short enough for an address)
 - POST /settings/transactional/<id>/test    a test copy with the sample data; the status line
                                             polls like a broadcast's test send
 - POST /settings/transactional/<id>/delete  mark it deleted (its sends stay listed)
@@ -21,7 +22,9 @@ The preview shows the template as saved: saving is what changes what the API sen
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from flask import Response, current_app, flash, render_template, request, url_for
 from flask_login import current_user
@@ -40,6 +43,9 @@ from webapp.htmx import make_response
 from webapp.identities.form import send_from_choices
 from webapp.transactional import bp
 
+# The iframe's address carries the sample data, and gunicorn refuses a request line over
+# 4,094 bytes (webapp/gunicorn_worker.py): the data's share, once percent-encoded.
+PREVIEW_DATA_BYTES = 2_000
 # The form's names for the domain's fields (the API's JSON names).
 ALIASES = {"identity_id": "identity"}
 MAX_TYPED = 600_000  # longer than any valid value: the domain says what is too long
@@ -132,13 +138,11 @@ def _form_of(template: TransactionalTemplate, identities: list[SendingIdentity])
 
 
 def render_page(template_id: int, *, form: TemplateForm | None = None,
-                sample_text: str | None = None, status: int = 200):
+                sample_text: str = "", status: int = 200):
     """The template's page: the form (as saved, or as typed after a refusal), its preview
     with the sample data, the test send and its newest sends."""
     template = templates.get_template(db.session, template_id)
     identities = _identities()
-    if sample_text is None:
-        sample_text = (request.args.get("data") or "")[:samples.MAX_SAMPLE + 1]
     return render_template(
         "transactional/show.html", template=template,
         form=form or _form_of(template, identities), labels=identity_labels(identities),
@@ -157,6 +161,12 @@ def preview_pane(template: TransactionalTemplate, sample_text: str) -> dict[str,
         data = samples.parse_sample(sample_text)
     except DomainError as exc:
         pane["data_error"] = exc.message
+        return pane
+    if len(quote(sample_text)) > PREVIEW_DATA_BYTES:
+        pane["data_error"] = (f"The sample data is too long to preview: the preview carries it "
+                              f"in a web address, at most {PREVIEW_DATA_BYTES:,} bytes once "
+                              "encoded (a few hundred characters of JSON). Shorten it; an API "
+                              "request's data may be longer.")
         return pane
     pane["preview"] = samples.preview(db.session, template, data=data,
                                       sample_email=current_user.email,
@@ -195,22 +205,26 @@ def delete(template_id: int):
     return after_post(url_for(".index"))
 
 
-def _sample_arg() -> str:
-    return (request.args.get("data") or "")[:samples.MAX_SAMPLE + 1]
+def _sample(source: Mapping[str, str]) -> str:
+    return (source.get("data") or "")[:samples.MAX_SAMPLE + 1]
 
 
-@bp.route("/<int:template_id>/preview")
+@bp.route("/<int:template_id>/preview", methods=["POST"])
 def preview(template_id: int):
+    """A POST (the sample data may be longer than an address may carry, and a refusal must
+    say so) that writes nothing."""
     template = templates.get_template(db.session, template_id)
+    if not request.htmx:
+        return render_page(template_id, sample_text=_sample(request.form))
     return render_template("transactional/_preview.html",
-                           pane=preview_pane(template, _sample_arg()))
+                           pane=preview_pane(template, _sample(request.form)))
 
 
 @bp.route("/<int:template_id>/preview/email")
 def preview_email(template_id: int) -> Response:
     """The email for the sample reader and data, as a document of its own for the iframe
     (with the email's own relaxed Content-Security-Policy, as a broadcast's preview)."""
-    pane = preview_pane(templates.get_template(db.session, template_id), _sample_arg())
+    pane = preview_pane(templates.get_template(db.session, template_id), _sample(request.args))
     shown = pane["preview"]
     if shown is not None and shown.rendered is not None:
         response = make_response(shown.rendered.html)
