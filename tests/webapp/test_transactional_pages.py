@@ -19,6 +19,7 @@ from broadside.core.models import (
     TransactionalTemplate,
     TransactionalTemplateRevision,
 )
+from broadside.delivery.queues import TRANSACTIONAL, stream_of
 from tests.helpers import OWNER_EMAIL, csrf_token_from, make_identity
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db
@@ -109,6 +110,16 @@ def test_the_identity_is_a_choice_of_live_identities_default_first(logged_in_cli
     template_id = created(logged_in_client, identity=str(relay.id))
     assert db.session.get(TransactionalTemplate, template_id).identity_id == relay.id
     assert "Relay" in logged_in_client.get("/settings/transactional/").text
+    # Its test goes on the identity's own stream, from its address.
+    sent = logged_in_client.post(f"/settings/transactional/{template_id}/test", headers=HTMX,
+                                 data={"csrf_token": token, "to_email": OWNER_EMAIL})
+    assert "Test queued" in sent.text
+    message = db.session.scalar(select(TransactionalMessage))
+    assert message.identity_id == relay.id
+    assert message.headers == {"From-Name": "Relay", "From-Email": "relay@example.com"}
+    jobs = app.extensions["broadside_jobs"]
+    assert jobs.queue(TRANSACTIONAL, stream_of(relay.id)).count == 1
+    assert jobs.queue(TRANSACTIONAL).count == 0
 
 
 def test_the_preview_fills_the_sample_data_and_writes_nothing(logged_in_client):
