@@ -68,6 +68,8 @@ from webapp.subscribers import views as subscribers_views  # noqa: F401 - and th
 from webapp.system.views import bp as system_bp
 from webapp.templating import register_templating
 from webapp.text_input import install_text_rule
+from webapp.transactional import bp as transactional_bp
+from webapp.transactional import views as transactional_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.unsubscribe import personal_data  # noqa: F401 - its routes attach to the blueprint
 from webapp.unsubscribe import views as unsubscribe_views  # noqa: F401 - and the links' pages
 from webapp.unsubscribe.claims import bp as unsubscribe_bp
@@ -133,6 +135,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (settings_bp, None),
     (brand_bp, None),
     (identities_bp, None),
+    (transactional_bp, None),
     (api_bp, None),
     (unsubscribe_bp, None),
     (suppression_bp, None),

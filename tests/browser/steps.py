@@ -62,3 +62,16 @@ def table_problems(page: Page, stacked: Sequence[str] = ()) -> list[str]:
     """What is wrong with the page's tables on a phone (TABLES_ON_A_PHONE); `stacked`: the
     selectors of the tables that must be one labelled block per row."""
     return page.evaluate(TABLES_ON_A_PHONE, list(stacked))
+
+
+# Text out of its box: the page's own text elements, outside the tables that scroll on purpose.
+OVERFLOWING = """() => [...document.querySelectorAll(`main p, main dd, main dt, main li, main td, main th,
+  main label, main small, main h1, main h2, main button, main .button, main code, main legend`)]
+  .filter(e => e.offsetParent !== null && !e.closest('.table-wrap') && e.scrollWidth > e.clientWidth + 1)
+  .map(e => e.tagName + ': ' + e.textContent.trim().slice(0, 60))"""
+
+
+def fits(page: Page, what: str) -> None:
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0, \
+        f"{what} scrolls sideways"
+    assert page.evaluate(OVERFLOWING) == [], f"{what}: text out of its box"

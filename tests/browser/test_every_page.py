@@ -39,6 +39,7 @@ from broadside.campaigns.automations import entering
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.broadcasts import drafts
 from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.campaigns.transactional import templates as transactional
 from broadside.core import accounts
 from broadside.core.models import (
     Delivery,
@@ -92,6 +93,8 @@ STACKED = {
     "subscriber": ["#subscriber-lists", "#subscriber-broadcasts", "#subscriber-automations", ".departures",
                    "#subscriber-one-off"],
     "settings": ["#token-table"], "webhook endpoint": ["#webhook-log"], "dashboard": [".recent-table"],
+    "transactional templates": ["#template-table", "#recent-sends"],
+    "transactional template": ["#template-sends"],
 }
 # The public pages that show the owner's brand take the design's font (Settings → Design); not
 # these, which are Broadside's own (the owner's way in), or the email itself (its font is
@@ -245,6 +248,11 @@ OWNER_PAGES = [
     Visit("webhooks", "settings.webhooks_page"),
     Visit("webhook endpoint", "settings.webhook_page", {"endpoint_id": "endpoint"}),
     Visit("disabled webhook endpoint", "settings.webhook_page", {"endpoint_id": "disabled_endpoint"}),
+    Visit("transactional templates", "transactional.index"),
+    Visit("new transactional template", "transactional.new"),
+    Visit("transactional template", "transactional.show", {"template_id": "template"}),
+    Visit("transactional template: the email previewed", "transactional.preview_email",
+          {"template_id": "template"}),
     Visit("sending identities", "identities.index"),
     Visit("edit identity", "identities.edit", {"identity_id": "identity"}),
     Visit("delete identity", "identities.delete", {"identity_id": "identity"}),
@@ -388,6 +396,7 @@ def seed_everything(app: Flask) -> Seed:
     step = db.session.scalar(select(AutomationStep.id).where(AutomationStep.automation_id == automation.id)
                              .order_by(AutomationStep.position))
     endpoint, disabled_endpoint = seed_webhooks()
+    template = seed_transactional(app, identity.id)
     # A test send the server refused, for the System page's recent errors (the row as the worker
     # leaves it: no server here refuses anything).
     db.session.add(TransactionalMessage(
@@ -407,12 +416,34 @@ def seed_everything(app: Flask) -> Seed:
     return Seed(
         weekly=weekly.id, long=people[0], bounced=people[1], sent=sent.id, delivery=delivery, draft=draft.id,
         segment=segment.id, automation=automation.id, step=step, identity=identity.id, import_=upload.id,
-        bulk=queued_bulk.id, endpoint=endpoint, disabled_endpoint=disabled_endpoint,
+        bulk=queued_bulk.id, endpoint=endpoint, disabled_endpoint=disabled_endpoint, template=template,
         outbox_file=outbox[0], unsubscribe_token=make_token(people[0], weekly.id),
         erase_token=make_token(leaving.id, daily.id),
         bad_token="this-link-was-cut-in-half", secret_key=app.config["SECRET_KEY"],
         base_url=app.config["BASE_URL"], archive_slug=archive_slug, view_token=view_token,
     )
+
+
+def seed_transactional(app: Flask, identity_id: int) -> int:
+    """A transactional template with a long name on the other identity, one deleted, and a
+    send from each (one refused with a long reason)."""
+    made = []
+    for name in (LONG_LIST + ": password reset", "Receipt"):
+        made.append(transactional.create_template(db.session, transactional.parse_template(db.session, {
+            "name": name, "subject": LONG_SUBJECT, "essential": True, "identity_id": identity_id,
+            "body": "Hi {{ name }}, [a new password](https://acme.example.com/reset/{{ data.token }})."}),
+            default_from=app.config["MAIL_FROM"]))
+    for template, status in zip(made, ("failed", "sent"), strict=True):
+        revision = transactional.newest_revision(db.session, template.id)
+        assert revision is not None
+        db.session.add(TransactionalMessage(
+            kind="template", to_email=LONG_EMAIL, subject=LONG_SUBJECT, status=status, attempts=1,
+            template_revision_id=revision.id,
+            reason=f"The server refused the address: 550 5.1.1 <{LONG_EMAIL}>: Recipient address rejected"
+            if status == "failed" else "250 OK queued"))
+    db.session.commit()
+    transactional.delete_template(db.session, made[1].id)
+    return made[0].id
 
 
 def seed_webhooks() -> tuple[int, int]:

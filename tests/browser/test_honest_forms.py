@@ -12,8 +12,7 @@ from sqlalchemy import func, select
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.broadcasts import drafts
 from broadside.core.models import MailingList, Subscriber, Subscription, TransactionalMessage, WebhookEndpoint
-from tests.browser.steps import sign_in
-from tests.browser.test_webhooks_page import OVERFLOWING, fits
+from tests.browser.steps import OVERFLOWING, fits, sign_in
 from webapp.extensions import db
 
 pytestmark = pytest.mark.browser

@@ -11,22 +11,12 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from broadside.webhooks.signing import verify
-from tests.browser.steps import sign_in
+from tests.browser.steps import fits, sign_in
 from tests.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.browser
 
 WIDTHS = {"desktop": 1280, "phone": 390}
-OVERFLOWING = """() => [...document.querySelectorAll(`main p, main dd, main dt, main li, main td, main th,
-  main label, main small, main h1, main h2, main button, main .button, main code, main legend`)]
-  .filter(e => e.offsetParent !== null && !e.closest('.table-wrap') && e.scrollWidth > e.clientWidth + 1)
-  .map(e => e.tagName + ': ' + e.textContent.trim().slice(0, 60))"""
-
-
-def fits(page: Page, what: str) -> None:
-    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0, \
-        f"{what} scrolls sideways"
-    assert page.evaluate(OVERFLOWING) == [], f"{what}: text out of its box"
 
 
 @pytest.mark.parametrize("size", list(WIDTHS))
