@@ -74,6 +74,8 @@ MAX_CONNECT_TIMEOUT = 10.0
 USER_AGENT = "broadside"
 
 Pace = Callable[[], object]
+# Told every answer's headers (the worker's account ceiling reads a provider's remaining budget).
+Heard = Callable[[Mapping[str, str]], object]
 
 
 def no_pace() -> None:
@@ -174,6 +176,7 @@ class HttpClient:
         self._headers = {"User-Agent": USER_AGENT, **headers,
                          "Host": name if self._port == default_port else f"{name}:{self._port}"}
         self._conn: HTTPConnection | None = None
+        self.heard: Heard | None = None
 
     def request(self, method: str, path: str, *, body: bytes | None = None,
                 headers: Mapping[str, str] | None = None, pace: Pace = no_pace) -> Answer:
@@ -197,6 +200,8 @@ class HttpClient:
             raise DeliveryError("response", None, clip(f"no answer from {self.base_url}: "
                                                     f"{network_words(exc, self.base_url)}"),
                                 network=True, provider=self.provider) from None
+        if self.heard is not None:
+            self.heard(response.headers)
         return Answer(response.status, response.headers, data)
 
     def _connected(self) -> HTTPConnection:
@@ -352,6 +357,15 @@ class ProviderTransport:
     # no answer may then be sent again with the same key and items without a second copy.
     idempotent = False
     _kept: SendResult | DeliveryError | None = None
+    _answers: HttpClient | None = None  # None: it speaks through another client (SES)
+    # What the account said its sending rate is, in requests per second, once `check()` has
+    # asked (SES's MaxSendRate); None: not said.
+    max_send_rate: float | None = None
+
+    def listen(self, heard: Heard) -> None:
+        """`heard` is told the headers of every answer from now on (SES has none to tell)."""
+        if self._answers is not None:
+            self._answers.heard = heard
 
     @property
     def description(self) -> str:
