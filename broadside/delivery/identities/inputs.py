@@ -69,16 +69,10 @@ def _whole(value: object, label: str, default: int, maximum: int) -> int:
 
 
 def account_rate_of(value: object) -> float | None:
-    """Requests per second above 0 and at most MAX_ACCOUNT_RATE, or None (null or empty: none
-    set); a form's text is read as a number."""
-    if value is None or (isinstance(value, str) and not value.strip()):
+    """Requests per second above 0 and at most MAX_ACCOUNT_RATE (a JSON number), or None
+    (null: none set). The owner's form turns its text into a number first."""
+    if value is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            raise ValidationError("account_rate must be a number of requests per second.",
-                                  field="account_rate") from None
     if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
             or not 0 < value <= MAX_ACCOUNT_RATE):
         raise ValidationError(f"account_rate must be a number of requests per second above 0 "
