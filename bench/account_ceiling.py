@@ -50,8 +50,8 @@ def main(n: int = 20_000) -> int:
         b, lim, unl, ping = (statistics.median(x) for x in (bare, limited, unlimited, pings))
         print(f"requests per run: {n:,} (median of 3)")
         print(f"bare pacer:                   {b * 1e6:8.2f} µs a request")
-        print(f"pacer + ceiling (rate set):   {lim * 1e6:8.2f} µs a request  ({lim / b:,.0f}× the bare pacer)")
-        print(f"pacer + ceiling (no rate):    {unl * 1e6:8.2f} µs a request  ({unl / b:,.0f}× the bare pacer)")
+        print(f"pacer + ceiling (rate set): {lim * 1e6:8.2f} µs a request ({lim / b:,.0f}× the bare pacer)")
+        print(f"pacer + ceiling (no rate):  {unl * 1e6:8.2f} µs a request ({unl / b:,.0f}× the bare pacer)")
         print(f"a Redis PING:                 {ping * 1e6:8.2f} µs")
         print(f"ceiling's share of a loopback SMTP message (~1.4 ms): {(lim - b) / SMTP_LOOPBACK_S:.0%}")
         ok = (lim - b) <= TARGET_PINGS * ping
