@@ -19,6 +19,7 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import RedisError
 
+from broadside.core.transport_urls import SMTP_SCHEMES
 from broadside.delivery import account_limit
 from broadside.delivery.identities.service import SendingIdentity
 from broadside.delivery.providers.factory import make_transport
@@ -32,9 +33,11 @@ SES_READ_TIMEOUT_S = 5.0
 
 
 def build(identity: SendingIdentity, redis: Redis, config: Mapping[str, Any]) -> account_limit.Ceiling | None:
-    """The identity's account's ceiling (None: the outbox, which has no account)."""
+    """The identity's account's ceiling. None for the outbox (no account), and for SMTP with no
+    account_rate: an SMTP server says nothing of an account's budget and answers no 429, so
+    there is nothing to hold and no round trip is spent per message."""
     digest = account_limit.account_digest(identity.transport_url, config["SECRET_KEY"])
-    if digest is None:
+    if digest is None or (identity.account_rate is None and identity.scheme in SMTP_SCHEMES):
         return None
     ceiling = account_limit.Ceiling(redis, config["BROADSIDE_NAMESPACE"], digest, identity.account_rate)
     try:

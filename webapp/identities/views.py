@@ -119,7 +119,7 @@ class AccountGroup:
     label: str
     rows: list[Row]
     rate: float | None  # the ceiling in force (SES's cap included), None: none
-    achieved: float | None  # requests a second over the last 10 s, None: Redis did not say
+    achieved: float | None  # requests a second over the last 10 s (counted under a ceiling)
     ses_max_rate: float | None
 
 
