@@ -5,9 +5,11 @@ Retry-After for the other identities too, and SES's MaxSendRate from `GetAccount
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
+from redis import Redis
 
 from broadside.delivery import account_limit
 from broadside.delivery.identities.service import SendingIdentity
@@ -15,6 +17,7 @@ from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.transports import DeliveryError, Outgoing
 from jobs import account_ceiling, runtime
 from tests.provider_servers import PostmarkServer, ResendServer, SesServer
+from tests.smtp_server import free_port
 from webapp.doctor.identities import run as check_identity
 
 SECRET = "a secret key for the tests"
@@ -125,3 +128,16 @@ def test_ses_caps_the_account_at_90_percent_of_its_max_send_rate(app, redis_clie
         assert account_limit.ses_max_rate(redis_client, namespace, digest) == 20.0
         fresh = _ceiling(redis_client, namespace, url, rate=None)
         assert fresh.rate == pytest.approx(18.0)  # no account_rate: SES's cap alone
+
+
+def test_redis_not_answering_holds_the_request_and_a_stop_ends_the_wait():
+    """Never faster than allowed: without the shared count the ceiling waits, asking again,
+    and a stream stopping meanwhile gets a "not sent", never a send."""
+    dead = Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_connect_timeout=0.2)
+    ceiling = account_limit.Ceiling(dead, "nowhere", "0" * 32, 10.0)
+    stop = threading.Event()
+    threading.Timer(1.2, stop.set).start()
+    started = time.monotonic()
+    with pytest.raises(account_limit.CeilingStopped):
+        ceiling.wait(stop)
+    assert time.monotonic() - started >= 1.0
