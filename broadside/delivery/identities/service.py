@@ -139,15 +139,12 @@ def resolve(session: Session, config: Mapping[str, Any], identity_id: int | None
 def _shared(session: Session, config: Mapping[str, Any], identity: SendingIdentity) -> SendingIdentity:
     """`identity` with its account's ceiling: the smallest rate set on any live identity of
     its account, the default's (ACCOUNT_RATE) included."""
-    rows = session.execute(select(Identity.id, Identity.transport_url, Identity.account_rate)
+    rows = session.execute(select(Identity.transport_url, Identity.account_rate)
                            .where(Identity.status != IdentityStatus.DELETED.value)).all()
-    others = [(str(config.get("SMTP_URL") or ""), config.get("ACCOUNT_RATE") or None),
-              *((r.transport_url, r.account_rate) for r in rows if r.id != identity.id)]
-    if identity.id is not None:
-        others = others[1:] + [others[0]]
-    rate = accounts.smallest_rate(identity.transport_url, [(identity.transport_url,
-                                                            identity.account_rate), *others])
-    return replace(identity, account_rate=rate)
+    rates = [(identity.transport_url, identity.account_rate),
+             (str(config.get("SMTP_URL") or ""), config.get("ACCOUNT_RATE") or None),
+             *((r.transport_url, r.account_rate) for r in rows)]
+    return replace(identity, account_rate=accounts.smallest_rate(identity.transport_url, rates))
 
 
 def by_name(session: Session, config: Mapping[str, Any], name: str) -> SendingIdentity | None:
