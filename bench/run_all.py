@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import account_ceiling
 import archive
 import automations
 import identities
@@ -186,6 +187,7 @@ def main() -> int:
             run.phase("identities", "provider batches and two identities, sqlite", identities.run,
                       bench, "sqlite")
             run.phase("archive", "public archive at 200 issues, sqlite", archive.run, bench)
+            run.phase("ceiling", "the account ceiling's cost per request", account_ceiling.run, bench)
             run.phase("memory", "the worker's memory with 1, 10 and 50 identities, sqlite",
                       worker_memory.run, bench, "sqlite")
     finally:

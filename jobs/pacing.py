@@ -33,6 +33,11 @@ class Pacer:
         self._last_start: float | None = None
         self.waited_seconds = 0.0
 
+    @property
+    def limited(self) -> bool:
+        """Whether a ceiling above the pace may hold a send (jobs.runtime.LeasedPacer's)."""
+        return False
+
     def ready(self) -> bool:
         """True when the next send may begin now (no wait left)."""
         return self._last_start is None or self.clock() >= self._last_start + self.delay + self.margin

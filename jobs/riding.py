@@ -41,9 +41,11 @@ class RidingSending:
         return self.one_by_one.send(rows, deadline)
 
     def _may_ride(self) -> bool:
-        """Full speed only (no pace to keep, no hourly limit, no hold), on a server that
-        pipelines (or is not yet known not to)."""
-        return self.turn.rt.pacer.delay <= 0 and self.turn.straight_on() and self.transport.follows()
+        """Full speed only (no pace to keep, no account ceiling, no hourly limit, no hold), on
+        a server that pipelines (or is not yet known not to)."""
+        pacer = self.turn.rt.pacer
+        return (pacer.delay <= 0 and not pacer.limited and self.turn.straight_on()
+                and self.transport.follows())
 
     def _send_riding(self, rows: list[Row]) -> str | None:
         turn, transport = self.turn, self.transport

@@ -13,14 +13,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from redis.exceptions import RedisError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.core.models import Identity, SiteSettings
+from broadside.delivery.account_limit import Ceiling, CeilingStopped, held_for
 from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.lease import Lease, LeaseKeeper
 from broadside.delivery.queues import Jobs
-from broadside.delivery.transports import Transport
+from broadside.delivery.transports import DeliveryError, Transport
 from jobs.pacing import Pacer
 
 # A provider that throttles this many times in a row without a send in between: the stream
@@ -28,22 +30,57 @@ from jobs.pacing import Pacer
 MAX_THROTTLES = 20
 THROTTLE_FIRST_WAIT_S = 1.0
 THROTTLE_MAX_WAIT_S = 60.0
+ACCOUNT_HOLD_READ_S = 0.25
 
 
 class LeasedPacer(Pacer):
-    """The pace, then the lease (invariant 1), right before each MAIL FROM or provider request:
-    a message starts only while the stream's lease is surely this process's (a local check,
-    no round trip; see broadside.delivery.lease). Past the lease's sure window it waits for the
+    """The pace, then the account's ceiling, then the lease (invariant 1), right before each
+    MAIL FROM or provider request. The identity's own pace is a floor; the ceiling
+    (broadside.delivery.account_limit, one atomic Redis script) keeps every identity of the
+    same provider account, in every worker, under the account's one rate together. A message
+    starts only while the stream's lease is surely this process's (a local check, no round
+    trip; see broadside.delivery.lease). Past the lease's sure window it waits for the
     keeper's next renewal, and raises LeaseLost if the lease is gone: the message is then
-    recorded as an unexpected failure (unknown), never sent by two workers at once."""
+    recorded as an unexpected failure (unknown), never sent by two workers at once. A stop
+    while the ceiling holds the request is a `DeliveryError` of phase `request`: not sent."""
 
-    def __init__(self, delay_ms: int, keeper: LeaseKeeper, stop: threading.Event | None = None) -> None:
+    def __init__(self, delay_ms: int, keeper: LeaseKeeper, stop: threading.Event | None = None,
+                 ceiling: Ceiling | None = None) -> None:
         super().__init__(delay_ms)
         self.keeper = keeper
         self.stop = stop
+        self.ceiling = ceiling
+
+    @property
+    def limited(self) -> bool:
+        """Whether the account has a ceiling to keep (no full-speed riding then)."""
+        return self.ceiling is not None and self.ceiling.rate is not None
+
+    def ready(self) -> bool:
+        # The last answer of the account's script said whether a slot is left: no round trip.
+        return super().ready() and (not self.limited or bool(self.ceiling and self.ceiling.slots_left))
+
+    def settle(self, lead: float = 0.0) -> float:
+        """The pace, then the account's next free slot (looked at, not taken), `lead` early:
+        the re-check before the send is made at the end of both waits."""
+        now = super().settle(lead)
+        if self.ceiling is not None and self.limited:
+            try:
+                self.ceiling.wait(self.stop, take=False, lead=lead)
+            except CeilingStopped:
+                pass  # the stop is noticed by the sender; the send itself asks again
+            now = self.clock()
+        return now
 
     def wait(self) -> float:
-        now = super().wait()
+        super().settle()  # the identity's own pace
+        if self.ceiling is not None:
+            try:
+                self.ceiling.wait(self.stop)
+            except CeilingStopped as exc:
+                raise DeliveryError("request", None, f"not sent: {exc}") from None
+        now = self.clock()
+        self._last_start = now
         if not self.keeper.lease.fresh():
             self.keeper.wait_fresh(self.stop)
         return now
@@ -74,6 +111,10 @@ class Runtime:
     # Requests (sends) since the last rate report, for the System page.
     sent_requests: int = 0
     sent_requests_since: float = field(default_factory=time.monotonic)
+    # The provider account's ceiling, shared with its other identities (None: the outbox).
+    ceiling: Ceiling | None = None
+    _account_hold_until: float = 0.0
+    _account_hold_read: float = float("-inf")
 
     @property
     def stream(self) -> str:
@@ -87,11 +128,25 @@ class Runtime:
         wait = retry_after if retry_after and retry_after > 0 else min(
             THROTTLE_MAX_WAIT_S, THROTTLE_FIRST_WAIT_S * 2 ** (self.throttles - 1))
         self.hold_until = max(self.hold_until, time.monotonic() + min(wait, 3600.0))
+        if self.ceiling is not None:
+            try:  # the whole account holds: every stream of it, in every worker
+                self.ceiling.hold(wait)
+            except RedisError:
+                pass  # this stream still holds; the others meet the provider's 429 themselves
         return wait
 
     def held_for(self) -> float:
-        """Seconds left of a provider's "slow down" (0: none)."""
-        return max(0.0, self.hold_until - time.monotonic())
+        """Seconds left of a provider's "slow down" (0: none): this stream's, or its account's
+        (read from Redis at most every ACCOUNT_HOLD_READ_S)."""
+        now = time.monotonic()
+        if self.ceiling is not None and now - self._account_hold_read >= ACCOUNT_HOLD_READ_S:
+            self._account_hold_read = now
+            try:
+                self._account_hold_until = now + held_for(self.ceiling.redis, self.ceiling.namespace,
+                                                          self.ceiling.digest)
+            except RedisError:
+                pass  # the ceiling's own wait holds the request in any case
+        return max(0.0, self.hold_until - now, self._account_hold_until - now)
 
     def pause_reason(self, session: Session) -> str | None:
         """Why this stream's identity is paused, or None when it may send (one query)."""

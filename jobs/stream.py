@@ -37,7 +37,7 @@ from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.queues import Jobs
 from broadside.delivery.streams import forget_running, record_rate, record_running, running_values
 from broadside.delivery.waits import add_wait_seconds
-from jobs import runtime
+from jobs import account_ceiling, runtime
 from jobs.app import WorkerApp
 from jobs.database import db
 from jobs.maintenance import STALE_CLAIM, ensure_jobs, mark_orphans_unknown
@@ -154,6 +154,7 @@ class Stream(threading.Thread):
         self._tick_lock = threading.Lock()
         self._serving = False
         self._pace_wait_flushed = 0.0
+        self._ses = account_ceiling.SesRates()  # SES's MaxSendRate, read again hourly
 
     def stop(self) -> None:
         """A warm stop: the job in progress ends after the send in flight, then the lease is
@@ -227,9 +228,12 @@ class Stream(threading.Thread):
             transport = make_transport(identity.transport_url, self.app.instance_path,
                                        float(config.get("SMTP_TIMEOUT", 30)),
                                        allow_private=bool(config.get("PROVIDER_ENDPOINTS_ALLOW_PRIVATE")))
+            ceiling = account_ceiling.build(identity, redis, config)
+            if ceiling is not None:
+                account_ceiling.listen(transport, ceiling)
             rt = runtime.Runtime(
                 lease=lease,
-                pacer=runtime.LeasedPacer(identity.delay_ms, keeper, self.stopping),
+                pacer=runtime.LeasedPacer(identity.delay_ms, keeper, self.stopping, ceiling),
                 transport=transport,
                 hourly=HourlyCap(redis, config["BROADSIDE_NAMESPACE"], identity.hourly_limit, identity.key),
                 config=dict(config),
@@ -238,12 +242,15 @@ class Stream(threading.Thread):
                 stop=self.stopping,
                 identity_id=identity.id,
                 identity_name=identity.name,
+                ceiling=ceiling,
             )
             runtime.bind(rt)
             self.rt = rt
             self._say_running(rt)
-            log.info("worker ready for identity %s: transport %s, %d ms between requests",
-                     identity.name, transport.description, identity.delay_ms)
+            log.info("worker ready for identity %s: transport %s, %d ms between requests%s",
+                     identity.name, transport.description, identity.delay_ms,
+                     f", its account at most {ceiling.rate:g} requests/s"
+                     if ceiling is not None and ceiling.rate else "")
             self._start_up(rt)
             with self._tick_lock:
                 self._serving = True
@@ -334,6 +341,10 @@ class Stream(threading.Thread):
             self._flush_pace_wait()
             self._report_rate(rt)
             self._say_running(rt)
+            if rt.ceiling is not None:
+                if self._ses.due(self.identity):
+                    self._ses.read(self.identity, rt.ceiling, self.app.config, self.app.instance_path)
+                account_ceiling.follow(rt.ceiling, self.identity)
 
     def _say_running(self, rt: runtime.Runtime) -> None:
         """The values this stream sends with, beside its lease, for the System page (which
@@ -353,12 +364,12 @@ class Stream(threading.Thread):
         rt.sent_requests, rt.sent_requests_since = 0, now
 
     def _flush_pace_wait(self) -> None:
-        """Add the pacer's waiting since the last flush to a running total in Redis, so
-        /metrics reports it across worker restarts."""
+        """Add the pacer's waiting (the account ceiling's included) since the last flush to a
+        running total in Redis, so /metrics reports it across worker restarts."""
         rt = self.rt
         if rt is None:
             return
-        waited = rt.pacer.waited_seconds
+        waited = rt.pacer.waited_seconds + (rt.ceiling.waited_seconds if rt.ceiling else 0.0)
         add_wait_seconds(rt.lease.redis, self.app.config["BROADSIDE_NAMESPACE"], "pace",
                          waited - self._pace_wait_flushed)
         self._pace_wait_flushed = waited

@@ -32,6 +32,7 @@ import email.policy
 import hashlib
 import hmac
 import json
+import math
 import re
 import secrets
 import socket
@@ -395,6 +396,38 @@ class ResendServer(ProviderServer):
         super().__init__()
         self.key, self.domain, self.sending_only = key, domain, sending_only
         self.idempotency: dict[str, tuple[str, Reply]] = {}  # key -> (payload digest, first answer)
+        # Resend's rate limit (requests per second per team; 2 by default at Resend): when set,
+        # every answer carries the IETF draft headers Resend documents (`ratelimit-limit`,
+        # `ratelimit-remaining`, `ratelimit-reset` in seconds), and a request past the limit
+        # in the current second is a 429 `rate_limit_exceeded` with `retry-after`.
+        self.rate_limit: int | None = None
+        self.over_limit = 0  # requests answered 429 by the rate limit
+        self._window_end = 0.0
+        self._used = 0
+
+    def handle(self, request: Request) -> Reply | None:
+        if self.rate_limit is None:
+            return super().handle(request)
+        with self.lock:
+            now = time.monotonic()
+            if now >= self._window_end:
+                self._window_end, self._used = now + 1.0, 0
+            self._used += 1
+            used, reset = self._used, max(1, math.ceil(self._window_end - now))
+        counted = {"ratelimit-limit": str(self.rate_limit),
+                   "ratelimit-remaining": str(max(0, self.rate_limit - used)),
+                   "ratelimit-reset": str(reset)}
+        if used > self.rate_limit:
+            with self.lock:
+                self.requests.append(request)
+                self.over_limit += 1
+            reply = self.error(429, None, "Too many requests. You can only make 2 requests per second.")
+            reply.headers.update(counted, **{"retry-after": str(reset)})
+            return reply
+        reply = super().handle(request)
+        if reply is not None:
+            reply.headers.update(counted)
+        return reply
 
     def transport_url(self, key: str | None = None) -> str:
         return f"resend://{quote(key or self.key, safe='')}@?endpoint={self.base_url}"
@@ -473,6 +506,7 @@ class SesServer(ProviderServer):
                  region: str = "eu-west-1") -> None:
         super().__init__()
         self.access_key, self.secret, self.region = access_key, secret, region
+        self.max_send_rate = 14.0  # GetAccount's SendQuota.MaxSendRate (SES sends no rate headers)
 
     def transport_url(self, key: str | None = None, access_key: str | None = None) -> str:
         """`key` replaces the secret access key."""
@@ -513,7 +547,7 @@ class SesServer(ProviderServer):
         if request.method == "GET" and request.path == "/v2/email/account":
             return Reply.json(200, {"SendingEnabled": True, "ProductionAccessEnabled": True,
                                     "EnforcementStatus": "HEALTHY", "DedicatedIpAutoWarmupEnabled": False,
-                                    "SendQuota": {"Max24HourSend": 50000.0, "MaxSendRate": 14.0,
+                                    "SendQuota": {"Max24HourSend": 50000.0, "MaxSendRate": self.max_send_rate,
                                                   "SentLast24Hours": float(len(self.accepted))}})
         if request.method != "POST" or request.path != self.send_path:
             return self.error(404, "NotFoundException", "Not found")

@@ -40,6 +40,7 @@ ENV_VARS = (
     "MAIL_FROM",
     "SEND_DELAY_MS",
     "SEND_HOURLY_LIMIT",
+    "ACCOUNT_RATE",
     "MAX_IMPORT_BYTES",
     "MAX_IDENTITIES",
     "WEBHOOK_SECRET",
@@ -88,6 +89,20 @@ def _int(variable: str, value: Any, minimum: int = 0) -> int:
         raise ConfigError(variable, f"must be a whole number, got {value!r}") from None
     if number < minimum:
         raise ConfigError(variable, f"must be at least {minimum}, got {number}")
+    return number
+
+
+def _rate(variable: str, value: Any) -> float | None:
+    """Requests per second, more than 0 (at most 10,000); empty: none."""
+    text = "" if value is None else str(value).strip()
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        raise ConfigError(variable, f"must be a number of requests per second, got {value!r}") from None
+    if not 0 < number <= 10_000:
+        raise ConfigError(variable, f"must be more than 0 and at most 10000, got {text}")
     return number
 
 
@@ -153,6 +168,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "MAIL_FROM": "Broadside <newsletter@localhost>",
         "SEND_DELAY_MS": "200",
         "SEND_HOURLY_LIMIT": "0",
+        "ACCOUNT_RATE": "",  # the default identity's provider account: requests/s, empty: none
         "MAX_IMPORT_BYTES": str(200 * 1024 * 1024),  # a million rows is ~60 MB
         "MAX_IDENTITIES": "50",  # sending identities beside the default (each one a stream)
         "WEBHOOK_SECRET": "",
@@ -187,6 +203,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     config["MAIL_FROM"] = mail_from
     config["SEND_DELAY_MS"] = _int("SEND_DELAY_MS", raw["SEND_DELAY_MS"])
     config["SEND_HOURLY_LIMIT"] = _int("SEND_HOURLY_LIMIT", raw["SEND_HOURLY_LIMIT"])
+    config["ACCOUNT_RATE"] = _rate("ACCOUNT_RATE", raw["ACCOUNT_RATE"])
     config["MAX_IMPORT_BYTES"] = _int("MAX_IMPORT_BYTES", raw["MAX_IMPORT_BYTES"], minimum=1)
     config["MAX_IDENTITIES"] = _int("MAX_IDENTITIES", raw["MAX_IDENTITIES"])
     config["WEBHOOK_SECRET"] = str(raw["WEBHOOK_SECRET"] or "")

@@ -227,3 +227,36 @@ def secrets_in_url(url: str) -> set[str]:
     except ValueError:
         return set()
     return {form for value in found if value for form in (value, unquote(value))}
+
+
+def account_of(url: str) -> tuple[str, ...] | None:
+    """The provider account a transport URL sends through, as the provider counts its limit
+    (None: the outbox, which has none). SMTP: the host and user name (any port or TLS form);
+    SES: the access key id and region; Postmark: the server token; Resend and Mailgun: the
+    API key (a Mailgun key is its account's, whatever the sending domain). Holds secrets:
+    compare it, key it through an HMAC (broadside.delivery.account_limit), never show it."""
+    scheme = scheme_of(url)
+    if scheme == "outbox" or not url or url == "outbox://":
+        return None
+    parts = urlsplit(url)
+    user = unquote(parts.username or "")
+    host = (parts.hostname or "").lower()
+    if scheme in SMTP_SCHEMES:
+        return ("smtp", host, user)
+    if scheme == "ses":
+        return ("ses", user, host)
+    return (scheme, user)
+
+
+def account_label(url: str) -> str:
+    """The account of `account_of`, as it may be shown: its user name or key by 4 characters."""
+    account = account_of(url)
+    if account is None:
+        return "the outbox (no provider)"
+    kind = account[0]
+    if kind == "smtp":
+        who = f" as {_masked(account[2])}" if account[2] else ""
+        return f"SMTP {account[1]}{who}"
+    if kind == "ses":
+        return f"Amazon SES {_masked(account[1])} in {account[2]}"
+    return f"{kind.capitalize()} key {_masked(account[1])}"

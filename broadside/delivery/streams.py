@@ -5,8 +5,8 @@ values it runs on, its hourly cap's use and its queues. The worker writes the ra
 is the lease's, the cap's and RQ's own keys.
 
 The running values are what the stream was built from (its identity's name, transport masked,
-pace and hourly cap) and a fingerprint of them: an HMAC under SECRET_KEY of the identity's
-`stream_settings`, so the page can tell that saved values differ from the running ones (a
+pace, hourly cap, its account's ceiling) and a fingerprint of them: an HMAC under SECRET_KEY
+of the identity's `stream_settings`, so the page can tell that saved values differ from the running ones (a
 changed password included) while Redis holds no hash of a secret anyone could test guesses
 against."""
 
@@ -39,6 +39,7 @@ class Running:
     delay_ms: int
     hourly_limit: int
     fingerprint: str
+    account_rate: float | None = None  # the account's ceiling it keeps to (requests/s)
 
 
 def fingerprint(identity: SendingIdentity, secret_key: str) -> str:
@@ -48,7 +49,7 @@ def fingerprint(identity: SendingIdentity, secret_key: str) -> str:
 
 def running_values(identity: SendingIdentity, secret_key: str) -> Running:
     return Running(identity.name, identity.transport, identity.delay_ms, identity.hourly_limit,
-                   fingerprint(identity, secret_key))
+                   fingerprint(identity, secret_key), identity.account_rate)
 
 
 def record_running(redis: Redis, namespace: str, stream: str, running: Running) -> None:

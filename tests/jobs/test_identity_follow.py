@@ -129,3 +129,21 @@ def test_a_change_mid_broadcast_never_gives_the_identity_two_senders(
     text = _live(logged_in_client)
     assert "applying" not in text and "of 5,000" in text
     assert f"through {second_server.url}" in text  # said by the stream itself, beside its lease
+
+
+def test_an_account_rate_set_on_another_identity_restarts_the_accounts_streams(
+        app, client, api_headers, smtp_server, second_server, worker_factory):
+    """The account's ceiling is among a stream's values: an identity of the same account
+    saved with an account_rate restarts the other's stream on it (and the outbox's is alone)."""
+    make_identity("Product", second_server.url, delay_ms=0, email="product@product.example")
+    worker = worker_factory()
+    wait_until(lambda: worker.output.count("lease taken") == 2, timeout=30, message=lambda: worker.output)
+    saved = client.post("/api/identities", headers=api_headers,
+                        json=_body("Receipts", transport=second_server.url, account_rate=4))
+    assert saved.status_code == 201 and saved.json["account_rate"] == 4
+    wait_until(lambda: "identity Product changed" in worker.output, timeout=30,
+               message=lambda: worker.output)
+    wait_until(lambda: re.search(r"identity Product: .* its account at most 4 requests/s", worker.output),
+               timeout=30, message=lambda: worker.output)
+    wait_until(lambda: re.search(r"identity Receipts: .* its account at most 4 requests/s", worker.output),
+               timeout=30, message=lambda: worker.output)

@@ -44,8 +44,8 @@ def test_the_default_is_listed_first_from_the_environment(app, client, api_heade
     assert default == {"id": None, "name": "default", "default": True,
                        "from": "Broadside <newsletter@localhost>",
                        "transport": "smtp+starttls://•••:•••@smtp.example.com:587",
-                       "delay_ms": 0, "hourly_limit": 0, "postal_address": "", "status": "active",
-                       "pause_reason": None, "webhook_secret_set": False}
+                       "delay_ms": 0, "hourly_limit": 0, "account_rate": None, "postal_address": "",
+                       "status": "active", "pause_reason": None, "webhook_secret_set": False}
 
 
 def test_create_read_replace_and_delete(client, api_headers):
@@ -54,8 +54,8 @@ def test_create_read_replace_and_delete(client, api_headers):
     body = no_secret(created)
     assert body == {"id": body["id"], "name": "Product updates", "default": False,
                     "from": "Acme Product <product@acme.example>", "transport": "postmark://pm-s…@",
-                    "delay_ms": 500, "hourly_limit": 10000, "postal_address": "", "status": "active",
-                    "pause_reason": None, "webhook_secret_set": True}
+                    "delay_ms": 500, "hourly_limit": 10000, "account_rate": None, "postal_address": "",
+                    "status": "active", "pause_reason": None, "webhook_secret_set": True}
     one = f"/api/identities/{body['id']}"
     assert no_secret(client.get(one, headers=api_headers)) == body
     listed = no_secret(client.get("/api/identities", headers=api_headers))
@@ -99,6 +99,8 @@ def test_every_refusal_names_the_problem_and_writes_nothing(client, api_headers)
         ({**BODY, "delay_ms": -5}, 422, "delay_ms must be a whole number"),
         ({**BODY, "hourly_limit": True}, 422, "hourly_limit must be a whole number"),
         ({**BODY, "webhook_secret": 42}, 422, "webhook secret must be text"),
+        *(({**BODY, "account_rate": rate}, 422, "account_rate must be a number")
+          for rate in (0, -1, "ten", "10", 10_001, 1e308, True, [10])),
         ({"from": "a@example.com"}, 422, "The name is required"),
         ([BODY], 422, "must be a JSON object"),
     ]
@@ -185,3 +187,25 @@ def test_an_id_out_of_range_is_not_found_not_an_error(client, api_headers, path)
         # (An id past the routes' integer range matches no identity route: 404 or 405, as
         # elsewhere in the API; never a 500.)
         assert response.status_code in (404, 405), (method, response.text)
+
+
+def test_account_rate_set_on_one_identity_is_shown_for_its_whole_account(client, api_headers):
+    """The smallest value set on any identity of an account is the account's, shown for all;
+    an identity of another account keeps its own."""
+    one = client.post("/api/identities", headers=api_headers, json={**BODY, "account_rate": 12.5})
+    assert one.status_code == 201 and one.json["account_rate"] == 12.5
+    two = client.post("/api/identities", headers=api_headers,
+                      json={**BODY, "name": "Receipts", "account_rate": None}).json
+    assert two["account_rate"] == 12.5  # the same Postmark token: the same account
+    other = client.post("/api/identities", headers=api_headers,
+                        json={**BODY, "name": "Elsewhere", "transport": "postmark://other-token@"}).json
+    assert other["account_rate"] is None
+    lower = client.put(f"/api/identities/{two['id']}", headers=api_headers,
+                       json={**BODY, "name": "Receipts", "account_rate": 4, "transport": None})
+    assert lower.status_code == 200 and lower.json["account_rate"] == 4
+    shown = {i["name"]: i["account_rate"] for i in client.get("/api/identities", headers=api_headers).json}
+    assert shown == {"default": None, "Product updates": 4, "Receipts": 4, "Elsewhere": None}
+    refused = client.put(f"/api/identities/{other['id']}", headers=api_headers,
+                         json={**BODY, "name": "Elsewhere", "account_rate": 0, "transport": None})
+    assert refused.status_code == 422 and refused.json["field"] == "account_rate"
+    assert db.session.get(Identity, other["id"]).account_rate is None

@@ -112,6 +112,9 @@ def test_a_new_identity_is_saved_with_its_secrets_and_never_shows_them(logged_in
     ({"name": "default"}, "name", "“default” is the identity the environment defines"),
     ({"name": ""}, "name", "The name is required"),
     ({"webhook_secret": "x" * 201}, "webhook_secret", "webhook secret is too long"),
+    ({"account_rate": "ten"}, "account_rate", "account_rate must be a number"),
+    ({"account_rate": "0"}, "account_rate", "account_rate must be a number"),
+    ({"account_rate": "nan"}, "account_rate", "account_rate must be a number"),
 ])
 def test_a_refusal_is_422_beside_its_field_keeping_all_but_the_secrets(logged_in_client, fields, field, said):
     typed = form(postal_address="1 Main St\nSpringfield", **fields)
@@ -350,3 +353,18 @@ def test_the_system_page_shows_each_stream_and_resets_each_cap(app, logged_in_cl
     event = db.session.scalars(select(Event).where(Event.kind == "hourly_reset")).one()
     assert event.detail == "hourly limit of “Product updates” reset by the owner; 3 of 500 sends forgotten"
     assert post(logged_in_client, "/system/hourly-reset/999", page="/system/").status_code == 404
+
+
+def test_the_account_rate_is_saved_and_a_shared_account_is_said_on_save(logged_in_client):
+    """The form's account limit is the API's account_rate; saving a second identity of the
+    same account warns, naming the first; editing shows the account's value."""
+    first = post(logged_in_client, "/settings/identities/", form(account_rate="7.5"))
+    assert first.status_code == 303
+    assert db.session.scalars(select(Identity)).one().account_rate == 7.5
+    second = post(logged_in_client, "/settings/identities/", form(name="Receipts", account_rate=""))
+    assert second.status_code == 303
+    page = logged_in_client.get("/settings/identities/").text
+    assert "same provider account as “Product updates”" in page
+    assert "at most 7.5 requests a second across its 2 identities" in text_of(page)
+    edit = logged_in_client.get("/settings/identities/2/edit").text
+    assert 'name="account_rate" value="7.5"' in edit

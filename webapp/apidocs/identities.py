@@ -11,7 +11,7 @@ from typing import Any
 
 from broadside.core import transport_urls as urls
 from broadside.core.models.identities import IDENTITY_STATUSES, IdentityStatus
-from broadside.delivery.identities import service
+from broadside.delivery.identities import inputs, service
 from webapp.apidocs.paths import body, operation, reply
 from webapp.apidocs.schemas import ID, nullable, obj, ref
 
@@ -66,6 +66,16 @@ TRANSPORT = {"type": ["string", "null"], "maxLength": urls.MAX_URL, "pattern": T
     "secrets: answers show it masked (a user name by its first 4 characters). On PUT, missing or null "
     "keeps the stored one; a new one resumes a paused identity.")}
 
+ACCOUNT_RATE = {"type": ["number", "null"], "exclusiveMinimum": 0,
+                "maximum": inputs.MAX_ACCOUNT_RATE, "description": (
+    "Requests per second its provider account allows (one SMTP message or one provider "
+    "request each), shared by every identity that sends through the same account (the same "
+    "SMTP host and user name, SES access key and region, Postmark server token, Resend or "
+    "Mailgun key): their streams keep to it together, each identity's `delay_ms` still a "
+    "floor. The account's ceiling is the smallest value set on any of its identities, and "
+    "every identity of the account shows it. For SES it never exceeds 90 % of the account's "
+    "MaxSendRate. null: none set here.")}
+
 IDENTITY_SCHEMAS: dict[str, Any] = {
     "IdentityStatus": {"type": "string", "enum": SHOWN_STATUSES, "description": (
         "active, or paused (the provider refused the channel: bad credentials, an unverified "
@@ -92,6 +102,7 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
         "hourly_limit": {"type": ["integer", "null"], "minimum": 0, "maximum": service.MAX_HOURLY,
                          "default": 0, "description": "At most this many sends in any rolling "
                          "hour; 0: no cap."},
+        "account_rate": ACCOUNT_RATE,
         "postal_address": {"type": ["string", "null"], "maxLength": service.MAX_POSTAL,
                            "description": "Printed in its emails' footer; empty: the one in "
                            "Settings."},
@@ -115,6 +126,10 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
                       "masked."},
         "delay_ms": {"type": "integer", "minimum": 0},
         "hourly_limit": {"type": "integer", "minimum": 0},
+        "account_rate": {**ACCOUNT_RATE, "description": (
+            "The ceiling of its provider account in requests per second: the smallest "
+            "`account_rate` set on any identity sending through the same account (the "
+            "default's is ACCOUNT_RATE); null when none is set.")},
         "postal_address": {"type": "string", "description": "Its own; empty: the Settings one "
                            "is used."},
         "status": ref("IdentityStatus"),
@@ -127,16 +142,16 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
 
 INPUT_EXAMPLE = {"name": "Product updates", "from": "Acme Product <product@acme.example>",
                  "transport": "postmark://SERVER_TOKEN@", "delay_ms": 500, "hourly_limit": 10000,
-                 "postal_address": "", "webhook_secret": "a long random password"}
+                 "account_rate": 10, "postal_address": "", "webhook_secret": "a long random password"}
 IDENTITY_EXAMPLE = {"id": 2, "name": "Product updates", "default": False,
                     "from": "Acme Product <product@acme.example>",
                     "transport": "postmark://SERV…@", "delay_ms": 500, "hourly_limit": 10000,
-                    "postal_address": "", "status": "active", "pause_reason": None,
+                    "account_rate": 10.0, "postal_address": "", "status": "active", "pause_reason": None,
                     "webhook_secret_set": True}
 DEFAULT_EXAMPLE = {"id": None, "name": "default", "default": True,
                    "from": "Acme Weekly <news@acme.example>",
                    "transport": "smtp+starttls://news:•••@smtp.acme.example:587", "delay_ms": 200,
-                   "hourly_limit": 0, "postal_address": "1 Main St, Springfield",
+                   "hourly_limit": 0, "account_rate": None, "postal_address": "1 Main St, Springfield",
                    "status": "active", "pause_reason": None, "webhook_secret_set": False}
 
 IDENTITY_PATHS: dict[str, Any] = {

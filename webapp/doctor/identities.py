@@ -4,7 +4,8 @@ and the System page shows the last result.
 
 `run` builds the identity's transport (broadside.delivery.providers.factory.make_transport, a timeout
 of a few seconds) and calls its `check()`: SMTP connects, greets and logs in, a provider's API
-is asked something that proves the key, the outbox proves its folder; nothing is sent. The
+is asked something that proves the key, the outbox proves its folder; nothing is sent (SES's
+`GetAccount` also tells the account's MaxSendRate, kept for its account ceiling). The
 result is stored in Redis, so the System page (polled every few seconds) shows it without a
 new conversation each time; a result made against another transport URL than the identity's
 current one is ignored (compared by a keyed fingerprint: the URL holds secrets, so neither it
@@ -26,8 +27,10 @@ from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
 from broadside.core.transport_urls import secrets_in_url
+from broadside.delivery import account_limit
 from broadside.delivery.identities.service import SendingIdentity, all_identities
 from broadside.delivery.providers.factory import make_transport
+from broadside.delivery.providers.http import ProviderTransport
 from broadside.delivery.transports import DeliveryError
 from webapp.doctor.check import CHECK_TIMEOUT_S, Check
 from webapp.extensions import db
@@ -88,6 +91,8 @@ def run(app: Flask, identity: SendingIdentity, *, store: bool = True) -> Transpo
         try:
             detail = f"{target} answered: {transport.check()}; nothing sent"
             ok = True
+            if isinstance(transport, ProviderTransport) and transport.max_send_rate:
+                _keep_ses_rate(app, url, transport.max_send_rate)
         finally:
             try:
                 transport.close()  # every Transport closes (the protocol says so)
@@ -111,6 +116,19 @@ def run(app: Flask, identity: SendingIdentity, *, store: bool = True) -> Transpo
         except RedisError:
             pass  # the check itself is what matters; the Redis check reports the outage
     return result
+
+
+def _keep_ses_rate(app: Flask, url: str, max_send_rate: float) -> None:
+    """SES's MaxSendRate, kept under the account's HMAC: its streams keep under 90 % of it
+    (broadside.delivery.account_limit)."""
+    digest = account_limit.account_digest(url, app.config["SECRET_KEY"])
+    if digest is None:
+        return
+    try:
+        account_limit.record_ses_max_rate(app.extensions["broadside_redis"],
+                                          app.config["BROADSIDE_NAMESPACE"], digest, max_send_rate)
+    except RedisError:
+        pass  # read again by the worker every hour
 
 
 def advice(identity: SendingIdentity, result: TransportCheck) -> str:

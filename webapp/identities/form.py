@@ -2,7 +2,7 @@
 validates it; this module only reads what was typed and says which field a refusal is about).
 
 The form's inputs are named like the API's fields (`name`, `from`, `transport`, `delay_ms`,
-`hourly_limit`, `postal_address`, `webhook_secret`), so the form is the API's body as text.
+`hourly_limit`, `account_rate`, `postal_address`, `webhook_secret`), so the form is the API's body as text.
 The two secrets (the transport URL and the webhook secret) are read, never written back: an
 edit form shows them empty ("leave blank to keep"), and a form shown again after a refusal
 keeps everything typed except them.
@@ -21,7 +21,7 @@ from broadside.delivery.identities.service import FIELDS, SendingIdentity
 SECRETS = ("transport", "webhook_secret")
 MAX_FIELD = 10_000  # longer than any valid value: the domain says what is too long
 EMPTY = {"name": "", "from": "", "transport": "", "delay_ms": "200", "hourly_limit": "0",
-         "postal_address": "", "webhook_secret": ""}
+         "account_rate": "", "postal_address": "", "webhook_secret": ""}
 
 # How the domain's refusals name their field, checked in this order (a From refusal may say
 # "Name <address>", so From comes before the name).
@@ -30,6 +30,7 @@ _FIELD_WORDS = (
     ("postal_address", re.compile(r"postal address")),
     ("delay_ms", re.compile(r"\bdelay_ms\b")),
     ("hourly_limit", re.compile(r"\bhourly_limit\b")),
+    ("account_rate", re.compile(r"\baccount_rate\b")),
     ("transport", re.compile(r"URL|[Tt]ransport|endpoint|option|AWS region")),
     ("from", re.compile(r"\bFrom\b|email address")),
     ("name", re.compile(r"\bname\b|“default”|identity called")),
@@ -51,6 +52,7 @@ def as_body(values: dict[str, str], *, updating: bool, clear_secret: bool = Fals
     """The API's JSON shape, for `parse_input`. When updating, an empty secret means "keep the
     stored one" (None); `clear_secret` removes the webhook secret instead."""
     body: dict[str, Any] = {field: values.get(field, "") for field in FIELDS}
+    body["account_rate"] = _number(body["account_rate"])
     if updating:
         for field in SECRETS:
             if not body[field].strip():
@@ -58,6 +60,17 @@ def as_body(values: dict[str, str], *, updating: bool, clear_secret: bool = Fals
         if clear_secret:
             body["webhook_secret"] = ""
     return body
+
+
+def _number(text: str) -> float | str | None:
+    """The typed account rate as the API's number (empty: null); text that is no number stays
+    text, which the domain refuses under its field."""
+    if not text.strip():
+        return None
+    try:
+        return float(text.strip())
+    except ValueError:
+        return text
 
 
 def shown(values: dict[str, str]) -> dict[str, str]:
@@ -73,6 +86,7 @@ def from_saved(identity: SendingIdentity) -> dict[str, str]:
     """A saved identity laid out in the form (its secrets left empty)."""
     return {"name": identity.name, "from": identity.from_header, "transport": "",
             "delay_ms": str(identity.delay_ms), "hourly_limit": str(identity.hourly_limit),
+            "account_rate": "" if identity.account_rate is None else f"{identity.account_rate:g}",
             "postal_address": identity.postal_address, "webhook_secret": ""}
 
 

@@ -26,12 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flask import Blueprint, current_app, flash, redirect, render_template, url_for
+from redis.exceptions import RedisError
 
 from broadside.campaigns.automations import refreeze
 from broadside.core import transport_urls as urls
 from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
 from broadside.core.site_settings import get_settings
-from broadside.delivery.identities import bound, service
+from broadside.delivery import account_limit
+from broadside.delivery.identities import accounts, bound, service
 from broadside.delivery.identities.service import SendingIdentity
 from webapp.doctor.check import Check
 from webapp.doctor.identities import check_identity
@@ -111,12 +113,55 @@ class Bound:
         return bound.limit_reached(self.count, self.limit)
 
 
+@dataclass(frozen=True)
+class AccountGroup:
+    """The identities of one provider account, with its ceiling and the rate it achieved."""
+    label: str
+    rows: list[Row]
+    rate: float | None  # the ceiling in force (SES's cap included), None: none
+    achieved: float | None  # requests a second over the last 10 s (counted under a ceiling)
+    ses_max_rate: float | None
+
+
+def _groups(rows: list[Row]) -> list[AccountGroup]:
+    by_identity = {r.identity.key: r for r in rows}
+    redis = current_app.extensions["broadside_redis"]
+    namespace, secret = current_app.config["BROADSIDE_NAMESPACE"], current_app.config["SECRET_KEY"]
+    groups = []
+    for account in accounts.grouped([r.identity for r in rows]):
+        digest = account_limit.account_digest(account.url, secret)
+        achieved = ses = None
+        if digest is not None:
+            try:
+                achieved = account_limit.achieved_rate(redis, namespace, digest)
+                ses = account_limit.ses_max_rate(redis, namespace, digest)
+            except RedisError:
+                pass  # the System page says Redis is down; the page still shows the identities
+        rate = account_limit.effective_rate(account.members[0].account_rate, ses)
+        groups.append(AccountGroup(account.label, [by_identity[i.key] for i in account.members],
+                                   rate if digest is not None else None, achieved, ses))
+    return groups
+
+
+def _shares(identity_id: int, transport_url: str) -> str:
+    """The warning a save gets when other identities send through the same account."""
+    others = accounts.sharing_with(transport_url, [
+        (i.label, i.transport_url)
+        for i in service.all_identities(db.session, current_app.config) if i.id != identity_id])
+    if not others:
+        return ""
+    return (" It sends through the same provider account as " + ", ".join(f"“{n}”" for n in others)
+            + ": they share one account limit, the smallest provider account limit set on any of"
+            " them.")
+
+
 def _render_index(values: dict[str, str] | None = None, *, error: DomainError | None = None,
                   secret_dropped: bool = False, status: int = 200):
     rows = [_row(i) for i in service.all_identities(db.session, current_app.config)]
     limits = Bound(sum(1 for r in rows if not r.identity.is_default), current_app.config["MAX_IDENTITIES"])
     return render_template(
-        "identities/index.html", rows=rows, bound=limits, values=form.shown(values or form.EMPTY),
+        "identities/index.html", rows=rows, groups=_groups(rows), bound=limits,
+        values=form.shown(values or form.EMPTY),
         error=error and error.message, error_field=form.field_of(error),
         secret_dropped=secret_dropped,
         mail_from=current_app.config["MAIL_FROM"], **_page_help(),
@@ -141,6 +186,9 @@ def create():
                              secret_dropped=form.typed_a_secret(values))
     flash(f"The identity “{row.name}” is saved. Press Check connection to try its transport; "
           "broadcasts and automations can choose it now.", "success")
+    shared = _shares(row.id, row.transport_url)
+    if shared:
+        flash(shared.strip(), "warning")
     return after_post(url_for(".index") + f"#identity-{row.id}")
 
 
@@ -175,6 +223,9 @@ def edit(identity_id: int):
     flash(f"The identity “{row.name}” is saved." + (
         " Its new transport URL resumed it: press Check connection to try it." if resumed else "")
         + (" " + refrozen.words() if refrozen.names else ""), "success")
+    shared = _shares(identity_id, row.transport_url)
+    if shared:
+        flash(shared.strip(), "warning")
     return after_post(url_for(".index") + f"#identity-{identity_id}")
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import CheckConstraint, String, Text
+from sqlalchemy import CheckConstraint, Float, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.core.db import NEVER_REUSE_IDS, Model
@@ -52,6 +52,10 @@ class Identity(Model):
     transport_url: Mapped[str] = mapped_column(Text, default="")
     delay_ms: Mapped[int] = mapped_column(default=200)
     hourly_limit: Mapped[int] = mapped_column(default=0)  # 0: no cap
+    # Requests per second its provider account allows, shared by every identity that sends
+    # through the same account (the smallest value set wins); NULL: none set here.
+    # broadside.delivery.account_limit keeps it across streams and workers.
+    account_rate: Mapped[float | None] = mapped_column(Float)
     postal_address: Mapped[str] = mapped_column(Text, default="")
     # The secret that proves a provider's webhook came from this identity's account
     # (Resend's whsec_…, Mailgun's signing key, the password of Postmark's basic auth).

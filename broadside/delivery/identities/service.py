@@ -9,9 +9,8 @@ only the worker reads `transport_url`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.utils import formataddr, parseaddr
 from typing import Any
 
@@ -20,24 +19,26 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broadside.core import transport_urls as urls
-from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError, shown
 from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
 from broadside.core.models.identities import IdentityStatus
 from broadside.core.timeutil import utcnow
-from broadside.delivery.identities import bound, lifecycle
-from broadside.delivery.identities.from_field import FROM_PATTERN, MAX_FROM, MAX_FROM_NAME, shown_from
+from broadside.delivery.identities import accounts, bound, lifecycle
+from broadside.delivery.identities.from_field import FROM_PATTERN as FROM_PATTERN
+from broadside.delivery.identities.from_field import MAX_FROM as MAX_FROM
+from broadside.delivery.identities.from_field import shown_from
+from broadside.delivery.identities.inputs import DEFAULT_NAME as DEFAULT_NAME
+from broadside.delivery.identities.inputs import FIELDS as FIELDS
+from broadside.delivery.identities.inputs import MAX_DELAY_MS as MAX_DELAY_MS
+from broadside.delivery.identities.inputs import MAX_HOURLY as MAX_HOURLY
+from broadside.delivery.identities.inputs import MAX_NAME as MAX_NAME
+from broadside.delivery.identities.inputs import MAX_POSTAL as MAX_POSTAL
+from broadside.delivery.identities.inputs import MAX_SECRET as MAX_SECRET
+from broadside.delivery.identities.inputs import IdentityInput as IdentityInput
+from broadside.delivery.identities.inputs import check_endpoint as check_endpoint
+from broadside.delivery.identities.inputs import parse_input as parse_input
 
-DEFAULT_NAME = "default"
-MAX_NAME = 100
-MAX_POSTAL = 1000
-MAX_SECRET = 200
-MAX_DELAY_MS = 600_000
-MAX_HOURLY = 10_000_000
 MAX_ID = 2**31 - 1
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
-FIELDS = ("name", "from", "transport", "delay_ms", "hourly_limit", "postal_address",
-          "webhook_secret")
 # Broadcasts in these states still need their identity (to send, or to be sent later).
 LIVE_BROADCASTS = ("draft", "scheduled", "queued", "sending", "paused")
 
@@ -55,6 +56,9 @@ class SendingIdentity:
     status: str
     pause_reason: str | None
     webhook_secret: str = ""
+    # The ceiling of its provider account, requests/s: the smallest `account_rate` set on any
+    # identity of the account (broadside.delivery.identities.accounts); None: none set.
+    account_rate: float | None = None
 
     @property
     def is_default(self) -> bool:
@@ -66,10 +70,11 @@ class SendingIdentity:
         return DEFAULT_NAME if self.id is None else f"identity:{self.id}"
 
     @property
-    def stream_settings(self) -> tuple[str, str, int, int, str]:
+    def stream_settings(self) -> tuple[str, str, int, int, str, float | None]:
         """What its running stream is built from (jobs.stream): a change means the stream
         starts again on the new values (jobs.supervisor); its pause is not one (read per job)."""
-        return (self.name, self.transport_url, self.delay_ms, self.hourly_limit, self.webhook_secret)
+        return (self.name, self.transport_url, self.delay_ms, self.hourly_limit, self.webhook_secret,
+                self.account_rate)
 
     @property
     def transport(self) -> str:
@@ -91,7 +96,8 @@ class SendingIdentity:
 
 def default_identity(session: Session, config: Mapping[str, Any]) -> SendingIdentity:
     """The environment's identity: SMTP_URL, the Settings page's sender (else MAIL_FROM),
-    SEND_DELAY_MS, SEND_HOURLY_LIMIT and the Settings page's postal address."""
+    SEND_DELAY_MS, SEND_HOURLY_LIMIT, ACCOUNT_RATE (its own; `all_identities` gives the
+    account's) and the Settings page's postal address."""
     settings = session.get(SiteSettings, 1)
     if settings is not None and settings.sender_email:
         from_name, from_email = settings.sender_name or "", settings.sender_email
@@ -106,6 +112,7 @@ def default_identity(session: Session, config: Mapping[str, Any]) -> SendingIden
         status="paused" if settings is not None and settings.default_pause_reason else "active",
         pause_reason=settings.default_pause_reason if settings is not None else None,
         webhook_secret=str(config.get("WEBHOOK_SECRET") or ""),
+        account_rate=config.get("ACCOUNT_RATE") or None,
     )
 
 
@@ -114,7 +121,7 @@ def _view(row: Identity) -> SendingIdentity:
         id=row.id, name=row.name, from_name=row.from_name, from_email=row.from_email,
         transport_url=row.transport_url, delay_ms=row.delay_ms, hourly_limit=row.hourly_limit,
         postal_address=row.postal_address, status=row.status, pause_reason=row.pause_reason,
-        webhook_secret=row.webhook_secret,
+        webhook_secret=row.webhook_secret, account_rate=row.account_rate,
     )
 
 
@@ -122,27 +129,38 @@ def resolve(session: Session, config: Mapping[str, Any], identity_id: int | None
     """The identity an id names (None: the default). A deleted one still resolves (past
     broadcasts name it); an id that never existed is NotFound."""
     if identity_id is None:
-        return default_identity(session, config)
+        return _shared(session, config, default_identity(session, config))
     row = session.get(Identity, identity_id) if 1 <= identity_id <= MAX_ID else None
     if row is None:
         raise NotFound(f"There is no sending identity {identity_id}.")
-    return _view(row)
+    return _shared(session, config, _view(row))
+
+
+def _shared(session: Session, config: Mapping[str, Any], identity: SendingIdentity) -> SendingIdentity:
+    """`identity` with its account's ceiling: the smallest rate set on any live identity of
+    its account, the default's (ACCOUNT_RATE) included."""
+    rows = session.execute(select(Identity.transport_url, Identity.account_rate)
+                           .where(Identity.status != IdentityStatus.DELETED.value)).all()
+    rates = [(identity.transport_url, identity.account_rate),
+             (str(config.get("SMTP_URL") or ""), config.get("ACCOUNT_RATE") or None),
+             *((r.transport_url, r.account_rate) for r in rows)]
+    return replace(identity, account_rate=accounts.smallest_rate(identity.transport_url, rates))
 
 
 def by_name(session: Session, config: Mapping[str, Any], name: str) -> SendingIdentity | None:
     """A live identity by its name (case-insensitive; "default" is the default)."""
     if name.strip().lower() == DEFAULT_NAME:
-        return default_identity(session, config)
+        return resolve(session, config, None)
     row = session.scalar(select(Identity).where(Identity.name_key == name.strip().lower()))
-    return _view(row) if row is not None else None
+    return resolve(session, config, row.id) if row is not None else None
 
 
 def all_identities(session: Session, config: Mapping[str, Any]) -> list[SendingIdentity]:
-    """Every live identity, the default first, then by name."""
+    """Every live identity, the default first, then by name, each with its account's ceiling."""
     rows = session.scalars(
         select(Identity).where(Identity.status != IdentityStatus.DELETED.value)
         .order_by(Identity.name_key)).all()
-    return [default_identity(session, config), *(_view(r) for r in rows)]
+    return accounts.with_shared_rates([default_identity(session, config), *(_view(r) for r in rows)])
 
 
 def check_choice(session: Session, identity_id: Any) -> int | None:
@@ -158,132 +176,13 @@ def check_choice(session: Session, identity_id: Any) -> int | None:
     return identity_id
 
 
-# ------------------------------------------------------------------ input
-
-
-@dataclass
-class IdentityInput:
-    name: str
-    from_name: str
-    from_email: str
-    transport_url: str | None  # None: keep the current one (an update that leaves it out)
-    delay_ms: int
-    hourly_limit: int
-    postal_address: str
-    webhook_secret: str | None  # None: keep the current one
-
-
-def _text(value: object, label: str, limit: int, field: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ValidationError(f"The {label} must be text.", field=field)
-    if "\x00" in value:
-        raise ValidationError(f"The {label} contains a NUL character.", field=field)
-    if len(value) > limit:
-        raise ValidationError(f"The {label} is too long ({len(value)} of {limit} characters).",
-                              field=field)
-    return value
-
-
-def _whole(value: object, label: str, default: int, maximum: int) -> int:
-    if value is None or value == "":
-        return default
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= maximum:
-        raise ValidationError(f"{label} must be a whole number from 0 to {maximum:,}.", field=label)
-    return value
-
-
-def parse_input(data: Any, *, updating: bool = False) -> IdentityInput:
-    """The API's JSON shape (the owner's form is turned into it), validated; every mistake
-    is a ValidationError naming the field. When updating, a missing `transport` or
-    `webhook_secret` keeps the current one (they are never shown back)."""
-    if not isinstance(data, dict):
-        raise ValidationError('Send a JSON object with "name", "from" and "transport".')
-    unknown = sorted(set(data) - set(FIELDS))
-    if unknown:
-        raise ValidationError(f"Unknown field: {unknown[0]}. An identity has " + ", ".join(FIELDS) + ".")
-    name = " ".join(_text(data.get("name"), "name", MAX_NAME, "name").split())
-    if not name:
-        raise ValidationError("The name is required (for example “Product updates”).", field="name")
-    if not _NAME.match(name):
-        raise ValidationError("The name may hold letters, digits, spaces, dots, dashes and "
-                              "underscores, starting with a letter or digit (it is what "
-                              "`worker --identity NAME` takes).", field="name")
-    if name.lower() == DEFAULT_NAME:
-        raise ValidationError("“default” is the identity the environment defines; choose another "
-                              "name.", field="name")
-    raw_from = _text(data.get("from"), "From", MAX_FROM, "from")
-    if not raw_from.strip():
-        raise ValidationError("The From address is required, like “Ada <ada@example.com>”.",
-                              field="from")
-    shaped = re.fullmatch(FROM_PATTERN, raw_from)  # the document's pattern
-    raw_from = raw_from.strip()
-    if "\n" in raw_from or "\r" in raw_from:
-        raise ValidationError("The From must be one line.", field="from")
-    from_name, address = parseaddr(raw_from)
-    if not address or "@" not in address:
-        raise ValidationError(f"{raw_from!r} has no email address; write “Name <address@example.com>”.",
-                              field="from")
-    if not shaped:
-        raise ValidationError(f"{raw_from[:80]!r} is not a From: write “Name "
-                              "<address@example.com>” or the address alone (a name with a comma "
-                              "goes in double quotes); the address's domain needs a dot and "
-                              "cannot be a reserved one such as localhost.", field="from")
-    try:
-        from_email = normalise_email(address)
-    except ValidationError as exc:
-        raise ValidationError(exc.message, field="from") from None
-    from_name = " ".join(from_name.split())
-    if len(from_name) > MAX_FROM_NAME:
-        raise ValidationError(f"The From name is too long (at most {MAX_FROM_NAME} characters).",
-                              field="from")
-    transport: str | None
-    if updating and data.get("transport") is None:
-        transport = None
-    else:
-        try:
-            transport = urls.check_transport_url(_text(data.get("transport"), "transport URL",
-                                                          urls.MAX_URL, "transport"))
-        except urls.TransportUrlError as exc:
-            raise ValidationError(str(exc), field="transport") from None
-    secret: str | None
-    if updating and data.get("webhook_secret") is None:
-        secret = None
-    else:
-        secret = _text(data.get("webhook_secret"), "webhook secret", MAX_SECRET, "webhook_secret").strip()
-    return IdentityInput(
-        name=name, from_name=from_name, from_email=from_email, transport_url=transport,
-        delay_ms=_whole(data.get("delay_ms"), "delay_ms", 200, MAX_DELAY_MS),
-        hourly_limit=_whole(data.get("hourly_limit"), "hourly_limit", 0, MAX_HOURLY),
-        postal_address=_text(data.get("postal_address"), "postal address", MAX_POSTAL,
-                             "postal_address").strip(),
-        webhook_secret=secret,
-    )
-
-
-def check_endpoint(data: IdentityInput, config: Mapping[str, Any]) -> IdentityInput:
-    """`data` when its transport's `?endpoint=` (if any) resolves only to addresses Broadside
-    may call (`PROVIDER_ENDPOINTS_ALLOW_PRIVATE` in `config` allows the own network); a
-    `ValidationError` under the transport field naming the address and the flag otherwise.
-    Resolves the endpoint's name: for the pages and the API when an identity is saved."""
-    if data.transport_url:
-        try:
-            urls.check_endpoint(data.transport_url,
-                                allow_private=bool(config.get("PROVIDER_ENDPOINTS_ALLOW_PRIVATE")))
-        except urls.TransportUrlError as exc:
-            raise ValidationError(str(exc), field="transport") from None
-    return data
-
-
 def as_input(identity: SendingIdentity) -> dict[str, Any]:
     """An identity as the API shows it: never its transport's secrets or its webhook secret."""
     return {
         "id": identity.id, "name": identity.name, "default": identity.is_default,
         "from": shown_from(identity.from_name, identity.from_email), "transport": identity.transport,
         "delay_ms": identity.delay_ms, "hourly_limit": identity.hourly_limit,
+        "account_rate": identity.account_rate,
         "postal_address": identity.postal_address, "status": identity.status,
         "pause_reason": shown(identity.pause_reason),
         "webhook_secret_set": bool(identity.webhook_secret),
@@ -313,6 +212,7 @@ def create(session: Session, data: IdentityInput, *, limit: int = bound.DEFAULT_
         name=data.name, name_key=data.name.lower(), from_name=data.from_name,
         from_email=data.from_email, transport_url=data.transport_url, delay_ms=data.delay_ms,
         hourly_limit=data.hourly_limit, postal_address=data.postal_address,
+        account_rate=data.account_rate,
         webhook_secret=data.webhook_secret or "", status=IdentityStatus.ACTIVE.value,
     )
     session.add(row)
@@ -347,6 +247,7 @@ def update(session: Session, identity_id: int, data: IdentityInput, *,
     if data.webhook_secret is not None:
         row.webhook_secret = data.webhook_secret
     row.delay_ms, row.hourly_limit = data.delay_ms, data.hourly_limit
+    row.account_rate = data.account_rate
     row.postal_address = data.postal_address
     row.updated_at = utcnow()
     try:

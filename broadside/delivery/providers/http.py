@@ -17,10 +17,9 @@ Guarantees, and why:
   (connect, then request) instead of a `PoolManager`, which connects inside `urlopen` and
   raises the same `SSLError` for a failed handshake and for a TLS failure after the request.
 - **`pace()` runs once per request, right before it is written**: after any (re)connect and
-  also when the connect fails, as `SmtpTransport` paces right before MAIL FROM (invariant 2),
-  so the spacing the pacer promises is the spacing the provider sees.
-- An idle kept-alive connection the provider has closed is noticed before the request (the
-  socket reads as closed) and replaced, so that common case is never reported as `response`.
+  also when the connect fails (invariant 2), so the pacer's spacing is the provider's.
+- An idle kept-alive connection the provider closed is noticed (its socket reads as closed)
+  and replaced before the request: never reported as `response`.
 - **Only a checked address is called.** Before each (re)connect the host is resolved and every
   address it has is judged (`broadside.core.public_addresses`): a private or loopback one is
   refused unless `PROVIDER_ENDPOINTS_ALLOW_PRIVATE=1` (`allow_private`), link-local and cloud
@@ -66,7 +65,6 @@ from broadside.delivery.transports import (
 )
 
 MimeFields = MessageFields  # (the name this module's callers know)
-
 MAX_REPLY = 300
 MAX_ERROR_WORDS = 200  # a provider's error message, as shown to the owner
 ENDPOINT_FLAG = "PROVIDER_ENDPOINTS_ALLOW_PRIVATE"
@@ -74,6 +72,7 @@ MAX_CONNECT_TIMEOUT = 10.0
 USER_AGENT = "broadside"
 
 Pace = Callable[[], object]
+Heard = Callable[[Mapping[str, str]], object]  # told each answer's headers (a provider's budget)
 
 
 def no_pace() -> None:
@@ -174,6 +173,7 @@ class HttpClient:
         self._headers = {"User-Agent": USER_AGENT, **headers,
                          "Host": name if self._port == default_port else f"{name}:{self._port}"}
         self._conn: HTTPConnection | None = None
+        self.heard: Heard | None = None
 
     def request(self, method: str, path: str, *, body: bytes | None = None,
                 headers: Mapping[str, str] | None = None, pace: Pace = no_pace) -> Answer:
@@ -197,6 +197,8 @@ class HttpClient:
             raise DeliveryError("response", None, clip(f"no answer from {self.base_url}: "
                                                     f"{network_words(exc, self.base_url)}"),
                                 network=True, provider=self.provider) from None
+        if self.heard is not None:  # a provider's remaining budget, for the account's ceiling
+            self.heard(response.headers)
         return Answer(response.status, response.headers, data)
 
     def _connected(self) -> HTTPConnection:
@@ -341,17 +343,21 @@ def _bodies(message: Message) -> tuple[str | None, str | None]:
 
 
 class ProviderTransport:
-    """The base of the four provider transports. Each one says its `batch_limit`, `description`,
-    `send_batch`, `check` and `close`; this class gives them `start`/`finish`/`send`/`wire` of
-    the `Transport` protocol as a batch of one: the whole request happens in `start` (HTTP has
-    nothing to overlap), which keeps the verdict, or the error, for `finish`. A single message
-    carries no idempotency key: the owner's "send again" must really send again."""
+    """The four provider transports' base: each says its `batch_limit`, `description`,
+    `send_batch`, `check`, `close`; this gives `start`/`finish`/`send`/`wire` as a batch of one
+    (the request in `start`, its verdict kept for `finish`). A single message has no
+    idempotency key: the owner's "send again" must really send again."""
 
     batch_limit: int
     # True when the provider honours `send_batch`'s idempotency key (Resend): a batch that got
     # no answer may then be sent again with the same key and items without a second copy.
     idempotent = False
     _kept: SendResult | DeliveryError | None = None
+    _answers: HttpClient | None = None  # None: it speaks through another client (SES)
+    max_send_rate: float | None = None  # requests/s the account allows, once check() asked (SES)
+    def listen(self, heard: Heard) -> None:  # `heard`: every answer's headers from now on
+        if self._answers is not None:
+            self._answers.heard = heard
 
     @property
     def description(self) -> str:

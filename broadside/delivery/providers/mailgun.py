@@ -54,6 +54,7 @@ class MailgunTransport(ProviderTransport):
             **make_headers(basic_auth=f"api:{key}"),
             "Accept": "application/json",
         }, allow_private=allow_private)
+        self._answers = self._http
 
     @property
     def description(self) -> str:

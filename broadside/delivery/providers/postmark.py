@@ -66,6 +66,7 @@ class PostmarkTransport(ProviderTransport):
             "Accept": "application/json",
             "Content-Type": "application/json",
         }, allow_private=allow_private)
+        self._answers = self._http
 
     @property
     def description(self) -> str:

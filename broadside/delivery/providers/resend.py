@@ -67,6 +67,7 @@ class ResendTransport(ProviderTransport):
             "Accept": "application/json",
             "Content-Type": "application/json",
         }, allow_private=allow_private)
+        self._answers = self._http
 
     @property
     def description(self) -> str:

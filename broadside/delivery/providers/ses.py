@@ -207,13 +207,16 @@ class SesTransport(ProviderTransport):
         )
 
     def check(self) -> str:
-        """`GetAccount`: the keys work in this region; nothing is sent."""
+        """`GetAccount`: the keys work in this region; nothing is sent. Keeps the account's
+        `MaxSendRate` in `max_send_rate`."""
         account = self._call("get_account")
         quota = account.get("SendQuota", {})
         state = "sending enabled" if account.get("SendingEnabled") else "SENDING PAUSED"
         access = "production access" if account.get("ProductionAccessEnabled") else "sandbox"
         rate, sent, most = (quota.get(name, 0)
                             for name in ("MaxSendRate", "SentLast24Hours", "Max24HourSend"))
+        # The account's ceiling is kept under 90 % of it (broadside.delivery.account_limit).
+        self.max_send_rate = float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
         return (f"ses ({self.region}): {state}, {access}, {rate:g} messages/s, "
                 f"{sent:g} of {most:g} sent in 24 h")
 
