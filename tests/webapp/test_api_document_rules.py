@@ -126,7 +126,7 @@ def test_an_id_beyond_the_database_is_404_for_every_method(client, api_headers):
             url = with_ids(path, {name: huge for name in ("automation_id", "broadcast_id",
                                                           "identity_id", "import_id", "list_id",
                                                           "segment_id", "subscriber_id",
-                                                          "bulk_id", "endpoint_id")})
+                                                          "bulk_id", "endpoint_id", "code")})
             assert "{" not in url, url
             response = call(client, api_headers, method, url, {} if method != "GET" else None)
             assert response.status_code == 404, (method, url, response.status_code)
@@ -143,7 +143,7 @@ def test_every_405_says_what_the_path_allows(client, api_headers):
         url = with_ids(path, {name: "1" for name in ("automation_id", "broadcast_id",
                                                       "identity_id", "import_id", "list_id",
                                                       "segment_id", "subscriber_id", "bulk_id",
-                                                      "endpoint_id")})
+                                                      "endpoint_id", "code")})
         for method in {m.upper() for m in METHODS} - documented:
             response = call(client, api_headers, method, url)
             assert response.status_code == 405, (method, path)

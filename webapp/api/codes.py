@@ -29,7 +29,7 @@ MAX_CODE = 64  # longer than any code (12 + 1 + 8): not looked up
 def _code(value: str) -> str:
     code = value.strip().upper()
     if not code or len(code) > MAX_CODE or not code.isascii():
-        raise NotFound("There is no such code.", field="code")
+        raise NotFound("There is no such code.")
     return code
 
 

@@ -90,7 +90,7 @@ def story(session: Session, code: str) -> CodeStory:
     """One code's story, or NotFound."""
     found = session.scalar(select(Code).where(Code.code == code))
     if found is None:
-        raise NotFound(f"There is no code {code}.", field="code")
+        raise NotFound(f"There is no code {code}.")
     return _stories(session, [found])[0]
 
 

@@ -38,7 +38,7 @@ def state_of(redeemed_at: datetime | None) -> Redemption:
 class AlreadyRedeemed(Conflict):
     def __init__(self, code: str, redeemed_at: datetime) -> None:
         super().__init__(f"The code {code} was already redeemed "
-                         f"({redeemed_at.isoformat(timespec='seconds')}Z UTC).", field="code")
+                         f"({redeemed_at.isoformat(timespec='seconds')}Z UTC).")
         self.redeemed_at = redeemed_at
 
 
@@ -57,5 +57,5 @@ def redeem(session: Session, code: str, now: datetime | None = None) -> datetime
     redeemed_at = session.scalar(select(Code.redeemed_at).where(Code.code == code))
     session.commit()
     if redeemed_at is None:
-        raise NotFound(f"There is no code {code}.", field="code")
+        raise NotFound(f"There is no code {code}.")
     raise AlreadyRedeemed(code, redeemed_at)
