@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from broadside.audience.subscribers import service as subscribers
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.broadcasts.drafts import create_draft
-from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.campaigns.broadcasts.service import send_broadcast, send_test
 from broadside.campaigns.codes.minting import ALPHABET
 from broadside.core.models import AutomationMessage, Code, Delivery, MailingList, Subscriber
 from jobs.automations import RECORDED_ONLY
@@ -146,3 +146,16 @@ def test_a_record_only_automation_mints_and_logs_without_sending(app, smtp_serve
     assert all(code.startswith("REF-") for code in minted.values())
     assert db.session.scalar(select(func.count()).select_from(Code)) == 2
 
+
+
+def test_a_test_send_shows_a_sample_code_and_mints_none(app, smtp_server, run_worker_burst):
+    weekly = make_list(db.session, 1)
+    draft = create_draft(db.session, list_id=weekly.id, subject="Your code {{ code }}",
+                         body="Use {{ code }}", codes_prefix="SAVE")
+    send_test(db.session, draft.id, "me@example.com", default_from=app.config["MAIL_FROM"],
+              jobs=get_jobs())
+    run_worker_burst()
+    [received] = smtp_server.wait_for(1)
+    assert received.message["Subject"] == "[Test] Your code SAVE-XXXXXXXX (sample code)"
+    assert "SAVE-XXXXXXXX (sample code)" in received.message.get_body(("plain",)).get_content()
+    assert table_codes() == {}

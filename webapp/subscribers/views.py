@@ -14,6 +14,7 @@ from broadside.audience.subscribers import bulk, search, service
 from broadside.audience.subscribers.total import count_matching
 from broadside.audience.unsubscribe import suppression
 from broadside.campaigns.automations import messages as automations
+from broadside.campaigns.codes import lookup as code_lookup
 from broadside.core.errors import DomainError
 from broadside.core.timeutil import utcnow
 from broadside.segments.service import all_segments
@@ -113,6 +114,7 @@ def show(subscriber_id: int):
     add_form.list_id.choices = [(i.id, i.name) for i in all_lists(db.session) if i.id not in on]
     return render_template("subscribers/show.html", detail=detail, add_form=add_form,
                            automated=automations.messages_of(db.session, subscriber_id),
+                           codes=code_lookup.of_person(db.session, subscriber_id),
                            now=utcnow(),  # a pending message is "due" once its time came
                            suppress_form=SuppressForm(formdata=None), form=ConfirmForm(),
                            subscriber=detail.subscriber,

@@ -157,7 +157,8 @@ def parse_input(data: Any) -> AutomationInput:
             body=step.get("body", ""),
             preheader=step.get("preheader", ""),
             id=step_id,
-            codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes"),
+            codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes",
+                                       f"Step {number}: "),
         ))
     return result
 

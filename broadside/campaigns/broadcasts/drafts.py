@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from broadside.campaigns.broadcasts import lifecycle
 from broadside.campaigns.broadcasts.merge_report import MergeReport, merge_report
 from broadside.campaigns.broadcasts.service import get_broadcast, sender_of
-from broadside.campaigns.codes.fields import sample
+from broadside.campaigns.codes.fields import check_code_fields, sample
 from broadside.campaigns.codes.minting import clean_prefix
 from broadside.campaigns.field_report import EDITOR_CHECKED
 from broadside.core.db import rowcount
@@ -307,6 +307,8 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
                                 body_markdown=broadcast.body, from_name=from_name,
                                 from_email=from_email, postal_address=postal_address,
                                 design=sending_design(session, from_name))
+        check_code_fields({"subject": broadcast.subject, "preheader": broadcast.preheader,
+                           "body": broadcast.body}, prefix is not None)  # as Send would
         compiled = CompiledRevision(subject=broadcast.subject,
                                     html_template=frozen.html_template,
                                     text_template=frozen.text_template)

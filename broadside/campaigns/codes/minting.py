@@ -36,21 +36,23 @@ DELIVERY, AUTOMATION_MESSAGE = "delivery", "automation_message"
 _CODES = Code.__table__
 
 
-def clean_prefix(value: object, field: str = PREFIX_FIELD) -> str:
-    """The owner's prefix, or a ValidationError naming `field`: 1 to 12 of A-Z and 0-9."""
+def clean_prefix(value: object, field: str = PREFIX_FIELD, where: str = "") -> str:
+    """The owner's prefix, or a ValidationError naming `field` (and `where`, "Step 2: "):
+    1 to 12 of A-Z and 0-9."""
     if not isinstance(value, str) or not _PREFIX.fullmatch(value):
-        raise ValidationError(f"The codes' prefix must be 1 to {MAX_PREFIX} capital letters "
-                              "A-Z or digits 0-9 (for example SAVE).", field=field)
+        raise ValidationError(f"{where}The codes' prefix must be 1 to {MAX_PREFIX} capital "
+                              "letters A-Z or digits 0-9 (for example SAVE).", field=field)
     return value
 
 
-def codes_setting(value: object, field: str = "codes") -> str | None:
+def codes_setting(value: object, field: str = "codes", where: str = "") -> str | None:
     """The API's `codes`: null (off) or {"prefix": "SAVE"}; the prefix, or None."""
     if value is None:
         return None
     if not isinstance(value, dict) or set(value) != {"prefix"}:
-        raise ValidationError('codes must be null (off) or {"prefix": "SAVE"}.', field=field)
-    return clean_prefix(value["prefix"], f"{field}.prefix")
+        raise ValidationError(f'{where}codes must be null (off) or {{"prefix": "SAVE"}}.',
+                              field=field)
+    return clean_prefix(value["prefix"], f"{field}.prefix", where)
 
 
 def codes_json(prefix: str | None) -> dict[str, str] | None:
