@@ -4,11 +4,13 @@ row's `sending` and its code commit together or not at all).
 
 A code is the owner's prefix, a hyphen and CODE_LENGTH characters drawn with `secrets` from
 ALPHABET: the digits and capitals without the look-alikes 0/O, 1/I/L (31 characters, so
-31^8, about 8.5 * 10^11 codes per prefix). A claimed batch's codes are one multi-row
-`INSERT ... ON CONFLICT DO NOTHING RETURNING` (SQLite >= 3.35 and PostgreSQL): set-based, not
-one round trip per row. A row that was minted for already (claimed again after going back to
-pending, or a duplicated job) conflicts on UNIQUE(source_kind, source_id) and keeps the code
-it has, read back; a drawn code that is taken (UNIQUE(code)) is drawn again.
+31^8, about 8.5 * 10^11 codes per prefix). A claimed batch's codes are set-based, not one
+round trip per row: on PostgreSQL one `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT DO
+NOTHING RETURNING`, on SQLite one prepared INSERT run as the driver's executemany and one
+SELECT of the codes back (bench/codes.py: what a code adds to a claim). A row that was minted
+for already (claimed again after going back to pending, or a duplicated job) conflicts on
+UNIQUE(source_kind, source_id) and keeps the code it has, read back; a drawn code that is
+taken (UNIQUE(code)) is drawn again.
 """
 
 from __future__ import annotations
@@ -19,10 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from broadside.core.db import dialect_insert
 from broadside.core.errors import ValidationError
 from broadside.core.models import Code
 from broadside.core.models.codes import CODE_LENGTH, MAX_PREFIX
@@ -59,8 +60,34 @@ def codes_json(prefix: str | None) -> dict[str, str] | None:
     return None if prefix is None else {"prefix": prefix}
 
 
-def new_code(prefix: str, choose: Callable[[str], str] = secrets.choice) -> str:
-    return prefix + "-" + "".join(choose(ALPHABET) for _ in range(CODE_LENGTH))
+_SQLITE_INSERT = ("INSERT INTO codes (code, prefix, source_kind, source_id, subscriber_id, "
+                  "broadcast_id, automation_id, step_id, minted_at) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
+
+# PostgreSQL: the batch's rows as arrays, ONE statement of the same text every batch (so
+# psycopg prepares it once); the multi-row VALUES form was a new 900-parameter text each time,
+# which psycopg parsed again per batch (about 5 ms of a 100-row claim).
+_ARRAYS = {"code": "VARCHAR", "prefix": "VARCHAR", "source_id": "INTEGER",
+           "subscriber_id": "INTEGER", "broadcast_id": "INTEGER", "automation_id": "INTEGER",
+           "step_id": "INTEGER"}
+_UNNEST_INSERT = text(
+    f"INSERT INTO codes (source_kind, minted_at, {', '.join(_ARRAYS)}) "
+    f"SELECT :kind, :now, {', '.join(f'v.{c}' for c in _ARRAYS)} FROM unnest("
+    + ", ".join(f"CAST(:a_{c} AS {t}[])" for c, t in _ARRAYS.items())
+    + f") AS v({', '.join(_ARRAYS)}) ON CONFLICT DO NOTHING RETURNING source_id, code")
+_UNBIASED = 256 - 256 % len(ALPHABET)  # bytes at or above it would favour the first letters
+
+
+def draw(count: int) -> list[str]:
+    """`count` random parts of CODE_LENGTH characters from ALPHABET, uniformly: random bytes
+    from `secrets` in one call per batch (a `secrets.choice` per character cost more than the
+    claim itself), each below _UNBIASED taken modulo the alphabet, the rest drawn again."""
+    need = count * CODE_LENGTH
+    chars: list[str] = []
+    while len(chars) < need:
+        chars += [ALPHABET[b % len(ALPHABET)]
+                  for b in secrets.token_bytes(need - len(chars) + 8) if b < _UNBIASED]
+    return ["".join(chars[i:i + CODE_LENGTH]) for i in range(0, need, CODE_LENGTH)]
 
 
 @dataclass(frozen=True)
@@ -76,10 +103,10 @@ class ToMint:
 
 
 def mint(session: Session, kind: str, rows: Sequence[ToMint], now: datetime | None = None, *,
-         choose: Callable[[str], str] = secrets.choice) -> dict[int, str]:
+         drawn: Callable[[int], list[str]] = draw) -> dict[int, str]:
     """Each row's code ({row id: code}): minted now, or the one it was minted before. In the
-    caller's transaction (the claim's); one INSERT for the batch, one SELECT more only when
-    a row had a code already or a drawn code was taken. Does not commit."""
+    caller's transaction (the claim's); one INSERT for the batch (and on SQLite one SELECT of
+    the codes back). Does not commit."""
     now = now or utcnow()
     codes: dict[int, str] = {}
     wanted = list(rows)
@@ -87,15 +114,31 @@ def mint(session: Session, kind: str, rows: Sequence[ToMint], now: datetime | No
     for _ in range(MAX_DRAWS):
         if not wanted:
             return codes
-        values = [{"code": new_code(r.prefix, choose), "prefix": r.prefix, "source_kind": kind,
-                   "source_id": r.row_id, "subscriber_id": r.subscriber_id,
+        values = [{"code": f"{r.prefix}-{part}", "prefix": r.prefix, "source_id": r.row_id,
+                   "subscriber_id": r.subscriber_id,
                    "broadcast_id": r.broadcast_id, "automation_id": r.automation_id,
-                   "step_id": r.step_id, "minted_at": now} for r in wanted]
-        codes.update(connection.execute(
-            dialect_insert(session, _CODES).values(values).on_conflict_do_nothing()
-            .returning(_CODES.c.source_id, _CODES.c.code)).all())
+                   "step_id": r.step_id}
+                  for r, part in zip(wanted, drawn(len(wanted)), strict=True)]
+        if connection.dialect.name == "postgresql":
+            codes.update(connection.execute(_UNNEST_INSERT, {
+                "kind": kind, "now": now,
+                **{f"a_{column}": [v[column] for v in values] for column in _ARRAYS}}).all())
+        else:
+            # SQLite: the driver's executemany of one prepared INSERT (a RETURNING form was a
+            # new multi-row text every batch, prepared again each time; SQLAlchemy's per-row
+            # parameter processing cost as much as the INSERT), then the codes read back.
+            stored = _CODES.c.minted_at.type.dialect_impl(connection.dialect).bind_processor(
+                connection.dialect)
+            stamp = stored(now) if stored is not None else now  # as SQLAlchemy stores it
+            cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+            try:
+                cursor.executemany(_SQLITE_INSERT, [
+                    (v["code"], v["prefix"], kind, v["source_id"], v["subscriber_id"],
+                     v["broadcast_id"], v["automation_id"], v["step_id"], stamp) for v in values])
+            finally:
+                cursor.close()
         left = [r.row_id for r in wanted if r.row_id not in codes]
-        if left:  # minted before (kept), or a drawn code was taken (drawn again)
+        if left:  # SQLite; minted before (kept), or a drawn code was taken (drawn again)
             codes.update(connection.execute(
                 select(_CODES.c.source_id, _CODES.c.code)
                 .where(_CODES.c.source_kind == kind, _CODES.c.source_id.in_(left))).all())
