@@ -14,7 +14,7 @@ from broadside.campaigns.automations import service as automations
 from broadside.core.models.automations import AUTOMATION_STATUSES, AutomationStatus
 from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.apidocs.paths import body, operation, reply
-from webapp.apidocs.schemas import CODES, ID, IDENTITY_CHOICE, MOMENT, nullable, obj, ref
+from webapp.apidocs.schemas import CODES, ID, IDENTITY_CHOICE, MOMENT, NOT_BLANK, nullable, obj, ref
 
 AUTOMATION = {"name": "automation_id", "in": "path", "required": True, "schema": ID,
               "description": "The automation's id."}
@@ -56,9 +56,12 @@ def _triggers(suffix: str, ids: dict[str, Any], *, saved: bool) -> dict[str, Any
 
 STEP_INPUT = obj({
     "delay": {**DELAY, "default": "PT0S"},
+    # One line (no CR or LF), not blank: what `service._check` refuses, stated.
     "subject": {"type": "string", "minLength": 1, "maxLength": automations.MAX_SUBJECT,
+                "pattern": rf"^[^\r\n]*{NOT_BLANK}[^\r\n]*$",
                 "description": "One line, with {{ merge fields }}."},
-    "preheader": {"type": ["string", "null"], "maxLength": automations.MAX_PREHEADER},
+    "preheader": {"type": ["string", "null"], "maxLength": automations.MAX_PREHEADER,
+                  "pattern": r"^[^\r\n]*$", "description": "One line."},
     "body": {"type": ["string", "null"], "maxLength": automations.MAX_BODY,
              "description": "Markdown, with {{ merge fields }}."},
     "id": {**ID,
