@@ -28,12 +28,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from email.utils import formataddr
 
-from sqlalchemy import and_, bindparam, exists, func, select
+from sqlalchemy import and_, bindparam, exists, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from broadside.campaigns.automations import entering, lifecycle, refreeze
 from broadside.campaigns.automations import ledger as automation_ledger
 from broadside.campaigns.broadcasts.ledger import Change
+from broadside.campaigns.codes import minting
 from broadside.core.models import (
     Automation,
     AutomationMessage,
@@ -54,6 +55,7 @@ from jobs.runtime import Runtime
 log = logging.getLogger("broadside.worker")
 
 ENABLED = AutomationStatus.ENABLED.value
+RECORDED_ONLY = "record only: logged, not sent"
 DELETED = AutomationStatus.DELETED.value
 
 _EARLIER = aliased(AutomationMessage)
@@ -70,13 +72,15 @@ _IN_ORDER = ~exists().where(
 # (The few revisions without one are read once per statement, not once per message.)
 _ADDRESSED = AutomationMessage.revision_id.not_in(
     select(AutomationRevision.id).where(automation_ledger.UNADDRESSED))
+# (A record-only automation's messages are logged, never sent: no address needed.)
 _WAITING = and_(AutomationMessage.status == "pending", Automation.status == ENABLED, _IN_ORDER,
-                _ADDRESSED)
+                or_(_ADDRESSED, Automation.record_only))
 _WHEN = func.coalesce(AutomationMessage.next_attempt_at, AutomationMessage.due_at)
 
 _DUE_ROWS = (
     select(AutomationMessage.id, AutomationMessage.subscriber_id, AutomationMessage.list_id,
-           AutomationMessage.automation_id, AutomationMessage.revision_id)
+           AutomationMessage.automation_id, AutomationMessage.revision_id,
+           AutomationMessage.step_id)
     .join(Automation, Automation.id == AutomationMessage.automation_id)
     .where(_WAITING, AutomationMessage.due_at <= bindparam("now"),
            (AutomationMessage.next_attempt_at.is_(None))
@@ -112,6 +116,7 @@ class MessageRow(Row):
 
     automation_id: int = 0
     revision_id: int = 0
+    step_id: int = 0
 
 
 class AutomationLedger:
@@ -129,7 +134,7 @@ class AutomationLedger:
 _STATE = (
     select(Automation.status, Subscriber.email, Subscriber.name, Subscriber.attributes,
            Subscriber.suppression, Subscription.status, Subscriber.soft_bounce_count,
-           Subscriber.created_at)
+           Subscriber.created_at, Automation.record_only)
     .select_from(Automation)
     .outerjoin(Subscriber, Subscriber.id == bindparam("subscriber_id"))
     .outerjoin(Subscription, and_(Subscription.subscriber_id == Subscriber.id,
@@ -181,7 +186,10 @@ class AutomationRecheck(Recheck):
             return Decision(skip=lifecycle.DELETED_REASON)
         if state[0] != ENABLED:
             return Decision(hold=True)
-        status, email, name, attributes, suppression, subscription, soft_bounces, joined = state
+        if state.record_only:
+            # Logged, never sent: its code (if its step mints one) was minted by the claim.
+            return Decision(skip=RECORDED_ONLY)
+        status, email, name, attributes, suppression, subscription, soft_bounces, joined, _ = state
         reason = skip_reason(email, suppression, subscription)
         if reason is not None:
             return Decision(skip=reason)
@@ -208,6 +216,7 @@ class AutomationRows:
         self.rt = runtime
         self.earliest: datetime | None = None
         self.recheck: AutomationRecheck | None = None
+        self.prefixes: dict[int, str | None] = {}  # revision id -> its codes' prefix
 
     def open(self, fields: bool) -> str | None:
         self.recheck = AutomationRecheck(self.session, self.rt, fields=fields)
@@ -216,14 +225,32 @@ class AutomationRows:
     def claim(self, limit: int) -> list[Row]:
         """This identity's due automation messages, read, then claimed (pending -> sending,
         each guarded: a row claimed meanwhile is not among those returned); not committed."""
-        rows = [MessageRow(*r) for r in self.session.execute(
-            _DUE_ROWS.where(of_identity(self.rt.identity_id)),
-            {"now": utcnow(), "limit": limit})]
+        rows = [MessageRow(r.id, r.subscriber_id, r.list_id, automation_id=r.automation_id,
+                           revision_id=r.revision_id, step_id=r.step_id)
+                for r in self.session.execute(_DUE_ROWS.where(of_identity(self.rt.identity_id)),
+                                              {"now": utcnow(), "limit": limit})]
         if not rows:
             return []
         claimed = automation_ledger.claim(self.session, [(r.id, r.subscriber_id) for r in rows])
         # Each with the revision its claim found (a newer one may have reached it since the read).
-        return [replace(r, revision_id=claimed[r.id]) for r in rows if r.id in claimed]
+        rows = [replace(r, revision_id=claimed[r.id]) for r in rows if r.id in claimed]
+        return self._with_codes(rows)
+
+    def _with_codes(self, rows: list[MessageRow]) -> list[Row]:
+        """The codes of the claimed messages whose revision mints them, minted in the claim's
+        transaction (one INSERT for the batch; a message claimed again keeps its code)."""
+        unknown = {r.revision_id for r in rows} - set(self.prefixes)
+        if unknown:  # revisions never change: read once per slice
+            self.prefixes.update(self.session.execute(
+                select(AutomationRevision.id, AutomationRevision.codes_prefix)
+                .where(AutomationRevision.id.in_(unknown))).all())
+        minting_rows = [minting.ToMint(r.id, r.subscriber_id, prefix, automation_id=r.automation_id,
+                                       step_id=r.step_id)
+                        for r in rows if (prefix := self.prefixes.get(r.revision_id))]
+        if not minting_rows:
+            return list(rows)
+        codes = minting.mint(self.session, minting.AUTOMATION_MESSAGE, minting_rows)
+        return [replace(r, code=codes.get(r.id)) for r in rows]
 
     def decide(self, row: Row) -> Decision:
         assert self.recheck is not None, "decide() before open()"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from sqlalchemy import func, select, update
@@ -21,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts import ledger, lifecycle
 from broadside.campaigns.broadcasts.ledger import Change
+from broadside.campaigns.codes import minting
 from broadside.core.models import Broadcast, Delivery, Revision
 from broadside.core.timeutil import utcnow
 from jobs.engine import Slice
@@ -78,6 +80,7 @@ class BroadcastRows:
         self.broadcast_id = broadcast_id
         self.ledger = DeliveryLedger(broadcast_id)
         self.recheck: Recheck | None = None
+        self.codes_prefix: str | None = None  # as frozen at Send: each claimed row mints one
 
     def open(self, fields: bool) -> str | None:
         broadcast = start(self.session, self.broadcast_id)
@@ -87,13 +90,22 @@ class BroadcastRows:
         if revision is None:
             self.pause("This broadcast has no frozen content; duplicate it and send the copy.")
             return "paused"
+        self.codes_prefix = revision.codes_prefix
         self.recheck = Recheck(self.session, self.rt, broadcast.id, broadcast.list_id, revision,
                                broadcast.skip_if_received_within_hours, fields=fields)
         return None
 
     def claim(self, limit: int) -> list[Row]:
-        """The next due rows, read and claimed by one guarded statement (`ledger.claim_due`)."""
-        return [Row(*r) for r in ledger.claim_due(self.session, self.broadcast_id, limit)]
+        """The next due rows, read and claimed by one guarded statement (`ledger.claim_due`),
+        and, with codes on, each row's code minted in the same transaction (one INSERT for the
+        batch; a row claimed again keeps its code), so claim and code commit together."""
+        rows = [Row(*r) for r in ledger.claim_due(self.session, self.broadcast_id, limit)]
+        if self.codes_prefix is None or not rows:
+            return rows
+        codes = minting.mint(self.session, minting.DELIVERY, [
+            minting.ToMint(r.id, r.subscriber_id, self.codes_prefix, broadcast_id=self.broadcast_id)
+            for r in rows])
+        return [replace(r, code=codes[r.id]) for r in rows]
 
     def decide(self, row: Row) -> Decision:
         assert self.recheck is not None, "decide() before open()"

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics.rewrite import Tracker
 from broadside.campaigns.archive.links import ViewLinks
+from broadside.campaigns.codes.fields import FIELD as CODE_FIELD
 from broadside.core.models import Broadcast, Delivery, Revision, Subscriber, Subscription
 from broadside.core.models.sending import MAY_HAVE_RECEIVED, BroadcastStatus
 from broadside.core.timeutil import utcnow
@@ -251,8 +252,8 @@ class Recheck:
         message_id = self.message_id(row)
         try:
             rendered = self.compiled.render(
-                email=email, name=name, attributes=attributes, unsubscribe_url=link, view_url=view
-            )
+                email=email, name=name, attributes=attributes, unsubscribe_url=link, view_url=view,
+                **({} if row.code is None else {CODE_FIELD: row.code}))
             if self.tracker is not None:  # off (or turned off a moment ago): untouched
                 rendered = self.tracker.apply(rendered, tracking, delivery_id=row.id, list_id=list_id)
             headers = {

@@ -30,6 +30,7 @@ class Row:
     id: int
     subscriber_id: int | None
     list_id: int | None = None  # the list of this copy; None: the broadcast's
+    code: str | None = None  # the code its claim minted (`{{ code }}`); None: no codes
 
 
 @dataclass

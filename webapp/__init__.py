@@ -23,6 +23,7 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
     automations,
     broadcast_drafts,
     broadcasts,
+    codes,
     identities,
     segments,
     subscribers,

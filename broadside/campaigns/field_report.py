@@ -37,6 +37,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, func, or_, select, true
 from sqlalchemy.orm import Session
 
+from broadside.campaigns.codes.fields import FIELD as CODE_FIELD
+from broadside.campaigns.codes.fields import without_codes
 from broadside.core.models import Subscriber
 from broadside.mail.merge_check import (
     BUILT_INS,
@@ -169,9 +171,13 @@ def _place(where: str, line: int, column: int | None) -> str:
     return where + (f", column {column}" if column else "")
 
 
-def _read(texts: Mapping[str, str]
+Codes = bool | frozenset[str]  # the message mints codes; or the texts (wheres) that do
+
+
+def _read(texts: Mapping[str, str], codes: Codes = False
           ) -> tuple[list[MergeError], dict[str, list[Use]], list[StrayCloser]]:
-    """Each text's merge syntax checked and its uses listed, without reading any recipient."""
+    """Each text's merge syntax checked and its uses listed, without reading any recipient.
+    `{{ code }}` is a field only where codes are on (then no use is listed); else a problem."""
     problems: list[MergeError] = []
     uses: dict[str, list[Use]] = {}
     strays: list[StrayCloser] = []
@@ -184,26 +190,30 @@ def _read(texts: Mapping[str, str]
         except MergeError as exc:
             problems.append(exc)
             continue
-        uses[where] = field_uses(source, tree)
+        listed = field_uses(source, tree)
+        coded = [use for use in listed if use.kind == "unknown" and use.key == CODE_FIELD]
+        if coded and not (codes if isinstance(codes, bool) else where in codes):
+            problems.append(without_codes(where, coded[0].line))
+        uses[where] = [use for use in listed if use not in coded]
         strays += [StrayCloser(where, line, column, token)
                    for line, column, token in stray_closers(source)]
     return problems, uses, strays
 
 
-def field_problems(texts: Mapping[str, str]) -> list[MergeError]:
+def field_problems(texts: Mapping[str, str], *, codes: Codes = False) -> list[MergeError]:
     """`field_report(...).problems` (what refuses Send and Schedule), without counting anyone:
     the press asks only this."""
-    return _read(texts)[0]
+    return _read(texts, codes)[0]
 
 
 def field_report(session: Session, texts: Mapping[str, str],
                  condition: ColumnElement[bool] | None, *, limit: int | None = None,
-                 noun: tuple[str, str] = RECIPIENTS) -> MergeReport:
+                 noun: tuple[str, str] = RECIPIENTS, codes: Codes = False) -> MergeReport:
     """What the merge fields of `texts` ({where: source}, in the order to report them) will do
     to the people `condition` selects (None: nobody yet); see the module. With `limit`, at
     most that many of them are looked at (an editor asks on every save; the send page the
-    first 100,000)."""
-    problems, uses, strays = _read(texts)
+    first 100,000). `codes`: the message mints a code per recipient (`{{ code }}` known)."""
+    problems, uses, strays = _read(texts, codes)
     if problems:
         return MergeReport(problems=problems)
     every = [(where, use) for where, listed in uses.items() for use in listed]

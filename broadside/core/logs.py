@@ -63,6 +63,8 @@ _PATTERNS = (
     (re.compile(r"/password/reset/[A-Za-z0-9_.~%-]{8,600}"), "/password/reset/" + REDACTED),
     # "View in your browser" links: /view/<signed token> (broadside.campaigns.archive.links)
     (re.compile(r"/view/[A-Za-z0-9_.~%-]{8,600}"), "/view/" + REDACTED),
+    # A single-use code in the API's path is spendable: /api/codes/<code>[/redeem]
+    (re.compile(r"/api/codes/[A-Za-z0-9_.~%-]{1,200}"), "/api/codes/" + REDACTED),
     # A password inside any URL: scheme://user:password@host
     (re.compile(r"(\b[a-z][a-z0-9+.-]{0,31}://[^\s:/@]{0,256}:)[^\s@/]{1,256}@", re.IGNORECASE),
      r"\1****@"),

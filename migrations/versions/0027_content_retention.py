@@ -16,7 +16,7 @@
   or an automation message not sent yet (entering writes 100,000 at a time), costs nothing.
 
 Revision ID: 0027
-Revises: 0025
+Revises: 0026
 """
 from alembic import op
 import sqlalchemy as sa
@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0027'
-down_revision = '0025'
+down_revision = '0026'
 branch_labels = None
 depends_on = None
 

@@ -133,7 +133,7 @@ def test_an_id_beyond_the_database_is_404_for_every_method(client, api_headers):
                                                           "identity_id", "import_id", "list_id",
                                                           "segment_id", "subscriber_id",
                                                           "bulk_id", "endpoint_id",
-                                                          "template_id", "message_id")})
+                                                          "template_id", "message_id", "code")})
             assert "{" not in url, url
             response = call(client, api_headers, method, url, {} if method != "GET" else None)
             assert response.status_code == 404, (method, url, response.status_code)
@@ -151,7 +151,7 @@ def test_every_405_says_what_the_path_allows(client, api_headers):
                                                       "identity_id", "import_id", "list_id",
                                                       "segment_id", "subscriber_id", "bulk_id",
                                                       "endpoint_id", "template_id",
-                                                      "message_id")})
+                                                      "message_id", "code")})
         for method in {m.upper() for m in METHODS} - documented:
             response = call(client, api_headers, method, url)
             assert response.status_code == 405, (method, path)

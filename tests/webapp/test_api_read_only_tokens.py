@@ -41,7 +41,11 @@ def test_a_read_only_token_reads_but_changes_nothing(client, owner):
                         ("post", "/api/automations/1/disable"), ("post", "/api/identities"),
                         ("put", "/api/identities/1"), ("delete", "/api/identities/1"),
                         ("post", "/api/subscribers/bulk"), ("post", "/api/webhooks"),
-                        ("delete", "/api/webhooks/1")):
+                        ("delete", "/api/webhooks/1"), ("post", "/api/codes/SAVE-X/redeem"),
+                        ("post", "/api/transactional/templates"),
+                        ("put", "/api/transactional/templates/1"),
+                        ("delete", "/api/transactional/templates/1"),
+                        ("post", "/api/transactional")):
         response = getattr(client, method)(url, json={"name": "Sneaky", "subject": "x"},
                                            headers=bearer(token))
         assert response.status_code == 403, (method, url)
@@ -64,7 +68,9 @@ def test_the_test_above_names_every_changing_route(app):
         "/api/automations/<int:automation_id>", "/api/automations/<int:automation_id>/enable",
         "/api/automations/<int:automation_id>/disable", "/api/identities",
         "/api/identities/<int:identity_id>", "/api/subscribers/bulk", "/api/webhooks",
-        "/api/webhooks/<int:endpoint_id>",
+        "/api/webhooks/<int:endpoint_id>", "/api/codes/<code>/redeem",
+        "/api/transactional/templates", "/api/transactional/templates/<int:template_id>",
+        "/api/transactional",
     }
 
 

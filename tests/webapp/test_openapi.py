@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from playwright.sync_api import Page, expect
 
+from broadside.campaigns.codes import minting
 from broadside.core import accounts
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, make_list
 from webapp.extensions import db
@@ -109,7 +110,7 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner, 
 
     def call(method: str, template: str, *, headers=api_headers, query: str = "", **kwargs) -> Any:
         """Call one operation (its URL from the documented path) and check the answer."""
-        ids = {k: kwargs.pop(k) for k in list(kwargs) if k.endswith("_id")}
+        ids = {k: kwargs.pop(k) for k in list(kwargs) if k.endswith("_id") or k == "code"}
         url = template.format(**ids) + query
         response = getattr(client, method.lower())(url, headers=headers, **kwargs)
         return contract.check(response, method, template)
@@ -203,6 +204,20 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner, 
     assert call("GET", "/api/broadcasts")["items"][0]["status"] == "cancelled"
     gone = call("POST", "/api/broadcasts", json={"list_id": weekly, "subject": "G", "body": ""})["id"]
     call("DELETE", one, broadcast_id=gone)
+
+    coded = call("POST", "/api/broadcasts", json={"list_id": weekly, "subject": "{{ code }}",
+                                                  "body": "", "codes": {"prefix": "SAVE"}})["id"]
+    call("POST", "/api/broadcasts", json={"list_id": weekly, "subject": "S", "body": "",
+                                          "codes": {"prefix": "save"}})  # 422
+    call("POST", one + "/send", broadcast_id=coded)
+    [code] = minting.mint(db.session, minting.DELIVERY, [minting.ToMint(
+        1, None, "SAVE", broadcast_id=coded)]).values()  # as its first claim would
+    db.session.commit()
+    call("GET", "/api/codes/{code}", code=code)
+    call("GET", "/api/codes/{code}", code="SAVE-NOTACODE")  # 404
+    call("POST", "/api/codes/{code}/redeem", code=code)
+    call("POST", "/api/codes/{code}/redeem", code=code)  # 409
+    call("POST", "/api/codes/{code}/redeem", code="SAVE-NOTACODE")  # 404
 
     ident = "/api/identities/{identity_id}"
     identity = call("POST", "/api/identities", json={

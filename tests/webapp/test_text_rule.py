@@ -140,6 +140,10 @@ def seeded(app, client, api_headers, postal_address) -> dict[str, int]:
     ids["automation_id"] = made("/api/automations", {
         "name": "Welcome", "trigger": {"type": "joined_list", "list_id": ids["list_id"]},
         "steps": [{"subject": "Welcome", "body": "Glad you came."}]})
+    ids["template_id"] = made("/api/transactional/templates", {
+        "name": "Password reset", "subject": "Reset", "body": "Your link: {{ data.link }}"})
+    ids["message_id"] = made("/api/transactional", {"template": "Password reset",
+                                                    "to": "ann@example.com", "data": {}})
     return ids
 
 

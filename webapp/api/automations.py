@@ -30,6 +30,7 @@ from typing import Any
 from flask import current_app, jsonify
 
 from broadside.campaigns.automations import service as automations
+from broadside.campaigns.codes.minting import codes_json
 from broadside.core.errors import ValidationError, shown
 from broadside.core.models import Automation, AutomationStep
 from broadside.core.models.sending import DELIVERY_STATUSES
@@ -48,6 +49,7 @@ def step_json(step: AutomationStep, counts: dict[str, int] | None) -> dict[str, 
     return {"id": step.id, "position": step.position, "delay": step.delay,
             "delay_seconds": step.delay_seconds, "subject": step.subject,
             "preheader": step.preheader, "body": step.body, "revision_id": step.revision_id,
+            "codes": codes_json(step.codes_prefix),
             "counts": {status: (counts or {}).get(status, 0) for status in DELIVERY_STATUSES}}
 
 

@@ -2,7 +2,7 @@
 tests/webapp/test_api_broadcast_drafts.py and described in `webapp/apidocs/paths.py`).
 
 - PATCH /api/broadcasts/<id> with any of "list_id", "segment_id", "subject", "preheader",
-  "body", "skip_if_received_within_hours", "identity_id" -> 200 Broadcast. What is not given
+  "body", "skip_if_received_within_hours", "identity_id", "codes" -> 200 Broadcast. What is not given
   stays as it is; "identity_id": null is the default sending identity.
   The audience is one list or one segment: giving "segment_id" clears the list and giving
   "list_id" clears the segment (both at once is 422). The cap: null or 0 removes it.
@@ -20,6 +20,7 @@ from typing import Any
 from flask import jsonify
 
 from broadside.campaigns.broadcasts import drafts, service
+from broadside.campaigns.codes.minting import codes_setting
 from broadside.core.errors import Conflict
 from broadside.core.models.sending import BroadcastStatus
 from webapp.api import bp, json_body
@@ -28,7 +29,7 @@ from webapp.api.inputs import cap_hours_field, id_field, only_keys, require_some
 from webapp.extensions import db
 
 EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body",
-            "skip_if_received_within_hours", "identity_id")
+            "skip_if_received_within_hours", "identity_id", "codes")
 
 
 @bp.route("/broadcasts/<int:broadcast_id>", methods=["PATCH"])
@@ -42,6 +43,7 @@ def edit_draft(broadcast_id: int):
     body = text_field(data, "body") if "body" in data else None
     cap: Any = cap_hours_field(data) if "skip_if_received_within_hours" in data else drafts.KEEP
     identity: Any = id_field(data, "identity_id") if "identity_id" in data else drafts.KEEP
+    codes: Any = codes_setting(data["codes"]) if "codes" in data else drafts.KEEP
 
     current = service.get_broadcast(db.session, broadcast_id)
     if current.status != BroadcastStatus.DRAFT:
@@ -55,6 +57,7 @@ def edit_draft(broadcast_id: int):
         body=current.body if body is None else body,
         skip_if_received_within_hours=cap,
         identity_id=identity,
+        codes_prefix=codes,
     )
     return jsonify(broadcast_json(updated))
 

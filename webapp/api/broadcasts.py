@@ -3,7 +3,8 @@ section and `webapp/apidocs/paths.py`, held by tests/webapp/test_api_broadcasts.
 test_api_broadcast_drafts.py). Editing and deleting drafts is in `webapp/api/broadcast_drafts.py`.
 
 - POST /api/broadcasts {"list_id" | "segment_id", "subject", "body", "preheader"?,
-  "skip_if_received_within_hours"?, "identity_id"?} -> 201 {"id", "status", "identity_id"}.
+  "skip_if_received_within_hours"?, "identity_id"?, "codes"?} -> 201 {"id", "status",
+  "identity_id", "codes"}. `codes`: null (off) or {"prefix": "SAVE"}, a code per recipient.
   Exactly one audience. The cap: absent or null takes the Settings default, 0 means no cap,
   1-720 hours. The sending identity: absent or null is the default, else a live identity's id.
 - GET /api/broadcasts?after=&limit= -> 200 {"items": [Broadcast], "next"}: newest first (by
@@ -17,6 +18,7 @@ from typing import Any
 from flask import current_app, jsonify, request
 
 from broadside.campaigns.broadcasts import drafts, merge_person, queries, service
+from broadside.campaigns.codes.minting import codes_json, codes_setting
 from broadside.core.errors import ValidationError, shown
 from broadside.core.models import Broadcast
 from broadside.core.models.sending import DELIVERY_STATUSES
@@ -51,7 +53,7 @@ def broadcast_json(b: Broadcast) -> dict[str, Any]:
         "id": b.id, "status": b.status, "subject": b.subject, "preheader": b.preheader,
         "list_id": b.list_id, "segment_id": b.segment_id,
         "skip_if_received_within_hours": b.skip_if_received_within_hours,
-        "identity_id": b.identity_id,
+        "identity_id": b.identity_id, "codes": codes_json(b.codes_prefix),
         "counts": {"total": b.total,
                    **{status: getattr(b, f"{status}_count") for status in DELIVERY_STATUSES}},
         "created_at": iso(b.created_at), "updated_at": iso(b.updated_at),
@@ -71,7 +73,7 @@ def audience_fields(data: dict[str, Any]) -> tuple[int | None, int | None]:
 @bp.route("/broadcasts", methods=["POST"])
 def create_broadcast():
     data = json_body()
-    null_only_for(data, ("identity_id", "skip_if_received_within_hours"),
+    null_only_for(data, ("identity_id", "skip_if_received_within_hours", "codes"),
                   documented=BROADCAST_FIELDS)
     require_keys(data, ("subject", "body"))
     list_id, segment_id = audience_fields(data)
@@ -87,8 +89,10 @@ def create_broadcast():
         preheader=data.get("preheader", ""),
         skip_if_received_within_hours=drafts.KEEP if cap is None else cap,
         identity_id=id_field(data, "identity_id"),
+        codes_prefix=codes_setting(data.get("codes")),
     )
-    return jsonify({**_state(broadcast), "identity_id": broadcast.identity_id}), 201
+    return jsonify({**_state(broadcast), "identity_id": broadcast.identity_id,
+                    "codes": codes_json(broadcast.codes_prefix)}), 201
 
 
 @bp.route("/broadcasts", methods=["GET"])
@@ -129,6 +133,7 @@ def show(broadcast_id: int):
         {
             **_state(b),
             "identity_id": b.identity_id,
+            "codes": codes_json(b.codes_prefix),
             "pause_reason": shown(b.pause_reason),
             "total": b.total,
             # One counter column per delivery status, in the order of DELIVERY_STATUSES.

@@ -14,7 +14,7 @@ from broadside.campaigns.automations import service as automations
 from broadside.core.models.automations import AUTOMATION_STATUSES, AutomationStatus
 from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.apidocs.paths import body, operation, reply
-from webapp.apidocs.schemas import ID, IDENTITY_CHOICE, MOMENT, nullable, obj, ref
+from webapp.apidocs.schemas import CODES, ID, IDENTITY_CHOICE, MOMENT, NOT_BLANK, nullable, obj, ref
 
 AUTOMATION = {"name": "automation_id", "in": "path", "required": True, "schema": ID,
               "description": "The automation's id."}
@@ -56,15 +56,21 @@ def _triggers(suffix: str, ids: dict[str, Any], *, saved: bool) -> dict[str, Any
 
 STEP_INPUT = obj({
     "delay": {**DELAY, "default": "PT0S"},
+    # One line (no CR or LF), not blank: what `service._check` refuses, stated.
     "subject": {"type": "string", "minLength": 1, "maxLength": automations.MAX_SUBJECT,
+                "pattern": rf"^[^\r\n]*{NOT_BLANK}[^\r\n]*$",
                 "description": "One line, with {{ merge fields }}."},
-    "preheader": {"type": ["string", "null"], "maxLength": automations.MAX_PREHEADER},
+    "preheader": {"type": ["string", "null"], "maxLength": automations.MAX_PREHEADER,
+                  "pattern": r"^[^\r\n]*$", "description": "One line."},
     "body": {"type": ["string", "null"], "maxLength": automations.MAX_BODY,
              "description": "Markdown, with {{ merge fields }}."},
     "id": {**ID,
            "description": "On PUT, an existing step of this automation: it keeps its messages "
            "and moves to this place. When any step has an id, steps are matched by id (those "
            "left out are removed, their waiting messages skipped); without ids, by position."},
+    "codes": {**CODES, "description": "Absent or null: no codes. {\"prefix\": \"SAVE\"}: each "
+              "person's message mints a single-use code, {{ code }} in its subject or body (in a "
+              "record-only automation the message is logged with its code, never sent)."},
 }, ("subject",))
 
 STEP = obj({
@@ -74,6 +80,7 @@ STEP = obj({
     "revision_id": {**nullable(ID), "description": (
         "The frozen content new messages get. Saving changed content freezes a new one; "
         "messages already due keep the revision they had.")},
+    "codes": CODES,
     "counts": ref("StepCounts"),
 })
 
@@ -93,7 +100,8 @@ AUTOMATION_SCHEMAS: dict[str, Any] = {
                      "description": "Lifecycle automations are evaluated highest first; one "
                      "evaluation enters a person into one of them at most."},
         "record_only": {"type": "boolean", "default": False,
-                        "description": "People are recorded as entered and nothing is sent."},
+                        "description": "People are recorded as entered and nothing is sent "
+                        "(a step that mints codes logs each person's message with its code)."},
         "identity_id": {**IDENTITY_CHOICE, "default": None, "description": (
             "The sending identity its messages (and test sends) go out through: a live "
             "identity's id (GET /api/identities); absent or null: the default identity. "
@@ -134,10 +142,11 @@ AUTOMATION_EXAMPLE = {
     "steps": [
         {"id": 9, "position": 1, "delay": "PT0S", "delay_seconds": 0,
          "subject": "Welcome, {{ name }}", "preheader": "", "body": "Glad you came.",
-         "revision_id": 14, "counts": {**ZERO, "sent": 118, "skipped": 2}},
+         "revision_id": 14, "codes": None, "counts": {**ZERO, "sent": 118, "skipped": 2}},
         {"id": 10, "position": 2, "delay": "P3D", "delay_seconds": 259200,
          "subject": "Three tips", "preheader": "Start here", "body": "1. ...",
-         "revision_id": 15, "counts": {**ZERO, "pending": 40, "sent": 78, "skipped": 2}},
+         "revision_id": 15, "codes": {"prefix": "TIPS"},
+         "counts": {**ZERO, "pending": 40, "sent": 78, "skipped": 2}},
     ],
 }
 ACTIONS = {

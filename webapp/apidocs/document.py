@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from webapp.apidocs.automations import AUTOMATION_PATHS, AUTOMATION_SCHEMAS
+from webapp.apidocs.codes import CODE_PATHS, CODE_SCHEMAS
 from webapp.apidocs.identities import IDENTITY_PATHS, IDENTITY_SCHEMAS
 from webapp.apidocs.paths import PATHS
 from webapp.apidocs.rule_schemas import RULE_SCHEMAS
@@ -26,8 +27,8 @@ def _version() -> str:
 
 
 DESCRIPTION = """\
-Broadside's JSON API: lists, subscribers, segments, broadcasts, automations, sending
-identities, outgoing webhooks and transactional email.
+Broadside's JSON API: lists, subscribers, segments, broadcasts, automations, single-use
+codes, sending identities, outgoing webhooks and transactional email.
 
 **Authentication.** Send an API token with every request:
 `Authorization: Bearer TOKEN`. Create tokens in Settings or with
@@ -55,6 +56,8 @@ TAGS = [
     {"name": "Broadcasts", "description": "Drafts, sending, and what became of each copy."},
     {"name": "Automations", "description": "Mail that goes out by itself: welcome series "
      "and lifecycle campaigns, each message to each person at most once."},
+    {"name": "Codes", "description": "Single-use codes minted per recipient of a broadcast "
+     "or automation step that mints them: look one up, redeem it once."},
     {"name": "Identities", "description": "Who mail is from and the transport it goes out "
      "through (SMTP or a provider's API), each its own paced stream with its own hourly cap. "
      "Secrets are never returned."},
@@ -72,10 +75,10 @@ DOCUMENT: dict[str, Any] = {
              "license": {"name": "MIT", "identifier": "MIT"}},
     "security": [{"bearer": []}],
     "tags": TAGS,
-    "paths": {**PATHS, **AUTOMATION_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS,
+    "paths": {**PATHS, **AUTOMATION_PATHS, **CODE_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS,
               **TRANSACTIONAL_PATHS},
     "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **RULE_SCHEMAS,
-                                             **AUTOMATION_SCHEMAS,
+                                             **AUTOMATION_SCHEMAS, **CODE_SCHEMAS,
                                              **IDENTITY_SCHEMAS, **WEBHOOK_SCHEMAS,
                                              **TRANSACTIONAL_SCHEMAS}},
 }

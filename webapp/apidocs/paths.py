@@ -95,12 +95,12 @@ SUBSCRIBER_EXAMPLE = {"id": 41, "email": "ann@example.com", "name": "Ann",
                       "subscriptions": [{"list_id": 1, "status": "active"}]}
 BULK_EXAMPLE = {"id": 5, "action": "add", "list_id": 2, "status": "queued", "total": 120,
                 "processed": 0, "acted_on": 0, "no_longer_matched": 0, "changed": 0,
-                "error": None,
-                "created_at": "2026-12-01T10:00:00Z", "finished_at": None}
+                "error": None, "created_at": "2026-12-01T10:00:00Z", "finished_at": None}
 COUNTS_EXAMPLE = {"total": 0, **{status: 0 for status in DELIVERY_STATUSES}}
 BROADCAST_EXAMPLE = {"id": 7, "status": "draft", "subject": "November news", "preheader": "",
                      "list_id": None, "segment_id": 3, "skip_if_received_within_hours": 24,
-                     "identity_id": None, "counts": COUNTS_EXAMPLE, "created_at": "2026-11-20T10:00:00Z",
+                     "identity_id": None, "codes": None,
+                     "counts": COUNTS_EXAMPLE, "created_at": "2026-11-20T10:00:00Z",
                      "updated_at": "2026-11-20T10:05:00Z", "scheduled_at": None,
                      "finished_at": None}
 ACTIONS = {
@@ -346,9 +346,10 @@ BROADCAST_PATHS: dict[str, Any] = {
             request=body("BroadcastInput", {"segment_id": 3, "subject": "November news",
                                             "body": "Hello {{ name }}!",
                                             "skip_if_received_within_hours": 24,
-                                            "identity_id": 2}),
+                                            "identity_id": 2, "codes": {"prefix": "SAVE"}}),
             responses={"201": reply("Created.", "BroadcastCreated",
-                                    {"id": 7, "status": "draft", "identity_id": 2})},
+                                    {"id": 7, "status": "draft", "identity_id": 2,
+                                     "codes": {"prefix": "SAVE"}})},
             errors=("Invalid",)),
     },
     "/api/broadcasts/{broadcast_id}": {

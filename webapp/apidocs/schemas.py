@@ -73,6 +73,13 @@ MOMENT = {"type": "string", "format": "date-time", "description": "UTC, ISO 8601
 CAP = nullable({"type": "integer", "minimum": 0, "maximum": MAX_CAP_HOURS})
 IDENTITY_CHOICE = {**nullable(ID), "description": "The sending identity it goes out through "
                    "(GET /api/identities); null: the default identity."}
+# "Mint a code per recipient" (broadside.campaigns.codes): null (off) or the codes' prefix.
+CODES = {"type": ["object", "null"], "properties": {"prefix": {
+    "type": "string", "pattern": "^[A-Z0-9]{1,12}$", "description": "1-12 of A-Z and 0-9; each "
+    "code is PREFIX-XXXXXXXX (8 of 23456789ABCDEFGHJKMNPQRSTUVWXYZ)."}},
+    "required": ["prefix"], "additionalProperties": False, "description": (
+    "null: no codes. Else each recipient's copy carries its own single-use code, minted when "
+    "the copy is claimed for sending and shown by {{ code }} (GET /api/codes/{code}).")}
 SUBSCRIPTION_STATUS = {"type": "string", "enum": list(SUBSCRIPTION_STATUSES)}
 SUPPRESSION = {"type": ["string", "null"], "enum": [*SUPPRESSIONS, None],
                "description": "Set when no list may mail them: bounced, complained or blocked."}
@@ -234,7 +241,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
     "BroadcastStatus": {"type": "string", "enum": list(BROADCAST_STATUSES)},
     "BroadcastState": obj({"id": ID, "status": ref("BroadcastStatus")}),
     "BroadcastCreated": obj({"id": ID, "status": ref("BroadcastStatus"),
-                             "identity_id": IDENTITY_CHOICE}),
+                             "identity_id": IDENTITY_CHOICE, "codes": CODES}),
     "Broadcast": obj({
         "id": ID, "status": ref("BroadcastStatus"), "subject": {"type": "string"},
         "preheader": {"type": "string"},
@@ -243,7 +250,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "skip_if_received_within_hours": {**CAP, "description": "The frequency cap: people who "
                                           "received a broadcast within this many hours are "
                                           "skipped at their turn; null: no cap."},
-        "identity_id": IDENTITY_CHOICE,
+        "identity_id": IDENTITY_CHOICE, "codes": CODES,
         "counts": COUNTS, "created_at": MOMENT, "updated_at": MOMENT,
         "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT),
     }, description="The body is left out of lists and edits (it can be 500 kB)."),
@@ -252,6 +259,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                    "(older) page; null on the last page."}}),
     "BroadcastDetail": obj({
         "id": ID, "status": ref("BroadcastStatus"), "identity_id": IDENTITY_CHOICE,
+        "codes": CODES,
         "pause_reason": {"type": ["string", "null"]}, "total": {"type": "integer"},
         "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}),
     }),
@@ -265,6 +273,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                           "from Settings; 0: no cap; else hours."},
         "identity_id": {**IDENTITY_CHOICE, "description": "A live sending identity's id; "
                         "absent or null: the default identity."},
+        "codes": {**CODES, "description": "Absent or null: no codes. {\"prefix\": \"SAVE\"}: "
+                  "a single-use code per recipient, {{ code }} in the subject or body."},
     }, ("subject", "body"), closed=False,
         description="Exactly one of list_id and segment_id.",
         extra={"oneOf": [{"required": ["list_id"]}, {"required": ["segment_id"]}]}),
@@ -276,6 +286,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "skip_if_received_within_hours": {**CAP, "description": "null or 0: no cap."},
         "identity_id": {**IDENTITY_CHOICE, "description": "A live sending identity's id; null: "
                         "the default identity."},
+        "codes": {**CODES, "description": "null: no codes; {\"prefix\": \"SAVE\"}: a code "
+                  "per recipient."},
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
                         "clears list_id and giving list_id clears segment_id; not both (one "
                         "of them null is fine)."),

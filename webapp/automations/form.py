@@ -29,7 +29,8 @@ from broadside.core.errors import ValidationError
 
 MAX_FIELD = 600_000  # longer than any valid value: the domain says what is too long
 # ASCII digits only: `\d` and str.isdigit() also accept "٣" and "²", and int("²") raises.
-_STEP_KEY = re.compile(r"^step-([0-9]{1,2})-(delay|delay-amount|subject|preheader|body)$")
+_STEP_KEY = re.compile(
+    r"^step-([0-9]{1,2})-(delay|delay-amount|subject|preheader|body|codes|codes-prefix)$")
 _REMOVE = re.compile(r"^remove-([0-9]{1,2})$")
 _WHOLE = re.compile(r"-?[0-9]{1,12}")
 _ID = re.compile(r"[0-9]{1,9}")
@@ -60,6 +61,8 @@ class StepFields:
     delay_amount: str = ""  # the form's number and unit, as typed (or shown for `delay`)
     delay_unit: str = "minutes"
     delay_error: str | None = None  # a refusal of the number and unit, shown under them
+    codes: bool = False  # "Mint a code per recipient"
+    codes_prefix: str = ""  # its prefix, as typed
 
     def __post_init__(self) -> None:
         if not self.delay_amount:
@@ -137,6 +140,8 @@ def read_form(form: MultiDict) -> EditorFields:
             # (say, one written through the API) read as changed and froze a new revision.
             body=_text(form, f"step-{number}-body").replace("\r\n", "\n"),
             id=int(step_id) if _ID.fullmatch(step_id) else None,
+            codes=form.get(f"step-{number}-codes") in ("1", "on", "y", "true"),
+            codes_prefix=_text(form, f"step-{number}-codes-prefix")[:40],
         ))
     return fields
 
@@ -190,6 +195,8 @@ def as_body(fields: EditorFields) -> dict[str, Any]:
         "record_only": fields.record_only,
         "identity_id": _number(fields.identity_id) if fields.identity_id.strip() else None,
         "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader, "body": s.body,
+                   # Typed in any case: codes are capitals (the API itself takes them only so).
+                   "codes": {"prefix": s.codes_prefix.strip().upper()} if s.codes else None,
                    **({"id": s.id} if s.id is not None else {})}
                   for s in fields.steps],
     }
@@ -203,7 +210,9 @@ def from_saved(shape: dict[str, Any], step_ids: list[int]) -> EditorFields:
         list_id=str(trigger.get("list_id") or ""), segment_id=str(trigger.get("segment_id") or ""),
         every_hours=str(trigger.get("every_hours", 12)), priority=str(shape["priority"]),
         record_only=shape["record_only"], identity_id=str(shape.get("identity_id") or ""),
-        steps=[StepFields(s["delay"], s["subject"], s["preheader"], s["body"], step_id)
+        steps=[StepFields(s["delay"], s["subject"], s["preheader"], s["body"], step_id,
+                          codes=s["codes"] is not None,
+                          codes_prefix=(s["codes"] or {}).get("prefix", ""))
                for s, step_id in zip(shape["steps"], step_ids, strict=True)],
     )
 

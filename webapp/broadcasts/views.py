@@ -17,7 +17,7 @@ from flask import (
 )
 from flask_login import current_user
 from flask_wtf import FlaskForm
-from wtforms import SelectField, StringField, TextAreaField
+from wtforms import BooleanField, SelectField, StringField, TextAreaField
 
 from broadside.campaigns.broadcasts import compaction, drafts, evidence
 from broadside.campaigns.broadcasts.progress import read_progress
@@ -51,6 +51,8 @@ class ComposeForm(FlaskForm):
     subject = StringField("Subject")
     preheader = StringField("Preheader")
     body = TextAreaField("Body (Markdown)")
+    codes = BooleanField("Mint a code per recipient")  # drawn by templates/_codes_field.html
+    codes_prefix = StringField("Prefix")
 
     def draft_values(self) -> dict:
         """The form as `drafts.update_draft` keywords (validation is the domain's)."""
@@ -58,7 +60,10 @@ class ComposeForm(FlaskForm):
         values = {"list_id": list_id, "segment_id": segment_id,
                   "skip_if_received_within_hours": (self.skip_hours.data or "").strip(),
                   "subject": self.subject.data or "", "preheader": self.preheader.data or "",
-                  "body": self.body.data or ""}
+                  "body": self.body.data or "",
+                  # Typed in any case: codes are capitals (the API takes them only so).
+                  "codes_prefix": (self.codes_prefix.data or "").strip().upper()
+                  if self.codes.data else None}
         if self.identity.raw_data:  # posted: the select was on the page
             values["identity_id"] = _identity_choice(self.identity.raw_data[0])
         return values
@@ -159,6 +164,8 @@ def edit(broadcast_id: int):
     form.identity.data = "" if identity_id is None else str(identity_id)
     cap = preview.broadcast.skip_if_received_within_hours
     form.skip_hours.data = str(cap) if cap else ""
+    form.codes.data = preview.broadcast.codes_prefix is not None
+    form.codes_prefix.data = preview.broadcast.codes_prefix or ""
     return _render_edit(form, preview)
 
 

@@ -14,6 +14,7 @@ from broadside.audience.subscribers import bulk, search, service
 from broadside.audience.subscribers.total import count_matching
 from broadside.audience.unsubscribe import suppression
 from broadside.campaigns.automations import messages as automations
+from broadside.campaigns.codes import lookup as code_lookup
 from broadside.core.errors import DomainError
 from broadside.core.timeutil import utcnow
 from broadside.delivery import content_retention, transactional
@@ -117,6 +118,7 @@ def show(subscriber_id: int):
                            one_off=transactional.messages_to(db.session, subscriber_id,
                                                              detail.subscriber.email),
                            content_days=content_retention.retention_days(db.session),
+                           codes=code_lookup.of_person(db.session, subscriber_id),
                            now=utcnow(),  # a pending message is "due" once its time came
                            suppress_form=SuppressForm(formdata=None), form=ConfirmForm(),
                            subscriber=detail.subscriber,

@@ -89,7 +89,7 @@ def enter(session: Session, automation: Automation, people: ColumnElement[bool],
     entered = len(entered_ids)
     if entered:
         _emit_entered(session, automation, entered_ids, now)
-    if not entered or automation.record_only:
+    if not entered:
         return entered
     # The entries this call made: among these people, this automation's, stamped with this
     # exact moment (anyone already in it entered at another).
@@ -100,6 +100,10 @@ def enter(session: Session, automation: Automation, people: ColumnElement[bool],
         if step.revision_id is None:
             continue  # a step never saved with content has nothing to send
         offset += step.delay_seconds
+        if automation.record_only and step.codes_prefix is None:
+            # Record only: nothing is sent. A step that mints a code still gets its message
+            # row, the send log its code is minted in (the worker logs it, sends nothing).
+            continue
         session.execute(insert(_MESSAGES).from_select(
             ["automation_id", "step_id", "position", "revision_id", "subscriber_id", "list_id",
              "status", "due_at", "attempts"],

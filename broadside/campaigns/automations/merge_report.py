@@ -29,6 +29,7 @@ class StepTexts:
     subject: str
     preheader: str
     body: str
+    codes: bool = False  # the step mints a code per recipient: `{{ code }}` is a field
 
 
 def steps_report(session: Session, steps: Sequence[StepTexts], *, list_id: int | None,
@@ -37,19 +38,24 @@ def steps_report(session: Session, steps: Sequence[StepTexts], *, list_id: int |
     lifecycle campaign, else `list_id` (None for both: nobody is counted, a field that is no
     field is still told)."""
     texts: dict[str, str] = {}
+    coded: set[str] = set()
     for number, step in enumerate(steps, start=1):
-        texts |= {f"step {number} subject": step.subject,
-                  f"step {number} preheader": step.preheader,
-                  f"step {number} body": step.body}
+        these = {f"step {number} subject": step.subject,
+                 f"step {number} preheader": step.preheader,
+                 f"step {number} body": step.body}
+        texts |= these
+        if step.codes:
+            coded |= set(these)
     condition = reached(session, None if segment_id is not None else list_id, segment_id)
     return field_report(session, texts, condition, limit=limit,
-                        noun=IN_SEGMENT if segment_id is not None else ON_LIST)
+                        noun=IN_SEGMENT if segment_id is not None else ON_LIST,
+                        codes=frozenset(coded))
 
 
 def automation_report(session: Session, automation_id: int) -> MergeReport:
     """The saved automation's report (its live steps, its trigger)."""
     automation = get_automation(session, automation_id)
     segment_id = automation.segment_id if automation.trigger_type == "segment" else None
-    steps = [StepTexts(s.subject, s.preheader, s.body)
+    steps = [StepTexts(s.subject, s.preheader, s.body, s.codes_prefix is not None)
              for s in steps_of(session, automation_id)]
     return steps_report(session, steps, list_id=automation.list_id, segment_id=segment_id)

@@ -21,6 +21,8 @@ from broadside.campaigns.automations.entering import live_steps
 from broadside.campaigns.automations.steps import StepInput, save_steps
 from broadside.campaigns.broadcasts import merge_person
 from broadside.campaigns.broadcasts.merge_person import MergePerson
+from broadside.campaigns.codes.fields import sample
+from broadside.campaigns.codes.minting import codes_json, codes_setting
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.models import (
@@ -141,10 +143,11 @@ def parse_input(data: Any) -> AutomationInput:
     for number, step in enumerate(steps, start=1):
         if not isinstance(step, dict):
             raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
-        extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id"})
+        extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id", "codes"})
         if extra:
             raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
-                                  "subject, preheader, body and (to keep an existing one) id.")
+                                  "subject, preheader, body, codes and (to keep an existing "
+                                  "one) id.")
         step_id = step.get("id")
         if step_id is not None and not _an_id(step_id):
             raise ValidationError(f"Step {number}: the id must be an existing step's id (a number).")
@@ -154,6 +157,8 @@ def parse_input(data: Any) -> AutomationInput:
             body=step.get("body", ""),
             preheader=step.get("preheader", ""),
             id=step_id,
+            codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes",
+                                       f"Step {number}: "),
         ))
     return result
 
@@ -267,7 +272,8 @@ def as_input(session: Session, automation: Automation) -> dict[str, Any]:
     return {"name": automation.name, "trigger": trigger, "priority": automation.priority,
             "record_only": automation.record_only, "identity_id": automation.identity_id,
             "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader,
-                       "body": s.body} for s in steps_of(session, automation.id)]}
+                       "body": s.body, "codes": codes_json(s.codes_prefix)}
+                      for s in steps_of(session, automation.id)]}
 
 
 def _move(session: Session, automation_id: int, name: str, refusal: str) -> Automation:
@@ -355,9 +361,11 @@ def send_step_test(session: Session, automation_id: int, step_id: int, to_email:
     if person is None:
         person = merge_person.default_person(session, list_id=automation.list_id,
                                              segment_id=automation.segment_id)
+    code: dict[str, Any] = ({} if revision.codes_prefix is None
+                            else {"code": sample(revision.codes_prefix)})
     rendered = CompiledRevision(subject=revision.subject, html_template=revision.html_template,
                                 text_template=revision.text_template).render(
-        **merge_person.fill_values(person), unsubscribe_url="#test-send")
+        **merge_person.fill_values(person), unsubscribe_url="#test-send", **code)
     message = queue_transactional(
         session, jobs, kind="test", to_email=address, subject=f"[Test] {rendered.subject}",
         html=rendered.html, text=rendered.text,
@@ -377,5 +385,6 @@ def preview_step(session: Session, automation_id: int, step_id: int, *, sample_e
         raise NotFound("This step has no saved content yet.")
     rendered = CompiledRevision(subject=revision.subject, html_template=revision.html_template,
                                 text_template=revision.text_template).render(
-        email=sample_email, name="Alex", attributes={}, unsubscribe_url="#")
+        email=sample_email, name="Alex", attributes={}, unsubscribe_url="#",
+        **({} if revision.codes_prefix is None else {"code": sample(revision.codes_prefix)}))
     return revision, rendered

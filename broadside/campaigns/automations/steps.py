@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from broadside.campaigns.automations import ledger
 from broadside.campaigns.automations.entering import live_steps
 from broadside.campaigns.broadcasts.service import sender_of
+from broadside.campaigns.codes.fields import check_code_fields
 from broadside.core.errors import ValidationError
 from broadside.core.models import Automation, AutomationMessage, AutomationRevision, AutomationStep
 from broadside.core.timeutil import utcnow
@@ -34,6 +35,7 @@ class StepInput:
     body: str = ""
     preheader: str = ""
     id: int | None = None  # an existing step of this automation, kept (and moved) by its id
+    codes_prefix: str | None = None  # "Mint a code per recipient": the prefix; None: off
 
 
 def frozen_revision(session: Session, step: AutomationStep, identity_id: int | None,
@@ -47,17 +49,20 @@ def frozen_revision(session: Session, step: AutomationStep, identity_id: int | N
                                 body_markdown=step.body, from_name=from_name,
                                 from_email=from_email, postal_address=postal,
                                 design=sending_design(session, from_name))
+        check_code_fields({"subject": step.subject, "preheader": step.preheader,
+                           "body": step.body}, step.codes_prefix is not None)
     except ValidationError as exc:
         raise ValidationError(f"Step {step.position}: {exc.message}") from None
     return AutomationRevision(
         step_id=step.id, subject=step.subject, preheader=step.preheader, body_markdown=step.body,
         html_template=frozen.html_template, text_template=frozen.text_template,
         from_name=from_name, from_email=from_email, postal_address=postal,
+        codes_prefix=step.codes_prefix,  # frozen with the content: what its claims mint
     )
 
 
 FROZEN_FIELDS = ("subject", "preheader", "body_markdown", "html_template", "text_template",
-                 "from_name", "from_email", "postal_address")
+                 "from_name", "from_email", "postal_address", "codes_prefix")
 
 
 def same_as(new: AutomationRevision, current: AutomationRevision | None) -> bool:
@@ -107,12 +112,13 @@ def save_steps(session: Session, automation: Automation, steps: list[StepInput],
             session.add(step)
             changed = True
         else:
-            changed = (step.subject, step.preheader, step.body) != (
-                wanted.subject, wanted.preheader, wanted.body)
+            changed = (step.subject, step.preheader, step.body, step.codes_prefix) != (
+                wanted.subject, wanted.preheader, wanted.body, wanted.codes_prefix)
         step.position = position
         step.delay = wanted.delay.strip().upper()
         step.delay_seconds = seconds
         step.subject, step.preheader, step.body = wanted.subject, wanted.preheader, wanted.body
+        step.codes_prefix = wanted.codes_prefix
         session.flush()
         # A new sending identity is new content too: its From is frozen into each revision.
         if changed or identity_changed or step.revision_id is None:

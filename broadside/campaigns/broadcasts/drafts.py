@@ -17,6 +17,8 @@ from sqlalchemy.orm import Session
 from broadside.campaigns.broadcasts import lifecycle
 from broadside.campaigns.broadcasts.merge_report import MergeReport, merge_report
 from broadside.campaigns.broadcasts.service import get_broadcast, sender_of
+from broadside.campaigns.codes.fields import check_code_fields, sample
+from broadside.campaigns.codes.minting import clean_prefix
 from broadside.campaigns.field_report import EDITOR_CHECKED
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
@@ -76,11 +78,17 @@ def _validate(session: Session, list_id: object, segment_id: object, subject: ob
         raise ValidationError("The subject must be one line.")
 
 
+def _prefix(value: str | None) -> str | None:
+    return None if value is None else clean_prefix(value)
+
+
 def create_draft(session: Session, *, list_id: int | None = None, segment_id: int | None = None,
                  subject: str = "", body: str = "", preheader: str = "",
-                 skip_if_received_within_hours: Any = KEEP, identity_id: Any = None) -> Broadcast:
+                 skip_if_received_within_hours: Any = KEEP, identity_id: Any = None,
+                 codes_prefix: str | None = None) -> Broadcast:
     """A new draft to a list or a segment. The frequency cap starts from the Settings default
-    unless given (None: no cap); the sending identity is the default unless given."""
+    unless given (None: no cap); the sending identity is the default unless given; codes
+    (`codes_prefix`, checked by `minting.clean_prefix`) are off unless given."""
     _validate(session, list_id, segment_id, subject, preheader, body)
     identity_id = check_choice(session, identity_id)
     if skip_if_received_within_hours is KEEP:
@@ -89,7 +97,8 @@ def create_draft(session: Session, *, list_id: int | None = None, segment_id: in
         cap = clean_cap_hours(skip_if_received_within_hours)
     broadcast = Broadcast(list_id=list_id, segment_id=segment_id, subject=subject.strip(),
                           preheader=preheader.strip(), body=body, skip_if_received_within_hours=cap,
-                          status=lifecycle.INITIAL.value, identity_id=identity_id)
+                          status=lifecycle.INITIAL.value, identity_id=identity_id,
+                          codes_prefix=_prefix(codes_prefix))
     session.add(broadcast)
     session.commit()
     return broadcast
@@ -97,7 +106,8 @@ def create_draft(session: Session, *, list_id: int | None = None, segment_id: in
 
 def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
                  segment_id: int | None = None, subject: str, preheader: str, body: str,
-                 skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP) -> Broadcast:
+                 skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP,
+                 codes_prefix: Any = KEEP) -> Broadcast:
     """Edit a draft. Only drafts change: what was sent is frozen (invariant 8). The audience
     is a list or a segment (the other is cleared); the cap and the sending identity are left
     alone unless given (identity None: the default)."""
@@ -109,6 +119,8 @@ def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
         values["skip_if_received_within_hours"] = clean_cap_hours(skip_if_received_within_hours)
     if identity_id is not KEEP:
         values["identity_id"] = check_choice(session, identity_id)
+    if codes_prefix is not KEEP:
+        values["codes_prefix"] = _prefix(codes_prefix)
     result = session.execute(
         update(Broadcast)
         .where(Broadcast.id == broadcast_id, Broadcast.status == lifecycle.DRAFT.value)
@@ -155,7 +167,7 @@ def duplicate(session: Session, broadcast_id: int) -> Broadcast:
     copy = Broadcast(list_id=original.list_id, segment_id=original.segment_id,
                      subject=original.subject, preheader=original.preheader, body=original.body,
                      skip_if_received_within_hours=original.skip_if_received_within_hours,
-                     status=lifecycle.INITIAL.value,
+                     status=lifecycle.INITIAL.value, codes_prefix=original.codes_prefix,
                      # A deleted identity is not carried over: the copy takes the default.
                      identity_id=original.identity_id if original.identity_id is not None
                      and _live_identity(session, original.identity_id) else None)
@@ -278,24 +290,29 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
 
     broadcast = get_broadcast(session, broadcast_id)
     revision = session.scalar(select(Revision).where(Revision.broadcast_id == broadcast_id))
-    sample: dict[str, Any] = {"email": sample_email, "name": "Alex", "attributes": {},
+    values: dict[str, Any] = {"email": sample_email, "name": "Alex", "attributes": {},
                               "unsubscribe_url": "#"}
+    prefix = revision.codes_prefix if revision is not None else broadcast.codes_prefix
+    if prefix is not None:
+        values["code"] = sample(prefix)  # never a minted code
     try:
         if revision is not None:
             compiled = compiled_revision(revision.subject, revision.html_template,
                                          revision.text_template)
             return DraftPreview(broadcast, revision.from_name, revision.from_email,
-                                revision.postal_address, compiled.render(**sample), None, True)
+                                revision.postal_address, compiled.render(**values), None, True)
         from_name, from_email, postal_address = sender_of(session, broadcast.identity_id,
                                                           default_from)
         frozen = freeze_content(subject=broadcast.subject, preheader=broadcast.preheader,
                                 body_markdown=broadcast.body, from_name=from_name,
                                 from_email=from_email, postal_address=postal_address,
                                 design=sending_design(session, from_name))
+        check_code_fields({"subject": broadcast.subject, "preheader": broadcast.preheader,
+                           "body": broadcast.body}, prefix is not None)  # as Send would
         compiled = CompiledRevision(subject=broadcast.subject,
                                     html_template=frozen.html_template,
                                     text_template=frozen.text_template)
-        rendered = compiled.render(**sample)
+        rendered = compiled.render(**values)
     except ValidationError as exc:
         return DraftPreview(broadcast, "", "", "", None, exc.message, revision is not None)
     return DraftPreview(broadcast, from_name, from_email, postal_address, rendered, None, False,
@@ -306,12 +323,13 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
 def autosave(session: Session, broadcast_id: int, *, list_id: int | None,
              segment_id: int | None = None, subject: str, preheader: str, body: str,
              sample_email: str, default_from: str,
-             skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP) -> DraftPreview:
+             skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP,
+             codes_prefix: Any = KEEP) -> DraftPreview:
     """Save the draft (all or nothing, as update_draft) and render its new preview."""
     update_draft(session, broadcast_id, list_id=list_id, segment_id=segment_id, subject=subject,
                  preheader=preheader, body=body,
                  skip_if_received_within_hours=skip_if_received_within_hours,
-                 identity_id=identity_id)
+                 identity_id=identity_id, codes_prefix=codes_prefix)
     return preview_email(session, broadcast_id, sample_email=sample_email,
                          default_from=default_from, check_fields=True)
 

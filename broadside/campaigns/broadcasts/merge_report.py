@@ -23,7 +23,7 @@ def _texts(broadcast: Broadcast) -> dict[str, str]:
 def merge_problems(broadcast: Broadcast) -> list[MergeError]:
     """`merge_report(...).problems` (what refuses Send and Schedule), without counting anyone:
     the press asks only this."""
-    return field_problems(_texts(broadcast))
+    return field_problems(_texts(broadcast), codes=broadcast.codes_prefix is not None)
 
 
 def merge_report(session: Session, broadcast: Broadcast, *, limit: int | None = None
@@ -32,4 +32,4 @@ def merge_report(session: Session, broadcast: Broadcast, *, limit: int | None = 
     With `limit`, at most that many recipients are looked at (the editor asks on every
     autosave; the send page the first 100,000)."""
     return field_report(session, _texts(broadcast), audience_condition(session, broadcast),
-                        limit=limit)
+                        limit=limit, codes=broadcast.codes_prefix is not None)

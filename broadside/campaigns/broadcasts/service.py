@@ -22,6 +22,8 @@ from broadside.campaigns.analytics.sending import freeze_tracking
 from broadside.campaigns.broadcasts import cancelling, ledger, lifecycle, merge_person
 from broadside.campaigns.broadcasts import snapshot as audience_snapshot
 from broadside.campaigns.broadcasts.merge_person import MergePerson
+from broadside.campaigns.codes.fields import check_code_fields
+from broadside.campaigns.codes.fields import sample as code_sample
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.events import record_event
@@ -89,6 +91,8 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
         postal_address=postal,
         design=sending_design(session, from_name),  # the design at send time: frozen here
     )
+    check_code_fields({"subject": broadcast.subject, "preheader": broadcast.preheader,
+                       "body": broadcast.body}, broadcast.codes_prefix is not None)
     revision = Revision(
         broadcast_id=broadcast.id,
         subject=broadcast.subject,
@@ -99,6 +103,7 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
         from_name=from_name,
         from_email=from_email,
         postal_address=postal,
+        codes_prefix=broadcast.codes_prefix,  # what the worker's claims mint: frozen with it
     )
     session.add(revision)
     return revision
@@ -320,8 +325,10 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
             design=sending_design(session, from_name),
         )
         subject, html_t, text_t = broadcast.subject, frozen.html_template, frozen.text_template
+    prefix = revision.codes_prefix if revision is not None else broadcast.codes_prefix
+    code: dict[str, Any] = {} if prefix is None else {"code": code_sample(prefix)}  # not minted
     rendered = CompiledRevision(subject=subject, html_template=html_t, text_template=text_t).render(
-        **merge_person.fill_values(person), unsubscribe_url="#test-send")
+        **merge_person.fill_values(person), unsubscribe_url="#test-send", **code)
     message = queue_transactional(
         session,
         jobs,

@@ -19,6 +19,7 @@ from broadside.core.models.automations import (
     AutomationStep,
 )
 from broadside.core.models.bulk import BulkAction, BulkActionMember
+from broadside.core.models.codes import Code
 from broadside.core.models.events import Event
 from broadside.core.models.identities import Identity
 from broadside.core.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
@@ -36,6 +37,7 @@ __all__ = [
     "Broadcast",
     "BulkAction",
     "BulkActionMember",
+    "Code",
     "Delivery",
     "Event",
     "Identity",

@@ -105,6 +105,8 @@ class AutomationStep(Model):
     subject: Mapped[str] = mapped_column(String(300), default="")
     preheader: Mapped[str] = mapped_column(String(300), default="")
     body: Mapped[str] = mapped_column(Text, default="")
+    # "Mint a code per recipient": the codes' prefix (None: off), frozen into each revision.
+    codes_prefix: Mapped[str | None] = mapped_column(String(12))
     # The revision new messages are assigned (the newest one frozen).
     revision_id: Mapped[int | None]
     # A removed step keeps its messages (the send log); its pending ones were skipped.
@@ -121,6 +123,8 @@ class AutomationRevision(FrozenContent, Model):
     step_id: Mapped[int] = mapped_column(
         ForeignKey("automation_steps.id", ondelete="CASCADE"), index=True
     )
+    # The codes' prefix as frozen with this content (None: no codes): what claims mint.
+    codes_prefix: Mapped[str | None] = mapped_column(String(12))
 
 
 # The bulk tables (entries and messages, written a hundred thousand rows at a time) carry no

@@ -121,6 +121,9 @@ class Broadcast(Model):
     # A segment's rules as they were at the press: every chunk applies these, so editing or
     # deleting the segment meanwhile never changes who this broadcast is for.
     audience_rules: Mapped[str | None] = mapped_column(Text)
+    # "Mint a code per recipient" (broadside.campaigns.codes): the codes' prefix, None: off.
+    # Frozen into the revision at Send with the content (invariant 8).
+    codes_prefix: Mapped[str | None] = mapped_column(String(12))
 
 
 class FrozenContent:
@@ -149,6 +152,8 @@ class Revision(FrozenContent, Model):
     broadcast_id: Mapped[int] = mapped_column(
         ForeignKey("broadcasts.id", ondelete="CASCADE"), unique=True
     )
+    # The codes' prefix as frozen at Send (None: no codes): what the worker's claims mint.
+    codes_prefix: Mapped[str | None] = mapped_column(String(12))
 
 
 class Delivery(Model):

@@ -79,3 +79,12 @@ def test_tracking_tokens_are_redacted_in_any_line():
     assert redactor.redact(f"Exception on /t/o/{click}.gif [GET]") == "Exception on /t/o/[redacted] [GET]"
     long = "." + "A" * 3000 + ".sig"  # a click token grows with its link's address
     assert redactor.redact(f"GET /t/c/{long} HTTP/1.1") == "GET /t/c/[redacted] HTTP/1.1"
+
+
+def test_a_single_use_code_in_the_api_path_is_redacted():
+    redactor = RedactFilter()
+    assert redactor.redact('"POST /api/codes/SAVE-7KQ2MXH9/redeem HTTP/1.1" 200') == (
+        '"POST /api/codes/[redacted]/redeem HTTP/1.1" 200')
+    assert redactor.redact('"GET /api/codes/save-7kq2mxh9 HTTP/1.1" 404') == (
+        '"GET /api/codes/[redacted] HTTP/1.1" 404')
+    assert logging_seconds("/api/codes/a" * (HEADER_BYTES // 12)) < 0.05
