@@ -73,5 +73,5 @@ def test_the_worker_sends_each_kind_with_message_refs(app, smtp_server, run_work
 
     automation = AutomationRecheck(db.session, worker_runtime(app, None), fields=False)
     automation.from_email = "steps@example.net"
-    assert automation.message_id(MessageRow(8, None, None, 3, 1)) == \
+    assert automation.message_id(MessageRow(8, None, automation_id=3, revision_id=1)) == \
         automation_message_id(8, 3, "steps@example.net")
