@@ -60,6 +60,15 @@ class Identity(Model):
     # The secret that proves a provider's webhook came from this identity's account
     # (Resend's whsec_…, Mailgun's signing key, the password of Postmark's basic auth).
     webhook_secret: Mapped[str] = mapped_column(String(200), default="")
+    # The mailbox its bounces come back to (imaps://user:password@host:993/INBOX, or imap://
+    # with STARTTLS); empty: none. Holds a secret, like transport_url: never shown back.
+    bounce_mailbox_url: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # The domain of its VERP Return-Path (bounces+<token>@<domain>); empty: the mailbox's.
+    verp_domain: Mapped[str] = mapped_column(String(253), default="", server_default="")
+    # DKIM signing of its SMTP mail (both empty: not signed): the selector published at
+    # <selector>._domainkey.<From domain>, and the private key (PEM; a secret, never shown).
+    dkim_selector: Mapped[str] = mapped_column(String(63), default="", server_default="")
+    dkim_private_key: Mapped[str] = mapped_column(Text, default="", server_default="")
     status: Mapped[str] = mapped_column(String(16), default=IdentityStatus.ACTIVE.value)
     pause_reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
