@@ -77,9 +77,13 @@ def run(subject: DnsSubject, resolver: str) -> list[DnsCheck]:
     if not subject.checked:
         return []
     lookups = Lookups(resolver)
-    return [_answered("spf", subject.return_path_domain, check_spf, lookups, subject),
-            _answered("dkim", _dkim_name(subject), check_dkim, lookups, subject),
-            _answered("dmarc", f"_dmarc.{subject.from_domain}", check_dmarc, lookups, subject),
+    dkim = _answered("dkim", _dkim_name(subject), check_dkim, lookups, subject)
+
+    def dmarc(lookups: Lookups, subject: DnsSubject) -> DnsCheck:
+        return check_dmarc(lookups, subject, dkim_state=dkim.state)
+
+    return [_answered("spf", subject.return_path_domain, check_spf, lookups, subject), dkim,
+            _answered("dmarc", f"_dmarc.{subject.from_domain}", dmarc, lookups, subject),
             _answered("mx", _bounce_domain(subject), check_mx, lookups, subject)]
 
 
@@ -211,7 +215,9 @@ def check_dkim(lookups: Lookups, subject: DnsSubject) -> DnsCheck:
 # ------------------------------------------------------------------ DMARC
 
 
-def check_dmarc(lookups: Lookups, subject: DnsSubject) -> DnsCheck:
+def check_dmarc(lookups: Lookups, subject: DnsSubject, dkim_state: str = "ok") -> DnsCheck:
+    """`dkim_state`: the DKIM check's, since a signature whose key is not published (or is
+    another) aligns nothing."""
     domain = subject.from_domain
     org = organisational_domain(domain)
     name = f"_dmarc.{domain}"
@@ -239,7 +245,8 @@ def check_dmarc(lookups: Lookups, subject: DnsSubject) -> DnsCheck:
                         f'{name}. TXT "v=DMARC1; p=none; rua=mailto:dmarc-reports@{org}"')
     adkim, aspf = found.get("adkim", "r").lower()[:1], found.get("aspf", "r").lower()[:1]
     return_path = subject.return_path_domain
-    by_dkim = subject.signs and aligned(domain, domain, adkim)
+    dkim_holds = subject.signs and dkim_state in ("ok", "unchecked")
+    by_dkim = dkim_holds and aligned(domain, domain, adkim)
     by_spf = aligned(domain, return_path, aspf)
     mode = {"s": "strict", "r": "relaxed"}
     relaxed_note = (" (relaxed alignment compares organisational domains, taken here as the last "
@@ -251,6 +258,7 @@ def check_dmarc(lookups: Lookups, subject: DnsSubject) -> DnsCheck:
                         f"DMARC p={policy} is published, and this identity's From aligns through "
                         f"{through}.")
     dkim_words = ("its mail carries no DKIM signature of " + domain if not subject.signs
+                  else "its DKIM signature cannot be verified (see DKIM)" if not dkim_holds
                   else f"its DKIM signature does not align ({mode[adkim]})")
     return DnsCheck("dmarc", name, "wrong",
                     f"DMARC p={policy} is published, but this identity's mail would fail it: "
@@ -278,9 +286,11 @@ def check_mx(lookups: Lookups, subject: DnsSubject) -> DnsCheck:
     record = f"{domain}. MX {exchange}"
     found = lookups.mx(domain)
     if not found:
+        whose = (" (with the mail server that receives its bounces)"
+                 if provider is None and not subject.mailbox_host else "")
         return DnsCheck("mx", domain, "missing",
                         f"{domain} (where bounces are sent) has no MX record, so bounces cannot "
-                        "reach it. Add:", record)
+                        f"reach it. Add{whose}:", record)
     hosts = [h for _, h in found]
     if hosts == [""] or hosts == ["."]:
         return DnsCheck("mx", domain, "wrong",

@@ -175,6 +175,7 @@ def test_dmarc_misaligned_return_path_without_dkim_is_wrong(dns, key_pem):
     assert "would fail" in dmarc.sentence and "bounces.example.com" in dmarc.sentence
     # Signed by Broadside with d=example.com, it aligns through DKIM.
     signed = smtp(verp_domain="bounces.example.com", dkim_selector="s1", dkim_private_key=key_pem)
+    dns.add("s1._domainkey.example.com", "TXT", f"v=DKIM1; k=rsa; p={dkim_public_key(key_pem)[1]}")
     assert by_kind(signed, dns)["dmarc"].state == "ok"
     # Relaxed SPF alignment: bounces.example.com shares example.com's organisational domain.
     dns.clear()
@@ -232,3 +233,12 @@ def test_a_resolver_that_does_not_answer_is_could_not_ask_naming_it_within_bound
 def test_the_outbox_and_an_identity_without_a_from_are_not_checked(dns):
     assert run(DnsSubject("example.com", "outbox"), dns.address) == []
     assert dns.queries == []
+
+
+def test_dmarc_does_not_count_a_dkim_signature_whose_key_is_not_published(dns, key_pem):
+    dns.add("_dmarc.example.com", "TXT", "v=DMARC1; p=reject")
+    subject = smtp(verp_domain="bounce.other.org", dkim_selector="s1", dkim_private_key=key_pem)
+    dmarc = by_kind(subject, dns)["dmarc"]
+    assert dmarc.state == "wrong" and "cannot be verified" in dmarc.sentence
+    dns.add("s1._domainkey.example.com", "TXT", f"v=DKIM1; k=rsa; p={dkim_public_key(key_pem)[1]}")
+    assert by_kind(subject, dns)["dmarc"].state == "ok"
