@@ -26,6 +26,7 @@ from werkzeug.serving import make_server
 from broadside.core.models import Owner
 from jobs.app import from_flask
 from jobs.worker import run_worker
+from tests.dns_server import DnsServer
 from tests.helpers import (
     OWNER_EMAIL,
     OWNER_PASSWORD,
@@ -168,10 +169,24 @@ def namespace(redis_client) -> Iterator[str]:
 
 # ---------------------------------------------------------------- the app
 
+@pytest.fixture(scope="session")
+def _dns_server_session() -> Iterator[DnsServer]:
+    with DnsServer() as server:
+        yield server
+
+
 @pytest.fixture
-def app_config(tmp_path, database_url, namespace) -> dict:
+def dns_server(_dns_server_session) -> DnsServer:
+    """The app's DNS_RESOLVER: a DNS server on loopback, emptied for each test (every name
+    NXDOMAIN until a test adds records), so no check ever asks the internet."""
+    _dns_server_session.clear()
+    return _dns_server_session
+
+
+@pytest.fixture
+def app_config(tmp_path, database_url, namespace, dns_server) -> dict:
     """Tests may change this mapping before asking for `app`."""
-    return _base_config(tmp_path, database_url, namespace)
+    return {**_base_config(tmp_path, database_url, namespace), "DNS_RESOLVER": dns_server.address}
 
 
 @pytest.fixture

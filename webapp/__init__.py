@@ -48,7 +48,9 @@ from webapp.feedback.views import bp as feedback_bp
 from webapp.health import bp as health_bp
 from webapp.hosts import install_host_check
 from webapp.htmx import htmx
-from webapp.identities.views import bp as identities_bp
+from webapp.identities import bp as identities_bp
+from webapp.identities import dns_views  # noqa: F401 - its routes attach to the blueprint
+from webapp.identities import views as identities_views  # noqa: F401 - and the list's, edit's
 from webapp.lists.views import bp as lists_bp
 from webapp.metrics.views import bp as metrics_bp
 from webapp.params import DatabaseIdConverter

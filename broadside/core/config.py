@@ -8,6 +8,7 @@ message and exit instead of dumping a traceback.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from collections.abc import Mapping
@@ -52,6 +53,7 @@ ENV_VARS = (
     "RETRY_BASE_SECONDS",
     "WEBHOOKS_ALLOW_PRIVATE",
     "PROVIDER_ENDPOINTS_ALLOW_PRIVATE",
+    "DNS_RESOLVER",
 )
 
 
@@ -117,6 +119,32 @@ def _flag(variable: str, value: Any) -> bool:
     raise ConfigError(variable, f"must be 1 or 0, got {value!r}")
 
 
+def parse_resolver(value: str) -> tuple[str, int] | None:
+    """"host:port", "host" (port 53) or "[v6]:port" -> (address, port); "" -> None (the
+    system's resolver). ValueError, in words, for anything else: the host must be an IP
+    address, since a resolver cannot be found by name."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ("" if not rest else "x")
+    elif text.count(":") == 1:
+        host, _, port_text = text.partition(":")
+    else:
+        host, port_text = text, ""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"must be a resolver's IP address with an optional port (\"127.0.0.1:53\", "
+                         f"\"[::1]:5353\"), or empty for the system's resolver; got {value!r}") from None
+    if not port_text:
+        return host, 53
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ValueError(f"has a port that is not a number from 1 to 65535: {value!r}")
+    return host, int(port_text)
+
+
 def private_folder(path: Path) -> Path:
     """A folder only its owner can enter (0700): the instance folder holds the secret key, the
     SQLite database, uploaded address lists and the outbox."""
@@ -180,6 +208,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "RETRY_BASE_SECONDS": "30",
         "WEBHOOKS_ALLOW_PRIVATE": "0",
         "PROVIDER_ENDPOINTS_ALLOW_PRIVATE": "0",
+        "DNS_RESOLVER": "",  # the DNS checks' resolver, "host:port"; empty: the system's
     }
     raw.update({k: v for k, v in environ.items() if k in ENV_VARS and v != ""})
     raw.update(overrides)
@@ -237,6 +266,14 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     # own, the test suite's fake providers); link-local and metadata addresses never.
     config["PROVIDER_ENDPOINTS_ALLOW_PRIVATE"] = _flag("PROVIDER_ENDPOINTS_ALLOW_PRIVATE",
                                                        raw["PROVIDER_ENDPOINTS_ALLOW_PRIVATE"])
+
+    # The resolver the DNS checks ask (SPF, DKIM, DMARC, MX): an IP address and port; empty:
+    # the system's (/etc/resolv.conf).
+    try:
+        parse_resolver(str(raw["DNS_RESOLVER"] or ""))
+    except ValueError as exc:
+        raise ConfigError("DNS_RESOLVER", str(exc)) from None
+    config["DNS_RESOLVER"] = str(raw["DNS_RESOLVER"] or "").strip()
 
     secret = raw.get("SECRET_KEY") or _secret_key(instance_path)
     if len(str(secret)) < 16:

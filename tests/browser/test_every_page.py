@@ -287,6 +287,8 @@ NOT_PAGES = {
     "automations.counts": "an htmx fragment of the automations page",
     "system.checks": "an htmx fragment of the System page",
     "system.live": "an htmx fragment of the System page",
+    "identities.dns": "an htmx fragment of the identities page: an identity's DNS checks",
+    "identities.dns_default": "an htmx fragment of the identities page: the default's DNS checks",
     "auth.setup": "walked first, before the owner exists (it is a 404 afterwards)",
     "auth.reset_sent": "walked as the page the request for a link leads to",
 }

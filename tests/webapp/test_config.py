@@ -24,6 +24,15 @@ def test_defaults(tmp_path):
     assert app.static_folder == str(REPO_ROOT / "static")
 
 
+def test_dns_resolver_is_an_address_and_port_or_empty_for_the_systems(tmp_path):
+    assert make(tmp_path).config["DNS_RESOLVER"] == ""
+    assert make(tmp_path, DNS_RESOLVER=" 127.0.0.1:5353 ").config["DNS_RESOLVER"] == "127.0.0.1:5353"
+    assert make(tmp_path, DNS_RESOLVER="[::1]:53").config["DNS_RESOLVER"] == "[::1]:53"
+    with pytest.raises(ConfigError) as excinfo:
+        make(tmp_path, DNS_RESOLVER="resolver.example.com")
+    assert "DNS_RESOLVER must be a resolver's IP address" in str(excinfo.value.code)
+
+
 def test_generated_secret_key_is_kept_across_restarts(tmp_path):
     first = make(tmp_path).config["SECRET_KEY"]
     second = make(tmp_path).config["SECRET_KEY"]
@@ -58,6 +67,9 @@ def test_postgres_urls_use_psycopg3_and_are_kept_as_given(tmp_path, url):
         ("TRUSTED_PROXY_COUNT", "two"),
         ("RETRY_BASE_SECONDS", "0"),
         ("WEBHOOKS_ALLOW_PRIVATE", "maybe"),
+        ("DNS_RESOLVER", "dns.google"),
+        ("DNS_RESOLVER", "127.0.0.1:99999"),
+        ("DNS_RESOLVER", "127.0.0.1:53:53"),
     ],
 )
 def test_malformed_value_names_the_variable(tmp_path, variable, value):

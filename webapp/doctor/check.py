@@ -14,8 +14,11 @@ class Check:
     summary: str
     advice: str = ""  # what to do, when it failed
     details: tuple[str, ...] = ()  # extra lines (the configuration values)
+    # A finding that does not stop sending (a DNS record missing): shown with "!", not counted
+    # as a failed check, so `doctor` still exits 0.
+    warning: bool = False
 
     def line(self) -> str:
-        mark = {True: "✓", False: "✗", None: "?"}[self.ok]
+        mark = "!" if self.warning and not self.ok else {True: "✓", False: "✗", None: "?"}[self.ok]
         text = f"{mark} {self.name}: {self.summary}"
         return f"{text} → {self.advice}" if self.advice and not self.ok else text

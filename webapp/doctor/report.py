@@ -6,6 +6,7 @@ from flask import Flask
 
 from webapp.doctor.check import Check
 from webapp.doctor.configuration import check_base_url, check_configuration
+from webapp.doctor.dns import check_dns
 from webapp.doctor.identities import check_identity, identity_rows
 from webapp.doctor.services import check_database, check_redis
 from webapp.doctor.smtp import check_smtp
@@ -28,6 +29,7 @@ def run_checks(app: Flask, *, smtp: bool = True) -> list[Check]:
         checks.append(check_smtp(app, database_ok=bool(checks[1].ok)))
         if checks[1].ok:
             checks.extend(check_identity(app, i) for i in identity_rows(app))
+            checks.extend(check_dns(app))
     checks.append(check_base_url(app.config["BASE_URL"]))
     return checks
 
@@ -39,7 +41,10 @@ def report(app: Flask, echo=print) -> int:
         echo(check.line())
         for detail in check.details:
             echo(f"    {detail}")
-    failed = [c.name for c in checks if c.ok is not True]
-    echo(f"{len(checks) - len(failed)} of {len(checks)} checks passed"
+    failed = [c.name for c in checks if c.ok is not True and not c.warning]
+    warnings = sum(1 for c in checks if c.warning and not c.ok)
+    echo(f"{len(checks) - len(failed) - warnings} of {len(checks)} checks passed"
+         + (f", {warnings} warning{'s' if warnings != 1 else ''} (they do not stop sending)"
+            if warnings else "")
          + (f"; fix: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0

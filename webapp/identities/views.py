@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flask import Blueprint, current_app, flash, redirect, render_template, url_for
+from flask import current_app, flash, redirect, render_template, url_for
 from redis.exceptions import RedisError
 
 from broadside.campaigns.automations import refreeze
@@ -41,9 +41,7 @@ from webapp.doctor.smtp import check_smtp
 from webapp.extensions import db
 from webapp.forms import after_post
 from webapp.htmx import request
-from webapp.identities import form
-
-bp = Blueprint("identities", __name__, url_prefix="/settings/identities")
+from webapp.identities import bp, form
 
 # Providers whose delivery and bounce webhooks are matched to an identity by its id in the URL.
 WEBHOOK_SCHEMES = ("postmark", "resend", "mailgun")
