@@ -120,13 +120,3 @@ def test_a_key_that_cannot_sign_pauses_the_identity_and_sends_nothing_unsigned(a
     assert row.status == "paused" and "DKIM" in row.pause_reason
     assert smtp_server.messages == []
 
-
-def test_an_identity_without_dkim_sends_unsigned(app, smtp_server):
-    plain = identities.create(db.session, identities.parse_input({
-        "name": "Signed", "from": "Acme News <news@acme.example>", "transport": smtp_server.url,
-        "delay_ms": 0}))
-    readers = make_list(db.session, 3, "Readers", domain="readers.example")
-    send(app, readers.id, plain.id)
-    burst(app, "Signed")
-    assert len(smtp_server.messages) == 3
-    assert not any(b"DKIM-Signature" in m.data for m in smtp_server.messages)
