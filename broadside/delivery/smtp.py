@@ -30,6 +30,11 @@ worker's own work instead of following it. What this moves, and why each is safe
   rider's envelope), except 421, which closes the connection and the rider with it.
 Only `start` and `start_next` write a body, each only after a 354 that follows an accepted
 MAIL and RCPT, so everything before a body stays provably not accepted (invariant 5).
+
+An identity that signs with DKIM gives the transport a `signer`: each body is signed after its
+pace's wait, once its DATA has its 354, just before the body is written (`_signed`), so the
+signing never stands between the pace and MAIL FROM; a ridden message (paced before its
+envelope rode out) is signed at its turn, in `start_next`.
 """
 
 from __future__ import annotations
@@ -180,12 +185,11 @@ class SmtpTransport:
                 pace()  # a failed connection attempt is paced like any other attempt
         else:
             pace()
-        wire = smtp_wire.signed(self.signer, wire)  # after the pace's wait, before MAIL FROM
         if self.pipelining and self.conn.has_extn("pipelining"):
             self._envelope_pipelined(mail_from, rcpt, reused, pace)
         else:
             self._envelope_lockstep(mail_from, rcpt, reused, pace)
-        self._body(wire, then, pace)
+        self._body(self._signed(wire), then, pace)
 
     def start_next(self, wire: bytes, then: tuple[str, str] | None = None,
                    pace: Pace = lambda: None) -> None:
@@ -200,13 +204,19 @@ class SmtpTransport:
             raise DeliveryError("mail", None, "the connection to the mail server was lost "
                                 "before this message's turn", network=True)
         self._following = False
-        try:  # its pace was waited before its MAIL FROM rode out (`_body`)
-            wire = smtp_wire.signed(self.signer, wire)
-        except DeliveryError:
-            self._drop()  # its DATA is open: never ended by a dot, it delivers nothing
-            raise
         self._accept(self._replies())
-        self._body(wire, then, pace)
+        self._body(self._signed(wire), then, pace)  # paced before its MAIL FROM rode out
+
+    def _signed(self, wire: bytes) -> bytes:
+        """DKIM, after the pace's wait and the 354, before the body: signing never stands
+        between the pace and MAIL FROM, so the spacing the server sees stays the pace's. A key
+        that cannot sign drops the connection (the DATA, never ended by a dot, delivers
+        nothing) and raises Broadside's own channel-wide refusal."""
+        try:
+            return smtp_wire.signed(self.signer, wire)
+        except DeliveryError:
+            self._drop()
+            raise
 
     def _body(self, wire: bytes, then: tuple[str, str] | None, pace: Pace) -> None:
         """Write the body after its 354, and `then`'s envelope behind it in the same write."""
