@@ -77,7 +77,8 @@ def test_every_message_of_a_broadcast_verifies_against_the_published_key(
     assert len(received) == PEOPLE
     lookup = txt_lookup(dns_server)
     for message in received:
-        assert message.data.startswith(b"DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=acme.example;")
+        assert message.data.startswith(
+            b"DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=acme.example;")
         assert dkim.verify(message.data, dnsfunc=lookup), message.rcpt_tos
         signed = dkim.DKIM(message.data)
         signed.verify(dnsfunc=lookup)
@@ -92,7 +93,8 @@ def test_every_message_of_a_broadcast_verifies_against_the_published_key(
     first = received[0].data
     tampered = [first.replace(b"Subject: Signed news", b"Subject: Signed nows"),
                 first.replace(b"Hello", b"Jello", 1),
-                first.replace(b"List-Unsubscribe: <http", b"List-Unsubscribe: <mailto:x@evil.example>, <http")]
+                first.replace(b"List-Unsubscribe: <http",
+                              b"List-Unsubscribe: <mailto:x@evil.example>, <http")]
     for changed in tampered:
         assert changed != first
         assert not dkim.verify(changed, dnsfunc=lookup)

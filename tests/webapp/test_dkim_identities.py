@@ -152,7 +152,8 @@ def test_its_dkim_settings_are_part_of_what_restarts_its_stream(app, client, api
     before = identities.resolve(db.session, app.config, created.json["id"])
     assert before.dkim_signer is not None
     for change in ({"selector": "other"}, {"private_key": "generate"}, None):
-        client.put(f"/api/identities/{created.json['id']}", headers=api_headers, json={**BODY, "dkim": change})
+        client.put(f"/api/identities/{created.json['id']}", headers=api_headers,
+                   json={**BODY, "dkim": change})
         db.session.expire_all()
         after = identities.resolve(db.session, app.config, created.json["id"])
         assert after.stream_settings != before.stream_settings  # jobs.supervisor restarts on it
@@ -209,7 +210,8 @@ def test_the_form_refuses_a_pasted_garbage_key_under_its_field_and_never_echoes_
     # A pasted working key is saved.
     key = rsa_pem()
     saved = post(logged_in_client, "/settings/identities/",
-                 {**FORM, "dkim_mode": "paste", "dkim_selector": "mail", "dkim_private_key": key.replace("\n", "\r\n")})
+                 {**FORM, "dkim_mode": "paste", "dkim_selector": "mail",
+                  "dkim_private_key": key.replace("\n", "\r\n")})
     assert saved.status_code == 303
     assert dkim_keys.public_key_b64(stored().dkim_private_key) == dkim_keys.public_key_b64(key)
 
