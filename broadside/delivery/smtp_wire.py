@@ -4,9 +4,10 @@ prepended to it.
 
 Signing happens on the transport's side, after the pace's wait and its DATA's 354, just before
 the body is written (invariant 2: the message is signed when it is about to leave, not when the
-re-check built it, and the signing never delays a MAIL FROM past its pace). The signature is computed over the message as delivered, so the payload is read
-back without its dot-stuffing; the header itself needs none (its lines start with its name or
-with folding whitespace, never a dot).
+re-check built it, and the signing never delays a MAIL FROM past its pace). The signature is
+computed over the message as delivered, so the payload is read back without its dot-stuffing;
+the header itself needs none (its lines start with its name or with folding whitespace, never
+a dot).
 """
 
 from __future__ import annotations
