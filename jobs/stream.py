@@ -227,7 +227,8 @@ class Stream(threading.Thread):
         try:
             transport = make_transport(identity.transport_url, self.app.instance_path,
                                        float(config.get("SMTP_TIMEOUT", 30)),
-                                       allow_private=bool(config.get("PROVIDER_ENDPOINTS_ALLOW_PRIVATE")))
+                                       allow_private=bool(config.get("PROVIDER_ENDPOINTS_ALLOW_PRIVATE")),
+                                       signer=identity.dkim_signer)
             ceiling = account_ceiling.build(identity, redis, config)
             if ceiling is not None:
                 account_ceiling.listen(transport, ceiling)

@@ -4,7 +4,8 @@ that follows them.
 `Streams` starts a stream per identity served and follows the identities at each maintenance
 tick, keyed by id (`SendingIdentity.key`: a rename is a change, not a new identity): a new
 identity gets its stream (when serving all of them), a deleted one's stream stops, one whose
-`stream_settings` (transport, pace, cap, name, webhook secret, its account's ceiling) changed
+`stream_settings` (transport, pace, cap, name, webhook secret, its account's ceiling, DKIM
+selector and key) changed
 is stopped and started again on the new values (its successor waits for the old one's lease:
 never two senders; the old one's slice ends after its send in flight), and one that ended by
 itself (its lease lost, an error) is started again. Each stream says the values it runs on beside its lease

@@ -45,6 +45,8 @@ ENV_VARS = (
     "MAX_IMPORT_BYTES",
     "MAX_IDENTITIES",
     "WEBHOOK_SECRET",
+    "DKIM_SELECTOR",
+    "DKIM_PRIVATE_KEY_FILE",
     "METRICS_TOKEN",
     "LOG_FORMAT",
     "BROADSIDE_NAMESPACE",
@@ -185,6 +187,24 @@ def instance_folder(given: str | os.PathLike[str] | None = None) -> str:
     return str(given or os.environ.get("BROADSIDE_INSTANCE_PATH") or REPO_ROOT / "instance")
 
 
+def _dkim(selector: str, key_file: str) -> dict[str, str]:
+    """The default identity's DKIM: both set or neither; the key read from its file here (the
+    worker signs with it; whether it can sign is checked by the signer, which refuses to send
+    unsigned)."""
+    if bool(selector) != bool(key_file):
+        missing = "DKIM_PRIVATE_KEY_FILE" if selector else "DKIM_SELECTOR"
+        raise ConfigError(missing, "must be set too: DKIM signing needs a selector and a key")
+    key = ""
+    if key_file:
+        try:
+            key = Path(key_file).read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError("DKIM_PRIVATE_KEY_FILE",
+                              f"cannot be read ({type(exc).__name__}): {key_file}") from None
+    return {"DKIM_SELECTOR": selector.strip().lower(), "DKIM_PRIVATE_KEY_FILE": key_file,
+            "DKIM_PRIVATE_KEY": key}
+
+
 def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapping[str, Any]) -> dict:
     """Merge defaults, the environment and overrides, then validate every value."""
     private_folder(instance_path)
@@ -200,6 +220,8 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "MAX_IMPORT_BYTES": str(200 * 1024 * 1024),  # a million rows is ~60 MB
         "MAX_IDENTITIES": "50",  # sending identities beside the default (each one a stream)
         "WEBHOOK_SECRET": "",
+        "DKIM_SELECTOR": "",  # the default identity's DKIM selector (with the key's file)
+        "DKIM_PRIVATE_KEY_FILE": "",  # its private key, PEM (read once, kept as DKIM_PRIVATE_KEY)
         "METRICS_TOKEN": "",
         "LOG_FORMAT": "plain",
         "BROADSIDE_NAMESPACE": "broadside",
@@ -236,6 +258,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     config["MAX_IMPORT_BYTES"] = _int("MAX_IMPORT_BYTES", raw["MAX_IMPORT_BYTES"], minimum=1)
     config["MAX_IDENTITIES"] = _int("MAX_IDENTITIES", raw["MAX_IDENTITIES"])
     config["WEBHOOK_SECRET"] = str(raw["WEBHOOK_SECRET"] or "")
+    config.update(_dkim(str(raw["DKIM_SELECTOR"] or ""), str(raw["DKIM_PRIVATE_KEY_FILE"] or "")))
     config["METRICS_TOKEN"] = str(raw["METRICS_TOKEN"] or "")
     log_format = str(raw["LOG_FORMAT"]).lower()
     if log_format not in ("plain", "json"):

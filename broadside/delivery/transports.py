@@ -73,7 +73,8 @@ class Outgoing:
 class DeliveryError(Exception):
     """A send that did not (provably or possibly) succeed.
 
-    phase, for SMTP: connect | tls | auth | mail | rcpt | data-command | data-body | data-end;
+    phase, for SMTP: connect | tls | auth | mail | rcpt | data-command | data-body | data-end,
+    and dkim (the identity's DKIM key could not sign: Broadside's own refusal, `ours`);
     for a provider's HTTP API: `request` (the request could not be sent: refused, DNS, TLS,
     a timeout while connecting; provably not accepted), `response` (the request was sent and
     no answer came: ambiguous, like data-body), `api` (the provider answered with an error:

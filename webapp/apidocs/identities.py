@@ -12,6 +12,7 @@ from typing import Any
 from broadside.core import transport_urls as urls
 from broadside.core.models.identities import IDENTITY_STATUSES, IdentityStatus
 from broadside.delivery.identities import inputs, service
+from broadside.mail import dkim_keys
 from webapp.apidocs.paths import body, operation, reply
 from webapp.apidocs.schemas import ID, nullable, obj, ref
 
@@ -76,6 +77,45 @@ ACCOUNT_RATE = {"type": ["number", "null"], "exclusiveMinimum": 0,
     "every identity of the account shows it. For SES it never exceeds 90 % of the account's "
     "MaxSendRate. null: none set here.")}
 
+SELECTOR_PATTERN = ("^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+                    "(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*)?$")
+DKIM_INPUT = {"type": ["object", "null"], "additionalProperties": False, "properties": {
+    "selector": {"type": ["string", "null"], "maxLength": 63, "pattern": SELECTOR_PATTERN,
+                 "description": "DNS labels (letters, digits, dashes, dots); empty or null: "
+                 f"`{dkim_keys.DEFAULT_SELECTOR}`. Stored in lower case."},
+    "private_key": {"type": ["string", "null"], "maxLength": dkim_keys.MAX_PEM,
+                    "pattern": "^(?:generate|[\\s\\S]*-----BEGIN[\\s\\S]*)$",
+                    "description": (
+        "`\"generate\"` for a new 2048-bit RSA key made by Broadside, or an RSA private key in "
+        f"PEM ({dkim_keys.MIN_BITS} to {dkim_keys.MAX_BITS} bits; under {dkim_keys.KEY_BITS} it "
+        "is accepted and `problem` says to replace it; no passphrase; Ed25519 and EC keys are "
+        "refused). Write-only: never returned. Missing or null on PUT keeps the stored key "
+        "(to change the selector alone); on POST it is required with `dkim`.")},
+}, "description": (
+    "DKIM signing of its mail (SMTP and outbox transports only: a provider's transport signs "
+    "its own mail, and `dkim` with one is 422). Each message is signed right before it "
+    "leaves, for the domain of its From address, covering From, Subject, To, Date, "
+    "Message-ID, List-Unsubscribe, List-Unsubscribe-Post, MIME-Version, Content-Type, "
+    "Reply-To and the body (relaxed/relaxed). null: not signed. On PUT, missing keeps the "
+    "stored setting. A refusal is 422 naming `dkim`, `dkim.selector` or `dkim.private_key`.")}
+DKIM_SHOWN = {"type": ["object", "null"], "description": (
+    "Its DKIM signing (null: not signed): publish `txt_record` as a TXT record named "
+    "`record_name`. The private key is never returned, only its size and fingerprint."),
+    "required": ["selector", "record_name", "txt_record", "key_bits", "key_fingerprint",
+                 "problem"],
+    "additionalProperties": False, "properties": {
+        "selector": {"type": "string"},
+        "record_name": {"type": "string", "description": "`<selector>._domainkey.<From domain>`."},
+        "txt_record": {"type": ["string", "null"], "description": (
+            "`v=DKIM1; k=rsa; p=<public key>`: the text of the TXT record (a DNS panel splits "
+            "it into 255-byte strings itself); null when the stored key cannot be read.")},
+        "key_bits": {"type": ["integer", "null"]},
+        "key_fingerprint": {"type": ["string", "null"], "description": (
+            "`SHA256:` and the base64 SHA-256 of the public key.")},
+        "problem": {"type": ["string", "null"], "description": (
+            "What is wrong with the key (a short one; one that cannot be read), or null.")},
+    }}
+
 IDENTITY_SCHEMAS: dict[str, Any] = {
     "IdentityStatus": {"type": "string", "enum": SHOWN_STATUSES, "description": (
         "active, or paused (the provider refused the channel: bad credentials, an unverified "
@@ -110,6 +150,7 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
                            "description": "The provider's signing secret for its delivery and "
                            "bounce webhooks (posted to /webhooks/<provider>/<id>). Never shown "
                            "back. On PUT, missing or null keeps the stored one; \"\" removes it."},
+        "dkim": DKIM_INPUT,
     }, ("name", "from")),
     "Identity": obj({
         "id": {**nullable(ID), "description": "null for the default identity."},
@@ -136,6 +177,7 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
         "pause_reason": {"type": ["string", "null"]},
         "webhook_secret_set": {"type": "boolean", "description": "Whether a webhook secret is "
                                "stored (the secret itself is never returned)."},
+        "dkim": DKIM_SHOWN,
     }, extra={"if": {"properties": {"default": {"const": False}}},
               "then": {"properties": {"from": {"pattern": service.FROM_PATTERN}}}}),
 }
@@ -147,12 +189,18 @@ IDENTITY_EXAMPLE = {"id": 2, "name": "Product updates", "default": False,
                     "from": "Acme Product <product@acme.example>",
                     "transport": "postmark://SERV…@", "delay_ms": 500, "hourly_limit": 10000,
                     "account_rate": 10.0, "postal_address": "", "status": "active", "pause_reason": None,
-                    "webhook_secret_set": True}
+                    "webhook_secret_set": True, "dkim": None}
 DEFAULT_EXAMPLE = {"id": None, "name": "default", "default": True,
                    "from": "Acme Weekly <news@acme.example>",
                    "transport": "smtp+starttls://news:•••@smtp.acme.example:587", "delay_ms": 200,
                    "hourly_limit": 0, "account_rate": None, "postal_address": "1 Main St, Springfield",
-                   "status": "active", "pause_reason": None, "webhook_secret_set": False}
+                   "status": "active", "pause_reason": None, "webhook_secret_set": False,
+                   "dkim": {"selector": "broadside",
+                            "record_name": "broadside._domainkey.acme.example",
+                            "txt_record": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA…",
+                            "key_bits": 2048,
+                            "key_fingerprint": "SHA256:by6TynEnG1+0RQocCO5B7Y95GzAlSjTSM7q4Rkwxydg",
+                            "problem": None}}
 
 IDENTITY_PATHS: dict[str, Any] = {
     "/api/identities": {
@@ -167,7 +215,9 @@ IDENTITY_PATHS: dict[str, Any] = {
             "A refused body (an unknown field included) is 422 with a message naming the "
             "field; names are unique, ignoring case (409). Once the installation has "
             "`MAX_IDENTITIES` live identities besides the default (50 unless set) it is 422, "
-            "naming the bound.",
+            "naming the bound. An SMTP identity may sign its mail with DKIM: "
+            "`\"dkim\": {\"selector\": \"broadside\", \"private_key\": \"generate\"}`, then "
+            "publish the answer's `dkim.txt_record` at `dkim.record_name`.",
             write=True, request=body("IdentityInput", INPUT_EXAMPLE),
             responses={"201": reply("Created.", "Identity", IDENTITY_EXAMPLE)},
             errors=("Conflict", "Invalid")),

@@ -2,8 +2,10 @@
 validates it; this module only reads what was typed and says which field a refusal is about).
 
 The form's inputs are named like the API's fields (`name`, `from`, `transport`, `delay_ms`,
-`hourly_limit`, `account_rate`, `postal_address`, `webhook_secret`), so the form is the API's body as text.
-The two secrets (the transport URL and the webhook secret) are read, never written back: an
+`hourly_limit`, `account_rate`, `postal_address`, `webhook_secret`), so the form is the API's body as text;
+the API's `dkim` object is three inputs (`dkim_mode`: off, keep, generate or paste;
+`dkim_selector`; `dkim_private_key`, the pasted PEM).
+The secrets (the transport URL, the webhook secret, a pasted DKIM key) are read, never written back: an
 edit form shows them empty ("leave blank to keep"), and a form shown again after a refusal
 keeps everything typed except them.
 """
@@ -17,11 +19,20 @@ from werkzeug.datastructures import MultiDict
 
 from broadside.core.errors import DomainError
 from broadside.delivery.identities.service import FIELDS, SendingIdentity
+from broadside.mail.dkim_keys import DEFAULT_SELECTOR
 
-SECRETS = ("transport", "webhook_secret")
+SECRETS = ("transport", "webhook_secret", "dkim_private_key")
 MAX_FIELD = 10_000  # longer than any valid value: the domain says what is too long
+# The form's fields: the API's, its `dkim` object spread over three inputs.
+DKIM_INPUTS = ("dkim_mode", "dkim_selector", "dkim_private_key")
+FORM_FIELDS = (*(f for f in FIELDS if f != "dkim"), *DKIM_INPUTS)
+DKIM_MODES = ("off", "keep", "generate", "paste")  # keep: the stored key (editing only)
+# The API's names of a refusal's field -> the form's input.
+_DKIM_FIELDS = {"dkim": "dkim_mode", "dkim.selector": "dkim_selector",
+                "dkim.private_key": "dkim_private_key"}
 EMPTY = {"name": "", "from": "", "transport": "", "delay_ms": "200", "hourly_limit": "0",
-         "account_rate": "", "postal_address": "", "webhook_secret": ""}
+         "account_rate": "", "postal_address": "", "webhook_secret": "", "dkim_mode": "off",
+         "dkim_selector": DEFAULT_SELECTOR, "dkim_private_key": ""}
 
 # How the domain's refusals name their field, checked in this order (a From refusal may say
 # "Name <address>", so From comes before the name).
@@ -31,6 +42,9 @@ _FIELD_WORDS = (
     ("delay_ms", re.compile(r"\bdelay_ms\b")),
     ("hourly_limit", re.compile(r"\bhourly_limit\b")),
     ("account_rate", re.compile(r"\baccount_rate\b")),
+    ("dkim_private_key", re.compile(r"private key|\bPEM\b|RSA")),
+    ("dkim_selector", re.compile(r"\bselector\b")),
+    ("dkim_mode", re.compile(r"\bDKIM\b")),
     ("transport", re.compile(r"URL|[Tt]ransport|endpoint|option|AWS region")),
     ("from", re.compile(r"\bFrom\b|email address")),
     ("name", re.compile(r"\bname\b|“default”|identity called")),
@@ -40,7 +54,7 @@ _FIELD_WORDS = (
 def read_form(form: MultiDict) -> dict[str, str]:
     """Whatever was typed, as text, by field (a field left out reads as empty)."""
     values = {}
-    for field in FIELDS:
+    for field in FORM_FIELDS:
         value = form.get(field, "")
         values[field] = value[:MAX_FIELD] if isinstance(value, str) else ""
     # Browsers post a textarea's line breaks as CRLF.
@@ -51,14 +65,32 @@ def read_form(form: MultiDict) -> dict[str, str]:
 def as_body(values: dict[str, str], *, updating: bool, clear_secret: bool = False) -> dict[str, Any]:
     """The API's JSON shape, for `parse_input`. When updating, an empty secret means "keep the
     stored one" (None); `clear_secret` removes the webhook secret instead."""
-    body: dict[str, Any] = {field: values.get(field, "") for field in FIELDS}
+    body: dict[str, Any] = {field: values.get(field, "") for field in FIELDS if field != "dkim"}
     body["account_rate"] = _number(body["account_rate"])
+    body["dkim"] = _dkim(values, updating=updating)
     if updating:
-        for field in SECRETS:
+        for field in ("transport", "webhook_secret"):
             if not body[field].strip():
                 body[field] = None
         if clear_secret:
             body["webhook_secret"] = ""
+    return body
+
+
+def _dkim(values: dict[str, str], *, updating: bool) -> dict[str, Any] | None:
+    """The "DKIM signing" section as the API's `dkim`: off (null), the stored key kept (no
+    `private_key`), a key generated, or the pasted PEM. An unknown choice sends an empty
+    key, which the domain refuses under the key's field."""
+    mode = values.get("dkim_mode") or "off"  # a form without the section: off
+    if mode == "off" or (mode == "keep" and not updating):
+        return None
+    body: dict[str, Any] = {"selector": values.get("dkim_selector", "")}
+    if mode == "generate":
+        body["private_key"] = "generate"
+    elif mode == "paste":
+        body["private_key"] = values.get("dkim_private_key", "").replace("\r\n", "\n")
+    elif mode != "keep":
+        body["private_key"] = ""
     return body
 
 
@@ -87,13 +119,17 @@ def from_saved(identity: SendingIdentity) -> dict[str, str]:
     return {"name": identity.name, "from": identity.from_header, "transport": "",
             "delay_ms": str(identity.delay_ms), "hourly_limit": str(identity.hourly_limit),
             "account_rate": "" if identity.account_rate is None else f"{identity.account_rate:g}",
-            "postal_address": identity.postal_address, "webhook_secret": ""}
+            "postal_address": identity.postal_address, "webhook_secret": "",
+            "dkim_mode": "keep" if identity.dkim_selector else "off",
+            "dkim_selector": identity.dkim_selector or DEFAULT_SELECTOR, "dkim_private_key": ""}
 
 
 def field_of(error: DomainError | None) -> str | None:
     """The field a refusal is about: the one the domain names, else one its words name."""
     if error is None:
         return None
+    if error.field in _DKIM_FIELDS:
+        return _DKIM_FIELDS[error.field]
     if error.field in FIELDS:
         return error.field
     return field_named(error.message)

@@ -52,6 +52,7 @@ class Row:
     identity: SendingIdentity
     used: dict[str, int] | None  # None: the default, which is never deleted
     webhook_url: str | None
+    dkim: dict | None = None  # its DKIM record to publish (service.dkim_shown), None: unsigned
 
     @property
     def in_use(self) -> str | None:
@@ -78,7 +79,7 @@ def webhook_url(identity: SendingIdentity) -> str | None:
 
 def _row(identity: SendingIdentity) -> Row:
     used = service.usage(db.session, identity.id) if identity.id is not None else None
-    return Row(identity, used, webhook_url(identity))
+    return Row(identity, used, webhook_url(identity), service.dkim_shown(identity))
 
 
 def _live(identity_id: int) -> SendingIdentity:
@@ -183,11 +184,19 @@ def create():
         return _render_index(values, error=exc, status=exc.status_code,
                              secret_dropped=form.typed_a_secret(values))
     flash(f"The identity “{row.name}” is saved. Press Check connection to try its transport; "
-          "broadcasts and automations can choose it now.", "success")
+          "broadcasts and automations can choose it now." + _publish(row.dkim_selector), "success")
     shared = _shares(row.id, row.transport_url)
     if shared:
         flash(shared.strip(), "warning")
     return after_post(url_for(".index") + f"#identity-{row.id}")
+
+
+def _publish(selector: str) -> str:
+    """What a save that turned DKIM on (or changed its key) asks the owner to do."""
+    if not selector:
+        return ""
+    return (" Publish its DKIM TXT record (shown with the identity) before sending: until it is "
+            "in DNS, receivers cannot check the signature.")
 
 
 def _render_edit(identity: SendingIdentity, values: dict[str, str], *,
@@ -195,7 +204,7 @@ def _render_edit(identity: SendingIdentity, values: dict[str, str], *,
     return render_template(
         "identities/edit.html", identity=identity, row=_row(identity), values=form.shown(values),
         error=error and error.message, error_field=form.field_of(error),
-        secret_dropped=secret_dropped,
+        secret_dropped=secret_dropped, dkim_view=service.dkim_shown(identity),
         automations_reached=refreeze.reaching(db.session, identity.id), **_page_help(),
     ), status
 
@@ -218,9 +227,11 @@ def edit(identity_id: int):
         return _render_edit(identity, values, error=exc, status=exc.status_code,
                             secret_dropped=form.typed_a_secret(values))
     resumed = identity.status == "paused" and row.status == "active"
+    new_key = row.dkim_private_key != identity.dkim_private_key or row.dkim_selector != identity.dkim_selector
     flash(f"The identity “{row.name}” is saved." + (
         " Its new transport URL resumed it: press Check connection to try it." if resumed else "")
-        + (" " + refrozen.words() if refrozen.names else ""), "success")
+        + (" " + refrozen.words() if refrozen.names else "")
+        + (_publish(row.dkim_selector) if new_key else ""), "success")
     shared = _shares(identity_id, row.transport_url)
     if shared:
         flash(shared.strip(), "warning")

@@ -19,6 +19,7 @@ from broadside.core import transport_urls as urls
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import ValidationError
 from broadside.delivery.identities.from_field import FROM_PATTERN, MAX_FROM, MAX_FROM_NAME
+from broadside.mail import dkim_keys
 
 DEFAULT_NAME = "default"
 MAX_NAME = 100
@@ -29,7 +30,12 @@ MAX_HOURLY = 10_000_000
 MAX_ACCOUNT_RATE = 10_000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
 FIELDS = ("name", "from", "transport", "delay_ms", "hourly_limit", "account_rate",
-          "postal_address", "webhook_secret")
+          "postal_address", "webhook_secret", "dkim")
+DKIM_FIELDS = ("selector", "private_key")
+GENERATE = "generate"
+PROVIDER_SIGNS = ("DKIM signing is for SMTP (and the outbox): a provider (SES, Postmark, Resend, "
+                  "Mailgun) signs its own mail with the domain you verified there. Turn DKIM "
+                  "off for this identity (\"dkim\": null).")
 
 
 @dataclass
@@ -43,6 +49,45 @@ class IdentityInput:
     postal_address: str
     webhook_secret: str | None  # None: keep the current one
     account_rate: float | None = None
+    # DKIM: None keeps the stored value (an update leaving `dkim` out); "" turns it off.
+    dkim_selector: str | None = None
+    dkim_private_key: str | None = None  # PEM, a secret
+
+
+def signs_itself(transport_url: str) -> bool:
+    """Whether the transport is a provider's, which signs its mail itself (no DKIM here)."""
+    return urls.scheme_of(transport_url) in urls.PROVIDER_SCHEMES
+
+
+def dkim_of(value: object) -> tuple[str, str | None]:
+    """`dkim` as given: null (off: ("", "")) or {"selector": ..., "private_key": PEM |
+    "generate"}; the private key may be left out to keep the stored one (None). A refusal
+    names `dkim`, `dkim.selector` or `dkim.private_key`."""
+    if value is None:
+        return "", ""
+    if not isinstance(value, dict):
+        raise ValidationError('dkim must be null (no signing) or an object like {"selector": '
+                              '"broadside", "private_key": "generate"}.', field="dkim")
+    unknown = sorted(set(value) - set(DKIM_FIELDS))
+    if unknown:
+        raise ValidationError(f"Unknown field: dkim.{unknown[0]}. dkim has selector and "
+                              "private_key.", field="dkim")
+    try:
+        selector = dkim_keys.check_selector(value.get("selector"))
+    except dkim_keys.KeyProblem as problem:
+        raise ValidationError(str(problem), field="dkim.selector") from None
+    key = value.get("private_key")
+    if key is None:
+        return selector, None
+    if key == GENERATE:
+        return selector, dkim_keys.generate_private_key()
+    if not isinstance(key, str):
+        raise ValidationError('dkim.private_key must be a PEM private key or "generate".',
+                              field="dkim.private_key")
+    try:
+        return selector, dkim_keys.normalised_pem(key)
+    except dkim_keys.KeyProblem as problem:
+        raise ValidationError(str(problem), field="dkim.private_key") from None
 
 
 def _text(value: object, label: str, limit: int, field: str) -> str:
@@ -139,6 +184,17 @@ def parse_input(data: Any, *, updating: bool = False) -> IdentityInput:
         secret = None
     else:
         secret = _text(data.get("webhook_secret"), "webhook secret", MAX_SECRET, "webhook_secret").strip()
+    selector: str | None
+    key: str | None
+    if "dkim" not in data:
+        selector, key = (None, None) if updating else ("", "")
+    else:
+        selector, key = dkim_of(data["dkim"])
+        if selector and key is None and not updating:
+            raise ValidationError('Give the DKIM private key: a PEM key, or "generate".',
+                                  field="dkim.private_key")
+        if selector and transport is not None and signs_itself(transport):
+            raise ValidationError(PROVIDER_SIGNS, field="dkim")
     return IdentityInput(
         name=name, from_name=from_name, from_email=from_email, transport_url=transport,
         delay_ms=_whole(data.get("delay_ms"), "delay_ms", 200, MAX_DELAY_MS),
@@ -146,7 +202,7 @@ def parse_input(data: Any, *, updating: bool = False) -> IdentityInput:
         account_rate=account_rate_of(data.get("account_rate")),
         postal_address=_text(data.get("postal_address"), "postal address", MAX_POSTAL,
                              "postal_address").strip(),
-        webhook_secret=secret,
+        webhook_secret=secret, dkim_selector=selector, dkim_private_key=key,
     )
 
 

@@ -23,7 +23,7 @@ from broadside.core.errors import Conflict, NotFound, ValidationError, shown
 from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
 from broadside.core.models.identities import IdentityStatus
 from broadside.core.timeutil import utcnow
-from broadside.delivery.identities import accounts, bound, lifecycle
+from broadside.delivery.identities import accounts, bound, inputs, lifecycle
 from broadside.delivery.identities.from_field import FROM_PATTERN as FROM_PATTERN
 from broadside.delivery.identities.from_field import MAX_FROM as MAX_FROM
 from broadside.delivery.identities.from_field import shown_from
@@ -37,6 +37,8 @@ from broadside.delivery.identities.inputs import MAX_SECRET as MAX_SECRET
 from broadside.delivery.identities.inputs import IdentityInput as IdentityInput
 from broadside.delivery.identities.inputs import check_endpoint as check_endpoint
 from broadside.delivery.identities.inputs import parse_input as parse_input
+from broadside.mail import dkim_keys
+from broadside.mail.dkim_signing import DkimSigner
 
 MAX_ID = 2**31 - 1
 # Broadcasts in these states still need their identity (to send, or to be sent later).
@@ -59,6 +61,16 @@ class SendingIdentity:
     # The ceiling of its provider account, requests/s: the smallest `account_rate` set on any
     # identity of the account (broadside.delivery.identities.accounts); None: none set.
     account_rate: float | None = None
+    # DKIM signing of SMTP and outbox mail (both empty: not signed); the key is a secret.
+    dkim_selector: str = ""
+    dkim_private_key: str = ""
+
+    @property
+    def dkim_signer(self) -> DkimSigner | None:
+        """What signs its mail, when it signs (a provider signs its own: never given one)."""
+        if not (self.dkim_selector and self.dkim_private_key) or self.scheme in urls.PROVIDER_SCHEMES:
+            return None
+        return DkimSigner(self.dkim_selector, self.dkim_private_key)
 
     @property
     def is_default(self) -> bool:
@@ -70,11 +82,11 @@ class SendingIdentity:
         return DEFAULT_NAME if self.id is None else f"identity:{self.id}"
 
     @property
-    def stream_settings(self) -> tuple[str, str, int, int, str, float | None]:
+    def stream_settings(self) -> tuple[str, str, int, int, str, float | None, str, str]:
         """What its running stream is built from (jobs.stream): a change means the stream
         starts again on the new values (jobs.supervisor); its pause is not one (read per job)."""
         return (self.name, self.transport_url, self.delay_ms, self.hourly_limit, self.webhook_secret,
-                self.account_rate)
+                self.account_rate, self.dkim_selector, self.dkim_private_key)
 
     @property
     def transport(self) -> str:
@@ -113,6 +125,8 @@ def default_identity(session: Session, config: Mapping[str, Any]) -> SendingIden
         pause_reason=settings.default_pause_reason if settings is not None else None,
         webhook_secret=str(config.get("WEBHOOK_SECRET") or ""),
         account_rate=config.get("ACCOUNT_RATE") or None,
+        dkim_selector=str(config.get("DKIM_SELECTOR") or ""),
+        dkim_private_key=str(config.get("DKIM_PRIVATE_KEY") or ""),
     )
 
 
@@ -122,6 +136,7 @@ def _view(row: Identity) -> SendingIdentity:
         transport_url=row.transport_url, delay_ms=row.delay_ms, hourly_limit=row.hourly_limit,
         postal_address=row.postal_address, status=row.status, pause_reason=row.pause_reason,
         webhook_secret=row.webhook_secret, account_rate=row.account_rate,
+        dkim_selector=row.dkim_selector, dkim_private_key=row.dkim_private_key,
     )
 
 
@@ -186,7 +201,28 @@ def as_input(identity: SendingIdentity) -> dict[str, Any]:
         "postal_address": identity.postal_address, "status": identity.status,
         "pause_reason": shown(identity.pause_reason),
         "webhook_secret_set": bool(identity.webhook_secret),
+        "dkim": dkim_shown(identity),
     }
+
+
+def dkim_shown(identity: SendingIdentity) -> dict[str, Any] | None:
+    """Its DKIM signing as the pages and the API show it (never the private key): the
+    selector, the TXT record to publish and where, the key's size and fingerprint; None when
+    it does not sign."""
+    if not (identity.dkim_selector and identity.dkim_private_key):
+        return None
+    domain = identity.from_email.rpartition("@")[2]
+    try:
+        summary = dkim_keys.check_private_key(identity.dkim_private_key)
+        record = dkim_keys.txt_record(identity.dkim_private_key)
+    except dkim_keys.KeyProblem as problem:
+        return {"selector": identity.dkim_selector, "record_name":
+                dkim_keys.record_name(identity.dkim_selector, domain), "txt_record": None,
+                "key_bits": None, "key_fingerprint": None, "problem": str(problem)}
+    return {"selector": identity.dkim_selector,
+            "record_name": dkim_keys.record_name(identity.dkim_selector, domain),
+            "txt_record": record, "key_bits": summary.bits,
+            "key_fingerprint": summary.fingerprint, "problem": summary.warning}
 
 
 # ------------------------------------------------------------------ writes
@@ -214,6 +250,7 @@ def create(session: Session, data: IdentityInput, *, limit: int = bound.DEFAULT_
         hourly_limit=data.hourly_limit, postal_address=data.postal_address,
         account_rate=data.account_rate,
         webhook_secret=data.webhook_secret or "", status=IdentityStatus.ACTIVE.value,
+        dkim_selector=data.dkim_selector or "", dkim_private_key=data.dkim_private_key or "",
     )
     session.add(row)
     try:
@@ -232,6 +269,19 @@ def _live_row(session: Session, identity_id: int) -> Identity:
     return row
 
 
+def _check_dkim(row: Identity, data: IdentityInput) -> None:
+    """DKIM as it would be saved: a selector turned on needs a key (given, or kept), and a
+    provider's transport signs its own mail."""
+    selector = row.dkim_selector if data.dkim_selector is None else data.dkim_selector
+    key = row.dkim_private_key if data.dkim_private_key is None else data.dkim_private_key
+    if selector and not key:
+        raise ValidationError('Give the DKIM private key: a PEM key, or "generate".',
+                              field="dkim.private_key")
+    transport = row.transport_url if data.transport_url is None else data.transport_url
+    if selector and inputs.signs_itself(transport):
+        raise ValidationError(inputs.PROVIDER_SIGNS, field="dkim")
+
+
 def update(session: Session, identity_id: int, data: IdentityInput, *,
            commit: bool = True) -> Identity:
     """Save the new values (a missing transport or secret keeps the current one), committed
@@ -239,6 +289,7 @@ def update(session: Session, identity_id: int, data: IdentityInput, *,
     same transaction, from the floor above). A changed transport URL resumes a paused
     identity: the owner fixed what paused it."""
     row = _live_row(session, identity_id)
+    _check_dkim(row, data)  # before any value is written: a refusal changes nothing
     changed_transport = data.transport_url is not None and data.transport_url != row.transport_url
     row.name, row.name_key = data.name, data.name.lower()
     row.from_name, row.from_email = data.from_name, data.from_email
@@ -246,6 +297,10 @@ def update(session: Session, identity_id: int, data: IdentityInput, *,
         row.transport_url = data.transport_url
     if data.webhook_secret is not None:
         row.webhook_secret = data.webhook_secret
+    if data.dkim_selector is not None:
+        row.dkim_selector = data.dkim_selector
+    if data.dkim_private_key is not None:
+        row.dkim_private_key = data.dkim_private_key
     row.delay_ms, row.hourly_limit = data.delay_ms, data.hourly_limit
     row.account_rate = data.account_rate
     row.postal_address = data.postal_address
