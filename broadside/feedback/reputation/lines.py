@@ -40,8 +40,10 @@ def lines(session: Session) -> Lines:
 
 
 def pct(value: float) -> str:
-    """5.4, 0.3, 12, 0.125: as few decimals as the value needs (at most three)."""
-    return f"{value:.3f}".rstrip("0").rstrip(".")
+    """A rate as the page and the reason say it: 5.4, 0.3, 12, 0.125, 1.67 (three significant
+    figures at most, never more than three decimals, no trailing zeros)."""
+    decimals = 1 if value >= 10 else 2 if value >= 1 else 3
+    return f"{value:.{decimals}f}".rstrip("0").rstrip(".")
 
 
 def state(figures: Figures, judged_by: Lines) -> str:
