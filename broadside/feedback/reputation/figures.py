@@ -17,7 +17,10 @@ broadcasts that can still hold one of the newest 1,000 (ordered by when they fin
 unfinished first: once 1,000 sends are newer than a broadcast's end, it and every older one
 are left unread). The marks are a range of (identity_key, sent_at) on a small table. The page's
 30 days count index ranges per day (like the dashboard's growth chart), a cost that follows
-the sends of the last 30 days; the guard never reads them.
+the sends of the last 30 days; the guard never reads them. Measured on PostgreSQL with 200,000
+deliveries of two identities, 20,000 automation messages and 20,000 transactional messages:
+every read of the last window is an index-only scan of at most 1,000 entries (< 0.3 ms each,
+about 13 ms in all with the ORM), the page's 30 days about 22 ms of index-only range counts.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from broadside.audience.subscribers.growth import local_midnight
+from broadside.audience.subscribers.growth import local_midnight, serially
 from broadside.core.models import (
     Automation,
     AutomationMessage,
@@ -190,12 +193,15 @@ def per_day(session: Session, identity_id: int | None, zone: ZoneInfo, *, days: 
         "transactional": [identity_id],
     }
     sends = [0] * days
-    for source, ids in units.items():
-        default = source == "transactional" and identity_id is None
-        if ids:
-            params = dict(bounds) if default else {**bounds, "units": ids}
-            for n, count in session.execute(_per_day(source, days, default), params):
-                sends[n] += count
+    # Without parallel workers on PostgreSQL, as the growth chart (its 30 small index-range
+    # counts planned as a Parallel Append cost more in start-up than in reading).
+    with serially(session):
+        for source, ids in units.items():
+            default = source == "transactional" and identity_id is None
+            if ids:
+                params = dict(bounds) if default else {**bounds, "units": ids}
+                for n, count in session.execute(_per_day(source, days, default), params):
+                    sends[n] += count
     bounced, complained = [0] * days, [0] * days
     for moment, kind, refused in _marks(session, identity_id, midnights[0], midnights[-1]):
         n = bisect.bisect_right(midnights, moment) - 1
