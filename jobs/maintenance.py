@@ -9,6 +9,8 @@ a row without progress (the lifecycle's `auto_resume` and `stalled`); past the b
 paused with the reason (the lifecycle's one `pause`).
 A cancelled broadcast with rows still pending gets a job that skips them (a large cancel is
 finished by the worker, and a skip cut short by a crash resumes: `_ensure_skipping`).
+The reputation guard judges the stream's own identity here (`guard_reputation`), never per
+message sent.
 """
 
 from __future__ import annotations
