@@ -9,23 +9,34 @@ a row without progress (the lifecycle's `auto_resume` and `stalled`); past the b
 paused with the reason (the lifecycle's one `pause`).
 A cancelled broadcast with rows still pending gets a job that skips them (a large cancel is
 finished by the worker, and a skip cut short by a crash resumes: `_ensure_skipping`).
+The reputation guard judges the stream's own identity here (`guard_reputation`), never per
+message sent.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.automations import ledger as automation_ledger
 from broadside.campaigns.broadcasts import cancelling, ledger, lifecycle
 from broadside.campaigns.broadcasts.service import send_broadcast
 from broadside.campaigns.transactional.sending import clear_expired_keys
-from broadside.core.models import Automation, AutomationMessage, Broadcast, Delivery
+from broadside.core.models import (
+    Automation,
+    AutomationMessage,
+    Broadcast,
+    Delivery,
+    ReputationMark,
+)
 from broadside.core.timeutil import utcnow
 from broadside.delivery import transactional_ledger
+from broadside.feedback.reputation import guard
+from broadside.feedback.reputation.lines import lines
 from jobs import transactional
 from jobs.automations import anything_due, evaluation_due, follow_settings
 from jobs.compaction import ensure_compaction
@@ -36,6 +47,10 @@ from jobs.runtime import Runtime
 log = logging.getLogger("broadside.worker")
 
 STALE_CLAIM = timedelta(seconds=60)
+# The reputation guard looks again at once when a bounce or complaint was marked or the lines
+# changed since its last look, and at least this often otherwise (sends alone can bring a
+# window up to the minimum it judges).
+REPUTATION_EVERY_S = 60.0
 
 
 ORPHANED = {
@@ -128,6 +143,7 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
             _of(Broadcast.identity_id, rt.identity_id),
         )
     ).all()
+    guard_reputation(session, rt)
     paused = rt.pause_reason(session)
     session.commit()
     if paused is not None:
@@ -177,6 +193,21 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
             not rt.jobs.has_marker("automations", rt.identity_id or 0):
         rt.jobs.enqueue_automations(rt.identity_id)
     _ensure_evaluation(session, rt)
+
+
+def guard_reputation(session: Session, rt: Runtime) -> str | None:
+    """The reputation guard over this stream's identity (broadside.feedback.reputation.guard),
+    when something it judges changed; the reason when it paused the identity."""
+    seen = (session.scalar(select(func.max(ReputationMark.id))), lines(session))
+    session.commit()
+    if seen == rt.reputation_seen and time.monotonic() - rt.reputation_checked_at < REPUTATION_EVERY_S:
+        return None
+    rt.reputation_seen, rt.reputation_checked_at = seen, time.monotonic()
+    reason = guard.check(session, rt.identity_id, label=rt.identity_name)
+    session.commit()
+    if reason:
+        log.warning("identity %s paused: %s", rt.identity_name, reason)
+    return reason
 
 
 def _ensure_skipping(session: Session, rt: Runtime) -> None:

@@ -113,6 +113,10 @@ class Runtime:
     sent_requests_since: float = field(default_factory=time.monotonic)
     # The provider account's ceiling, shared with its other identities (None: the outbox).
     ceiling: Ceiling | None = None
+    # The reputation guard's last look (jobs/maintenance.py): what it saw (the newest mark and
+    # the lines) and when (time.monotonic).
+    reputation_seen: tuple[object, ...] | None = None
+    reputation_checked_at: float = float("-inf")
     _account_hold_until: float = 0.0
     _account_hold_read: float = float("-inf")
 

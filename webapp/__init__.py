@@ -41,6 +41,7 @@ from webapp.broadcasts import bp as broadcasts_bp
 from webapp.broadcasts import sending_views, views  # noqa: F401 - they add their routes to the blueprint
 from webapp.cli import register_cli
 from webapp.dashboard.views import bp as dashboard_bp
+from webapp.deliverability.views import bp as deliverability_bp
 from webapp.errors import register_error_handlers
 from webapp.extensions import csrf, db, login_manager, migrate
 from webapp.favicon import bp as favicon_bp
@@ -150,6 +151,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (automations_bp, ("automations.index", "Automations")),
     (signup_bp, None),
     (broadcasts_bp, ("broadcasts.index", "Broadcasts")),
+    (deliverability_bp, ("deliverability.index", "Deliverability")),
     (system_bp, ("system.index", "System")),
     (metrics_bp, None),
     (apidocs_bp, None),

@@ -178,3 +178,34 @@ def update_content_retention(session: Session, *, days: object) -> SiteSettings:
     settings.content_retention_days = cleaned
     session.commit()
     return settings
+
+
+REPUTATION_LINES = ("complaint_warning_pct", "complaint_limit_pct", "bounce_warning_pct",
+                    "bounce_limit_pct")
+_LINE_WORDS = {"complaint": "complaint rate", "bounce": "hard-bounce rate"}
+
+
+def _percent(field: str, raw: object) -> float:
+    text = str(raw if raw is not None else "").strip().rstrip("%").strip().replace(",", ".")
+    try:
+        value = float(text)
+    except ValueError:
+        raise SettingsError(field, "Enter a percentage, for example 0.3.") from None
+    if not 0 < value <= 100 or value != value:
+        raise SettingsError(field, "Enter a percentage above 0 and at most 100.")
+    return round(value, 3)
+
+
+def update_reputation_lines(session: Session, values: dict[str, object]) -> SiteSettings:
+    """The reputation guard's warning and limit lines (percent, 0 < x <= 100, each warning
+    below its limit), validated whole before any is written; committed."""
+    lines = {field: _percent(field, values.get(field)) for field in REPUTATION_LINES}
+    for rate, words in _LINE_WORDS.items():
+        if lines[f"{rate}_warning_pct"] >= lines[f"{rate}_limit_pct"]:
+            raise SettingsError(f"{rate}_warning_pct",
+                                f"The {words}'s warning must be below its limit.")
+    settings = get_settings(session)
+    for field, value in lines.items():
+        setattr(settings, field, value)
+    session.commit()
+    return settings

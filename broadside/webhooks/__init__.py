@@ -29,6 +29,7 @@ EVENT_TYPES = (
     "transactional.sent",
     "transactional.failed",
     "transactional.unknown",
+    "identity.paused",
 )
 # What the owner's "send a test event" button sends; never subscribed to, always allowed.
 TEST_EVENT = "webhook.test"
@@ -48,4 +49,7 @@ DESCRIPTIONS = {
                             "sent (the address was suppressed or unsubscribed meanwhile)",
     "transactional.unknown": "a transactional template's email may or may not have been "
                              "sent (never resent)",
+    "identity.paused": "a sending identity was paused: the provider refused the channel, or "
+                       "the reputation guard saw its bounce or complaint rate cross a limit "
+                       "(with the figures)",
 }

@@ -73,7 +73,8 @@ PHONE, DESKTOP = 390, 1280
 # Pages photographed at both widths on every run (BROADSIDE_SCREENSHOTS=all: every page).
 SCREENSHOTS = {"unsubscribe: confirm", "unsubscribe: preferences", "deliveries", "subscriber", "list",
                "archive", "archive issue", "view in browser", "sign-up form", "dashboard", "broadcasts",
-               "lists", "departures", "subscribers", "settings", "webhook endpoint", "system"}
+               "lists", "departures", "subscribers", "settings", "webhook endpoint", "system",
+               "deliverability"}
 AXE_SOURCE = (Path(__file__).parent / "vendor" / "axe.min.js").read_text()
 
 LONG_DOMAIN = "correspondence.remarkably-long-company-name.example.com"
@@ -256,6 +257,7 @@ OWNER_PAGES = [
     Visit("sending identities", "identities.index"),
     Visit("edit identity", "identities.edit", {"identity_id": "identity"}),
     Visit("delete identity", "identities.delete", {"identity_id": "identity"}),
+    Visit("deliverability", "deliverability.index"),
     Visit("system", "system.index"),
     Visit("outbox message", "system.outbox_message", {"name": "outbox_file"}),
     Visit("outbox message's HTML", "system.outbox_html", {"name": "outbox_file"}),

@@ -114,9 +114,10 @@ def _statement(days: int) -> CompoundSelect:
 
 
 @contextlib.contextmanager
-def _serially(session: Session) -> Iterator[None]:
+def serially(session: Session) -> Iterator[None]:
     """PostgreSQL: no parallel workers for what runs inside, the setting as it was after it
-    (for the rest of the caller's transaction)."""
+    (for the rest of the caller's transaction). Also the Deliverability page's counts per day
+    (broadside.feedback.reputation.figures), for the same reason."""
     if session.get_bind().dialect.name != "postgresql":
         yield
         return
@@ -133,7 +134,7 @@ def growth(session: Session, zone: ZoneInfo, days: int = DAYS, now: datetime | N
     first = today - timedelta(days=days - 1)
     bounds = {f"b{n}": local_midnight(first + timedelta(days=n), zone) for n in range(days + 1)}
     counts: dict[tuple[int, str], int] = {}
-    with _serially(session):
+    with serially(session):
         rows = session.execute(_statement(days), bounds).all()
     for day, kind, moves in rows:
         counts[(day, kind)] = counts.get((day, kind), 0) + moves

@@ -16,11 +16,19 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from broadside.audience.unsubscribe import reputation_marks
 from broadside.core.addresses import normalise_email
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.events import record_event
-from broadside.core.models import Broadcast, Delivery, Revision, Subscriber, TransactionalMessage
+from broadside.core.models import (
+    AutomationMessage,
+    Broadcast,
+    Delivery,
+    Revision,
+    Subscriber,
+    TransactionalMessage,
+)
 from broadside.core.models.audience import SUPPRESSIONS
 from broadside.core.timeutil import utcnow
 from broadside.mail.message_refs import delivery_message_id, row_of
@@ -61,6 +69,7 @@ class _Link:
     broadcast_id: int | None = None
     list_id: int | None = None
     transactional_message_id: int | None = None
+    automation_message_id: int | None = None
 
 
 def _subscriber_id_for(session: Session, email: str) -> tuple[int, str] | None:
@@ -121,12 +130,25 @@ def _link(
     if message is not None:
         return _Link(message.message_id, broadcast_id=message.broadcast_id,
                      transactional_message_id=message.id)
+    # An automation's message: by the id our Message-ID names or the provider's id (indexed).
+    named = [row_id for kind, row_id in filter(None, map(row_of, forms))
+             if kind == "automation message"]
+    automated = session.execute(
+        select(AutomationMessage.id, AutomationMessage.list_id)
+        .where(or_(AutomationMessage.id.in_(named),
+                   AutomationMessage.provider_message_id.in_(forms)),
+               AutomationMessage.subscriber_id == subscriber_id)
+        .order_by(AutomationMessage.id.desc())
+        .limit(1)
+    ).first()
+    if automated is not None:
+        return _Link(forms[0], list_id=automated.list_id, automation_message_id=automated.id)
     return _Link(message_id=forms[0])
 
 
 def _suppress(
     session: Session, subscriber_id: int, kind: str, detail: str, link: _Link | None = None,
-    data: dict[str, Any] | None = None,
+    data: dict[str, Any] | None = None, *, hard: bool = True,
 ) -> bool:
     link = link or _Link()
     weaker = [k for k, rank in _RANK.items() if rank < _RANK[kind]]
@@ -148,6 +170,11 @@ def _suppress(
     )
     emitter.emit_subscriber(session, "subscriber.suppressed", subscriber_id, kind=kind,
                            detail=detail or None, broadcast_id=link.broadcast_id)
+    if kind == "complained" or (kind == "bounced" and hard):
+        # The reputation guard's evidence: the message it names, whatever reported it.
+        reputation_marks.mark(session, kind, delivery_id=link.delivery_id,
+                              automation_message_id=link.automation_message_id,
+                              transactional_message_id=link.transactional_message_id)
     return True
 
 
@@ -174,17 +201,21 @@ def suppress(
 def suppress_uncommitted(
     session: Session, subscriber_id: int, kind: str = "blocked", detail: str = "", *,
     broadcast_id: int | None = None, delivery_id: int | None = None,
+    automation_message_id: int | None = None, transactional_message_id: int | None = None,
 ) -> bool:
     """`suppress` for a caller that writes many people in one transaction (the bulk
-    actions): the same guarded write and event; no existence check (a missing person changes
-    nothing), and the caller commits."""
+    actions, the worker's refusals at RCPT): the same guarded write and event; no existence
+    check (a missing person changes nothing), and the caller commits. Naming the message a
+    `bounced` or `complained` is about counts it for the reputation guard."""
     if kind not in SUPPRESSIONS:
         raise ValidationError(f"Unknown suppression {kind!r}: use {', '.join(SUPPRESSIONS)}.")
     detail = (detail or "").strip()[:MAX_DETAIL_LENGTH]
     if not detail and kind == "blocked":
         detail = OWNER_BLOCK_DETAIL
     return _suppress(session, subscriber_id, kind, detail,
-                     _Link(delivery_id=delivery_id, broadcast_id=broadcast_id))
+                     _Link(delivery_id=delivery_id, broadcast_id=broadcast_id,
+                           automation_message_id=automation_message_id,
+                           transactional_message_id=transactional_message_id))
 
 
 def lift_suppression(session: Session, subscriber_id: int, note: str = "") -> str:
@@ -282,7 +313,7 @@ def record_bounce(
         suppressed = count >= SOFT_BOUNCE_LIMIT and _suppress(
             session, subscriber_id, "bounced",
             f"{count} soft bounces in a row" + (f"; the last: {detail}" if detail else ""),
-            link, {"soft_bounce_count": count},
+            link, {"soft_bounce_count": count}, hard=False,
         )
     session.commit()
     return BounceOutcome(subscriber_id, suppressed, count or 0, link.delivery_id)

@@ -22,6 +22,7 @@ from broadside.core.models.bulk import BulkAction, BulkActionMember
 from broadside.core.models.codes import Code
 from broadside.core.models.events import Event
 from broadside.core.models.identities import Identity
+from broadside.core.models.reputation import ReputationMark, ReputationPause
 from broadside.core.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
 from broadside.core.models.transactional import TransactionalTemplate, TransactionalTemplateRevision
 from broadside.core.models.webhooks import WebhookEndpoint, WebhookMessage
@@ -47,6 +48,8 @@ __all__ = [
     "Owner",
     "OwnerSession",
     "PersonActivity",
+    "ReputationMark",
+    "ReputationPause",
     "Revision",
     "Segment",
     "SiteSettings",

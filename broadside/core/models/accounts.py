@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, String, Text, false
+from sqlalchemy import JSON, Float, ForeignKey, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.core.db import Model
@@ -120,3 +120,9 @@ class SiteSettings(Model):
     # (broadside.delivery.content_retention): afterwards only their SHA-256 and the revision
     # they came from stay. A password reset's body is removed as soon as it is settled.
     content_retention_days: Mapped[int] = mapped_column(default=30, server_default="30")
+    # The reputation guard's lines (broadside.feedback.reputation), in percent: Gmail's by
+    # default. Written only by broadside.core.site_settings.update_reputation_lines.
+    complaint_warning_pct: Mapped[float] = mapped_column(Float, default=0.1, server_default="0.1")
+    complaint_limit_pct: Mapped[float] = mapped_column(Float, default=0.3, server_default="0.3")
+    bounce_warning_pct: Mapped[float] = mapped_column(Float, default=2.0, server_default="2.0")
+    bounce_limit_pct: Mapped[float] = mapped_column(Float, default=5.0, server_default="5.0")

@@ -179,6 +179,10 @@ class AutomationMessage(Model):
         Index("ix_automation_messages_sent", "sent_at", "revision_id",
               sqlite_where=text("sent_at IS NOT NULL"),
               postgresql_where=text("sent_at IS NOT NULL")),
+        # An automation's sends by time (broadside.feedback.reputation).
+        Index("ix_automation_messages_automation_sent", "automation_id", "sent_at",
+              sqlite_where=text("sent_at IS NOT NULL"),
+              postgresql_where=text("sent_at IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -177,6 +177,11 @@ class Delivery(Model):
               sqlite_where=text("provider_message_id IS NOT NULL")),
         # Deleting a list sets its copies' list to NULL: found here, not by reading them all.
         Index("ix_deliveries_list_id", "list_id"),
+        # The reputation guard's last sends of a broadcast, the Deliverability page's sends per
+        # day (broadside.feedback.reputation). Partial: a pending row costs it nothing.
+        Index("ix_deliveries_broadcast_sent", "broadcast_id", "sent_at",
+              postgresql_where=text("sent_at IS NOT NULL"),
+              sqlite_where=text("sent_at IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -230,6 +235,10 @@ class TransactionalMessage(Model):
         Index("ix_transactional_sent_revision", "sent_at", "template_revision_id",
               sqlite_where=text("template_revision_id IS NOT NULL"),
               postgresql_where=text("template_revision_id IS NOT NULL")),
+        # An identity's sends by time (broadside.feedback.reputation).
+        Index("ix_transactional_identity_sent", "identity_id", "sent_at",
+              sqlite_where=text("sent_at IS NOT NULL"),
+              postgresql_where=text("sent_at IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
