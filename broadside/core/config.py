@@ -19,6 +19,7 @@ from dotenv import dotenv_values
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from broadside.core.mailbox_urls import MailboxUrlError, check_mailbox_url, check_verp_domain
 from broadside.core.transport_urls import TransportUrlError, check_transport_url
 
 
@@ -44,6 +45,9 @@ ENV_VARS = (
     "MAX_IMPORT_BYTES",
     "MAX_IDENTITIES",
     "WEBHOOK_SECRET",
+    "BOUNCE_MAILBOX_URL",
+    "VERP_DOMAIN",
+    "BOUNCE_MAILBOX_POLL_SECONDS",
     "METRICS_TOKEN",
     "LOG_FORMAT",
     "BROADSIDE_NAMESPACE",
@@ -172,6 +176,9 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "MAX_IMPORT_BYTES": str(200 * 1024 * 1024),  # a million rows is ~60 MB
         "MAX_IDENTITIES": "50",  # sending identities beside the default (each one a stream)
         "WEBHOOK_SECRET": "",
+        "BOUNCE_MAILBOX_URL": "",  # the default identity's bounce mailbox (imaps://...)
+        "VERP_DOMAIN": "",  # its VERP Return-Path's domain (empty: the mailbox's)
+        "BOUNCE_MAILBOX_POLL_SECONDS": "60",  # how often the worker reads each mailbox
         "METRICS_TOKEN": "",
         "LOG_FORMAT": "plain",
         "BROADSIDE_NAMESPACE": "broadside",
@@ -207,6 +214,19 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     config["MAX_IMPORT_BYTES"] = _int("MAX_IMPORT_BYTES", raw["MAX_IMPORT_BYTES"], minimum=1)
     config["MAX_IDENTITIES"] = _int("MAX_IDENTITIES", raw["MAX_IDENTITIES"])
     config["WEBHOOK_SECRET"] = str(raw["WEBHOOK_SECRET"] or "")
+    try:
+        config["BOUNCE_MAILBOX_URL"] = check_mailbox_url(str(raw["BOUNCE_MAILBOX_URL"] or ""))
+        config["VERP_DOMAIN"] = check_verp_domain(str(raw["VERP_DOMAIN"] or ""))
+    except MailboxUrlError as exc:
+        variable = "VERP_DOMAIN" if "domain name" in str(exc) else "BOUNCE_MAILBOX_URL"
+        raise ConfigError(variable, f"is not usable: {exc}") from None
+    try:
+        poll = float(str(raw["BOUNCE_MAILBOX_POLL_SECONDS"]))
+    except ValueError:
+        poll = -1.0
+    if not 0 < poll <= 86400:
+        raise ConfigError("BOUNCE_MAILBOX_POLL_SECONDS", "must be a number of seconds from 0 to 86400")
+    config["BOUNCE_MAILBOX_POLL_SECONDS"] = poll
     config["METRICS_TOKEN"] = str(raw["METRICS_TOKEN"] or "")
     log_format = str(raw["LOG_FORMAT"]).lower()
     if log_format not in ("plain", "json"):

@@ -22,6 +22,7 @@ from broadside.core.models.bulk import BulkAction, BulkActionMember
 from broadside.core.models.codes import Code
 from broadside.core.models.events import Event
 from broadside.core.models.identities import Identity
+from broadside.core.models.mailboxes import BounceMailbox, MailboxMessage
 from broadside.core.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
 from broadside.core.models.transactional import TransactionalTemplate, TransactionalTemplateRevision
 from broadside.core.models.webhooks import WebhookEndpoint, WebhookMessage
@@ -34,6 +35,7 @@ __all__ = [
     "AutomationMessage",
     "AutomationRevision",
     "AutomationStep",
+    "BounceMailbox",
     "Broadcast",
     "BulkAction",
     "BulkActionMember",
@@ -43,6 +45,7 @@ __all__ = [
     "Identity",
     "Import",
     "ImportRejection",
+    "MailboxMessage",
     "MailingList",
     "Owner",
     "OwnerSession",

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from broadside.core import mailbox_urls
 from broadside.core import transport_urls as urls
 from broadside.core.errors import Conflict, NotFound, ValidationError, shown
 from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
@@ -59,6 +60,9 @@ class SendingIdentity:
     # The ceiling of its provider account, requests/s: the smallest `account_rate` set on any
     # identity of the account (broadside.delivery.identities.accounts); None: none set.
     account_rate: float | None = None
+    # Its bounce mailbox (imaps://…; secret: for the worker only) and VERP domain; empty: none.
+    bounce_mailbox_url: str = ""
+    verp_domain: str = ""
 
     @property
     def is_default(self) -> bool:
@@ -70,11 +74,24 @@ class SendingIdentity:
         return DEFAULT_NAME if self.id is None else f"identity:{self.id}"
 
     @property
-    def stream_settings(self) -> tuple[str, str, int, int, str, float | None]:
+    def stream_settings(self) -> tuple[str, str, int, int, str, float | None, str, str]:
         """What its running stream is built from (jobs.stream): a change means the stream
         starts again on the new values (jobs.supervisor); its pause is not one (read per job)."""
         return (self.name, self.transport_url, self.delay_ms, self.hourly_limit, self.webhook_secret,
-                self.account_rate)
+                self.account_rate, self.bounce_mailbox_url, self.verp_domain)
+
+    @property
+    def bounce_mailbox(self) -> str:
+        """The bounce mailbox URL with its password masked ("" when none)."""
+        return mailbox_urls.describe(self.bounce_mailbox_url)
+
+    @property
+    def verp(self) -> tuple[str, str] | None:
+        """(local part, domain) of its VERP Return-Path: an SMTP identity with a bounce
+        mailbox; None otherwise (providers' APIs report bounces by their own webhooks)."""
+        if not self.bounce_mailbox_url or self.scheme not in urls.SMTP_SCHEMES:
+            return None
+        return mailbox_urls.verp_parts(self.bounce_mailbox_url, self.verp_domain)
 
     @property
     def transport(self) -> str:
@@ -113,6 +130,8 @@ def default_identity(session: Session, config: Mapping[str, Any]) -> SendingIden
         pause_reason=settings.default_pause_reason if settings is not None else None,
         webhook_secret=str(config.get("WEBHOOK_SECRET") or ""),
         account_rate=config.get("ACCOUNT_RATE") or None,
+        bounce_mailbox_url=str(config.get("BOUNCE_MAILBOX_URL") or ""),
+        verp_domain=str(config.get("VERP_DOMAIN") or ""),
     )
 
 
@@ -122,6 +141,7 @@ def _view(row: Identity) -> SendingIdentity:
         transport_url=row.transport_url, delay_ms=row.delay_ms, hourly_limit=row.hourly_limit,
         postal_address=row.postal_address, status=row.status, pause_reason=row.pause_reason,
         webhook_secret=row.webhook_secret, account_rate=row.account_rate,
+        bounce_mailbox_url=row.bounce_mailbox_url or "", verp_domain=row.verp_domain or "",
     )
 
 
@@ -186,6 +206,8 @@ def as_input(identity: SendingIdentity) -> dict[str, Any]:
         "postal_address": identity.postal_address, "status": identity.status,
         "pause_reason": shown(identity.pause_reason),
         "webhook_secret_set": bool(identity.webhook_secret),
+        "bounce_mailbox": identity.bounce_mailbox or None,
+        "verp_domain": identity.verp_domain or None,
     }
 
 
@@ -214,6 +236,7 @@ def create(session: Session, data: IdentityInput, *, limit: int = bound.DEFAULT_
         hourly_limit=data.hourly_limit, postal_address=data.postal_address,
         account_rate=data.account_rate,
         webhook_secret=data.webhook_secret or "", status=IdentityStatus.ACTIVE.value,
+        bounce_mailbox_url=data.bounce_mailbox_url or "", verp_domain=data.verp_domain,
     )
     session.add(row)
     try:
@@ -246,6 +269,9 @@ def update(session: Session, identity_id: int, data: IdentityInput, *,
         row.transport_url = data.transport_url
     if data.webhook_secret is not None:
         row.webhook_secret = data.webhook_secret
+    if data.bounce_mailbox_url is not None:
+        row.bounce_mailbox_url = data.bounce_mailbox_url
+    row.verp_domain = data.verp_domain
     row.delay_ms, row.hourly_limit = data.delay_ms, data.hourly_limit
     row.account_rate = data.account_rate
     row.postal_address = data.postal_address
