@@ -18,9 +18,9 @@ and described in `webapp/apidocs/identities.py`).
 is shown for every identity of its account, the smallest value set winning
 (broadside.delivery.identities.accounts). An Identity is
 `broadside.delivery.identities.service.as_input`: the transport URL and the bounce mailbox
-URL masked, the webhook secret never (only `webhook_secret_set`). A refused body is 422 with a message naming the
-field (an unknown field included), a taken name 409, an unknown or deleted id 404. The default
-identity is the environment: it is listed, and changed only where it is set.
+URL masked, the webhook secret never (only `webhook_secret_set`). A refused body is 422 with a
+message naming the field (an unknown field included), a taken name 409, an unknown or deleted
+id 404. The default identity is the environment: it is listed, and changed only where it is set.
 """
 
 from __future__ import annotations

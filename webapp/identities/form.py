@@ -2,8 +2,9 @@
 validates it; this module only reads what was typed and says which field a refusal is about).
 
 The form's inputs are named like the API's fields (`name`, `from`, `transport`, `delay_ms`,
-`hourly_limit`, `account_rate`, `postal_address`, `webhook_secret`), so the form is the API's body as text.
-The two secrets (the transport URL and the webhook secret) are read, never written back: an
+`hourly_limit`, `account_rate`, `postal_address`, `webhook_secret`, `bounce_mailbox`,
+`verp_domain`), so the form is the API's body as text. The three secrets (the transport URL,
+the webhook secret, the bounce mailbox URL) are read, never written back: an
 edit form shows them empty ("leave blank to keep"), and a form shown again after a refusal
 keeps everything typed except them.
 """
@@ -18,15 +19,18 @@ from werkzeug.datastructures import MultiDict
 from broadside.core.errors import DomainError
 from broadside.delivery.identities.service import FIELDS, SendingIdentity
 
-SECRETS = ("transport", "webhook_secret")
+SECRETS = ("transport", "webhook_secret", "bounce_mailbox")
 MAX_FIELD = 10_000  # longer than any valid value: the domain says what is too long
 EMPTY = {"name": "", "from": "", "transport": "", "delay_ms": "200", "hourly_limit": "0",
-         "account_rate": "", "postal_address": "", "webhook_secret": ""}
+         "account_rate": "", "postal_address": "", "webhook_secret": "", "bounce_mailbox": "",
+         "verp_domain": ""}
 
 # How the domain's refusals name their field, checked in this order (a From refusal may say
 # "Name <address>", so From comes before the name).
 _FIELD_WORDS = (
     ("webhook_secret", re.compile(r"webhook secret")),
+    ("bounce_mailbox", re.compile(r"mailbox|IMAP")),
+    ("verp_domain", re.compile(r"VERP|domain name")),
     ("postal_address", re.compile(r"postal address")),
     ("delay_ms", re.compile(r"\bdelay_ms\b")),
     ("hourly_limit", re.compile(r"\bhourly_limit\b")),
@@ -48,9 +52,11 @@ def read_form(form: MultiDict) -> dict[str, str]:
     return values
 
 
-def as_body(values: dict[str, str], *, updating: bool, clear_secret: bool = False) -> dict[str, Any]:
+def as_body(values: dict[str, str], *, updating: bool, clear_secret: bool = False,
+            clear_mailbox: bool = False) -> dict[str, Any]:
     """The API's JSON shape, for `parse_input`. When updating, an empty secret means "keep the
-    stored one" (None); `clear_secret` removes the webhook secret instead."""
+    stored one" (None); `clear_secret` removes the webhook secret instead, `clear_mailbox` the
+    bounce mailbox."""
     body: dict[str, Any] = {field: values.get(field, "") for field in FIELDS}
     body["account_rate"] = _number(body["account_rate"])
     if updating:
@@ -59,6 +65,8 @@ def as_body(values: dict[str, str], *, updating: bool, clear_secret: bool = Fals
                 body[field] = None
         if clear_secret:
             body["webhook_secret"] = ""
+        if clear_mailbox:
+            body["bounce_mailbox"] = ""
     return body
 
 
@@ -87,7 +95,8 @@ def from_saved(identity: SendingIdentity) -> dict[str, str]:
     return {"name": identity.name, "from": identity.from_header, "transport": "",
             "delay_ms": str(identity.delay_ms), "hourly_limit": str(identity.hourly_limit),
             "account_rate": "" if identity.account_rate is None else f"{identity.account_rate:g}",
-            "postal_address": identity.postal_address, "webhook_secret": ""}
+            "postal_address": identity.postal_address, "webhook_secret": "", "bounce_mailbox": "",
+            "verp_domain": identity.verp_domain}
 
 
 def field_of(error: DomainError | None) -> str | None:

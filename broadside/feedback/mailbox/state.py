@@ -7,7 +7,7 @@
   message once by its Message-ID.
 - `count`: one message processed (and unrecognised), in the transaction of its effect.
 - `read_ok`, `failed`: the last read's time, and its error in the owner's words.
-- `figures`: what the System page shows.
+- `figures`, `lines`: what the System page shows.
 Every write is one guarded UPDATE; the row is created once by an INSERT that may meet its
 primary key (another worker made it first), which is then ignored.
 """
@@ -21,6 +21,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from broadside.core import mailbox_urls
 from broadside.core.models import BounceMailbox
 
 MAX_ERROR = 500
@@ -100,3 +101,26 @@ def figures(session: Session, keys: list[str] | None = None) -> list[Standing]:
     return [Standing(r.key, r.label, r.last_read_at, int(r.processed_count),
                      int(r.unrecognised_count), r.last_error, r.last_error_at)
             for r in session.scalars(query)]
+
+
+@dataclass(frozen=True)
+class MailboxLine:
+    """One mailbox as the System page shows it: who reads into it and how it stands."""
+
+    label: str  # its URL, masked
+    identities: list[str]
+    standing: Standing | None  # None: not read yet
+
+
+def lines(session: Session, named: list[tuple[str, str]]) -> list[MailboxLine]:
+    """Each mailbox named by an identity (`named`: (identity label, mailbox URL)), once, with
+    its standing; a URL that no longer parses is left out (the identity's page says why)."""
+    by_key: dict[str, tuple[str, list[str]]] = {}
+    for label, url in named:
+        try:
+            key = mailbox_urls.parse(url).key
+        except mailbox_urls.MailboxUrlError:
+            continue
+        by_key.setdefault(key, (mailbox_urls.describe(url), []))[1].append(label)
+    known = {s.key: s for s in figures(session, list(by_key))} if by_key else {}
+    return [MailboxLine(shown, names, known.get(key)) for key, (shown, names) in by_key.items()]
