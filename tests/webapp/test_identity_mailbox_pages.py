@@ -72,3 +72,34 @@ def test_the_system_page_shows_each_mailbox_standing(app, logged_in_client):
     assert "imaps://boun…:•••@imap.acme.example:993/INBOX" in page
     assert "refused the login" in page
     assert ">12<" in page and ">2<" in page
+
+
+def test_doctor_logs_in_to_each_bounce_mailbox_and_says_so(app, dovecot):
+    from webapp.doctor.report import run_checks
+
+    app.config["BOUNCE_MAILBOX_URL"] = dovecot.url
+    dovecot.append([b"From: x@example.org\r\nSubject: hi\r\n\r\nhello\r\n"])
+    [check] = [c for c in run_checks(app) if c.name == "bounce mailbox"]
+    assert check.ok and "logged in to 127.0.0.1; INBOX holds 1 message(s)" in check.summary
+    app.config["BOUNCE_MAILBOX_URL"] = dovecot.url.replace("s3cret", "wrong")
+    [check] = [c for c in run_checks(app) if c.name == "bounce mailbox"]
+    assert not check.ok and "refused the login" in check.summary
+    assert "wrong" not in check.summary and "BOUNCE_MAILBOX_URL" in check.advice
+
+
+def test_checking_an_identity_also_logs_in_to_its_mailbox(app, dovecot):
+    from broadside.delivery.identities import service as identities
+    from webapp.doctor.identities import check_identity
+
+    data = identities.parse_input({"name": "Product", "from": "Acme <product@acme.example>",
+                                   "transport": "outbox://", "bounce_mailbox": dovecot.url})
+    identity = identities.resolve(db.session, app.config, identities.create(db.session, data).id)
+    check = check_identity(app, identity, store=False)
+    assert check.ok and "bounce mailbox: logged in to 127.0.0.1" in check.summary
+    broken = identities.resolve(db.session, app.config, identity.id)
+    from dataclasses import replace
+
+    refused = check_identity(app, replace(broken, bounce_mailbox_url=dovecot.url.replace("s3cret", "nope")),
+                             store=False)
+    assert not refused.ok and "refused the login" in refused.summary
+    assert "bounce mailbox URL" in refused.advice
