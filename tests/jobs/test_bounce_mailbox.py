@@ -87,6 +87,9 @@ def _assert_each_applied_once(bounces, dovecot, forged: int = 0) -> None:
         if expected == "hard":
             assert (person.suppression, delivery.status) == ("bounced", "failed"), name
             assert delivery.reason.startswith("bounced: ")
+            event = db.session.scalar(select(Event).where(Event.delivery_id == delivery.id,
+                                                          Event.kind == "failed"))
+            assert event.data["was"] == "sent" and event.data["accepted_with"]  # the 250 kept
             assert (suppressed.get(who), bounced.get(who), failed.get(who)) == (1, 1, 1), name
         elif expected == "soft":
             assert (person.suppression, person.soft_bounce_count, delivery.status) == (None, 1, "sent")

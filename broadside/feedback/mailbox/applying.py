@@ -72,18 +72,21 @@ class Named:
     subscriber_id: int | None
     broadcast_id: int | None
     message_id: str  # ours, as it went out (for the evidence's link)
+    reason: str | None = None  # what the first server said when it accepted it
 
 
 def _named(session: Session, kind: str, row_id: int) -> Named | None:
     if kind == "transactional message":
         t = session.execute(select(TransactionalMessage.status, TransactionalMessage.to_email,
-                                   TransactionalMessage.subscriber_id, TransactionalMessage.message_id)
+                                   TransactionalMessage.subscriber_id, TransactionalMessage.message_id,
+                                   TransactionalMessage.reason)
                             .where(TransactionalMessage.id == row_id)).first()
         return None if t is None else Named(kind, row_id, t.status, t.to_email.lower(),
-                                            t.subscriber_id, None, t.message_id or "")
+                                            t.subscriber_id, None, t.message_id or "", t.reason)
     table: Any = Delivery if kind == "delivery" else AutomationMessage
     owner = table.broadcast_id if kind == "delivery" else table.automation_id
-    row = session.execute(select(table.status, Subscriber.email, table.subscriber_id, owner)
+    row = session.execute(select(table.status, Subscriber.email, table.subscriber_id, owner,
+                                 table.reason)
                           .outerjoin(Subscriber, Subscriber.id == table.subscriber_id)
                           .where(table.id == row_id)).first()
     if row is None:
@@ -91,7 +94,8 @@ def _named(session: Session, kind: str, row_id: int) -> Named | None:
     letter = "d" if kind == "delivery" else "m"
     tail = f".b{row[3]}" if kind == "delivery" else f".a{row[3]}"
     return Named(kind, row_id, row.status, row.email, row.subscriber_id,
-                 row[3] if kind == "delivery" else None, f"<broadside.{letter}{row_id}{tail}@mailbox>")
+                 row[3] if kind == "delivery" else None, f"<broadside.{letter}{row_id}{tail}@mailbox>",
+                 row.reason)
 
 
 def find_named(session: Session, report: Report) -> Named | None:
@@ -115,7 +119,9 @@ def _fail(session: Session, named: Named, reason: str, now: datetime) -> bool:
     if named.status not in _FAILS_FROM:
         return False
     reason = f"bounced: {reason}"[:500]
-    data = {"source": SOURCE}
+    # The row's reason becomes the bounce's; what the first server said when it accepted the
+    # message stays in the event (invariant 9: the row kept it until now).
+    data = {"source": SOURCE, "was": named.status, "accepted_with": named.reason}
     if named.kind == "transactional message":
         return bool(transactional_ledger.transition(session, [transactional_ledger.Move(
             named.id, named.subscriber_id, {"reason": reason}, reason, data)],
@@ -163,7 +169,7 @@ def apply_message(session: Session, mailbox_key: str, uid_validity: int, uid: in
                                       detail=report.detail, source=SOURCE)
     state.count(session, mailbox_key, unrecognised=folder == UNRECOGNISED, now=now)
     session.commit()
-    log.info("mailbox %s uid %s: %s (%s)", mailbox_key, uid, outcome,
+    log.debug("mailbox %s uid %s: %s (%s)", mailbox_key, uid, outcome,
              f"{named.kind} {named.id}" if named else "names nothing of ours")
     return outcome, folder
 
