@@ -67,21 +67,12 @@ def measure(app, list_id: int, backend: str, dovecot) -> Figure:
         state.ensure(session, box.key, "bench")
         applied = 0
         started = time.perf_counter()
-        import os
-        profiler = None
-        if os.environ.get("BENCH_PROFILE"):
-            import cProfile
-            profiler = cProfile.Profile()
-            profiler.enable()
         while True:
             done = read_mailbox(session, box, verp, budget_s=3600)
             applied += done.applied
             if not done.more:
                 break
         seconds = time.perf_counter() - started
-        if profiler is not None:
-            profiler.disable()
-            profiler.print_stats("cumtime")
         session.remove()
     left = dovecot.count("INBOX")
     rate = applied / seconds
