@@ -165,3 +165,27 @@ def test_a_message_committed_but_not_moved_is_only_moved_when_read_again(app, sm
     assert (done.applied, done.again, done.moved) == (0, 1, {"Processed": 1})
     assert dovecot.count("INBOX") == 0
     _assert_each_applied_once([(rcpt, name, raw)], dovecot)
+
+
+def test_a_mailbox_that_cannot_be_read_says_why_and_recovers(app, dovecot):
+    """A refused login is recorded on the mailbox's row in the owner's words (the System
+    page's "last error"), and the next round that reads it clears it."""
+    from jobs.app import from_flask
+    from jobs.database import db as jobs_db
+    from jobs.mailboxes import Mailboxes
+
+    app.config["BOUNCE_MAILBOX_URL"] = dovecot.url.replace("s3cret", "wrong")
+    worker_app = from_flask(app)
+    jobs_db.bind(worker_app.engine)
+    redis = app.extensions["broadside_redis"]
+    assert Mailboxes(worker_app).round(redis) is False
+    jobs_db.session.remove()
+    [standing] = state.figures(db.session)
+    assert "refused the login" in standing.last_error and "wrong" not in standing.last_error
+    assert standing.last_read_at is None
+    worker_app.config["BOUNCE_MAILBOX_URL"] = dovecot.url  # the owner fixed the password
+    Mailboxes(worker_app).round(redis)
+    jobs_db.session.remove()
+    db.session.expire_all()
+    [standing] = state.figures(db.session)
+    assert standing.last_error is None and standing.last_read_at is not None
