@@ -100,8 +100,8 @@ class OneByOneSending:
         try:
             # Invariant 2: pace the side effect (inside the transport, right before MAIL FROM);
             # only real attempts wait, skipped recipients never do.
-            self.transport.start(message.from_email, message.email, message.wire,
-                                 pace=self.turn.rt.pacer.wait)
+            self.transport.start(self.turn.rt.mail_from(message.message_id, message.from_email),
+                                 message.email, message.wire, pace=self.turn.rt.pacer.wait)
         except DeliveryError as error:
             return False, self.turn.outcomes.refused(message, error)
         except Exception as error:  # unexpected: we cannot know if it went out

@@ -135,14 +135,16 @@ class RidingSending:
         previous body (its replies come now). Returns whether it is on the wire awaiting its
         verdict, and the reason to stop, if any (a refusal before that is recorded here)."""
         self.turn.counted(1)
-        after = (then.from_email, then.email) if then is not None else None
-        pace = self.turn.rt.pacer.wait  # waited inside the transport, right before MAIL FROM
+        rt = self.turn.rt
+        after = ((rt.mail_from(then.message_id, then.from_email), then.email)
+                 if then is not None else None)
+        pace = rt.pacer.wait  # waited inside the transport, right before MAIL FROM
         try:
             if rides:
                 self.transport.start_next(message.wire, then=after, pace=pace)
             else:
-                self.transport.start(message.from_email, message.email, message.wire, pace=pace,
-                                     then=after)
+                self.transport.start(rt.mail_from(message.message_id, message.from_email),
+                                     message.email, message.wire, pace=pace, then=after)
         except DeliveryError as error:
             return False, self.turn.outcomes.refused(message, error)
         except Exception as error:  # unexpected: we cannot know if it went out

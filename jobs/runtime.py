@@ -23,6 +23,7 @@ from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.lease import Lease, LeaseKeeper
 from broadside.delivery.queues import Jobs
 from broadside.delivery.transports import DeliveryError, Transport
+from broadside.mail.verp import ReturnPath
 from jobs.pacing import Pacer
 
 # A provider that throttles this many times in a row without a send in between: the stream
@@ -117,8 +118,16 @@ class Runtime:
     # the lines) and when (time.monotonic).
     reputation_seen: tuple[object, ...] | None = None
     reputation_checked_at: float = float("-inf")
+    # Its VERP envelope sender (an SMTP identity with a bounce mailbox); None: the From.
+    return_path: ReturnPath | None = None
     _account_hold_until: float = 0.0
     _account_hold_read: float = float("-inf")
+
+    def mail_from(self, message_id: str, from_email: str) -> str:
+        """The envelope sender (MAIL FROM) of the message with this Message-ID."""
+        if self.return_path is None:
+            return from_email
+        return self.return_path.mail_from(message_id, from_email)
 
     @property
     def stream(self) -> str:

@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
+from broadside.core import mailbox_urls
 from broadside.core.logs import redact_also, url_passwords
 from broadside.core.models import BulkAction, Import
 from broadside.core.redis_health import not_answering, shown_url
@@ -37,6 +38,7 @@ from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.queues import Jobs
 from broadside.delivery.streams import forget_running, record_rate, record_running, running_values
 from broadside.delivery.waits import add_wait_seconds
+from broadside.mail.verp import ReturnPath, Verp
 from jobs import account_ceiling, runtime
 from jobs.app import WorkerApp
 from jobs.database import db
@@ -192,7 +194,8 @@ class Stream(threading.Thread):
     def _serve(self) -> int:
         identity, config = self.identity, self.app.config
         # Its transport's keys and webhook secret come from the database: never in a log line.
-        redact_also([*url_passwords(identity.transport_url), identity.webhook_secret])
+        redact_also([*url_passwords(identity.transport_url), identity.webhook_secret,
+                     *mailbox_urls.secrets_in_url(identity.bounce_mailbox_url)])
         # The lease's own connection, with a timeout well under the TTL: a renewal stuck behind
         # a slow Redis reply gives up and retries, instead of outliving the lease.
         lease_redis = Redis.from_url(config["REDIS_URL"], socket_timeout=RENEW_EVERY_S * 2,
@@ -244,6 +247,8 @@ class Stream(threading.Thread):
                 identity_id=identity.id,
                 identity_name=identity.name,
                 ceiling=ceiling,
+                return_path=(ReturnPath(Verp(config["SECRET_KEY"]), *identity.verp)
+                             if identity.verp else None),
             )
             runtime.bind(rt)
             self.rt = rt

@@ -42,6 +42,7 @@ from broadside.delivery.identities import service as identity_service
 from broadside.delivery.identities.service import SendingIdentity
 from jobs.app import WorkerApp, create_worker_app, schema_state
 from jobs.database import db
+from jobs.mailboxes import Mailboxes
 from jobs.rq_worker import BroadsideWorker
 from jobs.stream import recover_interrupted
 from jobs.supervisor import Maintenance, Streams
@@ -173,6 +174,10 @@ def _serve(app: WorkerApp, burst: bool, identities: tuple[str, ...]) -> int:
         maintenance.start()
         webhooks = Webhooks(app, burst=burst)
         webhooks.start()
+        # The bounce mailboxes' reader (not in burst mode: a test's burst ends with its queues).
+        mailboxes = Mailboxes(app)
+        if not burst:
+            mailboxes.start()
         try:
             while not signals.wait(WATCH_EVERY_S):
                 if burst and streams.ended():
@@ -184,6 +189,7 @@ def _serve(app: WorkerApp, burst: bool, identities: tuple[str, ...]) -> int:
             return _stop(streams, webhooks, signals)
         finally:
             maintenance.done.set()
+            mailboxes.stop()
             webhooks.stop()
             if not signals.cold:
                 maintenance.join(5)  # a tick in progress ends before the caller goes on

@@ -35,6 +35,7 @@ from tests.helpers import (
     csrf_token_from,
     forget_namespace,
 )
+from tests.imap_server import Dovecot
 from tests.private_redis import private_redis  # noqa: F401  (a fixture for every folder)
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT, create_app
@@ -364,3 +365,19 @@ def run_worker_burst(app, smtp_server):
 
     return run
 
+
+
+# ---------------------------------------------------------------- IMAP (bounce mailboxes)
+
+@pytest.fixture(scope="session")
+def _dovecot_session() -> Iterator[Dovecot]:
+    server = Dovecot().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def dovecot(_dovecot_session) -> Dovecot:
+    """A private Dovecot (one per test session) whose mailbox is emptied for this test."""
+    _dovecot_session.clear()
+    return _dovecot_session

@@ -20,6 +20,7 @@ from dotenv import dotenv_values
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from broadside.core.mailbox_urls import MailboxUrlError, check_mailbox_url, check_verp_domain
 from broadside.core.transport_urls import TransportUrlError, check_transport_url
 
 
@@ -47,6 +48,9 @@ ENV_VARS = (
     "WEBHOOK_SECRET",
     "DKIM_SELECTOR",
     "DKIM_PRIVATE_KEY_FILE",
+    "BOUNCE_MAILBOX_URL",
+    "VERP_DOMAIN",
+    "BOUNCE_MAILBOX_POLL_SECONDS",
     "METRICS_TOKEN",
     "LOG_FORMAT",
     "BROADSIDE_NAMESPACE",
@@ -222,6 +226,9 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "WEBHOOK_SECRET": "",
         "DKIM_SELECTOR": "",  # the default identity's DKIM selector (with the key's file)
         "DKIM_PRIVATE_KEY_FILE": "",  # its private key, PEM (read once, kept as DKIM_PRIVATE_KEY)
+        "BOUNCE_MAILBOX_URL": "",  # the default identity's bounce mailbox (imaps://...)
+        "VERP_DOMAIN": "",  # its VERP Return-Path's domain (empty: the mailbox's)
+        "BOUNCE_MAILBOX_POLL_SECONDS": "60",  # how often the worker reads each mailbox
         "METRICS_TOKEN": "",
         "LOG_FORMAT": "plain",
         "BROADSIDE_NAMESPACE": "broadside",
@@ -259,6 +266,19 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     config["MAX_IDENTITIES"] = _int("MAX_IDENTITIES", raw["MAX_IDENTITIES"])
     config["WEBHOOK_SECRET"] = str(raw["WEBHOOK_SECRET"] or "")
     config.update(_dkim(str(raw["DKIM_SELECTOR"] or ""), str(raw["DKIM_PRIVATE_KEY_FILE"] or "")))
+    try:
+        config["BOUNCE_MAILBOX_URL"] = check_mailbox_url(str(raw["BOUNCE_MAILBOX_URL"] or ""))
+        config["VERP_DOMAIN"] = check_verp_domain(str(raw["VERP_DOMAIN"] or ""))
+    except MailboxUrlError as exc:
+        variable = "VERP_DOMAIN" if "domain name" in str(exc) else "BOUNCE_MAILBOX_URL"
+        raise ConfigError(variable, f"is not usable: {exc}") from None
+    try:
+        poll = float(str(raw["BOUNCE_MAILBOX_POLL_SECONDS"]))
+    except ValueError:
+        poll = -1.0
+    if not 0 < poll <= 86400:
+        raise ConfigError("BOUNCE_MAILBOX_POLL_SECONDS", "must be a number of seconds from 0 to 86400")
+    config["BOUNCE_MAILBOX_POLL_SECONDS"] = poll
     config["METRICS_TOKEN"] = str(raw["METRICS_TOKEN"] or "")
     log_format = str(raw["LOG_FORMAT"]).lower()
     if log_format not in ("plain", "json"):

@@ -55,6 +55,10 @@ TRANSITIONS: dict[tuple[str, str], str | None] = {
     (SENDING, FAILED): "failed",
     (SENDING, UNKNOWN): "unknown",  # the answer was lost, or the worker died: never resent
     (UNKNOWN, SENT): "sent",  # a provider's signed delivery event
+    # A hard bounce read from the bounce mailbox, naming the message by its VERP token
+    # (broadside.feedback.mailbox): accepted by the first server, refused further on.
+    (SENT, FAILED): "failed",
+    (UNKNOWN, FAILED): "failed",
 }
 
 # The outgoing webhook event of an API message (kind 'template') entering each status.

@@ -9,14 +9,14 @@ lines in Settings, and the indexes that read an identity's sends by time
   transactional_messages (identity_id, sent_at): partial, WHERE sent_at IS NOT NULL.
 
 Revision ID: 0030
-Revises: 0028
+Revises: 0029
 """
 from alembic import op
 import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0030'
-down_revision = '0028'
+down_revision = '0029'
 branch_labels = None
 depends_on = None
 

@@ -46,7 +46,7 @@ def test_the_default_is_listed_first_from_the_environment(app, client, api_heade
                        "transport": "smtp+starttls://•••:•••@smtp.example.com:587",
                        "delay_ms": 0, "hourly_limit": 0, "account_rate": None, "postal_address": "",
                        "status": "active", "pause_reason": None, "webhook_secret_set": False,
-                       "dkim": None}
+                       "dkim": None, "bounce_mailbox": None, "verp_domain": None}
 
 
 def test_create_read_replace_and_delete(client, api_headers):
@@ -57,7 +57,7 @@ def test_create_read_replace_and_delete(client, api_headers):
                     "from": "Acme Product <product@acme.example>", "transport": "postmark://pm-s…@",
                     "delay_ms": 500, "hourly_limit": 10000, "account_rate": None, "postal_address": "",
                     "status": "active", "pause_reason": None, "webhook_secret_set": True,
-                    "dkim": None}
+                    "dkim": None, "bounce_mailbox": None, "verp_domain": None}
     one = f"/api/identities/{body['id']}"
     assert no_secret(client.get(one, headers=api_headers)) == body
     listed = no_secret(client.get("/api/identities", headers=api_headers))

@@ -3,12 +3,13 @@ and described in `webapp/apidocs/identities.py`).
 
 - GET /api/identities -> 200 [Identity], the default first (its id is null), then by name
 - POST /api/identities {"name", "from", "transport"?, "delay_ms"?, "hourly_limit"?,
-  "account_rate"?, "postal_address"?, "webhook_secret"?} -> 201 Identity; 422 once the installation has
+  "account_rate"?, "postal_address"?, "webhook_secret"?, "bounce_mailbox"?, "verp_domain"?}
+  -> 201 Identity; 422 once the installation has
   MAX_IDENTITIES of them (besides the default), the message naming the bound
 - GET /api/identities/<id> -> 200 Identity
 - PUT /api/identities/<id> (the same body) -> 200 Identity: the whole identity is replaced,
-  except that a missing or null `transport` or `webhook_secret` keeps the stored one (they
-  are secrets, never shown back); a new transport URL resumes a paused identity; the
+  except that a missing or null `transport`, `webhook_secret` or `bounce_mailbox` keeps the
+  stored one (they are secrets, never shown back); a new transport URL resumes a paused identity; the
   automations sending through it get new revisions with its From and postal address, in the
   same commit (their next messages carry them; a step that would no longer build: 422)
 - DELETE /api/identities/<id> -> 204, or 409 naming what still uses it
@@ -16,10 +17,10 @@ and described in `webapp/apidocs/identities.py`).
 `account_rate` is the provider account's ceiling (requests per second): set on one identity, it
 is shown for every identity of its account, the smallest value set winning
 (broadside.delivery.identities.accounts). An Identity is
-`broadside.delivery.identities.service.as_input`: the transport URL masked, the webhook
-secret never (only `webhook_secret_set`). A refused body is 422 with a message naming the
-field (an unknown field included), a taken name 409, an unknown or deleted id 404. The default
-identity is the environment: it is listed, and changed only where it is set.
+`broadside.delivery.identities.service.as_input`: the transport URL and the bounce mailbox
+URL masked, the webhook secret never (only `webhook_secret_set`). A refused body is 422 with a
+message naming the field (an unknown field included), a taken name 409, an unknown or deleted
+id 404. The default identity is the environment: it is listed, and changed only where it is set.
 """
 
 from __future__ import annotations

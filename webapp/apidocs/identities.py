@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from broadside.core import mailbox_urls
 from broadside.core import transport_urls as urls
 from broadside.core.models.identities import IDENTITY_STATUSES, IdentityStatus
 from broadside.delivery.identities import inputs, service
@@ -66,6 +67,30 @@ TRANSPORT = {"type": ["string", "null"], "maxLength": urls.MAX_URL, "pattern": T
     "without PROVIDER_ENDPOINTS_ALLOW_PRIVATE=1, a link-local or metadata one always. It holds "
     "secrets: answers show it masked (a user name by its first 4 characters). On PUT, missing or null "
     "keeps the stored one; a new one resumes a paused identity.")}
+
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_SPACE = r"[\s\x1c-\x1f\x85]*"
+# The mailbox URLs `mailbox_urls.check_mailbox_url` accepts, the loopback-only ?tls=none left
+# out (tests/webapp/test_api_schema_rules.py checks that the server accepts what it matches).
+MAILBOX_PATTERN = (
+    rf"^{_SPACE}(?:imaps?://[A-Za-z0-9._~-]{{1,64}}(?:%40{_LABEL}(?:\.{_LABEL}){{0,8}})?"
+    rf":[A-Za-z0-9._~-]{{1,100}}@{_LABEL}(?:\.{_LABEL}){{0,8}}(?::[1-9][0-9]{{0,3}})?"
+    rf"(?:/[A-Za-z0-9._-]{{0,100}})?)?{_SPACE}$")
+VERP_PATTERN = rf"^{_SPACE}(?:(?:{_LABEL}\.){{1,8}}[A-Za-z]{{2,63}})?{_SPACE}$"
+BOUNCE_MAILBOX = {"type": ["string", "null"], "maxLength": mailbox_urls.MAX_URL,
+                  "pattern": MAILBOX_PATTERN, "description": (
+    "The IMAP mailbox its bounces come back to: `imaps://USER:PASSWORD@HOST:993/INBOX` (TLS), "
+    "or `imap://…:143/…` upgraded with STARTTLS (`?tls=none` only for a server on 127.0.0.1); "
+    "a login that is an address is written with `%40` for its @. The worker reads it, applies "
+    "each bounce and complaint once, and moves it to `Processed` (or `Unrecognised`). An SMTP "
+    "identity with a mailbox sends with a VERP Return-Path "
+    "(`<login's local part, or bounces>+<token>@<verp_domain, else the login's domain, else "
+    "the host>`); a provider's identity reports bounces through its webhooks instead. The "
+    "password is a secret: answers show the URL masked. On PUT, missing or null keeps the "
+    "stored one; \"\" removes it.")}
+VERP_DOMAIN = {"type": ["string", "null"], "maxLength": 253, "pattern": VERP_PATTERN,
+               "description": "The domain of its VERP Return-Path (mail to it must reach the "
+               "bounce mailbox); empty or null: the mailbox login's domain, else its host."}
 
 ACCOUNT_RATE = {"type": ["number", "null"], "exclusiveMinimum": 0,
                 "maximum": inputs.MAX_ACCOUNT_RATE, "description": (
@@ -151,6 +176,8 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
                            "bounce webhooks (posted to /webhooks/<provider>/<id>). Never shown "
                            "back. On PUT, missing or null keeps the stored one; \"\" removes it."},
         "dkim": DKIM_INPUT,
+        "bounce_mailbox": BOUNCE_MAILBOX,
+        "verp_domain": VERP_DOMAIN,
     }, ("name", "from")),
     "Identity": obj({
         "id": {**nullable(ID), "description": "null for the default identity."},
@@ -178,6 +205,12 @@ IDENTITY_SCHEMAS: dict[str, Any] = {
         "webhook_secret_set": {"type": "boolean", "description": "Whether a webhook secret is "
                                "stored (the secret itself is never returned)."},
         "dkim": DKIM_SHOWN,
+        "bounce_mailbox": {"type": ["string", "null"], "description": (
+            "Its bounce mailbox URL with the password masked (the login by its first 4 "
+            "characters); null: none. The default's is BOUNCE_MAILBOX_URL.")},
+        "verp_domain": {"type": ["string", "null"], "description": (
+            "The domain of its VERP Return-Path; null: the mailbox's (the default's is "
+            "VERP_DOMAIN).")},
     }, extra={"if": {"properties": {"default": {"const": False}}},
               "then": {"properties": {"from": {"pattern": service.FROM_PATTERN}}}}),
 }
@@ -189,7 +222,8 @@ IDENTITY_EXAMPLE = {"id": 2, "name": "Product updates", "default": False,
                     "from": "Acme Product <product@acme.example>",
                     "transport": "postmark://SERV…@", "delay_ms": 500, "hourly_limit": 10000,
                     "account_rate": 10.0, "postal_address": "", "status": "active", "pause_reason": None,
-                    "webhook_secret_set": True, "dkim": None}
+                    "webhook_secret_set": True, "dkim": None, "bounce_mailbox": None,
+                    "verp_domain": None}
 DEFAULT_EXAMPLE = {"id": None, "name": "default", "default": True,
                    "from": "Acme Weekly <news@acme.example>",
                    "transport": "smtp+starttls://news:•••@smtp.acme.example:587", "delay_ms": 200,
@@ -200,7 +234,9 @@ DEFAULT_EXAMPLE = {"id": None, "name": "default", "default": True,
                             "txt_record": "v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA…",
                             "key_bits": 2048,
                             "key_fingerprint": "SHA256:by6TynEnG1+0RQocCO5B7Y95GzAlSjTSM7q4Rkwxydg",
-                            "problem": None}}
+                            "problem": None},
+                   "bounce_mailbox": "imaps://boun…:•••@imap.acme.example:993/INBOX",
+                   "verp_domain": None}
 
 IDENTITY_PATHS: dict[str, Any] = {
     "/api/identities": {
@@ -228,12 +264,13 @@ IDENTITY_PATHS: dict[str, Any] = {
                          errors=("NotFound",)),
         "put": operation(
             "Identities", "replaceIdentity", "Replace a sending identity",
-            "The whole identity: fields left out take their defaults, except `transport` and "
-            "`webhook_secret`, which keep the stored ones when missing or null. A new transport "
+            "The whole identity: fields left out take their defaults, except `transport`, "
+            "`webhook_secret` and `bounce_mailbox`, which keep the stored ones when missing or "
+            "null. A new transport "
             "URL resumes a paused identity.",
             parameters=[IDENTITY], write=True,
             request=body("IdentityInput", {**INPUT_EXAMPLE, "transport": None,
-                                           "webhook_secret": None}),
+                                           "webhook_secret": None, "bounce_mailbox": None}),
             responses={"200": reply("Saved.", "Identity", IDENTITY_EXAMPLE)},
             errors=("NotFound", "Conflict", "Invalid")),
         "delete": operation(

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from broadside.core import mailbox_urls
 from broadside.core.config import ENV_VARS
 from broadside.core.logs import mask_query_passwords
 from broadside.core.transport_urls import describe
@@ -14,7 +15,7 @@ from webapp.doctor.check import Check
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 SECRET_VARS = ("SECRET_KEY", "WEBHOOK_SECRET", "METRICS_TOKEN")
-URL_VARS = ("SMTP_URL", "DATABASE_URL", "REDIS_URL")
+URL_VARS = ("SMTP_URL", "DATABASE_URL", "REDIS_URL", "BOUNCE_MAILBOX_URL")
 
 
 def mask_url(value: str) -> str:
@@ -36,6 +37,8 @@ def shown_value(name: str, value: Any) -> str:
         if not value:
             return "unset (messages go to the outbox folder)" if name == "SMTP_URL" else "unset"
         # A transport URL's key is its user part, and an SMTP login may be a token too.
+        if name == "BOUNCE_MAILBOX_URL":
+            return mailbox_urls.describe(str(value))
         return describe(str(value)) if name == "SMTP_URL" else mask_url(str(value))
     if value in ("", None):
         return "unset"

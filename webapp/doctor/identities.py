@@ -5,7 +5,9 @@ and the System page shows the last result.
 `run` builds the identity's transport (broadside.delivery.providers.factory.make_transport, a timeout
 of a few seconds) and calls its `check()`: SMTP connects, greets and logs in, a provider's API
 is asked something that proves the key, the outbox proves its folder; nothing is sent (SES's
-`GetAccount` also tells the account's MaxSendRate, kept for its account ceiling). The
+`GetAccount` also tells the account's MaxSendRate, kept for its account ceiling). An identity
+with a bounce mailbox also logs in to it and selects its folder (`mailbox_check`), and says so.
+The
 result is stored in Redis, so the System page (polled every few seconds) shows it without a
 new conversation each time; a result made against another transport URL than the identity's
 current one is ignored (compared by a keyed fingerprint: the URL holds secrets, so neither it
@@ -26,12 +28,14 @@ from redis import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
+from broadside.core import mailbox_urls
 from broadside.core.transport_urls import secrets_in_url
 from broadside.delivery import account_limit
 from broadside.delivery.identities.service import SendingIdentity, all_identities
 from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.providers.http import ProviderTransport
 from broadside.delivery.transports import DeliveryError
+from broadside.feedback.mailbox.imap import MailboxError, check_login
 from webapp.doctor.check import CHECK_TIMEOUT_S, Check
 from webapp.extensions import db
 
@@ -48,6 +52,7 @@ ADVICE = {
     "request": "the provider could not be reached: check the network, and ?endpoint= if set",
     "response": "the provider gave no answer in time: try again; if it persists, check ?endpoint=",
     "api": "the provider refused: check the key in its transport URL and the account's state",
+    "mailbox": "check its bounce mailbox URL: the IMAP server, login, password and folder",
 }
 
 
@@ -106,9 +111,14 @@ def run(app: Flask, identity: SendingIdentity, *, store: bool = True) -> Transpo
         log.warning("transport check of identity %s failed unexpectedly", identity.name,
                     exc_info=exc)
         ok, detail = False, "the check stopped on an unexpected error (its details are in the log)"
+    if identity.bounce_mailbox_url:
+        mailbox_ok, said = mailbox_check(identity)
+        detail = f"{detail}; bounce mailbox: {said}"
+        if ok and not mailbox_ok:
+            ok, phase = False, "mailbox"
     result = TransportCheck(ok, time.time(), target,
-                            _without_secrets(detail, url)[:MAX_DETAIL], phase,
-                            _fingerprint(app.config["SECRET_KEY"], url))
+                            _without_secrets(detail, url)[:MAX_DETAIL + 200], phase,
+                            _fingerprint(app.config["SECRET_KEY"], url + identity.bounce_mailbox_url))
     if store:
         try:
             redis: Redis = app.extensions["broadside_redis"]
@@ -116,6 +126,26 @@ def run(app: Flask, identity: SendingIdentity, *, store: bool = True) -> Transpo
         except RedisError:
             pass  # the check itself is what matters; the Redis check reports the outage
     return result
+
+
+def mailbox_check(identity: SendingIdentity) -> tuple[bool, str]:
+    """Log in to the identity's bounce mailbox and select its folder (nothing read or moved):
+    whether it worked, and what was found or what went wrong, in the owner's words."""
+    try:
+        return True, check_login(mailbox_urls.parse(identity.bounce_mailbox_url), CHECK_TIMEOUT_S)
+    except (MailboxError, mailbox_urls.MailboxUrlError) as exc:
+        return False, str(exc)
+
+
+def check_default_mailbox(app: Flask) -> Check:
+    """The default identity's bounce mailbox (BOUNCE_MAILBOX_URL): logged in to, nothing read."""
+    url = str(app.config.get("BOUNCE_MAILBOX_URL") or "")
+    ok, said = mailbox_check(SendingIdentity(
+        id=None, name="default", from_name="", from_email="", transport_url="", delay_ms=0,
+        hourly_limit=0, postal_address="", status="active", pause_reason=None,
+        bounce_mailbox_url=url))
+    return Check("bounce mailbox", ok, f"{mailbox_urls.describe(url)}: {said}",
+                 "" if ok else "check BOUNCE_MAILBOX_URL: the IMAP server, login, password and folder")
 
 
 def _keep_ses_rate(app: Flask, url: str, max_send_rate: float) -> None:
@@ -162,7 +192,8 @@ def last(app: Flask, identity: SendingIdentity) -> TransportCheck | None:
                                 str(data["fingerprint"]))
     except (ValueError, KeyError, TypeError):
         return None
-    current = _fingerprint(app.config["SECRET_KEY"], identity.transport_url)
+    current = _fingerprint(app.config["SECRET_KEY"],
+                           identity.transport_url + identity.bounce_mailbox_url)
     return result if hmac.compare_digest(result.fingerprint, current) else None
 
 

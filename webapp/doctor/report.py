@@ -7,7 +7,7 @@ from flask import Flask
 from webapp.doctor.check import Check
 from webapp.doctor.configuration import check_base_url, check_configuration
 from webapp.doctor.dns import check_dns
-from webapp.doctor.identities import check_identity, identity_rows
+from webapp.doctor.identities import check_default_mailbox, check_identity, identity_rows
 from webapp.doctor.services import check_database, check_redis
 from webapp.doctor.smtp import check_smtp
 from webapp.doctor.worker import UTC_ZONE, check_worker
@@ -27,6 +27,8 @@ def run_checks(app: Flask, *, smtp: bool = True) -> list[Check]:
     checks += [check_redis(redis, app.config["REDIS_URL"]), check_worker(redis, namespace, zone)]
     if smtp:
         checks.append(check_smtp(app, database_ok=bool(checks[1].ok)))
+        if app.config.get("BOUNCE_MAILBOX_URL"):
+            checks.append(check_default_mailbox(app))
         if checks[1].ok:
             checks.extend(check_identity(app, i) for i in identity_rows(app))
             checks.extend(check_dns(app))

@@ -2,10 +2,11 @@
 validates it; this module only reads what was typed and says which field a refusal is about).
 
 The form's inputs are named like the API's fields (`name`, `from`, `transport`, `delay_ms`,
-`hourly_limit`, `account_rate`, `postal_address`, `webhook_secret`), so the form is the API's body as text;
-the API's `dkim` object is three inputs (`dkim_mode`: off, keep, generate or paste;
-`dkim_selector`; `dkim_private_key`, the pasted PEM).
-The secrets (the transport URL, the webhook secret, a pasted DKIM key) are read, never written back: an
+`hourly_limit`, `account_rate`, `postal_address`, `webhook_secret`, `bounce_mailbox`,
+`verp_domain`), so the form is the API's body as text; the API's `dkim` object is three
+inputs (`dkim_mode`: off, keep, generate or paste; `dkim_selector`; `dkim_private_key`, the
+pasted PEM). The secrets (the transport URL, the webhook secret, the bounce mailbox URL, a
+pasted DKIM key) are read, never written back: an
 edit form shows them empty ("leave blank to keep"), and a form shown again after a refusal
 keeps everything typed except them.
 """
@@ -21,7 +22,7 @@ from broadside.core.errors import DomainError
 from broadside.delivery.identities.service import FIELDS, SendingIdentity
 from broadside.mail.dkim_keys import DEFAULT_SELECTOR
 
-SECRETS = ("transport", "webhook_secret", "dkim_private_key")
+SECRETS = ("transport", "webhook_secret", "bounce_mailbox", "dkim_private_key")
 MAX_FIELD = 10_000  # longer than any valid value: the domain says what is too long
 # The form's fields: the API's, its `dkim` object spread over three inputs.
 DKIM_INPUTS = ("dkim_mode", "dkim_selector", "dkim_private_key")
@@ -31,13 +32,16 @@ DKIM_MODES = ("off", "keep", "generate", "paste")  # keep: the stored key (editi
 _DKIM_FIELDS = {"dkim": "dkim_mode", "dkim.selector": "dkim_selector",
                 "dkim.private_key": "dkim_private_key"}
 EMPTY = {"name": "", "from": "", "transport": "", "delay_ms": "200", "hourly_limit": "0",
-         "account_rate": "", "postal_address": "", "webhook_secret": "", "dkim_mode": "off",
-         "dkim_selector": DEFAULT_SELECTOR, "dkim_private_key": ""}
+         "account_rate": "", "postal_address": "", "webhook_secret": "", "bounce_mailbox": "",
+         "verp_domain": "", "dkim_mode": "off", "dkim_selector": DEFAULT_SELECTOR,
+         "dkim_private_key": ""}
 
 # How the domain's refusals name their field, checked in this order (a From refusal may say
 # "Name <address>", so From comes before the name).
 _FIELD_WORDS = (
     ("webhook_secret", re.compile(r"webhook secret")),
+    ("bounce_mailbox", re.compile(r"mailbox|IMAP")),
+    ("verp_domain", re.compile(r"VERP|domain name")),
     ("postal_address", re.compile(r"postal address")),
     ("delay_ms", re.compile(r"\bdelay_ms\b")),
     ("hourly_limit", re.compile(r"\bhourly_limit\b")),
@@ -62,18 +66,22 @@ def read_form(form: MultiDict) -> dict[str, str]:
     return values
 
 
-def as_body(values: dict[str, str], *, updating: bool, clear_secret: bool = False) -> dict[str, Any]:
+def as_body(values: dict[str, str], *, updating: bool, clear_secret: bool = False,
+            clear_mailbox: bool = False) -> dict[str, Any]:
     """The API's JSON shape, for `parse_input`. When updating, an empty secret means "keep the
-    stored one" (None); `clear_secret` removes the webhook secret instead."""
+    stored one" (None); `clear_secret` removes the webhook secret instead, `clear_mailbox` the
+    bounce mailbox."""
     body: dict[str, Any] = {field: values.get(field, "") for field in FIELDS if field != "dkim"}
     body["account_rate"] = _number(body["account_rate"])
     body["dkim"] = _dkim(values, updating=updating)
     if updating:
-        for field in ("transport", "webhook_secret"):
+        for field in ("transport", "webhook_secret", "bounce_mailbox"):
             if not body[field].strip():
                 body[field] = None
         if clear_secret:
             body["webhook_secret"] = ""
+        if clear_mailbox:
+            body["bounce_mailbox"] = ""
     return body
 
 
@@ -119,7 +127,8 @@ def from_saved(identity: SendingIdentity) -> dict[str, str]:
     return {"name": identity.name, "from": identity.from_header, "transport": "",
             "delay_ms": str(identity.delay_ms), "hourly_limit": str(identity.hourly_limit),
             "account_rate": "" if identity.account_rate is None else f"{identity.account_rate:g}",
-            "postal_address": identity.postal_address, "webhook_secret": "",
+            "postal_address": identity.postal_address, "webhook_secret": "", "bounce_mailbox": "",
+            "verp_domain": identity.verp_domain,
             "dkim_mode": "keep" if identity.dkim_selector else "off",
             "dkim_selector": identity.dkim_selector or DEFAULT_SELECTOR, "dkim_private_key": ""}
 

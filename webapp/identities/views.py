@@ -215,7 +215,8 @@ def edit(identity_id: int):
     if request.method == "GET":
         return _render_edit(identity, form.from_saved(identity))
     values = form.read_form(request.form)
-    body = form.as_body(values, updating=True, clear_secret=bool(request.form.get("clear_webhook_secret")))
+    body = form.as_body(values, updating=True, clear_secret=bool(request.form.get("clear_webhook_secret")),
+                        clear_mailbox=bool(request.form.get("clear_bounce_mailbox")))
     try:
         row, refrozen = refreeze.update_identity(db.session, identity_id,
                                                  service.check_endpoint(

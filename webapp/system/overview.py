@@ -24,6 +24,8 @@ from broadside.delivery.queue_figures import QueueInfo, queue_figures
 from broadside.delivery.recent_errors import ErrorRow, last_errors
 from broadside.delivery.revisions_in_flight import InFlight, revisions_in_flight
 from broadside.delivery.streams import Running, StreamStatus, fingerprint, read_stream
+from broadside.feedback.mailbox.state import MailboxLine
+from broadside.feedback.mailbox.state import lines as mailbox_lines
 from webapp.doctor import identities as identity_checks
 from webapp.doctor.check import Check
 from webapp.doctor.identities import check_identity, identity_check_as_check
@@ -120,6 +122,7 @@ class Overview:
     errors: list[ErrorRow]
     in_flight: list[InFlight]
     outbox: list[OutboxEntry] | None  # None when SMTP is configured
+    mailboxes: list[MailboxLine] = field(default_factory=list)  # the bounce mailboxes
 
 
 def live_status(session: Session, redis: Redis, config) -> LiveStatus:
@@ -208,6 +211,9 @@ def system_overview(app: Flask, session: Session) -> Overview:
         errors=last_errors(session),
         in_flight=revisions_in_flight(session),
         outbox=outbox,
+        mailboxes=mailbox_lines(session, [(i.label, i.bounce_mailbox_url)
+                                          for i in all_identities(session, app.config)
+                                          if i.bounce_mailbox_url]),
     )
 
 

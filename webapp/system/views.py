@@ -46,7 +46,9 @@ def _helpers() -> dict:
     def check_button_label(checks: list) -> str:
         return overview.check_button_label(checks, smtp_configured)
 
-    return {"seconds": seconds, "check_button_label": check_button_label}
+    poll = float(current_app.config.get("BOUNCE_MAILBOX_POLL_SECONDS", 60))
+    mailbox_poll = "minute" if poll == 60 else seconds(poll)
+    return {"seconds": seconds, "check_button_label": check_button_label, "mailbox_poll": mailbox_poll}
 
 
 @bp.route("/")

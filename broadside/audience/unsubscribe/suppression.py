@@ -288,7 +288,20 @@ def record_bounce(
     session: Session, email: str, bounce_type: str, *, message_ids: Iterable[str | None] = (),
     detail: str = "", source: str = "webhook",
 ) -> BounceOutcome | None:
-    """A provider reported a bounce; None (nothing written) when the address is unknown."""
+    """A provider reported a bounce; None (nothing written) when the address is unknown.
+    Commits."""
+    outcome = record_bounce_uncommitted(session, email, bounce_type, message_ids=message_ids,
+                                        detail=detail, source=source)
+    session.commit()
+    return outcome
+
+
+def record_bounce_uncommitted(
+    session: Session, email: str, bounce_type: str, *, message_ids: Iterable[str | None] = (),
+    detail: str = "", source: str = "webhook",
+) -> BounceOutcome | None:
+    """`record_bounce` for a caller whose own write commits with it (a bounce read from a
+    mailbox: its processed row, broadside.feedback.mailbox)."""
     if bounce_type not in ("hard", "soft"):
         raise ValidationError("bounce_type must be 'hard' or 'soft'.")
     detail = (detail or "").strip()[:1000]
@@ -315,7 +328,6 @@ def record_bounce(
             f"{count} soft bounces in a row" + (f"; the last: {detail}" if detail else ""),
             link, {"soft_bounce_count": count}, hard=False,
         )
-    session.commit()
     return BounceOutcome(subscriber_id, suppressed, count or 0, link.delivery_id)
 
 
@@ -323,7 +335,19 @@ def record_complaint(
     session: Session, email: str, *, message_ids: Iterable[str | None] = (),
     detail: str = "", source: str = "webhook",
 ) -> BounceOutcome | None:
-    """The recipient pressed "report spam": suppress at once (spam rate must stay < 0.3%)."""
+    """The recipient pressed "report spam": suppress at once (spam rate must stay < 0.3%).
+    Commits."""
+    outcome = record_complaint_uncommitted(session, email, message_ids=message_ids,
+                                           detail=detail, source=source)
+    session.commit()
+    return outcome
+
+
+def record_complaint_uncommitted(
+    session: Session, email: str, *, message_ids: Iterable[str | None] = (),
+    detail: str = "", source: str = "webhook",
+) -> BounceOutcome | None:
+    """`record_complaint` for a caller whose own write commits with it."""
     detail = (detail or "").strip()[:1000]
     found = _provider_event(session, "complaint", "complaint", email, message_ids, detail, source)
     if found is None:
@@ -334,7 +358,6 @@ def record_complaint(
     count = session.scalar(
         select(Subscriber.soft_bounce_count).where(Subscriber.id == subscriber_id)
     )
-    session.commit()
     return BounceOutcome(subscriber_id, suppressed, count or 0, link.delivery_id)
 
 

@@ -22,6 +22,7 @@ from broadside.core.models.bulk import BulkAction, BulkActionMember
 from broadside.core.models.codes import Code
 from broadside.core.models.events import Event
 from broadside.core.models.identities import Identity
+from broadside.core.models.mailboxes import BounceMailbox, MailboxMessage
 from broadside.core.models.reputation import ReputationMark, ReputationPause
 from broadside.core.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
 from broadside.core.models.transactional import TransactionalTemplate, TransactionalTemplateRevision
@@ -35,6 +36,7 @@ __all__ = [
     "AutomationMessage",
     "AutomationRevision",
     "AutomationStep",
+    "BounceMailbox",
     "Broadcast",
     "BulkAction",
     "BulkActionMember",
@@ -44,6 +46,7 @@ __all__ = [
     "Identity",
     "Import",
     "ImportRejection",
+    "MailboxMessage",
     "MailingList",
     "Owner",
     "OwnerSession",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from email.utils import parseaddr
 from typing import Any
 
+from broadside.core import mailbox_urls
 from broadside.core import transport_urls as urls
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import ValidationError
@@ -30,7 +31,7 @@ MAX_HOURLY = 10_000_000
 MAX_ACCOUNT_RATE = 10_000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
 FIELDS = ("name", "from", "transport", "delay_ms", "hourly_limit", "account_rate",
-          "postal_address", "webhook_secret", "dkim")
+          "postal_address", "webhook_secret", "dkim", "bounce_mailbox", "verp_domain")
 DKIM_FIELDS = ("selector", "private_key")
 GENERATE = "generate"
 PROVIDER_SIGNS = ("DKIM signing is for SMTP (and the outbox): a provider (SES, Postmark, Resend, "
@@ -52,6 +53,8 @@ class IdentityInput:
     # DKIM: None keeps the stored value (an update leaving `dkim` out); "" turns it off.
     dkim_selector: str | None = None
     dkim_private_key: str | None = None  # PEM, a secret
+    bounce_mailbox_url: str | None = ""  # None: keep the current one (a secret, never shown)
+    verp_domain: str = ""
 
 
 def signs_itself(transport_url: str) -> bool:
@@ -195,7 +198,23 @@ def parse_input(data: Any, *, updating: bool = False) -> IdentityInput:
                                   field="dkim.private_key")
         if selector and transport is not None and signs_itself(transport):
             raise ValidationError(PROVIDER_SIGNS, field="dkim")
+    mailbox: str | None
+    if updating and data.get("bounce_mailbox") is None:
+        mailbox = None
+    else:
+        try:
+            mailbox = mailbox_urls.check_mailbox_url(_text(
+                data.get("bounce_mailbox"), "bounce mailbox URL", mailbox_urls.MAX_URL,
+                "bounce_mailbox"))
+        except mailbox_urls.MailboxUrlError as exc:
+            raise ValidationError(str(exc), field="bounce_mailbox") from None
+    try:
+        verp_domain = mailbox_urls.check_verp_domain(_text(data.get("verp_domain"), "VERP domain",
+                                                           253, "verp_domain"))
+    except mailbox_urls.MailboxUrlError as exc:
+        raise ValidationError(str(exc), field="verp_domain") from None
     return IdentityInput(
+        bounce_mailbox_url=mailbox, verp_domain=verp_domain,
         name=name, from_name=from_name, from_email=from_email, transport_url=transport,
         delay_ms=_whole(data.get("delay_ms"), "delay_ms", 200, MAX_DELAY_MS),
         hourly_limit=_whole(data.get("hourly_limit"), "hourly_limit", 0, MAX_HOURLY),

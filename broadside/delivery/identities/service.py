@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from broadside.core import mailbox_urls
 from broadside.core import transport_urls as urls
 from broadside.core.errors import Conflict, NotFound, ValidationError, shown
 from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
@@ -64,6 +65,9 @@ class SendingIdentity:
     # DKIM signing of SMTP and outbox mail (both empty: not signed); the key is a secret.
     dkim_selector: str = ""
     dkim_private_key: str = ""
+    # Its bounce mailbox (imaps://…; secret: for the worker only) and VERP domain; empty: none.
+    bounce_mailbox_url: str = ""
+    verp_domain: str = ""
 
     @property
     def dkim_signer(self) -> DkimSigner | None:
@@ -82,11 +86,25 @@ class SendingIdentity:
         return DEFAULT_NAME if self.id is None else f"identity:{self.id}"
 
     @property
-    def stream_settings(self) -> tuple[str, str, int, int, str, float | None, str, str]:
+    def stream_settings(self) -> tuple[str, str, int, int, str, float | None, str, str, str, str]:
         """What its running stream is built from (jobs.stream): a change means the stream
         starts again on the new values (jobs.supervisor); its pause is not one (read per job)."""
         return (self.name, self.transport_url, self.delay_ms, self.hourly_limit, self.webhook_secret,
-                self.account_rate, self.dkim_selector, self.dkim_private_key)
+                self.account_rate, self.dkim_selector, self.dkim_private_key,
+                self.bounce_mailbox_url, self.verp_domain)
+
+    @property
+    def bounce_mailbox(self) -> str:
+        """The bounce mailbox URL with its password masked ("" when none)."""
+        return mailbox_urls.describe(self.bounce_mailbox_url)
+
+    @property
+    def verp(self) -> tuple[str, str] | None:
+        """(local part, domain) of its VERP Return-Path: an SMTP identity with a bounce
+        mailbox; None otherwise (providers' APIs report bounces by their own webhooks)."""
+        if not self.bounce_mailbox_url or self.scheme not in urls.SMTP_SCHEMES:
+            return None
+        return mailbox_urls.verp_parts(self.bounce_mailbox_url, self.verp_domain)
 
     @property
     def transport(self) -> str:
@@ -127,6 +145,8 @@ def default_identity(session: Session, config: Mapping[str, Any]) -> SendingIden
         account_rate=config.get("ACCOUNT_RATE") or None,
         dkim_selector=str(config.get("DKIM_SELECTOR") or ""),
         dkim_private_key=str(config.get("DKIM_PRIVATE_KEY") or ""),
+        bounce_mailbox_url=str(config.get("BOUNCE_MAILBOX_URL") or ""),
+        verp_domain=str(config.get("VERP_DOMAIN") or ""),
     )
 
 
@@ -137,6 +157,7 @@ def _view(row: Identity) -> SendingIdentity:
         postal_address=row.postal_address, status=row.status, pause_reason=row.pause_reason,
         webhook_secret=row.webhook_secret, account_rate=row.account_rate,
         dkim_selector=row.dkim_selector, dkim_private_key=row.dkim_private_key,
+        bounce_mailbox_url=row.bounce_mailbox_url or "", verp_domain=row.verp_domain or "",
     )
 
 
@@ -202,6 +223,8 @@ def as_input(identity: SendingIdentity) -> dict[str, Any]:
         "pause_reason": shown(identity.pause_reason),
         "webhook_secret_set": bool(identity.webhook_secret),
         "dkim": dkim_shown(identity),
+        "bounce_mailbox": identity.bounce_mailbox or None,
+        "verp_domain": identity.verp_domain or None,
     }
 
 
@@ -251,6 +274,7 @@ def create(session: Session, data: IdentityInput, *, limit: int = bound.DEFAULT_
         account_rate=data.account_rate,
         webhook_secret=data.webhook_secret or "", status=IdentityStatus.ACTIVE.value,
         dkim_selector=data.dkim_selector or "", dkim_private_key=data.dkim_private_key or "",
+        bounce_mailbox_url=data.bounce_mailbox_url or "", verp_domain=data.verp_domain,
     )
     session.add(row)
     try:
@@ -301,6 +325,9 @@ def update(session: Session, identity_id: int, data: IdentityInput, *,
         row.dkim_selector = data.dkim_selector
     if data.dkim_private_key is not None:
         row.dkim_private_key = data.dkim_private_key
+    if data.bounce_mailbox_url is not None:
+        row.bounce_mailbox_url = data.bounce_mailbox_url
+    row.verp_domain = data.verp_domain
     row.delay_ms, row.hourly_limit = data.delay_ms, data.hourly_limit
     row.account_rate = data.account_rate
     row.postal_address = data.postal_address
