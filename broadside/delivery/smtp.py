@@ -40,6 +40,7 @@ from typing import NoReturn
 from urllib.parse import unquote, urlsplit
 
 from broadside.delivery.smtp_connection import close_quietly, open_connection, text
+from broadside.delivery.smtp_envelope import Offers, envelope_lines
 from broadside.delivery.transports import (
     DeliveryError,
     OneByOne,
@@ -50,26 +51,6 @@ from broadside.delivery.transports import (
 )
 
 CRLF = b"\r\n"
-
-
-def _envelope(mail_from: str, rcpt: str) -> bytes:
-    """MAIL, RCPT and DATA as one pipelined group; an address that cannot be written raises
-    (phase mail or rcpt) before anything is."""
-    _plain_address(mail_from, "mail")
-    _plain_address(rcpt, "rcpt")
-    return f"MAIL FROM:<{mail_from}>\r\nRCPT TO:<{rcpt}>\r\nDATA\r\n".encode("ascii")
-
-
-def _plain_address(address: str, verb: str) -> None:
-    """Refused by us before anything is sent (no server was asked): an address with a line
-    break, or with characters outside ASCII, which needs SMTPUTF8 (not supported yet)."""
-    if "\r" in address or "\n" in address or not address.isascii():
-        whose = "recipient's" if verb == "rcpt" else "sender"
-        fix = ("Correct the address on the subscriber's page, or ask them for another one."
-               if verb == "rcpt" else "Change the sender address, then press Resume.")
-        raise DeliveryError(verb, None, f"Broadside did not send it: the {whose} address has "
-                            "a line break or characters outside ASCII, which Broadside cannot "
-                            f"send to yet. {fix}", ours=True)
 
 
 _LINE_STARTING_WITH_DOT = re.compile(rb"\n\.")
@@ -238,7 +219,7 @@ class SmtpTransport:
         rider = b""
         if then is not None and self.follows():  # else it waits for a `start` of its own
             try:
-                rider = _envelope(*then)
+                rider = self._envelope(*then)
             except DeliveryError as refusal:  # an address that cannot be written: kept for its turn
                 self._rider_refused = refusal
             else:
@@ -259,21 +240,21 @@ class SmtpTransport:
                            pace: Pace) -> None:
         """MAIL, RCPT, DATA, each waiting for its reply (a server without PIPELINING). Both
         addresses are checked before MAIL, so a refused one never leaves a transaction open."""
-        _plain_address(mail_from, "mail")
-        _plain_address(rcpt, "rcpt")
+        assert self.conn is not None
+        mail, to = envelope_lines(mail_from, rcpt, self._offers())
         try:
-            code, reply = self._step("mail", lambda: self._command(f"FROM:<{mail_from}>", "mail"))
+            code, reply = self._step("mail", lambda: self._command(mail))
         except DeliveryError:
             if not reused:
                 raise
             # The idle connection was closed by the server; nothing was sent: reconnect once.
             self.conn = self._connect()
             pace()
-            code, reply = self._step("mail", lambda: self._command(f"FROM:<{mail_from}>", "mail"))
+            code, reply = self._step("mail", lambda: self._command(mail))
         if code != 250:
             self._after_refusal(code)
             raise DeliveryError("mail", code, reply)
-        code, reply = self._step("rcpt", lambda: self._command(f"TO:<{rcpt}>", "rcpt"))
+        code, reply = self._step("rcpt", lambda: self._command(to))
         if code not in (250, 251):
             self._after_refusal(code)
             raise DeliveryError("rcpt", code, reply)
@@ -288,7 +269,7 @@ class SmtpTransport:
                             pace: Pace) -> None:
         """MAIL, RCPT and DATA in one write (RFC 2920), then their three replies in order.
         Returns only after a 354 that follows an accepted MAIL and RCPT: the body may go."""
-        group = _envelope(mail_from, rcpt)  # an address is refused before anything is written
+        group = self._envelope(mail_from, rcpt)  # an address is refused before anything is written
         try:
             replies = self._group(group)
         except DeliveryError as error:
@@ -371,13 +352,23 @@ class SmtpTransport:
         return ("the connection to the mail server was lost before the message was sent "
                 f"({network_words(exc, self.description)})")
 
-    def _command(self, argument: str, verb: str) -> tuple[int, bytes]:
-        """MAIL/RCPT with addresses we validated ourselves (smtplib's own quoting re-parses
-        each address, a noticeable cost per message)."""
-        _plain_address(argument, verb)
+    def _command(self, line: bytes) -> tuple[int, bytes]:
+        """MAIL/RCPT as `envelope_lines` wrote them (smtplib's own quoting re-parses each
+        address, a noticeable cost per message, and writes ASCII only)."""
         assert self.conn is not None
-        self.conn.putcmd(verb, argument)
+        self.conn.send(line)
         return self.conn.getreply()
+
+    def _offers(self) -> Offers:
+        assert self.conn is not None
+        return Offers(self.conn.has_extn("smtputf8"), self.conn.has_extn("8bitmime"),
+                      f"the mail server {self.description}")
+
+    def _envelope(self, mail_from: str, rcpt: str) -> bytes:
+        """MAIL, RCPT and DATA as one pipelined group; an address that cannot be written to
+        this server raises (phase mail or rcpt) before anything is."""
+        mail, to = envelope_lines(mail_from, rcpt, self._offers())
+        return mail + to + b"DATA\r\n"
 
     def _after_refusal(self, code: int) -> None:
         if code == 421:

@@ -187,6 +187,18 @@ def suppress_uncommitted(
                      _Link(delivery_id=delivery_id, broadcast_id=broadcast_id))
 
 
+def suppress_refused(session: Session, subscriber_id: int, *, code: int, reply: str,
+                     message_id: str | None = None) -> bool:
+    """A mail server refused this address when it was sent to (RCPT), in words that name it
+    (jobs.classify `names_recipient`): a hard bounce, as a reported one suppresses. For the
+    worker, which calls it in the transaction that fails the row; the caller commits."""
+    said = f"{code} {reply}".strip()[:500]
+    return _suppress(session, subscriber_id, "bounced",
+                     f"hard bounce: the mail server refused the address when it was sent to "
+                     f"({said})", _Link(message_id=message_id),
+                     {"source": "smtp", "synchronous": True, "smtp_code": code, "reply": said})
+
+
 def lift_suppression(session: Session, subscriber_id: int, note: str = "") -> str:
     """The owner lifts a suppression by hand; returns what it was, and records the note.
 
