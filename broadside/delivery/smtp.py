@@ -78,6 +78,7 @@ class SmtpTransport:
         self._following = False  # an envelope rides behind that body, its replies unread
         self._rider_refused: DeliveryError | None = None  # its addresses could not be written
         self.pipelining = pipelining  # used when the server offers it (False: never)
+        self.offered_smtputf8: bool | None = None  # what the last `check()` was told
 
     @property
     def description(self) -> str:
@@ -379,6 +380,7 @@ class SmtpTransport:
     def check(self) -> str:
         """Connect, EHLO, STARTTLS/TLS and AUTH as configured, send nothing (for `doctor`)."""
         conn = self._connect()
+        self.offered_smtputf8 = conn.has_extn("smtputf8")  # for broadside.delivery.identities.reach
         try:
             name = text(conn.ehlo_resp or b"").splitlines()[0] if conn.ehlo_resp else self.host
         finally:
