@@ -27,3 +27,11 @@ def warnings_for(address: str) -> list[str]:
     """The owner's words: one warning, or none."""
     found = unreachable(address)
     return [reach.warning(address, found)] if found else []
+
+
+def identities_without_smtputf8() -> list[str]:
+    """The identities (each with why) that cannot reach any address that needs SMTPUTF8."""
+    config = current_app.config
+    return reach.without_smtputf8(current_app.extensions["broadside_redis"],
+                                  config["BROADSIDE_NAMESPACE"], config["SECRET_KEY"],
+                                  all_identities(db.session, config))

@@ -46,3 +46,28 @@ def test_the_api_warns_which_identities_cannot_reach_a_utf8_address(app, client,
             assert ascii_local.json["warnings"] == []
     finally:
         plain.stop()
+
+
+def test_an_import_warns_of_utf8_addresses_and_dedups_both_spellings_of_a_domain(
+        app, client, logged_in_client, api_headers, screenshot_dir):
+    from tests.webapp.test_api_audience import new_list, post_csv
+
+    with PostmarkServer() as postmark:
+        app.config["SMTP_URL"] = ""  # the outbox: it reaches everyone
+        _identity("Postmark", postmark.transport_url())
+        db.session.commit()
+        weekly = new_list(client, api_headers)
+        content = ("email\nJürgen@Exämple.de\nann@xn--exmple-cua.de\nAnn@EXÄMPLE.de\n"
+                   "bob@example.com\n").encode()
+        answer = post_csv(client, api_headers, weekly, content).json
+        assert answer["imported"] == 3
+        assert [r["reason"] for r in answer["rejected"]] == [
+            "duplicate of line 3 (the same address)"]  # the A-label and the U-label meet
+        [warning] = answer["warnings"]
+        assert warning["line"] == 2 and "needs SMTPUTF8" in warning["message"]
+
+        page = logged_in_client.get(f"/subscribers/imports/{answer['import_id']}")
+        assert page.status_code == 200, page.status_code
+        text = page.get_data(as_text=True)
+        assert "1 imported address has characters outside ASCII" in text
+        assert "These sending identities cannot reach it: Postmark (Postmark does not take it)" in text

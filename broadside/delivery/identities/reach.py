@@ -67,6 +67,12 @@ def unreachable_by(redis: Redis, namespace: str, secret_key: str, address: str,
     address needs no SMTPUTF8 or every identity reaches it."""
     if not needs_smtputf8(address):
         return []
+    return without_smtputf8(redis, namespace, secret_key, identities)
+
+
+def without_smtputf8(redis: Redis, namespace: str, secret_key: str,
+                     identities: Sequence[SendingIdentity]) -> list[str]:
+    """Each identity that cannot (or may not) reach an address that needs SMTPUTF8."""
     found = []
     for identity in identities:
         why = _why_not(redis, namespace, secret_key, identity)
