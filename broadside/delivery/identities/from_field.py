@@ -10,11 +10,20 @@ MAX_FROM_NAME = 200
 # display name (plain, or in double quotes when it holds a comma or the like) in angle
 # brackets. The address: a dot-atom local part, then a domain of letters, digits and hyphens
 # with a dot and a top-level name that is not reserved (localhost, .test, .local, ...).
-# normalise_email then checks what a pattern cannot (at most 64 characters before the @).
-_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+# International addresses (RFC 6531) too: letters outside ASCII in the local part and the
+# domain (its U-label; an A-label is ASCII already), from the Latin, Greek, Cyrillic and CJK
+# blocks whose every letter IDNA 2008 and email_validator take (`_INTL`, checked letter by
+# letter in tests/webapp/test_from_pattern.py). normalise_email then checks what a pattern
+# cannot (at most 64 characters before the @, a U-label's IDNA rules and length).
+_INTL = (r"\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u013E\u0141-\u024F\u0370-\u0374\u0376\u0377"
+         r"\u037B-\u037D\u037F\u0386\u0388-\u038A\u038C\u038E-\u03A1\u03A3-\u03F5"
+         r"\u03F7-\u0481\u048A-\u052F\u4E00-\u9FA5")
+_ATEXT = rf"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~{_INTL}-]"
+_LETTER = rf"[A-Za-z0-9{_INTL}]"
+_LABEL = rf"{_LETTER}(?:[A-Za-z0-9{_INTL}-]{{0,61}}{_LETTER})?"
 _ADDRESS = (rf"{_ATEXT}{{1,64}}(?:\.{_ATEXT}{{1,64}}){{0,3}}@(?:{_LABEL}\.){{1,8}}"
-            r"(?!(?:arpa|invalid|local|localhost|onion|test)\b)[A-Za-z]{2,63}")
+            rf"(?!(?:arpa|invalid|local|localhost|onion|test)\b)(?:[A-Za-z]{{2,63}}|[{_INTL}]{{2,63}}"
+            r"|xn--[A-Za-z0-9-]{1,59})")
 _DISPLAY = r'(?:[^\x00-\x1f\x7f"(),:;<>@\[\\\]]{0,200}|"[^\x00-\x1f\x7f"\\]{0,200}" ?)'
 FROM_PATTERN = rf"^ *(?:{_ADDRESS}|{_DISPLAY}<{_ADDRESS}>) *$"
 MAX_FROM = MAX_FROM_NAME + 330
