@@ -1,5 +1,5 @@
 """What the owner is told when an address arrives that some sending identities cannot reach
-(a local part outside ASCII needs SMTPUTF8: broadside.delivery.identities.reach), for the API,
+(a local part outside ASCII needs SMTPUTF8: broadside.delivery.identities.international), for the API,
 the sign-up form's owner-side record and the import report."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from flask import current_app
 
 from broadside.core.addresses import needs_smtputf8
-from broadside.delivery.identities import reach
+from broadside.delivery.identities import international
 from broadside.delivery.identities.service import all_identities
 from webapp.extensions import db
 
@@ -18,7 +18,7 @@ def unreachable(address: str) -> list[str]:
     if not needs_smtputf8(address):
         return []
     config = current_app.config
-    return reach.unreachable_by(current_app.extensions["broadside_redis"],
+    return international.unreachable_by(current_app.extensions["broadside_redis"],
                                 config["BROADSIDE_NAMESPACE"], config["SECRET_KEY"], address,
                                 all_identities(db.session, config))
 
@@ -26,12 +26,12 @@ def unreachable(address: str) -> list[str]:
 def warnings_for(address: str) -> list[str]:
     """The owner's words: one warning, or none."""
     found = unreachable(address)
-    return [reach.warning(address, found)] if found else []
+    return [international.warning(address, found)] if found else []
 
 
 def identities_without_smtputf8() -> list[str]:
     """The identities (each with why) that cannot reach any address that needs SMTPUTF8."""
     config = current_app.config
-    return reach.without_smtputf8(current_app.extensions["broadside_redis"],
+    return international.without_smtputf8(current_app.extensions["broadside_redis"],
                                   config["BROADSIDE_NAMESPACE"], config["SECRET_KEY"],
                                   all_identities(db.session, config))

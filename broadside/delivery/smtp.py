@@ -380,7 +380,7 @@ class SmtpTransport:
     def check(self) -> str:
         """Connect, EHLO, STARTTLS/TLS and AUTH as configured, send nothing (for `doctor`)."""
         conn = self._connect()
-        self.offered_smtputf8 = conn.has_extn("smtputf8")  # for broadside.delivery.identities.reach
+        self.offered_smtputf8 = conn.has_extn("smtputf8")  # for broadside.delivery.identities.international
         try:
             name = text(conn.ehlo_resp or b"").splitlines()[0] if conn.ehlo_resp else self.host
         finally:

@@ -28,7 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from broadside.core.transport_urls import secrets_in_url
 from broadside.delivery import account_limit
-from broadside.delivery.identities import reach
+from broadside.delivery.identities import international
 from broadside.delivery.identities.service import SendingIdentity, all_identities
 from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.providers.http import ProviderTransport
@@ -136,9 +136,9 @@ def _keep_ses_rate(app: Flask, url: str, max_send_rate: float) -> None:
 
 
 def _keep_smtputf8(app: Flask, url: str, offered: bool) -> None:
-    """Whether its server offered SMTPUTF8 (broadside.delivery.identities.reach)."""
+    """Whether its server offered SMTPUTF8 (broadside.delivery.identities.international)."""
     try:
-        reach.record(app.extensions["broadside_redis"], app.config["BROADSIDE_NAMESPACE"],
+        international.record(app.extensions["broadside_redis"], app.config["BROADSIDE_NAMESPACE"],
                      app.config["SECRET_KEY"], url, offered)
     except RedisError:
         pass  # said as "not checked yet"

@@ -26,7 +26,7 @@ from broadside.campaigns.broadcasts.service import sender_identity
 from broadside.core.logs import url_passwords
 from broadside.core.transport_urls import SMTP_SCHEMES, describe, scheme_of
 from broadside.delivery.eml_folder import OutboxTransport
-from broadside.delivery.identities import reach
+from broadside.delivery.identities import international
 from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.smtp import SmtpTransport
 from broadside.delivery.transports import DeliveryError, network_words
@@ -202,8 +202,8 @@ def check_smtp(app: Flask, *, store: bool = True, database_ok: bool = True) -> C
     if store:
         try:
             store_smtp_check(app.extensions["broadside_redis"], app.config["BROADSIDE_NAMESPACE"], result)
-            if result.smtputf8 is not None:  # broadside.delivery.identities.reach
-                reach.record(app.extensions["broadside_redis"], app.config["BROADSIDE_NAMESPACE"],
+            if result.smtputf8 is not None:  # broadside.delivery.identities.international
+                international.record(app.extensions["broadside_redis"], app.config["BROADSIDE_NAMESPACE"],
                              app.config["SECRET_KEY"], app.config["SMTP_URL"], result.smtputf8)
         except RedisError:
             pass  # the check itself is what matters; the Redis check reports the outage
