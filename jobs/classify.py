@@ -66,7 +66,8 @@ RECIPIENT_CODES = {550, 551, 552, 553}
 # | 550/551/553 without an enhanced code, whose     | yes     | the classic texts of an        |
 # |   text says user unknown, no such user, ...     |         | unknown mailbox                |
 # |   (_ADDRESS_WORDS) and no policy word           |         |                                |
-# | 552 (mailbox full, 5.2.2), anything else        | no      | full is a soft kind            |
+# | 552, or 5.2.2 (mailbox full)                    | soft    | counted as a soft bounce       |
+# | anything else                                   | no      |                                |
 _ADDRESS_STATUSES = frozenset({"5.1.0", "5.1.1", "5.1.2", "5.1.3", "5.1.6", "5.1.10"})
 _BOUNCE_CODES = frozenset({550, 551, 553})
 _ENHANCED = re.compile(r"\s*([245]\.\d{1,3}\.\d{1,3})(?!\d)")
@@ -76,6 +77,15 @@ _ADDRESS_WORDS = ("user unknown", "unknown user", "no such user", "no such mailb
                   "does not exist", "user not found", "address rejected")
 _POLICY_WORDS = ("spam", "policy", "block", "blacklist", "denylist", "reputation", "relay",
                  "not permitted", "authenticat")
+
+
+def mailbox_full(code: int | None, reply: str) -> bool:
+    """A 5xx on RCPT that says the mailbox is full: a soft bounce (counted, not suppressed
+    at once; the third in a row suppresses, as reported soft bounces do)."""
+    enhanced = _ENHANCED.match(reply)
+    return code == 552 and (enhanced is None or enhanced.group(1) == "5.2.2") or (
+        code is not None and 500 <= code < 600 and enhanced is not None
+        and enhanced.group(1) == "5.2.2")
 
 
 def names_recipient(code: int | None, reply: str) -> bool:
@@ -101,6 +111,7 @@ class Verdict:
     provider_code: str | None = None
     ours: bool = False  # Broadside refused before sending: `reply` is our own sentence
     bounce: bool = False  # recipient: the server's reply names the address (a hard bounce)
+    soft_bounce: bool = False  # recipient: the mailbox is full (552, 5.2.2): a soft bounce
 
     @property
     def summary(self) -> str:
@@ -191,7 +202,8 @@ def classify(error: DeliveryError) -> Verdict:
     if 400 <= code < 500:
         return verdict("transient")
     if phase == "rcpt" and (code in RECIPIENT_CODES or error.reply.lstrip().startswith("5.1.")):
-        return replace(verdict("recipient"), bounce=names_recipient(code, error.reply))
+        return replace(verdict("recipient"), bounce=names_recipient(code, error.reply),
+                       soft_bounce=mailbox_full(code, error.reply))
     # 5xx on MAIL (sender rejected), on DATA, 530/535 anywhere, or anything unrecognised.
     return verdict("channel")
 

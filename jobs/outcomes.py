@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from broadside.audience.unsubscribe.suppression import suppress_refused
+from broadside.audience.unsubscribe.suppression import count_full_mailbox, suppress_refused
 from broadside.campaigns.broadcasts import ledger
 from broadside.campaigns.broadcasts.ledger import ATTEMPTS_DELTA
 from broadside.core.models import Subscriber
@@ -69,6 +69,7 @@ class Batch:
     # row id -> (subscriber id, code, reply, Message-ID): refused at RCPT in words that name
     # the address (jobs.classify `Verdict.bounce`), suppressed if the row's failure is recorded
     refused: dict[int, tuple[int, int, str, str]] = field(default_factory=dict)
+    full: dict[int, tuple[int, int, str, str]] = field(default_factory=dict)  # 552: soft
 
     def add(
         self,
@@ -111,10 +112,15 @@ class Batch:
                 subscriber_id, code, reply, message_id = self.refused[row_id]
                 suppress_refused(session, subscriber_id, code=code, reply=reply,
                                  message_id=message_id)
+            elif row_id in self.full:
+                subscriber_id, code, reply, message_id = self.full[row_id]
+                count_full_mailbox(session, subscriber_id, code=code, reply=reply,
+                                   message_id=message_id)
         session.commit()
         self.outcomes.clear()
         self.soft_bounced.clear()
         self.refused.clear()
+        self.full.clear()
 
 
 class Outcomes:
@@ -263,9 +269,12 @@ class Outcomes:
         if step is Step.FAILED:
             log.info("delivery %s failed: %s", delivery_id, verdict.summary)
             self.batch.add("failed", delivery_id, subscriber_id, values, detail=verdict.said)
-            if verdict.bounce and subscriber_id is not None and verdict.code is not None:
-                self.batch.refused[delivery_id] = (subscriber_id, verdict.code, verdict.reply,
-                                                   message.message_id)
+            if subscriber_id is not None and verdict.code is not None:
+                said = (subscriber_id, verdict.code, verdict.reply, message.message_id)
+                if verdict.bounce:
+                    self.batch.refused[delivery_id] = said
+                elif verdict.soft_bounce:
+                    self.batch.full[delivery_id] = said
             return None
         if step is Step.EXHAUSTED:
             values["reason"] = exhausted_reason(verdict, attempts)[:500]

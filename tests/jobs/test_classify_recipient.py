@@ -46,6 +46,14 @@ def test_policy_blocks_and_soft_kinds_are_not(code, reply):
     assert not classify(DeliveryError("rcpt", code, reply)).bounce
 
 
+@pytest.mark.parametrize(("code", "reply", "full"), [
+    (552, "5.2.2 Mailbox full", True), (552, "Mailbox full", True),
+    (550, "5.2.2 Over quota", True), (552, "5.3.4 Message too big", False),
+    (550, "5.1.1 No such user", False)])
+def test_a_full_mailbox_is_a_soft_bounce(code, reply, full):
+    assert classify(DeliveryError("rcpt", code, reply)).soft_bounce is full
+
+
 def test_a_bounce_at_the_end_of_data_is_not_read_as_one():
     assert not classify(DeliveryError("data-end", 550, "5.1.1 no such user")).bounce
 

@@ -55,3 +55,17 @@ def test_a_policy_block_or_a_full_mailbox_suppresses_nobody(app, smtp_server, ru
     assert _person().suppression is None
     row = db.session.scalars(select(Delivery).where(Delivery.status == "failed")).one()
     assert row.reason.startswith(reply[:3])
+
+
+def test_a_full_mailbox_counts_a_soft_bounce_and_the_third_suppresses(app, smtp_server,
+                                                                       run_worker_burst):
+    weekly = make_list(db.session, 3)
+    for sent in range(1, 4):
+        smtp_server.reset()
+        smtp_server.script.rcpt_replies[VICTIM] = ["552 5.2.2 Mailbox full"]
+        start_broadcast(app, weekly)
+        run_worker_burst()
+        person = _person()
+        assert person.soft_bounce_count == sent
+        assert person.suppression == (None if sent < 3 else "bounced")
+    assert "3 soft bounces in a row" in person.suppression_detail
