@@ -3,7 +3,14 @@
 transient  -> the row goes back to `pending` with backoff (4xx, timeouts and refused or lost
               connections before the end of DATA); bounded by MAX_ATTEMPTS.
 recipient  -> permanent for this one address (550/551/552/553 or a 5.1.x status on RCPT):
-              the row fails and the send goes on.
+              the row fails and the send goes on. When the reply names the recipient's
+              address itself (`names_recipient`, table below) the verdict is also a bounce
+              (`Verdict.bounce`): jobs.outcomes suppresses the address as `bounced` (hard), in
+              the same transaction, as a reported hard bounce would. An address Broadside
+              refused itself because it needs SMTPUTF8 and the server or provider does not
+              offer it (broadside.delivery.smtp_envelope, providers.addressing) is a recipient
+              verdict too: that row fails with our reason, never retried, never channel-wide,
+              and the address is not suppressed (another identity may reach it).
 channel    -> permanent for everyone (535/530 auth, sender rejected, TLS, content refused,
               anything unrecognised): the row goes back to `pending` and the broadcast pauses
               with the reason, because guessing wrong here would burn the whole list.
@@ -33,8 +40,9 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from enum import StrEnum
 
@@ -44,6 +52,52 @@ log = logging.getLogger("broadside.worker")
 
 MAX_ATTEMPTS = 5
 RECIPIENT_CODES = {550, 551, 552, 553}
+
+# A synchronous refusal that names the recipient: a hard bounce (`names_recipient`).
+#
+# | reply on RCPT                                   | bounce? | why                            |
+# |-------------------------------------------------|---------|--------------------------------|
+# | 550/551/553 with 5.1.0, 5.1.1, 5.1.2, 5.1.3,    | yes     | RFC 3463: the address (its     |
+# |   5.1.6 or 5.1.10                               |         | mailbox, system, syntax, null  |
+# |                                                 |         | MX) is bad                     |
+# | 550/551/553 with any other enhanced code        | no      | 5.7.x is policy/spam, 5.2.x    |
+# |   (5.7.1, 5.2.1, ...)                           |         | the mailbox's state: the code  |
+# |                                                 |         | decides, whatever the text     |
+# | 550/551/553 without an enhanced code, whose     | yes     | the classic texts of an        |
+# |   text says user unknown, no such user, ...     |         | unknown mailbox                |
+# |   (_ADDRESS_WORDS) and no policy word           |         |                                |
+# | 552, or 5.2.2 (mailbox full)                    | soft    | counted as a soft bounce       |
+# | anything else                                   | no      |                                |
+_ADDRESS_STATUSES = frozenset({"5.1.0", "5.1.1", "5.1.2", "5.1.3", "5.1.6", "5.1.10"})
+_BOUNCE_CODES = frozenset({550, 551, 553})
+_ENHANCED = re.compile(r"\s*([245]\.\d{1,3}\.\d{1,3})(?!\d)")
+_ADDRESS_WORDS = ("user unknown", "unknown user", "no such user", "no such mailbox",
+                  "no such recipient", "mailbox unavailable", "mailbox not found",
+                  "recipient unknown", "unknown recipient", "invalid recipient",
+                  "does not exist", "user not found", "address rejected")
+_POLICY_WORDS = ("spam", "policy", "block", "blacklist", "denylist", "reputation", "relay",
+                 "not permitted", "authenticat")
+
+
+def mailbox_full(code: int | None, reply: str) -> bool:
+    """A 5xx on RCPT that says the mailbox is full: a soft bounce (counted, not suppressed
+    at once; the third in a row suppresses, as reported soft bounces do)."""
+    enhanced = _ENHANCED.match(reply)
+    return code == 552 and (enhanced is None or enhanced.group(1) == "5.2.2") or (
+        code is not None and 500 <= code < 600 and enhanced is not None
+        and enhanced.group(1) == "5.2.2")
+
+
+def names_recipient(code: int | None, reply: str) -> bool:
+    """Whether a 5xx reply to RCPT says this recipient's address itself is bad (the table
+    above): the row fails and the address is suppressed as a hard bounce."""
+    if code not in _BOUNCE_CODES:
+        return False
+    enhanced = _ENHANCED.match(reply)
+    if enhanced:
+        return enhanced.group(1) in _ADDRESS_STATUSES
+    text = reply.lower()
+    return any(w in text for w in _ADDRESS_WORDS) and not any(w in text for w in _POLICY_WORDS)
 
 
 @dataclass(frozen=True)
@@ -56,6 +110,8 @@ class Verdict:
     provider: str | None = None
     provider_code: str | None = None
     ours: bool = False  # Broadside refused before sending: `reply` is our own sentence
+    bounce: bool = False  # recipient: the server's reply names the address (a hard bounce)
+    soft_bounce: bool = False  # recipient: the mailbox is full (552, 5.2.2): a soft bounce
 
     @property
     def summary(self) -> str:
@@ -146,7 +202,8 @@ def classify(error: DeliveryError) -> Verdict:
     if 400 <= code < 500:
         return verdict("transient")
     if phase == "rcpt" and (code in RECIPIENT_CODES or error.reply.lstrip().startswith("5.1.")):
-        return verdict("recipient")
+        return replace(verdict("recipient"), bounce=names_recipient(code, error.reply),
+                       soft_bounce=mailbox_full(code, error.reply))
     # 5xx on MAIL (sender rejected), on DATA, 530/535 anywhere, or anything unrecognised.
     return verdict("channel")
 
@@ -220,13 +277,13 @@ def unwritable(error: Exception, *, to_addr: str, from_email: str, what: str) ->
     what to do; the exception itself goes to the log. `what`: the row, for the log."""
     log.warning("%s could not be written", what, exc_info=error)
     if not to_addr.isascii():
-        return ("Broadside did not send it: the address has characters outside ASCII, which "
-                "Broadside cannot send to yet. Correct the address on the subscriber's page, "
-                "or ask them for another one.")
+        return ("Broadside did not send it: the domain of the address is not a valid "
+                "international domain name. Correct the address on the subscriber's page, or "
+                "ask them for another one.")
     if not from_email.isascii():
-        return ("Broadside did not send it: the sender address has characters outside ASCII, "
-                "which Broadside cannot send from yet. Change the sender address (Settings, or "
-                "the sending identity).")
+        return ("Broadside did not send it: the domain of the sender address is not a valid "
+                "international domain name. Change the sender address (Settings, or the "
+                "sending identity).")
     return ("Broadside did not send it: this message could not be written (the worker's log "
             "has the details). Check this person's name and attributes, then send it again.")
 

@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
+from broadside.audience.unsubscribe.suppression import count_full_mailbox, suppress_refused
 from broadside.campaigns.broadcasts import ledger
 from broadside.campaigns.broadcasts.ledger import ATTEMPTS_DELTA
 from broadside.core.models import Subscriber
@@ -65,6 +66,10 @@ class Batch:
     outcomes: list[Outcome] = field(default_factory=list)
     # delivery id -> subscriber id, for people sent to who had soft bounces (reset once sent)
     soft_bounced: dict[int, int] = field(default_factory=dict)
+    # row id -> (subscriber id, code, reply, Message-ID): refused at RCPT in words that name
+    # the address (jobs.classify `Verdict.bounce`), suppressed if the row's failure is recorded
+    refused: dict[int, tuple[int, int, str, str]] = field(default_factory=dict)
+    full: dict[int, tuple[int, int, str, str]] = field(default_factory=dict)  # 552: soft
 
     def add(
         self,
@@ -84,7 +89,8 @@ class Batch:
 
         Lock order (broadside.campaigns.broadcasts.ledger): the deliveries' ledger takes the
         broadcast row (its counters) before the deliveries; the subscribers' soft-bounce reset
-        comes last."""
+        comes last, with the suppression of the addresses a server refused (in the same
+        transaction as their rows' failure, and only for rows that did move)."""
         now = utcnow()
         by_target: dict[str, list[ledger.Change]] = {}
         for outcome in self.outcomes:
@@ -101,9 +107,20 @@ class Batch:
                 .where(_SUBSCRIBERS.c.id.in_(delivered), _SUBSCRIBERS.c.soft_bounce_count > 0)
                 .values(soft_bounce_count=0)
             )
+        for row_id in moved.get("failed", ()):
+            if row_id in self.refused:
+                subscriber_id, code, reply, message_id = self.refused[row_id]
+                suppress_refused(session, subscriber_id, code=code, reply=reply,
+                                 message_id=message_id)
+            elif row_id in self.full:
+                subscriber_id, code, reply, message_id = self.full[row_id]
+                count_full_mailbox(session, subscriber_id, code=code, reply=reply,
+                                   message_id=message_id)
         session.commit()
         self.outcomes.clear()
         self.soft_bounced.clear()
+        self.refused.clear()
+        self.full.clear()
 
 
 class Outcomes:
@@ -252,6 +269,12 @@ class Outcomes:
         if step is Step.FAILED:
             log.info("delivery %s failed: %s", delivery_id, verdict.summary)
             self.batch.add("failed", delivery_id, subscriber_id, values, detail=verdict.said)
+            if subscriber_id is not None and verdict.code is not None:
+                said = (subscriber_id, verdict.code, verdict.reply, message.message_id)
+                if verdict.bounce:
+                    self.batch.refused[delivery_id] = said
+                elif verdict.soft_bounce:
+                    self.batch.full[delivery_id] = said
             return None
         if step is Step.EXHAUSTED:
             values["reason"] = exhausted_reason(verdict, attempts)[:500]

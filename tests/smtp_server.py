@@ -121,7 +121,8 @@ def paired(gaps: list[float]) -> list[float]:
 class SmtpServer:
     """Start with `start()`; `reset()` between tests; `messages` holds what was accepted."""
 
-    def __init__(self, auth: tuple[str, str] | None = None, pipelining: bool = True) -> None:
+    def __init__(self, auth: tuple[str, str] | None = None, pipelining: bool = True,
+                 smtputf8: bool = True) -> None:
         self.port = free_port()
         self.host = "127.0.0.1"
         self.lock = threading.Lock()
@@ -133,6 +134,9 @@ class SmtpServer:
         if auth is not None:
             kwargs = {"authenticator": self._authenticate, "auth_require_tls": False,
                       "auth_required": True}
+        # RFC 6531: UTF-8 addresses and headers. aiosmtpd's Controller offers it unless told
+        # not to; `smtputf8=False` is a server without it.
+        kwargs["enable_SMTPUTF8"] = smtputf8
         handler = PipeliningHandler(self) if pipelining else RecordingHandler(self)
         self.controller = Controller(handler, hostname=self.host, port=self.port, **kwargs)
 

@@ -25,6 +25,8 @@ ALLOWED: dict[tuple[str, str], str] = {
         "Werkzeug (~2.6 MB) only when a password is hashed or checked; the worker never does",
     ("broadside/core/addresses.py", "email_validator"):
         "email_validator and idna (~0.5 MB) only when an address is validated; the worker never does",
+    ("broadside/core/addresses.py", "idna"):
+        "idna (~0.3 MB of tables) in the worker only when a domain outside ASCII is sent to",
     ("broadside/mail/rendering.py", "markdown_it"):
         "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
     ("broadside/mail/rendering.py", "css_inline"):

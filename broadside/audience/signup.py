@@ -11,6 +11,7 @@ sign-up form shows the same answer, so it does not reveal who is on the list.
 from __future__ import annotations
 
 import calendar
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -27,6 +28,7 @@ from broadside.audience.subscribers.service import (
 from broadside.campaigns.automations.entering import enter_joined
 from broadside.core.db import rowcount
 from broadside.core.errors import DomainError, NotFound
+from broadside.core.events import record_event
 from broadside.core.models import MailingList, Subscriber, Subscription
 from broadside.core.timeutil import utcnow
 from broadside.delivery.queues import Jobs
@@ -108,8 +110,12 @@ def public_list(session: Session, list_id: int) -> MailingList:
 
 
 def sign_up(session: Session, list_id: int, email: str | None, name: str | None = "", *,
-            links: Links, jobs: Jobs) -> bool:
+            links: Links, jobs: Jobs, warn: Callable[[str], list[str]] | None = None) -> bool:
     """Record a sign-up and mail a confirmation when one is due; True when one was queued.
+
+    `warn(address)`: the owner's warnings about the address (which sending identities cannot
+    reach it: webapp.address_warnings), kept as `address_warning` events on the person's page,
+    never shown to the person signing up (the form's answer is the same whatever happened).
 
     Raises ValidationError for an address that is not valid (safe to show: it says nothing
     about who is subscribed).
@@ -118,6 +124,9 @@ def sign_up(session: Session, list_id: int, email: str | None, name: str | None 
     email = clean_email(email)
     name = clean_name(name)
     subscriber, created = get_or_create_subscriber(session, email, name)
+    for warning in warn(email) if warn is not None and created else []:
+        record_event(session, "address_warning", subscriber_id=subscriber.id, list_id=list_id,
+                     detail=warning[:1000])
     if subscriber.suppression is not None:
         session.commit()
         return False

@@ -45,6 +45,7 @@ from urllib.parse import unquote, urlsplit
 
 from broadside.delivery import smtp_wire
 from broadside.delivery.smtp_connection import close_quietly, open_connection, text
+from broadside.delivery.smtp_envelope import Offers, envelope_lines
 from broadside.delivery.transports import (
     DeliveryError,
     OneByOne,
@@ -79,6 +80,7 @@ class SmtpTransport:
         self._rider_refused: DeliveryError | None = None  # its addresses could not be written
         self.pipelining = pipelining  # used when the server offers it (False: never)
         self.signer = signer  # DKIM: each body signed after its pace, before it is written
+        self.offered_smtputf8: bool | None = None  # what the last `check()` was told
 
     @property
     def description(self) -> str:
@@ -224,7 +226,7 @@ class SmtpTransport:
         rider = b""
         if then is not None and self.follows():  # else it waits for a `start` of its own
             try:
-                rider = smtp_wire.envelope(*then)
+                rider = self._envelope(*then)
             except DeliveryError as refusal:  # an address that cannot be written: kept for its turn
                 self._rider_refused = refusal
             else:
@@ -245,21 +247,21 @@ class SmtpTransport:
                            pace: Pace) -> None:
         """MAIL, RCPT, DATA, each waiting for its reply (a server without PIPELINING). Both
         addresses are checked before MAIL, so a refused one never leaves a transaction open."""
-        smtp_wire.plain_address(mail_from, "mail")
-        smtp_wire.plain_address(rcpt, "rcpt")
+        assert self.conn is not None
+        mail, to = envelope_lines(mail_from, rcpt, self._offers())
         try:
-            code, reply = self._step("mail", lambda: self._command(f"FROM:<{mail_from}>", "mail"))
+            code, reply = self._step("mail", lambda: self._command(mail))
         except DeliveryError:
             if not reused:
                 raise
             # The idle connection was closed by the server; nothing was sent: reconnect once.
             self.conn = self._connect()
             pace()
-            code, reply = self._step("mail", lambda: self._command(f"FROM:<{mail_from}>", "mail"))
+            code, reply = self._step("mail", lambda: self._command(mail))
         if code != 250:
             self._after_refusal(code)
             raise DeliveryError("mail", code, reply)
-        code, reply = self._step("rcpt", lambda: self._command(f"TO:<{rcpt}>", "rcpt"))
+        code, reply = self._step("rcpt", lambda: self._command(to))
         if code not in (250, 251):
             self._after_refusal(code)
             raise DeliveryError("rcpt", code, reply)
@@ -274,7 +276,7 @@ class SmtpTransport:
                             pace: Pace) -> None:
         """MAIL, RCPT and DATA in one write (RFC 2920), then their three replies in order.
         Returns only after a 354 that follows an accepted MAIL and RCPT: the body may go."""
-        group = smtp_wire.envelope(mail_from, rcpt)  # an address is refused before anything is written
+        group = self._envelope(mail_from, rcpt)  # an address is refused before anything is written
         try:
             replies = self._group(group)
         except DeliveryError as error:
@@ -357,13 +359,23 @@ class SmtpTransport:
         return ("the connection to the mail server was lost before the message was sent "
                 f"({network_words(exc, self.description)})")
 
-    def _command(self, argument: str, verb: str) -> tuple[int, bytes]:
-        """MAIL/RCPT with addresses we validated ourselves (smtplib's own quoting re-parses
-        each address, a noticeable cost per message)."""
-        smtp_wire.plain_address(argument, verb)
+    def _command(self, line: bytes) -> tuple[int, bytes]:
+        """MAIL/RCPT as `envelope_lines` wrote them (smtplib's own quoting re-parses each
+        address, a noticeable cost per message, and writes ASCII only)."""
         assert self.conn is not None
-        self.conn.putcmd(verb, argument)
+        self.conn.send(line)
         return self.conn.getreply()
+
+    def _offers(self) -> Offers:
+        assert self.conn is not None
+        return Offers(self.conn.has_extn("smtputf8"), self.conn.has_extn("8bitmime"),
+                      f"the mail server {self.description}")
+
+    def _envelope(self, mail_from: str, rcpt: str) -> bytes:
+        """MAIL, RCPT and DATA as one pipelined group; an address that cannot be written to
+        this server raises (phase mail or rcpt) before anything is."""
+        mail, to = envelope_lines(mail_from, rcpt, self._offers())
+        return mail + to + b"DATA\r\n"
 
     def _after_refusal(self, code: int) -> None:
         if code == 421:
@@ -374,6 +386,7 @@ class SmtpTransport:
     def check(self) -> str:
         """Connect, EHLO, STARTTLS/TLS and AUTH as configured, send nothing (for `doctor`)."""
         conn = self._connect()
+        self.offered_smtputf8 = conn.has_extn("smtputf8")  # for broadside.delivery.identities.international
         try:
             name = text(conn.ehlo_resp or b"").splitlines()[0] if conn.ehlo_resp else self.host
         finally:

@@ -1,6 +1,6 @@
-"""What SMTP writes of a message (broadside.delivery.smtp): the pipelined envelope, the DATA
-payload (dot-stuffed, RFC 5321 4.5.2) and, for an identity that signs, the DKIM-Signature
-prepended to it.
+"""What SMTP writes of a message's body (broadside.delivery.smtp; the envelope's lines are
+broadside.delivery.smtp_envelope's): the DATA payload (dot-stuffed, RFC 5321 4.5.2) and, for
+an identity that signs, the DKIM-Signature prepended to it.
 
 Signing happens on the transport's side, after the pace's wait and its DATA's 354, just before
 the body is written (invariant 2: the message is signed when it is about to leave, not when the
@@ -20,26 +20,6 @@ from broadside.mail.dkim_signing import DkimFailure, DkimSigner
 CRLF = b"\r\n"
 _LINE_STARTING_WITH_DOT = re.compile(rb"\n\.")
 _LINE_STARTING_WITH_TWO_DOTS = re.compile(rb"\n\.\.")
-
-
-def envelope(mail_from: str, rcpt: str) -> bytes:
-    """MAIL, RCPT and DATA as one pipelined group; an address that cannot be written raises
-    (phase mail or rcpt) before anything is."""
-    plain_address(mail_from, "mail")
-    plain_address(rcpt, "rcpt")
-    return f"MAIL FROM:<{mail_from}>\r\nRCPT TO:<{rcpt}>\r\nDATA\r\n".encode("ascii")
-
-
-def plain_address(address: str, verb: str) -> None:
-    """Refused by us before anything is sent (no server was asked): an address with a line
-    break, or with characters outside ASCII, which needs SMTPUTF8 (not supported yet)."""
-    if "\r" in address or "\n" in address or not address.isascii():
-        whose = "recipient's" if verb == "rcpt" else "sender"
-        fix = ("Correct the address on the subscriber's page, or ask them for another one."
-               if verb == "rcpt" else "Change the sender address, then press Resume.")
-        raise DeliveryError(verb, None, f"Broadside did not send it: the {whose} address has "
-                            "a line break or characters outside ASCII, which Broadside cannot "
-                            f"send to yet. {fix}", ours=True)
 
 
 def wire(message: bytes) -> bytes:

@@ -22,6 +22,8 @@ from email.header import Header
 from email.headerregistry import Address
 from email.message import EmailMessage
 
+from broadside.core.addresses import wire_address
+
 
 @dataclass(frozen=True)
 class RenderedEmail:
@@ -78,10 +80,21 @@ _PLAIN_ADDRESS = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9.-]+")
 
 @functools.lru_cache(maxsize=64)
 def _address_header(value: str) -> str:
+    """A From/To value: the domain as its A-label (IDNA 2008: readable by every server), a
+    display name RFC 2047-encoded when not ASCII, and a local part outside ASCII as UTF-8
+    (RFC 6532: such a message goes only to a server that offers SMTPUTF8, which the
+    transports check before anything is sent)."""
     if _PLAIN_ADDRESS.fullmatch(value):
         return value  # the usual To: a bare, already validated address
     name, address = email.utils.parseaddr(value.replace("\r", " ").replace("\n", " "))
-    return email.utils.formataddr((name, address), charset="utf-8") if name else address
+    address = wire_address(address)
+    if not name:
+        return address
+    if address.isascii():
+        return email.utils.formataddr((name, address), charset="utf-8")
+    # formataddr refuses a local part outside ASCII: the name as it writes it, our address.
+    shown = email.utils.formataddr((name, "x@x"), charset="utf-8")
+    return f"{shown[:-len('<x@x>')]}<{address}>"
 
 
 # Quoted-printable works line by line (binascii.b2a_qp with istext: soft breaks, trailing
@@ -177,7 +190,8 @@ def _head(subject: str, from_addr: str, to_addr: str, message_id: str, headers: 
         *(f"{name}: {_header_value(value)}" for name, value in headers.items()),
         f'Content-Type: multipart/alternative; boundary="{boundary}"',
     ]
-    return "\r\n".join(lines).encode("ascii")
+    # ASCII but for a local part outside ASCII (`_address_header`): UTF-8 header text, RFC 6532.
+    return "\r\n".join(lines).encode("utf-8")
 
 
 def check_message(rendered: RenderedEmail, *, from_addr: str, to_addr: str, message_id: str,

@@ -114,7 +114,7 @@ def test_a_rejected_recipient_fails_alone(app, provider):
 
 def test_a_message_that_cannot_be_written_fails_alone_in_a_batch(app, batch_provider):
     """A JSON API gets each message's parts, not the MIME message; a person whose message could
-    not be written (an address with a non-ASCII local part cannot go in a To: header) still
+    not be sent (a non-ASCII local part, which Postmark and Resend do not take: SMTPUTF8) still
     fails alone, as over SMTP, and nothing is sent for them."""
     identity = identity_for(batch_provider)
     people = make_list(db.session, 12, "Readers", domain=DOMAIN)
@@ -132,7 +132,7 @@ def test_a_message_that_cannot_be_written_fails_alone_in_a_batch(app, batch_prov
     assert statuses(broadcast_id) == {"sent": 12, "failed": 1}
     failed = db.session.scalar(select(Delivery).where(Delivery.status == "failed"))
     assert failed.subscriber_id == odd.id
-    assert failed.reason.startswith("Broadside did not send it: the address has characters")
+    assert failed.reason.startswith("Broadside did not send it: this address needs SMTPUTF8")
     assert sorted(a.rcpt for a in batch_provider.accepted) == everyone(12)
 
 

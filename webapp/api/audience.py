@@ -4,7 +4,9 @@ tests/webapp/test_api_audience.py).
 - POST /api/lists {"name"} -> 201 {"id", "name"}
 - GET /api/lists -> 200 [{"id", "name", "counts": {"active", "unconfirmed", "unsubscribed"}}]
 - POST /api/subscribers {"email", "name"?, "lists": [int], "attributes"?, "welcome"?}
-  -> 201 {"id", "email"} (new) or 200 (known address; the lists are added as active).
+  -> 201 {"id", "email", "warnings"} (new) or 200 (known address; the lists are added as
+  active). "warnings": the owner's words when some sending identities cannot reach the
+  address (a local part outside ASCII needs SMTPUTF8), else [].
   "welcome": true enters them into the welcome automations of each list they newly join.
 - GET /api/subscribers/<id>, DELETE /api/subscribers/<id> (erases)
 - POST /api/lists/<id>/import (multipart `file`, `consent`, `welcome`?): a file of at most
@@ -38,6 +40,7 @@ from broadside.audience.subscribers import service as subscribers
 from broadside.audience.transfer import importer
 from broadside.audience.transfer import report as import_report
 from broadside.core.errors import ValidationError
+from webapp.address_warnings import warnings_for
 from webapp.api import bp, json_body
 from webapp.api.inputs import LIST_FIELDS, SUBSCRIBER_FIELDS, null_only_for, takes_query
 from webapp.api.multipart import read_upload
@@ -139,7 +142,8 @@ def api_save_subscriber():
         attributes=data.get("attributes"), list_ids=_int_list(data.get("lists", [])),
         source="api", welcome=_welcome_flag(data),
     )
-    return jsonify(id=subscriber.id, email=subscriber.email), 201 if created else 200
+    return (jsonify(id=subscriber.id, email=subscriber.email,
+                    warnings=warnings_for(subscriber.email)), 201 if created else 200)
 
 
 @bp.route("/subscribers/<int:subscriber_id>", methods=["GET"])

@@ -235,7 +235,7 @@ SUBSCRIBER_PATHS: dict[str, Any] = {
             request=body("SubscriberInput", {"email": "ann@example.com", "name": "Ann",
                                              "lists": [1], "attributes": {"city": "Berlin"}}),
             responses={"201": reply("Created.", "SubscriberSaved",
-                                    {"id": 41, "email": "ann@example.com"}),
+                                    {"id": 41, "email": "ann@example.com", "warnings": []}),
                        "200": reply("Known address, updated.", "SubscriberSaved")},
             errors=("Invalid",)),
     },

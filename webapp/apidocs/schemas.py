@@ -201,7 +201,13 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
             "true: on each list they newly join, they enter its enabled welcome automations "
             "(a person already on the list is not welcomed again).")},
     }, ("email",), closed=False),
-    "SubscriberSaved": obj({"id": ID, "email": {"type": "string"}}),
+    "SubscriberSaved": obj({"id": ID, "email": {"type": "string"}, "warnings": {
+        "type": "array", "items": {"type": "string"},
+        "description": "The owner's words when some sending identities cannot reach this "
+                       "address (a local part outside ASCII needs SMTPUTF8, which a server "
+                       "that did not offer it at its last check, or a provider that does "
+                       "not take it, cannot carry; an SMTP identity never checked is named "
+                       "as not checked yet); empty otherwise."}}),
     "SubscriberPatch": obj({
         "name": {"type": "string", "maxLength": people.MAX_NAME,
                  "description": '"" removes the name.'},

@@ -31,9 +31,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from broadside.core import mailbox_urls
 from broadside.core.transport_urls import secrets_in_url
 from broadside.delivery import account_limit
+from broadside.delivery.identities import international
 from broadside.delivery.identities.service import SendingIdentity, all_identities
 from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.providers.http import ProviderTransport
+from broadside.delivery.smtp import SmtpTransport
 from broadside.delivery.transports import DeliveryError
 from broadside.feedback.mailbox.imap import MailboxError, check_login
 from webapp.doctor.check import CHECK_TIMEOUT_S, Check
@@ -98,6 +100,8 @@ def run(app: Flask, identity: SendingIdentity, *, store: bool = True) -> Transpo
             ok = True
             if isinstance(transport, ProviderTransport) and transport.max_send_rate:
                 _keep_ses_rate(app, url, transport.max_send_rate)
+            if isinstance(transport, SmtpTransport) and transport.offered_smtputf8 is not None:
+                _keep_smtputf8(app, url, transport.offered_smtputf8)
         finally:
             try:
                 transport.close()  # every Transport closes (the protocol says so)
@@ -159,6 +163,15 @@ def _keep_ses_rate(app: Flask, url: str, max_send_rate: float) -> None:
                                           app.config["BROADSIDE_NAMESPACE"], digest, max_send_rate)
     except RedisError:
         pass  # read again by the worker every hour
+
+
+def _keep_smtputf8(app: Flask, url: str, offered: bool) -> None:
+    """Whether its server offered SMTPUTF8 (broadside.delivery.identities.international)."""
+    try:
+        international.record(app.extensions["broadside_redis"], app.config["BROADSIDE_NAMESPACE"],
+                     app.config["SECRET_KEY"], url, offered)
+    except RedisError:
+        pass  # said as "not checked yet"
 
 
 def advice(identity: SendingIdentity, result: TransportCheck) -> str:

@@ -26,6 +26,7 @@ from broadside.campaigns.broadcasts.service import sender_identity
 from broadside.core.logs import url_passwords
 from broadside.core.transport_urls import SMTP_SCHEMES, describe, scheme_of
 from broadside.delivery.eml_folder import OutboxTransport
+from broadside.delivery.identities import international
 from broadside.delivery.providers.factory import make_transport
 from broadside.delivery.smtp import SmtpTransport
 from broadside.delivery.transports import DeliveryError, network_words
@@ -41,6 +42,7 @@ class SmtpCheck:
     at: float  # epoch seconds
     target: str  # scheme://host:port, or "outbox"
     detail: str
+    smtputf8: bool | None = None  # whether the server offered it (not stored with the result)
 
     def as_json(self) -> str:
         return json.dumps({"ok": self.ok, "at": self.at, "target": self.target, "detail": self.detail})
@@ -97,6 +99,7 @@ def run_smtp_check(config: Mapping[str, Any], instance_path: str, mail_from: str
         summary = f"{exc.code} {exc.reply}".strip() if exc.code else exc.reply
         return SmtpCheck(False, time.time(), target, f"{exc.phase}: {summary}"[:300])
     try:
+        offered = conn.has_extn("smtputf8")
         greeting = (conn.ehlo_resp or b"").decode(errors="replace").splitlines()[:1] or [target]
         sender_note = ""
         if mail_from:
@@ -118,7 +121,8 @@ def run_smtp_check(config: Mapping[str, Any], instance_path: str, mail_from: str
         conn.close()
     login = ", login accepted" if transport.username is not None else ""
     return SmtpCheck(True, time.time(), target,
-                     f"{target} answered ({greeting[0][:80]}){login}{sender_note}; nothing sent")
+                     f"{target} answered ({greeting[0][:80]}){login}{sender_note}; nothing sent",
+                     offered)
 
 
 def _provider_check(url: str, instance_path: str, target: str, allow_private: bool) -> SmtpCheck:
@@ -198,6 +202,9 @@ def check_smtp(app: Flask, *, store: bool = True, database_ok: bool = True) -> C
     if store:
         try:
             store_smtp_check(app.extensions["broadside_redis"], app.config["BROADSIDE_NAMESPACE"], result)
+            if result.smtputf8 is not None:  # broadside.delivery.identities.international
+                international.record(app.extensions["broadside_redis"], app.config["BROADSIDE_NAMESPACE"],
+                             app.config["SECRET_KEY"], app.config["SMTP_URL"], result.smtputf8)
         except RedisError:
             pass  # the check itself is what matters; the Redis check reports the outage
     return smtp_check_as_check(result)

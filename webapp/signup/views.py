@@ -11,6 +11,7 @@ from redis.exceptions import RedisError
 from broadside.audience import signup
 from broadside.core.errors import ValidationError
 from webapp import throttle
+from webapp.address_warnings import warnings_for
 from webapp.extensions import csrf, db, get_jobs
 from webapp.forms import after_post
 from webapp.security import public
@@ -67,7 +68,8 @@ def join_post(list_id: int):
     email = request.form.get("email", "")
     name = request.form.get("name", "")
     try:
-        signup.sign_up(db.session, list_id, email, name, links=_links(), jobs=get_jobs())
+        signup.sign_up(db.session, list_id, email, name, links=_links(), jobs=get_jobs(),
+                       warn=warnings_for)
     except ValidationError as exc:
         db.session.rollback()
         return render_template(

@@ -23,6 +23,7 @@ from broadside.audience.transfer import export, importer
 from broadside.audience.transfer import report as import_report
 from broadside.core.errors import DomainError
 from broadside.segments.service import get_segment
+from webapp.address_warnings import identities_without_smtputf8
 from webapp.extensions import db, get_jobs
 from webapp.forms import after_post, place_error
 from webapp.htmx import STOP_POLLING
@@ -130,7 +131,10 @@ def _outcome(state: import_report.Progress) -> dict:
     """What the result says beyond the counts: the blank lines skipped, and the welcome
     series a `welcome` import's people would enter on confirming."""
     record = state.record
-    return {"empty_lines": import_report.empty_lines(db.session, record.id)
+    smtputf8 = import_report.smtputf8_rows(db.session, record.id) if record.warnings else 0
+    return {"smtputf8_rows": smtputf8,
+            "smtputf8_unreachable": identities_without_smtputf8() if smtputf8 else [],
+            "empty_lines": import_report.empty_lines(db.session, record.id)
             if record.empty_rows else [],
             "welcome_series": import_report.welcome_series(db.session, record.list_id)
             if record.welcome else []}

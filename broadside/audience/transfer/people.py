@@ -19,10 +19,14 @@ from dataclasses import dataclass
 
 from broadside.audience.subscribers.service import MAX_ATTRIBUTE_VALUE, MAX_EMAIL, MAX_NAME
 from broadside.audience.transfer.csvfile import ATTRIBUTE_PREFIX, FORMULA_PREFIXES, Header
-from broadside.core.addresses import normalise_email
+from broadside.core.addresses import needs_smtputf8, normalise_email
 from broadside.core.errors import ValidationError
 from broadside.core.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
 
+# A row whose address needs SMTPUTF8 (RFC 6531): imported, with this warning; the report
+# names the sending identities that cannot reach such addresses (report.smtputf8_rows).
+SMTPUTF8_WARNING = ("the address has characters outside ASCII before the @, so it needs "
+                    "SMTPUTF8, which not every sending identity offers")
 
 def unescape_cell(value: str) -> str:
     """The cell as it was before the export's apostrophe (`export.safe_cell`'s reverse)."""
@@ -151,7 +155,7 @@ def validate_record(header: Header, fields: list[str],
     if len(raw_email) > MAX_EMAIL:
         raise ValidationError(f"email address longer than {MAX_EMAIL} characters")
     email = normalise(raw_email)
-    warnings = []
+    warnings = [SMTPUTF8_WARNING] if needs_smtputf8(email) else []
     name_index = header.name_index
     if name_index is None or name_index >= count:
         name = ""

@@ -21,11 +21,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from broadside.audience.transfer.csvfile import HEADER_SNIFF_BYTES, REPORT_COLUMNS
 from broadside.audience.transfer.export import safe_cell
+from broadside.audience.transfer.people import SMTPUTF8_WARNING
 from broadside.campaigns.automations.entering import welcome_automations
 from broadside.core.errors import NotFound
 from broadside.core.models import Import, ImportRejection
@@ -70,6 +71,14 @@ def first_rows(session: Session, import_id: int, kind: str,
                                       ImportRejection.kind == kind)
         .order_by(ImportRejection.line, ImportRejection.id).limit(limit)
     ))
+
+
+def smtputf8_rows(session: Session, import_id: int) -> int:
+    """The imported rows whose address needs SMTPUTF8 (among the warnings kept)."""
+    return session.scalar(
+        select(func.count()).select_from(ImportRejection)
+        .where(ImportRejection.import_id == import_id, ImportRejection.kind == "warning",
+               ImportRejection.reason == SMTPUTF8_WARNING)) or 0
 
 
 def welcome_series(session: Session, list_id: int | None) -> list[str]:

@@ -218,6 +218,38 @@ def suppress_uncommitted(
                            transactional_message_id=transactional_message_id))
 
 
+def suppress_refused(session: Session, subscriber_id: int, *, code: int, reply: str,
+                     message_id: str | None = None) -> bool:
+    """A mail server refused this address when it was sent to (RCPT), in words that name it
+    (jobs.classify `names_recipient`): a hard bounce, as a reported one suppresses. For the
+    worker, which calls it in the transaction that fails the row; the caller commits."""
+    said = f"{code} {reply}".strip()[:500]
+    return _suppress(session, subscriber_id, "bounced",
+                     f"hard bounce: the mail server refused the address when it was sent to "
+                     f"({said})", _Link(message_id=message_id),
+                     {"source": "smtp", "synchronous": True, "smtp_code": code, "reply": said})
+
+
+def count_full_mailbox(session: Session, subscriber_id: int, *, code: int, reply: str,
+                       message_id: str | None = None) -> bool:
+    """A mail server refused this address at RCPT because its mailbox is full: one soft bounce
+    in a row, counted in the database; the SOFT_BOUNCE_LIMIT-th suppresses as `bounced`. For
+    the worker, in the transaction that fails the row; the caller commits. True: suppressed."""
+    session.execute(
+        update(Subscriber).where(Subscriber.id == subscriber_id)
+        .values(soft_bounce_count=Subscriber.soft_bounce_count + 1)
+        .execution_options(synchronize_session=False))
+    count = session.scalar(select(Subscriber.soft_bounce_count)
+                           .where(Subscriber.id == subscriber_id)) or 0
+    said = f"{code} {reply}".strip()[:500]
+    return count >= SOFT_BOUNCE_LIMIT and _suppress(
+        session, subscriber_id, "bounced",
+        f"{count} soft bounces in a row; the last: the mail server refused the address when "
+        f"it was sent to ({said})", _Link(message_id=message_id),
+        {"source": "smtp", "synchronous": True, "smtp_code": code, "reply": said,
+         "soft_bounce_count": count})
+
+
 def lift_suppression(session: Session, subscriber_id: int, note: str = "") -> str:
     """The owner lifts a suppression by hand; returns what it was, and records the note.
 

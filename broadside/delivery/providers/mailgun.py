@@ -27,6 +27,7 @@ from urllib3 import encode_multipart_formdata
 from urllib3.util import make_headers
 
 from broadside.core.transport_urls import options
+from broadside.delivery.providers.addressing import addressed
 from broadside.delivery.providers.http import (
     Answer,
     HttpClient,
@@ -60,6 +61,7 @@ class MailgunTransport(ProviderTransport):
     def description(self) -> str:
         return f"mailgun ({self.domain} at {self._http.base_url})"
 
+    @addressed
     def send_batch(self, items: Sequence[Outgoing], idempotency_key: str,
                    pace: Pace = no_pace) -> list[SendResult | DeliveryError]:
         """One message (`batch_limit` is 1); Mailgun has no idempotency key."""

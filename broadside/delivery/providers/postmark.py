@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from broadside.core.transport_urls import options
+from broadside.delivery.providers.addressing import addressed
 from broadside.delivery.providers.http import (
     MAX_ERROR_WORDS,
     Answer,
@@ -75,6 +76,7 @@ class PostmarkTransport(ProviderTransport):
     def shape(self) -> InBatches:
         return InBatches(self)
 
+    @addressed
     def send_batch(self, items: Sequence[Outgoing], idempotency_key: str,
                    pace: Pace = no_pace) -> list[SendResult | DeliveryError]:
         """One `POST /email/batch`. Postmark has no idempotency key: `idempotency_key` is unused."""

@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from broadside.core.transport_urls import options
+from broadside.delivery.providers.addressing import addressed
 from broadside.delivery.providers.http import (
     MAX_ERROR_WORDS,
     Answer,
@@ -76,6 +77,7 @@ class ResendTransport(ProviderTransport):
     def shape(self) -> InBatches:
         return InBatches(self)
 
+    @addressed
     def send_batch(self, items: Sequence[Outgoing], idempotency_key: str,
                    pace: Pace = no_pace) -> list[SendResult | DeliveryError]:
         """One `POST /emails/batch` carrying `idempotency_key` (none when it is empty)."""

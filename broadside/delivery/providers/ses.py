@@ -60,6 +60,7 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
 )
 
 from broadside.core.transport_urls import endpoint_shown, options
+from broadside.delivery.providers.addressing import addressed
 from broadside.delivery.providers.http import (
     MAX_CONNECT_TIMEOUT,
     MAX_ERROR_WORDS,
@@ -139,6 +140,7 @@ class SesTransport(ProviderTransport):
     def description(self) -> str:
         return f"ses ({self.region}{', ' + self._shown if self._shown else ''})"
 
+    @addressed
     def send_batch(self, items: Sequence[Outgoing], idempotency_key: str,
                    pace: Pace = no_pace) -> list[SendResult | DeliveryError]:
         """One message (`batch_limit` is 1); SES has no idempotency key."""
