@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from broadside.audience.unsubscribe.suppression import count_full_mailbox, suppress_refused
+from broadside.audience.unsubscribe.refusals import count_full_mailbox, suppress_refused
 from broadside.campaigns.broadcasts import ledger
 from broadside.campaigns.broadcasts.ledger import ATTEMPTS_DELTA
 from broadside.core.models import Subscriber

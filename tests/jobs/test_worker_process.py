@@ -54,8 +54,10 @@ def test_sigkill_mid_broadcast_then_restart_finishes_without_duplicates(
     received = assert_no_duplicates(smtp_server)
     result = statuses(broadcast.id)
     assert set(result) <= {"sent", "unknown"}
-    # At most the batch in flight at the kill: about 0.2 s of sends at the 10 ms pace.
-    assert result.get("unknown", 0) <= batch_size_for(pace_limit(0.010))
+    # At most what was in flight at the kill: about 0.2 s of sends at the 10 ms pace, and, when
+    # the kill lands while the next batch is claimed behind the previous batch's last verdict
+    # (invariant 4), that one message more.
+    assert result.get("unknown", 0) <= batch_size_for(pace_limit(0.010)) + 1
     assert result["sent"] + result.get("unknown", 0) == 120
     assert result["sent"] <= len(received)  # every sent row was really received
     assert counters(broadcast.id) == result

@@ -2,7 +2,7 @@
 that bounced hard or drew a complaint gets one `ReputationMark` (UNIQUE per message and kind)
 naming the identity it went out through and when it was sent.
 
-Called by `suppression._suppress`, the one writer of `Subscriber.suppression`, whenever a
+Called by `suppression.suppress_linked`, the one writer of `Subscriber.suppression`, whenever a
 suppression as `bounced` (a hard bounce, not the third soft one) or `complained` names the
 message it is about (a delivery, an automation message or a transactional message). So every
 source of bounces counts the same way: a provider's webhook, SES's notifications, a refusal at

@@ -61,7 +61,7 @@ class BounceOutcome:
 
 
 @dataclass(frozen=True)
-class _Link:
+class Link:
     """Where a provider's event came from, found by Message-ID or the provider's id."""
 
     message_id: str | None = None
@@ -94,12 +94,12 @@ def message_id_forms(message_ids: Iterable[str | None]) -> list[str]:
 
 def _link(
     session: Session, subscriber_id: int, email: str, message_ids: Iterable[str | None]
-) -> _Link:
+) -> Link:
     # Our Message-ID or the provider's own id for the message (`provider_message_id`, what
     # its API answered): a provider's report may name either.
     forms = message_id_forms(message_ids)
     if not forms:
-        return _Link()
+        return Link()
     # A delivery's Message-ID is not stored: ours names its row (broadside.mail.message_refs).
     named = [row_id for kind, row_id in filter(None, map(row_of, forms)) if kind == "delivery"]
     delivery = session.execute(
@@ -112,7 +112,7 @@ def _link(
         .limit(1)
     ).first()
     if delivery is not None:
-        return _Link(delivery_message_id(delivery.id, delivery.broadcast_id,
+        return Link(delivery_message_id(delivery.id, delivery.broadcast_id,
                                          delivery.from_email or ""),
                      delivery.id, delivery.broadcast_id, delivery.list_id)
     message = session.execute(
@@ -128,7 +128,7 @@ def _link(
         .limit(1)
     ).first()
     if message is not None:
-        return _Link(message.message_id, broadcast_id=message.broadcast_id,
+        return Link(message.message_id, broadcast_id=message.broadcast_id,
                      transactional_message_id=message.id)
     # An automation's message: by the id our Message-ID names or the provider's id (indexed).
     named = [row_id for kind, row_id in filter(None, map(row_of, forms))
@@ -142,15 +142,15 @@ def _link(
         .limit(1)
     ).first()
     if automated is not None:
-        return _Link(forms[0], list_id=automated.list_id, automation_message_id=automated.id)
-    return _Link(message_id=forms[0])
+        return Link(forms[0], list_id=automated.list_id, automation_message_id=automated.id)
+    return Link(message_id=forms[0])
 
 
-def _suppress(
-    session: Session, subscriber_id: int, kind: str, detail: str, link: _Link | None = None,
+def suppress_linked(
+    session: Session, subscriber_id: int, kind: str, detail: str, link: Link | None = None,
     data: dict[str, Any] | None = None, *, hard: bool = True,
 ) -> bool:
-    link = link or _Link()
+    link = link or Link()
     weaker = [k for k, rank in _RANK.items() if rank < _RANK[kind]]
     result = session.execute(
         update(Subscriber)
@@ -212,42 +212,10 @@ def suppress_uncommitted(
     detail = (detail or "").strip()[:MAX_DETAIL_LENGTH]
     if not detail and kind == "blocked":
         detail = OWNER_BLOCK_DETAIL
-    return _suppress(session, subscriber_id, kind, detail,
-                     _Link(delivery_id=delivery_id, broadcast_id=broadcast_id,
+    return suppress_linked(session, subscriber_id, kind, detail,
+                     Link(delivery_id=delivery_id, broadcast_id=broadcast_id,
                            automation_message_id=automation_message_id,
                            transactional_message_id=transactional_message_id))
-
-
-def suppress_refused(session: Session, subscriber_id: int, *, code: int, reply: str,
-                     message_id: str | None = None) -> bool:
-    """A mail server refused this address when it was sent to (RCPT), in words that name it
-    (jobs.classify `names_recipient`): a hard bounce, as a reported one suppresses. For the
-    worker, which calls it in the transaction that fails the row; the caller commits."""
-    said = f"{code} {reply}".strip()[:500]
-    return _suppress(session, subscriber_id, "bounced",
-                     f"hard bounce: the mail server refused the address when it was sent to "
-                     f"({said})", _Link(message_id=message_id),
-                     {"source": "smtp", "synchronous": True, "smtp_code": code, "reply": said})
-
-
-def count_full_mailbox(session: Session, subscriber_id: int, *, code: int, reply: str,
-                       message_id: str | None = None) -> bool:
-    """A mail server refused this address at RCPT because its mailbox is full: one soft bounce
-    in a row, counted in the database; the SOFT_BOUNCE_LIMIT-th suppresses as `bounced`. For
-    the worker, in the transaction that fails the row; the caller commits. True: suppressed."""
-    session.execute(
-        update(Subscriber).where(Subscriber.id == subscriber_id)
-        .values(soft_bounce_count=Subscriber.soft_bounce_count + 1)
-        .execution_options(synchronize_session=False))
-    count = session.scalar(select(Subscriber.soft_bounce_count)
-                           .where(Subscriber.id == subscriber_id)) or 0
-    said = f"{code} {reply}".strip()[:500]
-    return count >= SOFT_BOUNCE_LIMIT and _suppress(
-        session, subscriber_id, "bounced",
-        f"{count} soft bounces in a row; the last: the mail server refused the address when "
-        f"it was sent to ({said})", _Link(message_id=message_id),
-        {"source": "smtp", "synchronous": True, "smtp_code": code, "reply": said,
-         "soft_bounce_count": count})
 
 
 def lift_suppression(session: Session, subscriber_id: int, note: str = "") -> str:
@@ -290,7 +258,7 @@ def lift_suppression(session: Session, subscriber_id: int, note: str = "") -> st
     return row.suppression
 
 
-def _event_data(link: _Link, source: str, **extra: Any) -> dict[str, Any]:
+def _event_data(link: Link, source: str, **extra: Any) -> dict[str, Any]:
     data = {"source": source, "message_id": link.message_id, **extra}
     if link.transactional_message_id is not None:
         data["transactional_message_id"] = link.transactional_message_id
@@ -299,7 +267,7 @@ def _event_data(link: _Link, source: str, **extra: Any) -> dict[str, Any]:
 
 def _provider_event(session: Session, kind: str, summary: str, email: str,
                     message_ids: Iterable[str | None], detail: str, source: str,
-                    **data: Any) -> tuple[int, _Link] | None:
+                    **data: Any) -> tuple[int, Link] | None:
     """The subscriber a provider's report is about, and its evidence row linked to what was
     sent to them; None (nothing written) when the address is unknown."""
     found = _subscriber_id_for(session, email)
@@ -343,7 +311,7 @@ def record_bounce_uncommitted(
         return None
     subscriber_id, link = found
     if bounce_type == "hard":
-        suppressed = _suppress(session, subscriber_id, "bounced",
+        suppressed = suppress_linked(session, subscriber_id, "bounced",
                                f"hard bounce: {detail}" if detail else "hard bounce", link)
     else:
         # Counted in the database, not read-then-written: concurrent webhooks both count.
@@ -355,7 +323,7 @@ def record_bounce_uncommitted(
         )
     count = session.scalar(select(Subscriber.soft_bounce_count).where(Subscriber.id == subscriber_id)) or 0
     if bounce_type == "soft":
-        suppressed = count >= SOFT_BOUNCE_LIMIT and _suppress(
+        suppressed = count >= SOFT_BOUNCE_LIMIT and suppress_linked(
             session, subscriber_id, "bounced",
             f"{count} soft bounces in a row" + (f"; the last: {detail}" if detail else ""),
             link, {"soft_bounce_count": count}, hard=False,
@@ -385,7 +353,7 @@ def record_complaint_uncommitted(
     if found is None:
         return None
     subscriber_id, link = found
-    suppressed = _suppress(session, subscriber_id, "complained",
+    suppressed = suppress_linked(session, subscriber_id, "complained",
                            f"spam complaint: {detail}" if detail else "spam complaint", link)
     count = session.scalar(
         select(Subscriber.soft_bounce_count).where(Subscriber.id == subscriber_id)
