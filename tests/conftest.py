@@ -266,6 +266,48 @@ def api_headers(app, owner) -> dict[str, str]:
     return {"Authorization": f"Bearer {plain}"}
 
 
+@pytest.fixture
+def make_person(app, owner_password_hash):
+    """make_person(role, email=None, name=""): a person of that role who signs in with
+    OWNER_PASSWORD (stored as the owner fixture is, with the run's cheap hash)."""
+    def make(role: str, email: str | None = None, name: str = "") -> Owner:
+        person = Owner(email=email or f"{role}@example.com", password_hash=owner_password_hash,
+                       role=role, name=name)
+        db.session.add(person)
+        db.session.commit()
+        return person
+    return make
+
+
+@pytest.fixture
+def sign_in_as(app, make_person):
+    """sign_in_as(role, email=None): a new test client signed in, through the real login
+    form, as a new person of that role (the person is `client.person`)."""
+    def sign_in(role: str, email: str | None = None):
+        person = make_person(role, email)
+        client = app.test_client()
+        page = client.get("/login")
+        response = client.post("/login", data={"email": person.email, "password": OWNER_PASSWORD,
+                                                "csrf_token": csrf_token_from(page.text)})
+        assert response.status_code == 302, response.text
+        client.person = person
+        return client
+    return sign_in
+
+
+@pytest.fixture
+def token_headers_as(app, make_person):
+    """token_headers_as(role, read_only=False, email=None): API headers with a new token of a
+    new person of that role."""
+    from broadside.core.accounts import create_token
+
+    def headers(role: str, read_only: bool = False, email: str | None = None) -> dict[str, str]:
+        person = make_person(role, email)
+        _, plain = create_token(db.session, person.id, f"{role} token", read_only=read_only)
+        return {"Authorization": f"Bearer {plain}"}
+    return headers
+
+
 # ---------------------------------------------------------------- SMTP
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ from webapp.extensions import db
 
 owner_cli = AppGroup("owner", help="Manage owner accounts.")
 tokens_cli = AppGroup("tokens", help="Manage API tokens.")
+users_cli = AppGroup("users", help="Manage the people who sign in, and their roles.")
 
 
 @owner_cli.command("create")
@@ -99,6 +100,7 @@ def tokens_revoke(token_id: int) -> None:
 def register_cli(app: Flask) -> None:
     app.cli.add_command(owner_cli)
     app.cli.add_command(tokens_cli)
+    app.cli.add_command(users_cli)
 
     # `flask --app webapp worker` comes from the `jobs` package itself, through pyproject's
     # `flask.commands` entry point: the web side never imports the worker.

@@ -1,8 +1,10 @@
 """Default-deny access control and the security headers sent with every response.
 
-Every endpoint needs a signed-in owner unless its view is marked `@public` (login, the
+Every endpoint needs a signed-in person unless its view is marked `@public` (login, the
 unsubscribe pages, webhooks, health) or it belongs to the API, which authenticates by bearer
-token instead. A new route therefore cannot forget to require login.
+token instead; and the person's role must hold the permission the route declares
+(webapp/permissions.py; a route declaring nothing is refused to all). A new route therefore
+cannot forget to require login, nor say who may use it.
 
 Signing in and out go through `sign_in` and `sign_out` here, never Flask-Login's own
 functions: a session names its owner and the `session_epoch` it was opened in
@@ -18,18 +20,18 @@ them) counts as signed out.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TypeVar
 
-from flask import Flask, Response, current_app, g, redirect, session, url_for
+from flask import Flask, Response, current_app, g, redirect, render_template, session, url_for
 from flask_login import current_user, login_user, logout_user
 
-from broadside.core import accounts, owner_sessions
+from broadside.core import accounts, owner_sessions, roles
 from broadside.core.models import Owner
 from webapp.extensions import db, login_manager
 from webapp.htmx import make_response, request
+from webapp.permissions import PUBLIC, can, permission_for, public
 
-F = TypeVar("F", bound=Callable)
+__all__ = ["public", "sign_in", "sign_out", "is_public_endpoint", "install_security", "forbidden"]
+
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; "
@@ -61,22 +63,31 @@ def sign_out() -> None:
     session.clear()
 
 
-def public(view: F) -> F:
-    """Mark a view as reachable without signing in."""
-    view.broadside_public = True  # type: ignore[attr-defined]
-    return view
-
-
 def is_public_endpoint(app: Flask, endpoint: str | None) -> bool:
     if endpoint is None or endpoint == "static":
         return True
     if endpoint.startswith("api."):
         return True  # the API authenticates every request with a bearer token instead
-    view = app.view_functions.get(endpoint)
-    return bool(getattr(view, "broadside_public", False))
+    return permission_for(app, endpoint, "GET") == PUBLIC
+
+
+def forbidden(needed: str | None, role: str) -> Response:
+    """The answer to a person whose role does not allow this: 403, nothing changed; a page
+    that says what it needs and who holds it, or a line for htmx to show."""
+    if needed is None:
+        message = "This page does not say who may use it, so nobody may. Please report it."
+    else:
+        holders = ", ".join(roles.LABELS[r].lower() for r in roles.roles_with(needed))
+        message = (f"Your role ({roles.LABELS.get(role, role).lower()}) does not allow this. "
+                   f"It needs one of: {holders}. Ask an owner if you need it.")
+    if request.htmx:
+        return make_response(render_template("_forbidden.html", message=message), 403,
+                             retarget="#main", reswap="afterbegin")
+    return make_response(render_template("error.html", status=403, message=message), 403)
 
 
 def install_security(app: Flask) -> None:
+    app.jinja_env.globals["can"] = can  # templates show a button only to who may press it
     login_manager.login_view = "auth.login"
     login_manager.login_message = "Please sign in to continue."
     login_manager.login_message_category = "info"
@@ -111,6 +122,12 @@ def install_security(app: Flask) -> None:
             pending = g.pop("owner_session_seen", None)
             if pending is not None:
                 owner_sessions.seen(db.session, *pending)
+            needed = permission_for(app, request.endpoint, request.method)
+            if needed is None or not can(needed):
+                if needed is None:
+                    app.logger.error("route %s declares no permission: refused",
+                                     request.endpoint)
+                return forbidden(needed, current_user.role)
             return None
         if request.htmx:
             # An expired session during an HTMX poll: send the whole page to the login form.

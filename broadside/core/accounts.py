@@ -211,6 +211,11 @@ def find_active_token(session: Session, plain: str) -> ApiToken | None:
     )
 
 
+def person_of_token(session: Session, token: ApiToken) -> Owner | None:
+    """Whose the token is (a token of a removed person is deleted with them)."""
+    return session.get(Owner, token.owner_id)
+
+
 def touch_token(session: Session, token_id: int) -> None:
     session.execute(update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=utcnow()))
     session.commit()

@@ -47,3 +47,9 @@ class NotFound(DomainError):
 
 class Conflict(DomainError):
     status_code = 409
+
+
+class Forbidden(DomainError):
+    """The person's role (or their token's) does not allow this; nothing was changed."""
+
+    status_code = 403

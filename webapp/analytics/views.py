@@ -48,16 +48,19 @@ from broadside.campaigns.analytics.report import broadcast_report
 from broadside.campaigns.analytics.rewrite import draft_links_with_fields
 from broadside.campaigns.analytics.tokens import BadToken, TrackingTokens
 from broadside.campaigns.broadcasts import service as broadcasts
+from broadside.core import roles
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from webapp.analytics.chart import chart
 from webapp.broadcasts.sending_views import _render_confirm
 from webapp.extensions import db
 from webapp.htmx import request
 from webapp.lists.views import _render_show
+from webapp.permissions import defaults
 from webapp.security import public
 from webapp.settings.views import _render as _render_settings
 
 bp = Blueprint("analytics", __name__)
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)
 
 # A transparent 1x1 GIF (43 bytes).
 PIXEL = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")

@@ -1,5 +1,10 @@
 """The JSON API under `/api`: bearer tokens only, never the session cookie, no CSRF.
 
+A token belongs to a person and carries at most their role (a read-only one at most a
+viewer's): each route's declared permission (webapp/permissions.py; the blueprint's default is
+`view` to read and `manage` to change) is checked against it after the token, a 403 naming
+what it needs when the token's person may not.
+
 Feature modules add their routes to `bp` (see `webapp/api/*.py`).
 """
 
@@ -9,11 +14,12 @@ from typing import Any
 
 from flask import Blueprint, current_app, g, jsonify, request
 
-from broadside.core import accounts
+from broadside.core import accounts, roles
 from broadside.core.errors import ValidationError
 from broadside.core.json_input import json_within, refuse_unstorable
 from webapp.api.inputs import check_query_parameters, whole_numbers
 from webapp.extensions import csrf, db
+from webapp.permissions import defaults, permission_for
 from webapp.text_input import refuse_unstorable_text
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -21,6 +27,7 @@ bp = Blueprint("api", __name__, url_prefix="/api")
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
 MAX_NESTING = 32  # arrays and objects in a request body (a segment's deepest rules use 12)
 csrf.exempt(bp)
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)
 
 
 @bp.before_request
@@ -38,7 +45,19 @@ def authenticate_bearer():
                                  "Create a full token in Settings to change things.")
         response.status_code = 403
         return response
+    person = accounts.person_of_token(db.session, token)
+    granted = roles.permissions_of(person.role if person else "", token=True,
+                                   read_only=token.read_only)
+    needed = permission_for(current_app, request.endpoint, request.method)
+    if needed is None or needed not in granted:
+        role = roles.LABELS.get(person.role, "nobody").lower() if person else "nobody"
+        holders = ", ".join(roles.LABELS[r].lower() for r in roles.roles_with(needed or ""))
+        response = jsonify(error=f"This token's person is a {role}, which may not do this"
+                                 + (f": it needs one of {holders}." if holders else "."))
+        response.status_code = 403
+        return response
     g.api_token = token
+    g.broadside_granted = granted
     accounts.touch_token(db.session, token.id)
     return None
 

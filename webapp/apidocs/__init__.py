@@ -4,4 +4,8 @@ which `webapp.create_app` imports."""
 
 from flask import Blueprint
 
+from broadside.core import roles
+from webapp.permissions import defaults
+
 bp = Blueprint("apidocs", __name__)
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)

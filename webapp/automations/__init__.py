@@ -4,4 +4,8 @@ broadcast editor's preview and test send), enable, disable and delete. Routes ar
 
 from flask import Blueprint
 
+from broadside.core import roles
+from webapp.permissions import defaults
+
 bp = Blueprint("automations", __name__, url_prefix="/automations")
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)

@@ -6,14 +6,17 @@ from flask import Blueprint, render_template
 
 from broadside.campaigns.automations import messages as automations
 from broadside.campaigns.broadcasts.queries import recent_broadcasts
+from broadside.core import roles
 from broadside.webhooks import endpoints as webhook_endpoints
 from webapp.dashboard.home import home_overview
 from webapp.extensions import db
 from webapp.htmx import STOP_POLLING, make_response, request
+from webapp.permissions import defaults
 from webapp.readiness import sending_readiness
 from webapp.templating import owner_zone
 
 bp = Blueprint("dashboard", __name__)
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)
 ACTIVE = ("queued", "sending")
 
 

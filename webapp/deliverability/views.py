@@ -14,6 +14,7 @@ from flask import Blueprint, current_app, flash, render_template, url_for
 from flask_wtf import FlaskForm
 from wtforms import StringField
 
+from broadside.core import roles
 from broadside.core.site_settings import SettingsError, get_settings, update_reputation_lines
 from broadside.delivery.identities import service as identities
 from broadside.feedback.reputation.figures import WINDOW
@@ -22,9 +23,11 @@ from broadside.feedback.reputation.report import identity_report
 from webapp.deliverability.chart import rate_chart
 from webapp.extensions import db
 from webapp.forms import after_post
+from webapp.permissions import defaults
 from webapp.templating import owner_zone
 
 bp = Blueprint("deliverability", __name__, url_prefix="/deliverability")
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)
 
 
 def _percent_field(label: str, help_text: str) -> StringField:

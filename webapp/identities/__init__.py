@@ -8,4 +8,8 @@ share, is `webapp.doctor.identities`; each identity's DNS checks (SPF, DKIM, DMA
 
 from flask import Blueprint
 
+from broadside.core import roles
+from webapp.permissions import defaults
+
 bp = Blueprint("identities", __name__, url_prefix="/settings/identities")
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)

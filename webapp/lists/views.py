@@ -8,11 +8,14 @@ from wtforms import BooleanField, StringField, TextAreaField
 from wtforms.validators import DataRequired, Length
 
 from broadside.audience import lists
+from broadside.core import roles
 from broadside.core.errors import Conflict, DomainError, NotFound
 from webapp.extensions import db
 from webapp.forms import after_post, place_error
+from webapp.permissions import defaults
 
 bp = Blueprint("lists", __name__, url_prefix="/lists")
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)
 
 
 class ListForm(FlaskForm):

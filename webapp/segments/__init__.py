@@ -4,4 +4,8 @@ which `webapp.create_app` imports."""
 
 from flask import Blueprint
 
+from broadside.core import roles
+from webapp.permissions import defaults
+
 bp = Blueprint("segments", __name__, url_prefix="/segments")
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)

@@ -12,7 +12,7 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, Optional
 
 from broadside.campaigns.automations import refreeze
-from broadside.core import accounts
+from broadside.core import accounts, roles
 from broadside.core.errors import DomainError, ValidationError
 from broadside.core.site_settings import (
     SettingsError,
@@ -25,8 +25,10 @@ from broadside.core.site_settings import (
 )
 from webapp.extensions import db
 from webapp.forms import after_post, keep_for_one_read, place_error, read_once
+from webapp.permissions import defaults
 
 bp = Blueprint("settings", __name__, url_prefix="/settings")
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)
 
 
 def _time_zone_choices() -> dict[str, list[tuple[str, str]]]:

@@ -4,4 +4,8 @@ blueprint, and `webapp.create_app` imports all three."""
 
 from flask import Blueprint
 
+from broadside.core import roles
+from webapp.permissions import defaults
+
 bp = Blueprint("subscribers", __name__, url_prefix="/subscribers")
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)

@@ -15,15 +15,18 @@ from flask import (
 )
 from flask_wtf import FlaskForm
 
+from broadside.core import roles
 from broadside.core.errors import DomainError, NotFound
 from broadside.delivery.eml_folder import outbox_folder, read_outbox_message
 from broadside.delivery.hourly_reset import reset_hourly_cap
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_redis
 from webapp.htmx import make_response, request
+from webapp.permissions import defaults
 from webapp.system import overview
 
 bp = Blueprint("system", __name__, url_prefix="/system")
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)
 
 
 class EmptyForm(FlaskForm):

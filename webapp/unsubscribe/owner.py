@@ -17,12 +17,15 @@ from wtforms.validators import Length
 
 from broadside.audience.unsubscribe import departures, service
 from broadside.audience.unsubscribe.suppression import MAX_NOTE_LENGTH
+from broadside.core import roles
 from broadside.core.errors import DomainError, NotFound
 from broadside.core.models import Subscriber
 from webapp.extensions import db
 from webapp.params import int_arg
+from webapp.permissions import defaults
 
 bp = Blueprint("suppression", __name__)
+defaults(bp, read=roles.VIEW, change=roles.MANAGE)
 
 
 class LiftForm(FlaskForm):

@@ -1,6 +1,13 @@
 """The schema. Every change goes through a Flask-Migrate revision under `migrations/`."""
 
-from broadside.core.models.accounts import ApiToken, Owner, OwnerSession, SiteSettings
+from broadside.core.models.accounts import (
+    ApiToken,
+    Invitation,
+    Owner,
+    OwnerSession,
+    RecoveryCode,
+    SiteSettings,
+)
 from broadside.core.models.analytics import PersonActivity, TrackedLink, TrackingDay
 from broadside.core.models.archive import ArchivedIssue
 from broadside.core.models.audience import (
@@ -11,6 +18,7 @@ from broadside.core.models.audience import (
     Subscriber,
     Subscription,
 )
+from broadside.core.models.audit import AuditEntry
 from broadside.core.models.automations import (
     Automation,
     AutomationEntry,
@@ -31,6 +39,7 @@ from broadside.core.models.webhooks import WebhookEndpoint, WebhookMessage
 __all__ = [
     "ApiToken",
     "ArchivedIssue",
+    "AuditEntry",
     "Automation",
     "AutomationEntry",
     "AutomationMessage",
@@ -45,12 +54,14 @@ __all__ = [
     "Event",
     "Identity",
     "Import",
+    "Invitation",
     "ImportRejection",
     "MailboxMessage",
     "MailingList",
     "Owner",
     "OwnerSession",
     "PersonActivity",
+    "RecoveryCode",
     "ReputationMark",
     "ReputationPause",
     "Revision",

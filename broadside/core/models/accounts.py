@@ -1,11 +1,12 @@
-"""Owners (the people who sign in), their API tokens, and the installation's settings."""
+"""The people who sign in (`Owner`: a person of any role), their sessions, invitations,
+recovery codes and API tokens, and the installation's settings."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Float, ForeignKey, String, Text, false
+from sqlalchemy import JSON, BigInteger, CheckConstraint, Float, ForeignKey, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.core.db import Model
@@ -13,16 +14,33 @@ from broadside.core.timeutil import utcnow
 
 
 class Owner(Model):
-    """An owner account. The members below the columns are what Flask-Login asks of a
-    signed-in user (written out rather than inherited, so the domain does not import the web's
-    login)."""
+    """A person who signs in, with one of the five roles (broadside.core.roles; the table kept
+    its first name, `owners`, from when everyone was an owner). The members below the columns
+    are what Flask-Login asks of a signed-in user (written out rather than inherited, so the
+    domain does not import the web's login)."""
 
     __tablename__ = "owners"
+    __table_args__ = (
+        CheckConstraint("role IN ('owner', 'admin', 'sender', 'writer', 'viewer')",
+                        name="role"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     email: Mapped[str] = mapped_column(String(320), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # What the person may do (broadside.core.roles.PERMISSIONS); everyone who signed in before
+    # teams existed was an owner, and stays one.
+    role: Mapped[str] = mapped_column(String(16), default="owner", server_default="owner")
+    # The name they gave when they accepted their invitation ("" for those made before).
+    name: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    # Two-factor sign-in (TOTP, RFC 6238): the base32 secret, set at enrolment and kept while
+    # unconfirmed; `totp_enabled_at` set once a first code confirmed it. `totp_last_step` is the
+    # time step of the last code accepted: a code of that step or an earlier one is refused,
+    # so one code signs in once (a guarded UPDATE moves it forward only).
+    totp_secret: Mapped[str | None] = mapped_column(String(64))
+    totp_enabled_at: Mapped[datetime | None]
+    totp_last_step: Mapped[int | None] = mapped_column(BigInteger)
     # One more at every password change (written only by broadside.core.accounts.set_password).
     # A session carries the epoch it was opened in (`get_id`) and counts only while it is
     # still the owner's, so a new password signs every other session out; a reset link is
@@ -55,10 +73,49 @@ class OwnerSession(Model):
     # Moved on at most every few minutes (a write per page would cost SQLite a lock each
     # time); a session idle longer than the cookie can live is ended.
     last_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # What Settings -> Security shows of it: the browser's User-Agent (cut to 300 characters)
+    # and the network it signed in from (an IPv4 /24 or an IPv6 /48: an approximate place,
+    # never the whole address).
+    user_agent: Mapped[str] = mapped_column(String(300), default="", server_default="")
+    network: Mapped[str] = mapped_column(String(64), default="", server_default="")
+
+
+class Invitation(Model):
+    """An invitation to join with a role: a single-use link valid 72 hours, mailed through the
+    transactional stream. Only the SHA-256 of its token is kept."""
+
+    __tablename__ = "invitations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(320), index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    invited_by: Mapped[int | None]  # a person's id; no FOREIGN KEY: the inviter may leave
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    # Set once, by a guarded UPDATE (`accepted_at IS NULL AND revoked_at IS NULL`): of two
+    # uses of one link, one wins.
+    accepted_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+
+class RecoveryCode(Model):
+    """One of a person's ten single-use recovery codes for two-factor sign-in, stored hashed;
+    used once (`used_at`, a guarded UPDATE)."""
+
+    __tablename__ = "recovery_codes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
+    code_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    used_at: Mapped[datetime | None]
 
 
 class ApiToken(Model):
-    """A bearer token for `/api/...`; only its SHA-256 is stored."""
+    """A bearer token for `/api/...`; only its SHA-256 is stored. It belongs to a person and
+    carries at most their role (read-only: at most a viewer's); removing the person deletes
+    it (the cascade)."""
 
     __tablename__ = "api_tokens"
 
@@ -126,3 +183,8 @@ class SiteSettings(Model):
     complaint_limit_pct: Mapped[float] = mapped_column(Float, default=0.3, server_default="0.3")
     bounce_warning_pct: Mapped[float] = mapped_column(Float, default=2.0, server_default="2.0")
     bounce_limit_pct: Mapped[float] = mapped_column(Float, default=5.0, server_default="5.0")
+    # Settings -> Security (owners only): everyone must sign in with a second factor (those
+    # without one are sent to enrol after their password); and how long a session may sit
+    # unused before it ends, in hours.
+    require_two_factor: Mapped[bool] = mapped_column(default=False, server_default=false())
+    session_idle_hours: Mapped[int] = mapped_column(default=24 * 31, server_default="744")

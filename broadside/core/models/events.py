@@ -62,3 +62,8 @@ class Event(Model):
     )
     detail: Mapped[str] = mapped_column(Text, default="")
     data: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Who caused it, when a person (a page) or an API token did (broadside.core.actors): NULL
+    # for the worker, a subscriber's own click, a provider's webhook. No FOREIGN KEY: the
+    # person or token may be removed, and the evidence stays.
+    actor_person_id: Mapped[int | None]
+    actor_token_id: Mapped[int | None]
