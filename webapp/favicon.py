@@ -22,7 +22,7 @@ DAY = 24 * 3600
 
 
 @bp.route("/favicon.ico")
-@public
+@public("Broadside's icon where browsers look for one: a file, no session read, no cookie")
 def icon() -> Response:
     # Read whole (under 2 KB): no file handle outlives the request.
     data = (Path(current_app.static_folder or "") / "favicon.ico").read_bytes()

@@ -9,17 +9,24 @@ forget. The permissions and which role holds which: broadside.core.roles.
 
 `permission_for` is the one reader of the declarations, used by the check before every
 request (webapp/security.py for pages, webapp/api for tokens) and by `can` in templates.
+
+One rule is finer than a route: a test send. Whoever may send (`send`) tests any address;
+anyone else with `write` (a writer) only their own, checked by `own_address_only` before the
+test is queued (the broadcast editor, an automation step's editor, the API's test send).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from flask import Blueprint, Flask, g
 from flask_login import current_user
 
-from broadside.core import roles
+from broadside.core import accounts, roles
+from broadside.core.addresses import normalise_email
+from broadside.core.errors import ValidationError
+from webapp.extensions import db
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -28,19 +35,23 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 DECLARABLE = frozenset(roles.PERMISSIONS) | {PUBLIC}
 
 
-@overload
-def public(reason: str) -> Callable[[F], F]: ...
-@overload
-def public(reason: F) -> F: ...
-def public(reason: Any) -> Any:
-    """Mark a view as reachable without signing in: `@public("why it may be")`."""
-    def mark(view: F, why: str) -> F:
+def public(reason: str) -> Callable[[F], F]:
+    """Mark a view as reachable without signing in, saying why: `@public("why it may be")`.
+    The reason is required (a bare `@public` fails at import), and the public routes are a
+    reviewed list (tests/reliability/test_security.py): making one public is a decision."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise TypeError('@public needs its reason: @public("why anybody may use this")')
+
+    def mark(view: F) -> F:
         view.broadside_public = True  # type: ignore[attr-defined]
-        view.broadside_public_reason = why  # type: ignore[attr-defined]
+        view.broadside_public_reason = reason.strip()  # type: ignore[attr-defined]
         return view
-    if callable(reason):
-        return mark(reason, "")
-    return lambda view: mark(view, str(reason))
+    return mark
+
+
+def public_reason(app: Flask, endpoint: str) -> str:
+    """Why `endpoint` is public ("" when it is not, or declares no reason)."""
+    return str(getattr(app.view_functions.get(endpoint), "broadside_public_reason", ""))
 
 
 def allow(permission: str | None = None, *, read: str | None = None,
@@ -102,3 +113,28 @@ def granted() -> frozenset[str]:
 def can(permission: str) -> bool:
     """For templates: show a button only to those who may press it."""
     return permission in granted()
+
+
+def acting_email() -> str:
+    """The address of whoever makes this request: the signed-in person, or the API token's."""
+    token = g.get("api_token")
+    if token is not None:
+        person = accounts.person_of_token(db.session, token)
+        return person.email if person is not None else ""
+    return str(current_user.email) if current_user.is_authenticated else ""
+
+
+def own_address_only(address: str, *, field: str) -> None:
+    """A test send's address, by role: anyone who may send (`send`) tests any address; anyone
+    else only their own (a ValidationError under `field`, before anything is queued)."""
+    if roles.SEND in granted():
+        return
+    own = acting_email()
+    try:
+        typed = normalise_email(address or "")
+    except ValidationError:
+        typed = None
+    if not own or typed != own:
+        raise ValidationError(
+            f"You may send a test only to your own address ({own}): sending to any other "
+            "address needs a sender, admin or owner.", field=field)

@@ -55,7 +55,7 @@ from webapp.broadcasts.sending_views import _render_confirm
 from webapp.extensions import db
 from webapp.htmx import request
 from webapp.lists.views import _render_show
-from webapp.permissions import defaults
+from webapp.permissions import allow, defaults
 from webapp.security import public
 from webapp.settings.views import _render as _render_settings
 
@@ -81,7 +81,7 @@ def _repeats() -> Repeats:
 
 
 @bp.route("/t/o/<token>.gif")
-@public
+@public("a tracked email's 1x1 image: the signed token names the copy; GET only, a counter, no cookie")
 def pixel(token: str):
     try:
         claim = _tokens().read_open(token)
@@ -98,7 +98,8 @@ def pixel(token: str):
 
 
 @bp.route("/t/c/<token>")
-@public
+@public("a tracked email's link: the signed token holds the exact address (never an open "
+        "redirect); a counter")
 def click(token: str):
     try:
         claim = _tokens().read_click(token)
@@ -136,6 +137,7 @@ def _redirect(url: str) -> Response:
 # ---------------------------------------------------------------- the owner's switches
 
 @bp.route("/broadcasts/<int:broadcast_id>/tracking", methods=["POST"])
+@allow("write")
 def choose(broadcast_id: int):
     try:
         broadcast = modes.choose(db.session, broadcast_id, request.form.get("tracking"))
@@ -155,6 +157,7 @@ def choose(broadcast_id: int):
 
 
 @bp.route("/broadcasts/<int:broadcast_id>/tracking/stop", methods=["POST"])
+@allow("send")
 def stop(broadcast_id: int):
     modes.stop(db.session, broadcast_id)
     flash("Tracking is off: copies not yet sent go out without it, and nothing more is counted.",
@@ -163,6 +166,7 @@ def stop(broadcast_id: int):
 
 
 @bp.route("/settings/tracking", methods=["POST"])
+@allow("manage")
 def set_default():
     try:
         mode = modes.set_default(db.session, request.form.get("tracking"))
@@ -175,6 +179,7 @@ def set_default():
 
 
 @bp.route("/lists/<int:list_id>/tracking", methods=["POST"])
+@allow("manage")
 def set_list(list_id: int):
     wanted = request.form.get("per_person")
     if wanted not in ("on", "off"):

@@ -31,6 +31,7 @@ from flask import current_app, jsonify
 
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.codes.minting import codes_json
+from broadside.core import roles
 from broadside.core.errors import ValidationError, shown
 from broadside.core.models import Automation, AutomationStep
 from broadside.core.models.sending import DELIVERY_STATUSES
@@ -38,6 +39,7 @@ from webapp.api import bp, json_body
 from webapp.api.inputs import is_id, iso, only_keys, require_keys
 from webapp.extensions import db
 from webapp.params import MAX_DATABASE_ID
+from webapp.permissions import allow, can
 
 FIELDS = ("name", "trigger", "priority", "record_only", "steps", "identity_id")
 # "steps" is required too: a PUT that left it out would otherwise remove every step.
@@ -99,6 +101,7 @@ def api_automations():
 
 
 @bp.route("/automations", methods=["POST"])
+@allow("write")
 def api_create_automation():
     data = _input()
     automation = automations.create_automation(db.session, data, default_from=_default_from())
@@ -111,24 +114,29 @@ def api_automation(automation_id: int):
 
 
 @bp.route("/automations/<int:automation_id>", methods=["PUT"])
+@allow("write")
 def api_replace_automation(automation_id: int):
     data = _input()
     automation = automations.update_automation(db.session, automation_id, data,
-                                               default_from=_default_from())
+                                               default_from=_default_from(),
+                                               only_if_off=not can(roles.SEND))
     return jsonify(automation_json(automation))
 
 
 @bp.route("/automations/<int:automation_id>", methods=["DELETE"])
+@allow("write")
 def api_delete_automation(automation_id: int):
-    automations.delete(db.session, automation_id)
+    automations.delete(db.session, automation_id, only_if_off=not can(roles.SEND))
     return "", 204
 
 
 @bp.route("/automations/<int:automation_id>/enable", methods=["POST"])
+@allow("send")
 def api_enable_automation(automation_id: int):
     return jsonify(automation_json(automations.enable(db.session, automation_id)))
 
 
 @bp.route("/automations/<int:automation_id>/disable", methods=["POST"])
+@allow("send")
 def api_disable_automation(automation_id: int):
     return jsonify(automation_json(automations.disable(db.session, automation_id)))

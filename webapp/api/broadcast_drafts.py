@@ -27,12 +27,14 @@ from webapp.api import bp, json_body
 from webapp.api.broadcasts import audience_fields, broadcast_json
 from webapp.api.inputs import cap_hours_field, id_field, only_keys, require_some, text_field
 from webapp.extensions import db
+from webapp.permissions import allow
 
 EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body",
             "skip_if_received_within_hours", "identity_id", "codes")
 
 
 @bp.route("/broadcasts/<int:broadcast_id>", methods=["PATCH"])
+@allow("write")
 def edit_draft(broadcast_id: int):
     data = json_body()
     only_keys(data, EDITABLE)
@@ -63,6 +65,7 @@ def edit_draft(broadcast_id: int):
 
 
 @bp.route("/broadcasts/<int:broadcast_id>", methods=["DELETE"])
+@allow("write")
 def delete_draft(broadcast_id: int):
     drafts.delete_draft(db.session, broadcast_id)
     return "", 204

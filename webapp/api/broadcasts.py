@@ -36,6 +36,7 @@ from webapp.api.inputs import (
     text_field,
 )
 from webapp.extensions import db, get_jobs
+from webapp.permissions import allow, own_address_only
 
 DEFAULT_PAGE = 50
 MAX_PAGE = 500
@@ -71,6 +72,7 @@ def audience_fields(data: dict[str, Any]) -> tuple[int | None, int | None]:
 
 
 @bp.route("/broadcasts", methods=["POST"])
+@allow("write")
 def create_broadcast():
     data = json_body()
     null_only_for(data, ("identity_id", "skip_if_received_within_hours", "codes"),
@@ -104,6 +106,7 @@ def list_broadcasts():
 
 
 @bp.route("/broadcasts/<int:broadcast_id>/send", methods=["POST"])
+@allow("send")
 def send(broadcast_id: int):
     broadcast = service.send_broadcast(
         db.session, broadcast_id, default_from=current_app.config["MAIL_FROM"], jobs=get_jobs()
@@ -112,16 +115,19 @@ def send(broadcast_id: int):
 
 
 @bp.route("/broadcasts/<int:broadcast_id>/pause", methods=["POST"])
+@allow("send")
 def pause(broadcast_id: int):
     return jsonify(_state(service.pause_broadcast(db.session, broadcast_id)))
 
 
 @bp.route("/broadcasts/<int:broadcast_id>/resume", methods=["POST"])
+@allow("send")
 def resume(broadcast_id: int):
     return jsonify(_state(service.resume_broadcast(db.session, broadcast_id, jobs=get_jobs())))
 
 
 @bp.route("/broadcasts/<int:broadcast_id>/cancel", methods=["POST"])
+@allow("send")
 def cancel(broadcast_id: int):
     return jsonify(_state(service.cancel_broadcast(db.session, broadcast_id, jobs=get_jobs())))
 
@@ -157,6 +163,7 @@ def deliveries(broadcast_id: int):
 
 
 @bp.route("/broadcasts/<int:broadcast_id>/test", methods=["POST"])
+@allow("write")
 def test_send(broadcast_id: int):
     data = json_body()
     only_keys(data, ("email", "fill_from"))
@@ -167,6 +174,7 @@ def test_send(broadcast_id: int):
     if picked is not None and (not isinstance(picked, str) or not picked.strip()):
         raise ValidationError("'fill_from' must be a subscriber's email address (or left out "
                               "for the newest active one).", field=merge_person.FIELD)
+    own_address_only(data["email"], field="email")  # a writer's token: only to their own address
     broadcast = service.get_broadcast(db.session, broadcast_id)
     person = merge_person.chosen(db.session, picked, list_id=broadcast.list_id,
                                  segment_id=broadcast.segment_id)

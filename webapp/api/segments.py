@@ -27,6 +27,7 @@ from broadside.segments import service as segments
 from webapp.api import bp, json_body
 from webapp.api.inputs import iso, only_keys, require_keys
 from webapp.extensions import db
+from webapp.permissions import allow
 
 FIELDS = ("name", "rules")
 
@@ -49,6 +50,7 @@ def api_segments():
 
 
 @bp.route("/segments", methods=["POST"])
+@allow("write")
 def api_create_segment():
     name, rules = _name_and_rules()
     return jsonify(segment_json(segments.create_segment(db.session, name, rules))), 201
@@ -61,12 +63,14 @@ def api_segment(segment_id: int):
 
 
 @bp.route("/segments/<int:segment_id>", methods=["PUT"])
+@allow("write")
 def api_update_segment(segment_id: int):
     name, rules = _name_and_rules()
     return jsonify(segment_json(segments.update_segment(db.session, segment_id, name, rules)))
 
 
 @bp.route("/segments/<int:segment_id>", methods=["DELETE"])
+@allow("write")
 def api_delete_segment(segment_id: int):
     segments.delete_segment(db.session, segment_id)
     return "", 204

@@ -17,7 +17,7 @@ from webapp.security import public
 
 
 @bp.route("/api/openapi.json")
-@public
+@public("the API's description: routes and shapes, no data and no secret, read before a client holds a token")
 def openapi():
     response = jsonify(DOCUMENT)
     # A client may fetch it at will; it changes only with a deploy.

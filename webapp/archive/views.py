@@ -31,12 +31,16 @@ from flask import (
     request,
     url_for,
 )
+from flask_login import current_user
 
 from broadside.campaigns.archive import service
+from broadside.campaigns.broadcasts.service import get_broadcast
+from broadside.core import roles
 from broadside.core.errors import DomainError, NotFound
 from broadside.core.models import MailingList
 from webapp.extensions import db
-from webapp.security import public
+from webapp.permissions import allow, can
+from webapp.security import forbidden, public
 from webapp.settings.brand import site_brand
 from webapp.templating import owner_zone
 
@@ -120,7 +124,7 @@ def _public(page: str, list_id: int, render: Callable[[MailingList], str], mimet
 
 
 @bp.route("/archive/<int:list_id>/")
-@public
+@public("a list's public archive: only when its owner turned it on, only published issues; GET only")
 def index(list_id: int) -> Response:
     return _public("index", list_id, lambda mailing_list: render_template(
         "archive/index.html", list=mailing_list, issues=service.issues(db.session, list_id)),
@@ -128,7 +132,8 @@ def index(list_id: int) -> Response:
 
 
 @bp.route("/archive/<int:list_id>/<int:broadcast_id>-<slug>")
-@public
+@public("one published issue, a copy rendered with nobody's data; the same 404 for off, "
+        "unpublished and missing")
 def issue(list_id: int, broadcast_id: int, slug: str) -> Response:
     found = service.issue(db.session, list_id, broadcast_id)
     if slug != found.slug:
@@ -139,7 +144,7 @@ def issue(list_id: int, broadcast_id: int, slug: str) -> Response:
 
 
 @bp.route("/archive/<int:list_id>/feed.atom")
-@public
+@public("the public archive's Atom feed: published issues only, when the archive is on")
 def feed(list_id: int) -> Response:
     base = _base_url()
     host = base.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0] or "localhost"
@@ -154,7 +159,7 @@ def feed(list_id: int) -> Response:
 
 
 @bp.route("/view/<token>")
-@public
+@public("view in your browser: the signed token (one delivery, bound to its reader) is the credential")
 def view(token: str) -> Response:
     try:
         rendered = service.reader_view(db.session, token, secret_key=current_app.config["SECRET_KEY"],
@@ -175,6 +180,7 @@ def view(token: str) -> Response:
 # ------------------------------------------------------------------ the owner's switches
 
 @bp.route("/archive/lists/<int:list_id>", methods=["POST"])
+@allow("manage")
 def set_archive(list_id: int):
     enabled = request.form.get("enabled") == "1"
     mailing_list = service.set_archive(db.session, list_id, enabled)
@@ -183,6 +189,7 @@ def set_archive(list_id: int):
 
 
 @bp.route("/archive/broadcasts/<int:broadcast_id>/publish", methods=["POST"])
+@allow("send")
 def publish(broadcast_id: int):
     wanted = request.form.get("published") == "1"
     try:
@@ -215,6 +222,7 @@ BACK_TO = {"show": "broadcasts.show", "send": "broadcasts.confirm_send"}
 
 
 @bp.route("/archive/broadcasts/<int:broadcast_id>/view-link", methods=["POST"])
+@allow("write")
 def set_view_link(broadcast_id: int):
     choice = request.form.get("view_link", "")
     back = url_for(BACK_TO.get(request.form.get("back", ""), "broadcasts.show"),
@@ -222,6 +230,10 @@ def set_view_link(broadcast_id: int):
     if choice not in VIEW_CHOICES:
         flash("Choose whether the email carries a “View in your browser” link.", "error")
         return redirect(back)
+    if not can(roles.SEND) and get_broadcast(db.session, broadcast_id).status != "draft":
+        # A draft's choice is its writer's; once it is on its way, changing what the copies
+        # still to go carry is steering a send.
+        return forbidden(roles.SEND, current_user.role)
     on = service.set_view_link(db.session, broadcast_id, VIEW_CHOICES[choice])
     flash("Each copy will carry a “View in your browser” link." if on else
           "The copies will not carry a “View in your browser” link.", "success")

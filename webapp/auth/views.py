@@ -131,7 +131,7 @@ def _setting(name: str, default: float) -> float:
 
 
 @bp.route("/setup", methods=["GET", "POST"])
-@public
+@public("a fresh install's first owner: only while nobody exists, a form with a CSRF token")
 def setup():
     if accounts.owner_exists(db.session):
         abort(404)
@@ -154,7 +154,7 @@ def setup():
 
 
 @bp.route("/login", methods=["GET", "POST"])
-@public
+@public("signing in: a form with a CSRF token, throttled per address and network")
 def login():
     if not accounts.owner_exists(db.session):
         return redirect(url_for("auth.setup"))
@@ -214,7 +214,7 @@ def _forgive(email: str) -> None:
 
 
 @bp.route("/logout", methods=["POST"])
-@public
+@public("signing out ends this browser's own session; a POST with a CSRF token")
 def logout():
     sign_out()
     flash("You are signed out.", "info")
@@ -239,7 +239,7 @@ def _reset_allowed(email: str) -> bool:
 
 
 @bp.route("/password/forgot", methods=["GET", "POST"])
-@public
+@public("asking for a reset link: the same answer for every address, throttled like sign-in")
 def forgot_password():
     """Ask for a reset link. The answer is the same whether or not the address has an account
     (and so is the throttle's): only the owner's inbox learns which."""
@@ -268,14 +268,14 @@ def forgot_password():
 
 
 @bp.route("/password/forgot/sent")
-@public
+@public("the reset request's answer page: words only, nobody's data")
 def reset_sent():
     return render_template("auth/reset_sent.html", answer=SENT_ANSWER,
                            email=session.get("password_reset_asked_for"))
 
 
 @bp.route("/password/reset/<token>", methods=["GET", "POST"])
-@public
+@public("the signed single-use reset link is the credential (one hour, bound to the password)")
 def reset_password(token: str):
     """Choose a new password by the emailed link. Opening the link changes nothing (mail
     scanners open links); setting the password uses it up and signs every other session out,

@@ -15,7 +15,9 @@
                                                 back to the editor with the report)
     POST /automations/merge-check               htmx: the merge-field report of the form as
                                                 typed (nothing saved), as the owner types
-    POST /automations/<id>/enable, /disable     the lifecycle's moves (enable is also "Resume")
+    POST /automations/<id>/enable, /disable     the lifecycle's moves (enable is also "Resume"),
+                                                for who may send; a writer saves and deletes
+                                                only a disabled automation (403 otherwise)
     GET/POST /automations/<id>/delete           a confirmation, then the delete
     GET  /automations/<id>/steps/<sid>/preview  the step's email for the preview iframe
     POST /automations/<id>/steps/<sid>/test     a test send (htmx: the status line, 200 even
@@ -34,7 +36,8 @@ from broadside.campaigns.automations import service as automations
 from broadside.campaigns.automations.merge_report import StepTexts, automation_report, steps_report
 from broadside.campaigns.broadcasts import merge_person
 from broadside.campaigns.field_report import MergeReport
-from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
+from broadside.core import roles
+from broadside.core.errors import Conflict, DomainError, Forbidden, NotFound, ValidationError
 from broadside.core.models import Automation
 from broadside.delivery.identities.service import all_identities
 from broadside.delivery.transactional import queued_test
@@ -47,6 +50,7 @@ from webapp.forms import after_post
 from webapp.htmx import STOP_POLLING, make_response, request
 from webapp.identities.form import send_from_choices
 from webapp.params import int_arg
+from webapp.permissions import allow, can, own_address_only
 
 IN_FLIGHT = ("pending", "sending")
 
@@ -167,8 +171,11 @@ def _submitted(automation: Automation | None):
                   "success")
         else:
             saved = automations.update_automation(db.session, automation.id, data,
-                                                  default_from=_default_from())
+                                                  default_from=_default_from(),
+                                                  only_if_off=not can(roles.SEND))
             flash(f"The automation “{saved.name}” is saved.", "success")
+    except Forbidden as exc:  # a writer's save of one that is on: their input kept, nothing saved
+        return _render_editor(fields, automation, error=exc.message, status=exc.status_code)
     except (ValidationError, Conflict) as exc:
         return _render_editor(fields, automation, error=exc.message, status=422,
                               name_taken=isinstance(exc, Conflict))
@@ -180,6 +187,7 @@ def _submitted(automation: Automation | None):
 
 
 @bp.post("/merge-check")
+@allow("write")
 def merge_check():
     """htmx, as the owner types: what the steps' merge fields do to the trigger's people,
     nothing saved (the editor's report, swapped into #merge-report)."""
@@ -191,6 +199,7 @@ def merge_check():
 
 
 @bp.route("/new", methods=["GET", "POST"])
+@allow(read="view", change="write")
 def new():
     if request.method == "POST":
         return _submitted(None)
@@ -202,6 +211,7 @@ def new():
 
 
 @bp.route("/<int:automation_id>/edit", methods=["GET", "POST"])
+@allow(read="view", change="write")
 def edit(automation_id: int):
     automation = automations.get_automation(db.session, automation_id)
     if request.method == "POST":
@@ -234,6 +244,7 @@ def _move(automation_id: int, action, said: str, *, report: bool = False):
 
 
 @bp.post("/<int:automation_id>/enable")
+@allow("send")
 def enable(automation_id: int):
     return _move(automation_id, automations.enable,
                  "“{name}” is enabled: people who join now enter it, and its due messages go out.",
@@ -241,6 +252,7 @@ def enable(automation_id: int):
 
 
 @bp.post("/<int:automation_id>/disable")
+@allow("send")
 def disable(automation_id: int):
     return _move(automation_id, automations.disable,
                  "“{name}” is disabled: nobody new enters it, and its due messages wait until you "
@@ -248,11 +260,12 @@ def disable(automation_id: int):
 
 
 @bp.route("/<int:automation_id>/delete", methods=["GET", "POST"])
+@allow(read="view", change="write")
 def delete(automation_id: int):
     automation = automations.get_automation(db.session, automation_id)
     confirm = ConfirmForm()
     if request.method == "POST" and confirm.validate_on_submit():
-        automations.delete(db.session, automation_id)
+        automations.delete(db.session, automation_id, only_if_off=not can(roles.SEND))
         flash(f"The automation “{automation.name}” is deleted; its waiting messages were skipped.",
               "success")
         return redirect(url_for("automations.index"))
@@ -284,6 +297,7 @@ def preview(automation_id: int, step_id: int) -> Response:
 
 
 @bp.post("/<int:automation_id>/steps/<int:step_id>/test")
+@allow("write")
 def send_test(automation_id: int, step_id: int):
     address = (request.form.get("to_email") or "")[:320]
     typed = (request.form.get("fill_from") or "")[:320]
@@ -294,6 +308,7 @@ def send_test(automation_id: int, step_id: int):
         error = DomainError("the form expired; reload the page.")
     else:
         try:
+            own_address_only(address, field="to_email")  # a writer: only to their own address
             person = merge_person.chosen(db.session, typed, list_id=automation.list_id,
                                          segment_id=automation.segment_id)
             message_id = automations.send_step_test(db.session, automation_id, step_id, address,

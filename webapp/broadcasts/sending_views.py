@@ -29,6 +29,7 @@ from webapp.broadcasts import bp, merge_fill
 from webapp.extensions import db, get_jobs
 from webapp.htmx import STOP_POLLING, make_response, request, vary_on_htmx
 from webapp.params import int_arg
+from webapp.permissions import allow, own_address_only
 from webapp.readiness import sending_readiness
 
 
@@ -71,9 +72,11 @@ bp.app_context_processor(merge_fill.template_helpers)
 
 
 @bp.route("/<int:broadcast_id>/test", methods=["POST"])
+@allow("write")
 def send_test(broadcast_id: int):
-    """One copy to any address, through the transactional queue (ahead of broadcasts), its
-    merge fields filled in with the details of the subscriber picked (`fill_from`)."""
+    """One copy to any address (a writer: their own), through the transactional queue (ahead
+    of broadcasts), its merge fields filled in with the details of the subscriber picked
+    (`fill_from`)."""
     form = TestSendForm()
     address = (form.to_email.data or "").strip()
     typed = (request.form.get("fill_from") or "")[:320]
@@ -81,6 +84,7 @@ def send_test(broadcast_id: int):
     test = person = None
     broadcast = service.get_broadcast(db.session, broadcast_id)
     try:
+        own_address_only(address, field="to_email")  # a writer: only to their own address
         person = merge_person.chosen(db.session, typed, list_id=broadcast.list_id,
                                      segment_id=broadcast.segment_id)
         message_id = service.send_test(db.session, broadcast_id, address, person=person,
@@ -148,6 +152,7 @@ def confirm_send(broadcast_id: int):
 
 
 @bp.route("/<int:broadcast_id>/send", methods=["POST"])
+@allow("send")
 def send(broadcast_id: int):
     form = SendForm()
     # Why sending would not happen now; `send_now` refuses while the broadcast's own problems
@@ -178,6 +183,7 @@ def send(broadcast_id: int):
 
 
 @bp.route("/<int:broadcast_id>/schedule", methods=["POST"])
+@allow("send")
 def schedule(broadcast_id: int):
     form = ScheduleForm()
     try:
@@ -194,6 +200,7 @@ def schedule(broadcast_id: int):
 
 
 @bp.route("/<int:broadcast_id>/unschedule", methods=["POST"])
+@allow("send")
 def unschedule(broadcast_id: int):
     try:
         service.unschedule_broadcast(db.session, broadcast_id)
@@ -249,18 +256,21 @@ def _steer(broadcast_id: int, action, done: str):
 
 
 @bp.route("/<int:broadcast_id>/pause", methods=["POST"])
+@allow("send")
 def pause(broadcast_id: int):
     return _steer(broadcast_id, service.pause_broadcast,
                   "Paused. Nothing more is sent until you press Resume.")
 
 
 @bp.route("/<int:broadcast_id>/resume", methods=["POST"])
+@allow("send")
 def resume(broadcast_id: int):
     return _steer(broadcast_id, functools.partial(service.resume_broadcast, jobs=get_jobs()),
                   "Resumed: sending continues from where it stopped.")
 
 
 @bp.route("/<int:broadcast_id>/cancel", methods=["POST"])
+@allow("send")
 def cancel(broadcast_id: int):
     if request.form.get("confirm") != "yes":
         # Without JavaScript (no hx-confirm dialog) the owner confirms on a page first.
@@ -338,6 +348,7 @@ def confirm_retry(broadcast_id: int, which: str):
 
 
 @bp.route("/<int:broadcast_id>/retry/<which>", methods=["POST"])
+@allow("send")
 def retry(broadcast_id: int, which: str):
     if which not in RETRY_WHICH:
         raise ValidationError("Choose which deliveries to send again: unknown or transient.")

@@ -30,6 +30,7 @@ from webapp.forms import after_post
 from webapp.htmx import make_response
 from webapp.identities.form import send_from_choices
 from webapp.params import int_arg
+from webapp.permissions import allow
 from webapp.readiness import sending_readiness
 
 # The preview document is the email itself: inline styles and images, nothing else. Images
@@ -114,6 +115,7 @@ def _render_index(new_form: NewDraftForm, status: int = 200):
 
 
 @bp.route("/new", methods=["POST"])
+@allow("write")
 def new():
     form = _with_lists(NewDraftForm())
     try:
@@ -177,6 +179,7 @@ def _render_edit(form: ComposeForm, preview: drafts.DraftPreview, error: str | N
 
 
 @bp.route("/<int:broadcast_id>/edit", methods=["POST"])
+@allow("write")
 def save(broadcast_id: int):
     """The Save button (and the whole editor without JavaScript)."""
     form = _with_lists(ComposeForm())
@@ -195,6 +198,7 @@ def save(broadcast_id: int):
 
 
 @bp.route("/<int:broadcast_id>/autosave", methods=["POST"])
+@allow("write")
 def autosave(broadcast_id: int):
     """HTMX: save as the owner types, answer with the refreshed preview pane."""
     form = ComposeForm()
@@ -229,6 +233,7 @@ def preview_frame(broadcast_id: int) -> Response:
 
 
 @bp.route("/<int:broadcast_id>/duplicate", methods=["POST"])
+@allow("write")
 def duplicate(broadcast_id: int):
     copy = drafts.duplicate(db.session, broadcast_id)
     flash("This is a new draft copied from the original; nothing has been sent.", "success")

@@ -96,7 +96,7 @@ def _apply_once(seen: replay.SeenIds, event_id: str, events: list[payloads.Provi
 
 
 @bp.post("/events")
-@public
+@public("a provider's webhook: the HMAC-SHA256 signature of the body is the credential")
 def events():
     body = request.get_data(cache=False)
     try:
@@ -129,7 +129,7 @@ def _certificate_cache() -> sns.CertificateCache:
 
 
 @bp.post("/ses")
-@public
+@public("Amazon SNS: its signature, verified against Amazon's certificate, is the credential")
 def ses():
     message = sns.parse_message(request.get_data(cache=False))
     if message["TopicArn"] not in _allowed_topics():
@@ -203,7 +203,7 @@ def _provider_events(scheme: str, key: str, identity: SendingIdentity,
 
 @bp.post("/postmark", endpoint="postmark_default")
 @bp.post("/postmark/<int:identity_id>")
-@public
+@public("Postmark's webhook: HTTP Basic with the identity's webhook secret (or WEBHOOK_SECRET)")
 def postmark(identity_id: int | None = None):
     try:
         identity = _identity(identity_id, "postmark")
@@ -216,7 +216,7 @@ def postmark(identity_id: int | None = None):
 
 @bp.post("/resend", endpoint="resend_default")
 @bp.post("/resend/<int:identity_id>")
-@public
+@public("Resend's webhook: a Svix signature keyed with the identity's webhook secret (or WEBHOOK_SECRET)")
 def resend(identity_id: int | None = None):
     try:
         identity = _identity(identity_id, "resend")
@@ -231,7 +231,7 @@ def resend(identity_id: int | None = None):
 
 @bp.post("/mailgun", endpoint="mailgun_default")
 @bp.post("/mailgun/<int:identity_id>")
-@public
+@public("Mailgun's webhook: its signed token, keyed with the identity's webhook secret (or WEBHOOK_SECRET)")
 def mailgun(identity_id: int | None = None):
     try:
         identity = _identity(identity_id, "mailgun")

@@ -40,7 +40,7 @@ def metrics_refusal(config: Mapping[str, Any], remote_addr: str | None,
 
 
 @bp.route("/metrics")
-@public  # it authenticates on its own: a bearer token, or loopback only
+@public("it authenticates on its own: a bearer token, or loopback only")
 def metrics() -> Response:
     refusal = metrics_refusal(current_app.config, request.remote_addr, request.headers)
     if refusal is not None:

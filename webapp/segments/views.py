@@ -43,6 +43,7 @@ from broadside.segments.rules import FIELD_LABELS, MAX_DEPTH, OPERATOR_LABELS
 from webapp.extensions import db
 from webapp.forms import after_post
 from webapp.htmx import make_response, request, vary_on_htmx
+from webapp.permissions import allow
 from webapp.segments import bp, builder, describe, lookups, submission
 
 # Sent with every swapped builder or condition: refresh the preview once the swap settled.
@@ -111,11 +112,13 @@ def edit(segment_id: int):
 
 
 @bp.route("/new", methods=["POST"])
+@allow("write")
 def create():
     return _submit(None)
 
 
 @bp.route("/<int:segment_id>/edit", methods=["POST"])
+@allow("write")
 def update(segment_id: int):
     return _submit(service.get_segment(db.session, segment_id))
 
@@ -156,12 +159,14 @@ def _fragment(template: str, **context: Any):
 
 
 @bp.route("/builder", methods=["POST"])
+@allow("write")
 def builder_fragment():
     view = submission.press(submission.read_form(request.form), request.form.get("action") or "")
     return _fragment("segments/_builder.html", **_builder_context(view))
 
 
 @bp.route("/builder/row/<path>", methods=["POST"])
+@allow("write")
 def row(path: str):
     posted = submission.read_form(request.form)
     condition = builder.row_at(posted.tree, path)
@@ -175,6 +180,7 @@ def row(path: str):
 
 
 @bp.route("/builder/json", methods=["POST"])
+@allow("write")
 def builder_json():
     try:
         return {"rules_json": submission.builder_json(request.form)}
@@ -198,6 +204,7 @@ def _preview(posted: submission.Posted) -> dict[str, Any]:
 
 
 @bp.route("/preview", methods=["POST"])
+@allow("write")
 def preview():
     return render_template("segments/_preview.html", **_preview(submission.read_form(request.form)))
 
@@ -206,6 +213,7 @@ def preview():
 
 
 @bp.route("/<int:segment_id>/duplicate", methods=["POST"])
+@allow("write")
 def duplicate(segment_id: int):
     if not ConfirmForm().validate_on_submit():
         abort(400)
@@ -230,6 +238,7 @@ def confirm_delete(segment_id: int):
 
 
 @bp.route("/<int:segment_id>/delete", methods=["POST"])
+@allow("write")
 def delete(segment_id: int):
     if not ConfirmForm().validate_on_submit():
         abort(400)

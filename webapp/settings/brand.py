@@ -39,7 +39,7 @@ def logo_directory() -> Path:
 
 
 @bp.route("/logo/<name>")
-@public
+@public("the owner's logo by content hash, loaded by emails and the public pages; a file, no cookie")
 def logo(name: str) -> Response:
     path = design.logo_path(logo_directory(), name)
     if path is None:
@@ -54,7 +54,7 @@ def logo(name: str) -> Response:
 
 
 @bp.route("/theme/<colour>.css")
-@public
+@public("the brand colour's stylesheet, named by the colour; loaded by the public pages, no cookie")
 def theme(colour: str) -> Response:
     if not _HEX.fullmatch(colour):
         abort(404)

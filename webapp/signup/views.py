@@ -47,14 +47,14 @@ def _within_ip_limit() -> bool:
 
 
 @bp.route("/join/<int:list_id>", methods=["GET"])
-@public
+@public("a list's public sign-up form (only when the owner opened it)")
 def join(list_id: int):
     mailing_list = signup.public_list(db.session, list_id)
     return render_template("signup/join.html", list=mailing_list, email="", name="", error=None)
 
 
 @bp.route("/join/<int:list_id>", methods=["POST"])
-@public
+@public("a public form with no session to ride: per-network limit, honeypot, double opt-in")
 @csrf.exempt
 def join_post(list_id: int):
     answer = SteadyAnswer(current_app.config.get("SIGNUP_ANSWER_SECONDS", DEFAULT_ANSWER_SECONDS))
@@ -82,13 +82,14 @@ def join_post(list_id: int):
 
 
 @bp.route("/join/<int:list_id>/check-inbox", methods=["GET"])
-@public
+@public("where the sign-up form leads: the list's 'check your inbox' words, nobody's data")
 def check_inbox(list_id: int):
     return render_template("signup/check_inbox.html", list=signup.public_list(db.session, list_id))
 
 
 @bp.route("/join/confirm/<token>", methods=["GET"])
-@public
+@public("the double opt-in link's page: the signed confirmation token is the credential; a GET "
+        "changes nothing")
 def confirm_page(token: str):
     # A GET changes nothing: mail scanners follow links. The reader presses Confirm.
     try:
@@ -99,7 +100,7 @@ def confirm_page(token: str):
 
 
 @bp.route("/join/confirm/<token>", methods=["POST"])
-@public
+@public("confirming a sign-up: the signed confirmation token is the credential")
 @csrf.exempt
 def confirm(token: str):
     try:

@@ -28,6 +28,7 @@ from webapp.extensions import db, get_jobs
 from webapp.forms import after_post, place_error
 from webapp.htmx import STOP_POLLING
 from webapp.params import int_arg
+from webapp.permissions import allow
 from webapp.subscribers import bp
 from webapp.subscribers.filters import current_filters
 
@@ -156,6 +157,7 @@ def _csv_response(chunks, filename: str) -> Response:
 
 
 @bp.route("/imports/<int:import_id>/rejections.csv")
+@allow("manage")
 def import_rejections(import_id: int):
     record = import_report.get_import(db.session, import_id)
     return _csv_response(import_report.rejections_csv(db.session, record),
@@ -163,6 +165,7 @@ def import_rejections(import_id: int):
 
 
 @bp.route("/export.csv")
+@allow("manage")
 def export_csv():
     filters = current_filters()
     name = "subscribers"

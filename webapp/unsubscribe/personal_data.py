@@ -32,7 +32,8 @@ EXPORT_LIMIT = 6  # per person and minute: a file is built from up to 10,000 mes
 
 
 @bp.post("/u/<token>/data")
-@public
+@public("a subscriber's own data: the signed token is the credential; a POST so link scanners "
+        "never trigger it")
 def download_data(token: str):
     claim = claim_of(token)
     limit = int(current_app.config.get("PERSONAL_DATA_EXPORT_LIMIT", EXPORT_LIMIT))
@@ -53,14 +54,15 @@ def download_data(token: str):
 
 
 @bp.get("/u/<token>/erase")
-@public
+@public("the subscriber's own erase question: the signed token is the credential; it changes nothing")
 def confirm_erase(token: str):
     recipient = service.resolve(db.session, claim_of(token))
     return page("unsubscribe/erase.html", recipient=recipient, token=token)
 
 
 @bp.post("/u/<token>/erase")
-@public
+@public("a subscriber erasing themselves: the signed token is the credential, reached from a "
+        "confirmation page")
 def erase(token: str):
     claim = claim_of(token)
     try:

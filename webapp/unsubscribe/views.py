@@ -32,14 +32,15 @@ from webapp.unsubscribe.claims import bp, claim_of, page
 
 
 @bp.get("/u/<token>")
-@public
+@public("the unsubscribe link every email carries: the signed token is the credential")
 def confirm(token: str):
     recipient = service.resolve(db.session, claim_of(token))
     return page("unsubscribe/confirm.html", recipient=recipient, token=token)
 
 
 @bp.post("/u/<token>")
-@public
+@public("RFC 8058 one-click unsubscribe: a mail client's POST with no cookie; the signed token "
+        "is the credential")
 def one_click(token: str):
     claim = claim_of(token)
     one_click_body = request.form.get("List-Unsubscribe", "").strip().lower() == "one-click"
@@ -48,7 +49,7 @@ def one_click(token: str):
 
 
 @bp.post("/u/<token>/resubscribe")
-@public
+@public("a subscriber rejoining from their link: the signed token is the credential")
 def resubscribe(token: str):
     change = service.resubscribe(db.session, claim_of(token), "link")
     return page("unsubscribe/resubscribed.html", recipient=change.recipient, token=token)
@@ -59,7 +60,7 @@ def _list_id(raw: str | None) -> int | None:
 
 
 @bp.route("/u/<token>/preferences", methods=["GET", "POST"])
-@public
+@public("a subscriber's own preferences: the signed token is the credential; no cookie is set")
 def preferences(token: str):
     claim = claim_of(token)
     message, status = None, 200

@@ -24,7 +24,7 @@ from broadside.campaigns.broadcasts.merge_person import MergePerson
 from broadside.campaigns.codes.fields import sample
 from broadside.campaigns.codes.minting import codes_json, codes_setting
 from broadside.core.addresses import normalise_email
-from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.errors import Conflict, Forbidden, NotFound, ValidationError
 from broadside.core.models import (
     Automation,
     AutomationEntry,
@@ -164,6 +164,7 @@ def parse_input(data: Any) -> AutomationInput:
 
 
 _TAKEN = "An automation named '{name}' already exists."
+IS_ON = "This automation is on: a sender, admin or owner can turn it off so you can {verb} it."
 
 
 def name_key(name: str) -> str:
@@ -209,11 +210,11 @@ def create_automation(session: Session, data: AutomationInput, *, default_from: 
 
 
 def update_automation(session: Session, automation_id: int, data: AutomationInput, *,
-                      default_from: str) -> Automation:
+                      default_from: str, only_if_off: bool = False) -> Automation:
+    """Save it; `only_if_off` (a writer): refused (403, nothing written) unless disabled."""
     # Two saves of one automation at once take turns (its row is locked until the commit),
-    # so they cannot both add a step at the same position.
-    session.execute(select(Automation.id).where(Automation.id == automation_id).with_for_update())
-    automation = get_automation(session, automation_id)
+    # so they cannot both add a step at the same position; an enable meanwhile is seen.
+    automation = _locked(session, automation_id, only_if_off=only_if_off, verb="edit")
     delays = _check(session, data, except_id=automation_id)
     return _write(session, automation, data, delays, default_from)
 
@@ -241,6 +242,15 @@ def _write(session: Session, automation: Automation, data: AutomationInput, dela
     except Exception:
         session.rollback()
         raise
+    return automation
+
+
+def _locked(session: Session, automation_id: int, *, only_if_off: bool, verb: str) -> Automation:
+    session.execute(select(Automation.id).where(Automation.id == automation_id).with_for_update())
+    automation = get_automation(session, automation_id)
+    if only_if_off and automation.status != AutomationStatus.DISABLED.value:
+        session.rollback()
+        raise Forbidden(IS_ON.format(verb=verb))
     return automation
 
 
@@ -310,9 +320,9 @@ def disable(session: Session, automation_id: int) -> Automation:
     return _move(session, automation_id, "disable", "This automation cannot be disabled now.")
 
 
-def delete(session: Session, automation_id: int) -> None:
+def delete(session: Session, automation_id: int, *, only_if_off: bool = False) -> None:
     """Deleted: its pending messages are skipped with the reason; what it sent is kept."""
-    get_automation(session, automation_id)
+    _locked(session, automation_id, only_if_off=only_if_off, verb="delete")
     lifecycle.move(session, automation_id, "delete")
     session.commit()
 
