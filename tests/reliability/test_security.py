@@ -17,72 +17,40 @@ from broadside.core import accounts
 from broadside.core.models import ApiToken, Broadcast, Event, MailingList, Subscriber, Subscription
 from tests.helpers import csrf_token_from, make_list, make_token, start_broadcast
 from webapp.extensions import db
+from webapp.permissions import public_reason
 from webapp.security import is_public_endpoint
 
 pytestmark = pytest.mark.slow
 
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
 
-# Pages anyone may reach. A view becomes public only through @public; this list makes adding
-# one a reviewed decision rather than a decorator nobody notices.
+# Pages anyone may reach. A view becomes public only through @public("why"), and says why
+# there (webapp/permissions.py: the reason is required); this list makes adding one a reviewed
+# decision rather than a decorator nobody notices. Read each one's reason on its view.
 REVIEWED_PUBLIC = {
     "static", "auth.login", "auth.logout", "auth.setup", "health.healthz", "metrics.metrics",
     "signup.join", "signup.join_post", "signup.confirm_page", "signup.confirm",
-    # Where the sign-up form redirects: the list's "check your inbox" words, nobody's data.
     "signup.check_inbox",
     "unsubscribe.confirm", "unsubscribe.one_click", "unsubscribe.resubscribe",
     "unsubscribe.preferences", "webhooks.events", "webhooks.ses",
-    # The subscriber's own data from the same link: download it (POST), erase it (asks first).
     "unsubscribe.download_data", "unsubscribe.confirm_erase", "unsubscribe.erase",
-    # A provider's own webhooks, per sending identity (and for the default identity).
     "webhooks.postmark", "webhooks.postmark_default", "webhooks.resend",
     "webhooks.resend_default", "webhooks.mailgun", "webhooks.mailgun_default",
-    # The API's OpenAPI document: a description of routes and shapes, no data and no secret,
-    # read by API clients before they hold a token.
     "apidocs.openapi",
-    # The owner's logo (by content hash) and brand colour (a stylesheet named by the colour):
-    # emails and the public pages load them, with no cookie; nothing else is served.
     "brand.logo", "brand.theme",
-    # Broadside's icon at /favicon.ico, where browsers look when a page names none: a file, no
-    # session read, no cookie.
     "favicon.icon",
-    # A list's public archive: only lists whose owner turned it on, only issues
-    # they published, as copies rendered with nobody's data and no unsubscribe link; the same
-    # 404 for off, unpublished and missing. GET only, no cookie, nothing written.
     "archive.index", "archive.issue", "archive.feed",
-    # View in your browser: the signed token (one delivery, bound to its reader) is the
-    # credential; a changed token is refused (400) and shows nobody's copy.
     "archive.view",
-    # Reader analytics (webapp/analytics/views.py): a tracked email's 1x1 image and its links.
-    # GET only, no cookie, no page; the token is signed (a bad one is a 404), a click answers 302
-    # only to the exact address signed into its token (never an open redirect), and all either
-    # changes is a counter.
     "analytics.pixel", "analytics.click",
-    # The way back in: ask for a reset link (the same answer for every address, throttled
-    # like sign-in), the answer page, and the page the signed single-use link opens. Forms
-    # with CSRF tokens, as sign-in's.
     "auth.forgot_password", "auth.reset_sent", "auth.reset_password",
 }
-# Public POSTs that carry no CSRF token by design, each proving itself another way.
+# Public POSTs that carry no CSRF token by design, each proving itself another way: its
+# credential is named in its @public reason (a signed token, a provider's signature).
 CSRF_EXEMPT = {
-    "unsubscribe.one_click": "RFC 8058: a mail client's one-click POST has no cookie; the token is "
-                             "the credential",
-    "unsubscribe.resubscribe": "the signed token is the credential; these pages set no cookie",
-    "unsubscribe.preferences": "the signed token is the credential; these pages set no cookie",
-    "unsubscribe.download_data": "the signed token is the credential, as for the preferences "
-                                 "page's other buttons; a POST so link scanners never trigger it",
-    "unsubscribe.erase": "the signed token is the credential, as for the preferences page's "
-                         "other buttons; reached from a confirmation page, never by a GET",
-    "signup.join_post": "a public form with no session to ride; per-IP limit, honeypot, double opt-in",
-    "signup.confirm": "the signed confirmation token is the credential",
-    "webhooks.events": "HMAC-SHA256 signature of the body",
-    "webhooks.ses": "SNS signature, verified against Amazon's certificate",
-    "webhooks.postmark": "HTTP Basic password: the identity's webhook secret",
-    "webhooks.postmark_default": "HTTP Basic password: WEBHOOK_SECRET",
-    "webhooks.resend": "Svix signature keyed with the identity's webhook secret",
-    "webhooks.resend_default": "Svix signature keyed with WEBHOOK_SECRET",
-    "webhooks.mailgun": "Mailgun's signed token, keyed with the identity's webhook secret",
-    "webhooks.mailgun_default": "Mailgun's signed token, keyed with WEBHOOK_SECRET",
+    "unsubscribe.one_click", "unsubscribe.resubscribe", "unsubscribe.preferences",
+    "unsubscribe.download_data", "unsubscribe.erase", "signup.join_post", "signup.confirm",
+    "webhooks.events", "webhooks.ses", "webhooks.postmark", "webhooks.postmark_default",
+    "webhooks.resend", "webhooks.resend_default", "webhooks.mailgun", "webhooks.mailgun_default",
 }
 # Documents that are an email, shown in a sandboxed iframe: inline styles are the nature of
 # email, so their own CSP allows inline style, but no script at all (default-src 'none').
@@ -133,6 +101,14 @@ def test_public_pages_are_only_the_reviewed_ones(app):
     unreviewed = public - REVIEWED_PUBLIC
     assert not unreviewed, (f"{sorted(unreviewed)} are reachable without signing in; if that is "
                             "right, add them to REVIEWED_PUBLIC with a reason")
+
+
+def test_every_public_page_says_why_and_the_review_has_no_stale_entry(app):
+    endpoints = {r.endpoint for r in app.url_map.iter_rules()}
+    stale = sorted(REVIEWED_PUBLIC - endpoints) + sorted(CSRF_EXEMPT - endpoints)
+    assert not stale, f"{stale} are reviewed as public but are no route: remove them"
+    mute = sorted(e for e in REVIEWED_PUBLIC - {"static"} if len(public_reason(app, e)) < 20)
+    assert not mute, f"{mute} must say why anybody may use them: @public(\"why\")"
 
 
 def test_every_owner_route_refuses_a_visitor_without_a_session_and_changes_nothing(app, client, owner):
