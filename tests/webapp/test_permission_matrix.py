@@ -3,7 +3,7 @@ through a signed-in session (pages) and through an API token of that role, full 
 (the API). A role whose permissions lack what the route declares (webapp/permissions.py) gets
 the refusal, 403 (the error page, for htmx a 403 swapped to the top of #main, for the API a
 JSON error), and nothing in the database changed; a role that holds it gets through: not the
-route's refusal, not sent to sign in.
+route's refusal, not sent to sign in; and a GET changes nothing, whoever asks.
 
 The walk reads the URL map, so a route added tomorrow is in it without anyone listing it. The
 requests carry a form (or JSON body) that would change things where a view reads those fields,
@@ -140,6 +140,7 @@ def test_every_page_route_refuses_the_roles_it_does_not_name_and_changes_nothing
         moved = changed(before, snapshot())
         if moved:
             failures.append(f"{method} {path} refused to {refused} yet changed {moved}")
+        before = snapshot()
         # Least first: a writer's save comes before a sender's enable.
         for role in reversed([r for r in roles.ROLES if r not in refused]):
             data = form(csrf[role], seeded) if method in CHANGING else None
@@ -151,6 +152,9 @@ def test_every_page_route_refuses_the_roles_it_does_not_name_and_changes_nothing
                 failures.append(f"{role} {method} {path}: sent to sign in")
             elif answer.status_code >= 500:
                 failures.append(f"{role} {method} {path}: {answer.status_code}")
+        moved = changed(before, snapshot()) if method == "GET" else []
+        if moved:  # a GET that changes something is a bug whoever asks
+            failures.append(f"GET {path} changed {moved}")
         checked += 1
     assert checked > 120, "the walk looks too small"
     assert not failures, "\n".join(failures)
@@ -187,6 +191,7 @@ def test_every_api_route_refuses_the_tokens_it_does_not_name_and_changes_nothing
         if moved:
             failures.append(f"{method} {path} refused to {refused} yet changed {moved}")
         allowed = [name for name in tokens if name not in refused]
+        before = snapshot()
         for name in sorted(allowed, key=lambda n: len(tokens[n][1])):  # least first
             answer = client.open(path, method=method, headers=tokens[name][0], json=json)
             found = answer.get_json(silent=True)
@@ -195,6 +200,9 @@ def test_every_api_route_refuses_the_tokens_it_does_not_name_and_changes_nothing
                 failures.append(f"{name} {method} {path}: {answer.status_code} though it holds {needed}")
             elif answer.status_code >= 500:
                 failures.append(f"{name} {method} {path}: {answer.status_code}")
+        moved = changed(before, snapshot()) if method == "GET" else []
+        if moved:
+            failures.append(f"GET {path} changed {moved}")
         checked += 1
     assert checked > 50, "the walk looks too small"
     assert not failures, "\n".join(failures)
