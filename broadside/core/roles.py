@@ -1,6 +1,6 @@
 """The five roles and what each may do: the one table every check reads.
 
-A route declares one permission (webapp/security.py: `allow`, or its blueprint's defaults);
+A route declares one permission (webapp/permissions.py: `allow`, or its blueprint's defaults);
 a person may use it when their role holds it; an API token holds at most its person's role,
 and a read-only token at most a viewer's. The roles are fixed, ordered from most to least:
 
