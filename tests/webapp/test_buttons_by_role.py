@@ -215,3 +215,12 @@ def test_the_walk_sees_a_hidden_button(app):
         "<form method=post> POST /lists/", "<button hx-post> POST /broadcasts/1/pause",
         "a link to the change page /subscribers/new"]
     assert refusals(app, roles.OWNER, "/", html) == []
+
+
+def test_the_words_for_who_may_follow_the_roles_table(app):
+    """templates/_roles.html names who holds each permission; it must say what roles.py says."""
+    words = app.jinja_env.get_template("_roles.html").module
+    for permission in ("write", "send", "manage", "people"):
+        names = [roles.LABELS[role].lower() + "s" for role in roles.roles_with(permission)]
+        said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        assert str(words.who(permission)) == said, permission
