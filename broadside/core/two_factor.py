@@ -77,7 +77,7 @@ def is_enabled(person: Owner) -> bool:
 
 def enrolment(secret: str, email: str) -> Enrolment:
     uri = pyotp.TOTP(secret).provisioning_uri(name=email, issuer_name=ISSUER)
-    svg = segno.make(uri, error="m").svg_inline(scale=5, title="QR code for your "
+    svg = segno.make(uri, error="m").svg_inline(scale=4, title="QR code for your "
                                                 "authenticator app")
     grouped = " ".join(secret[i:i + 4] for i in range(0, len(secret), 4))
     return Enrolment(secret=secret, grouped=grouped, uri=uri, qr_svg=svg)
