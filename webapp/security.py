@@ -7,7 +7,8 @@ token instead; and the person's role must hold the permission the route declares
 cannot forget to require login, nor say who may use it.
 
 Signing in and out go through `sign_in` and `sign_out` here, never Flask-Login's own
-functions: a session names its owner and the `session_epoch` it was opened in
+functions (for a person with two-factor sign-in, `sign_in` runs only after the second step:
+webapp/auth/second_step.py): a session names its owner and the `session_epoch` it was opened in
 (`Owner.get_id`), and holds a token of its own (`BROWSER_SESSION`) whose row in
 `owner_sessions` says it is still open on the server (broadside.core.owner_sessions). It is
 honoured on each request only while that row exists and the epoch is still the owner's, so
