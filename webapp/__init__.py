@@ -34,6 +34,7 @@ from webapp.api import webhooks as api_webhooks  # noqa: F401 - its routes attac
 from webapp.apidocs import bp as apidocs_bp
 from webapp.apidocs import views as apidocs_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.archive.views import bp as archive_bp
+from webapp.auth import second_step  # noqa: F401 - the sign-in's second step adds its routes
 from webapp.auth.views import bp as auth_bp
 from webapp.automations import bp as automations_bp
 from webapp.automations import views as automations_views  # noqa: F401 - its routes attach to the blueprint
@@ -56,6 +57,9 @@ from webapp.lists.views import bp as lists_bp
 from webapp.metrics.views import bp as metrics_bp
 from webapp.params import DatabaseIdConverter
 from webapp.security import install_security
+from webapp.security_pages import bp as security_bp
+from webapp.security_pages import policy as security_policy  # noqa: F401 - its route attaches
+from webapp.security_pages import views as security_views  # noqa: F401 - and the page's
 from webapp.segments import bp as segments_bp
 from webapp.segments import views as segments_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.settings import design  # noqa: F401 - Settings -> Design adds its routes to the blueprint
@@ -137,6 +141,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (health_bp, None),
     (favicon_bp, None),
     (settings_bp, None),
+    (security_bp, None),
     (brand_bp, None),
     (identities_bp, None),
     (transactional_bp, None),

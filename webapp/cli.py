@@ -8,7 +8,7 @@ import click
 from flask import Flask
 from flask.cli import AppGroup
 
-from broadside.core import account_lookups, accounts
+from broadside.core import account_lookups, accounts, actors, audit, sign_in_policy, two_factor
 from broadside.core.errors import DomainError
 from webapp.doctor.report import report
 from webapp.extensions import db
@@ -95,6 +95,30 @@ def tokens_revoke(token_id: int) -> None:
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
     click.echo(f"Token {token_id} revoked.")
+
+
+@users_cli.command("reset-two-factor")
+@click.argument("email")
+def users_reset_two_factor(email: str) -> None:
+    """Turn off a person's two-factor sign-in and void their recovery codes (a lost phone):
+    they sign in with their password and set it up again."""
+    person = accounts.owner_by_email(db.session, email)
+    if person is None:
+        raise click.ClickException(f"Nobody signs in as {email.strip()!r}; nothing was changed.")
+    had = two_factor.is_enabled(person)
+    two_factor.reset(db.session, person.id)
+    audit.record(db.session, "person.two_factor_reset", object_type="person",
+                 object_id=person.id, summary=f"Two-factor sign-in reset for {person.email}",
+                 actor=actors.COMMAND_LINE)
+    db.session.commit()
+    if had:
+        click.echo(f"Two-factor sign-in is off for {person.email} and their recovery codes "
+                   "no longer work. They sign in with their password"
+                   + (", and are asked to set it up again at once." if
+                      sign_in_policy.requires_two_factor(db.session) else "."))
+    else:
+        click.echo(f"{person.email} had no two-factor sign-in; nothing else changed "
+                   "(an unfinished setup, if any, was forgotten).")
 
 
 def register_cli(app: Flask) -> None:

@@ -7,7 +7,8 @@ token instead; and the person's role must hold the permission the route declares
 cannot forget to require login, nor say who may use it.
 
 Signing in and out go through `sign_in` and `sign_out` here, never Flask-Login's own
-functions: a session names its owner and the `session_epoch` it was opened in
+functions (for a person with two-factor sign-in, `sign_in` runs only after the second step:
+webapp/auth/second_step.py): a session names its owner and the `session_epoch` it was opened in
 (`Owner.get_id`), and holds a token of its own (`BROWSER_SESSION`) whose row in
 `owner_sessions` says it is still open on the server (broadside.core.owner_sessions). It is
 honoured on each request only while that row exists and the epoch is still the owner's, so
@@ -21,16 +22,17 @@ from __future__ import annotations
 
 import re
 
-from flask import Flask, Response, current_app, g, redirect, render_template, session, url_for
+from flask import Flask, Response, g, redirect, render_template, session, url_for
 from flask_login import current_user, login_user, logout_user
 
-from broadside.core import accounts, owner_sessions, roles
+from broadside.core import accounts, owner_sessions, roles, sign_in_policy
 from broadside.core.models import Owner
 from webapp.extensions import db, login_manager
 from webapp.htmx import make_response, request
 from webapp.permissions import PUBLIC, can, permission_for, public
 
-__all__ = ["public", "sign_in", "sign_out", "is_public_endpoint", "install_security", "forbidden"]
+__all__ = ["public", "sign_in", "sign_out", "browser_token", "is_public_endpoint",
+           "install_security", "forbidden"]
 
 
 CONTENT_SECURITY_POLICY = (
@@ -48,11 +50,19 @@ BROWSER_SESSION = "browser_session"
 
 
 def sign_in(owner: Owner) -> None:
-    """Sign this browser in as `owner`: a new server-side session, its token in the cookie."""
-    token = owner_sessions.open_session(db.session, owner.id,
-                                        idle_limit=current_app.permanent_session_lifetime)
+    """Sign this browser in as `owner`: a new server-side session, its token in the cookie,
+    with the browser (its User-Agent) and the network it came from (Settings -> Security)."""
+    token = owner_sessions.open_session(
+        db.session, owner.id, user_agent=request.user_agent.string,
+        network=owner_sessions.network_of(request.remote_addr))
     login_user(owner)
     session[BROWSER_SESSION] = token
+
+
+def browser_token() -> str | None:
+    """This browser's session token (to keep it open while the person's others end)."""
+    token = session.get(BROWSER_SESSION)
+    return token if isinstance(token, str) else None
 
 
 def sign_out() -> None:
@@ -88,6 +98,10 @@ def forbidden(needed: str | None, role: str) -> Response:
 
 def install_security(app: Flask) -> None:
     app.jinja_env.globals["can"] = can  # templates show a button only to who may press it
+    # The signed cookie is refused past this age, so it lives at least as long as the longest
+    # idle limit Settings allows; the server's row and that limit decide when a session ends.
+    app.permanent_session_lifetime = max(app.permanent_session_lifetime,
+                                         sign_in_policy.LONGEST_IDLE)
     login_manager.login_view = "auth.login"
     login_manager.login_message = "Please sign in to continue."
     login_manager.login_message_category = "info"
@@ -96,15 +110,14 @@ def install_security(app: Flask) -> None:
     def load_owner(session_id: str) -> Owner | None:
         """The session's owner, while the session is open on the server and of their
         current epoch; None (signed out) once this browser signed out, the password changed
-        since, or it was left unused longer than a cookie lives."""
+        since, or it was left unused longer than Settings -> Security allows."""
         match = _SESSION_ID.fullmatch(session_id)
         if match is None or int(match[1]) >= 2**31:
             return None
         token = session.get(BROWSER_SESSION)
         if not isinstance(token, str):
             return None
-        found = owner_sessions.owner_of(db.session, int(match[1]), int(match[2] or 0), token,
-                                        idle_limit=app.permanent_session_lifetime)
+        found = owner_sessions.owner_of(db.session, int(match[1]), int(match[2] or 0), token)
         if found is None:
             return None
         owner, last_seen = found

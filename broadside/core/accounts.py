@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from broadside.core import owner_sessions
 from broadside.core.addresses import normalise_email
 from broadside.core.db import rowcount
-from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
 from broadside.core.models import ApiToken, Owner
 from broadside.core.timeutil import utcnow
 
@@ -107,6 +107,30 @@ def set_password(session: Session, owner_id: int, password: str, *,
     owner = session.get_one(Owner, owner_id)
     session.refresh(owner)
     return owner
+
+
+class WrongPassword(DomainError):
+    """The current password given is not the person's; nothing was changed."""
+
+    status_code = 401
+
+
+def change_password(session: Session, owner_id: int, current: str, new: str) -> Owner:
+    """A person's own change of password (Settings -> Security): proven by the current one,
+    then `set_password`, guarded on the hash that was checked (ends every session, this
+    browser's too: the caller opens it a new one). Committed."""
+    owner = session.get(Owner, owner_id)
+    if owner is None:
+        raise NotFound("There is no such owner.")
+    if not check_password_hash(owner.password_hash, current or ""):
+        raise WrongPassword("That is not your current password.", field="current_password")
+    if current == new:
+        raise ValidationError("The new password is the one you have now.", field="password")
+    try:
+        _check_password_length(new)
+    except ValidationError as exc:
+        raise ValidationError(exc.message, field="password") from None
+    return set_password(session, owner_id, new, if_hash=owner.password_hash)
 
 
 def create_owner(session: Session, email: str, password: str) -> Owner:

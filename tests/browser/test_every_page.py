@@ -94,6 +94,7 @@ STACKED = {
     "subscriber": ["#subscriber-lists", "#subscriber-broadcasts", "#subscriber-automations", ".departures",
                    "#subscriber-one-off"],
     "settings": ["#token-table"], "webhook endpoint": ["#webhook-log"], "dashboard": [".recent-table"],
+    "security": ["#session-table"],
     "transactional templates": ["#template-table", "#recent-sends"],
     "transactional template": ["#template-sends"],
 }
@@ -242,6 +243,7 @@ OWNER_PAGES = [
     Visit("step preview", "automations.preview", {"automation_id": "automation", "step_id": "step"}),
     Visit("automation's failed messages", "automations.messages", {"automation_id": "automation"}),
     Visit("settings", "settings.index"),
+    Visit("security", "security.index"),
     Visit("design", "settings.design_page"),
     Visit("design: the sample email", "settings.design_preview_email"),
     Visit("design: the confirmation email", "settings.design_preview_confirmation"),
@@ -293,6 +295,10 @@ NOT_PAGES = {
     "identities.dns_default": "an htmx fragment of the identities page: the default's DNS checks",
     "auth.setup": "walked first, before the owner exists (it is a 404 afterwards)",
     "auth.reset_sent": "walked as the page the request for a link leads to",
+    "auth.two_factor": "needs a pending sign-in: walked at both widths in test_two_factor_pages.py",
+    "auth.enrol_two_factor": "needs a pending sign-in: walked at both widths in test_two_factor_pages.py",
+    "security.enrol": "needs an enrolment begun: walked at both widths in test_two_factor_pages.py",
+    "security.recovery_codes": "shown once after an enrolment: walked in test_two_factor_pages.py",
 }
 
 

@@ -43,6 +43,10 @@ REVIEWED_PUBLIC = {
     "archive.view",
     "analytics.pixel", "analytics.click",
     "auth.forgot_password", "auth.reset_sent", "auth.reset_password",
+    # The sign-in's second step and the enrolment the owner may require: they answer only a
+    # browser holding a pending sign-in (a right password, under five minutes old); any other
+    # is sent back to the password. Forms with CSRF tokens, throttled like sign-in.
+    "auth.two_factor", "auth.enrol_two_factor",
 }
 # Public POSTs that carry no CSRF token by design, each proving itself another way: its
 # credential is named in its @public reason (a signed token, a provider's signature).

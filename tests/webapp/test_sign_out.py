@@ -126,9 +126,9 @@ def test_a_session_the_server_does_not_hold_is_signed_out(app, client, owner):
         assert not signed_in(client), (user_id, token)
 
 
-def test_a_session_left_unused_longer_than_a_cookie_lives_has_ended(app, client, owner):
+def test_a_session_left_unused_longer_than_the_idle_limit_has_ended(app, client, owner):
     sign_in(client)
-    lifetime = app.permanent_session_lifetime
+    lifetime = owner_sessions.idle_limit_of(db.session)  # Settings -> Security's
     db.session.execute(update(OwnerSession).values(last_seen_at=utcnow() - lifetime
                                                    + timedelta(minutes=1)))
     db.session.commit()

@@ -1,5 +1,9 @@
 """First-run setup, sign in and sign out, and the way back in: "Forgot your password?" mails a
-reset link (broadside.mail.password_reset) through the transactional stream."""
+reset link (broadside.mail.password_reset) through the transactional stream.
+
+A right password signs in at once only a person without two-factor sign-in, where the owner
+does not require it; anyone else is given a pending sign-in (webapp/auth/pending.py) and sent
+to the second step (webapp/auth/second_step.py), which signs in only after the code."""
 
 from __future__ import annotations
 
@@ -22,11 +26,13 @@ from flask_wtf import FlaskForm
 from wtforms import EmailField, PasswordField
 from wtforms.validators import DataRequired, EqualTo, Length
 
-from broadside.core import accounts
+from broadside.core import accounts, sign_in_policy, two_factor
 from broadside.core.errors import DomainError
+from broadside.core.models import Owner
 from broadside.delivery.transactional import queue_transactional
 from broadside.mail.password_reset import ResetLinkRefused, ResetLinks
 from webapp import throttle
+from webapp.auth import pending
 from webapp.extensions import db, get_jobs
 from webapp.security import public, sign_in, sign_out
 from webapp.steady_answers import SteadyAnswer
@@ -164,12 +170,10 @@ def login():
     status = 200
     if form.validate_on_submit():
         email = form.email.data.strip().lower()
-        if _attempt_allowed(email):
+        if attempt_allowed(email):
             owner = accounts.authenticate(db.session, email, form.password.data)
             if owner is not None:
-                _forgive(email)
-                sign_in(owner)
-                return redirect(_safe_next(request.args.get("next")))
+                return _after_password(owner, _safe_next(request.args.get("next")))
             form.form_errors.append("That email and password do not match.")
             status = 401
         else:
@@ -180,12 +184,28 @@ def login():
     return render_template("auth/login.html", form=form), status
 
 
+def _after_password(owner: Owner, next_url: str):
+    """Signed in now; or, with two-factor on (or required), a pending sign-in sent to its
+    second step. The throttle forgives this client only once the whole sign-in succeeds, so a
+    right password does not buy a guesser of codes a fresh set of tries."""
+    if two_factor.is_enabled(owner):
+        pending.begin(owner, next_url, enrol=False)
+        return redirect(url_for("auth.two_factor"))
+    if sign_in_policy.requires_two_factor(db.session):
+        two_factor.start_enrolment(db.session, owner.id)
+        pending.begin(owner, next_url, enrol=True)
+        return redirect(url_for("auth.enrol_two_factor"))
+    forgive(owner.email)
+    sign_in(owner)
+    return redirect(next_url)
+
+
 def _buckets(email: str) -> tuple[str, str, str]:
     client = throttle.client_key(request.remote_addr)
     return f"login:account-client:{email}:{client}", f"login:client:{client}", f"login:account:{email}"
 
 
-def _attempt_allowed(email: str) -> bool:
+def attempt_allowed(email: str) -> bool:
     """Count this attempt, then decide on the counts Redis returned (no read-then-write).
 
     Refused only when this client is over one of its own limits; the account-wide count never
@@ -204,8 +224,8 @@ def _attempt_allowed(email: str) -> bool:
     return True
 
 
-def _forgive(email: str) -> None:
-    """A successful sign-in: this client's failures at this address are forgotten, and the
+def forgive(email: str) -> None:
+    """A successful sign-in (both steps): this client's failures at this address are forgotten, and the
     attempt itself is given back to the client's and the account's counts."""
     pair, client, account = _buckets(email)
     throttle.clear(pair)
