@@ -122,7 +122,16 @@ def install_security(app: Flask) -> None:
             return None
         owner, last_seen = found
         g.owner_session_seen = (token, last_seen)  # noted by `require_owner`, before the view
+        # What the person may do, read now: noting the session commits, which expires the row.
+        g.broadside_granted = roles.permissions_of(owner.role)
         return owner
+
+    @app.before_request
+    def forget_the_last_requests_person() -> None:
+        """`g` lives in the app context, which a caller may keep across requests (the test
+        client inside one app context): each request decides who it is from its own cookie."""
+        for key in ("_login_user", "broadside_granted"):
+            g.pop(key, None)
 
     @app.before_request
     def require_owner() -> Response | None:
