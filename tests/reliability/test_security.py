@@ -62,6 +62,10 @@ REVIEWED_PUBLIC = {
     # like sign-in), the answer page, and the page the signed single-use link opens. Forms
     # with CSRF tokens, as sign-in's.
     "auth.forgot_password", "auth.reset_sent", "auth.reset_password",
+    # An invitation's page: the emailed single-use link (72 hours, only its SHA-256 stored)
+    # is the credential of someone with no account yet; a form with a CSRF token, throttled
+    # per client like sign-in.
+    "people.accept",
 }
 # Public POSTs that carry no CSRF token by design, each proving itself another way.
 CSRF_EXEMPT = {
