@@ -293,6 +293,10 @@ NOT_PAGES = {
     "identities.dns_default": "an htmx fragment of the identities page: the default's DNS checks",
     "auth.setup": "walked first, before the owner exists (it is a 404 afterwards)",
     "auth.reset_sent": "walked as the page the request for a link leads to",
+    "people.index": "walked at both widths, with axe, by tests/browser/test_people_pages.py",
+    "people.confirm_remove": "walked at both widths, with axe, by tests/browser/test_people_pages.py",
+    "people.accept": "walked at both widths, with axe, by tests/browser/test_people_pages.py "
+                     "(the form, and a used link)",
 }
 
 
