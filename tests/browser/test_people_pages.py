@@ -114,3 +114,14 @@ def test_invite_accept_change_and_remove(page: Page, browser, live_server, owner
 
     invitee.reload()  # their session ended with them
     expect(invitee.get_by_role("heading", name="Sign in to Broadside")).to_be_visible()
+
+    page.goto(live_server.url + "/settings/")  # the tokens say whose and what they may do
+    page.get_by_label("Token name").fill("Reports")
+    page.get_by_label("Read-only: GET requests only").check()
+    page.get_by_role("button", name="Create token").click()
+    expect(page.locator("#token-table")).to_contain_text("full (owner)")
+    expect(page.locator("#token-table")).to_contain_text("read-only")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        assert table_problems(page, ("#token-table",) if width == 390 else ()) == []
+        page.locator("#tokens").screenshot(path=str(screenshot_dir / f"people-tokens-{width}.png"))
