@@ -30,6 +30,7 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
 )
 from webapp.api import bp as api_bp
 from webapp.api import transactional as api_transactional  # noqa: F401 - routes attach to the API blueprint
+from webapp.api import users as api_users  # noqa: F401 - its routes attach to the API blueprint
 from webapp.api import webhooks as api_webhooks  # noqa: F401 - its routes attach to the API blueprint
 from webapp.apidocs import bp as apidocs_bp
 from webapp.apidocs import views as apidocs_views  # noqa: F401 - its routes attach to the blueprint
@@ -56,6 +57,9 @@ from webapp.identities import views as identities_views  # noqa: F401 - and the 
 from webapp.lists.views import bp as lists_bp
 from webapp.metrics.views import bp as metrics_bp
 from webapp.params import DatabaseIdConverter
+from webapp.people import bp as people_bp
+from webapp.people import invitation as people_invitation  # noqa: F401 - its route attaches to the blueprint
+from webapp.people import views as people_views  # noqa: F401 - and the People page's
 from webapp.security import install_security
 from webapp.security_pages import bp as security_bp
 from webapp.security_pages import policy as security_policy  # noqa: F401 - its route attaches
@@ -145,6 +149,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (brand_bp, None),
     (identities_bp, None),
     (transactional_bp, None),
+    (people_bp, None),
     (api_bp, None),
     (unsubscribe_bp, None),
     (suppression_bp, None),

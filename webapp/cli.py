@@ -1,4 +1,6 @@
-"""`flask --app webapp ...` commands: owner, tokens, worker (and `db` from Flask-Migrate)."""
+"""`flask --app webapp ...` commands: users, owner, tokens, worker (and `db` from
+Flask-Migrate). Each change a command makes writes its audit row (actor: the command line) in
+the change's own transaction."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import click
 from flask import Flask
 from flask.cli import AppGroup
 
-from broadside.core import account_lookups, accounts, actors, audit, sign_in_policy, two_factor
+from broadside.core import account_lookups, accounts, actors, audit, people, roles, sign_in_policy, two_factor
 from broadside.core.errors import DomainError
 from webapp.doctor.report import report
 from webapp.extensions import db
@@ -18,20 +20,96 @@ tokens_cli = AppGroup("tokens", help="Manage API tokens.")
 users_cli = AppGroup("users", help="Manage the people who sign in, and their roles.")
 
 
+def _password(password_stdin: bool) -> str:
+    if password_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    return click.prompt("Password", hide_input=True, confirmation_prompt=True)
+
+
+def _create(email: str, password: str, role: str) -> None:
+    try:
+        person = accounts.create_person(db.session, email, password, role=role, commit=False)
+        audit.record(db.session, "person.create", object_type="person", object_id=person.id,
+                     summary=f"created {person.email} as {role}",
+                     details={"email": person.email, "role": role}, actor=actors.COMMAND_LINE)
+        db.session.commit()
+    except DomainError as exc:
+        db.session.rollback()
+        raise click.ClickException(f"{exc.message} Nothing was changed.") from None
+    click.echo(f"Created {person.email} ({roles.LABELS[role].lower()}).")
+
+
 @owner_cli.command("create")
 @click.argument("email")
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
 def owner_create(email: str, password_stdin: bool) -> None:
-    """Create an owner who can sign in to the dashboard."""
-    if password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-    else:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    """Create an owner (the same as `users create EMAIL --role owner`)."""
+    _create(email, _password(password_stdin), roles.OWNER)
+
+
+@users_cli.command("create")
+@click.argument("email")
+@click.option("--role", type=click.Choice(roles.ROLES), required=True,
+              help="What they may do: " + "; ".join(f"{r}: {roles.DESCRIPTIONS[r]}"
+                                                    for r in roles.ROLES))
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+def users_create(email: str, role: str, password_stdin: bool) -> None:
+    """Create a person who signs in with ROLE (no invitation email needed)."""
+    _create(email, _password(password_stdin), role)
+
+
+@users_cli.command("list")
+def users_list() -> None:
+    """List everyone who signs in: address, role, two-factor, name."""
+    for person in people.everyone(db.session):
+        two = "two-factor" if person.two_factor else "password only"
+        click.echo(f"{person.id}\t{person.email}\t{person.role}\t{two}\t{person.name}")
+
+
+def _person(email: str):
+    person = people.by_email(db.session, email)
+    if person is None:
+        raise click.ClickException(f"Nobody signs in as {email.strip()!r}; nothing was changed.")
+    return person
+
+
+@users_cli.command("set-role")
+@click.argument("email")
+@click.argument("role", type=click.Choice(roles.ROLES))
+def users_set_role(email: str, role: str) -> None:
+    """Give a person another role (never the last owner's away)."""
+    person = _person(email)
     try:
-        owner = accounts.create_owner(db.session, email, password)
+        before, after = people.change_role(db.session, person.id, role, commit=False)
+        if before != after:
+            audit.record(db.session, "person.role", object_type="person", object_id=person.id,
+                         summary=f"changed the role of {email.strip().lower()} from {before} "
+                                 f"to {after}",
+                         details={"before": before, "after": after}, actor=actors.COMMAND_LINE)
+        db.session.commit()
     except DomainError as exc:
-        raise click.ClickException(exc.message) from None
-    click.echo(f"Created owner {owner.email}.")
+        db.session.rollback()
+        raise click.ClickException(f"{exc.message} Nothing was changed.") from None
+    click.echo(f"{email.strip().lower()} is now {roles.LABELS[after].lower()}"
+               + ("." if before != after else " (unchanged)."))
+
+
+@users_cli.command("remove")
+@click.argument("email")
+def users_remove(email: str) -> None:
+    """Remove a person: their sessions and API tokens stop working (never the last owner)."""
+    person = _person(email)
+    person_id, role = person.id, person.role
+    try:
+        address = people.remove(db.session, person_id, commit=False)
+        audit.record(db.session, "person.remove", object_type="person", object_id=person_id,
+                     summary=f"removed {address} ({role})",
+                     details={"email": address, "role": role}, actor=actors.COMMAND_LINE)
+        db.session.commit()
+    except DomainError as exc:
+        db.session.rollback()
+        raise click.ClickException(f"{exc.message} Nothing was changed.") from None
+    click.echo(f"Removed {address}: their sessions and API tokens no longer work.")
 
 
 @owner_cli.command("reset-password")
@@ -61,37 +139,52 @@ def owner_reset_password(email: str) -> None:
 
 @tokens_cli.command("create")
 @click.argument("name")
-@click.option("--owner", "owner_email", help="Owner the token belongs to (default: the first).")
+@click.option("--user", "user_email", help="Whose token it is: it carries at most their role "
+              "(default: the first owner).")
+@click.option("--owner", "owner_email", hidden=True)  # the old name of --user, for old scripts
 @click.option("--read-only", is_flag=True, help="The token may only read (GET requests).")
-def tokens_create(name: str, owner_email: str | None, read_only: bool) -> None:
+def tokens_create(name: str, user_email: str | None, owner_email: str | None,
+                  read_only: bool) -> None:
     """Create an API token, full or read-only; the token itself is the last line printed."""
-    owner = account_lookups.find_owner(db.session, owner_email)
-    if owner is None:
-        raise click.ClickException("No such owner: create one with `flask --app webapp owner create`.")
+    email = user_email or owner_email
+    person = account_lookups.find_owner(db.session, email)
+    if person is None:
+        raise click.ClickException(f"Nobody signs in as {email!r}." if email else
+                                   "Nobody signs in yet: create someone with "
+                                   "`flask --app webapp users create`.")
     try:
-        token, plain = accounts.create_token(db.session, owner.id, name, read_only=read_only)
+        token, plain = accounts.create_token(db.session, person.id, name, read_only=read_only,
+                                             commit=False)
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
-    access = "read-only" if token.read_only else "full"
-    click.echo(f"Token {token.name!r} (id {token.id}, {access}) for {owner.email}. "
+    access = "read-only" if token.read_only else f"full ({person.role})"
+    audit.record(db.session, "token.create", object_type="token", object_id=token.id,
+                 summary=f"created the token {token.name!r} of {person.email} ({access})",
+                 details={"read_only": token.read_only}, actor=actors.COMMAND_LINE)
+    db.session.commit()
+    click.echo(f"Token {token.name!r} (id {token.id}, {access}) for {person.email}. "
                "It is shown only once:")
     click.echo(plain)
 
 
 @tokens_cli.command("list")
 def tokens_list() -> None:
-    """List tokens (never their values)."""
-    for token in account_lookups.tokens_by_id(db.session):
+    """List tokens with whose each is and what it may do (never their values)."""
+    for shown in account_lookups.tokens_by_id(db.session):
+        token = shown.token
         state = "revoked" if token.revoked_at else "active"
-        access = "read-only" if token.read_only else "full"
-        click.echo(f"{token.id}\t{token.name}\t{token.prefix}…\t{access}\t{state}")
+        click.echo(f"{token.id}\t{token.name}\t{token.prefix}…\t{shown.email}\t"
+                   f"{shown.access}\t{state}")
 
 
 @tokens_cli.command("revoke")
 @click.argument("token_id", type=int)
 def tokens_revoke(token_id: int) -> None:
     try:
-        accounts.revoke_token(db.session, token_id)
+        accounts.revoke_token(db.session, token_id, commit=False)
+        audit.record(db.session, "token.revoke", object_type="token", object_id=token_id,
+                     summary=f"revoked the token {token_id}", actor=actors.COMMAND_LINE)
+        db.session.commit()
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
     click.echo(f"Token {token_id} revoked.")

@@ -11,15 +11,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import secrets
+from dataclasses import dataclass
 
 from sqlalchemy import func, insert, literal, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from broadside.core import owner_sessions
+from broadside.core import owner_sessions, roles
 from broadside.core.addresses import normalise_email
 from broadside.core.db import rowcount
-from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
+from broadside.core.errors import Conflict, DomainError, Forbidden, NotFound, ValidationError
 from broadside.core.models import ApiToken, Owner
 from broadside.core.timeutil import utcnow
 
@@ -60,6 +61,11 @@ class PasswordChangedSince(Conflict):
 
 def owner_exists(session: Session) -> bool:
     return (session.scalar(select(func.count()).select_from(Owner)) or 0) > 0
+
+
+def check_password(password: str) -> None:
+    """ValidationError for a password out of bounds (MIN_PASSWORD_LENGTH to MAX_...)."""
+    _check_password_length(password)
 
 
 def _check_password_length(password: str) -> None:
@@ -133,16 +139,32 @@ def change_password(session: Session, owner_id: int, current: str, new: str) -> 
     return set_password(session, owner_id, new, if_hash=owner.password_hash)
 
 
-def create_owner(session: Session, email: str, password: str) -> Owner:
-    """One more owner (the `owner create` command): any number may exist."""
+def create_person(session: Session, email: str, password: str, *, role: str = "owner",
+                  name: str = "", commit: bool = True) -> Owner:
+    """One more person of `role` (`users create` on the command line; `owner create` is the
+    shortcut for an owner). Conflict when the address already signs in."""
     email = normalise_email(email)
+    if not roles.is_role(role):
+        raise ValidationError(f"The role must be one of: {', '.join(roles.ROLES)}.", field="role")
     _check_password_length(password)
     if session.scalar(select(Owner).where(Owner.email == email)):
-        raise Conflict(f"An owner with the address {email} already exists.")
-    owner = Owner(email=email, password_hash=generate_password_hash(password, method=PASSWORD_METHOD))
-    session.add(owner)
-    session.commit()
-    return owner
+        raise Conflict(f"{email} already signs in to Broadside.", field="email")
+    person = Owner(email=email, role=role, name=(name or "").strip()[:200],
+                   password_hash=generate_password_hash(password, method=PASSWORD_METHOD))
+    session.add(person)
+    try:
+        session.flush()
+    except IntegrityError:  # the same address, created a moment earlier by another
+        session.rollback()
+        raise Conflict(f"{email} already signs in to Broadside.", field="email") from None
+    if commit:
+        session.commit()
+    return person
+
+
+def create_owner(session: Session, email: str, password: str) -> Owner:
+    """One more owner (the `owner create` command): any number may exist."""
+    return create_person(session, email, password, role=roles.OWNER)
 
 
 def create_first_owner(session: Session, email: str, password: str) -> Owner:
@@ -210,8 +232,8 @@ def _hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_token(session: Session, owner_id: int, name: str, *, read_only: bool = False
-                 ) -> tuple[ApiToken, str]:
+def create_token(session: Session, owner_id: int, name: str, *, read_only: bool = False,
+                 commit: bool = True) -> tuple[ApiToken, str]:
     """Make a token, full or read-only (GET only); the plain value is returned once and only
     its hash is stored."""
     name = (name or "").strip()
@@ -221,7 +243,9 @@ def create_token(session: Session, owner_id: int, name: str, *, read_only: bool 
     token = ApiToken(owner_id=owner_id, name=name, token_hash=_hash_token(plain), prefix=plain[:10],
                      read_only=read_only)
     session.add(token)
-    session.commit()
+    session.flush()
+    if commit:
+        session.commit()
     return token, plain
 
 
@@ -245,16 +269,46 @@ def touch_token(session: Session, token_id: int) -> None:
     session.commit()
 
 
-def revoke_token(session: Session, token_id: int) -> None:
-    result = session.execute(
+def revoke_token(session: Session, token_id: int, *, by: int | None = None,
+                 any_token: bool = True, commit: bool = True) -> ApiToken:
+    """Revoke a token. `by` (a person's id) with `any_token` False may revoke only their own:
+    Forbidden for another's (the command line, and people who manage, revoke any). NotFound
+    for no such token. Committed; revoking a revoked token changes nothing."""
+    token = session.get(ApiToken, token_id)
+    if token is None:
+        raise NotFound("No such token.")
+    if not any_token and token.owner_id != by:
+        raise Forbidden("You may revoke only your own tokens; revoking another's needs the "
+                        "manage permission (an owner or an admin).")
+    session.execute(
         update(ApiToken)
         .where(ApiToken.id == token_id, ApiToken.revoked_at.is_(None))
         .values(revoked_at=utcnow())
     )
-    session.commit()
-    if rowcount(result) == 0 and session.get(ApiToken, token_id) is None:
-        raise NotFound("No such token.")
+    if commit:
+        session.commit()
+    session.refresh(token)
+    return token
 
 
-def list_tokens(session: Session) -> list[ApiToken]:
-    return list(session.scalars(select(ApiToken).order_by(ApiToken.created_at.desc())))
+@dataclass(frozen=True)
+class TokenShown:
+    """A token as Settings lists it: whose, and what it may do now."""
+
+    token: ApiToken
+    email: str
+    role: str
+
+    @property
+    def access(self) -> str:
+        """Its effective access: "read-only", or "full (writer)": the person's role now."""
+        return "read-only" if self.token.read_only else f"full ({self.role})"
+
+
+def list_tokens(session: Session, *, of: int | None = None) -> list[TokenShown]:
+    """Tokens, newest first, with whose each is: every one, or only person `of`'s."""
+    query = (select(ApiToken, Owner.email, Owner.role).join(Owner, Owner.id == ApiToken.owner_id)
+             .order_by(ApiToken.created_at.desc(), ApiToken.id.desc()))
+    if of is not None:
+        query = query.where(ApiToken.owner_id == of)
+    return [TokenShown(token, email, role) for token, email, role in session.execute(query)]

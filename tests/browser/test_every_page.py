@@ -299,6 +299,10 @@ NOT_PAGES = {
     "auth.enrol_two_factor": "needs a pending sign-in: walked at both widths in test_two_factor_pages.py",
     "security.enrol": "needs an enrolment begun: walked at both widths in test_two_factor_pages.py",
     "security.recovery_codes": "shown once after an enrolment: walked in test_two_factor_pages.py",
+    "people.index": "walked at both widths, with axe, by tests/browser/test_people_pages.py",
+    "people.confirm_remove": "walked at both widths, with axe, by tests/browser/test_people_pages.py",
+    "people.accept": "walked at both widths, with axe, by tests/browser/test_people_pages.py "
+                     "(the form, and a used link)",
 }
 
 

@@ -47,6 +47,10 @@ REVIEWED_PUBLIC = {
     # browser holding a pending sign-in (a right password, under five minutes old); any other
     # is sent back to the password. Forms with CSRF tokens, throttled like sign-in.
     "auth.two_factor", "auth.enrol_two_factor",
+    # An invitation's page: the emailed single-use link (72 hours, only its SHA-256 stored)
+    # is the credential of someone with no account yet; a form with a CSRF token, throttled
+    # per client like sign-in.
+    "people.accept",
 }
 # Public POSTs that carry no CSRF token by design, each proving itself another way: its
 # credential is named in its @public reason (a signed token, a provider's signature).

@@ -285,6 +285,21 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner, 
     call("DELETE", tx, template_id=made)
     call("DELETE", tx, template_id=made)  # 404
 
+    invited = call("POST", "/api/users", json={"email": "new@example.com", "role": "viewer"})
+    call("POST", "/api/users", json={"email": OWNER_EMAIL, "role": "viewer"})  # 409
+    call("POST", "/api/users", json={"email": "new@example.com", "role": "emperor"})  # 422
+    call("GET", "/api/users")
+    person = "/api/users/{user_id}"
+    call("GET", person, user_id=owner_id)
+    call("GET", person, user_id=999)  # 404
+    call("PATCH", person, user_id=owner_id, json={"role": "admin"})  # 409: the last owner
+    call("PATCH", person, user_id=owner_id, json={"role": "emperor"})  # 422
+    call("PATCH", person, user_id=owner_id, json={"role": "owner"})
+    call("DELETE", person, user_id=owner_id)  # 409: the last owner
+    call("DELETE", person, user_id=999)  # 404
+    call("DELETE", "/api/invitations/{invitation_id}", invitation_id=invited["id"])
+    call("DELETE", "/api/invitations/{invitation_id}", invitation_id=999)  # 404
+
     assert contract.seen == documented(doc), "operations never called here"
 
 

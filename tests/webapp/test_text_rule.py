@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from flask import g
 from jsonschema import Draft202012Validator
 from sqlalchemy import select
 from werkzeug.routing import IntegerConverter, Rule
@@ -120,7 +121,7 @@ def changed(before: dict[str, list]) -> list[str]:
 # ------------------------------------------------------------------ something of everything
 
 @pytest.fixture
-def seeded(app, client, api_headers, postal_address) -> dict[str, int]:
+def seeded(app, client, api_headers, owner, postal_address) -> dict[str, int]:
     """One of everything the body-taking operations name in their paths, made through the API
     with valid bodies, so each request with bad text reaches the field rule rather than a 404."""
     def made(path: str, body: dict) -> int:
@@ -144,6 +145,11 @@ def seeded(app, client, api_headers, postal_address) -> dict[str, int]:
         "name": "Password reset", "subject": "Reset", "body": "Your link: {{ data.link }}"})
     ids["message_id"] = made("/api/transactional", {"template": "Password reset",
                                                     "to": "ann@example.com", "data": {}})
+    ids["user_id"] = owner.id
+    ids["invitation_id"] = made("/api/users", {"email": "bo@example.com", "role": "viewer"})
+    # What the token may do was kept in this (the test's) app context's `g`; a browser's
+    # request has a context of its own.
+    g.pop("broadside_granted", None)
     return ids
 
 

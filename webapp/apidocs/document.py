@@ -16,6 +16,7 @@ from webapp.apidocs.paths import PATHS
 from webapp.apidocs.rule_schemas import RULE_SCHEMAS
 from webapp.apidocs.schemas import COMPONENTS
 from webapp.apidocs.transactional import TRANSACTIONAL_PATHS, TRANSACTIONAL_SCHEMAS
+from webapp.apidocs.users import USER_PATHS, USER_SCHEMAS
 from webapp.apidocs.webhooks import WEBHOOK_PATHS, WEBHOOK_SCHEMAS
 
 
@@ -66,6 +67,8 @@ TAGS = [
     {"name": "Transactional", "description": "One-off email to one address (a password "
      "reset, a one-time code) from a template, with an Idempotency-Key so a retry never "
      "sends twice."},
+    {"name": "People", "description": "Who signs in and with which role: invitations, role "
+     "changes, removal. Only an owner's token may use these."},
     {"name": "Token", "description": "The token in use, and this document."},
 ]
 
@@ -76,9 +79,9 @@ DOCUMENT: dict[str, Any] = {
     "security": [{"bearer": []}],
     "tags": TAGS,
     "paths": {**PATHS, **AUTOMATION_PATHS, **CODE_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS,
-              **TRANSACTIONAL_PATHS},
+              **TRANSACTIONAL_PATHS, **USER_PATHS},
     "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **RULE_SCHEMAS,
                                              **AUTOMATION_SCHEMAS, **CODE_SCHEMAS,
                                              **IDENTITY_SCHEMAS, **WEBHOOK_SCHEMAS,
-                                             **TRANSACTIONAL_SCHEMAS}},
+                                             **TRANSACTIONAL_SCHEMAS, **USER_SCHEMAS}},
 }

@@ -25,7 +25,7 @@ from broadside.core.site_settings import (
 )
 from webapp.extensions import db
 from webapp.forms import after_post, keep_for_one_read, place_error, read_once
-from webapp.permissions import defaults
+from webapp.permissions import allow, can, defaults
 
 bp = Blueprint("settings", __name__, url_prefix="/settings")
 defaults(bp, read=roles.VIEW, change=roles.MANAGE)
@@ -54,7 +54,7 @@ class SenderForm(FlaskForm):
 
 class TokenForm(FlaskForm):
     name = StringField("Token name", validators=[DataRequired(), Length(max=100)])
-    access = RadioField("Access", choices=[SelectChoice("full", "Full: read and change"),
+    access = RadioField("Access", choices=[SelectChoice("full", "Full: what your role may do"),
                                            SelectChoice("read", "Read-only: GET requests only")],
                         default="full", validators=[Optional()])  # absent: a full token, as before
 
@@ -126,7 +126,9 @@ def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | No
     delay = config["SEND_DELAY_MS"]
     return render_template(
         "settings/index.html",
-        tokens=accounts.list_tokens(db.session),
+        # Everyone sees their own tokens; those who manage see everyone's (and may revoke any).
+        tokens=accounts.list_tokens(db.session,
+                                    of=None if can(roles.MANAGE) else current_user.id),
         token_form=token_form or TokenForm(formdata=None),
         action_form=EmptyForm(),
         new_token=new_token,
@@ -230,6 +232,7 @@ def update_sender():
 
 
 @bp.route("/tokens", methods=["POST"])
+@allow(roles.SELF)  # everyone makes their own; it carries at most their role
 def create_token():
     form = TokenForm()
     new_token = None
@@ -247,8 +250,11 @@ def create_token():
 
 
 @bp.route("/tokens/<int:token_id>/revoke", methods=["POST"])
+@allow(roles.SELF)  # one's own; another's needs `manage`, checked by the domain
 def revoke_token(token_id: int):
     if EmptyForm().validate_on_submit():
-        accounts.revoke_token(db.session, token_id)
-        flash("The token is revoked; requests that use it are now refused.", "success")
-    return redirect(url_for("settings.index"))
+        token = accounts.revoke_token(db.session, token_id, by=current_user.id,
+                                      any_token=can(roles.MANAGE))
+        flash(f"The token “{token.name}” is revoked; requests that use it are now refused.",
+              "success")
+    return redirect(url_for("settings.index") + "#tokens")
