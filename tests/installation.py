@@ -19,7 +19,7 @@ from broadside.campaigns.automations import service as automations
 from broadside.campaigns.broadcasts import drafts
 from broadside.campaigns.broadcasts.service import schedule_broadcast, send_broadcast
 from broadside.campaigns.transactional import templates as transactional
-from broadside.core.models import Delivery, Subscriber, Subscription, WebhookEndpoint
+from broadside.core.models import Delivery, Owner, Subscriber, Subscription, WebhookEndpoint
 from broadside.core.models.automations import AutomationStep
 from broadside.core.site_settings import update_settings
 from broadside.core.timeutil import utcnow
@@ -79,8 +79,11 @@ def seed_installation(app: Flask, run_worker: Callable[[], object]) -> dict[str,
         "name": "Password reset", "subject": "Your link", "essential": True,
         "body": "Hi {{ name }}, [a new password](https://acme.example/reset/{{ data.token }})."}),
         default_from=app.config["MAIL_FROM"])
+    colleague = Owner(email="colleague@acme.example", name="Colleague", role="writer",
+                      password_hash="!")  # a person on the People page; never signs in
+    db.session.add(colleague)
     db.session.commit()
-    return {"list_id": weekly.id, "subscriber_id": people[0], "draft": draft.id,
+    return {"list_id": weekly.id, "person_id": colleague.id, "subscriber_id": people[0], "draft": draft.id,
             "scheduled": scheduled.id, "sent": sent.id, "delivery_id": delivery or 0,
             "segment_id": segment.id, "automation_on": on.id, "automation_off": off.id,
             "step_id": step or 0, "identity_id": identity.id, "endpoint_id": endpoint.id,

@@ -247,9 +247,9 @@ def test_everyone_makes_and_revokes_their_own_tokens_and_managers_any(app, sign_
     assert "full (writer)" in page.text and "yours" in page.text
     with app.app_context():
         admin = sign_in_as("admin", "a-tok@example.com")
-    _, plain = accounts.create_token(db.session, admin.person.id, "admins", read_only=True)
-    assert "admins" not in get(writer, "/settings/").text  # only one's own
-    admins = db.session.scalar(select(ApiToken).where(ApiToken.name == "admins"))
+    _, plain = accounts.create_token(db.session, admin.person.id, "admin-reports", read_only=True)
+    assert "admin-reports" not in get(writer, "/settings/").text  # only one's own
+    admins = db.session.scalar(select(ApiToken).where(ApiToken.name == "admin-reports"))
     refused = post(writer, f"/settings/tokens/{admins.id}/revoke")
     assert refused.status_code == 403
     db.session.expire_all()

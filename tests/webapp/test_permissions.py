@@ -141,7 +141,7 @@ def test_a_writers_session_may_not_send_nor_change_settings_nor_people(app, make
 
     if "people.index" in app.view_functions:  # Settings -> People (issue 41's own routes)
         assert writer.get("/settings/people/").status_code == 403
-        invited = writer.post("/settings/people/", data={"csrf_token": token,
+        invited = writer.post("/settings/people/invite", data={"csrf_token": token,
                                                           "email": "x@example.com",
                                                           "role": roles.OWNER})
         assert invited.status_code == 403
