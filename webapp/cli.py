@@ -10,6 +10,7 @@ from flask.cli import AppGroup
 
 from broadside.core import account_lookups, accounts
 from broadside.core.errors import DomainError
+from webapp.audit.hook import command as audit_command
 from webapp.doctor.report import report
 from webapp.extensions import db
 
@@ -28,7 +29,9 @@ def owner_create(email: str, password_stdin: bool) -> None:
     else:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
     try:
-        owner = accounts.create_owner(db.session, email, password)
+        with audit_command("person.create", "person") as change:
+            owner = accounts.create_owner(db.session, email, password)
+            change.object_id = str(owner.id)
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
     click.echo(f"Created owner {owner.email}.")
@@ -52,7 +55,8 @@ def owner_reset_password(email: str) -> None:
     else:
         password = stdin.readline().rstrip("\r\n")
     try:
-        owner = accounts.set_password(db.session, owner.id, password)
+        with audit_command("person.reset_password", "person", owner.id):
+            owner = accounts.set_password(db.session, owner.id, password)
     except DomainError as exc:
         raise click.ClickException(f"{exc.message} Nothing was changed.") from None
     click.echo(f"New password set for {owner.email}. Every session signed in as "
@@ -69,7 +73,9 @@ def tokens_create(name: str, owner_email: str | None, read_only: bool) -> None:
     if owner is None:
         raise click.ClickException("No such owner: create one with `flask --app webapp owner create`.")
     try:
-        token, plain = accounts.create_token(db.session, owner.id, name, read_only=read_only)
+        with audit_command("token.create", "token") as change:
+            token, plain = accounts.create_token(db.session, owner.id, name, read_only=read_only)
+            change.object_id = str(token.id)
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
     access = "read-only" if token.read_only else "full"
@@ -91,7 +97,8 @@ def tokens_list() -> None:
 @click.argument("token_id", type=int)
 def tokens_revoke(token_id: int) -> None:
     try:
-        accounts.revoke_token(db.session, token_id)
+        with audit_command("token.revoke", "token", token_id):
+            accounts.revoke_token(db.session, token_id)
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
     click.echo(f"Token {token_id} revoked.")
