@@ -8,7 +8,8 @@ pending row is prepared, with the "before" of what a settings-like route may cha
 (webapp/audit/snapshots.py). Then:
 
 1. The first transaction of the web session that writes (an ORM flush with changes, or an
-   INSERT, UPDATE or DELETE on the wire) and commits takes the row with it (`before_commit`):
+   INSERT, UPDATE or DELETE on the wire that changed a row: a guarded UPDATE that matched
+   nothing is no change) and commits takes the row with it (`before_commit`):
    the change and its row commit together or not at all. A transaction rolled back takes its
    row with it, and the next writing one carries it.
 2. After the answer: a row already committed is completed once with what only the answer
@@ -179,9 +180,11 @@ def _after_rollback(session: Session, _previous: Any = None) -> None:
 
 
 def _cursor(conn: Any, cursor: Any, statement: str, *_args: Any) -> None:
+    """A statement that changed rows (a guarded UPDATE that matched none changed nothing;
+    -1, a count the driver does not know, counts as a change)."""
     pending = _PENDING.get()
-    if pending is not None and _WRITES.search(statement):
-        pending.wrote = True
+    if pending is not None and not pending.wrote and _WRITES.search(statement):
+        pending.wrote = getattr(cursor, "rowcount", -1) != 0
 
 
 def _answer_object(response: Response) -> tuple[str | None, str] | None:
@@ -264,9 +267,9 @@ def command(action: str, object_type: str = "", object_id: object = None) -> Ite
 def _teardown(_exc: BaseException | None) -> None:
     _PENDING.set(None)
     # A test's requests share one app context, and so one `g`: forget this request's note
-    # and its signed-in person as a real request's own `g` would.
-    g.pop("audit_note", None)
-    g.pop("_login_user", None)
+    # its signed-in person and what its token was granted, as a real request's own `g` would.
+    for name in ("audit_note", "_login_user", "broadside_granted"):
+        g.pop(name, None)
     marker = g.pop(_ACTOR_MARKER, None)
     if marker is not None:
         try:
@@ -286,7 +289,7 @@ def install(app: Flask) -> None:
         event.listen(Session, "before_commit", _before_commit)
         event.listen(Session, "after_commit", _after_commit)
         event.listen(Session, "after_soft_rollback", _after_rollback)
-        event.listen(Engine, "before_cursor_execute", _cursor)
+        event.listen(Engine, "after_cursor_execute", _cursor)
         _LISTENING = True
     app.before_request(_outside_the_api)
     app.before_request_funcs.setdefault("api", []).append(_begin)
