@@ -147,6 +147,8 @@ def object_from_args(args: Mapping[str, object] | None) -> tuple[str, str] | Non
 def summary_of(action: str, object_type: str, object_id: str | None) -> str:
     """A plain sentence of ids only (never an address): "Sent broadcast 12"."""
     noun, _, verb = action.partition(".")
+    if noun == "settings":
+        return f"Saved Settings: {verb.replace('_', ' ')}"
     words = _VERBS.get(verb)
     thing = f"{object_type} {object_id}" if object_id else (object_type or noun)
     if words is None:

@@ -65,6 +65,7 @@ class Pending:
     row: AuditEntry | None = None  # added to the current transaction
     row_id: int | None = None  # committed
     noted_then: Any = None  # the note as the row was built
+    built_details: dict[str, Any] = field(default_factory=dict)  # the snapshots' part
     skipped: bool = False  # coalesced into an earlier row
 
 
@@ -124,6 +125,7 @@ def _build(pending: Pending, session: Session) -> AuditEntry | None:
         return None
     note = noted()
     pending.noted_then = repr(note)
+    pending.built_details = details
     details = {**note["details"], **details}
     return audit.record(
         session, pending.action, object_type=pending.object_type, object_id=pending.object_id,
@@ -225,10 +227,13 @@ def _finish(pending: Pending, response: Response) -> None:
         note = noted()
         late = repr(note) != pending.noted_then
         if named or late:
+            summary = note["summary"] if late else None
+            if named and not note["summary"]:  # the default sentence, now with its object
+                summary = actions.summary_of(pending.action, object_type or "", named[1])
             audit.complete(db.session, pending.row_id, object_type=object_type,
-                           object_id=named[1] if named else None,
-                           summary=note["summary"] if late else None,
-                           details=note["details"] if late and note["details"] else None)
+                           object_id=named[1] if named else None, summary=summary,
+                           details={**note["details"], **pending.built_details}
+                           if late and note["details"] else None)
             db.session.commit()
         return
     if response.status_code >= 400 or pending.endpoint not in actions.OUTSIDE_DATABASE:
@@ -254,7 +259,8 @@ def command(action: str, object_type: str = "", object_id: object = None) -> Ite
         try:
             yield pending
             if pending.row_id is not None and pending.object_id is not None:
-                audit.complete(session, pending.row_id, object_id=pending.object_id)
+                audit.complete(session, pending.row_id, object_id=pending.object_id,
+                               summary=actions.summary_of(action, object_type, pending.object_id))
                 session.commit()
             elif pending.row_id is None:
                 session.rollback()

@@ -19,7 +19,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.core import mailbox_urls, transport_urls
-from broadside.core.models import Identity, SiteSettings, WebhookEndpoint
+from broadside.core.models import Identity, WebhookEndpoint
+from broadside.core.site_settings import get_settings
 
 Snapshot = dict[str, dict[str, Any]]  # object id ("" for the Settings row) -> its fields
 SECRET = "changed"  # what a changed secret reads as, before and after
@@ -43,9 +44,9 @@ def _secret(*values: object) -> str:
 
 
 def settings_row(session: Session) -> Snapshot:
-    row = session.scalar(select(SiteSettings).order_by(SiteSettings.id).limit(1))
-    if row is None:
-        return {"": {}}
+    """The Settings row (made with its defaults on a fresh install, in the change's own
+    transaction, so a first save shows what it changed from the defaults)."""
+    row = get_settings(session)
     return {"": {name: getattr(row, name) for name in _SETTINGS_FIELDS}}
 
 
