@@ -21,14 +21,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlalchemy import Engine, event, func, select, text  # noqa: E402
-from sqlalchemy.orm import Session  # noqa: E402
+from sqlalchemy import Engine, event, func, select, text
+from sqlalchemy.orm import Session
 
-from broadside.core import accounts  # noqa: E402
-from broadside.core.models import AuditEntry, MailingList  # noqa: E402
-from webapp import create_app  # noqa: E402
-from webapp.audit import hook  # noqa: E402
-from webapp.extensions import db  # noqa: E402
+from broadside.core import accounts
+from broadside.core.models import AuditEntry, MailingList
+from webapp import create_app
+from webapp.audit import hook
+from webapp.extensions import db
 
 LISTENERS = ((Session, "before_commit", hook._before_commit),
              (Session, "after_commit", hook._after_commit),
@@ -94,6 +94,12 @@ def main() -> int:
     arm(app, True)
     with app.app_context():
         rows = db.session.scalar(select(func.count()).select_from(AuditEntry))
+        db.session.remove()
+        db.engine.dispose()
+    if args.backend == "postgresql":
+        with admin.app_context(), db.engine.connect().execution_options(
+                isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'DROP DATABASE "{name}"'))
     expected = args.requests * args.rounds
     assert rows == expected, (rows, expected)
     armed, bare = statistics.median(timings[True]), statistics.median(timings[False])

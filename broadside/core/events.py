@@ -22,6 +22,7 @@ from broadside.core.models import Event
 from broadside.core.timeutil import utcnow
 
 MAX_DETAIL = 2000
+ACTORS = ("actor_person_id", "actor_token_id")  # the columns `actor_literals` fills
 
 
 def actor_columns() -> dict[str, int | None]:

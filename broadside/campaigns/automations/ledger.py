@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts.delivery_events import EVENT_FOR
 from broadside.campaigns.broadcasts.ledger import Change, move_rows
-from broadside.core.events import actor_columns, actor_literals
+from broadside.core.events import ACTORS, actor_columns, actor_literals
 from broadside.core.models import AutomationEntry, AutomationMessage, AutomationRevision, Event
 from broadside.core.models.sending import DeliveryStatus
 from broadside.core.timeutil import utcnow
@@ -116,7 +116,7 @@ def skip_pending(session: Session, where: ColumnElement[bool], reason: str,
     session.connection().execute(
         insert(_EVENTS).from_select(
             ["kind", "automation_id", "automation_message_id", "subscriber_id", "detail", "created_at",
-             "actor_person_id", "actor_token_id"],
+             *ACTORS],
             select(
                 literal(EVENT_FOR[DeliveryStatus.SKIPPED], Event.kind.type),
                 _MESSAGES.c.automation_id,
