@@ -55,7 +55,8 @@ def test_the_api_pages_newest_first_and_filters(client, api_headers, owner):
     since = (utcnow() - timedelta(days=1)).isoformat() + "Z"
     assert ids[0] not in ids_for(f"since={since}")
     assert ids_for(f"until={since}") == [ids[0]]
-    for bad in ("since=yesterday", "limit=0", "after=-1", "person_id=x", "colour=red"):
+    for bad in ("since=yesterday", "since=0001-01-01T00:00:00%2B01:00", "limit=0", "after=-1",
+                "person_id=x", "colour=red", f"action={'x' * 65}", "until="):
         assert client.get(f"/api/audit?{bad}", headers=api_headers).status_code == 422, bad
 
 

@@ -21,16 +21,16 @@ MAX_PAGE = 200
 
 
 def _moment(name: str) -> datetime | None:
-    raw = (request.args.get(name) or "").strip()
-    if not raw:
+    raw = request.args.get(name)
+    if raw is None:
         return None
     try:
-        moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+        moment = datetime.fromisoformat(raw.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(UTC).replace(tzinfo=None)
+    except (ValueError, OverflowError):  # not a moment, or one beyond year 1 or 9999 in UTC
         raise ValidationError(f"'{name}' must be a date and time in ISO 8601, e.g. "
                               "2026-12-01T09:30:00Z.", field=name) from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment
 
 
