@@ -20,6 +20,7 @@ from broadside.delivery.queues import Jobs
 from webapp.analytics.views import bp as analytics_bp
 from webapp.api import (  # noqa: F401 - their routes attach to the API blueprint
     audience,
+    audit,
     automations,
     broadcast_drafts,
     broadcasts,
@@ -35,6 +36,7 @@ from webapp.api import webhooks as api_webhooks  # noqa: F401 - its routes attac
 from webapp.apidocs import bp as apidocs_bp
 from webapp.apidocs import views as apidocs_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.archive.views import bp as archive_bp
+from webapp.audit.views import bp as audit_bp
 from webapp.auth import second_step  # noqa: F401 - the sign-in's second step adds its routes
 from webapp.auth.views import bp as auth_bp
 from webapp.automations import bp as automations_bp
@@ -166,6 +168,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (metrics_bp, None),
     (apidocs_bp, None),
     (archive_bp, None),
+    (audit_bp, None),  # last: its hooks run after the security check and the API's token
 )
 
 

@@ -12,6 +12,7 @@ from flask.cli import AppGroup
 
 from broadside.core import account_lookups, accounts, actors, audit, people, roles, sign_in_policy, two_factor
 from broadside.core.errors import DomainError
+from webapp.audit.hook import command as audit_command
 from webapp.doctor.report import report
 from webapp.extensions import db
 
@@ -130,7 +131,8 @@ def owner_reset_password(email: str) -> None:
     else:
         password = stdin.readline().rstrip("\r\n")
     try:
-        owner = accounts.set_password(db.session, owner.id, password)
+        with audit_command("person.reset_password", "person", owner.id):
+            owner = accounts.set_password(db.session, owner.id, password)
     except DomainError as exc:
         raise click.ClickException(f"{exc.message} Nothing was changed.") from None
     click.echo(f"New password set for {owner.email}. Every session signed in as "

@@ -27,6 +27,7 @@ from flask_login import current_user, login_user, logout_user
 
 from broadside.core import accounts, owner_sessions, roles, sign_in_policy
 from broadside.core.models import Owner
+from webapp.audit.hook import act_as_person
 from webapp.extensions import db, login_manager
 from webapp.htmx import make_response, request
 from webapp.permissions import PUBLIC, can, permission_for, public
@@ -138,6 +139,7 @@ def install_security(app: Flask) -> None:
         if is_public_endpoint(app, request.endpoint):
             return None
         if current_user.is_authenticated:
+            act_as_person(current_user)  # the actor of its audit rows and events
             # Loaded first thing, so noting the session as used (a commit, every few minutes)
             # cannot commit a view's work half done; a public page that reads the session
             # later leaves it unnoted.

@@ -69,7 +69,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from broadside.core.db import dialect_insert, rowcount
-from broadside.core.events import record_event
+from broadside.core.events import actor_columns, record_event
 from broadside.core.models import Event, Subscriber, Subscription
 from broadside.core.models.audience import SubscriptionStatus
 from broadside.core.timeutil import utcnow
@@ -207,9 +207,10 @@ def _evidence(session: Session, transition: Transition, subscriber_id: int, list
 
 def _events(session: Session, transition: Transition, pairs: Sequence[tuple[int, int]], now: datetime,
             *, detail: str, data: dict[str, Any] | None = None) -> None:
+    who = actor_columns()
     session.execute(insert(Event), [
         {"kind": transition.event, "subscriber_id": sid, "list_id": lid, "created_at": now,
-         "detail": detail, "data": data} for sid, lid in pairs])
+         "detail": detail, "data": data, **who} for sid, lid in pairs])
 
 
 def subscribe_many(session: Session, list_id: int, subscriber_ids: Sequence[int], *,

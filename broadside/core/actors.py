@@ -50,3 +50,16 @@ def begin(actor: Actor | None) -> object:
 
 def end(marker: object) -> None:
     _CURRENT.reset(marker)  # type: ignore[arg-type]
+
+
+def person(person_id: int, name: str, email: str, address: str = "") -> Actor:
+    """A signed-in person: "Name <email>", or the email alone when they gave no name."""
+    label = f"{name} <{email}>" if name else email
+    return Actor(person_id=person_id, token_id=None, label=label, address=address)
+
+
+def token(token_id: int, token_name: str, person_id: int | None, email: str,
+          address: str = "") -> Actor:
+    """An API token: "token “NAME” of email", and the person it belongs to."""
+    return Actor(person_id=person_id, token_id=token_id,
+                 label=f"token “{token_name}” of {email or 'nobody'}", address=address)

@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session
 
 from broadside.core.db import rowcount
 from broadside.core.errors import shown
+from broadside.core.events import actor_columns
 from broadside.core.models import (
     Event,
     TransactionalMessage,
@@ -153,10 +154,11 @@ def transition(session: Session, moves: Iterable[Move], *, source: str, target: 
             moved.append(move)
     kind = TRANSITIONS[(source, target)]
     if kind is not None and moved:
+        who = actor_columns()
         session.execute(insert(Event), [
             {"kind": kind, "subscriber_id": m.subscriber_id, "detail": m.detail[:2000],
              "data": {**(m.data or {}), "transactional_message_id": m.message_id},
-             "created_at": now}
+             "created_at": now, **who}
             for m in moved])
     if target in WEBHOOK_FOR and moved:
         _emit(session, [m.message_id for m in moved], target, now)

@@ -249,6 +249,7 @@ OWNER_PAGES = [
     Visit("design: the confirmation email", "settings.design_preview_confirmation"),
     Visit("API reference", "apidocs.api_reference"),
     Visit("webhooks", "settings.webhooks_page"),
+    Visit("audit log", "audit.index"),
     Visit("webhook endpoint", "settings.webhook_page", {"endpoint_id": "endpoint"}),
     Visit("disabled webhook endpoint", "settings.webhook_page", {"endpoint_id": "disabled_endpoint"}),
     Visit("transactional templates", "transactional.index"),

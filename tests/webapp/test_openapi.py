@@ -284,6 +284,8 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner, 
     call("GET", "/api/transactional/{message_id}", message_id=999)  # 404
     call("DELETE", tx, template_id=made)
     call("DELETE", tx, template_id=made)  # 404
+    call("GET", "/api/audit", query="?limit=2&action=broadcast")
+    call("GET", "/api/audit", query="?since=nope")  # 422
 
     invited = call("POST", "/api/users", json={"email": "new@example.com", "role": "viewer"})
     call("POST", "/api/users", json={"email": OWNER_EMAIL, "role": "viewer"})  # 409

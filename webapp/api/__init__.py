@@ -18,6 +18,7 @@ from broadside.core import accounts, roles
 from broadside.core.errors import ValidationError
 from broadside.core.json_input import json_within, refuse_unstorable
 from webapp.api.inputs import check_query_parameters, whole_numbers
+from webapp.audit.hook import act_as_token
 from webapp.extensions import csrf, db
 from webapp.permissions import defaults, permission_for
 from webapp.text_input import refuse_unstorable_text
@@ -58,6 +59,7 @@ def authenticate_bearer():
         return response
     g.api_token = token
     g.broadside_granted = granted
+    act_as_token(token, person)  # the actor of its audit rows and events
     accounts.touch_token(db.session, token.id)
     return None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from webapp.apidocs.audit import AUDIT_PATHS, AUDIT_SCHEMAS
 from webapp.apidocs.automations import AUTOMATION_PATHS, AUTOMATION_SCHEMAS
 from webapp.apidocs.codes import CODE_PATHS, CODE_SCHEMAS
 from webapp.apidocs.identities import IDENTITY_PATHS, IDENTITY_SCHEMAS
@@ -69,6 +70,7 @@ TAGS = [
      "sends twice."},
     {"name": "People", "description": "Who signs in and with which role: invitations, role "
      "changes, removal. Only an owner's token may use these."},
+    {"name": "Audit", "description": "Who changed what, when and from where."},
     {"name": "Token", "description": "The token in use, and this document."},
 ]
 
@@ -79,9 +81,10 @@ DOCUMENT: dict[str, Any] = {
     "security": [{"bearer": []}],
     "tags": TAGS,
     "paths": {**PATHS, **AUTOMATION_PATHS, **CODE_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS,
-              **TRANSACTIONAL_PATHS, **USER_PATHS},
+              **TRANSACTIONAL_PATHS, **USER_PATHS, **AUDIT_PATHS},
     "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **RULE_SCHEMAS,
                                              **AUTOMATION_SCHEMAS, **CODE_SCHEMAS,
                                              **IDENTITY_SCHEMAS, **WEBHOOK_SCHEMAS,
-                                             **TRANSACTIONAL_SCHEMAS, **USER_SCHEMAS}},
+                                             **TRANSACTIONAL_SCHEMAS, **USER_SCHEMAS,
+                                             **AUDIT_SCHEMAS}},
 }

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts.delivery_events import EVENT_FOR
 from broadside.campaigns.broadcasts.ledger import Change, move_rows
+from broadside.core.events import ACTORS, actor_columns, actor_literals
 from broadside.core.models import AutomationEntry, AutomationMessage, AutomationRevision, Event
 from broadside.core.models.sending import DeliveryStatus
 from broadside.core.timeutil import utcnow
@@ -45,6 +46,7 @@ def _record(session: Session, moved: Sequence[Change], kind: str, now: datetime)
             select(_MESSAGES.c.id, _MESSAGES.c.automation_id).where(
                 _MESSAGES.c.id.in_([c.delivery_id for c in moved])))
     }
+    actors_now = actor_columns()
     session.connection().execute(
         insert(_EVENTS),
         [
@@ -56,6 +58,7 @@ def _record(session: Session, moved: Sequence[Change], kind: str, now: datetime)
                 "detail": c.detail,
                 "data": c.data,
                 "created_at": now,
+                **actors_now,
             }
             for c in moved
         ],
@@ -112,7 +115,8 @@ def skip_pending(session: Session, where: ColumnElement[bool], reason: str,
     pending = where & (_MESSAGES.c.status == DeliveryStatus.PENDING.value)
     session.connection().execute(
         insert(_EVENTS).from_select(
-            ["kind", "automation_id", "automation_message_id", "subscriber_id", "detail", "created_at"],
+            ["kind", "automation_id", "automation_message_id", "subscriber_id", "detail", "created_at",
+             *ACTORS],
             select(
                 literal(EVENT_FOR[DeliveryStatus.SKIPPED], Event.kind.type),
                 _MESSAGES.c.automation_id,
@@ -120,6 +124,7 @@ def skip_pending(session: Session, where: ColumnElement[bool], reason: str,
                 _MESSAGES.c.subscriber_id,
                 literal(reason, Event.detail.type),
                 literal(now, Event.created_at.type),
+                *actor_literals(),
             ).where(pending),
         )
     )

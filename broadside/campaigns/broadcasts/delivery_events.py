@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from sqlalchemy import insert, literal, select
 from sqlalchemy.orm import Session
 
+from broadside.core.events import actor_columns
 from broadside.core.models import Delivery, Event
 from broadside.core.models.sending import DeliveryStatus
 from broadside.webhooks import emitter
@@ -61,6 +62,7 @@ class MovedRow(Protocol):
 
 def record(session: Session, broadcast_id: int, moved: Sequence[MovedRow], kind: str, now: datetime) -> None:
     """One event per row that moved (its detail and data), in one executemany."""
+    actors_now = actor_columns()
     session.connection().execute(
         insert(_EVENTS),
         [
@@ -73,6 +75,7 @@ def record(session: Session, broadcast_id: int, moved: Sequence[MovedRow], kind:
                 "detail": c.detail,
                 "data": c.data,
                 "created_at": now,
+                **actors_now,
             }
             for c in moved
         ],

@@ -52,6 +52,7 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts import delivery_events
 from broadside.campaigns.broadcasts.bulk_moves import unnest_move
+from broadside.core.events import ACTORS, actor_literals
 from broadside.core.models import Broadcast, Delivery, Event
 from broadside.core.models.sending import DeliveryStatus
 from broadside.core.timeutil import utcnow
@@ -334,14 +335,12 @@ def cancel_pending(session: Session, broadcast_id: int, reason: str, now: dateti
     # Evidence first (one event per row about to move), then the guarded move.
     session.connection().execute(
         insert(_EVENTS).from_select(
-            ["kind", "broadcast_id", "delivery_id", "subscriber_id", "detail", "created_at"],
+            ["kind", "broadcast_id", "delivery_id", "subscriber_id", "detail", "created_at", *ACTORS],
             select(
                 literal(delivery_events.EVENT_FOR[DeliveryStatus.SKIPPED], Event.kind.type),
-                _DELIVERIES.c.broadcast_id,
-                _DELIVERIES.c.id,
-                _DELIVERIES.c.subscriber_id,
+                _DELIVERIES.c.broadcast_id, _DELIVERIES.c.id, _DELIVERIES.c.subscriber_id,
                 literal(reason, Event.detail.type),
-                literal(now, Event.created_at.type),
+                literal(now, Event.created_at.type), *actor_literals(),
             ).where(pending),
         )
     )
