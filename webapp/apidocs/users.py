@@ -8,7 +8,7 @@ from typing import Any
 
 from broadside.core import roles
 from webapp.apidocs.paths import body, operation, reply
-from webapp.apidocs.schemas import ID, obj, ref
+from webapp.apidocs.schemas import EMAIL, ID, obj, ref
 
 USER = {"name": "user_id", "in": "path", "required": True, "schema": ID,
         "description": "The person's id."}
@@ -22,7 +22,7 @@ PEOPLE_ONLY = ("Needs a token of an owner's (the `people` permission); any other
 
 USER_SCHEMAS: dict[str, Any] = {
     "InviteInput": obj({
-        "email": {"type": "string", "maxLength": 320, "format": "email",
+        "email": {**EMAIL, "maxLength": 320,
                   "description": "The address to invite; one that already signs in is 409."},
         "role": {**ROLE, "description": "The role they join with: at most the inviter's. "
                  + ROLE["description"]},
