@@ -61,6 +61,8 @@ _PATTERNS = (
     (re.compile(r"/join/confirm/[A-Za-z0-9_.~%-]{8,600}"), "/join/confirm/" + REDACTED),
     # Password reset links: /password/reset/<signed token> (broadside.mail.password_reset)
     (re.compile(r"/password/reset/[A-Za-z0-9_.~%-]{8,600}"), "/password/reset/" + REDACTED),
+    # Invitation links: /invitation/<token> (broadside.core.invitations): they join with a role
+    (re.compile(r"/invitation/[A-Za-z0-9_.~%-]{8,600}"), "/invitation/" + REDACTED),
     # "View in your browser" links: /view/<signed token> (broadside.campaigns.archive.links)
     (re.compile(r"/view/[A-Za-z0-9_.~%-]{8,600}"), "/view/" + REDACTED),
     # A single-use code in the API's path is spendable: /api/codes/<code>[/redeem]

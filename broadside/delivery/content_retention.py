@@ -28,7 +28,8 @@ working credential to anyone who reads the database or a backup of it; after it,
 useless to everybody. Keeping it for the link's hour and then removing it would protect
 nothing during the one hour that matters, and nobody ever needs to read a reset email's body
 again, so a reset's content is removed as soon as it is settled (the next pass, within
-`EVERY_SECONDS` of the worker's tick), whatever the retention says.
+`EVERY_SECONDS` of the worker's tick), whatever the retention says. So is an invitation's
+(broadside.core.invitations: its link joins with a role, 72 hours, once), for the same reason.
 
 The canonical form hashed (so an owner can check a copy they hold against `content_sha256`):
 the subject, the HTML part and the text part, in that order, each as a netstring of its UTF-8
@@ -52,6 +53,9 @@ from broadside.core.timeutil import utcnow
 
 SETTLED = ("sent", "failed", "unknown")  # never pending or sending: the worker reads the body
 PASSWORD_RESET = "password_reset"
+INVITATION = "invitation"
+# Kinds whose body is a live credential: removed as soon as settled, each from its own index.
+AT_ONCE = (PASSWORD_RESET, INVITATION)
 DEFAULT_DAYS = 30
 BATCH = 500
 EVERY_SECONDS = 60  # the worker's pass, at most once a minute per installation
@@ -83,14 +87,16 @@ def _kept():
 
 def due_ids(session: Session, *, now: datetime, days: int, limit: int = BATCH) -> list[int]:
     """Up to `limit` settled messages whose content is still kept and due to go: password
-    resets at once (their own small partial index), everything else once created more than
-    `days` ago (the partial index of kept content, oldest first)."""
-    resets = list(session.scalars(
-        select(TransactionalMessage.id)
-        .where(*_kept(), TransactionalMessage.kind == PASSWORD_RESET)
-        .order_by(TransactionalMessage.created_at).limit(limit)))
-    if len(resets) >= limit:
-        return resets
+    resets and invitations at once (each kind from its own small partial index), everything
+    else once created more than `days` ago (the partial index of kept content, oldest first)."""
+    resets: list[int] = []
+    for kind in AT_ONCE:
+        resets += session.scalars(
+            select(TransactionalMessage.id)
+            .where(*_kept(), TransactionalMessage.kind == kind)
+            .order_by(TransactionalMessage.created_at).limit(limit - len(resets)))
+        if len(resets) >= limit:
+            return resets
     older = list(session.scalars(
         select(TransactionalMessage.id)
         .where(*_kept(), TransactionalMessage.created_at < now - timedelta(days=days))
@@ -156,6 +162,8 @@ def removal_words(kind: str, created_at: datetime | None, removed_at: datetime |
         return None
     if kind == PASSWORD_RESET:
         return "content removed as soon as its sending was over: it held a sign-in link"
+    if kind == INVITATION:
+        return "content removed as soon as its sending was over: it held an invitation link"
     age = removed_at - created_at if created_at is not None else timedelta(0)
     if age < timedelta(days=1):
         hours = max(1, int(age.total_seconds() // 3600))

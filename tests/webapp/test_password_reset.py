@@ -273,3 +273,9 @@ def test_a_reset_link_never_reaches_the_logs(app, owner):
     line = f'"GET /password/reset/{token} HTTP/1.1" 200'
     redacted = RedactFilter().redact(line)
     assert token not in redacted and "/password/reset/[redacted]" in redacted
+
+
+def test_an_invitation_link_never_reaches_the_logs():
+    token = "Zm9vYmFyYmF6cXV4cXV1eDEyMzQ1Njc4OTAxMjM0NTY3ODk"
+    redacted = RedactFilter().redact(f'"GET /invitation/{token} HTTP/1.1" 200')
+    assert token not in redacted and "/invitation/[redacted]" in redacted

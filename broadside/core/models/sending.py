@@ -228,6 +228,11 @@ class TransactionalMessage(Model):
               # (as PostgreSQL writes it back: the check of tests/webapp/test_partial_indexes.py)
               postgresql_where=text("content_removed_at IS NULL "
                                     "AND kind::text = 'password_reset'::text")),
+        # Invitations whose body (a live link to join) is still kept: the same, at once.
+        Index("ix_transactional_invitations_kept", "created_at",
+              sqlite_where=text("content_removed_at IS NULL AND kind = 'invitation'"),
+              postgresql_where=text("content_removed_at IS NULL "
+                                    "AND kind::text = 'invitation'::text")),
         # A person's messages (their page, their export, their erase: by id or by address).
         Index("ix_transactional_subscriber", "subscriber_id"),
         Index("ix_transactional_to_email", "to_email"),
@@ -242,7 +247,8 @@ class TransactionalMessage(Model):
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    kind: Mapped[str] = mapped_column(String(32))  # test | confirmation | password_reset | template
+    # test | confirmation | password_reset | invitation | template
+    kind: Mapped[str] = mapped_column(String(32))
     to_email: Mapped[str] = mapped_column(String(320))
     subject: Mapped[str] = mapped_column(String(300))
     html: Mapped[str] = mapped_column(Text, default="")

@@ -128,6 +128,21 @@ def test_a_password_reset_loses_its_link_as_soon_as_it_is_settled(app, status):
     assert "reset" not in row(reset).text
 
 
+def test_an_invitation_loses_its_link_as_soon_as_it_is_settled(app):
+    # Its link joins with a role for 72 hours: a working credential in the database, so it goes
+    # at once like a reset's, and says why.
+    invitation = a_message(kind="invitation", html="<a href='https://x/invitation/t'>",
+                           text="https://x/invitation/t")
+    waiting = a_message(kind="invitation", status="pending")  # not settled yet: kept
+    other = a_message(kind="test")
+    assert remove_due(db.session).removed == 1
+    assert removed(invitation) and not removed(waiting) and not removed(other)
+    assert "invitation" not in row(invitation).text
+    message = row(invitation)
+    assert "invitation link" in removal_words(message.kind, message.created_at,
+                                              message.content_removed_at)
+
+
 def test_batches_are_bounded_and_the_next_pass_goes_on(app):
     ids = [a_message(age=timedelta(days=40 + n)) for n in range(7)]
     first = remove_due(db.session, batch=3, max_batches=2)
