@@ -2,7 +2,7 @@
 with the audit hook armed and disarmed, alternating rounds in one run, on SQLite (a file)
 or PostgreSQL; prints the ratio of medians, not absolute times.
 
-    .venv/bin/python bench/bench_audit.py [--backend sqlite|postgresql] [--requests 200]
+    .venv/bin/python bench/audit_hook.py [--backend sqlite|postgresql] [--requests 200]
 
 Disarmed means the hook's before-request functions and its session and engine listeners are
 taken off the app, so nothing of the log runs; armed, each POST adds one INSERT to its
