@@ -25,10 +25,14 @@ CHANGES = ("main form[method=post i], main [hx-post], main [hx-put], main [hx-pa
            "main [hx-delete], main a[href$='/send'], main a[href*='/new'], "
            "main a[href$='/delete'], main a[href*='/import']")
 
-# The visible buttons of the main part that would submit anything but a search (a GET form).
+# One's own account is everyone's (`self`): a viewer makes their own (read-only) API token.
+OWN = "/settings/tokens"
+# The visible buttons of the main part that would submit anything but a search (a GET form)
+# or one's own token.
 PRESSABLE = """() => [...document.querySelectorAll('main button')]
   .filter(b => b.checkVisibility() && b.type !== 'button'
-    && !(b.form && (b.form.getAttribute('method') || 'get').toLowerCase() === 'get'))
+    && !(b.form && (b.form.getAttribute('method') || 'get').toLowerCase() === 'get')
+    && !(b.form && b.form.getAttribute('action') === '/settings/tokens'))
   .map(b => b.textContent.trim())"""
 
 
@@ -36,8 +40,8 @@ PRESSABLE = """() => [...document.querySelectorAll('main button')]
 def changing_controls(page: Page) -> list[str]:
     """What the page's main part offers that would change something."""
     found = page.locator(CHANGES)
-    return ([found.nth(i).evaluate("e => e.outerHTML.slice(0, 120)") for i in range(found.count())]
-            + page.evaluate(PRESSABLE))
+    shown = [found.nth(i).evaluate("e => e.outerHTML.slice(0, 120)") for i in range(found.count())]
+    return [html for html in shown if f'action="{OWN}"' not in html] + page.evaluate(PRESSABLE)
 
 
 def sign_in_as(page: Page, base_url: str, email: str) -> None:

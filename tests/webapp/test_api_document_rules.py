@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from broadside.core.models import Owner
 from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db
 
@@ -102,6 +103,14 @@ def world(client, api_headers) -> dict[str, int]:
     assert sent.status_code == 202, sent.json
     ids["message_id"] = sent.json["id"]
     ids["import_id"] = ids["bulk_id"] = 1  # routed before they are looked up
+    invited = client.post("/api/users", headers=api_headers,
+                          json={"email": "dee@example.com", "role": "viewer"})
+    assert invited.status_code == 201, invited.json
+    ids["invitation_id"] = invited.json["id"]
+    colleague = Owner(email="eve@example.com", password_hash="!", role="writer")
+    db.session.add(colleague)
+    db.session.commit()
+    ids["user_id"] = colleague.id
     return ids
 
 
@@ -133,7 +142,8 @@ def test_an_id_beyond_the_database_is_404_for_every_method(client, api_headers):
                                                           "identity_id", "import_id", "list_id",
                                                           "segment_id", "subscriber_id",
                                                           "bulk_id", "endpoint_id",
-                                                          "template_id", "message_id", "code")})
+                                                          "template_id", "message_id", "code",
+                                                          "user_id", "invitation_id")})
             assert "{" not in url, url
             response = call(client, api_headers, method, url, {} if method != "GET" else None)
             assert response.status_code == 404, (method, url, response.status_code)
@@ -151,7 +161,8 @@ def test_every_405_says_what_the_path_allows(client, api_headers):
                                                       "identity_id", "import_id", "list_id",
                                                       "segment_id", "subscriber_id", "bulk_id",
                                                       "endpoint_id", "template_id",
-                                                      "message_id", "code")})
+                                                      "message_id", "code", "user_id",
+                                                      "invitation_id")})
         for method in {m.upper() for m in METHODS} - documented:
             response = call(client, api_headers, method, url)
             assert response.status_code == 405, (method, path)

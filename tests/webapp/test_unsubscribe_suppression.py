@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from flask import render_template_string
+from flask_login import login_user
 from sqlalchemy import select
 
 from broadside.audience.unsubscribe import service
@@ -195,6 +196,7 @@ def test_suppression_panel_shows_when_and_why_and_the_history(app, owner):
     service.unsubscribe(db.session, _claim(alice, weekly), "one-click")
     service.record_bounce(db.session, "alice@example.com", "hard", detail="550 no such user")
     with app.test_request_context("/subscribers/1"):
+        login_user(owner)  # the panel's "Lift suppression…" is shown to those who may lift
         html = render_template_string(
             '{% include "unsubscribe/_suppression_panel.html" ignore missing %}',
             subscriber=subscriber(alice))

@@ -238,12 +238,15 @@ def _finish(pending: Pending, response: Response) -> None:
         return
     if response.status_code >= 400 or pending.endpoint not in actions.OUTSIDE_DATABASE:
         return
-    db.session.rollback()  # whatever the view left uncommitted is not part of its change
     if named:
         pending.object_type, pending.object_id = object_type or pending.object_type, named[1]
-    pending.row = _build(pending, pending.session)
-    if pending.row is not None:
-        db.session.commit()
+    # In a session and transaction of its own: the request's may still be reading the
+    # answer's body (an export streams its rows after this), so it is neither rolled back
+    # nor committed here (that expired the rows a streamed CSV was still reading: a 500).
+    with Session(db.engine) as own:
+        pending.row = _build(pending, own)
+        if pending.row is not None:
+            own.commit()
 
 
 @contextmanager
