@@ -12,6 +12,9 @@ the same words), and `sign_in` runs only once the code is accepted
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from flask import flash, redirect, render_template, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
@@ -28,6 +31,8 @@ from webapp.auth.views import TOO_MANY, attempt_allowed, bp, forgive
 from webapp.extensions import db
 from webapp.forms import keep_for_one_read, place_error
 from webapp.security import public, sign_in
+
+T = TypeVar("T")
 
 REASON = ("the second step of a sign-in: it answers only a browser whose pending sign-in (a "
           "right password, under five minutes old) names a person; any other is sent back to "
@@ -67,28 +72,16 @@ def second_step():
         return _start_again()
     person, state = found
     form = CodeForm()
-    status = 200
-    if form.validate_on_submit():
-        if not attempt_allowed(person.email):
-            form.form_errors.append(TOO_MANY)
-            status = 429
-        else:
-            try:
-                used = two_factor.accept(db.session, person.id, form.code.data)
-            except DomainError as exc:
-                db.session.rollback()
-                place_error(form, exc)
-                status = exc.status_code
-            else:
-                _signed_in(person)
-                if used == "recovery":
-                    left = two_factor.recovery_codes_left(db.session, person.id)
-                    flash(f"You signed in with a recovery code; {left} of them are left. If "
-                          "you lost your phone, set two-factor up again in Settings → "
-                          "Security.", "warning")
-                return redirect(state.next_url)
-    elif form.errors:
-        status = 422
+    used, status = _checked(person, form,
+                            lambda code: two_factor.accept(db.session, person.id, code))
+    if used is not None:
+        _signed_in(person)
+        if used == "recovery":
+            left = two_factor.recovery_codes_left(db.session, person.id)
+            flash(f"You signed in with a recovery code; {left} of them are left. If "
+                  "you lost your phone, set two-factor up again in Settings → "
+                  "Security.", "warning")
+        return redirect(state.next_url)
     return render_template("auth/two_factor.html", form=form), status
 
 
@@ -101,30 +94,33 @@ def enrol_at_sign_in():
         return _start_again()
     person, state = found
     form = CodeForm()
-    status = 200
-    if form.validate_on_submit():
-        if not attempt_allowed(person.email):
-            form.form_errors.append(TOO_MANY)
-            status = 429
-        else:
-            try:
-                codes = two_factor.confirm_enrolment(db.session, person.id, form.code.data,
-                                                     keep_token=None)
-            except DomainError as exc:
-                db.session.rollback()
-                place_error(form, exc)
-                status = exc.status_code
-            else:
-                note(summary="Two-factor sign-in turned on (at sign-in, as required)")
-                _signed_in(person)
-                keep_for_one_read("recovery_codes", "\n".join(codes))
-                keep_for_one_read("recovery_next", state.next_url)
-                return redirect(url_for("security.recovery_codes"))
-    elif form.errors:
-        status = 422
+    codes, status = _checked(person, form, lambda code: two_factor.confirm_enrolment(
+        db.session, person.id, code, keep_token=None))
+    if codes is not None:
+        note(summary="Two-factor sign-in turned on (at sign-in, as required)")
+        _signed_in(person)
+        keep_for_one_read("recovery_codes", "\n".join(codes))
+        keep_for_one_read("recovery_next", state.next_url)
+        return redirect(url_for("security.recovery_codes"))
     shown = two_factor.enrolment(secret, person.email)
     return render_template("auth/enrol_two_factor.html", form=form, enrolment=shown,
                            qr=Markup(shown.qr_svg), email=person.email), status
+
+
+def _checked(person: Owner, form: CodeForm, accept: Callable[[str], T]) -> tuple[T | None, int]:
+    """The submitted code put to `accept` within the sign-in throttle: (what it returned,
+    200); or (None, the answer's status), the refusal's words on the form."""
+    if not form.validate_on_submit():
+        return None, 422 if form.errors else 200
+    if not attempt_allowed(person.email):
+        form.form_errors.append(TOO_MANY)
+        return None, 429
+    try:
+        return accept(form.code.data), 200
+    except DomainError as exc:
+        db.session.rollback()
+        place_error(form, exc)
+        return None, exc.status_code
 
 
 def _signed_in(person: Owner) -> None:
