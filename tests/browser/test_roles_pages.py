@@ -55,7 +55,8 @@ def sign_in_as(page: Page, base_url: str, email: str) -> None:
 def pages(seed: dict[str, int]) -> dict[str, str]:
     return {"dashboard": "/", "broadcast-draft": f"/broadcasts/{seed['draft']}",
             "broadcast-sent": f"/broadcasts/{seed['sent']}", "broadcasts": "/broadcasts/",
-            "settings": "/settings/", "subscribers": "/subscribers/", "automations": "/automations/"}
+            "settings": "/settings/", "subscribers": "/subscribers/", "automations": "/automations/",
+            "subscriber": f"/subscribers/{seed['subscriber_id']}", "list": f"/lists/{seed['list_id']}"}
 
 
 def look(page: Page, base_url: str, role: str, name: str, path: str, screenshot_dir) -> None:
