@@ -107,15 +107,16 @@ class PipeliningHandler(RecordingHandler):
 
 
 def paired(gaps: list[float]) -> list[float]:
-    """Half the time across each two consecutive gaps. The server thread records a
-    conversation when it gets round to its MAIL FROM: when this test process shares the
-    machine's two cores with another (the suite runs in parallel), one arrival can be noted a
-    scheduling stall late, which shortens the gap after it by as much as it lengthened the one
-    before (a paced worker begins its next send on time). The average over two gaps is immune
-    to that; unpaced sends still show as a few ms. A single gap yields itself."""
-    if len(gaps) < 2:
-        return list(gaps)
-    return [(a + b) / 2 for a, b in zip(gaps, gaps[1:], strict=False)]
+    """Each gap, or, when longer, its average with the gap before it. The server thread
+    records a conversation when it gets round to its MAIL FROM: when this test process shares
+    the machine's two cores with another (the suite runs in parallel), one arrival can be
+    noted a scheduling stall late, which shortens the gap after it by exactly as much as it
+    lengthened the one before (a paced worker begins its next send on time). A note is never
+    early, so a gap shortened that way is made whole by the one before it, and only by that
+    one: averaging it with the gap after (a sliding pair) does not cancel the stall. Unpaced
+    sends still show as a few ms, since the gap before them is a pace, not two."""
+    return [max(gap, (before + gap) / 2) if i else gap
+            for i, (before, gap) in enumerate(zip([0.0, *gaps], gaps, strict=False))]
 
 
 class SmtpServer:
