@@ -57,7 +57,8 @@ from broadside.mail.plain_text import html_to_text
 
 __all__ = [
     "CompiledRevision", "EmailDesign", "FrozenContent", "MergeError", "RenderedEmail",
-    "build_message", "format_address", "freeze_content", "markdown_to_safe_html",
+    "BODY_FORMATS", "build_message", "body_to_safe_html", "format_address", "freeze_content",
+    "html_to_safe_html", "markdown_to_safe_html",
     "freeze_layout", "message_bytes",
 ]
 
@@ -165,6 +166,68 @@ def markdown_to_safe_html(markdown: str) -> str:
     )
 
 
+BODY_FORMATS = ("markdown", "html")
+
+# The owner's own HTML (or the rich-text editor's) keeps what email is built with: tables and
+# their layout attributes, inline styles of the properties clients honour, `align`, `width`.
+# Scripts, forms, frames, event handlers and every other attribute go.
+EMAIL_HTML_TAGS = ALLOWED_TAGS | {
+    "big", "caption", "center", "col", "colgroup", "dd", "div", "dl", "dt", "figcaption",
+    "figure", "font", "small", "span", "tfoot",
+}
+_LAYOUT_ATTRIBUTES = {"style", "align", "valign", "width", "height", "bgcolor", "dir", "lang",
+                      "title"}
+EMAIL_HTML_ATTRIBUTES = {
+    "*": _LAYOUT_ATTRIBUTES,
+    "a": {"href"},
+    "img": {"src", "alt", "border"},
+    "ol": {"start", "type"},
+    "table": {"border", "cellpadding", "cellspacing", "role"},
+    "td": {"colspan", "rowspan"},
+    "th": {"colspan", "rowspan", "scope"},
+    "col": {"span"},
+    "colgroup": {"span"},
+    "font": {"color", "face", "size"},
+}
+EMAIL_STYLE_PROPERTIES = {
+    "background", "background-color", "border", "border-bottom", "border-collapse",
+    "border-color", "border-left", "border-radius", "border-right", "border-spacing",
+    "border-style", "border-top", "border-width", "color", "direction", "display", "font",
+    "font-family", "font-size", "font-style", "font-weight", "height", "letter-spacing",
+    "line-height", "list-style-type", "margin", "margin-bottom", "margin-left", "margin-right",
+    "margin-top", "max-width", "min-width", "padding", "padding-bottom", "padding-left",
+    "padding-right", "padding-top", "table-layout", "text-align", "text-decoration",
+    "text-transform", "vertical-align", "white-space", "width", "word-break",
+}
+
+
+def html_to_safe_html(html: str) -> str:
+    """The owner's HTML, sanitised for email (and for a page): see EMAIL_HTML_TAGS."""
+    import nh3
+
+    return nh3.clean(
+        html,
+        tags=EMAIL_HTML_TAGS,
+        clean_content_tags={"script", "style", "form", "iframe", "object", "embed", "template",
+                            "noscript", "title"},
+        attributes=EMAIL_HTML_ATTRIBUTES,
+        attribute_filter=_keep_safe_urls,
+        filter_style_properties=EMAIL_STYLE_PROPERTIES,
+        url_schemes={"http", "https", "mailto"},
+        url_relative="deny",
+        strip_comments=True,
+    )
+
+
+def body_to_safe_html(body: str, body_format: str = "markdown") -> str:
+    """A body as written, in its format ("markdown" or "html"), to sanitised HTML."""
+    if body_format == "html":
+        return html_to_safe_html(body)
+    if body_format != "markdown":
+        raise ValueError(f"unknown body format {body_format!r}")
+    return markdown_to_safe_html(body)
+
+
 def _new_placeholders(*texts: str) -> Placeholders:
     while True:
         nonce = secrets.token_hex(5)
@@ -181,19 +244,25 @@ def _unwrap_block_fields(html: str, placeholders: Placeholders) -> str:
 
 def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_name: str,
                    from_email: str, postal_address: str,
-                   design: EmailDesign = PLAIN_DESIGN, newsletter: bool = True) -> FrozenContent:
+                   design: EmailDesign = PLAIN_DESIGN, newsletter: bool = True,
+                   body_format: str = "markdown", text_body: str | None = None
+                   ) -> FrozenContent:
     """Render the layout once, leaving merge fields for `CompiledRevision.render`.
 
     Raises ValidationError (MergeError) with a message naming the field and line when the
     subject, preheader or body has merge syntax that is wrong or not allowed. `from_email` is
     part of the frozen identity (the worker's envelope and From); the layout prints only the
     name and the postal address. `newsletter=False`: a transactional template's layout, with
-    no unsubscribe link (a password reset is nobody's subscription).
+    no unsubscribe link (a password reset is nobody's subscription). `body_markdown` is the
+    body as written in `body_format` ("markdown" or "html"); `text_body`, when given, is the
+    plain-text part as the owner wrote it (the footer is still added), instead of one made
+    from the body.
     """
     frozen = freeze_layout(subject=subject, preheader=preheader, body_markdown=body_markdown,
                            from_name=from_name, postal_address=postal_address, design=design,
                            link=("unsubscribe_url", "") if newsletter else None,
-                           others=(from_email,))
+                           others=(from_email,), body_format=body_format,
+                           text_body=text_body)
     # Prove now, not at the first recipient, that everything compiles and renders.
     compiled = CompiledRevision(subject=subject, html_template=frozen.html_template,
                                 text_template=frozen.text_template)
@@ -207,7 +276,8 @@ def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_nam
 
 def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name: str,
                   postal_address: str, design: EmailDesign, link: tuple[str, str] | None,
-                  others: tuple[str, ...] = ()) -> FrozenContent:
+                  others: tuple[str, ...] = (), body_format: str = "markdown",
+                  text_body: str | None = None) -> FrozenContent:
     """The layout around the body, merge fields left in. `link` is (name of the context
     variable, button label): `unsubscribe_url` for the owner's mail (a footer link), or
     another (`confirm_url`) for a notice, shown as a button after the body; None: neither (a
@@ -215,13 +285,16 @@ def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name
     check_merge_fields(subject, "subject")
     check_merge_fields(preheader, "preheader")
     check_merge_fields(body_markdown, "body")
-    placeholders = _new_placeholders(subject, preheader, body_markdown, from_name,
+    if text_body is not None:
+        check_merge_fields(text_body, "plain-text part")
+    placeholders = _new_placeholders(subject, preheader, body_markdown, text_body or "",
+                                     from_name,
                                      postal_address, design.footer_text, design.logo_url,
                                      design.logo_alt, *others)
     subject_text = split_merge_fields(subject, placeholders)
     preheader_text = split_merge_fields(preheader, placeholders)
     body_source = split_merge_fields(body_markdown, placeholders)
-    body_html = _unwrap_block_fields(markdown_to_safe_html(body_source), placeholders)
+    body_html = _unwrap_block_fields(body_to_safe_html(body_source, body_format), placeholders)
     lost = set(placeholders.pattern.findall(body_source)) - set(
         placeholders.pattern.findall(body_html))
     if lost:
@@ -259,7 +332,10 @@ def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name
     footer.extend(postal_lines)
     if unsubscribe:
         footer.append(f"Unsubscribe: {unsubscribe}")
-    body_text = html_to_text(body_html, placeholders.pattern).strip()
+    if text_body is not None:
+        body_text = split_merge_fields(text_body.replace("\r\n", "\n"), placeholders).strip()
+    else:
+        body_text = html_to_text(body_html, placeholders.pattern).strip()
     if url and not unsubscribe:
         body_text += f"\n\n{label}: {url}"
     text_template = join_template(header + body_text + "\n" + "\n".join(footer)

@@ -19,6 +19,7 @@ from broadside.campaigns.automations import ledger
 from broadside.campaigns.automations.entering import live_steps
 from broadside.campaigns.broadcasts.service import sender_of
 from broadside.campaigns.codes.fields import check_code_fields
+from broadside.campaigns.content.bodies import body_of
 from broadside.core.errors import ValidationError
 from broadside.core.models import Automation, AutomationMessage, AutomationRevision, AutomationStep
 from broadside.core.timeutil import utcnow
@@ -44,9 +45,10 @@ def frozen_revision(session: Session, step: AutomationStep, identity_id: int | N
     new revision, not yet added to the session (the caller adds it, or finds it `same_as`
     the step's current one). ValidationError names the step."""
     from_name, from_email, postal = sender_of(session, identity_id, default_from)
+    written = body_of(session, step)
     try:
         frozen = freeze_content(subject=step.subject, preheader=step.preheader,
-                                body_markdown=step.body, from_name=from_name,
+                                **written.freeze_arguments(), from_name=from_name,
                                 from_email=from_email, postal_address=postal,
                                 design=sending_design(session, from_name))
         check_code_fields({"subject": step.subject, "preheader": step.preheader,
@@ -54,15 +56,18 @@ def frozen_revision(session: Session, step: AutomationStep, identity_id: int | N
     except ValidationError as exc:
         raise ValidationError(f"Step {step.position}: {exc.message}") from None
     return AutomationRevision(
-        step_id=step.id, subject=step.subject, preheader=step.preheader, body_markdown=step.body,
+        step_id=step.id, subject=step.subject, preheader=step.preheader,
+        body_markdown=written.body, body_format=written.body_format,
+        attachment_ids=list(written.attachment_ids) or None,
         html_template=frozen.html_template, text_template=frozen.text_template,
         from_name=from_name, from_email=from_email, postal_address=postal,
         codes_prefix=step.codes_prefix,  # frozen with the content: what its claims mint
     )
 
 
-FROZEN_FIELDS = ("subject", "preheader", "body_markdown", "html_template", "text_template",
-                 "from_name", "from_email", "postal_address", "codes_prefix")
+FROZEN_FIELDS = ("subject", "preheader", "body_markdown", "body_format", "attachment_ids",
+                 "html_template", "text_template", "from_name", "from_email", "postal_address",
+                 "codes_prefix")
 
 
 def same_as(new: AutomationRevision, current: AutomationRevision | None) -> bool:

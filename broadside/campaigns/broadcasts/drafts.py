@@ -19,6 +19,7 @@ from broadside.campaigns.broadcasts.merge_report import MergeReport, merge_repor
 from broadside.campaigns.broadcasts.service import get_broadcast, sender_of
 from broadside.campaigns.codes.fields import check_code_fields, sample
 from broadside.campaigns.codes.minting import clean_prefix
+from broadside.campaigns.content.bodies import body_of
 from broadside.campaigns.field_report import EDITOR_CHECKED
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
@@ -304,7 +305,8 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
         from_name, from_email, postal_address = sender_of(session, broadcast.identity_id,
                                                           default_from)
         frozen = freeze_content(subject=broadcast.subject, preheader=broadcast.preheader,
-                                body_markdown=broadcast.body, from_name=from_name,
+                                **body_of(session, broadcast).freeze_arguments(),
+                                from_name=from_name,
                                 from_email=from_email, postal_address=postal_address,
                                 design=sending_design(session, from_name))
         check_code_fields({"subject": broadcast.subject, "preheader": broadcast.preheader,

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts import audience, service
 from broadside.campaigns.broadcasts.merge_report import MergeReport, merge_problems, merge_report
+from broadside.campaigns.content.bodies import body_of
 from broadside.core.errors import ValidationError
 from broadside.core.models import Broadcast
 from broadside.core.site_settings import get_settings, owner_zone
@@ -115,7 +116,8 @@ def blocking_problems(session: Session, broadcast: Broadcast, *, active: int | N
         # that fails for every recipient), said here rather than after Send is pressed.
         try:
             freeze_content(subject=broadcast.subject, preheader=broadcast.preheader,
-                           body_markdown=broadcast.body, from_name="", from_email="",
+                           **body_of(session, broadcast).freeze_arguments(),
+                           from_name="", from_email="",
                            postal_address="")
         except ValidationError as exc:
             problems.append(exc.message)

@@ -24,6 +24,7 @@ from broadside.campaigns.broadcasts import snapshot as audience_snapshot
 from broadside.campaigns.broadcasts.merge_person import MergePerson
 from broadside.campaigns.codes.fields import check_code_fields
 from broadside.campaigns.codes.fields import sample as code_sample
+from broadside.campaigns.content.bodies import body_of
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.events import record_event
@@ -82,10 +83,11 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
     """Invariant 8: pressing send freezes subject, body, sender and rendered layout."""
 
     from_name, from_email, postal = sender_of(session, broadcast.identity_id, default_from)
+    written = body_of(session, broadcast)
     frozen = freeze_content(
         subject=broadcast.subject,
         preheader=broadcast.preheader,
-        body_markdown=broadcast.body,
+        **written.freeze_arguments(),
         from_name=from_name,
         from_email=from_email,
         postal_address=postal,
@@ -97,7 +99,9 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
         broadcast_id=broadcast.id,
         subject=broadcast.subject,
         preheader=broadcast.preheader,
-        body_markdown=broadcast.body,
+        body_markdown=written.body,
+        body_format=written.body_format,
+        attachment_ids=list(written.attachment_ids) or None,
         html_template=frozen.html_template,
         text_template=frozen.text_template,
         from_name=from_name,
@@ -318,7 +322,7 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
         frozen = freeze_content(
             subject=broadcast.subject,
             preheader=broadcast.preheader,
-            body_markdown=broadcast.body,
+            **body_of(session, broadcast).freeze_arguments(),
             from_name=from_name,
             from_email=from_email,
             postal_address=postal,

@@ -15,6 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     CheckConstraint,
     ForeignKey,
@@ -105,6 +106,16 @@ class AutomationStep(Model):
     subject: Mapped[str] = mapped_column(String(300), default="")
     preheader: Mapped[str] = mapped_column(String(300), default="")
     body: Mapped[str] = mapped_column(Text, default="")
+    # How the body is written: "markdown" (the default) or "html" (the owner's own HTML, or
+    # the rich-text editor's, sanitised for email when frozen). `editor` is the compose mode the
+    # owner last chose ("markdown", "rich" or "html"); it decides nothing about the email.
+    body_format: Mapped[str] = mapped_column(String(16), default="markdown",
+                                             server_default="markdown")
+    editor: Mapped[str] = mapped_column(String(16), default="markdown", server_default="markdown")
+    # The plain-text part as the owner wrote it; None: made from the body when frozen.
+    text_body: Mapped[str | None] = mapped_column(Text)
+    # The attachments (ids in `attachments`) sent with it, in order; None: none.
+    attachment_ids: Mapped[list[int] | None] = mapped_column(JSON)
     # "Mint a code per recipient": the codes' prefix (None: off), frozen into each revision.
     codes_prefix: Mapped[str | None] = mapped_column(String(12))
     # The revision new messages are assigned (the newest one frozen).

@@ -73,6 +73,19 @@ class Broadcast(Model):
     subject: Mapped[str] = mapped_column(String(300), default="")
     preheader: Mapped[str] = mapped_column(String(300), default="")
     body: Mapped[str] = mapped_column(Text, default="")
+    # How the body is written: "markdown" (the default) or "html" (the owner's own HTML, or
+    # the rich-text editor's, sanitised for email when frozen). `editor` is the compose mode the
+    # owner last chose ("markdown", "rich" or "html"); it decides nothing about the email.
+    body_format: Mapped[str] = mapped_column(String(16), default="markdown",
+                                             server_default="markdown")
+    editor: Mapped[str] = mapped_column(String(16), default="markdown", server_default="markdown")
+    # The plain-text part as the owner wrote it; None: made from the body when frozen.
+    text_body: Mapped[str | None] = mapped_column(Text)
+    # The attachments (ids in `attachments`) sent with it, in order; None: none.
+    attachment_ids: Mapped[list[int] | None] = mapped_column(JSON)
+    # A template's design changes (colour, width, font, footer) over Settings -> Design; None:
+    # the design as it is in Settings when frozen.
+    design_overrides: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     pause_reason: Mapped[str | None] = mapped_column(Text)
     # A passing state shown to the owner while sending, e.g. waiting for the hourly limit.
     notice: Mapped[str | None] = mapped_column(Text)
@@ -132,7 +145,10 @@ class FrozenContent:
 
     subject: Mapped[str] = mapped_column(String(300))
     preheader: Mapped[str] = mapped_column(String(300), default="")
-    body_markdown: Mapped[str] = mapped_column(Text)
+    body_markdown: Mapped[str] = mapped_column(Text)  # the body as written, in `body_format`
+    body_format: Mapped[str] = mapped_column(String(16), default="markdown",
+                                             server_default="markdown")
+    attachment_ids: Mapped[list[int] | None] = mapped_column(JSON)
     # Rendered email layout with merge fields still in place; filled per recipient.
     html_template: Mapped[str] = mapped_column(Text)
     text_template: Mapped[str] = mapped_column(Text)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String, Text, text
+from sqlalchemy import JSON, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.core.db import Model
@@ -35,6 +35,16 @@ class TransactionalTemplate(Model):
     name: Mapped[str] = mapped_column(String(MAX_TEMPLATE_NAME))
     subject: Mapped[str] = mapped_column(String(300), default="")
     body: Mapped[str] = mapped_column(Text, default="")
+    # How the body is written: "markdown" (the default) or "html" (the owner's own HTML, or
+    # the rich-text editor's, sanitised for email when frozen). `editor` is the compose mode the
+    # owner last chose ("markdown", "rich" or "html"); it decides nothing about the email.
+    body_format: Mapped[str] = mapped_column(String(16), default="markdown",
+                                             server_default="markdown")
+    editor: Mapped[str] = mapped_column(String(16), default="markdown", server_default="markdown")
+    # The plain-text part as the owner wrote it; None: made from the body when frozen.
+    text_body: Mapped[str | None] = mapped_column(Text)
+    # The attachments (ids in `attachments`) sent with it, in order; None: none.
+    attachment_ids: Mapped[list[int] | None] = mapped_column(JSON)
     # The identity it goes out through; NULL: the default identity.
     identity_id: Mapped[int | None] = mapped_column(ForeignKey("identities.id"))
     # May reach someone who unsubscribed from the newsletters (a password reset); never a
