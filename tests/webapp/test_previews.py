@@ -42,7 +42,8 @@ def ana(news) -> Subscriber:
 
 
 def pane_views(html: str) -> dict[str, str]:
-    return dict(re.findall(r'<a href="\?([^"]*)#preview-heading" class="preview-view"[^>]*>(\w[^<]*)</a>', html))
+    return dict(re.findall(
+        r'<a href="\?([^"]*)#preview-heading" class="preview-view"[^>]*>(\w[^<]*)</a>', html))
 
 
 def test_the_views_are_links_that_work_without_javascript(logged_in_client, draft):
