@@ -31,6 +31,9 @@ def photograph(page: Page, folder, name: str) -> None:
     for width in (1280, 390):
         page.set_viewport_size({"width": width, "height": 900})
         page.wait_for_function("() => !document.querySelector('.htmx-request')")
+        if page.locator("#preview-frame").count():  # the email drawn at this width
+            page.frame_locator("#preview-frame").locator("td.content").wait_for()
+            page.locator("#preview-frame").scroll_into_view_if_needed()  # drawn, not throttled
         page.screenshot(path=str(folder / f"previews-{name}-{width}.png"), full_page=True)
     page.set_viewport_size({"width": 1280, "height": 900})
 
