@@ -74,7 +74,7 @@ def automatic_text_of(source: WrittenSource) -> str:
 
 @bp.app_context_processor
 def text_part_helpers() -> dict:
-    return {"automatic_text": automatic_text_of}
+    return {"automatic_text": automatic_text_of, "automatic_body_text": automatic_text}
 
 
 @bp.route("/<int:broadcast_id>/preview-pane")
