@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 
 from broadside.core.models import SiteSettings
 from broadside.core.site_settings import SettingsError, get_settings
-from broadside.mail.rendering import EmailDesign
+from broadside.mail.rendering import DARK_BODY, EmailDesign
 
 DEFAULT_COLOUR = "#1f5fbf"
 MIN_WIDTH, MAX_WIDTH, DEFAULT_WIDTH = 480, 800, 600
@@ -94,6 +94,15 @@ def readable_on_white(colour: str) -> str:
     r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
     while contrast(f"#{r:02x}{g:02x}{b:02x}", "#ffffff") < 4.5:
         r, g, b = int(r * 0.9), int(g * 0.9), int(b * 0.9)
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def readable_on_dark(colour: str) -> str:
+    """`colour`, lightened in small steps until text in it reads on the email's dark-mode
+    body (DARK_BODY, 4.5:1): the links' colour when the reader's client is in dark mode."""
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    while contrast(f"#{r:02x}{g:02x}{b:02x}", DARK_BODY) < 4.5:
+        r, g, b = (c + max(1, (255 - c) // 8) if c < 255 else c for c in (r, g, b))
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
@@ -334,7 +343,8 @@ def email_design(design: Design, *, from_name: str = "", logo_url: str | None = 
     name = " ".join(from_name.split())
     return EmailDesign(
         colour=design.colour, on_colour=text_on(design.colour),
-        link_colour=readable_on_white(design.colour), width=design.width,
+        link_colour=readable_on_white(design.colour),
+        dark_link_colour=readable_on_dark(design.colour), width=design.width,
         font_stack=Markup(FONTS[design.font][1]), footer_text=design.footer_text,
         logo_url=url if shown[0] else "", logo_alt=f"{name} logo" if name else "Logo",
         logo_width=shown[0], logo_height=shown[1],

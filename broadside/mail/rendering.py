@@ -124,6 +124,7 @@ class EmailDesign:
     colour: str = "#1f5fbf"
     on_colour: str = "#ffffff"  # text on the colour (a button's label)
     link_colour: str = "#1f5fbf"  # the colour, made readable on white
+    dark_link_colour: str = "#6893d4"  # the colour, made readable on DARK_BODY (dark mode)
     width: int = 600
     font_stack: str = SYSTEM_FONTS
     footer_text: str = ""
@@ -134,6 +135,10 @@ class EmailDesign:
 
 
 PLAIN_DESIGN = EmailDesign()
+DARK_BODY = "#1c2128"  # the email body's background in dark mode (templates/email/layout.html)
+# The language and direction of the email's text (`<html lang dir>`), until messages have one.
+DEFAULT_LANGUAGE, DEFAULT_DIRECTION = "en", "ltr"
+_LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")
 
 
 @dataclass(frozen=True)
@@ -245,7 +250,8 @@ def _unwrap_block_fields(html: str, placeholders: Placeholders) -> str:
 def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_name: str,
                    from_email: str, postal_address: str,
                    design: EmailDesign = PLAIN_DESIGN, newsletter: bool = True,
-                   body_format: str = "markdown", text_body: str | None = None
+                   body_format: str = "markdown", text_body: str | None = None,
+                   language: str = DEFAULT_LANGUAGE, direction: str = DEFAULT_DIRECTION
                    ) -> FrozenContent:
     """Render the layout once, leaving merge fields for `CompiledRevision.render`.
 
@@ -256,13 +262,14 @@ def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_nam
     no unsubscribe link (a password reset is nobody's subscription). `body_markdown` is the
     body as written in `body_format` ("markdown" or "html"); `text_body`, when given, is the
     plain-text part as the owner wrote it (the footer is still added), instead of one made
-    from the body.
+    from the body. `language` (a BCP 47 tag) and `direction` ("ltr", "rtl") are the text's,
+    set on the email's `<html>` and its outer table (Gmail drops `<html>`).
     """
     frozen = freeze_layout(subject=subject, preheader=preheader, body_markdown=body_markdown,
                            from_name=from_name, postal_address=postal_address, design=design,
                            link=("unsubscribe_url", "") if newsletter else None,
                            others=(from_email,), body_format=body_format,
-                           text_body=text_body)
+                           text_body=text_body, language=language, direction=direction)
     # Prove now, not at the first recipient, that everything compiles and renders.
     compiled = CompiledRevision(subject=subject, html_template=frozen.html_template,
                                 text_template=frozen.text_template)
@@ -277,7 +284,8 @@ def freeze_content(*, subject: str, preheader: str, body_markdown: str, from_nam
 def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name: str,
                   postal_address: str, design: EmailDesign, link: tuple[str, str] | None,
                   others: tuple[str, ...] = (), body_format: str = "markdown",
-                  text_body: str | None = None) -> FrozenContent:
+                  text_body: str | None = None, language: str = DEFAULT_LANGUAGE,
+                  direction: str = DEFAULT_DIRECTION) -> FrozenContent:
     """The layout around the body, merge fields left in. `link` is (name of the context
     variable, button label): `unsubscribe_url` for the owner's mail (a footer link), or
     another (`confirm_url`) for a notice, shown as a button after the body; None: neither (a
@@ -319,6 +327,9 @@ def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name
         from_name=from_name.strip(), postal_lines=postal_lines, unsubscribe_url=unsubscribe,
         design=design, footer_paragraphs=footer_paragraphs,
         action_url="" if unsubscribe else url, action_label=label, view=view,
+        language=language if _LANGUAGE.fullmatch(language) else DEFAULT_LANGUAGE,
+        direction=direction if direction in ("ltr", "rtl") else DEFAULT_DIRECTION,
+        dark_body=DARK_BODY,
     )
     html_template = join_template(_inliner().inline(layout), placeholders)
 

@@ -2,7 +2,9 @@
 tests/webapp/test_api_broadcast_drafts.py and described in `webapp/apidocs/paths.py`).
 
 - PATCH /api/broadcasts/<id> with any of "list_id", "segment_id", "subject", "preheader",
-  "body", "skip_if_received_within_hours", "identity_id", "codes" -> 200 Broadcast. What is not given
+  "body", "skip_if_received_within_hours", "identity_id", "codes", "text" -> 200 Broadcast.
+  "text" is the plain-text part as the owner writes it (merge fields work), null for the one
+  made from the body. What is not given
   stays as it is; "identity_id": null is the default sending identity.
   The audience is one list or one segment: giving "segment_id" clears the list and giving
   "list_id" clears the segment (both at once is 422). The cap: null or 0 removes it.
@@ -30,7 +32,7 @@ from webapp.extensions import db
 from webapp.permissions import allow
 
 EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body",
-            "skip_if_received_within_hours", "identity_id", "codes")
+            "skip_if_received_within_hours", "identity_id", "codes", "text")
 
 
 @bp.route("/broadcasts/<int:broadcast_id>", methods=["PATCH"])
@@ -46,6 +48,8 @@ def edit_draft(broadcast_id: int):
     cap: Any = cap_hours_field(data) if "skip_if_received_within_hours" in data else drafts.KEEP
     identity: Any = id_field(data, "identity_id") if "identity_id" in data else drafts.KEEP
     codes: Any = codes_setting(data["codes"]) if "codes" in data else drafts.KEEP
+    text: Any = (None if data["text"] is None else text_field(data, "text")
+                 ) if "text" in data else drafts.KEEP
 
     current = service.get_broadcast(db.session, broadcast_id)
     if current.status != BroadcastStatus.DRAFT:
@@ -60,6 +64,7 @@ def edit_draft(broadcast_id: int):
         skip_if_received_within_hours=cap,
         identity_id=identity,
         codes_prefix=codes,
+        text_body=text,
     )
     return jsonify(broadcast_json(updated))
 

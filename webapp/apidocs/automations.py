@@ -13,6 +13,7 @@ from broadside.campaigns.automations import durations
 from broadside.campaigns.automations import service as automations
 from broadside.core.models.automations import AUTOMATION_STATUSES, AutomationStatus
 from broadside.core.models.sending import DELIVERY_STATUSES
+from broadside.mail.text_part import MAX_TEXT_BODY
 from webapp.apidocs.paths import body, operation, reply
 from webapp.apidocs.schemas import CODES, ID, IDENTITY_CHOICE, MOMENT, NOT_BLANK, nullable, obj, ref
 
@@ -64,6 +65,9 @@ STEP_INPUT = obj({
                   "pattern": r"^[^\r\n]*$", "description": "One line."},
     "body": {"type": ["string", "null"], "maxLength": automations.MAX_BODY,
              "description": "Markdown, with {{ merge fields }}."},
+    "text": {"type": ["string", "null"], "maxLength": MAX_TEXT_BODY,
+             "description": "The plain-text part as you write it ({{ merge fields }} work; the "
+                            "footer is added); absent, null or blank: made from the body."},
     "id": {**ID,
            "description": "On PUT, an existing step of this automation: it keeps its messages "
            "and moves to this place. When any step has an id, steps are matched by id (those "
@@ -77,6 +81,8 @@ STEP = obj({
     "id": ID, "position": {"type": "integer", "minimum": 1, "description": "1, 2, ... in order."},
     "delay": DELAY, "delay_seconds": {"type": "integer", "minimum": 0},
     "subject": {"type": "string"}, "preheader": {"type": "string"}, "body": {"type": "string"},
+    "text": {"type": ["string", "null"], "description": "The plain-text part as written; null: "
+             "made from the body."},
     "revision_id": {**nullable(ID), "description": (
         "The frozen content new messages get. Saving changed content freezes a new one; "
         "messages already due keep the revision they had.")},

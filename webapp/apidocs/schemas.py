@@ -19,6 +19,7 @@ from broadside.core.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
 from broadside.core.models.bulk import BULK_ACTIONS, BULK_STATUSES
 from broadside.core.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
 from broadside.core.site_settings import MAX_CAP_HOURS
+from broadside.mail.text_part import MAX_TEXT_BODY
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
 from webapp.params import MAX_DATABASE_ID
 
@@ -259,7 +260,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "identity_id": IDENTITY_CHOICE, "codes": CODES,
         "counts": COUNTS, "created_at": MOMENT, "updated_at": MOMENT,
         "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT),
-    }, description="The body is left out of lists and edits (it can be 500 kB)."),
+    }, description="The body and the plain-text part are left out of lists and edits (the body "
+       "can be 500 kB)."),
     "BroadcastPage": obj({"items": {"type": "array", "items": ref("Broadcast")},
                           "next": {**nullable(ID), "description": "Pass as `after` for the next "
                                    "(older) page; null on the last page."}}),
@@ -294,6 +296,10 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                         "the default identity."},
         "codes": {**CODES, "description": "null: no codes; {\"prefix\": \"SAVE\"}: a code "
                   "per recipient."},
+        "text": {"type": ["string", "null"], "maxLength": MAX_TEXT_BODY,
+                 "description": "The plain-text part as you write it ({{ merge fields }} work; "
+                                "the footer is added), or null (or blank) for the one made from "
+                                "the body."},
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
                         "clears list_id and giving list_id clears segment_id; not both (one "
                         "of them null is fine)."),

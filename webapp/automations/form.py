@@ -30,7 +30,8 @@ from broadside.core.errors import ValidationError
 MAX_FIELD = 600_000  # longer than any valid value: the domain says what is too long
 # ASCII digits only: `\d` and str.isdigit() also accept "٣" and "²", and int("²") raises.
 _STEP_KEY = re.compile(
-    r"^step-([0-9]{1,2})-(delay|delay-amount|subject|preheader|body|codes|codes-prefix)$")
+    r"^step-([0-9]{1,2})-(delay|delay-amount|subject|preheader|body|codes|codes-prefix|text|"
+    r"text-mode)$")
 _REMOVE = re.compile(r"^remove-([0-9]{1,2})$")
 _WHOLE = re.compile(r"-?[0-9]{1,12}")
 _ID = re.compile(r"[0-9]{1,9}")
@@ -63,6 +64,7 @@ class StepFields:
     delay_error: str | None = None  # a refusal of the number and unit, shown under them
     codes: bool = False  # "Mint a code per recipient"
     codes_prefix: str = ""  # its prefix, as typed
+    text_body: str | None = None  # the plain-text part as written; None: made from the body
 
     def __post_init__(self) -> None:
         if not self.delay_amount:
@@ -142,6 +144,8 @@ def read_form(form: MultiDict) -> EditorFields:
             id=int(step_id) if _ID.fullmatch(step_id) else None,
             codes=form.get(f"step-{number}-codes") in ("1", "on", "y", "true"),
             codes_prefix=_text(form, f"step-{number}-codes-prefix")[:40],
+            text_body=(_text(form, f"step-{number}-text").replace("\r\n", "\n") or None
+                       if form.get(f"step-{number}-text-mode") == "own" else None),
         ))
     return fields
 
@@ -197,6 +201,7 @@ def as_body(fields: EditorFields) -> dict[str, Any]:
         "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader, "body": s.body,
                    # Typed in any case: codes are capitals (the API itself takes them only so).
                    "codes": {"prefix": s.codes_prefix.strip().upper()} if s.codes else None,
+                   "text": s.text_body,
                    **({"id": s.id} if s.id is not None else {})}
                   for s in fields.steps],
     }
@@ -212,7 +217,8 @@ def from_saved(shape: dict[str, Any], step_ids: list[int]) -> EditorFields:
         record_only=shape["record_only"], identity_id=str(shape.get("identity_id") or ""),
         steps=[StepFields(s["delay"], s["subject"], s["preheader"], s["body"], step_id,
                           codes=s["codes"] is not None,
-                          codes_prefix=(s["codes"] or {}).get("prefix", ""))
+                          codes_prefix=(s["codes"] or {}).get("prefix", ""),
+                          text_body=s.get("text"))
                for s, step_id in zip(shape["steps"], step_ids, strict=True)],
     )
 

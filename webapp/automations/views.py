@@ -126,7 +126,7 @@ def messages(automation_id: int):
 def _typed_report(fields: form.EditorFields) -> MergeReport:
     """The merge-field report of the steps as typed, over the trigger as chosen."""
     list_id, segment_id = form.trigger_ids(fields)
-    return steps_report(db.session, [StepTexts(s.subject, s.preheader, s.body, s.codes)
+    return steps_report(db.session, [StepTexts(s.subject, s.preheader, s.body, s.codes, s.text_body)
                                      for s in fields.steps],
                         list_id=list_id, segment_id=segment_id)
 

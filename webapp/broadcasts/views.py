@@ -8,23 +8,23 @@ our own pages keep the strict one.
 from __future__ import annotations
 
 from flask import (
-    Response,
     current_app,
     flash,
     redirect,
     render_template,
+    request,
     url_for,
 )
-from flask_login import current_user
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, SelectField, StringField, TextAreaField
+from wtforms import BooleanField, RadioField, SelectField, StringField, TextAreaField
+from wtforms.fields.choices import SelectChoice
 
 from broadside.campaigns.broadcasts import compaction, drafts, evidence
 from broadside.campaigns.broadcasts.progress import read_progress
 from broadside.core.errors import Conflict, ValidationError
-from broadside.core.site_settings import get_settings
 from broadside.delivery.identities.service import all_identities
 from webapp.broadcasts import bp
+from webapp.broadcasts.preview_views import PREVIEW_CSP, pane_context, preview_for  # noqa: F401 - PREVIEW_CSP: other previews import it here
 from webapp.extensions import db
 from webapp.forms import after_post
 from webapp.htmx import make_response
@@ -32,11 +32,6 @@ from webapp.identities.form import send_from_choices
 from webapp.params import int_arg
 from webapp.permissions import allow
 from webapp.readiness import sending_readiness
-
-# The preview document is the email itself: inline styles and images, nothing else. Images
-# from this host too: the owner's logo is served here, over plain http on a LAN install.
-PREVIEW_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; "
-               "base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
 
 
 class NewDraftForm(FlaskForm):
@@ -54,6 +49,12 @@ class ComposeForm(FlaskForm):
     body = TextAreaField("Body (Markdown)")
     codes = BooleanField("Mint a code per recipient")  # drawn by templates/_codes_field.html
     codes_prefix = StringField("Prefix")
+    # The plain-text part (templates/broadcasts/_text_field.html): made from the body, or the
+    # owner's own words.
+    text_mode = RadioField("Plain-text part", choices=[SelectChoice("auto", "Automatic"),
+                                                       SelectChoice("own", "Write my own")],
+                           default="auto", validate_choice=False)
+    text_body = TextAreaField("The plain-text part")
 
     def draft_values(self) -> dict:
         """The form as `drafts.update_draft` keywords (validation is the domain's)."""
@@ -67,6 +68,9 @@ class ComposeForm(FlaskForm):
                   if self.codes.data else None}
         if self.identity.raw_data:  # posted: the select was on the page
             values["identity_id"] = _identity_choice(self.identity.raw_data[0])
+        if self.text_mode.raw_data:  # posted: the plain-text field was on the page
+            values["text_body"] = (self.text_body.data or None
+                                   if self.text_mode.raw_data[0] == "own" else None)
         return values
 
 
@@ -95,14 +99,6 @@ def _with_lists(form):
     return form
 
 
-def _sample_email() -> str:
-    return current_user.email
-
-
-def _default_from() -> str:
-    return current_app.config["MAIL_FROM"]
-
-
 @bp.route("/")
 def index():
     return _render_index(NewDraftForm(formdata=None))
@@ -129,8 +125,8 @@ def new():
 
 @bp.route("/<int:broadcast_id>")
 def show(broadcast_id: int):
-    preview = drafts.preview_email(db.session, broadcast_id, sample_email=_sample_email(),
-                                   default_from=_default_from())
+    view, picked = request.args.get("view"), request.args.get("as")
+    preview, as_problem = preview_for(broadcast_id, picked=picked)
     if preview.broadcast.status == "draft":
         return redirect(url_for(".edit", broadcast_id=broadcast_id))
 
@@ -144,15 +140,15 @@ def show(broadcast_id: int):
                            list_name=drafts.audience_name(db.session, preview.broadcast),
                            action_form=EmptyForm(), p=progress, sending_problem=stopped,
                            retry_transient=evidence.offers_transient_retry(db.session, progress),
-                           settings=get_settings(db.session),
+                           **pane_context(view, picked, as_problem),
                            page=evidence.delivery_page(db.session, broadcast_id, per_page=20),
                            compacted=compaction.last_compaction(db.session, broadcast_id))
 
 
 @bp.route("/<int:broadcast_id>/edit")
 def edit(broadcast_id: int):
-    preview = drafts.preview_email(db.session, broadcast_id, sample_email=_sample_email(),
-                                   default_from=_default_from(), check_fields=True)
+    view, picked = request.args.get("view"), request.args.get("as")
+    preview, as_problem = preview_for(broadcast_id, check_fields=True, picked=picked)
     if preview.broadcast.status == "scheduled":
         flash("This broadcast is scheduled. Cancel the schedule to edit it again.", "info")
         return redirect(url_for(".show", broadcast_id=broadcast_id))
@@ -168,14 +164,16 @@ def edit(broadcast_id: int):
     form.skip_hours.data = str(cap) if cap else ""
     form.codes.data = preview.broadcast.codes_prefix is not None
     form.codes_prefix.data = preview.broadcast.codes_prefix or ""
-    return _render_edit(form, preview)
+    form.text_mode.data = "auto" if preview.broadcast.text_body is None else "own"
+    return _render_edit(form, preview, pane=pane_context(view, picked, as_problem))
 
 
 def _render_edit(form: ComposeForm, preview: drafts.DraftPreview, error: str | None = None,
-                 status: int = 200):
+                 status: int = 200, pane: dict | None = None):
+    pane = pane or pane_context(request.form.get("preview_view"), request.form.get("preview_as"))
     return render_template("broadcasts/edit.html", form=form, preview=preview,
-                           broadcast=preview.broadcast, settings=get_settings(db.session),
-                           error=error, action_form=EmptyForm()), status
+                           broadcast=preview.broadcast, error=error, action_form=EmptyForm(),
+                           **pane), status
 
 
 @bp.route("/<int:broadcast_id>/edit", methods=["POST"])
@@ -190,8 +188,8 @@ def save(broadcast_id: int):
         return redirect(url_for(".show", broadcast_id=broadcast_id))
     except ValidationError as exc:
         db.session.rollback()
-        preview = drafts.preview_email(db.session, broadcast_id, sample_email=_sample_email(),
-                                       default_from=_default_from(), check_fields=True)
+        preview, _ = preview_for(broadcast_id, check_fields=True,
+                                 picked=request.form.get("preview_as"))
         return _render_edit(form, preview, error=exc.message, status=422)
     flash("Draft saved.", "success")
     return after_post(url_for(".edit", broadcast_id=broadcast_id))
@@ -202,9 +200,10 @@ def save(broadcast_id: int):
 def autosave(broadcast_id: int):
     """HTMX: save as the owner types, answer with the refreshed preview pane."""
     form = ComposeForm()
+    picked = request.form.get("preview_as")
     try:
-        preview = drafts.autosave(db.session, broadcast_id, **form.draft_values(),
-                                  sample_email=_sample_email(), default_from=_default_from())
+        drafts.update_draft(db.session, broadcast_id, **form.draft_values())
+        preview, as_problem = preview_for(broadcast_id, check_fields=True, picked=picked)
     except (ValidationError, Conflict) as exc:
         db.session.rollback()
         # Keep the last good preview on screen; show the problem next to the Save button.
@@ -212,24 +211,8 @@ def autosave(broadcast_id: int):
             render_template("broadcasts/_save_status.html", error=exc.message),
             exc.status_code, retarget="#save-status", reswap="outerHTML")
     return render_template("broadcasts/_preview.html", preview=preview,
-                           broadcast=preview.broadcast, settings=get_settings(db.session),
-                           saved=True)
-
-
-@bp.route("/<int:broadcast_id>/preview")
-def preview_frame(broadcast_id: int) -> Response:
-    """The email for the sample recipient, as a document of its own for the iframe."""
-    preview = drafts.preview_email(db.session, broadcast_id, sample_email=_sample_email(),
-                                   default_from=_default_from())
-    if preview.rendered is not None:
-        response = make_response(preview.rendered.html)
-    else:
-        response = make_response(render_template("broadcasts/preview_problem.html",
-                                                  problem=preview.problem))
-    response.headers["Content-Security-Policy"] = PREVIEW_CSP
-    response.headers["X-Frame-Options"] = "SAMEORIGIN"
-    response.headers["Cache-Control"] = "no-store"
-    return response
+                           broadcast=preview.broadcast, saved=True,
+                           **pane_context(request.form.get("preview_view"), picked, as_problem))
 
 
 @bp.route("/<int:broadcast_id>/duplicate", methods=["POST"])

@@ -30,6 +30,7 @@ class StepTexts:
     preheader: str
     body: str
     codes: bool = False  # the step mints a code per recipient: `{{ code }}` is a field
+    text: str | None = None  # the owner's own plain-text part (None: made from the body)
 
 
 def steps_report(session: Session, steps: Sequence[StepTexts], *, list_id: int | None,
@@ -43,6 +44,8 @@ def steps_report(session: Session, steps: Sequence[StepTexts], *, list_id: int |
         these = {f"step {number} subject": step.subject,
                  f"step {number} preheader": step.preheader,
                  f"step {number} body": step.body}
+        if step.text is not None:
+            these[f"step {number} plain-text part"] = step.text
         texts |= these
         if step.codes:
             coded |= set(these)
@@ -56,6 +59,6 @@ def automation_report(session: Session, automation_id: int) -> MergeReport:
     """The saved automation's report (its live steps, its trigger)."""
     automation = get_automation(session, automation_id)
     segment_id = automation.segment_id if automation.trigger_type == "segment" else None
-    steps = [StepTexts(s.subject, s.preheader, s.body, s.codes_prefix is not None)
+    steps = [StepTexts(s.subject, s.preheader, s.body, s.codes_prefix is not None, s.text_body)
              for s in steps_of(session, automation_id)]
     return steps_report(session, steps, list_id=automation.list_id, segment_id=segment_id)

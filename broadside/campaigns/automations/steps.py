@@ -37,6 +37,7 @@ class StepInput:
     preheader: str = ""
     id: int | None = None  # an existing step of this automation, kept (and moved) by its id
     codes_prefix: str | None = None  # "Mint a code per recipient": the prefix; None: off
+    text_body: str | None = None  # the plain-text part as written; None: made from the body
 
 
 def frozen_revision(session: Session, step: AutomationStep, identity_id: int | None,
@@ -52,7 +53,8 @@ def frozen_revision(session: Session, step: AutomationStep, identity_id: int | N
                                 from_email=from_email, postal_address=postal,
                                 design=sending_design(session, from_name))
         check_code_fields({"subject": step.subject, "preheader": step.preheader,
-                           "body": step.body}, step.codes_prefix is not None)
+                           "body": step.body, "plain-text part": step.text_body or ""},
+                          step.codes_prefix is not None)
     except ValidationError as exc:
         raise ValidationError(f"Step {step.position}: {exc.message}") from None
     return AutomationRevision(
@@ -117,13 +119,15 @@ def save_steps(session: Session, automation: Automation, steps: list[StepInput],
             session.add(step)
             changed = True
         else:
-            changed = (step.subject, step.preheader, step.body, step.codes_prefix) != (
-                wanted.subject, wanted.preheader, wanted.body, wanted.codes_prefix)
+            changed = (step.subject, step.preheader, step.body, step.codes_prefix,
+                       step.text_body) != (wanted.subject, wanted.preheader, wanted.body,
+                                           wanted.codes_prefix, wanted.text_body)
         step.position = position
         step.delay = wanted.delay.strip().upper()
         step.delay_seconds = seconds
         step.subject, step.preheader, step.body = wanted.subject, wanted.preheader, wanted.body
         step.codes_prefix = wanted.codes_prefix
+        step.text_body = wanted.text_body
         session.flush()
         # A new sending identity is new content too: its From is frozen into each revision.
         if changed or identity_changed or step.revision_id is None:

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.broadcasts import lifecycle
+from broadside.campaigns.broadcasts import lifecycle, merge_person
 from broadside.campaigns.broadcasts.merge_report import MergeReport, merge_report
 from broadside.campaigns.broadcasts.service import get_broadcast, sender_of
 from broadside.campaigns.codes.fields import check_code_fields, sample
@@ -27,8 +27,10 @@ from broadside.core.models import Broadcast, MailingList, Revision, Segment
 from broadside.core.site_settings import clean_cap_hours, get_settings
 from broadside.core.timeutil import utcnow
 from broadside.delivery.identities.service import check_choice
+from broadside.mail.client_checks import ClientCheck, check_email
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
+from broadside.mail.text_part import clean_text_body
 
 MAX_SUBJECT = 300
 MAX_PREHEADER = 300
@@ -108,10 +110,11 @@ def create_draft(session: Session, *, list_id: int | None = None, segment_id: in
 def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
                  segment_id: int | None = None, subject: str, preheader: str, body: str,
                  skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP,
-                 codes_prefix: Any = KEEP) -> Broadcast:
+                 codes_prefix: Any = KEEP, text_body: Any = KEEP) -> Broadcast:
     """Edit a draft. Only drafts change: what was sent is frozen (invariant 8). The audience
     is a list or a segment (the other is cleared); the cap and the sending identity are left
-    alone unless given (identity None: the default)."""
+    alone unless given (identity None: the default). `text_body`: the plain-text part as the
+    owner wrote it, None for the one made from the body."""
     _validate(session, list_id, segment_id, subject, preheader, body)
     values: dict[str, Any] = {"list_id": list_id, "segment_id": segment_id,
                               "subject": subject.strip(), "preheader": preheader.strip(),
@@ -122,6 +125,8 @@ def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
         values["identity_id"] = check_choice(session, identity_id)
     if codes_prefix is not KEEP:
         values["codes_prefix"] = _prefix(codes_prefix)
+    if text_body is not KEEP:
+        values["text_body"] = clean_text_body(text_body)
     result = session.execute(
         update(Broadcast)
         .where(Broadcast.id == broadcast_id, Broadcast.status == lifecycle.DRAFT.value)
@@ -277,22 +282,32 @@ class DraftPreview:
     frozen: bool  # True when this is the revision that was (or is being) sent
     # A draft's merge fields checked against its audience (asked for by the editor).
     merge: MergeReport | None = None
+    person: merge_person.MergePerson | None = None  # whose details filled it (None: Alex)
+
+    @property
+    def client_checks(self) -> list[ClientCheck]:
+        """What in this rendered copy breaks in mail clients (broadside.mail.client_checks)."""
+        return check_email(self.rendered.html) if self.rendered is not None else []
 
 
 def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
-                  default_from: str, check_fields: bool = False) -> DraftPreview:
+                  default_from: str, check_fields: bool = False,
+                  person: merge_person.MergePerson | None = None) -> DraftPreview:
     """Render a broadcast for a sample recipient with the renderer the worker uses.
 
     A sent broadcast shows its frozen revision (what the list received); a draft is rendered
     from its current text with the current settings. The sample recipient is named Alex.
     With `check_fields`, a draft's merge fields are also checked against its audience
-    (`merge_report`: unknown fields, recipients lacking an attribute).
+    (`merge_report`: unknown fields, recipients lacking an attribute). `person`: a
+    subscriber whose details fill the merge fields instead ("Preview as").
     """
 
     broadcast = get_broadcast(session, broadcast_id)
     revision = session.scalar(select(Revision).where(Revision.broadcast_id == broadcast_id))
     values: dict[str, Any] = {"email": sample_email, "name": "Alex", "attributes": {},
                               "unsubscribe_url": "#"}
+    if person is not None:
+        values.update(merge_person.fill_values(person))
     prefix = revision.codes_prefix if revision is not None else broadcast.codes_prefix
     if prefix is not None:
         values["code"] = sample(prefix)  # never a minted code
@@ -301,7 +316,8 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
             compiled = compiled_revision(revision.subject, revision.html_template,
                                          revision.text_template)
             return DraftPreview(broadcast, revision.from_name, revision.from_email,
-                                revision.postal_address, compiled.render(**values), None, True)
+                                revision.postal_address, compiled.render(**values), None, True,
+                                person=person)
         from_name, from_email, postal_address = sender_of(session, broadcast.identity_id,
                                                           default_from)
         frozen = freeze_content(subject=broadcast.subject, preheader=broadcast.preheader,
@@ -310,7 +326,8 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
                                 from_email=from_email, postal_address=postal_address,
                                 design=sending_design(session, from_name))
         check_code_fields({"subject": broadcast.subject, "preheader": broadcast.preheader,
-                           "body": broadcast.body}, prefix is not None)  # as Send would
+                           "body": broadcast.body, "plain-text part": broadcast.text_body or ""},
+                          prefix is not None)  # as Send would
         compiled = CompiledRevision(subject=broadcast.subject,
                                     html_template=frozen.html_template,
                                     text_template=frozen.text_template)
@@ -319,21 +336,22 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
         return DraftPreview(broadcast, "", "", "", None, exc.message, revision is not None)
     return DraftPreview(broadcast, from_name, from_email, postal_address, rendered, None, False,
                         merge_report(session, broadcast, limit=EDITOR_CHECKED)
-                        if check_fields else None)
+                        if check_fields else None, person=person)
 
 
 def autosave(session: Session, broadcast_id: int, *, list_id: int | None,
              segment_id: int | None = None, subject: str, preheader: str, body: str,
              sample_email: str, default_from: str,
              skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP,
-             codes_prefix: Any = KEEP) -> DraftPreview:
+             codes_prefix: Any = KEEP, text_body: Any = KEEP,
+             person: merge_person.MergePerson | None = None) -> DraftPreview:
     """Save the draft (all or nothing, as update_draft) and render its new preview."""
     update_draft(session, broadcast_id, list_id=list_id, segment_id=segment_id, subject=subject,
                  preheader=preheader, body=body,
                  skip_if_received_within_hours=skip_if_received_within_hours,
-                 identity_id=identity_id, codes_prefix=codes_prefix)
+                 identity_id=identity_id, codes_prefix=codes_prefix, text_body=text_body)
     return preview_email(session, broadcast_id, sample_email=sample_email,
-                         default_from=default_from, check_fields=True)
+                         default_from=default_from, check_fields=True, person=person)
 
 
 def broadcasts_before(session: Session, *, before: int | None = None, limit: int = PAGE_SIZE

@@ -16,8 +16,11 @@ __all__ = ["MergeReport", "merge_problems", "merge_report"]
 
 
 def _texts(broadcast: Broadcast) -> dict[str, str]:
-    return {"subject": broadcast.subject or "", "preheader": broadcast.preheader or "",
-            "body": broadcast.body or ""}
+    texts = {"subject": broadcast.subject or "", "preheader": broadcast.preheader or "",
+             "body": broadcast.body or ""}
+    if broadcast.text_body is not None:  # the owner's own plain-text part has its own fields
+        texts["plain-text part"] = broadcast.text_body
+    return texts
 
 
 def merge_problems(broadcast: Broadcast) -> list[MergeError]:

@@ -94,7 +94,8 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
         design=sending_design(session, from_name),  # the design at send time: frozen here
     )
     check_code_fields({"subject": broadcast.subject, "preheader": broadcast.preheader,
-                       "body": broadcast.body}, broadcast.codes_prefix is not None)
+                       "body": broadcast.body, "plain-text part": broadcast.text_body or ""},
+                      broadcast.codes_prefix is not None)
     revision = Revision(
         broadcast_id=broadcast.id,
         subject=broadcast.subject,
