@@ -95,9 +95,9 @@ def _render_edit(template: templates.Template, form: TemplateForm, status: int =
                            action_form=EmptyForm()), status
 
 
-@bp.route("/<int:template_id>/edit")
-def edit(template_id: int):
-    template = templates.find_template(db.session, template_id)
+@bp.route("/<int:message_template_id>/edit")
+def edit(message_template_id: int):
+    template = templates.find_template(db.session, message_template_id)
     if template.built_in:  # not reachable by an int id; kept for clarity
         return after_post(url_for(".index"))
     form = TemplateForm(formdata=None)
@@ -108,12 +108,12 @@ def edit(template_id: int):
     return _render_edit(template, form)
 
 
-@bp.route("/<int:template_id>/edit", methods=["POST"])
-def save(template_id: int):
-    template = templates.find_template(db.session, template_id)
+@bp.route("/<int:message_template_id>/edit", methods=["POST"])
+def save(message_template_id: int):
+    template = templates.find_template(db.session, message_template_id)
     form = TemplateForm()
     try:
-        templates.update_template(db.session, template_id,
+        templates.update_template(db.session, message_template_id,
                                   name=(form.name.data or "")[:MAX_TYPED],
                                   description=(form.description.data or "")[:MAX_TYPED],
                                   design=form.design_values())
@@ -128,9 +128,9 @@ def save(template_id: int):
     return after_post(url_for(".index"))
 
 
-@bp.route("/<int:template_id>/delete", methods=["POST"])
-def delete(template_id: int):
-    name = templates.delete_template(db.session, template_id)
+@bp.route("/<int:message_template_id>/delete", methods=["POST"])
+def delete(message_template_id: int):
+    name = templates.delete_template(db.session, message_template_id)
     flash(f"Template “{name}” deleted. Broadcasts started from it are unchanged.", "success")
     return after_post(url_for(".index"))
 
