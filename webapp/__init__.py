@@ -30,6 +30,7 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
     subscribers,
 )
 from webapp.api import bp as api_bp
+from webapp.api import message_templates as api_message_templates  # noqa: F401 - routes attach to the API blueprint
 from webapp.api import transactional as api_transactional  # noqa: F401 - routes attach to the API blueprint
 from webapp.api import users as api_users  # noqa: F401 - its routes attach to the API blueprint
 from webapp.api import webhooks as api_webhooks  # noqa: F401 - its routes attach to the API blueprint

@@ -144,7 +144,7 @@ def new():
             content_templates.apply_template(db.session, broadcast.id, template.ref)
     except (ValidationError, NotFound) as exc:
         db.session.rollback()
-        getattr(form, exc.field or "audience").errors = [exc.message]
+        (form.template if isinstance(exc, NotFound) else form.audience).errors = [exc.message]
         return _render_index(form, 422)
     return after_post(url_for(".edit", broadcast_id=broadcast.id))
 

@@ -84,7 +84,7 @@ def find_template(session: Session, ref: object) -> Template:
         row = session.get(MessageTemplate, ref)
         if row is not None:
             return _of_row(row)
-    raise NotFound("There is no such template.", field="template")
+    raise NotFound("There is no such template.")
 
 
 def _row(session: Session, template_id: int) -> MessageTemplate:
