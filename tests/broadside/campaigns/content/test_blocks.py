@@ -143,3 +143,24 @@ def test_two_blocks_cannot_share_a_name_in_any_case(news):
     blocks.create_block(db.session, name="Sign-off", body="x")
     with pytest.raises(ValidationError, match="already a block"):
         blocks.create_block(db.session, name="sign-OFF", body="y")
+
+
+def test_a_transactional_template_follows_a_block_at_its_next_send(news):
+    """Its revision is frozen from `body_of` when a message is sent (current_revision), so an
+    edited block gives it a new revision, as a changed postal address does."""
+    from broadside.campaigns.transactional import templates as transactional
+
+    block = blocks.create_block(db.session, name="Footer", body="Questions? Reply.")
+    template = transactional.create_template(db.session, transactional.parse_template(
+        db.session, {"name": "Reset", "subject": "Link", "body": "Hi\n\n[[block: Footer]]"}),
+        default_from="A <a@example.com>")
+    first = transactional.current_revision(db.session, template, default_from="A <a@example.com>")
+    assert "Questions? Reply." in first.body_markdown
+    blocks.update_block(db.session, block.id, name="Footer", body="Write to us.",
+                        body_format="markdown")
+    second = transactional.current_revision(db.session, template, default_from="A <a@example.com>")
+    assert second.id != first.id and "Write to us." in second.body_markdown
+    db.session.refresh(first)
+    assert "Questions? Reply." in first.body_markdown  # the first one's messages keep theirs
+    with pytest.raises(Conflict, match="transactional template “Reset”"):
+        blocks.delete_block(db.session, block.id)
