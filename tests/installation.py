@@ -18,6 +18,8 @@ from broadside.audience import lists
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.broadcasts import drafts
 from broadside.campaigns.broadcasts.service import schedule_broadcast, send_broadcast
+from broadside.campaigns.content import blocks as content_blocks
+from broadside.campaigns.content import templates as message_templates
 from broadside.campaigns.transactional import templates as transactional
 from broadside.core.models import Delivery, Owner, Subscriber, Subscription, WebhookEndpoint
 from broadside.core.models.automations import AutomationStep
@@ -79,6 +81,9 @@ def seed_installation(app: Flask, run_worker: Callable[[], object]) -> dict[str,
         "name": "Password reset", "subject": "Your link", "essential": True,
         "body": "Hi {{ name }}, [a new password](https://acme.example/reset/{{ data.token }})."}),
         default_from=app.config["MAIL_FROM"])
+    block = content_blocks.create_block(db.session, name="Sign-off",
+                                        body="With thanks,\\\n**The Acme team**")
+    saved = message_templates.save_as_template(db.session, draft.id, name="Weekly issue")
     colleague = Owner(email="colleague@acme.example", name="Colleague", role="writer",
                       password_hash="!")  # a person on the People page; never signs in
     db.session.add(colleague)
@@ -87,4 +92,4 @@ def seed_installation(app: Flask, run_worker: Callable[[], object]) -> dict[str,
             "scheduled": scheduled.id, "sent": sent.id, "delivery_id": delivery or 0,
             "segment_id": segment.id, "automation_on": on.id, "automation_off": off.id,
             "step_id": step or 0, "identity_id": identity.id, "endpoint_id": endpoint.id,
-            "template_id": template.id}
+            "template_id": template.id, "message_template_id": saved.id, "block_id": block.id}

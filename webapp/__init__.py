@@ -30,6 +30,7 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
     subscribers,
 )
 from webapp.api import bp as api_bp
+from webapp.api import message_templates as api_message_templates  # noqa: F401 - routes attach to the API blueprint
 from webapp.api import transactional as api_transactional  # noqa: F401 - routes attach to the API blueprint
 from webapp.api import users as api_users  # noqa: F401 - its routes attach to the API blueprint
 from webapp.api import webhooks as api_webhooks  # noqa: F401 - its routes attach to the API blueprint
@@ -56,6 +57,9 @@ from webapp.htmx import htmx
 from webapp.identities import bp as identities_bp
 from webapp.identities import dns_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.identities import views as identities_views  # noqa: F401 - and the list's, edit's
+from webapp.library import block_views as library_block_views  # noqa: F401 - its routes attach to the blueprint
+from webapp.library import bp as library_bp
+from webapp.library import views as library_views  # noqa: F401 - and the templates page's
 from webapp.lists.views import bp as lists_bp
 from webapp.metrics.views import bp as metrics_bp
 from webapp.params import DatabaseIdConverter
@@ -163,6 +167,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (automations_bp, ("automations.index", "Automations")),
     (signup_bp, None),
     (broadcasts_bp, ("broadcasts.index", "Broadcasts")),
+    (library_bp, None),
     (deliverability_bp, ("deliverability.index", "Deliverability")),
     (system_bp, ("system.index", "System")),
     (metrics_bp, None),

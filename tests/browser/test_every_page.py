@@ -39,6 +39,8 @@ from broadside.campaigns.automations import entering
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.broadcasts import drafts
 from broadside.campaigns.broadcasts.service import send_broadcast
+from broadside.campaigns.content import blocks as content_blocks
+from broadside.campaigns.content import templates as message_templates
 from broadside.campaigns.transactional import templates as transactional
 from broadside.core import accounts
 from broadside.core.models import (
@@ -74,7 +76,7 @@ PHONE, DESKTOP = 390, 1280
 SCREENSHOTS = {"unsubscribe: confirm", "unsubscribe: preferences", "deliveries", "subscriber", "list",
                "archive", "archive issue", "view in browser", "sign-up form", "dashboard", "broadcasts",
                "lists", "departures", "subscribers", "settings", "webhook endpoint", "system",
-               "deliverability"}
+               "deliverability", "templates", "blocks", "block", "edit template", "broadcast editor"}
 AXE_SOURCE = (Path(__file__).parent / "vendor" / "axe.min.js").read_text()
 
 LONG_DOMAIN = "correspondence.remarkably-long-company-name.example.com"
@@ -258,6 +260,12 @@ OWNER_PAGES = [
     Visit("audit log", "audit.index"),
     Visit("webhook endpoint", "settings.webhook_page", {"endpoint_id": "endpoint"}),
     Visit("disabled webhook endpoint", "settings.webhook_page", {"endpoint_id": "disabled_endpoint"}),
+    Visit("templates", "library.index"),
+    Visit("template: the email previewed", "library.preview", {"ref": "builtin:announcement"}),
+    Visit("edit template", "library.edit", {"message_template_id": "message_template"}),
+    Visit("save as template", "library.save_as_form", {"broadcast_id": "sent"}),
+    Visit("blocks", "library.blocks_index"),
+    Visit("block", "library.block", {"block_id": "block"}),
     Visit("transactional templates", "transactional.index"),
     Visit("new transactional template", "transactional.new"),
     Visit("transactional template", "transactional.show", {"template_id": "template"}),
@@ -420,6 +428,14 @@ def seed_everything(app: Flask) -> Seed:
                              .order_by(AutomationStep.position))
     endpoint, disabled_endpoint = seed_webhooks()
     template = seed_transactional(app, identity.id)
+    block = content_blocks.create_block(db.session, name="Sponsor box of the remarkably long Weekly Dispatch",
+                                        body=f"Thanks to **{LONG_NAME}** of {LONG_DOMAIN}.")
+    message_template = message_templates.save_as_template(
+        db.session, draft.id, name=LONG_LIST + ": the issue", description=LONG_SUBJECT)
+    message_templates.update_template(db.session, message_template.id, name=message_template.name,
+                                      description=LONG_SUBJECT,
+                                      design={"colour": "#aa3300", "width": "720", "font": "serif",
+                                              "footer_text": LONG_TOWN})
     # A test send the server refused, for the System page's recent errors (the row as the worker
     # leaves it: no server here refuses anything).
     db.session.add(TransactionalMessage(
@@ -437,6 +453,7 @@ def seed_everything(app: Flask) -> Seed:
     remove_due(db.session)
 
     return Seed(
+        block=block.id, message_template=message_template.id,
         weekly=weekly.id, long=people[0], bounced=people[1], sent=sent.id, delivery=delivery, draft=draft.id,
         segment=segment.id, automation=automation.id, step=step, identity=identity.id, import_=upload.id,
         bulk=queued_bulk.id, endpoint=endpoint, disabled_endpoint=disabled_endpoint, template=template,

@@ -34,7 +34,7 @@ from webapp.permissions import PUBLIC, is_public, permission_for
 # with each: a broadcast draft, scheduled and sent; an automation on and off).
 ARGUMENTS = {"broadcast_id": ("draft", "scheduled", "sent"),
              "automation_id": ("automation_on", "automation_off")}
-LITERALS = {"which": ("unknown", "transient")}
+LITERALS = {"which": ("unknown", "transient"), "ref": ("builtin:newsletter",)}
 # An argument that belongs to another's row: a delivery and a retry are the sent broadcast's, a
 # step the enabled automation's.
 BELONGS = {"delivery_id": ("broadcast_id", "sent"), "which": ("broadcast_id", "sent"),
@@ -46,6 +46,7 @@ NOT_PAGES = {
     "broadcasts.preview_frame": "the email itself, inside the page's iframe",
     "automations.preview": "a step's email, inside the editor's iframe",
     "transactional.preview_email": "a template's email, inside its page's iframe",
+    "library.preview": "a template's email, inside the templates page's iframe",
     "settings.design_preview_email": "the design's email, inside an iframe",
     "settings.design_preview_confirmation": "the design's sign-up page, inside an iframe",
     "system.outbox_html": "an outbox message's HTML, inside an iframe",

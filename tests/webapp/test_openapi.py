@@ -302,6 +302,10 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner, 
     call("DELETE", "/api/invitations/{invitation_id}", invitation_id=invited["id"])
     call("DELETE", "/api/invitations/{invitation_id}", invitation_id=999)  # 404
 
+    call("GET", "/api/templates")
+    call("GET", "/api/templates/{template_id}", template_id="letter")
+    call("GET", "/api/templates/{template_id}", template_id="999")  # 404
+
     assert contract.seen == documented(doc), "operations never called here"
 
 

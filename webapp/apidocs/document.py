@@ -13,6 +13,7 @@ from webapp.apidocs.audit import AUDIT_PATHS, AUDIT_SCHEMAS
 from webapp.apidocs.automations import AUTOMATION_PATHS, AUTOMATION_SCHEMAS
 from webapp.apidocs.codes import CODE_PATHS, CODE_SCHEMAS
 from webapp.apidocs.identities import IDENTITY_PATHS, IDENTITY_SCHEMAS
+from webapp.apidocs.message_templates import TEMPLATE_PATHS, TEMPLATE_SCHEMAS
 from webapp.apidocs.paths import PATHS
 from webapp.apidocs.rule_schemas import RULE_SCHEMAS
 from webapp.apidocs.schemas import COMPONENTS
@@ -81,10 +82,10 @@ DOCUMENT: dict[str, Any] = {
     "security": [{"bearer": []}],
     "tags": TAGS,
     "paths": {**PATHS, **AUTOMATION_PATHS, **CODE_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS,
-              **TRANSACTIONAL_PATHS, **USER_PATHS, **AUDIT_PATHS},
+              **TRANSACTIONAL_PATHS, **USER_PATHS, **AUDIT_PATHS, **TEMPLATE_PATHS},
     "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **RULE_SCHEMAS,
                                              **AUTOMATION_SCHEMAS, **CODE_SCHEMAS,
                                              **IDENTITY_SCHEMAS, **WEBHOOK_SCHEMAS,
                                              **TRANSACTIONAL_SCHEMAS, **USER_SCHEMAS,
-                                             **AUDIT_SCHEMAS}},
+                                             **AUDIT_SCHEMAS, **TEMPLATE_SCHEMAS}},
 }

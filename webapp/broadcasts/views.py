@@ -21,7 +21,8 @@ from wtforms.fields.choices import SelectChoice
 
 from broadside.campaigns.broadcasts import compaction, drafts, evidence
 from broadside.campaigns.broadcasts.progress import read_progress
-from broadside.core.errors import Conflict, ValidationError
+from broadside.campaigns.content import templates as content_templates
+from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.delivery.identities.service import all_identities
 from webapp.broadcasts import bp
 from webapp.broadcasts.preview_views import PREVIEW_CSP, pane_context, preview_for  # noqa: F401 - PREVIEW_CSP: other previews import it here
@@ -37,6 +38,8 @@ from webapp.readiness import sending_readiness
 class NewDraftForm(FlaskForm):
     # "list:ID" or "segment:ID" (drafts.parse_audience)
     audience = SelectField("Send to", validate_choice=False)
+    # "" blank, or a template's value (broadside.campaigns.content.templates: "builtin:letter")
+    template = SelectField("Start from", validate_choice=False)
 
 
 class ComposeForm(FlaskForm):
@@ -94,14 +97,27 @@ def _with_lists(form):
     for group, value, label in drafts.audience_options(db.session):
         groups.setdefault(group, []).append((value, label))
     form.audience.choices = groups
+    if isinstance(form, NewDraftForm):
+        form.template.choices = _template_choices()
     if isinstance(form, ComposeForm):
         form.identity.choices = send_from_choices(all_identities(db.session, current_app.config))
     return form
 
 
+def _template_choices() -> dict[str, list[tuple[str, str]]]:
+    """"Start from": a blank page, the built-in templates, the owner's own."""
+    groups: dict[str, list[tuple[str, str]]] = {"": [("", "A blank page")]}
+    for template in content_templates.all_templates(db.session):
+        group = "Built-in templates" if template.built_in else "Your templates"
+        groups.setdefault(group, []).append((template.ref, template.name))
+    return groups
+
+
 @bp.route("/")
 def index():
-    return _render_index(NewDraftForm(formdata=None))
+    form = NewDraftForm(formdata=None)
+    form.template.data = request.args.get("template", "")  # "Start a broadcast from it"
+    return _render_index(form)
 
 
 def _render_index(new_form: NewDraftForm, status: int = 200):
@@ -116,9 +132,14 @@ def new():
     form = _with_lists(NewDraftForm())
     try:
         list_id, segment_id = drafts.parse_audience(form.audience.data)
+        template = (content_templates.find_template(db.session, form.template.data)
+                    if form.template.data else None)
         broadcast = drafts.create_draft(db.session, list_id=list_id, segment_id=segment_id)
-    except ValidationError as exc:
-        form.audience.errors = [exc.message]
+        if template is not None:  # "new from template": the draft filled from it
+            content_templates.apply_template(db.session, broadcast.id, template.ref)
+    except (ValidationError, NotFound) as exc:
+        db.session.rollback()
+        (form.template if isinstance(exc, NotFound) else form.audience).errors = [exc.message]
         return _render_index(form, 422)
     return after_post(url_for(".edit", broadcast_id=broadcast.id))
 

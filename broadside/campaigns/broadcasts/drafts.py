@@ -20,6 +20,7 @@ from broadside.campaigns.broadcasts.service import get_broadcast, sender_of
 from broadside.campaigns.codes.fields import check_code_fields, sample
 from broadside.campaigns.codes.minting import clean_prefix
 from broadside.campaigns.content.bodies import body_of
+from broadside.campaigns.content.design import broadcast_design
 from broadside.campaigns.field_report import EDITOR_CHECKED
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
@@ -28,7 +29,6 @@ from broadside.core.site_settings import clean_cap_hours, get_settings
 from broadside.core.timeutil import utcnow
 from broadside.delivery.identities.service import check_choice
 from broadside.mail.client_checks import ClientCheck, check_email
-from broadside.mail.design import sending_design
 from broadside.mail.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
 from broadside.mail.text_part import clean_text_body
 
@@ -174,6 +174,7 @@ def duplicate(session: Session, broadcast_id: int) -> Broadcast:
                      subject=original.subject, preheader=original.preheader, body=original.body,
                      skip_if_received_within_hours=original.skip_if_received_within_hours,
                      status=lifecycle.INITIAL.value, codes_prefix=original.codes_prefix,
+                     design_overrides=original.design_overrides,
                      # A deleted identity is not carried over: the copy takes the default.
                      identity_id=original.identity_id if original.identity_id is not None
                      and _live_identity(session, original.identity_id) else None)
@@ -324,7 +325,7 @@ def preview_email(session: Session, broadcast_id: int, *, sample_email: str,
                                 **body_of(session, broadcast).freeze_arguments(),
                                 from_name=from_name,
                                 from_email=from_email, postal_address=postal_address,
-                                design=sending_design(session, from_name))
+                                design=broadcast_design(session, broadcast, from_name))
         check_code_fields({"subject": broadcast.subject, "preheader": broadcast.preheader,
                            "body": broadcast.body, "plain-text part": broadcast.text_body or ""},
                           prefix is not None)  # as Send would

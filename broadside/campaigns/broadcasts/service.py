@@ -25,6 +25,7 @@ from broadside.campaigns.broadcasts.merge_person import MergePerson
 from broadside.campaigns.codes.fields import check_code_fields
 from broadside.campaigns.codes.fields import sample as code_sample
 from broadside.campaigns.content.bodies import body_of
+from broadside.campaigns.content.design import broadcast_design
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.events import record_event
@@ -35,7 +36,6 @@ from broadside.core.timeutil import utcnow
 from broadside.delivery.identities import lifecycle as identity_lifecycle
 from broadside.delivery.queues import Jobs
 from broadside.delivery.transactional import queue_transactional
-from broadside.mail.design import sending_design
 from broadside.mail.rendering import CompiledRevision, freeze_content
 
 PAUSE_BY_OWNER = "Paused by the owner. Press Resume to continue from where it stopped."
@@ -91,7 +91,8 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
         from_name=from_name,
         from_email=from_email,
         postal_address=postal,
-        design=sending_design(session, from_name),  # the design at send time: frozen here
+        # The design at send time (Settings', the template's changes over it): frozen here.
+        design=broadcast_design(session, broadcast, from_name),
     )
     check_code_fields({"subject": broadcast.subject, "preheader": broadcast.preheader,
                        "body": broadcast.body, "plain-text part": broadcast.text_body or ""},
@@ -327,7 +328,7 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
             from_name=from_name,
             from_email=from_email,
             postal_address=postal,
-            design=sending_design(session, from_name),
+            design=broadcast_design(session, broadcast, from_name),
         )
         subject, html_t, text_t = broadcast.subject, frozen.html_template, frozen.text_template
     prefix = revision.codes_prefix if revision is not None else broadcast.codes_prefix

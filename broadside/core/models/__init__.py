@@ -28,6 +28,7 @@ from broadside.core.models.automations import (
 )
 from broadside.core.models.bulk import BulkAction, BulkActionMember
 from broadside.core.models.codes import Code
+from broadside.core.models.content import ContentBlock, MessageTemplate
 from broadside.core.models.events import Event
 from broadside.core.models.identities import Identity
 from broadside.core.models.mailboxes import BounceMailbox, MailboxMessage
@@ -50,6 +51,7 @@ __all__ = [
     "BulkAction",
     "BulkActionMember",
     "Code",
+    "ContentBlock",
     "Delivery",
     "Event",
     "Identity",
@@ -58,6 +60,7 @@ __all__ = [
     "ImportRejection",
     "MailboxMessage",
     "MailingList",
+    "MessageTemplate",
     "Owner",
     "OwnerSession",
     "PersonActivity",
