@@ -143,11 +143,16 @@ def parse_input(data: Any) -> AutomationInput:
     for number, step in enumerate(steps, start=1):
         if not isinstance(step, dict):
             raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
-        extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id", "codes"})
+        extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id", "codes",
+                                    "attachments"})
         if extra:
             raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
-                                  "subject, preheader, body, codes and (to keep an existing "
-                                  "one) id.")
+                                  "subject, preheader, body, codes, attachments and (to keep "
+                                  "an existing one) id.")
+        attachments = step.get("attachments") or []
+        if not isinstance(attachments, list):
+            raise ValidationError(f"Step {number}: attachments must be a list of attachment ids.",
+                                  field=f"steps[{number - 1}].attachments")
         step_id = step.get("id")
         if step_id is not None and not _an_id(step_id):
             raise ValidationError(f"Step {number}: the id must be an existing step's id (a number).")
@@ -159,6 +164,7 @@ def parse_input(data: Any) -> AutomationInput:
             id=step_id,
             codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes",
                                        f"Step {number}: "),
+            attachment_ids=attachments,
         ))
     return result
 
@@ -282,7 +288,8 @@ def as_input(session: Session, automation: Automation) -> dict[str, Any]:
     return {"name": automation.name, "trigger": trigger, "priority": automation.priority,
             "record_only": automation.record_only, "identity_id": automation.identity_id,
             "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader,
-                       "body": s.body, "codes": codes_json(s.codes_prefix)}
+                       "body": s.body, "codes": codes_json(s.codes_prefix),
+                       "attachments": list(s.attachment_ids or [])}
                       for s in steps_of(session, automation.id)]}
 
 
@@ -380,7 +387,7 @@ def send_step_test(session: Session, automation_id: int, step_id: int, to_email:
         session, jobs, kind="test", to_email=address, subject=f"[Test] {rendered.subject}",
         html=rendered.html, text=rendered.text,
         headers={"From-Name": revision.from_name, "From-Email": revision.from_email},
-        identity_id=automation.identity_id,
+        identity_id=automation.identity_id, attachment_ids=revision.attachment_ids,
     )
     return message.id
 
