@@ -63,6 +63,7 @@ from broadside.delivery.transports import (
     Shape,
     network_words,
 )
+from broadside.mail.mime import MailAttachment
 
 MimeFields = MessageFields  # (the name this module's callers know)
 MAX_REPLY = 300
@@ -289,7 +290,24 @@ def mime_fields(message: bytes, rcpt: str) -> MimeFields:
         reply_to=_addresses(_raw(parsed, "Reply-To")) or None,
         headers=[(name, _decoded(_unfold(str(value)))) for name, value in parsed.items()
                  if name.lower() not in _NOT_CARRIED and not name.lower().startswith("content-")],
+        attachments=_attachments(parsed),
     )
+
+
+def _attachments(message: Message) -> tuple[MailAttachment, ...]:
+    """The parts sent as attachments (Content-Disposition: attachment), their names decoded
+    from RFC 2231 or 2047, in order."""
+    if not message.is_multipart():
+        return ()
+    found = []
+    for part in message.walk():
+        if not str(part.get("Content-Disposition", "")).lower().startswith("attachment"):
+            continue
+        payload = part.get_payload(decode=True)
+        name = part.get_filename() or "attachment"
+        found.append(MailAttachment(name=_decoded(name), content_type=part.get_content_type(),
+                                    data=payload if isinstance(payload, bytes) else b""))
+    return tuple(found)
 
 
 def _unfold(value: str) -> str:
@@ -337,6 +355,28 @@ def _bodies(message: Message) -> tuple[str | None, str | None]:
             content = payload.decode("utf-8", "replace")
         found[kind] = content.replace("\r\n", "\n")
     return found.get("text/plain"), found.get("text/html")
+
+
+def in_turns(groups: Sequence[Sequence[int]], send: Callable[[Sequence[int]], list[Any]],
+             provider: str) -> list[SendResult | DeliveryError]:
+    """One batch sent as several requests, one after the other (its attachments are more than
+    one request may carry, or the provider takes them only one message a request), results
+    in the items' order. The first request's failure raises, as one request's would (nothing
+    of the batch went out); a later one's is the failure of each of its messages, and the
+    requests after it are not made: theirs get a phase `request` error, provably not sent."""
+    results: list[SendResult | DeliveryError] = []
+    for number, group in enumerate(groups):
+        try:
+            results.extend(send(group))
+        except DeliveryError as error:
+            if number == 0:
+                raise
+            results.extend(error for _ in group)
+            results.extend(DeliveryError("request", None, "not sent: the request before it in "
+                                         "its batch failed", provider=provider)
+                           for rest in groups[number + 1:] for _ in rest)
+            break
+    return results
 
 
 # ------------------------------------------------------------------ the transports' base
