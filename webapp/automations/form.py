@@ -63,6 +63,7 @@ class StepFields:
     delay_error: str | None = None  # a refusal of the number and unit, shown under them
     codes: bool = False  # "Mint a code per recipient"
     codes_prefix: str = ""  # its prefix, as typed
+    attachment_ids: list[int] = field(default_factory=list)  # its files, in order
 
     def __post_init__(self) -> None:
         if not self.delay_amount:
@@ -142,6 +143,8 @@ def read_form(form: MultiDict) -> EditorFields:
             id=int(step_id) if _ID.fullmatch(step_id) else None,
             codes=form.get(f"step-{number}-codes") in ("1", "on", "y", "true"),
             codes_prefix=_text(form, f"step-{number}-codes-prefix")[:40],
+            attachment_ids=[int(v) for v in form.getlist(f"step-{number}-attachment")
+                            if _ID.fullmatch(v)],
         ))
     return fields
 
@@ -197,6 +200,7 @@ def as_body(fields: EditorFields) -> dict[str, Any]:
         "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader, "body": s.body,
                    # Typed in any case: codes are capitals (the API itself takes them only so).
                    "codes": {"prefix": s.codes_prefix.strip().upper()} if s.codes else None,
+                   "attachments": s.attachment_ids,
                    **({"id": s.id} if s.id is not None else {})}
                   for s in fields.steps],
     }
@@ -212,7 +216,8 @@ def from_saved(shape: dict[str, Any], step_ids: list[int]) -> EditorFields:
         record_only=shape["record_only"], identity_id=str(shape.get("identity_id") or ""),
         steps=[StepFields(s["delay"], s["subject"], s["preheader"], s["body"], step_id,
                           codes=s["codes"] is not None,
-                          codes_prefix=(s["codes"] or {}).get("prefix", ""))
+                          codes_prefix=(s["codes"] or {}).get("prefix", ""),
+                          attachment_ids=list(s.get("attachments") or []))
                for s, step_id in zip(shape["steps"], step_ids, strict=True)],
     )
 

@@ -24,6 +24,7 @@ from broadside.campaigns.broadcasts.progress import read_progress
 from broadside.core.errors import Conflict, ValidationError
 from broadside.core.site_settings import get_settings
 from broadside.delivery.identities.service import all_identities
+from webapp.attachments.views import save_draft_attachments
 from webapp.broadcasts import bp
 from webapp.extensions import db
 from webapp.forms import after_post
@@ -184,6 +185,7 @@ def save(broadcast_id: int):
     """The Save button (and the whole editor without JavaScript)."""
     form = _with_lists(ComposeForm())
     try:
+        save_draft_attachments(broadcast_id)
         drafts.update_draft(db.session, broadcast_id, **form.draft_values())
     except Conflict as exc:
         flash(exc.message, "error")
@@ -203,6 +205,7 @@ def autosave(broadcast_id: int):
     """HTMX: save as the owner types, answer with the refreshed preview pane."""
     form = ComposeForm()
     try:
+        save_draft_attachments(broadcast_id)
         preview = drafts.autosave(db.session, broadcast_id, **form.draft_values(),
                                   sample_email=_sample_email(), default_from=_default_from())
     except (ValidationError, Conflict) as exc:
