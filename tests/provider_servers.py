@@ -93,7 +93,7 @@ class Accepted:
         (file name, content type, bytes), in order."""
         if self.raw is None:
             return list(self.attachments)
-        return [(str(part.get_filename()), part.get_content_type(), part.get_content())
+        return [(str(part.get_filename()), part.get_content_type(), part.get_payload(decode=True))
                 for part in self.message.iter_attachments()]
 
     def header(self, name: str) -> str | None:

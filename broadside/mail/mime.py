@@ -53,11 +53,13 @@ class MailAttachment:
     @functools.cached_property
     def mime_part(self) -> bytes:
         """The part's headers and body: base64 in lines of 76, the name in `filename` (RFC
-        2183), written as RFC 2231 says when it is not plain ASCII."""
+        2183), written as RFC 2231 says when it is not plain ASCII; a text file is UTF-8
+        (broadside.mail.attachments checked it)."""
         body = base64.encodebytes(self.data).replace(b"\n", b"\r\n")
         name = _parameter("name", self.name)
         filename = _parameter("filename", self.name)
-        return (f"Content-Type: {self.content_type}; {name}\r\n"
+        charset = '; charset="utf-8"' if self.content_type.startswith("text/") else ""
+        return (f"Content-Type: {self.content_type}{charset}; {name}\r\n"
                 f"Content-Disposition: attachment; {filename}\r\n"
                 "Content-Transfer-Encoding: base64\r\n\r\n").encode("ascii") + body
 
