@@ -14,7 +14,6 @@
     var button = event.target.closest("[data-remove-attachment]");
     if (!button) { return; }
     var field = button.closest(".attachments-field");
-    var form = button.closest("form");
     button.closest("li").remove();
     var total = 0;
     field.querySelectorAll("li[data-size]").forEach(function (row) {
@@ -28,7 +27,31 @@
     }
     var upload = field.querySelector("input[type=file]");
     if (upload) { upload.focus(); }
-    if (form) { form.dispatchEvent(new Event("input", {bubbles: true})); }
+    changed(field);
+  });
+
+  // The editor's autosave fires on "input" that changed a value (htmx's `changed`, judged per
+  // element): the field's marker input takes a new value, then says so.
+  function changed(field) {
+    var marker = field && field.querySelector("input[type=hidden][name$='-present']");
+    if (!marker) { return; }
+    marker.value = String((parseInt(marker.value, 10) || 0) + 1);
+    marker.dispatchEvent(new Event("input", {bubbles: true}));
+  }
+  // A file uploaded is on this message once the form is saved: tell the broadcast editor's
+  // autosave (it listens for "input"); the other forms save with their button.
+  var uploading = null;  // the id of the field whose upload is in flight
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail.elt;
+    var field = elt && elt.closest && elt.closest(".attachments-field");
+    if (field) { uploading = field.id; }
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (uploading) {
+      var field = document.getElementById(uploading);
+      uploading = null;
+      changed(field);
+    }
   });
   document.addEventListener("htmx:beforeSwap", function (event) {
     var elt = event.detail.requestConfig && event.detail.requestConfig.elt;

@@ -143,7 +143,8 @@ def test_an_id_beyond_the_database_is_404_for_every_method(client, api_headers):
                                                           "segment_id", "subscriber_id",
                                                           "bulk_id", "endpoint_id",
                                                           "template_id", "message_id", "code",
-                                                          "user_id", "invitation_id")})
+                                                          "user_id", "invitation_id",
+                                                          "attachment_id")})
             assert "{" not in url, url
             response = call(client, api_headers, method, url, {} if method != "GET" else None)
             assert response.status_code == 404, (method, url, response.status_code)
@@ -162,7 +163,7 @@ def test_every_405_says_what_the_path_allows(client, api_headers):
                                                       "segment_id", "subscriber_id", "bulk_id",
                                                       "endpoint_id", "template_id",
                                                       "message_id", "code", "user_id",
-                                                      "invitation_id")})
+                                                      "invitation_id", "attachment_id")})
         for method in {m.upper() for m in METHODS} - documented:
             response = call(client, api_headers, method, url)
             assert response.status_code == 405, (method, path)
