@@ -49,9 +49,8 @@ def checked_ids(session: Session, value: object, *, where: str = "",
                 field: str = FIELD) -> list[int]:
     """`value` (a list of ids, as the API and the forms give it) as the ids to save, or a
     ValidationError naming the first bad one, or the total over MAX_TOTAL with the numbers.
-    `where`: what the message is about ("Step 2: "). Ids given twice count once."""
-    if value is None:
-        return []
+    `where`: what the message is about ("Step 2: "). Ids given twice count once; none is `[]`
+    (null is refused: the document says a list)."""
     if not isinstance(value, list | tuple):
         raise ValidationError(_said(where, f"{field} must be a list of attachment ids."),
                               field=field)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from broadside.core.models import Owner
+from broadside.mail.attachments import store
 from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db
 
@@ -103,6 +104,7 @@ def world(client, api_headers) -> dict[str, int]:
     assert sent.status_code == 202, sent.json
     ids["message_id"] = sent.json["id"]
     ids["import_id"] = ids["bulk_id"] = 1  # routed before they are looked up
+    ids["attachment_id"] = store(db.session, name="a.txt", data=b"hello\n", uploaded_by=None).id
     invited = client.post("/api/users", headers=api_headers,
                           json={"email": "dee@example.com", "role": "viewer"})
     assert invited.status_code == 201, invited.json

@@ -86,7 +86,7 @@ def create_broadcast():
     if list_id is None and segment_id is None:
         raise ValidationError("'list_id' or 'segment_id' is required: who is it for?")
     cap = cap_hours_field(data)
-    attachments = attachment_use.checked_ids(db.session, data.get("attachments"))
+    attachments = attachment_use.checked_ids(db.session, data.get("attachments", []))
     broadcast = drafts.create_draft(
         db.session,
         list_id=list_id,

@@ -149,7 +149,7 @@ def parse_input(data: Any) -> AutomationInput:
             raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
                                   "subject, preheader, body, codes, attachments and (to keep "
                                   "an existing one) id.")
-        attachments = step.get("attachments") or []
+        attachments = step.get("attachments", [])
         if not isinstance(attachments, list):
             raise ValidationError(f"Step {number}: attachments must be a list of attachment ids.",
                                   field=f"steps[{number - 1}].attachments")

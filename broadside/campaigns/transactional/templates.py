@@ -91,7 +91,7 @@ def parse_template(session: Session, data: Mapping[str, Any]) -> TemplateInput:
         identity_id = check_choice(session, data.get("identity_id"))
     except ValidationError as exc:
         raise ValidationError(exc.message, field="identity_id") from None
-    attachments = checked_ids(session, data.get("attachments"))
+    attachments = checked_ids(session, data.get("attachments", []))
     return TemplateInput(name=name, subject=subject, body=body, identity_id=identity_id,
                          essential=essential, attachment_ids=tuple(attachments))
 
