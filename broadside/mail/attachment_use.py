@@ -52,7 +52,7 @@ def checked_ids(session: Session, value: object, *, where: str = "",
     `where`: what the message is about ("Step 2: "). Ids given twice count once; none is `[]`
     (null is refused: the document says a list)."""
     if not isinstance(value, list | tuple):
-        raise ValidationError(_said(where, f"{field} must be a list of attachment ids."),
+        raise ValidationError(_said(where, "attachments must be a list of attachment ids."),
                               field=field)
     ids: list[int] = []
     for item in value:

@@ -143,16 +143,11 @@ def parse_input(data: Any) -> AutomationInput:
     for number, step in enumerate(steps, start=1):
         if not isinstance(step, dict):
             raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
-        extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id", "codes",
-                                    "attachments"})
+        extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id", "codes", "attachments"})
         if extra:
             raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
                                   "subject, preheader, body, codes, attachments and (to keep "
                                   "an existing one) id.")
-        attachments = step.get("attachments", [])
-        if not isinstance(attachments, list):
-            raise ValidationError(f"Step {number}: attachments must be a list of attachment ids.",
-                                  field=f"steps[{number - 1}].attachments")
         step_id = step.get("id")
         if step_id is not None and not _an_id(step_id):
             raise ValidationError(f"Step {number}: the id must be an existing step's id (a number).")
@@ -161,10 +156,9 @@ def parse_input(data: Any) -> AutomationInput:
             subject=step.get("subject", ""),
             body=step.get("body", ""),
             preheader=step.get("preheader", ""),
-            id=step_id,
+            id=step_id, attachment_ids=step.get("attachments", []),  # checked when saved
             codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes",
                                        f"Step {number}: "),
-            attachment_ids=attachments,
         ))
     return result
 
@@ -287,9 +281,8 @@ def as_input(session: Session, automation: Automation) -> dict[str, Any]:
               "every_hours": automation.every_hours})
     return {"name": automation.name, "trigger": trigger, "priority": automation.priority,
             "record_only": automation.record_only, "identity_id": automation.identity_id,
-            "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader,
-                       "body": s.body, "codes": codes_json(s.codes_prefix),
-                       "attachments": list(s.attachment_ids or [])}
+            "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader, "body":
+                       s.body, "codes": codes_json(s.codes_prefix), "attachments": s.attachment_ids or []}
                       for s in steps_of(session, automation.id)]}
 
 
