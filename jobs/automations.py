@@ -44,7 +44,9 @@ from broadside.core.models import (
 )
 from broadside.core.models.automations import AutomationStatus
 from broadside.core.timeutil import utcnow
+from broadside.mail.attachment_use import parts_of
 from broadside.mail.message_refs import automation_message_id
+from broadside.mail.mime import MailAttachment
 from broadside.mail.rendering import CompiledRevision, compiled_revision
 from broadside.mail.unsubscribe_tokens import Tokens
 from jobs.engine import SLICE_SECONDS, Slice
@@ -160,17 +162,21 @@ class AutomationRecheck(Recheck):
         self.base_url = runtime.config["BASE_URL"]
         # A provider taking many messages in one JSON request gets each message's fields.
         self.fields = fields
-        self.revisions: dict[int, tuple[CompiledRevision, str, str] | None] = {}
+        self.revisions: dict[int, tuple[CompiledRevision, str, str,
+                                        tuple[MailAttachment, ...]] | None] = {}
 
-    def _revision(self, revision_id: int) -> tuple[CompiledRevision, str, str] | None:
-        """The revision compiled, with its From; None when it prints no postal address."""
+    def _revision(self, revision_id: int
+                  ) -> tuple[CompiledRevision, str, str, tuple[MailAttachment, ...]] | None:
+        """The revision compiled, with its From and its files (read once per slice); None when
+        it prints no postal address."""
         if revision_id not in self.revisions:
             revision = self.session.get(AutomationRevision, revision_id)
             assert revision is not None  # messages keep their revision (ON DELETE CASCADE)
             self.revisions[revision_id] = None if not revision.postal_address else (
                 compiled_revision(revision.subject, revision.html_template,
                                   revision.text_template),
-                formataddr((revision.from_name, revision.from_email)), revision.from_email)
+                formataddr((revision.from_name, revision.from_email)), revision.from_email,
+                parts_of(self.session, revision.attachment_ids))
         return self.revisions[revision_id]
 
     def message_id(self, row: Row) -> str:
@@ -196,7 +202,7 @@ class AutomationRecheck(Recheck):
         revision = self._revision(row.revision_id)
         if revision is None:
             return Decision(hold=True)  # no postal address: held (the due query leaves these out)
-        self.compiled, self.from_header, self.from_email = revision
+        self.compiled, self.from_header, self.from_email, self.attachments = revision
         decision = self.prepare(row, email, name or "", attributes or {}, joined, row.list_id)
         if decision.message is not None:
             decision.message.soft_bounces = soft_bounces or 0

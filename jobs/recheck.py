@@ -25,8 +25,9 @@ from broadside.core.models import Broadcast, Delivery, Revision, Subscriber, Sub
 from broadside.core.models.sending import MAY_HAVE_RECEIVED, BroadcastStatus
 from broadside.core.timeutil import utcnow
 from broadside.delivery.transports import MessageFields
+from broadside.mail.attachment_use import parts_of
 from broadside.mail.message_refs import delivery_message_id
-from broadside.mail.mime import check_message
+from broadside.mail.mime import MailAttachment, check_message
 from broadside.mail.rendering import MergeError, compiled_revision, message_bytes
 from broadside.mail.unsubscribe_tokens import Tokens, unsubscribe_url
 from jobs.classify import unwritable
@@ -192,6 +193,7 @@ class Recheck:
 
     view_links: ViewLinks | None = None  # "View in your browser" (broadside.campaigns.archive.links)
     tracker: Tracker | None = None  # reader tracking (broadside.campaigns.analytics); automations: none
+    attachments: tuple[MailAttachment, ...] = ()  # the revision's files, read once per slice
 
     def __init__(
         self, session: Session, runtime: Runtime, broadcast_id: int, list_id: int | None,
@@ -206,6 +208,7 @@ class Recheck:
         self.from_email = revision.from_email
         # Compiled once per worker process (the revision never changes), rendered per recipient.
         self.compiled = compiled_revision(revision.subject, revision.html_template, revision.text_template)
+        self.attachments = parts_of(session, revision.attachment_ids)
         self.from_header = formataddr((revision.from_name, revision.from_email))
         self.tokens = Tokens(runtime.config["SECRET_KEY"])  # one per slice
         self.base_url = runtime.config["BASE_URL"]
@@ -270,7 +273,8 @@ class Recheck:
                 fields = MessageFields(
                     sender=self.from_header, to=email, subject=rendered.subject,
                     text=rendered.text, html=rendered.html, reply_to=None,
-                    headers=[("Message-ID", message_id), *headers.items()])
+                    headers=[("Message-ID", message_id), *headers.items()],
+                    attachments=self.attachments)
             else:
                 payload = message_bytes(
                     rendered,
@@ -278,6 +282,7 @@ class Recheck:
                     to_addr=email,
                     message_id=message_id,
                     headers=headers,
+                    attachments=self.attachments,
                 )
                 wire = self.rt.transport.wire(payload)
         except MergeError as error:

@@ -38,8 +38,9 @@ from broadside.core.site_settings import get_settings
 from broadside.delivery import transactional_ledger
 from broadside.delivery.transactional_ledger import Move
 from broadside.delivery.transports import MessageFields
+from broadside.mail.attachment_use import parts_of
 from broadside.mail.message_refs import transactional_message_id
-from broadside.mail.mime import check_message
+from broadside.mail.mime import MailAttachment, check_message
 from broadside.mail.rendering import RenderedEmail, message_bytes
 from jobs.classify import unwritable
 from jobs.engine import Slice
@@ -87,7 +88,8 @@ class TransactionalLedger:
 _MESSAGE = select(TransactionalMessage.kind, TransactionalMessage.to_email,
                   TransactionalMessage.subject, TransactionalMessage.html,
                   TransactionalMessage.text, TransactionalMessage.headers,
-                  TransactionalMessage.template_revision_id)
+                  TransactionalMessage.template_revision_id,
+                  TransactionalMessage.attachment_ids)
 TEMPLATE_KIND = "template"  # the API's (broadside.campaigns.transactional.sending)
 
 
@@ -103,6 +105,8 @@ class TransactionalRows:
         self.rt = runtime
         self.fields = False
         self.default_from: tuple[str, str] | None = None  # read once per slice
+        # The files of the messages' attachment lists, each list read once per slice.
+        self.files: dict[tuple[int, ...], tuple[MailAttachment, ...]] = {}
 
     def open(self, fields: bool) -> str | None:
         self.fields = fields
@@ -128,7 +132,7 @@ class TransactionalRows:
         fails with the reason, nothing sent); it has nothing to ask of a message the owner
         asked for a moment ago (a test send, a confirmation to a person not yet subscribed).
         Then its message is built, or its row failed when it cannot make one."""
-        kind, to_email, subject, html, text, stored, revision_id = self.session.execute(
+        kind, to_email, subject, html, text, stored, revision_id, attached = self.session.execute(
             _MESSAGE.where(TransactionalMessage.id == row.id)).one()
         if kind == TEMPLATE_KIND:
             essential = bool(self.session.scalar(
@@ -146,6 +150,10 @@ class TransactionalRows:
         headers["X-Broadside-Kind"] = kind
         rendered = RenderedEmail(subject=subject, html=html, text=text)
         sender = formataddr((from_name or "", from_email))
+        ids = tuple(attached or ())
+        if ids not in self.files:
+            self.files[ids] = parts_of(self.session, ids)
+        files = self.files[ids]
         fields = None
         wire = b""
         try:
@@ -154,11 +162,12 @@ class TransactionalRows:
                               headers=headers)
                 fields = MessageFields(sender=sender, to=to_email, subject=subject, text=text,
                                        html=html, reply_to=None,
-                                       headers=[("Message-ID", message_id), *headers.items()])
+                                       headers=[("Message-ID", message_id), *headers.items()],
+                                       attachments=files)
             else:
                 wire = self.rt.transport.wire(message_bytes(
                     rendered, from_addr=sender, to_addr=to_email, message_id=message_id,
-                    headers=headers))
+                    headers=headers, attachments=files))
         except Exception as error:  # this message, not the stream
             return Decision(fail=unwritable(error, to_addr=to_email, from_email=from_email,
                                             what=f"transactional message {row.id}")[:500])

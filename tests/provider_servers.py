@@ -33,6 +33,7 @@ import hashlib
 import hmac
 import json
 import math
+import mimetypes
 import re
 import secrets
 import socket
@@ -84,6 +85,16 @@ class Accepted:
     fields: dict[str, Any]  # the JSON message (Postmark, Resend) or the other parameters (SES, Mailgun)
     headers: dict[str, str] = field(default_factory=dict)  # JSON APIs' custom headers, names lower-cased
     raw: bytes | None = None  # the MIME bytes as received (SES, Mailgun)
+    # The files of a JSON API's message, decoded from its documented shape: (name, type, bytes).
+    attachments: list[tuple[str, str, bytes]] = field(default_factory=list)
+
+    def files(self) -> list[tuple[str, str, bytes]]:
+        """The message's attachments as the reader gets them, whichever way they travelled:
+        (file name, content type, bytes), in order."""
+        if self.raw is None:
+            return list(self.attachments)
+        return [(str(part.get_filename()), part.get_content_type(), part.get_payload(decode=True))
+                for part in self.message.iter_attachments()]
 
     def header(self, name: str) -> str | None:
         """A header of the message, whichever way it travelled (decoded, unfolded)."""
@@ -364,6 +375,8 @@ class PostmarkServer(ProviderServer):
             return Reply.json(200, {"ID": 1, "Name": self.server_name, "ApiTokens": [self.token]})
         if request.method != "POST" or request.path != "/email/batch":
             return self.error(404, "0", "Not found")
+        if len(request.body) > POSTMARK_BATCH_BYTES:
+            return self.error(422, "300", "The batch request is over 50 MB.")
         messages = json.loads(request.body)
         if len(messages) > self.limit:
             return self.error(422, "300", f"Batch too large: {len(messages)} messages, at most {self.limit}.")
@@ -371,6 +384,9 @@ class PostmarkServer(ProviderServer):
 
     def _one(self, message: dict[str, Any]) -> dict[str, Any]:
         rcpt = _addresses(message.get("To", ""))[0]
+        files, problem = _postmark_attachments(message)
+        if problem is not None:
+            return {"ErrorCode": 300, "To": message.get("To"), "Message": problem}
         refused = self.refused(rcpt)
         if refused is not None:
             code, said = refused
@@ -379,7 +395,7 @@ class PostmarkServer(ProviderServer):
                                         f"inactive. Found inactive addresses: {rcpt}."}
         message_id = str(uuid.uuid4())
         headers = {h["Name"].lower(): h["Value"] for h in message.get("Headers", [])}
-        self.record(Accepted(rcpt, message_id, message, headers))
+        self.record(Accepted(rcpt, message_id, message, headers, attachments=files))
         return {"ErrorCode": 0, "Message": "OK", "MessageID": message_id, "To": message["To"],
                 "SubmittedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
@@ -388,7 +404,7 @@ class ResendServer(ProviderServer):
     """`POST /emails/batch` (at most 100; Idempotency-Key; x-batch-validation), `GET /domains`;
     key in `Authorization: Bearer`. `sending_only`: the key may not list domains."""
 
-    scheme, send_path, reject_code = "resend", "/emails/batch", "validation_error"
+    scheme, send_path, reject_code = "resend", "/emails(/batch)?", "validation_error"
     limit = 100
 
     def __init__(self, key: str = "re_test_key", domain: str = "example.com",
@@ -452,11 +468,12 @@ class ResendServer(ProviderServer):
                 return self.error(401, "restricted_api_key", "This API key is restricted to only send emails")
             return Reply.json(200, {"object": "list", "data": [
                 {"id": str(uuid.uuid4()), "name": self.domain, "status": "verified", "region": "us-east-1"}]})
-        if request.method != "POST" or request.path != "/emails/batch":
+        if request.method != "POST" or request.path not in ("/emails/batch", "/emails"):
             return self.error(404, "not_found", "Not found")
+        send = self._batch if request.path == "/emails/batch" else self._email
         key = request.headers.get("idempotency-key")
         if key is None:
-            return self._batch(request)
+            return send(request)
         if len(key) > 256:
             return self.error(400, "invalid_idempotency_key", "The key must be 1-256 characters long.")
         digest = hashlib.sha256(request.body).hexdigest()
@@ -467,16 +484,38 @@ class ResendServer(ProviderServer):
                 return self.error(409, "invalid_idempotent_request",
                                   "Same idempotency key used with a different request payload.")
             return seen[1]
-        reply = self._batch(request)
+        reply = send(request)
         if reply.status == 200:
             with self.lock:
                 self.idempotency[key] = (digest, reply)
         return reply
 
+    def _email(self, request: Request) -> Reply:
+        """`POST /emails`: one message, attachments allowed ([{filename, content: base64}],
+        40 MB in all once encoded)."""
+        if len(request.body) > RESEND_EMAIL_BYTES:
+            return self.error(422, "validation_error", "The email is over 40 MB.")
+        message = json.loads(request.body)
+        files, problem = _resend_attachments(message)
+        if problem is not None:
+            return self.error(422, "validation_error", problem)
+        rcpt = _addresses(message.get("to", []))[0]
+        refused = self.refused(rcpt)
+        if refused is not None:
+            return self.error(422, "validation_error", refused[1] or "Invalid `to` field.")
+        message_id = str(uuid.uuid4())
+        headers = {k.lower(): v for k, v in message.get("headers", {}).items()}
+        self.record(Accepted(rcpt, message_id, message, headers, attachments=files))
+        return Reply.json(200, {"id": message_id})
+
     def _batch(self, request: Request) -> Reply:
         messages = json.loads(request.body)
         if len(messages) > self.limit:
             return self.error(422, "validation_error", f"Too many emails: {len(messages)}, max {self.limit}")
+        if any("attachments" in message for message in messages):
+            # Resend's documentation: "The attachments field is not supported yet" on batches.
+            return self.error(422, "validation_error",
+                              "Attachments are not supported on the batch endpoint.")
         permissive = request.headers.get("x-batch-validation") == "permissive"
         errors: list[dict[str, Any]] = []
         for index, message in enumerate(messages):
@@ -616,6 +655,61 @@ class MailgunServer(ProviderServer):
         for rcpt in rcpts:
             self.record(Accepted(rcpt, message_id, {"to": rcpts}, raw=raw))
         return Reply.json(200, {"id": f"<{message_id}>", "message": "Queued. Thank you."})
+
+
+POSTMARK_BATCH_BYTES = 50 * 1024 * 1024  # Postmark: a batch request is at most 50 MB
+POSTMARK_MESSAGE_BYTES = 10 * 1024 * 1024  # and one message, attachments included, 10 MB
+RESEND_EMAIL_BYTES = 40 * 1024 * 1024  # Resend: an email is at most 40 MB once encoded
+
+
+def _base64(value: Any) -> bytes | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except binascii.Error:
+        return None
+
+
+def _postmark_attachments(message: dict[str, Any]) -> tuple[list[tuple[str, str, bytes]], str | None]:
+    """Postmark's `Attachments`: [{"Name", "Content" (base64), "ContentType"}], each of the
+    three required; the message (bodies and files) at most 10 MB."""
+    files: list[tuple[str, str, bytes]] = []
+    given = message.get("Attachments", [])
+    if not isinstance(given, list):
+        return [], "Attachments must be a list."
+    for item in given:
+        if not isinstance(item, dict) or set(item) - {"Name", "Content", "ContentType", "ContentID"}:
+            return [], "Each attachment is {Name, Content, ContentType}."
+        data = _base64(item.get("Content"))
+        name, kind = item.get("Name"), item.get("ContentType")
+        if not isinstance(name, str) or not name or data is None or not isinstance(kind, str) \
+                or "/" not in kind:
+            return [], "An attachment needs a Name, base64 Content and a ContentType."
+        files.append((name, kind, data))
+    size = sum(len(data) for _, _, data in files) + sum(
+        len(str(message.get(key, "")).encode()) for key in ("HtmlBody", "TextBody"))
+    if size > POSTMARK_MESSAGE_BYTES:
+        return [], "Message size limit exceeded: at most 10 MB, attachments included."
+    return files, None
+
+
+def _resend_attachments(message: dict[str, Any]) -> tuple[list[tuple[str, str, bytes]], str | None]:
+    """Resend's `attachments`: [{"filename", "content" (base64)}] (a `path` URL instead of
+    content is the other documented way, not ours); the type follows the name."""
+    files: list[tuple[str, str, bytes]] = []
+    given = message.get("attachments", [])
+    if not isinstance(given, list):
+        return [], "attachments must be an array."
+    for item in given:
+        if not isinstance(item, dict) or set(item) - {"filename", "content", "content_type"}:
+            return [], "Each attachment is {filename, content}."
+        data, name = _base64(item.get("content")), item.get("filename")
+        if not isinstance(name, str) or not name or data is None:
+            return [], "An attachment needs a filename and base64 content."
+        kind = item.get("content_type") or mimetypes.guess_type(name)[0] or "application/octet-stream"
+        files.append((name, kind, data))
+    return files, None
 
 
 def parse_multipart(content_type: str, body: bytes) -> dict[str, list[bytes]]:

@@ -18,6 +18,7 @@ from broadside.core.config import load_config
 from broadside.core.logs import configure_logging
 from broadside.delivery.queues import Jobs
 from webapp.analytics.views import bp as analytics_bp
+from webapp.api import attachments as api_attachments  # noqa: F401 - its routes attach to the API blueprint
 from webapp.api import (  # noqa: F401 - their routes attach to the API blueprint
     audience,
     audit,
@@ -37,6 +38,8 @@ from webapp.api import webhooks as api_webhooks  # noqa: F401 - its routes attac
 from webapp.apidocs import bp as apidocs_bp
 from webapp.apidocs import views as apidocs_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.archive.views import bp as archive_bp
+from webapp.attachments import bp as attachments_bp
+from webapp.attachments import views as attachments_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.audit.views import bp as audit_bp
 from webapp.auth import second_step  # noqa: F401 - the sign-in's second step adds its routes
 from webapp.auth.views import bp as auth_bp
@@ -155,6 +158,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (brand_bp, None),
     (identities_bp, None),
     (transactional_bp, None),
+    (attachments_bp, None),
     (people_bp, None),
     (api_bp, None),
     (unsubscribe_bp, None),

@@ -44,6 +44,7 @@ def queue_transactional(
     template_revision_id: int | None = None,
     idempotency_key: str | None = None,
     request_hash: str | None = None,
+    attachment_ids: list[int] | None = None,
 ) -> TransactionalMessage:
     """Store the message (committed) and enqueue it for the worker.
 
@@ -60,6 +61,7 @@ def queue_transactional(
         broadcast_id=broadcast_id, subscriber_id=subscriber_id, status="pending",
         identity_id=identity_id, template_revision_id=template_revision_id,
         idempotency_key=idempotency_key, request_hash=request_hash,
+        attachment_ids=list(attachment_ids) if attachment_ids else None,
     )
     session.add(message)
     session.commit()

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from broadside.core.connection_words import connection_words
+from broadside.mail.mime import MailAttachment
 
 Pace = Callable[[], object]
 log = logging.getLogger("broadside.worker")
@@ -57,6 +58,8 @@ class MessageFields:
     reply_to: str | None
     # Carried over as custom headers: List-Unsubscribe, List-Unsubscribe-Post, Message-ID, X-*…
     headers: list[tuple[str, str]] = field(default_factory=list)
+    # The files it carries (the revision's, shared by every copy; each encodes itself once).
+    attachments: tuple[MailAttachment, ...] = ()
 
 
 @dataclass(frozen=True)

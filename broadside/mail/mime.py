@@ -1,4 +1,5 @@
-"""A rendered email and its wire form: the multipart/alternative bytes the transports send.
+"""A rendered email and its wire form: the multipart/alternative bytes the transports send
+(inside a multipart/mixed with the files after it, when the message carries attachments).
 
 Split from broadside.mail.rendering (which re-exports these names) along the seam between what an
 email says and how it travels: headers one line each and RFC 2047-encoded when not ASCII (a
@@ -7,6 +8,7 @@ merge field can never inject a header), parts as they are or quoted-printable.
 
 from __future__ import annotations
 
+import base64
 import binascii
 import email.base64mime
 import email.charset
@@ -17,6 +19,8 @@ import functools
 import re
 import secrets
 import time
+import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.header import Header
 from email.headerregistry import Address
@@ -30,6 +34,58 @@ class RenderedEmail:
     subject: str
     html: str
     text: str
+
+
+@dataclass(frozen=True, eq=False)
+class MailAttachment:
+    """A file sent with a message (broadside.mail.attachments decided its type). Its MIME part
+    and its base64 are made once, on first use, and shared by every copy that carries it."""
+
+    name: str
+    content_type: str
+    data: bytes
+
+    @functools.cached_property
+    def base64(self) -> str:
+        """The bytes in base64, one line (the JSON APIs' `Content`/`content`)."""
+        return base64.b64encode(self.data).decode("ascii")
+
+    @functools.cached_property
+    def mime_part(self) -> bytes:
+        """The part's headers and body: base64 in lines of 76, the name in `filename` (RFC
+        2183), written as RFC 2231 says when it is not plain ASCII; a text file is UTF-8
+        (broadside.mail.attachments checked it)."""
+        body = base64.encodebytes(self.data).replace(b"\n", b"\r\n")
+        name = _parameter("name", self.name)
+        filename = _parameter("filename", self.name)
+        charset = '; charset="utf-8"' if self.content_type.startswith("text/") else ""
+        return (f"Content-Type: {self.content_type}{charset}; {name}\r\n"
+                f"Content-Disposition: attachment; {filename}\r\n"
+                "Content-Transfer-Encoding: base64\r\n\r\n").encode("ascii") + body
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9 ._()+,-]{1,200}")
+
+
+def _parameter(key: str, value: str) -> str:
+    """`key="value"` when the value is plain and short; else RFC 2231's
+    `key*=utf-8''percent-encoded` (a header line stays within 998 octets: names are at most
+    200 characters, 1,800 octets encoded, so a long one is split in RFC 2231 sections)."""
+    if _SAFE_NAME.fullmatch(value):
+        return f'{key}="{value}"'
+    encoded = urllib.parse.quote(value, safe="")
+    if len(encoded) <= 900:
+        return f"{key}*=utf-8''{encoded}"
+    sections, rest, index = [], encoded, 0
+    while rest:
+        cut = 900
+        while cut < len(rest) and "%" in rest[cut - 2:cut]:  # never split a %XX
+            cut -= 1
+        piece, rest = rest[:cut], rest[cut:]
+        charset = "utf-8''" if index == 0 else ""
+        sections.append(f"{key}*{index}*={charset}{piece}")
+        index += 1
+    return ";\r\n ".join(sections)
 
 
 def format_address(name: str, address: str) -> str:
@@ -162,13 +218,16 @@ def _date() -> str:
 
 
 def message_bytes(rendered: RenderedEmail, *, from_addr: str, to_addr: str, message_id: str,
-                  headers: dict[str, str]) -> bytes:
+                  headers: dict[str, str], attachments: Sequence[MailAttachment] = ()) -> bytes:
     """The wire form of a multipart/alternative message (text/plain first, then text/html:
-    RFC 2046 order, clients show the last part they understand), CRLF line endings.
+    RFC 2046 order, clients show the last part they understand), CRLF line endings. With
+    `attachments`, a multipart/mixed: that alternative first, then each file.
 
     Assembled directly rather than through `email.message`, whose header handling cost
     ~3 ms a message: this is the worker's per-recipient hot path.
     """
+    if attachments:
+        return _mixed_bytes(rendered, from_addr, to_addr, message_id, headers, attachments)
     boundary = f"=_broadside_{secrets.token_hex(12)}"
     delimiter = f"\r\n--{boundary}\r\n".encode()
     return b"".join([
@@ -178,8 +237,27 @@ def message_bytes(rendered: RenderedEmail, *, from_addr: str, to_addr: str, mess
     ])
 
 
+def _mixed_bytes(rendered: RenderedEmail, from_addr: str, to_addr: str, message_id: str,
+                 headers: dict[str, str], attachments: Sequence[MailAttachment]) -> bytes:
+    """multipart/mixed: the multipart/alternative of the text and HTML, then each file's part
+    (made once per file, `MailAttachment.mime_part`)."""
+    token = secrets.token_hex(12)
+    outer, inner = f"=_broadside_{token}_m", f"=_broadside_{token}_a"
+    delimiter = f"\r\n--{outer}\r\n".encode()
+    between = f"\r\n--{inner}\r\n".encode()
+    return b"".join([
+        _head(rendered.subject, from_addr, to_addr, message_id, headers, outer, "mixed"),
+        b"\r\n", delimiter,
+        f'Content-Type: multipart/alternative; boundary="{inner}"\r\n'.encode(),
+        between, _text_part("text/plain", rendered.text), between,
+        _text_part("text/html", rendered.html), f"\r\n--{inner}--\r\n".encode(),
+        *(piece for attachment in attachments for piece in (delimiter, attachment.mime_part)),
+        f"\r\n--{outer}--\r\n".encode(),
+    ])
+
+
 def _head(subject: str, from_addr: str, to_addr: str, message_id: str, headers: dict[str, str],
-          boundary: str) -> bytes:
+          boundary: str, multipart: str = "alternative") -> bytes:
     lines = [
         f"Subject: {_header_value(subject)}",
         f"From: {_address_header(from_addr)}",
@@ -188,7 +266,7 @@ def _head(subject: str, from_addr: str, to_addr: str, message_id: str, headers: 
         f"Message-ID: {message_id if message_id.startswith('<') else f'<{message_id}>'}",
         "MIME-Version: 1.0",
         *(f"{name}: {_header_value(value)}" for name, value in headers.items()),
-        f'Content-Type: multipart/alternative; boundary="{boundary}"',
+        f'Content-Type: multipart/{multipart}; boundary="{boundary}"',
     ]
     # ASCII but for a local part outside ASCII (`_address_header`): UTF-8 header text, RFC 6532.
     return "\r\n".join(lines).encode("utf-8")
@@ -206,8 +284,9 @@ def check_message(rendered: RenderedEmail, *, from_addr: str, to_addr: str, mess
 
 
 def build_message(rendered: RenderedEmail, *, from_addr: str, to_addr: str, message_id: str,
-                  headers: dict[str, str]) -> EmailMessage:
+                  headers: dict[str, str], attachments: Sequence[MailAttachment] = ()
+                  ) -> EmailMessage:
     """The same message as `message_bytes`, parsed back into an object (for previews, tests)."""
     raw = message_bytes(rendered, from_addr=from_addr, to_addr=to_addr, message_id=message_id,
-                        headers=headers)
+                        headers=headers, attachments=attachments)
     return email.message_from_bytes(raw, policy=email.policy.default)

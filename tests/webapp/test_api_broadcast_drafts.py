@@ -13,8 +13,8 @@ from tests.helpers import make_list
 from webapp.extensions import db
 
 ITEM_KEYS = {"id", "status", "subject", "preheader", "list_id", "segment_id",
-             "skip_if_received_within_hours", "identity_id", "codes", "counts", "created_at", "updated_at",
-             "scheduled_at", "finished_at"}
+             "skip_if_received_within_hours", "identity_id", "codes", "attachments", "counts",
+             "created_at", "updated_at", "scheduled_at", "finished_at"}
 
 
 def broadcast_count() -> int:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from broadside.core.models import Owner
+from broadside.mail.attachments import store
 from tests.helpers import make_list, start_broadcast
 from webapp.extensions import db
 
@@ -103,6 +104,7 @@ def world(client, api_headers) -> dict[str, int]:
     assert sent.status_code == 202, sent.json
     ids["message_id"] = sent.json["id"]
     ids["import_id"] = ids["bulk_id"] = 1  # routed before they are looked up
+    ids["attachment_id"] = store(db.session, name="a.txt", data=b"hello\n", uploaded_by=None).id
     invited = client.post("/api/users", headers=api_headers,
                           json={"email": "dee@example.com", "role": "viewer"})
     assert invited.status_code == 201, invited.json
@@ -143,7 +145,8 @@ def test_an_id_beyond_the_database_is_404_for_every_method(client, api_headers):
                                                           "segment_id", "subscriber_id",
                                                           "bulk_id", "endpoint_id",
                                                           "template_id", "message_id", "code",
-                                                          "user_id", "invitation_id")})
+                                                          "user_id", "invitation_id",
+                                                          "attachment_id")})
             assert "{" not in url, url
             response = call(client, api_headers, method, url, {} if method != "GET" else None)
             assert response.status_code == 404, (method, url, response.status_code)
@@ -162,7 +165,7 @@ def test_every_405_says_what_the_path_allows(client, api_headers):
                                                       "segment_id", "subscriber_id", "bulk_id",
                                                       "endpoint_id", "template_id",
                                                       "message_id", "code", "user_id",
-                                                      "invitation_id")})
+                                                      "invitation_id", "attachment_id")})
         for method in {m.upper() for m in METHODS} - documented:
             response = call(client, api_headers, method, url)
             assert response.status_code == 405, (method, path)

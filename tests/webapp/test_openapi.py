@@ -135,6 +135,17 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner, 
     call("GET", "/api/imports/{import_id}", import_id=queued)  # queued: counts still zero
     del app.config["API_IMPORT_INLINE_BYTES"]
 
+    pdf = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n"
+    kept = call("POST", "/api/attachments", content_type="multipart/form-data",
+                data={"file": (io.BytesIO(pdf), "programme.pdf")})["id"]
+    call("POST", "/api/attachments", content_type="multipart/form-data",  # 422: not a PDF
+         data={"file": (io.BytesIO(b"hello"), "fake.pdf")})
+    call("GET", "/api/attachments/{attachment_id}", attachment_id=kept)
+    call("GET", "/api/attachments/{attachment_id}", attachment_id=999999)  # 404
+    gone = call("POST", "/api/attachments", content_type="multipart/form-data",
+                data={"file": (io.BytesIO(b"a,b\n1,2\n"), "table.csv")})["id"]
+    call("DELETE", "/api/attachments/{attachment_id}", attachment_id=gone)
+
     person = call("POST", "/api/subscribers", json={
         "email": "bob@example.com", "lists": [weekly], "attributes": {"age": 30}})["id"]
     call("POST", "/api/subscribers", json={"email": "bob@example.com"})  # 200: known
@@ -189,12 +200,15 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner, 
     draft = call("POST", "/api/broadcasts", json={
         "segment_id": segment, "subject": "Hi", "body": "x", "skip_if_received_within_hours": 24})["id"]
     call("PATCH", one, broadcast_id=draft, json={"list_id": weekly})
+    call("PATCH", one, broadcast_id=draft, json={"attachments": [kept]})
+    call("PATCH", one, broadcast_id=draft, json={"attachments": [999999]})  # 422: no such file
     call("POST", one + "/test", broadcast_id=draft, json={"email": "me@example.com"})
     call("POST", one + "/pause", broadcast_id=draft)  # 409: a draft
     call("POST", one + "/send", broadcast_id=draft)
     call("POST", one + "/pause", broadcast_id=draft)
     call("PATCH", one, broadcast_id=draft, json={"subject": "Late"})  # 409
     call("DELETE", one, broadcast_id=draft)  # 409
+    call("DELETE", "/api/attachments/{attachment_id}", attachment_id=kept)  # 409: in use
     call("DELETE", "/api/segments/{segment_id}", segment_id=segment)
     call("POST", one + "/resume", broadcast_id=draft)
     call("POST", one + "/cancel", broadcast_id=draft)

@@ -53,6 +53,7 @@ def step_json(step: AutomationStep, counts: dict[str, int] | None) -> dict[str, 
             "preheader": step.preheader, "body": step.body, "text": step.text_body,
             "revision_id": step.revision_id,
             "codes": codes_json(step.codes_prefix),
+            "attachments": list(step.attachment_ids or []),
             "counts": {status: (counts or {}).get(status, 0) for status in DELIVERY_STATUSES}}
 
 

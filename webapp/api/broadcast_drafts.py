@@ -2,9 +2,9 @@
 tests/webapp/test_api_broadcast_drafts.py and described in `webapp/apidocs/paths.py`).
 
 - PATCH /api/broadcasts/<id> with any of "list_id", "segment_id", "subject", "preheader",
-  "body", "skip_if_received_within_hours", "identity_id", "codes", "text" -> 200 Broadcast.
-  "text" is the plain-text part as the owner writes it (merge fields work), null for the one
-  made from the body. What is not given
+  "body", "skip_if_received_within_hours", "identity_id", "codes", "text", "attachments" ->
+  200 Broadcast. "text" is the plain-text part as the owner writes it (merge fields work),
+  null for the one made from the body. What is not given
   stays as it is; "identity_id": null is the default sending identity.
   The audience is one list or one segment: giving "segment_id" clears the list and giving
   "list_id" clears the segment (both at once is 422). The cap: null or 0 removes it.
@@ -25,6 +25,7 @@ from broadside.campaigns.broadcasts import drafts, service
 from broadside.campaigns.codes.minting import codes_setting
 from broadside.core.errors import Conflict
 from broadside.core.models.sending import BroadcastStatus
+from broadside.mail import attachment_use
 from webapp.api import bp, json_body
 from webapp.api.broadcasts import audience_fields, broadcast_json
 from webapp.api.inputs import cap_hours_field, id_field, only_keys, require_some, text_field
@@ -32,7 +33,7 @@ from webapp.extensions import db
 from webapp.permissions import allow
 
 EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body",
-            "skip_if_received_within_hours", "identity_id", "codes", "text")
+            "skip_if_received_within_hours", "identity_id", "codes", "text", "attachments")
 
 
 @bp.route("/broadcasts/<int:broadcast_id>", methods=["PATCH"])
@@ -56,6 +57,8 @@ def edit_draft(broadcast_id: int):
         raise Conflict(f"Only a draft can be edited; this broadcast is {current.status}.")
     if "list_id" not in data and "segment_id" not in data:
         list_id, segment_id = current.list_id, current.segment_id
+    if "attachments" in data:  # checked before anything is written, saved after the rest
+        attachments = attachment_use.checked_ids(db.session, data["attachments"])
     updated = drafts.update_draft(
         db.session, broadcast_id, list_id=list_id, segment_id=segment_id,
         subject=current.subject if subject is None else subject,
@@ -66,6 +69,9 @@ def edit_draft(broadcast_id: int):
         codes_prefix=codes,
         text_body=text,
     )
+    if "attachments" in data:
+        attachment_use.attach_to_draft(db.session, broadcast_id, attachments)
+        db.session.refresh(updated)
     return jsonify(broadcast_json(updated))
 
 

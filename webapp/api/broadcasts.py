@@ -3,8 +3,10 @@ section and `webapp/apidocs/paths.py`, held by tests/webapp/test_api_broadcasts.
 test_api_broadcast_drafts.py). Editing and deleting drafts is in `webapp/api/broadcast_drafts.py`.
 
 - POST /api/broadcasts {"list_id" | "segment_id", "subject", "body", "preheader"?,
-  "skip_if_received_within_hours"?, "identity_id"?, "codes"?} -> 201 {"id", "status",
-  "identity_id", "codes"}. `codes`: null (off) or {"prefix": "SAVE"}, a code per recipient.
+  "skip_if_received_within_hours"?, "identity_id"?, "codes"?, "attachments"?} -> 201 {"id",
+  "status", "identity_id", "codes", "attachments"}. `attachments`: ids from
+  POST /api/attachments (422 naming an unknown one, or the total over 10 MB). `codes`: null
+  (off) or {"prefix": "SAVE"}, a code per recipient.
   Exactly one audience. The cap: absent or null takes the Settings default, 0 means no cap,
   1-720 hours. The sending identity: absent or null is the default, else a live identity's id.
 - GET /api/broadcasts?after=&limit= -> 200 {"items": [Broadcast], "next"}: newest first (by
@@ -22,6 +24,7 @@ from broadside.campaigns.codes.minting import codes_json, codes_setting
 from broadside.core.errors import ValidationError, shown
 from broadside.core.models import Broadcast
 from broadside.core.models.sending import DELIVERY_STATUSES
+from broadside.mail import attachment_use
 from webapp.api import bp, json_body
 from webapp.api.inputs import (
     BROADCAST_FIELDS,
@@ -55,6 +58,7 @@ def broadcast_json(b: Broadcast) -> dict[str, Any]:
         "list_id": b.list_id, "segment_id": b.segment_id,
         "skip_if_received_within_hours": b.skip_if_received_within_hours,
         "identity_id": b.identity_id, "codes": codes_json(b.codes_prefix),
+        "attachments": list(b.attachment_ids or []),
         "counts": {"total": b.total,
                    **{status: getattr(b, f"{status}_count") for status in DELIVERY_STATUSES}},
         "created_at": iso(b.created_at), "updated_at": iso(b.updated_at),
@@ -82,6 +86,7 @@ def create_broadcast():
     if list_id is None and segment_id is None:
         raise ValidationError("'list_id' or 'segment_id' is required: who is it for?")
     cap = cap_hours_field(data)
+    attachments = attachment_use.checked_ids(db.session, data.get("attachments", []))
     broadcast = drafts.create_draft(
         db.session,
         list_id=list_id,
@@ -93,8 +98,11 @@ def create_broadcast():
         identity_id=id_field(data, "identity_id"),
         codes_prefix=codes_setting(data.get("codes")),
     )
+    if attachments:
+        attachment_use.attach_to_draft(db.session, broadcast.id, attachments)
     return jsonify({**_state(broadcast), "identity_id": broadcast.identity_id,
-                    "codes": codes_json(broadcast.codes_prefix)}), 201
+                    "codes": codes_json(broadcast.codes_prefix),
+                    "attachments": attachments}), 201
 
 
 @bp.route("/broadcasts", methods=["GET"])
@@ -140,6 +148,7 @@ def show(broadcast_id: int):
             **_state(b),
             "identity_id": b.identity_id,
             "codes": codes_json(b.codes_prefix),
+            "attachments": list(b.attachment_ids or []),
             "pause_reason": shown(b.pause_reason),
             "total": b.total,
             # One counter column per delivery status, in the order of DELIVERY_STATUSES.

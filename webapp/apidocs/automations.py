@@ -15,7 +15,17 @@ from broadside.core.models.automations import AUTOMATION_STATUSES, AutomationSta
 from broadside.core.models.sending import DELIVERY_STATUSES
 from broadside.mail.text_part import MAX_TEXT_BODY
 from webapp.apidocs.paths import body, operation, reply
-from webapp.apidocs.schemas import CODES, ID, IDENTITY_CHOICE, MOMENT, NOT_BLANK, nullable, obj, ref
+from webapp.apidocs.schemas import (
+    ATTACHMENTS,
+    CODES,
+    ID,
+    IDENTITY_CHOICE,
+    MOMENT,
+    NOT_BLANK,
+    nullable,
+    obj,
+    ref,
+)
 
 AUTOMATION = {"name": "automation_id", "in": "path", "required": True, "schema": ID,
               "description": "The automation's id."}
@@ -75,6 +85,9 @@ STEP_INPUT = obj({
     "codes": {**CODES, "description": "Absent or null: no codes. {\"prefix\": \"SAVE\"}: each "
               "person's message mints a single-use code, {{ code }} in its subject or body (in a "
               "record-only automation the message is logged with its code, never sent)."},
+    "attachments": {**ATTACHMENTS, "description": "Attachment ids (POST /api/attachments) "
+                    "sent with each person's message; left out: none. At most 10 MB in all; an "
+                    "unknown id or a larger total is 422 naming the step."},
 }, ("subject",))
 
 STEP = obj({
@@ -86,7 +99,7 @@ STEP = obj({
     "revision_id": {**nullable(ID), "description": (
         "The frozen content new messages get. Saving changed content freezes a new one; "
         "messages already due keep the revision they had.")},
-    "codes": CODES,
+    "codes": CODES, "attachments": ATTACHMENTS,
     "counts": ref("StepCounts"),
 })
 
@@ -148,10 +161,11 @@ AUTOMATION_EXAMPLE = {
     "steps": [
         {"id": 9, "position": 1, "delay": "PT0S", "delay_seconds": 0,
          "subject": "Welcome, {{ name }}", "preheader": "", "body": "Glad you came.",
-         "revision_id": 14, "codes": None, "counts": {**ZERO, "sent": 118, "skipped": 2}},
+         "revision_id": 14, "codes": None, "attachments": [],
+         "counts": {**ZERO, "sent": 118, "skipped": 2}},
         {"id": 10, "position": 2, "delay": "P3D", "delay_seconds": 259200,
          "subject": "Three tips", "preheader": "Start here", "body": "1. ...",
-         "revision_id": 15, "codes": {"prefix": "TIPS"},
+         "revision_id": 15, "codes": {"prefix": "TIPS"}, "attachments": [],
          "counts": {**ZERO, "pending": 40, "sent": 78, "skipped": 2}},
     ],
 }

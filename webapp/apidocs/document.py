@@ -9,6 +9,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from webapp.apidocs.attachments import ATTACHMENT_PATHS, ATTACHMENT_SCHEMAS
 from webapp.apidocs.audit import AUDIT_PATHS, AUDIT_SCHEMAS
 from webapp.apidocs.automations import AUTOMATION_PATHS, AUTOMATION_SCHEMAS
 from webapp.apidocs.codes import CODE_PATHS, CODE_SCHEMAS
@@ -66,6 +67,8 @@ TAGS = [
      "Secrets are never returned."},
     {"name": "Webhooks", "description": "Endpoints Broadside POSTs its events to (new "
      "subscribers, unsubscribes, deliveries, broadcasts), signed with each one's secret."},
+    {"name": "Attachments", "description": "Files sent with a broadcast, an automation "
+     "step or a transactional template (PDF, images, calendar, text, office documents)."},
     {"name": "Transactional", "description": "One-off email to one address (a password "
      "reset, a one-time code) from a template, with an Idempotency-Key so a retry never "
      "sends twice."},
@@ -82,10 +85,12 @@ DOCUMENT: dict[str, Any] = {
     "security": [{"bearer": []}],
     "tags": TAGS,
     "paths": {**PATHS, **AUTOMATION_PATHS, **CODE_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS,
-              **TRANSACTIONAL_PATHS, **USER_PATHS, **AUDIT_PATHS, **TEMPLATE_PATHS},
+              **TRANSACTIONAL_PATHS, **USER_PATHS, **AUDIT_PATHS, **TEMPLATE_PATHS,
+              **ATTACHMENT_PATHS},
     "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **RULE_SCHEMAS,
                                              **AUTOMATION_SCHEMAS, **CODE_SCHEMAS,
                                              **IDENTITY_SCHEMAS, **WEBHOOK_SCHEMAS,
                                              **TRANSACTIONAL_SCHEMAS, **USER_SCHEMAS,
-                                             **AUDIT_SCHEMAS, **TEMPLATE_SCHEMAS}},
+                                             **AUDIT_SCHEMAS, **TEMPLATE_SCHEMAS,
+                                             **ATTACHMENT_SCHEMAS}},
 }

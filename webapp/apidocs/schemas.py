@@ -19,6 +19,7 @@ from broadside.core.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
 from broadside.core.models.bulk import BULK_ACTIONS, BULK_STATUSES
 from broadside.core.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
 from broadside.core.site_settings import MAX_CAP_HOURS
+from broadside.mail.attachments import MAX_COUNT as MAX_ATTACHMENTS
 from broadside.mail.text_part import MAX_TEXT_BODY
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
 from webapp.params import MAX_DATABASE_ID
@@ -81,6 +82,10 @@ CODES = {"type": ["object", "null"], "properties": {"prefix": {
     "required": ["prefix"], "additionalProperties": False, "description": (
     "null: no codes. Else each recipient's copy carries its own single-use code, minted when "
     "the copy is claimed for sending and shown by {{ code }} (GET /api/codes/{code}).")}
+# Attachments (POST /api/attachments) sent with a message, by id, in order.
+ATTACHMENTS = {"type": "array", "maxItems": MAX_ATTACHMENTS, "items": ID, "description": (
+    "Attachment ids (POST /api/attachments), sent with every copy in this order; at most "
+    f"{MAX_ATTACHMENTS}, and 10 MB in all. An unknown id or a larger total is 422 naming it.")}
 SUBSCRIPTION_STATUS = {"type": "string", "enum": list(SUBSCRIPTION_STATUSES)}
 SUPPRESSION = {"type": ["string", "null"], "enum": [*SUPPRESSIONS, None],
                "description": "Set when no list may mail them: bounced, complained or blocked."}
@@ -248,7 +253,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
     "BroadcastStatus": {"type": "string", "enum": list(BROADCAST_STATUSES)},
     "BroadcastState": obj({"id": ID, "status": ref("BroadcastStatus")}),
     "BroadcastCreated": obj({"id": ID, "status": ref("BroadcastStatus"),
-                             "identity_id": IDENTITY_CHOICE, "codes": CODES}),
+                             "identity_id": IDENTITY_CHOICE, "codes": CODES,
+                             "attachments": ATTACHMENTS}),
     "Broadcast": obj({
         "id": ID, "status": ref("BroadcastStatus"), "subject": {"type": "string"},
         "preheader": {"type": "string"},
@@ -257,7 +263,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "skip_if_received_within_hours": {**CAP, "description": "The frequency cap: people who "
                                           "received a broadcast within this many hours are "
                                           "skipped at their turn; null: no cap."},
-        "identity_id": IDENTITY_CHOICE, "codes": CODES,
+        "identity_id": IDENTITY_CHOICE, "codes": CODES, "attachments": ATTACHMENTS,
         "counts": COUNTS, "created_at": MOMENT, "updated_at": MOMENT,
         "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT),
     }, description="The body and the plain-text part are left out of lists and edits (the body "
@@ -267,7 +273,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                    "(older) page; null on the last page."}}),
     "BroadcastDetail": obj({
         "id": ID, "status": ref("BroadcastStatus"), "identity_id": IDENTITY_CHOICE,
-        "codes": CODES,
+        "codes": CODES, "attachments": ATTACHMENTS,
         "pause_reason": {"type": ["string", "null"]}, "total": {"type": "integer"},
         "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}),
     }),
@@ -283,6 +289,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                         "absent or null: the default identity."},
         "codes": {**CODES, "description": "Absent or null: no codes. {\"prefix\": \"SAVE\"}: "
                   "a single-use code per recipient, {{ code }} in the subject or body."},
+        "attachments": ATTACHMENTS,
     }, ("subject", "body"), closed=False,
         description="Exactly one of list_id and segment_id.",
         extra={"oneOf": [{"required": ["list_id"]}, {"required": ["segment_id"]}]}),
@@ -300,6 +307,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                  "description": "The plain-text part as you write it ({{ merge fields }} work; "
                                 "the footer is added), or null (or blank) for the one made from "
                                 "the body."},
+        "attachments": ATTACHMENTS,
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
                         "clears list_id and giving list_id clears segment_id; not both (one "
                         "of them null is fine)."),

@@ -13,7 +13,7 @@ from broadside.campaigns.transactional import sending
 from broadside.core.models.transactional import MAX_TEMPLATE_NAME
 from broadside.delivery.transactional_ledger import FAILED, PENDING, SENDING, SENT, UNKNOWN
 from webapp.apidocs.paths import body, operation, reply
-from webapp.apidocs.schemas import EMAIL, ID, MOMENT, NOT_BLANK, nullable, obj, ref
+from webapp.apidocs.schemas import ATTACHMENTS, EMAIL, ID, MOMENT, NOT_BLANK, nullable, obj, ref
 
 STATUSES = [PENDING, SENDING, SENT, FAILED, UNKNOWN]
 TEMPLATE = {"name": "template_id", "in": "path", "required": True, "schema": ID,
@@ -53,11 +53,14 @@ TRANSACTIONAL_SCHEMAS: dict[str, Any] = {
         "essential": {"type": "boolean", "default": False, "description": (
             "true: may reach an address that unsubscribed from every list (a password reset, "
             "a one-time code). No template ever reaches a suppressed address.")},
+        "attachments": {**ATTACHMENTS, "description": "Attachment ids (POST /api/attachments) "
+                        "sent with every message (an invoice, a ticket); left out: none."},
     }, ("name", "subject", "body")),
     "TransactionalTemplate": obj({
         "id": ID, "name": {"type": "string"}, "subject": {"type": "string"},
         "body": {"type": "string"}, "identity_id": nullable(ID),
-        "essential": {"type": "boolean"}, "created_at": MOMENT, "updated_at": MOMENT,
+        "essential": {"type": "boolean"}, "attachments": ATTACHMENTS,
+        "created_at": MOMENT, "updated_at": MOMENT,
     }),
     "TransactionalInput": obj({
         "template": {"oneOf": [ID, {"type": "string", "minLength": 1,
@@ -95,7 +98,7 @@ INPUT_EXAMPLE = {"name": "Password reset", "subject": "Reset your password",
                  "body": "Hello {{ name }},\n\n[Choose a new password]"
                          "(https://app.example.com/reset/{{ data.token }})",
                  "identity_id": None, "essential": True}
-TEMPLATE_EXAMPLE = {"id": 3, **INPUT_EXAMPLE, "created_at": "2026-12-01T10:00:00Z",
+TEMPLATE_EXAMPLE = {"id": 3, **INPUT_EXAMPLE, "attachments": [], "created_at": "2026-12-01T10:00:00Z",
                     "updated_at": "2026-12-01T10:00:00Z"}
 SEND_EXAMPLE = {"template": "Password reset", "to": "ann@example.com",
                 "data": {"token": "abc123"}}

@@ -65,6 +65,7 @@ class StepFields:
     codes: bool = False  # "Mint a code per recipient"
     codes_prefix: str = ""  # its prefix, as typed
     text_body: str | None = None  # the plain-text part as written; None: made from the body
+    attachment_ids: list[int] = field(default_factory=list)  # its files, in order
 
     def __post_init__(self) -> None:
         if not self.delay_amount:
@@ -146,6 +147,8 @@ def read_form(form: MultiDict) -> EditorFields:
             codes_prefix=_text(form, f"step-{number}-codes-prefix")[:40],
             text_body=(_text(form, f"step-{number}-text").replace("\r\n", "\n") or None
                        if form.get(f"step-{number}-text-mode") == "own" else None),
+            attachment_ids=[int(v) for v in form.getlist(f"step-{number}-attachment")
+                            if _ID.fullmatch(v)],
         ))
     return fields
 
@@ -202,6 +205,7 @@ def as_body(fields: EditorFields) -> dict[str, Any]:
                    # Typed in any case: codes are capitals (the API itself takes them only so).
                    "codes": {"prefix": s.codes_prefix.strip().upper()} if s.codes else None,
                    "text": s.text_body,
+                   "attachments": s.attachment_ids,
                    **({"id": s.id} if s.id is not None else {})}
                   for s in fields.steps],
     }
@@ -218,7 +222,8 @@ def from_saved(shape: dict[str, Any], step_ids: list[int]) -> EditorFields:
         steps=[StepFields(s["delay"], s["subject"], s["preheader"], s["body"], step_id,
                           codes=s["codes"] is not None,
                           codes_prefix=(s["codes"] or {}).get("prefix", ""),
-                          text_body=s.get("text"))
+                          text_body=s.get("text"),
+                          attachment_ids=list(s.get("attachments") or []))
                for s, step_id in zip(shape["steps"], step_ids, strict=True)],
     )
 

@@ -24,6 +24,7 @@ from broadside.campaigns.broadcasts.progress import read_progress
 from broadside.campaigns.content import templates as content_templates
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.delivery.identities.service import all_identities
+from webapp.attachments.views import save_draft_attachments
 from webapp.broadcasts import bp
 from webapp.broadcasts.preview_views import PREVIEW_CSP, pane_context, preview_for  # noqa: F401 - PREVIEW_CSP: other previews import it here
 from webapp.extensions import db
@@ -203,6 +204,7 @@ def save(broadcast_id: int):
     """The Save button (and the whole editor without JavaScript)."""
     form = _with_lists(ComposeForm())
     try:
+        save_draft_attachments(broadcast_id)
         drafts.update_draft(db.session, broadcast_id, **form.draft_values())
     except Conflict as exc:
         flash(exc.message, "error")
@@ -223,6 +225,7 @@ def autosave(broadcast_id: int):
     form = ComposeForm()
     picked = request.form.get("preview_as")
     try:
+        save_draft_attachments(broadcast_id)
         drafts.update_draft(db.session, broadcast_id, **form.draft_values())
         preview, as_problem = preview_for(broadcast_id, check_fields=True, picked=picked)
     except (ValidationError, Conflict) as exc:

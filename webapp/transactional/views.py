@@ -36,6 +36,7 @@ from broadside.core.errors import DomainError
 from broadside.core.models import TransactionalTemplate
 from broadside.delivery import transactional
 from broadside.delivery.identities.service import SendingIdentity, all_identities
+from webapp.attachments.views import posted_ids
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db, get_jobs
 from webapp.forms import after_post, place_error
@@ -69,7 +70,16 @@ class TemplateForm(FlaskForm):
                 # Browsers post a textarea's line breaks as CRLF.
                 "body": (self.body.data or "")[:MAX_TYPED].replace("\r\n", "\n"),
                 "identity_id": _identity_choice(self.identity.data or ""),
-                "essential": bool(self.essential.data)}
+                "essential": bool(self.essential.data),
+                "attachments": self.posted_attachments()}
+
+    attachment_ids: list[int] | None = None  # the attachments field's: as saved, or as posted
+
+    def posted_attachments(self) -> list[int]:
+        posted = posted_ids()
+        if posted is not None:
+            self.attachment_ids = posted
+        return list(self.attachment_ids or [])
 
 
 def _identity_choice(value: str) -> int | str | None:
@@ -134,6 +144,7 @@ def create():
 def _form_of(template: TransactionalTemplate, identities: list[SendingIdentity]) -> TemplateForm:
     form = _with_choices(TemplateForm(formdata=None, obj=template), identities)
     form.identity.data = "" if template.identity_id is None else str(template.identity_id)
+    form.attachment_ids = list(template.attachment_ids or [])
     return form
 
 

@@ -145,11 +145,11 @@ def parse_input(data: Any) -> AutomationInput:
         if not isinstance(step, dict):
             raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
         extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id", "codes",
-                                    "text"})
+                                    "text", "attachments"})
         if extra:
             raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
-                                  "subject, preheader, body, text, codes and (to keep an "
-                                  "existing one) id.")
+                                  "subject, preheader, body, text, codes, attachments and (to "
+                                  "keep an existing one) id.")
         text = step.get("text")
         if text is not None and not isinstance(text, str):
             raise ValidationError(f"Step {number}: the text (its plain-text part) must be a "
@@ -162,7 +162,7 @@ def parse_input(data: Any) -> AutomationInput:
             subject=step.get("subject", ""),
             body=step.get("body", ""),
             preheader=step.get("preheader", ""),
-            id=step_id,
+            id=step_id, attachment_ids=step.get("attachments", []),  # checked when saved
             codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes",
                                        f"Step {number}: "),
             text_body=clean_text_body(text),
@@ -290,7 +290,7 @@ def as_input(session: Session, automation: Automation) -> dict[str, Any]:
             "record_only": automation.record_only, "identity_id": automation.identity_id,
             "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader,
                        "body": s.body, "codes": codes_json(s.codes_prefix),
-                       "text": s.text_body}
+                       "text": s.text_body, "attachments": s.attachment_ids or []}
                       for s in steps_of(session, automation.id)]}
 
 
@@ -388,7 +388,7 @@ def send_step_test(session: Session, automation_id: int, step_id: int, to_email:
         session, jobs, kind="test", to_email=address, subject=f"[Test] {rendered.subject}",
         html=rendered.html, text=rendered.text,
         headers={"From-Name": revision.from_name, "From-Email": revision.from_email},
-        identity_id=automation.identity_id,
+        identity_id=automation.identity_id, attachment_ids=revision.attachment_ids,
     )
     return message.id
 

@@ -11,7 +11,8 @@ already in the series keep the times they were given when they entered.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -23,6 +24,7 @@ from broadside.campaigns.content.bodies import body_of
 from broadside.core.errors import ValidationError
 from broadside.core.models import Automation, AutomationMessage, AutomationRevision, AutomationStep
 from broadside.core.timeutil import utcnow
+from broadside.mail.attachment_use import checked_ids
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import freeze_content
 
@@ -38,6 +40,7 @@ class StepInput:
     id: int | None = None  # an existing step of this automation, kept (and moved) by its id
     codes_prefix: str | None = None  # "Mint a code per recipient": the prefix; None: off
     text_body: str | None = None  # the plain-text part as written; None: made from the body
+    attachment_ids: list[Any] = field(default_factory=list)  # checked when saved
 
 
 def frozen_revision(session: Session, step: AutomationStep, identity_id: int | None,
@@ -114,20 +117,24 @@ def save_steps(session: Session, automation: Automation, steps: list[StepInput],
     now = utcnow()
     for index, (wanted, seconds, step) in enumerate(zip(steps, delays, matched, strict=True)):
         position = index + 1
+        attachments = checked_ids(session, wanted.attachment_ids, where=f"Step {position}: ",
+                                  field=f"steps[{index}].attachments")
         if step is None:
             step = AutomationStep(automation_id=automation.id, position=position)
             session.add(step)
             changed = True
         else:
             changed = (step.subject, step.preheader, step.body, step.codes_prefix,
-                       step.text_body) != (wanted.subject, wanted.preheader, wanted.body,
-                                           wanted.codes_prefix, wanted.text_body)
+                       step.text_body, step.attachment_ids or []) != (
+                wanted.subject, wanted.preheader, wanted.body, wanted.codes_prefix,
+                wanted.text_body, attachments)
         step.position = position
         step.delay = wanted.delay.strip().upper()
         step.delay_seconds = seconds
         step.subject, step.preheader, step.body = wanted.subject, wanted.preheader, wanted.body
         step.codes_prefix = wanted.codes_prefix
         step.text_body = wanted.text_body
+        step.attachment_ids = attachments or None
         session.flush()
         # A new sending identity is new content too: its From is frozen into each revision.
         if changed or identity_changed or step.revision_id is None:

@@ -175,6 +175,7 @@ def duplicate(session: Session, broadcast_id: int) -> Broadcast:
                      skip_if_received_within_hours=original.skip_if_received_within_hours,
                      status=lifecycle.INITIAL.value, codes_prefix=original.codes_prefix,
                      design_overrides=original.design_overrides,
+                     attachment_ids=original.attachment_ids,
                      # A deleted identity is not carried over: the copy takes the default.
                      identity_id=original.identity_id if original.identity_id is not None
                      and _live_identity(session, original.identity_id) else None)

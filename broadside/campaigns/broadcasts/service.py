@@ -319,7 +319,9 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
     if revision is not None:
         subject, html_t, text_t = revision.subject, revision.html_template, revision.text_template
         from_name, from_email = revision.from_name, revision.from_email
+        attachment_ids = revision.attachment_ids
     else:
+        attachment_ids = broadcast.attachment_ids
         from_name, from_email, postal = sender_of(session, broadcast.identity_id, default_from)
         frozen = freeze_content(
             subject=broadcast.subject,
@@ -346,5 +348,6 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
         headers={"From-Name": from_name, "From-Email": from_email},
         broadcast_id=broadcast_id,
         identity_id=broadcast.identity_id,
+        attachment_ids=attachment_ids,
     )
     return message.id

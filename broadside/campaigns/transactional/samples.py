@@ -97,5 +97,6 @@ def send_test(session: Session, template_id: int, to_email: str, *, data: dict[s
         session, jobs, kind="test", to_email=address, subject=f"[Test] {rendered.subject}",
         html=rendered.html, text=rendered.text,
         headers={"From-Name": revision.from_name, "From-Email": revision.from_email},
-        identity_id=revision.identity_id, template_revision_id=revision.id)
+        identity_id=revision.identity_id, template_revision_id=revision.id,
+        attachment_ids=revision.attachment_ids)
     return message.id

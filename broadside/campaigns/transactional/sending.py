@@ -187,7 +187,8 @@ def send_template(session: Session, jobs: Jobs, request: SendInput, *, key: str 
             html=rendered.html, text=rendered.text,
             headers={"From-Name": revision.from_name, "From-Email": revision.from_email},
             subscriber_id=person.id if person else None, identity_id=revision.identity_id,
-            template_revision_id=revision.id, idempotency_key=key, request_hash=digest)
+            template_revision_id=revision.id, idempotency_key=key, request_hash=digest,
+            attachment_ids=revision.attachment_ids)
     except IntegrityError:
         # Another request with this key committed first (the UNIQUE constraint): its answer.
         session.rollback()

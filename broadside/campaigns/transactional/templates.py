@@ -34,10 +34,11 @@ from broadside.core.models import TransactionalTemplate, TransactionalTemplateRe
 from broadside.core.models.transactional import MAX_TEMPLATE_NAME
 from broadside.core.timeutil import utcnow
 from broadside.delivery.identities.service import MAX_ID, check_choice
+from broadside.mail.attachment_use import checked_ids
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import EmailDesign, FrozenContent, freeze_content
 
-FIELDS = ("name", "subject", "body", "identity_id", "essential")
+FIELDS = ("name", "subject", "body", "identity_id", "essential", "attachments")
 REQUIRED = ("name", "subject", "body")
 FROZEN = ("subject", "body_markdown", "body_format", "attachment_ids", "html_template",
           "text_template", "from_name", "from_email", "postal_address", "identity_id",
@@ -51,6 +52,7 @@ class TemplateInput:
     body: str
     identity_id: int | None = None
     essential: bool = False
+    attachment_ids: tuple[int, ...] = ()
 
 
 def parse_template(session: Session, data: Mapping[str, Any]) -> TemplateInput:
@@ -60,8 +62,8 @@ def parse_template(session: Session, data: Mapping[str, Any]) -> TemplateInput:
     its field."""
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
-        raise ValidationError(f"Unknown field {unknown[0]!r}: a template has "
-                              "name, subject, body, identity_id and essential.", field=unknown[0])
+        raise ValidationError(f"Unknown field {unknown[0]!r}: a template has name, subject, "
+                              "body, identity_id, essential and attachments.", field=unknown[0])
     for name in REQUIRED:
         value = data.get(name)
         if not isinstance(value, str):
@@ -89,8 +91,9 @@ def parse_template(session: Session, data: Mapping[str, Any]) -> TemplateInput:
         identity_id = check_choice(session, data.get("identity_id"))
     except ValidationError as exc:
         raise ValidationError(exc.message, field="identity_id") from None
+    attachments = checked_ids(session, data.get("attachments", []))
     return TemplateInput(name=name, subject=subject, body=body, identity_id=identity_id,
-                         essential=essential)
+                         essential=essential, attachment_ids=tuple(attachments))
 
 
 def list_templates(session: Session) -> list[TransactionalTemplate]:
@@ -185,7 +188,8 @@ def create_template(session: Session, data: TemplateInput, *,
                     default_from: str) -> TransactionalTemplate:
     """A new template and its first revision, committed together."""
     template = TransactionalTemplate(name=data.name, subject=data.subject, body=data.body,
-                                     identity_id=data.identity_id, essential=data.essential)
+                                     identity_id=data.identity_id, essential=data.essential,
+                                     attachment_ids=list(data.attachment_ids) or None)
     try:
         session.add(template)
         session.flush()
@@ -211,7 +215,7 @@ def update_template(session: Session, template_id: int, data: TemplateInput, *,
                    TransactionalTemplate.deleted_at.is_(None))
             .values(name=data.name, subject=data.subject, body=data.body,
                     identity_id=data.identity_id, essential=data.essential,
-                    updated_at=utcnow())
+                    attachment_ids=list(data.attachment_ids) or None, updated_at=utcnow())
             .execution_options(synchronize_session=False)))
     except IntegrityError:
         session.rollback()
@@ -250,5 +254,7 @@ def template_json(template: TransactionalTemplate) -> dict[str, Any]:
     """A template as the API shows it."""
     return {"id": template.id, "name": template.name, "subject": template.subject,
             "body": template.body, "identity_id": template.identity_id,
-            "essential": template.essential, "created_at": template.created_at.isoformat() + "Z",
+            "essential": template.essential,
+            "attachments": list(template.attachment_ids or []),
+            "created_at": template.created_at.isoformat() + "Z",
             "updated_at": template.updated_at.isoformat() + "Z"}

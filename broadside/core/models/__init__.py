@@ -10,6 +10,7 @@ from broadside.core.models.accounts import (
 )
 from broadside.core.models.analytics import PersonActivity, TrackedLink, TrackingDay
 from broadside.core.models.archive import ArchivedIssue
+from broadside.core.models.attachments import Attachment
 from broadside.core.models.audience import (
     Import,
     ImportRejection,
@@ -39,6 +40,7 @@ from broadside.core.models.webhooks import WebhookEndpoint, WebhookMessage
 
 __all__ = [
     "ApiToken",
+    "Attachment",
     "ArchivedIssue",
     "AuditEntry",
     "Automation",

@@ -290,6 +290,9 @@ class TransactionalMessage(Model):
     # content is removed, so what was sent stays reconstructible).
     template_revision_id: Mapped[int | None] = mapped_column(
         ForeignKey("transactional_template_revisions.id"), index=True)
+    # The attachments (ids in `attachments`) sent with it, in order: those of the broadcast,
+    # step or template revision it is a copy of, taken when it was queued; None: none.
+    attachment_ids: Mapped[list[int] | None] = mapped_column(JSON)
     # The API client's Idempotency-Key, written in the INSERT of this row (so a crash cannot
     # separate them) with the hash of the request it came with; cleared after 24 hours, when
     # the key may name a new request. UNIQUE: two requests with one key make one row.

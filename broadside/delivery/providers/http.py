@@ -39,13 +39,9 @@ import email.utils
 import http.client
 import json
 import math
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from email.header import decode_header, make_header
-from email.message import Message
-from email.parser import BytesParser
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -54,9 +50,12 @@ from urllib3.exceptions import HTTPError
 
 from broadside.core.public_addresses import Unresolvable, first_refusal, refusal_words, resolve_host
 from broadside.core.transport_urls import endpoint_shown
+
+# Re-exported: the provider modules read a message's fields through http.
+from broadside.delivery.providers.mime_fields import fields_of as fields_of
+from broadside.delivery.providers.mime_fields import mime_fields as mime_fields
 from broadside.delivery.transports import (
     DeliveryError,
-    MessageFields,
     OneByOne,
     Outgoing,
     SendResult,
@@ -64,7 +63,6 @@ from broadside.delivery.transports import (
     network_words,
 )
 
-MimeFields = MessageFields  # (the name this module's callers know)
 MAX_REPLY = 300
 MAX_ERROR_WORDS = 200  # a provider's error message, as shown to the owner
 ENDPOINT_FLAG = "PROVIDER_ENDPOINTS_ALLOW_PRIVATE"
@@ -257,86 +255,26 @@ def unreadable(provider: str, answer: Answer, what: str) -> DeliveryError:
                          provider=provider)
 
 
-# ------------------------------------------------------------------ MIME -> JSON fields
-
-# Headers the JSON APIs take as fields of their own, or that describe the MIME structure.
-_NOT_CARRIED = {"from", "to", "cc", "bcc", "subject", "date", "mime-version", "reply-to", "sender",
-                "return-path", "received"}
-# compat32 rather than email.policy.default: this runs for every message of a batch, and the
-# default policy's header objects cost ~5 ms a message (2.5 s for a Postmark batch of 500);
-# decoding the few headers we use ourselves costs ~0.2 ms.
-_PARSER = BytesParser(policy=email.policy.compat32)
-_FOLD = re.compile(r"\r?\n(?=[ \t])")
-_SPECIALS = re.compile(r'[()<>\[\]:;@\\,."]')
-
-
-def fields_of(item: Outgoing) -> MimeFields:
-    """The JSON API's fields of a message: as the worker built them (no parsing), or parsed
-    back from the MIME message when it gave none."""
-    return item.fields if item.fields is not None else mime_fields(item.message, item.rcpt)
-
-
-def mime_fields(message: bytes, rcpt: str) -> MimeFields:
-    parsed = _PARSER.parsebytes(message)
-    to = email.utils.getaddresses([_raw(parsed, "To")])
-    text, html = _bodies(parsed)
-    return MimeFields(
-        sender=_addresses(_raw(parsed, "From")),
-        to=_addresses(_raw(parsed, "To")) if [a.lower() for _, a in to] == [rcpt.lower()] else rcpt,
-        subject=_decoded(_raw(parsed, "Subject")),
-        text=text,
-        html=html,
-        reply_to=_addresses(_raw(parsed, "Reply-To")) or None,
-        headers=[(name, _decoded(_unfold(str(value)))) for name, value in parsed.items()
-                 if name.lower() not in _NOT_CARRIED and not name.lower().startswith("content-")],
-    )
-
-
-def _unfold(value: str) -> str:
-    return _FOLD.sub("", value).strip()
-
-
-def _raw(message: Message, name: str) -> str:
-    value = message.get(name)
-    return _unfold(str(value)) if value is not None else ""
-
-
-def _decoded(value: str) -> str:
-    """RFC 2047 encoded words decoded (a subject with a subscriber's name, say)."""
-    return str(make_header(decode_header(value))) if "=?" in value else value
-
-
-def _addresses(value: str) -> str:
-    """An address header as JSON APIs take it: `Name <address>`, the name decoded and quoted
-    when it needs to be (parsed before decoding, so a decoded comma splits nothing)."""
-    shown = []
-    for name, address in email.utils.getaddresses([value]) if value else []:
-        name = _decoded(name)
-        if name and _SPECIALS.search(name):
-            name = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        shown.append(f"{name} <{address}>" if name else address)
-    return ", ".join(shown)
-
-
-def _bodies(message: Message) -> tuple[str | None, str | None]:
-    """The first text/plain and the first text/html part that are not attachments."""
-    found: dict[str, str] = {}
-    for part in message.walk():
-        kind = part.get_content_type()
-        if kind not in ("text/plain", "text/html") or kind in found:
-            continue
-        if str(part.get("Content-Disposition", "")).lower().startswith("attachment"):
-            continue
-        payload = part.get_payload(decode=True)
-        if not isinstance(payload, bytes):
-            continue
-        charset = part.get_content_charset() or "utf-8"
+def in_turns(groups: Sequence[Sequence[int]], send: Callable[[Sequence[int]], list[Any]],
+             provider: str) -> list[SendResult | DeliveryError]:
+    """One batch sent as several requests, one after the other (its attachments are more than
+    one request may carry, or the provider takes them only one message a request), results
+    in the items' order. The first request's failure raises, as one request's would (nothing
+    of the batch went out); a later one's is the failure of each of its messages, and the
+    requests after it are not made: theirs get a phase `request` error, provably not sent."""
+    results: list[SendResult | DeliveryError] = []
+    for number, group in enumerate(groups):
         try:
-            content = payload.decode(charset, "replace")
-        except LookupError:  # a charset Python does not know
-            content = payload.decode("utf-8", "replace")
-        found[kind] = content.replace("\r\n", "\n")
-    return found.get("text/plain"), found.get("text/html")
+            results.extend(send(group))
+        except DeliveryError as error:
+            if number == 0:
+                raise
+            results.extend(error for _ in group)
+            results.extend(DeliveryError("request", None, "not sent: the request before it in "
+                                         "its batch failed", provider=provider)
+                           for rest in groups[number + 1:] for _ in rest)
+            break
+    return results
 
 
 # ------------------------------------------------------------------ the transports' base

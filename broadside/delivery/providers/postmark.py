@@ -21,7 +21,12 @@ Guarantees, and why:
   stream, so a newsletter sender's URL should say `?stream=broadcast` (or its own stream name).
 - Our MIME message is turned into Postmark's fields (From, To, Subject, TextBody, HtmlBody,
   ReplyTo); List-Unsubscribe, List-Unsubscribe-Post, Message-ID and X-* headers travel in
-  `Headers`, so one-click unsubscribe survives the conversion.
+  `Headers`, so one-click unsubscribe survives the conversion; attachments in `Attachments`
+  (`[{"Name", "Content": base64, "ContentType"}]`, each file encoded once for the batch).
+- A request carries at most 50 MB (Postmark's batch limit): a batch whose attachments come to
+  more goes as consecutive requests of at most MAX_REQUEST_BYTES (`http.in_turns`: the first
+  one's failure is the batch's; a later one's is its messages', and the rest are not sent).
+  Postmark refuses one message over its own 10 MB with that message's ErrorCode.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from broadside.delivery.providers.http import (
     check_batch_size,
     clip,
     fields_of,
+    in_turns,
     no_pace,
     unreadable,
 )
@@ -52,6 +58,23 @@ from broadside.mail.message_refs import TAG_NAME, ref_for
 BASE_URL = "https://api.postmarkapp.com"
 DEFAULT_STREAM = "outbound"
 REJECT_STATUS = 422  # the HTTP status Postmark gives a whole request refused for the same reasons
+# Postmark takes at most 50 MB in one batch request: a batch whose attachments come to more is
+# sent as several requests (`in_turns`), each under this.
+MAX_REQUEST_BYTES = 45 * 1024 * 1024
+
+
+def _within(messages: list[bytes], budget: int) -> list[list[int]]:
+    """The messages' positions in consecutive groups of at most `budget` bytes each (a message
+    larger than that alone: Postmark says why it refuses it)."""
+    groups: list[list[int]] = [[]]
+    size = 0
+    for index, message in enumerate(messages):
+        if groups[-1] and size + len(message) > budget:
+            groups.append([])
+            size = 0
+        groups[-1].append(index)
+        size += len(message) + 2
+    return groups
 
 
 class PostmarkTransport(ProviderTransport):
@@ -83,13 +106,21 @@ class PostmarkTransport(ProviderTransport):
         check_batch_size(items, self.batch_limit)
         if not items:
             return []
-        body = json.dumps([self._message(item) for item in items]).encode()
+        messages = [json.dumps(self._message(item)).encode() for item in items]
+        groups = _within(messages, MAX_REQUEST_BYTES)
+        if len(groups) == 1:
+            return self._request(messages, pace)
+        return in_turns(groups, lambda group: self._request([messages[i] for i in group], pace),
+                        self.scheme)
+
+    def _request(self, messages: list[bytes], pace: Pace) -> list[SendResult | DeliveryError]:
+        body = b"[" + b", ".join(messages) + b"]"
         answer = self._http.request("POST", "/email/batch", body=body, pace=pace)
         if answer.status != 200:
             raise self._error(answer)
         entries = answer.json()
-        if not isinstance(entries, list) or len(entries) != len(items):
-            raise unreadable(self.scheme, answer, f"expected a list of {len(items)} results")
+        if not isinstance(entries, list) or len(entries) != len(messages):
+            raise unreadable(self.scheme, answer, f"expected a list of {len(messages)} results")
         if not all(isinstance(entry, dict) for entry in entries):
             raise unreadable(self.scheme, answer, "expected one object per message")
         return [self._outcome(entry) for entry in entries]
@@ -105,6 +136,10 @@ class PostmarkTransport(ProviderTransport):
             message["ReplyTo"] = fields.reply_to
         message["Headers"] = [{"Name": name, "Value": value} for name, value in fields.headers]
         message["MessageStream"] = self.stream
+        if fields.attachments:
+            message["Attachments"] = [{"Name": a.name, "Content": a.base64,
+                                       "ContentType": a.content_type}
+                                      for a in fields.attachments]
         # Postmark echoes Metadata in its webhooks: our reference finds the row even when the
         # worker died before recording Postmark's MessageID (broadside.mail.message_refs).
         ref = next((ref_for(v) for n, v in fields.headers if n.lower() == "message-id"), None)

@@ -23,7 +23,13 @@ Guarantees, and why:
   422 `validation_error`, 429 `rate_limit_exceeded` with Retry-After, 409 idempotency refusals,
   5xx) raises phase `api` with the HTTP status and Resend's error `name` as `provider_code`.
 - Our MIME message is turned into Resend's fields (from, to, subject, text, html, reply_to);
-  List-Unsubscribe, List-Unsubscribe-Post, Message-ID and X-* headers travel in `headers`.
+  List-Unsubscribe, List-Unsubscribe-Post, Message-ID and X-* headers travel in `headers`;
+  attachments in `attachments` (`[{"filename", "content": base64}]`; Resend takes the type
+  from the name).
+- Resend's batch endpoint takes no attachments (its documentation says so), so a batch whose
+  messages carry them goes one `POST /emails` per message (`http.in_turns`), each with the
+  batch's idempotency key and its position: a retried batch sends none twice. The first
+  one's failure is the batch's; a 422 is that message's refusal alone.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from broadside.delivery.providers.http import (
     check_batch_size,
     clip,
     fields_of,
+    in_turns,
     no_pace,
     unreadable,
 )
@@ -86,7 +93,12 @@ class ResendTransport(ProviderTransport):
             raise ValueError(f"an idempotency key is at most {MAX_IDEMPOTENCY_KEY} characters")
         if not items:
             return []
-        body = json.dumps([self._message(item) for item in items]).encode()
+        messages = [self._message(item) for item in items]
+        if any("attachments" in message for message in messages):
+            return in_turns([[i] for i in range(len(items))],
+                            lambda group: self._one(messages[group[0]], idempotency_key,
+                                                    group[0], pace), self.scheme)
+        body = json.dumps(messages).encode()
         headers = {"x-batch-validation": "permissive"}
         if idempotency_key:
             headers["Idempotency-Key"] = idempotency_key
@@ -94,6 +106,26 @@ class ResendTransport(ProviderTransport):
         if answer.status != 200:
             raise self._error(answer)
         return self._reconcile(answer, len(items))
+
+    def _one(self, message: dict[str, Any], idempotency_key: str, index: int,
+             pace: Pace) -> list[SendResult | DeliveryError]:
+        """One message with attachments through `POST /emails` (the batch endpoint takes
+        none), its key the batch's with its position, so a retried batch sends none twice.
+        A 422 refuses this message alone."""
+        headers = {}
+        if idempotency_key:
+            headers["Idempotency-Key"] = f"{idempotency_key[:MAX_IDEMPOTENCY_KEY - 4]}-{index}"
+        answer = self._http.request("POST", "/emails", body=json.dumps(message).encode(),
+                                    headers=headers, pace=pace)
+        if answer.status == REJECT_STATUS:
+            return [self._error(answer)]
+        if answer.status != 200:
+            raise self._error(answer)
+        body = answer.json()
+        message_id = body.get("id") if isinstance(body, dict) else None
+        if not message_id:
+            raise unreadable(self.scheme, answer, "an accepted message without an id")
+        return [SendResult(200, "queued", provider_id=str(message_id))]
 
     def _reconcile(self, answer: Answer, count: int) -> list[SendResult | DeliveryError]:
         body = answer.json()
@@ -135,6 +167,9 @@ class ResendTransport(ProviderTransport):
             message["reply_to"] = fields.reply_to
         if fields.headers:
             message["headers"] = dict(fields.headers)
+        if fields.attachments:
+            message["attachments"] = [{"filename": a.name, "content": a.base64}
+                                      for a in fields.attachments]
         # Resend echoes tags in its webhooks: our reference finds the row even when the
         # worker died before recording Resend's id (broadside.mail.message_refs).
         ref = next((ref_for(v) for n, v in fields.headers if n.lower() == "message-id"), None)
