@@ -30,6 +30,7 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
     subscribers,
 )
 from webapp.api import bp as api_bp
+from webapp.api import media as api_media  # noqa: F401 - its routes attach to the API blueprint
 from webapp.api import transactional as api_transactional  # noqa: F401 - routes attach to the API blueprint
 from webapp.api import users as api_users  # noqa: F401 - its routes attach to the API blueprint
 from webapp.api import webhooks as api_webhooks  # noqa: F401 - its routes attach to the API blueprint
@@ -57,6 +58,9 @@ from webapp.identities import bp as identities_bp
 from webapp.identities import dns_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.identities import views as identities_views  # noqa: F401 - and the list's, edit's
 from webapp.lists.views import bp as lists_bp
+from webapp.media import bp as media_bp
+from webapp.media import files as media_files  # noqa: F401 - its routes attach to the blueprint
+from webapp.media import views as media_views  # noqa: F401 - and the library's pages
 from webapp.metrics.views import bp as metrics_bp
 from webapp.params import DatabaseIdConverter
 from webapp.people import bp as people_bp
@@ -163,6 +167,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (automations_bp, ("automations.index", "Automations")),
     (signup_bp, None),
     (broadcasts_bp, ("broadcasts.index", "Broadcasts")),
+    (media_bp, ("media.index", "Media")),
     (deliverability_bp, ("deliverability.index", "Deliverability")),
     (system_bp, ("system.index", "System")),
     (metrics_bp, None),
