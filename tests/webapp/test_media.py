@@ -5,7 +5,6 @@ and the send confirmation's card of images without alt text."""
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 
 import pytest
@@ -19,12 +18,10 @@ from broadside.core.models import Media, MediaFile
 from broadside.core.timeutil import utcnow
 from broadside.mail import media as library
 from tests.helpers import csrf_token_from, make_list
-from tests.webapp.role_clients import signed_in
 from tests.media_images import SECRET_CAMERA, animated_gif, open_image, photo_with_exif, still
+from tests.webapp.role_clients import signed_in
 from webapp import create_app
 from webapp.extensions import db
-
-HEX = re.compile(r"/media/([0-9a-f]{64})(@2x)?\.(png|jpg|gif|webp)")
 
 
 def page_token(client) -> str:
