@@ -306,12 +306,13 @@ class _Images(HTMLParser):
 
 
 def images_without_alt(html: str) -> list[str]:
-    """The `src` of each <img> in `html` whose alt text is missing or blank, in order, once."""
+    """The `src` of each <img> in `html` whose alt text is missing or blank, in order, once
+    (an <img> left without a `src` shows nothing, and is not counted)."""
     parser = _Images()
     parser.feed(html)
     parser.close()
     seen: dict[str, None] = {}
     for src, alt in parser.found:
-        if not (alt or "").strip():
+        if src and not (alt or "").strip():  # no src: the sanitiser dropped it, nothing shows
             seen.setdefault(src, None)
     return list(seen)

@@ -42,6 +42,7 @@ from broadside.campaigns.broadcasts.service import send_broadcast
 from broadside.campaigns.transactional import templates as transactional
 from broadside.core import accounts
 from broadside.core.models import (
+    Broadcast,
     Delivery,
     Owner,
     Subscriber,
@@ -56,6 +57,7 @@ from broadside.core.timeutil import utcnow
 from broadside.delivery.content_retention import remove_due
 from broadside.delivery.identities import service as identities
 from broadside.mail import design
+from broadside.mail import media as media_library
 from broadside.mail.design import FONTS
 from broadside.mail.password_reset import ResetLinks
 from broadside.segments import service as segments
@@ -74,7 +76,7 @@ PHONE, DESKTOP = 390, 1280
 SCREENSHOTS = {"unsubscribe: confirm", "unsubscribe: preferences", "deliveries", "subscriber", "list",
                "archive", "archive issue", "view in browser", "sign-up form", "dashboard", "broadcasts",
                "lists", "departures", "subscribers", "settings", "webhook endpoint", "system",
-               "deliverability"}
+               "deliverability", "media", "delete an image"}
 AXE_SOURCE = (Path(__file__).parent / "vendor" / "axe.min.js").read_text()
 
 LONG_DOMAIN = "correspondence.remarkably-long-company-name.example.com"
@@ -242,6 +244,8 @@ OWNER_PAGES = [
     Visit("delete automation", "automations.delete", {"automation_id": "automation"}),
     Visit("step preview", "automations.preview", {"automation_id": "automation", "step_id": "step"}),
     Visit("automation's failed messages", "automations.messages", {"automation_id": "automation"}),
+    Visit("media", "media.index"),
+    Visit("delete an image", "media.confirm_delete", {"media_id": "image"}),
     Visit("settings", "settings.index"),
     Visit("security", "security.index"),
     Visit("design", "settings.design_page"),
@@ -285,6 +289,8 @@ NOT_PAGES = {
     "subscribers.bulk_progress": "an htmx fragment of the bulk action's page",
     "settings.design_preview": "an htmx fragment of the Design page",
     "brand.logo": "an image",
+    "media.file": "an image of the media library",
+    "media.library_json": "JSON: the image picker's list",
     "favicon.icon": "an image (every walked page asks for its favicon)",
     "brand.theme": "a stylesheet",
     "analytics.pixel": "a tracked email's 1x1 image",
@@ -428,7 +434,17 @@ def seed_everything(app: Flask) -> Seed:
     db.session.commit()
     remove_due(db.session)
 
+    # An image with a long name, in the draft's body: the library says where it is used, and
+    # its delete page refuses.
+    image = media_library.upload(db.session, png(1400, 500, (200, 120, 30)),
+                                 filename=f"{LONG_TOWN}-harbour-panorama.png", alt="",
+                                 design_width=640, uploaded_by=None).media
+    held = db.session.get(Broadcast, draft.id)
+    held.body += "\n\n![](" + media_library.url_of(image, base_url=app.config["BASE_URL"]) + ")"
+    db.session.commit()
+
     return Seed(
+        image=image.id,
         weekly=weekly.id, long=people[0], bounced=people[1], sent=sent.id, delivery=delivery, draft=draft.id,
         segment=segment.id, automation=automation.id, step=step, identity=identity.id, import_=upload.id,
         bulk=queued_bulk.id, endpoint=endpoint, disabled_endpoint=disabled_endpoint, template=template,

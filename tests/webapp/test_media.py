@@ -14,7 +14,7 @@ from broadside.campaigns.automations import service as automations
 from broadside.campaigns.broadcasts import service as broadcasts
 from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.core.config import ConfigError
-from broadside.core.models import Media, MediaFile
+from broadside.core.models import AuditEntry, Media, MediaFile
 from broadside.core.timeutil import utcnow
 from broadside.mail import media as library
 from tests.helpers import csrf_token_from, make_list
@@ -289,6 +289,7 @@ def test_viewers_see_writers_upload_only_managers_delete(app, make_person):
     assert refused.status_code == 403
     assert upload(writer, still("PNG", 300, 200), "w.png", json=True).status_code == 201
     media = only_media()
+    image_id = str(media.id)
     page = writer.get("/media/").text
     assert "Upload an image" in page and f"/media/{media.id}/delete" not in page
     assert writer.get(f"/media/{media.id}/delete").status_code == 403
@@ -298,3 +299,9 @@ def test_viewers_see_writers_upload_only_managers_delete(app, make_person):
     assert admin.post(f"/media/{media.id}/delete",
                       data={"csrf_token": page_token(admin)}).status_code == 303
     assert db.session.scalar(select(func.count()).select_from(Media)) == 0
+    db.session.expire_all()
+    logged = db.session.execute(select(AuditEntry.action, AuditEntry.object_type,
+                                       AuditEntry.object_id)
+                                .order_by(AuditEntry.id)).all()
+    assert [tuple(row) for row in logged if row.action.startswith("media.")] == [
+        ("media.upload", "media", image_id), ("media.delete", "media", image_id)]
