@@ -157,3 +157,41 @@ def test_upload_by_picking_dropping_and_pasting_then_insert_from_the_editor(
     assert len(page.evaluate("window.inserted")) == 2
     dialog.get_by_role("button", name="Close").click()
     expect(dialog).to_be_hidden()
+
+
+@pytest.fixture
+def cdn(app_config):
+    """Emails load images over https only: the library's served from a CDN's https base."""
+    app_config["MEDIA_URL"] = "https://cdn.example.com/acme/"
+
+
+def test_the_send_confirmation_warns_of_images_without_alt_text(
+        cdn, page: Page, app, live_server, owner, postal_address, screenshot_dir):
+    from broadside.mail import media as library
+
+    described = library.upload(db.session, still("PNG", 900, 300), filename="header.png",
+                               alt="The Acme header", design_width=600, uploaded_by=None).media
+    bare = library.upload(db.session, still("JPEG", 1200, 800, (30, 90, 30)),
+                          filename="team-photo-at-the-summer-party-2026.jpg", alt="",
+                          design_width=600, uploaded_by=None).media
+
+    def url(media: Media) -> str:
+        return library.url_of(media, base_url=app.config["BASE_URL"],
+                              media_url=app.config["MEDIA_URL"])
+    weekly = make_list(db.session, 3)
+    draft = create_draft(db.session, list_id=weekly.id, subject="Summer",
+                         body=f"![The Acme header]({url(described)})\n\nHello!\n\n"
+                              f"![]({url(bare)})")
+    sign_in(page, live_server.url)
+    page.goto(f"{live_server.url}/broadcasts/{draft.id}/send")
+    card = page.locator(".confirm-images")
+    expect(card.get_by_role("heading")).to_have_text("1 image without alt text")
+    expect(card).to_contain_text("team-photo-at-the-summer-party-2026.jpg")
+    expect(card).not_to_contain_text("header.png")
+    expect(card.get_by_role("link", name="Back to the editor")).to_have_attribute(
+        "href", f"/broadcasts/{draft.id}/edit")
+    expect(page.get_by_role("button", name="Send now")).to_be_visible()  # a warning, no block
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        no_sideways_scroll(page)
+        card.screenshot(path=str(screenshot_dir / f"media-confirm-images-{width}.png"))
