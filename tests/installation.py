@@ -26,8 +26,10 @@ from broadside.core.models.automations import AutomationStep
 from broadside.core.site_settings import update_settings
 from broadside.core.timeutil import utcnow
 from broadside.delivery.identities import service as identities
+from broadside.mail import media as media_library
 from broadside.segments import service as segments
 from broadside.webhooks import EVENT_TYPES
+from tests.media_images import still
 from webapp.extensions import db, get_jobs
 
 BODY = "# News\n\nHi {{ name }}, read https://example.com/news or reply."
@@ -88,8 +90,12 @@ def seed_installation(app: Flask, run_worker: Callable[[], object]) -> dict[str,
                       password_hash="!")  # a person on the People page; never signs in
     db.session.add(colleague)
     db.session.commit()
+    image = media_library.upload(db.session, still("PNG", 900, 300), filename="header.png",
+                                 alt="The Acme header", design_width=600,
+                                 uploaded_by=None).media
     return {"list_id": weekly.id, "person_id": colleague.id, "subscriber_id": people[0], "draft": draft.id,
             "scheduled": scheduled.id, "sent": sent.id, "delivery_id": delivery or 0,
             "segment_id": segment.id, "automation_on": on.id, "automation_off": off.id,
             "step_id": step or 0, "identity_id": identity.id, "endpoint_id": endpoint.id,
-            "template_id": template.id, "message_template_id": saved.id, "block_id": block.id}
+            "template_id": template.id, "message_template_id": saved.id, "block_id": block.id,
+            "media_id": image.id}

@@ -31,6 +31,7 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
     subscribers,
 )
 from webapp.api import bp as api_bp
+from webapp.api import media as api_media  # noqa: F401 - its routes attach to the API blueprint
 from webapp.api import message_templates as api_message_templates  # noqa: F401 - routes attach to the API blueprint
 from webapp.api import transactional as api_transactional  # noqa: F401 - routes attach to the API blueprint
 from webapp.api import users as api_users  # noqa: F401 - its routes attach to the API blueprint
@@ -64,6 +65,9 @@ from webapp.library import block_views as library_block_views  # noqa: F401 - it
 from webapp.library import bp as library_bp
 from webapp.library import views as library_views  # noqa: F401 - and the templates page's
 from webapp.lists.views import bp as lists_bp
+from webapp.media import bp as media_bp
+from webapp.media import files as media_files  # noqa: F401 - its routes attach to the blueprint
+from webapp.media import views as media_views  # noqa: F401 - and the library's pages
 from webapp.metrics.views import bp as metrics_bp
 from webapp.params import DatabaseIdConverter
 from webapp.people import bp as people_bp
@@ -172,6 +176,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (signup_bp, None),
     (broadcasts_bp, ("broadcasts.index", "Broadcasts")),
     (library_bp, None),
+    (media_bp, ("media.index", "Media")),
     (deliverability_bp, ("deliverability.index", "Deliverability")),
     (system_bp, ("system.index", "System")),
     (metrics_bp, None),

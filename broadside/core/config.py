@@ -60,6 +60,7 @@ ENV_VARS = (
     "WEBHOOKS_ALLOW_PRIVATE",
     "PROVIDER_ENDPOINTS_ALLOW_PRIVATE",
     "DNS_RESOLVER",
+    "MEDIA_URL",
 )
 
 
@@ -238,6 +239,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "WEBHOOKS_ALLOW_PRIVATE": "0",
         "PROVIDER_ENDPOINTS_ALLOW_PRIVATE": "0",
         "DNS_RESOLVER": "",  # the DNS checks' resolver, "host:port"; empty: the system's
+        "MEDIA_URL": "",  # where the media library's files are served from; empty: BASE_URL/media/
     }
     raw.update({k: v for k, v in environ.items() if k in ENV_VARS and v != ""})
     raw.update(overrides)
@@ -317,6 +319,12 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
     except ValueError as exc:
         raise ConfigError("DNS_RESOLVER", str(exc)) from None
     config["DNS_RESOLVER"] = str(raw["DNS_RESOLVER"] or "").strip()
+    # The media library's images in emails: MEDIA_URL + "<sha256>.<ext>" (a bucket or CDN that
+    # holds copies of the files); it ends with "/", added when left out.
+    media_url = str(raw["MEDIA_URL"] or "").strip()
+    if media_url:
+        media_url = _check_url("MEDIA_URL", media_url, ("http", "https")).rstrip("/") + "/"
+    config["MEDIA_URL"] = media_url
 
     secret = raw.get("SECRET_KEY") or _secret_key(instance_path)
     if len(str(secret)) < 16:

@@ -44,6 +44,7 @@ from broadside.campaigns.content import templates as message_templates
 from broadside.campaigns.transactional import templates as transactional
 from broadside.core import accounts
 from broadside.core.models import (
+    Broadcast,
     Delivery,
     Owner,
     Subscriber,
@@ -58,6 +59,7 @@ from broadside.core.timeutil import utcnow
 from broadside.delivery.content_retention import remove_due
 from broadside.delivery.identities import service as identities
 from broadside.mail import design
+from broadside.mail import media as media_library
 from broadside.mail.design import FONTS
 from broadside.mail.password_reset import ResetLinks
 from broadside.segments import service as segments
@@ -76,7 +78,8 @@ PHONE, DESKTOP = 390, 1280
 SCREENSHOTS = {"unsubscribe: confirm", "unsubscribe: preferences", "deliveries", "subscriber", "list",
                "archive", "archive issue", "view in browser", "sign-up form", "dashboard", "broadcasts",
                "lists", "departures", "subscribers", "settings", "webhook endpoint", "system",
-               "deliverability", "templates", "blocks", "block", "edit template", "broadcast editor"}
+               "deliverability", "templates", "blocks", "block", "edit template", "broadcast editor",
+               "media", "delete an image"}
 AXE_SOURCE = (Path(__file__).parent / "vendor" / "axe.min.js").read_text()
 
 LONG_DOMAIN = "correspondence.remarkably-long-company-name.example.com"
@@ -250,6 +253,8 @@ OWNER_PAGES = [
     Visit("delete automation", "automations.delete", {"automation_id": "automation"}),
     Visit("step preview", "automations.preview", {"automation_id": "automation", "step_id": "step"}),
     Visit("automation's failed messages", "automations.messages", {"automation_id": "automation"}),
+    Visit("media", "media.index"),
+    Visit("delete an image", "media.confirm_delete", {"media_id": "image"}),
     Visit("settings", "settings.index"),
     Visit("security", "security.index"),
     Visit("design", "settings.design_page"),
@@ -301,6 +306,8 @@ NOT_PAGES = {
     "subscribers.bulk_progress": "an htmx fragment of the bulk action's page",
     "settings.design_preview": "an htmx fragment of the Design page",
     "brand.logo": "an image",
+    "media.file": "an image of the media library",
+    "media.library_json": "JSON: the image picker's list",
     "favicon.icon": "an image (every walked page asks for its favicon)",
     "brand.theme": "a stylesheet",
     "analytics.pixel": "a tracked email's 1x1 image",
@@ -452,8 +459,19 @@ def seed_everything(app: Flask) -> Seed:
     db.session.commit()
     remove_due(db.session)
 
+    # An image with a long name, named by the draft's plain-text part (in its body, the
+    # sanitiser would drop its http address): the library says where it is used, and its
+    # delete page refuses.
+    image = media_library.upload(db.session, png(1400, 500, (200, 120, 30)),
+                                 filename=f"{LONG_TOWN}-harbour-panorama.png", alt="",
+                                 design_width=640, uploaded_by=None).media
+    held = db.session.get(Broadcast, draft.id)
+    held.text_body = "The harbour: " + media_library.url_of(image, base_url=app.config["BASE_URL"])
+    db.session.commit()
+
     return Seed(
         block=block.id, message_template=message_template.id,
+        image=image.id,
         weekly=weekly.id, long=people[0], bounced=people[1], sent=sent.id, delivery=delivery, draft=draft.id,
         segment=segment.id, automation=automation.id, step=step, identity=identity.id, import_=upload.id,
         bulk=queued_bulk.id, endpoint=endpoint, disabled_endpoint=disabled_endpoint, template=template,

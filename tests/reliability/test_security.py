@@ -38,6 +38,8 @@ REVIEWED_PUBLIC = {
     "webhooks.resend_default", "webhooks.mailgun", "webhooks.mailgun_default",
     "apidocs.openapi",
     "brand.logo", "brand.theme",
+    # The media library's files, by content hash: email clients load them without signing in.
+    "media.file",
     "favicon.icon",
     "archive.index", "archive.issue", "archive.feed",
     "archive.view",

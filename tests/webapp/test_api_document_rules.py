@@ -13,6 +13,7 @@ day it is documented):
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from broadside.core.models import Owner
 from broadside.mail.attachments import store
 from tests.helpers import make_list, start_broadcast
+from tests.media_images import still
 from webapp.extensions import db
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -113,6 +115,10 @@ def world(client, api_headers) -> dict[str, int]:
     db.session.add(colleague)
     db.session.commit()
     ids["user_id"] = colleague.id
+    image = client.post("/api/media", headers=api_headers, content_type="multipart/form-data",
+                        data={"file": (io.BytesIO(still("PNG", 40, 30)), "a.png")})
+    assert image.status_code == 201, image.json
+    ids["media_id"] = image.json["id"]
     return ids
 
 
@@ -146,7 +152,7 @@ def test_an_id_beyond_the_database_is_404_for_every_method(client, api_headers):
                                                           "bulk_id", "endpoint_id",
                                                           "template_id", "message_id", "code",
                                                           "user_id", "invitation_id",
-                                                          "attachment_id")})
+                                                          "attachment_id", "media_id")})
             assert "{" not in url, url
             response = call(client, api_headers, method, url, {} if method != "GET" else None)
             assert response.status_code == 404, (method, url, response.status_code)
@@ -165,7 +171,8 @@ def test_every_405_says_what_the_path_allows(client, api_headers):
                                                       "segment_id", "subscriber_id", "bulk_id",
                                                       "endpoint_id", "template_id",
                                                       "message_id", "code", "user_id",
-                                                      "invitation_id", "attachment_id")})
+                                                      "invitation_id", "attachment_id",
+                                                      "media_id")})
         for method in {m.upper() for m in METHODS} - documented:
             response = call(client, api_headers, method, url)
             assert response.status_code == 405, (method, path)

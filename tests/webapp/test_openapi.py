@@ -15,9 +15,12 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from playwright.sync_api import Page, expect
 
+from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.campaigns.codes import minting
 from broadside.core import accounts
+from broadside.core.models import Broadcast
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, make_list
+from tests.media_images import still
 from webapp.extensions import db
 
 # <int:segment_id> -> {segment_id}
@@ -273,6 +276,25 @@ def test_every_operation_answers_as_documented(app, client, api_headers, owner, 
     call("GET", "/api/webhooks")
     call("DELETE", hook, endpoint_id=endpoint)
     call("DELETE", hook, endpoint_id=endpoint)  # 404
+
+    library = "/api/media/{media_id}"
+
+    def image_form(data: bytes) -> dict[str, Any]:
+        return {"content_type": "multipart/form-data",
+                "data": {"file": (io.BytesIO(data), "a.png"), "alt": "Stripes"}}
+    picture = still("PNG", 700, 300)
+    image = call("POST", "/api/media", **image_form(picture))
+    call("POST", "/api/media", **image_form(picture))  # 200: the same file
+    call("POST", "/api/media", **image_form(b"not an image"))  # 422
+    call("GET", "/api/media", query="?limit=1")
+    holder = create_draft(db.session, list_id=weekly, subject="Pictures",
+                          body=f"![]({image['url']})").id
+    call("DELETE", library, media_id=image["id"])  # 409: a draft uses it
+    held = db.session.get(Broadcast, holder)
+    held.body = "No picture."
+    db.session.commit()
+    call("DELETE", library, media_id=image["id"])
+    call("DELETE", library, media_id=image["id"])  # 404
 
     tx = "/api/transactional/templates/{template_id}"
     reset = {"name": "Password reset", "subject": "Reset", "body": "Code {{ data.code }}",

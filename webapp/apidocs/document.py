@@ -14,6 +14,7 @@ from webapp.apidocs.audit import AUDIT_PATHS, AUDIT_SCHEMAS
 from webapp.apidocs.automations import AUTOMATION_PATHS, AUTOMATION_SCHEMAS
 from webapp.apidocs.codes import CODE_PATHS, CODE_SCHEMAS
 from webapp.apidocs.identities import IDENTITY_PATHS, IDENTITY_SCHEMAS
+from webapp.apidocs.media import MEDIA_PATHS, MEDIA_SCHEMAS
 from webapp.apidocs.message_templates import TEMPLATE_PATHS, TEMPLATE_SCHEMAS
 from webapp.apidocs.paths import PATHS
 from webapp.apidocs.rule_schemas import RULE_SCHEMAS
@@ -32,7 +33,7 @@ def _version() -> str:
 
 DESCRIPTION = """\
 Broadside's JSON API: lists, subscribers, segments, broadcasts, automations, single-use
-codes, sending identities, outgoing webhooks and transactional email.
+codes, sending identities, outgoing webhooks, transactional email and the media library.
 
 **Authentication.** Send an API token with every request:
 `Authorization: Bearer TOKEN`. Create tokens in Settings or with
@@ -72,6 +73,8 @@ TAGS = [
     {"name": "Transactional", "description": "One-off email to one address (a password "
      "reset, a one-time code) from a template, with an Idempotency-Key so a retry never "
      "sends twice."},
+    {"name": "Media", "description": "The media library: images uploaded once, verified, "
+     "cleaned and resized for email, served by content hash."},
     {"name": "People", "description": "Who signs in and with which role: invitations, role "
      "changes, removal. Only an owner's token may use these."},
     {"name": "Audit", "description": "Who changed what, when and from where."},
@@ -86,11 +89,11 @@ DOCUMENT: dict[str, Any] = {
     "tags": TAGS,
     "paths": {**PATHS, **AUTOMATION_PATHS, **CODE_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS,
               **TRANSACTIONAL_PATHS, **USER_PATHS, **AUDIT_PATHS, **TEMPLATE_PATHS,
-              **ATTACHMENT_PATHS},
+              **ATTACHMENT_PATHS, **MEDIA_PATHS},
     "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **RULE_SCHEMAS,
                                              **AUTOMATION_SCHEMAS, **CODE_SCHEMAS,
                                              **IDENTITY_SCHEMAS, **WEBHOOK_SCHEMAS,
                                              **TRANSACTIONAL_SCHEMAS, **USER_SCHEMAS,
                                              **AUDIT_SCHEMAS, **TEMPLATE_SCHEMAS,
-                                             **ATTACHMENT_SCHEMAS}},
+                                             **ATTACHMENT_SCHEMAS, **MEDIA_SCHEMAS}},
 }

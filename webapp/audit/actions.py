@@ -85,6 +85,8 @@ ACTIONS: dict[str, str] = {
     "system.hourly_reset_identity": "identity.hourly_reset",
     "transactional.create": "template.create", "transactional.save": "template.edit",
     "transactional.delete": "template.delete", "transactional.send_test": "template.test_send",
+    "media.upload": "media.upload", "media.edit_alt": "media.edit", "media.delete": "media.delete",
+    "api.api_upload_media": "media.upload", "api.api_delete_media": "media.delete",
     "api.api_create_transactional_template": "template.create",
     "api.api_replace_transactional_template": "template.edit",
     "api.api_delete_transactional_template": "template.delete",
@@ -116,7 +118,7 @@ _VERBS = {
     "disable": "Disabled", "erase": "Erased", "import": "Imported into", "export": "Exported",
     "bulk": "Bulk action on", "test_send": "Test send of", "revoke": "Revoked",
     "subscribe": "Added to a list:", "unsubscribe": "Unsubscribed", "suppress": "Suppressed",
-    "unsuppress": "Lifted the suppression of", "publish": "Published",
+    "unsuppress": "Lifted the suppression of", "publish": "Published", "upload": "Uploaded",
 }
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})

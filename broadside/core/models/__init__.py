@@ -33,6 +33,7 @@ from broadside.core.models.content import ContentBlock, MessageTemplate
 from broadside.core.models.events import Event
 from broadside.core.models.identities import Identity
 from broadside.core.models.mailboxes import BounceMailbox, MailboxMessage
+from broadside.core.models.media import Media, MediaFile
 from broadside.core.models.reputation import ReputationMark, ReputationPause
 from broadside.core.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
 from broadside.core.models.transactional import TransactionalTemplate, TransactionalTemplateRevision
@@ -61,6 +62,8 @@ __all__ = [
     "Invitation",
     "ImportRejection",
     "MailboxMessage",
+    "Media",
+    "MediaFile",
     "MailingList",
     "MessageTemplate",
     "Owner",
