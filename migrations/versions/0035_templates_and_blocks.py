@@ -7,14 +7,14 @@
 - content_blocks: a named piece of a body (name unique), expanded where a body names it.
 
 Revision ID: 0035
-Revises: 0033
+Revises: 0034
 """
 from alembic import op
 import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0035'
-down_revision = '0033'
+down_revision = '0034'
 branch_labels = None
 depends_on = None
 

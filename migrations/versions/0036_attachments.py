@@ -5,14 +5,14 @@ who uploaded them), and on transactional_messages the ids a queued copy carries 
 of a draft has no revision to read them from).
 
 Revision ID: 0036
-Revises: 0033
+Revises: 0035
 """
 from alembic import op
 import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '0036'
-down_revision = '0033'
+down_revision = '0035'
 branch_labels = None
 depends_on = None
 
