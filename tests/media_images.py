@@ -1,10 +1,9 @@
 """Real images made with Pillow for the media library's tests: each format, a photo with EXIF,
-an animation, a noisy photo of a given size."""
+and an animation."""
 
 from __future__ import annotations
 
 import io
-import random
 
 from PIL import Image
 
@@ -39,22 +38,6 @@ def animated_gif(width: int = 800, height: int = 400, frames: int = 6) -> bytes:
     pictures[0].save(out, "GIF", save_all=True, append_images=pictures[1:], duration=90, loop=0,
                      comment=b"made by a secret tool")
     return out.getvalue()
-
-
-def noisy_photo(target_bytes: int, seed: int = 42) -> bytes:
-    """A JPEG about `target_bytes` long (within 5% below it): a smooth scene with sensor noise,
-    as a camera's photo compresses (noise is what makes photos big)."""
-    rng = random.Random(seed)
-    width, height = 4000, 3000
-    base = Image.linear_gradient("L").resize((width, height)).convert("RGB")
-    noise = Image.frombytes("RGB", (width, height), rng.randbytes(width * height * 3))
-    picture = Image.blend(base, noise, 0.35)
-    for quality in range(95, 40, -3):
-        out = io.BytesIO()
-        picture.save(out, "JPEG", quality=quality)
-        if out.tell() <= target_bytes:
-            return out.getvalue()
-    raise AssertionError("could not make a photo that small")
 
 
 def open_image(data: bytes) -> Image.Image:

@@ -60,10 +60,14 @@ def test_an_animated_gif_without_a_filename_is_an_image_too(client, api_headers)
 
 
 @pytest.mark.parametrize(("kwargs", "field", "said"), [
-    ({"data": b"GIF89a but not really an image at all"}, "file", "not a PNG, JPEG, GIF or WebP"),
-    ({"data": still("PNG", 800, 600)[:1500]}, "file", "truncated or damaged"),
-    ({"data": still("PNG", 80, 60), "alt": "x" * 1001}, "alt", "too long"),
-    ({"data": b"not here", "name": "image"}, "file", 'named "file"'),
+    pytest.param({"data": b"GIF89a but not really an image at all"}, "file",
+                 "not a PNG, JPEG, GIF or WebP", id="not-an-image"),
+    pytest.param({"data": still("PNG", 800, 600)[:1500]}, "file", "truncated or damaged",
+                 id="truncated"),
+    pytest.param({"data": still("PNG", 80, 60), "alt": "x" * 1001}, "alt", "too long",
+                 id="alt-too-long"),
+    pytest.param({"data": b"not here", "name": "image"}, "file", 'named "file"',
+                 id="no-file-part"),
 ])
 def test_refusals_are_422_naming_the_field(client, api_headers, kwargs, field, said):
     answer = post(client, api_headers, **kwargs)

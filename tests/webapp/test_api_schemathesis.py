@@ -61,6 +61,10 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             # What no schema can state: a CSV's content (the file is a binary
                             # part), and a delay's sum past its bound (weeks + days + hours...).
                             r"^The file is empty\.|^The first row must be a header|^This is not a CSV file|"
+                            # An image's content, likewise: what Pillow decodes, not a pattern.
+                            r"^Choose an image file to upload\.|^This file is not a PNG, JPEG, GIF or "
+                            r"WebP image|^This image could not be read to its end|"
+                            r"^This image claims |^This animation has |"
                             r"is longer than \d+ days\.|"
                             # A DKIM key's content (PEM is text any pattern lets through); a
                             # key required on POST but kept on PUT (one schema for both); a
