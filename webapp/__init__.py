@@ -44,6 +44,7 @@ from webapp.automations import views as automations_views  # noqa: F401 - its ro
 from webapp.broadcasts import bp as broadcasts_bp
 from webapp.broadcasts import sending_views, views  # noqa: F401 - they add their routes to the blueprint
 from webapp.cli import register_cli
+from webapp.compose.views import bp as compose_bp
 from webapp.dashboard.views import bp as dashboard_bp
 from webapp.deliverability.views import bp as deliverability_bp
 from webapp.errors import register_error_handlers
@@ -163,6 +164,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (automations_bp, ("automations.index", "Automations")),
     (signup_bp, None),
     (broadcasts_bp, ("broadcasts.index", "Broadcasts")),
+    (compose_bp, None),
     (deliverability_bp, ("deliverability.index", "Deliverability")),
     (system_bp, ("system.index", "System")),
     (metrics_bp, None),

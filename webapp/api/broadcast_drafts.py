@@ -2,8 +2,8 @@
 tests/webapp/test_api_broadcast_drafts.py and described in `webapp/apidocs/paths.py`).
 
 - PATCH /api/broadcasts/<id> with any of "list_id", "segment_id", "subject", "preheader",
-  "body", "skip_if_received_within_hours", "identity_id", "codes" -> 200 Broadcast. What is not given
-  stays as it is; "identity_id": null is the default sending identity.
+  "body", "format", "skip_if_received_within_hours", "identity_id", "codes" -> 200 Broadcast.
+  What is not given stays as it is; "identity_id": null is the default sending identity.
   The audience is one list or one segment: giving "segment_id" clears the list and giving
   "list_id" clears the segment (both at once is 422). The cap: null or 0 removes it.
 - DELETE /api/broadcasts/<id> -> 204.
@@ -23,13 +23,14 @@ from broadside.campaigns.broadcasts import drafts, service
 from broadside.campaigns.codes.minting import codes_setting
 from broadside.core.errors import Conflict
 from broadside.core.models.sending import BroadcastStatus
+from broadside.mail.body_formats import check_format
 from webapp.api import bp, json_body
 from webapp.api.broadcasts import audience_fields, broadcast_json
 from webapp.api.inputs import cap_hours_field, id_field, only_keys, require_some, text_field
 from webapp.extensions import db
 from webapp.permissions import allow
 
-EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body",
+EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body", "format",
             "skip_if_received_within_hours", "identity_id", "codes")
 
 
@@ -46,6 +47,7 @@ def edit_draft(broadcast_id: int):
     cap: Any = cap_hours_field(data) if "skip_if_received_within_hours" in data else drafts.KEEP
     identity: Any = id_field(data, "identity_id") if "identity_id" in data else drafts.KEEP
     codes: Any = codes_setting(data["codes"]) if "codes" in data else drafts.KEEP
+    body_format: Any = check_format(data["format"]) if "format" in data else drafts.KEEP
 
     current = service.get_broadcast(db.session, broadcast_id)
     if current.status != BroadcastStatus.DRAFT:
@@ -60,6 +62,7 @@ def edit_draft(broadcast_id: int):
         skip_if_received_within_hours=cap,
         identity_id=identity,
         codes_prefix=codes,
+        body_format=body_format,
     )
     return jsonify(broadcast_json(updated))
 

@@ -14,7 +14,17 @@ from broadside.campaigns.automations import service as automations
 from broadside.core.models.automations import AUTOMATION_STATUSES, AutomationStatus
 from broadside.core.models.sending import DELIVERY_STATUSES
 from webapp.apidocs.paths import body, operation, reply
-from webapp.apidocs.schemas import CODES, ID, IDENTITY_CHOICE, MOMENT, NOT_BLANK, nullable, obj, ref
+from webapp.apidocs.schemas import (
+    BODY_FORMAT,
+    CODES,
+    ID,
+    IDENTITY_CHOICE,
+    MOMENT,
+    NOT_BLANK,
+    nullable,
+    obj,
+    ref,
+)
 
 AUTOMATION = {"name": "automation_id", "in": "path", "required": True, "schema": ID,
               "description": "The automation's id."}
@@ -63,7 +73,8 @@ STEP_INPUT = obj({
     "preheader": {"type": ["string", "null"], "maxLength": automations.MAX_PREHEADER,
                   "pattern": r"^[^\r\n]*$", "description": "One line."},
     "body": {"type": ["string", "null"], "maxLength": automations.MAX_BODY,
-             "description": "Markdown, with {{ merge fields }}."},
+             "description": "Markdown (or HTML, with format html), with {{ merge fields }}."},
+    "format": BODY_FORMAT,
     "id": {**ID,
            "description": "On PUT, an existing step of this automation: it keeps its messages "
            "and moves to this place. When any step has an id, steps are matched by id (those "
@@ -77,6 +88,7 @@ STEP = obj({
     "id": ID, "position": {"type": "integer", "minimum": 1, "description": "1, 2, ... in order."},
     "delay": DELAY, "delay_seconds": {"type": "integer", "minimum": 0},
     "subject": {"type": "string"}, "preheader": {"type": "string"}, "body": {"type": "string"},
+    "format": BODY_FORMAT,
     "revision_id": {**nullable(ID), "description": (
         "The frozen content new messages get. Saving changed content freezes a new one; "
         "messages already due keep the revision they had.")},

@@ -23,6 +23,7 @@ from broadside.campaigns.content.bodies import body_of
 from broadside.core.errors import ValidationError
 from broadside.core.models import Automation, AutomationMessage, AutomationRevision, AutomationStep
 from broadside.core.timeutil import utcnow
+from broadside.mail.body_formats import editor_for
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import freeze_content
 
@@ -37,6 +38,8 @@ class StepInput:
     preheader: str = ""
     id: int | None = None  # an existing step of this automation, kept (and moved) by its id
     codes_prefix: str | None = None  # "Mint a code per recipient": the prefix; None: off
+    body_format: str = "markdown"
+    editor: str | None = None  # the compose mode (the page's); None: one that saves the format
 
 
 def frozen_revision(session: Session, step: AutomationStep, identity_id: int | None,
@@ -117,12 +120,15 @@ def save_steps(session: Session, automation: Automation, steps: list[StepInput],
             session.add(step)
             changed = True
         else:
-            changed = (step.subject, step.preheader, step.body, step.codes_prefix) != (
-                wanted.subject, wanted.preheader, wanted.body, wanted.codes_prefix)
+            changed = (step.subject, step.preheader, step.body, step.body_format,
+                       step.codes_prefix) != (wanted.subject, wanted.preheader, wanted.body,
+                                              wanted.body_format, wanted.codes_prefix)
         step.position = position
         step.delay = wanted.delay.strip().upper()
         step.delay_seconds = seconds
         step.subject, step.preheader, step.body = wanted.subject, wanted.preheader, wanted.body
+        step.editor = wanted.editor or editor_for(wanted.body_format)
+        step.body_format = wanted.body_format
         step.codes_prefix = wanted.codes_prefix
         session.flush()
         # A new sending identity is new content too: its From is frozen into each revision.
