@@ -33,6 +33,57 @@
     return html.replace(ADDED_LINES, "$1");
   }
 
+  function parsed(html) {
+    var template = document.createElement("template");  // inert: nothing loads or runs
+    template.innerHTML = html;
+    return template;
+  }
+
+  function jsonOf(element, name) {
+    try { return JSON.parse(element.getAttribute(name) || "{}") || {}; } catch (e) { return {}; }
+  }
+
+  // Trix keeps an image as an "attachment" (<figure data-trix-attachment=…>), and drops the
+  // <img>'s alt, width and height when it writes HTML. Stored, an image is a plain <img
+  // src alt width height>; in the editor, its caption is its alt text.
+  function fromTrix(html) {
+    if (html.indexOf("data-trix-attachment") < 0) { return html; }
+    var template = parsed(html);
+    template.content.querySelectorAll("figure[data-trix-attachment]").forEach(function (figure) {
+      var data = jsonOf(figure, "data-trix-attachment");
+      var shown = figure.querySelector("img");
+      var src = data.url || (shown && shown.getAttribute("src"));
+      if (!src) { figure.remove(); return; }
+      var img = document.createElement("img");
+      img.setAttribute("src", src);
+      img.setAttribute("alt", jsonOf(figure, "data-trix-attributes").caption || data.caption || "");
+      if (data.width) { img.setAttribute("width", String(data.width)); }
+      if (data.height) { img.setAttribute("height", String(data.height)); }
+      figure.replaceWith(img);
+    });
+    return template.innerHTML;
+  }
+
+  function toTrix(html) {
+    if (html.indexOf("<img") < 0) { return html; }
+    var template = parsed(html);
+    template.content.querySelectorAll("img").forEach(function (img) {
+      var figure = document.createElement("figure");
+      var data = {contentType: "image", url: img.getAttribute("src") || ""};
+      var width = parseInt(img.getAttribute("width"), 10);
+      var height = parseInt(img.getAttribute("height"), 10);
+      if (width) { data.width = width; }
+      if (height) { data.height = height; }
+      figure.setAttribute("data-trix-attachment", JSON.stringify(data));
+      figure.setAttribute("data-trix-content-type", "image");
+      figure.setAttribute("data-trix-attributes",
+                          JSON.stringify({caption: img.getAttribute("alt") || ""}));
+      figure.appendChild(img.cloneNode(false));
+      img.replaceWith(figure);
+    });
+    return template.innerHTML;
+  }
+
   function loadTrix(box) {
     if (window.Trix) { return Promise.resolve(); }
     if (trixReady) { return trixReady; }
@@ -77,7 +128,9 @@
         if (radio.value === self.mode) { return; }
         // The radio moves only once the body is in the new mode (see the top).
         event.preventDefault();
-        self.switchTo(radio.value);
+        // After the click is done: the browser puts a cancelled radio back once every
+        // listener and microtask has run, which would undo a switch that needs no server.
+        window.setTimeout(function () { self.switchTo(radio.value); }, 0);
       });
     });
     this.showHelp();
@@ -100,11 +153,13 @@
     if (this.readOnly()) { return Promise.resolve(); }
     return loadTrix(this.box).then(function () {
       if (!self.trix) { self.makeTrix(); }
+      return self.ready;
+    }).then(function () {
       self.trix.hidden = false;
       self.toolbar.hidden = false;
       self.textarea.hidden = true;
       self.loading = true;
-      self.trix.editor.loadHTML(withoutLines(self.textarea.value));
+      self.trix.editor.loadHTML(toTrix(withoutLines(self.textarea.value)));
       self.loading = false;
     }, function () {
       self.say("The rich-text editor did not load; the HTML is shown instead.");
@@ -131,10 +186,15 @@
     this.toolbar = toolbar;
     this.trix = trix;
     this.input = input;
+    // The element's `editor` exists once Trix has set it up (after it is connected).
+    this.ready = new Promise(function (resolve) {
+      if (trix.editor) { resolve(); return; }
+      trix.addEventListener("trix-initialize", function () { resolve(); }, {once: true});
+    });
     // Files go through the media library, not into the body.
     trix.addEventListener("trix-file-accept", function (event) { event.preventDefault(); });
     trix.addEventListener("trix-change", function () {
-      var html = withLines(input.value);
+      var html = withLines(fromTrix(input.value));
       if (html === self.textarea.value) { return; }
       self.textarea.value = html;
       if (!self.loading) {
@@ -238,7 +298,7 @@
       var opened = target === "rich" ? self.openRich() : Promise.resolve();
       return opened.then(function () {
         if (target === "rich" && self.input) {
-          self.textarea.value = withLines(self.input.value);
+          self.textarea.value = withLines(fromTrix(self.input.value));
         }
         self.say("Now writing in " + radio.parentNode.textContent.trim() + ".");
         self.textarea.dispatchEvent(new Event("input", {bubbles: true}));
@@ -257,11 +317,11 @@
     var height = parseInt(detail.height, 10) || 0;
     if (this.mode === "rich" && this.trix) {
       var img = document.createElement("img");
-      img.src = url;
-      img.alt = alt;
-      if (width) { img.width = width; }
-      if (height) { img.height = height; }
-      this.trix.editor.insertHTML(img.outerHTML);
+      img.setAttribute("src", url);
+      img.setAttribute("alt", alt);
+      if (width) { img.setAttribute("width", String(width)); }
+      if (height) { img.setAttribute("height", String(height)); }
+      this.trix.editor.insertHTML(toTrix(img.outerHTML));
       this.trix.focus();
       return;
     }
