@@ -40,10 +40,20 @@ OWN_HTML = """<h1>Autumn notes</h1>
 WIDTHS = (1280, 390)
 
 
+# Text wider than its box, inside the body editor (the rest of each page is its own tests').
+EDITOR_OVERFLOW = """() => [...document.querySelectorAll('.body-editor *')]
+  .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1
+          && !['TEXTAREA', 'TRIX-EDITOR'].includes(e.tagName))
+  .map(e => e.tagName + ': ' + e.textContent.trim().slice(0, 60))"""
+
+
 def photograph(page: Page, folder, name: str) -> None:
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
-        fits(page, f"{name} at {width} px")
+        if name.startswith("broadcast"):
+            fits(page, f"{name} at {width} px")
+        assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+        assert page.evaluate(EDITOR_OVERFLOW) == [], f"{name} at {width} px"
         # caret="initial": hiding it injects a <style>, which the strict CSP (rightly) refuses.
         page.screenshot(path=str(folder / f"formats-{name}-{width}.png"), full_page=True,
                         caret="initial")
@@ -275,4 +285,70 @@ def test_switching_converts_and_warns_before_losing_formatting(
     assert "![Third](https://cdn.example/m/abc.png)" in body.input_value()
     wait_until(lambda: saved(draft.id).body_format == "markdown", timeout=10,
                message="the switch back to Markdown was never saved")
+    assert problems == [], "\n".join(problems)
+
+
+def test_a_step_and_a_template_are_written_in_each_mode(
+        page: Page, app, live_server, owner, sending, screenshot_dir):
+    from broadside.campaigns.automations import service as automations
+    from broadside.campaigns.transactional import templates
+    from broadside.core.models import AutomationStep, TransactionalTemplate
+
+    problems = csp_watch(page)
+    automation = automations.create_automation(db.session, automations.parse_input({
+        "name": "Welcome", "trigger": {"type": "joined_list", "list_id": sending.id},
+        "steps": [{"delay": "PT0S", "subject": "Welcome", "body": MARKDOWN}]}),
+        default_from=app.config["MAIL_FROM"])
+    template = templates.create_template(db.session, templates.parse_template(db.session, {
+        "name": "Receipt", "subject": "Your receipt", "body": MARKDOWN}),
+        default_from=app.config["MAIL_FROM"])
+    sign_in(page, live_server.url)
+
+    # A step: each mode photographed; written in rich text and saved.
+    page.goto(f"{live_server.url}/automations/{automation.id}/edit")
+    step_body = page.locator("#step-1-body")
+    photograph(page, screenshot_dir, "step-markdown")
+    mode(page, "Rich text").click()
+    expect(rich(page).locator("h1")).to_have_text("Autumn notes")
+    rich(page).focus()
+    rich(page).press("Control+End")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Enter")  # out of the list
+    page.keyboard.type("{% if attributes.vip %}")
+    page.keyboard.press("Enter")
+    page.keyboard.type("A word for our VIPs.")
+    page.keyboard.press("Enter")
+    page.keyboard.type("{% endif %}")
+    expect(step_body).to_have_value(re.compile(r"\{% endif %\}"))
+    photograph(page, screenshot_dir, "step-rich")
+    page.get_by_role("button", name="Save", exact=True).last.click()
+    expect(page.get_by_text("The automation “Welcome” is saved.")).to_be_visible()
+    db.session.expire_all()
+    step = db.session.query(AutomationStep).one()
+    assert (step.editor, step.body_format) == ("rich", "html")
+    assert "{% if attributes.vip %}" in step.body and "<strong>short</strong>" in step.body
+    # Reopened in rich text, with the merge fields as typed.
+    expect(mode(page, "Rich text")).to_be_checked()
+    expect(rich(page)).to_contain_text("{% if attributes.vip %}")
+    mode(page, "HTML").click()
+    expect(step_body).to_be_visible()
+    photograph(page, screenshot_dir, "step-html")
+
+    # A template: each mode; written as HTML and saved.
+    page.goto(f"{live_server.url}/settings/transactional/{template.id}")
+    photograph(page, screenshot_dir, "template-markdown")
+    mode(page, "Rich text").click()
+    expect(rich(page).locator("strong")).to_have_text("short")
+    photograph(page, screenshot_dir, "template-rich")
+    mode(page, "HTML").click()
+    expect(page.locator("#body")).to_be_visible()
+    page.locator("#body").fill('<p>Paid: <strong>{{ data.amount }}</strong></p>'
+                               '<table><tr><td align="right">Total</td></tr></table>')
+    photograph(page, screenshot_dir, "template-html")
+    page.get_by_role("button", name="Save the template").click()
+    db.session.expire_all()
+    wait_until(lambda: db.session.get(TransactionalTemplate, template.id).editor == "html",
+               timeout=10, message="the template's mode was never saved")
+    saved_template = db.session.get(TransactionalTemplate, template.id)
+    assert saved_template.body_format == "html" and "<table>" in saved_template.body
     assert problems == [], "\n".join(problems)
