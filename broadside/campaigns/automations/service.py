@@ -41,7 +41,6 @@ from broadside.delivery.identities import lifecycle as identity_lifecycle
 from broadside.delivery.identities.service import check_choice
 from broadside.delivery.queues import Jobs
 from broadside.delivery.transactional import queue_transactional
-from broadside.mail.body_formats import DEFAULT_FORMAT, check_format, written_as
 from broadside.mail.rendering import CompiledRevision, RenderedEmail
 from broadside.segments.rules import MAX_ID
 
@@ -144,12 +143,10 @@ def parse_input(data: Any) -> AutomationInput:
     for number, step in enumerate(steps, start=1):
         if not isinstance(step, dict):
             raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
-        extra = sorted(set(step) - {"delay", "subject", "body", "format", "preheader", "id",
-                                    "codes"})
+        extra = sorted(set(step) - {"delay", "subject", "body", "format", "preheader", "id", "codes"})
         if extra:
             raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
-                                  "subject, preheader, body, format, codes and (to keep an "
-                                  "existing one) id.")
+                                  "subject, preheader, body, format, codes and id (to keep one).")
         step_id = step.get("id")
         if step_id is not None and not _an_id(step_id):
             raise ValidationError(f"Step {number}: the id must be an existing step's id (a number).")
@@ -161,8 +158,7 @@ def parse_input(data: Any) -> AutomationInput:
             id=step_id,
             codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes",
                                        f"Step {number}: "),
-            body_format=check_format(step.get("format", DEFAULT_FORMAT),
-                                     f"steps[{number - 1}].format"),
+            body_format=step.get("format", "markdown"),  # checked by steps.save_steps
         ))
     return result
 
@@ -202,8 +198,7 @@ def _check(session: Session, data: AutomationInput, except_id: int | None = None
                                       required=True, one_line=True).split())
         step.preheader = _text(step.preheader, f"preheader of step {number}", MAX_PREHEADER,
                                one_line=True).strip()
-        step.body = written_as(_text(step.body, f"body of step {number}", MAX_BODY),
-                               step.body_format)
+        step.body = _text(step.body, f"body of step {number}", MAX_BODY)
     return delays
 
 
@@ -287,8 +282,7 @@ def as_input(session: Session, automation: Automation) -> dict[str, Any]:
     return {"name": automation.name, "trigger": trigger, "priority": automation.priority,
             "record_only": automation.record_only, "identity_id": automation.identity_id,
             "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader,
-                       "body": s.body, "format": s.body_format,
-                       "codes": codes_json(s.codes_prefix)}
+                       "body": s.body, "format": s.body_format, "codes": codes_json(s.codes_prefix)}
                       for s in steps_of(session, automation.id)]}
 
 

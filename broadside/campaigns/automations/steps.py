@@ -23,7 +23,7 @@ from broadside.campaigns.content.bodies import body_of
 from broadside.core.errors import ValidationError
 from broadside.core.models import Automation, AutomationMessage, AutomationRevision, AutomationStep
 from broadside.core.timeutil import utcnow
-from broadside.mail.body_formats import editor_for
+from broadside.mail.body_formats import check_format, editor_for, written_as
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import freeze_content
 
@@ -115,6 +115,8 @@ def save_steps(session: Session, automation: Automation, steps: list[StepInput],
     now = utcnow()
     for index, (wanted, seconds, step) in enumerate(zip(steps, delays, matched, strict=True)):
         position = index + 1
+        wanted.body_format = check_format(wanted.body_format, f"steps[{index}].format")
+        wanted.body = written_as(wanted.body, wanted.body_format)  # its merge fields as typed
         if step is None:
             step = AutomationStep(automation_id=automation.id, position=position)
             session.add(step)
