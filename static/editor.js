@@ -210,11 +210,13 @@
         var link = toolbar.querySelector("[data-trix-method=setAttribute]");
         if (link) { link.dispatchEvent(new MouseEvent("mousedown", {bubbles: true})); }
       } else if (button && (event.key === "Enter" || event.key === " ")) {
-        // Trix acts on mousedown (to keep the editor's selection): the keyboard's press too.
+        // Trix acts on mousedown with the editor focused (a mouse never leaves it): so back
+        // to the editor, then the press. A dialog's button (the link's) keeps the focus.
         event.preventDefault();
+        if (!button.hasAttribute("data-trix-attribute") || button.getAttribute("data-trix-attribute") !== "href") {
+          trix.focus();
+        }
         button.dispatchEvent(new MouseEvent("mousedown", {bubbles: true, cancelable: true}));
-        if (!button.hasAttribute("data-trix-action") ||
-            button.getAttribute("data-trix-action") !== "link") { trix.focus(); }
       }
     });
     trix.addEventListener("trix-initialize", function () {

@@ -230,8 +230,18 @@ def test_switching_converts_and_warns_before_losing_formatting(
     expect(editor.locator("strong")).to_have_text("short")
     expect(editor.locator("li")).to_have_count(2)
     expect(editor.locator("img")).to_have_attribute("src", "https://cdn.example/m/abc.png")
+    # The toolbar works from the keyboard: its buttons take focus, Enter presses them.
     editor.focus()
     editor.press("Control+End")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Enter")  # out of the list
+    page.keyboard.type("Thanks for reading")
+    quote = page.locator("trix-toolbar").get_by_role("button", name="Quote")
+    expect(quote).not_to_have_attribute("tabindex", "-1")
+    quote.focus()
+    page.keyboard.press("Enter")
+    expect(editor.locator("blockquote")).to_have_text("Thanks for reading")
+    expect(editor).to_be_focused()
     insert_image(page, "body", "Second")
     expect(editor.locator("img")).to_have_count(2)
     # Its alt text is its caption in the editor, and a plain <img> in what is stored.
