@@ -250,6 +250,10 @@ COUNTS = obj({"total": {"type": "integer", "minimum": 0},
               **{status: {"type": "integer", "minimum": 0} for status in DELIVERY_STATUSES}},
              description="Deliveries by status; total is all of them (0 until it is sent).")
 
+# One line, not blank: what drafts._validate and the API's text_field refuse, stated.
+ONE_LINE_SUBJECT = {"type": "string", "minLength": 1, "maxLength": MAX_SUBJECT,
+                    "pattern": rf"^[^\r\n]*{NOT_BLANK}[^\r\n]*$"}
+
 BROADCAST_SCHEMAS: dict[str, Any] = {
     "BroadcastStatus": {"type": "string", "enum": list(BROADCAST_STATUSES)},
     "BroadcastState": obj({"id": ID, "status": ref("BroadcastStatus")}),
@@ -279,7 +283,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
     }),
     "BroadcastInput": obj({
         "list_id": ID, "segment_id": ID,
-        "subject": {"type": "string", "minLength": 1, "maxLength": MAX_SUBJECT},
+        "subject": ONE_LINE_SUBJECT,
         "body": {"type": "string", "maxLength": MAX_BODY, "description": "Markdown (or HTML, "
                  "with format html), with {{ merge fields }}."},
         "format": BODY_FORMAT,
@@ -295,7 +299,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         extra={"oneOf": [{"required": ["list_id"]}, {"required": ["segment_id"]}]}),
     "BroadcastPatch": obj({
         "list_id": nullable(ID), "segment_id": nullable(ID),
-        "subject": {"type": "string", "minLength": 1, "maxLength": MAX_SUBJECT},
+        "subject": ONE_LINE_SUBJECT,
         "body": {"type": "string", "maxLength": MAX_BODY},
         "format": {**BODY_FORMAT, "description": "How `body` is written: markdown or html; "
                    "left out: as it was."},
