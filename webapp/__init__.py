@@ -49,6 +49,7 @@ from webapp.automations import views as automations_views  # noqa: F401 - its ro
 from webapp.broadcasts import bp as broadcasts_bp
 from webapp.broadcasts import preview_views, sending_views, views  # noqa: F401 - they add their routes to the blueprint
 from webapp.cli import register_cli
+from webapp.compose.views import bp as compose_bp
 from webapp.dashboard.views import bp as dashboard_bp
 from webapp.deliverability.views import bp as deliverability_bp
 from webapp.errors import register_error_handlers
@@ -177,6 +178,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (broadcasts_bp, ("broadcasts.index", "Broadcasts")),
     (library_bp, None),
     (media_bp, ("media.index", "Media")),
+    (compose_bp, None),
     (deliverability_bp, ("deliverability.index", "Deliverability")),
     (system_bp, ("system.index", "System")),
     (metrics_bp, None),

@@ -21,6 +21,7 @@ them) counts as signed out.
 from __future__ import annotations
 
 import re
+import secrets
 
 from flask import Flask, Response, g, redirect, render_template, session, url_for
 from flask_login import current_user, login_user, logout_user
@@ -40,6 +41,26 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
+
+
+
+
+def style_nonce() -> str:
+    """A nonce for the one <style> element a page's script may add (the rich-text editor's
+    default rules: templates/_body_editor.html): minted once per response, on asking, and
+    added to that response's style-src. Pages that do not ask keep the policy above as it is:
+    no 'unsafe-inline' anywhere, and style attributes stay refused everywhere."""
+    if "style_nonce" not in g:
+        g.style_nonce = secrets.token_urlsafe(18)
+    return str(g.style_nonce)
+
+
+def policy_of_this_response() -> str:
+    nonce = g.get("style_nonce")
+    if not nonce:
+        return CONTENT_SECURITY_POLICY
+    return CONTENT_SECURITY_POLICY.replace("style-src 'self'",
+                                           f"style-src 'self' 'nonce-{nonce}'", 1)
 
 
 HSTS = "max-age=31536000"
@@ -99,6 +120,7 @@ def forbidden(needed: str | None, role: str) -> Response:
 
 def install_security(app: Flask) -> None:
     app.jinja_env.globals["can"] = can  # templates show a button only to who may press it
+    app.jinja_env.globals["style_nonce"] = style_nonce
     # The signed cookie is refused past this age, so it lives at least as long as the longest
     # idle limit Settings allows; the server's row and that limit decide when a session ends.
     app.permanent_session_lifetime = max(app.permanent_session_lifetime,
@@ -165,7 +187,7 @@ def install_security(app: Flask) -> None:
 
     @app.after_request
     def security_headers(response: Response) -> Response:
-        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("Content-Security-Policy", policy_of_this_response())
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("Referrer-Policy", "same-origin")

@@ -43,7 +43,7 @@ def test_compose_with_live_preview_then_save(page: Page, live_server, owner, scr
     preview = page.frame_locator("#preview-frame")
     page.get_by_label("Subject").fill("News for {{ name }}")
     page.get_by_label("Preheader").fill("Faster exports, a calmer inbox")
-    page.get_by_label("Body (Markdown)").fill(BODY)
+    page.get_by_label("Body", exact=True).fill(BODY)
     # The autosave (htmx, debounced) stores the draft and swaps in a fresh preview of the
     # real email rendered for the sample recipient, Alex.
     expect(page.locator("#preview-subject")).to_have_text("News for Alex")
@@ -53,7 +53,7 @@ def test_compose_with_live_preview_then_save(page: Page, live_server, owner, scr
     expect(preview.get_by_text("1 Main Street")).to_be_visible()
     expect(page.locator("#save-status")).to_contain_text("Saved at")
 
-    page.get_by_label("Body (Markdown)").fill(BODY + "\n\nP.S. {{ email }}")
+    page.get_by_label("Body", exact=True).fill(BODY + "\n\nP.S. {{ email }}")
     expect(preview.get_by_text(f"P.S. {OWNER_EMAIL}")).to_be_visible()
 
     page.get_by_role("button", name="Save draft").click()
@@ -98,12 +98,12 @@ def test_leaving_before_autosave_asks_first(page: Page, live_server, owner):
 
     page.on("dialog", dismiss)
     # Leaving within the autosave delay: the browser asks, and staying keeps the text.
-    page.get_by_label("Body (Markdown)").fill("Words not stored yet")
+    page.get_by_label("Body", exact=True).fill("Words not stored yet")
     with page.expect_event("dialog"):
         page.get_by_role("link", name="All broadcasts").click(no_wait_after=True)
     assert dialogs == ["beforeunload"]
     expect(page).to_have_url(f"{live_server.url}/broadcasts/{draft.id}/edit")
-    expect(page.get_by_label("Body (Markdown)")).to_have_value("Words not stored yet")
+    expect(page.get_by_label("Body", exact=True)).to_have_value("Words not stored yet")
     # Once autosave has stored them, leaving is silent.
     expect(page.frame_locator("#preview-frame").get_by_text("Words not stored yet")).to_be_visible()
     page.get_by_role("link", name="All broadcasts").click()

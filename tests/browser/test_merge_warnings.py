@@ -43,7 +43,7 @@ def test_typing_an_unknown_field_warns_in_the_editor_and_above_send(
     expect(warnings).to_contain_text("1 of 4 recipients has no city")
     expect(warnings).to_contain_text('Add a fallback: {{ attributes.city or "there" }}')
 
-    body = page.get_by_label("Body (Markdown)")
+    body = page.get_by_label("Body", exact=True)
     body.click()
     body.press("Control+End")
     body.press_sequentially("\n\nSee you soon, {{ nmae }}")

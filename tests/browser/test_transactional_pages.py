@@ -50,7 +50,7 @@ def test_create_a_template_preview_it_with_sample_data_and_receive_a_test(
     page.get_by_role("link", name="New template").click()
     page.get_by_label("Name").fill("Password reset")
     page.get_by_label("Subject").fill("Reset your password, {{ name }}")
-    page.get_by_label("Body (Markdown)").fill("Hello {{ name ")
+    page.get_by_label("Body", exact=True).fill("Hello {{ name ")
     page.get_by_label("Essential").check()
     page.get_by_role("button", name="Save the template").click()
     expect(page.locator("#body-error")).to_contain_text("line 1")
@@ -59,7 +59,7 @@ def test_create_a_template_preview_it_with_sample_data_and_receive_a_test(
     fits(page, "the refused template")
     page.screenshot(path=str(screenshot_dir / f"transactional-error-{size}.png"), full_page=True)
 
-    page.get_by_label("Body (Markdown)").fill(BODY)
+    page.get_by_label("Body", exact=True).fill(BODY)
     page.get_by_role("button", name="Save the template").click()
     expect(page.get_by_role("heading", name="Password reset", level=1)).to_be_visible()
     expect(page.locator("#revision-line")).to_contain_text("Revision 1, saved at")

@@ -12,7 +12,7 @@ from broadside.core.site_settings import get_settings
 from tests.helpers import make_list
 from webapp.extensions import db
 
-ITEM_KEYS = {"id", "status", "subject", "preheader", "list_id", "segment_id",
+ITEM_KEYS = {"id", "status", "subject", "preheader", "format", "list_id", "segment_id",
              "skip_if_received_within_hours", "identity_id", "codes", "attachments", "counts",
              "created_at", "updated_at", "scheduled_at", "finished_at"}
 

@@ -68,9 +68,12 @@ def test_editor_has_labelled_fields_a_sandboxed_preview_and_works_without_js(
     page = logged_in_client.get(f"/broadcasts/{draft.id}/edit")
     assert page.status_code == 200
     for field_id, label in (("audience", "Send to"), ("subject", "Subject"),
-                            ("preheader", "Preheader"), ("body", "Body (Markdown)")):
+                            ("preheader", "Preheader")):
         assert f'<label for="{field_id}">{label}</label>' in page.text
         assert f'id="{field_id}"' in page.text
+    # The body's label names it whatever the mode (the switch says how it is written).
+    assert '<label for="body" id="body-label">Body</label>' in page.text
+    assert '<legend>Write in</legend>' in page.text
     # Without JavaScript the form posts to the save endpoint; htmx adds the autosave.
     assert f'action="/broadcasts/{draft.id}/edit"' in page.text
     assert f'hx-post="/broadcasts/{draft.id}/autosave"' in page.text
@@ -79,7 +82,12 @@ def test_editor_has_labelled_fields_a_sandboxed_preview_and_works_without_js(
     assert " sandbox " in iframe and 'title="Email preview"' in iframe
     assert f'src="/broadcasts/{draft.id}/preview?v=' in iframe
     assert "Hello Alex" in page.text  # the sample recipient's subject, above the frame
-    assert page.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+    # The strict policy, plus one nonce for the rich-text editor's own <style> element (the
+    # same nonce the page hands the editor), never 'unsafe-inline'.
+    nonce = re.search(r'data-style-nonce="([A-Za-z0-9_-]{20,})"', page.text).group(1)
+    assert page.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY.replace(
+        "style-src 'self'", f"style-src 'self' 'nonce-{nonce}'")
+    assert "unsafe-inline" not in page.headers["Content-Security-Policy"]
     assert 'style="' not in page.text and "<script>" not in page.text
 
 

@@ -50,7 +50,8 @@ TRIGGER_IDS = ("list_id", "segment_id")
 def step_json(step: AutomationStep, counts: dict[str, int] | None) -> dict[str, Any]:
     return {"id": step.id, "position": step.position, "delay": step.delay,
             "delay_seconds": step.delay_seconds, "subject": step.subject,
-            "preheader": step.preheader, "body": step.body, "text": step.text_body,
+            "preheader": step.preheader, "body": step.body, "format": step.body_format,
+            "text": step.text_body,
             "revision_id": step.revision_id,
             "codes": codes_json(step.codes_prefix),
             "attachments": list(step.attachment_ids or []),

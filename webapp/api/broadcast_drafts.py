@@ -2,9 +2,9 @@
 tests/webapp/test_api_broadcast_drafts.py and described in `webapp/apidocs/paths.py`).
 
 - PATCH /api/broadcasts/<id> with any of "list_id", "segment_id", "subject", "preheader",
-  "body", "skip_if_received_within_hours", "identity_id", "codes", "text", "attachments" ->
-  200 Broadcast. "text" is the plain-text part as the owner writes it (merge fields work),
-  null for the one made from the body. What is not given
+  "body", "format", "skip_if_received_within_hours", "identity_id", "codes", "text",
+  "attachments" -> 200 Broadcast. "text" is the plain-text part as the owner writes it (merge
+  fields work), null for the one made from the body. What is not given
   stays as it is; "identity_id": null is the default sending identity.
   The audience is one list or one segment: giving "segment_id" clears the list and giving
   "list_id" clears the segment (both at once is 422). The cap: null or 0 removes it.
@@ -26,13 +26,14 @@ from broadside.campaigns.codes.minting import codes_setting
 from broadside.core.errors import Conflict
 from broadside.core.models.sending import BroadcastStatus
 from broadside.mail import attachment_use
+from broadside.mail.body_formats import check_format
 from webapp.api import bp, json_body
 from webapp.api.broadcasts import audience_fields, broadcast_json
 from webapp.api.inputs import cap_hours_field, id_field, only_keys, require_some, text_field
 from webapp.extensions import db
 from webapp.permissions import allow
 
-EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body",
+EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body", "format",
             "skip_if_received_within_hours", "identity_id", "codes", "text", "attachments")
 
 
@@ -51,6 +52,7 @@ def edit_draft(broadcast_id: int):
     codes: Any = codes_setting(data["codes"]) if "codes" in data else drafts.KEEP
     text: Any = (None if data["text"] is None else text_field(data, "text")
                  ) if "text" in data else drafts.KEEP
+    body_format: Any = check_format(data["format"]) if "format" in data else drafts.KEEP
 
     current = service.get_broadcast(db.session, broadcast_id)
     if current.status != BroadcastStatus.DRAFT:
@@ -68,6 +70,7 @@ def edit_draft(broadcast_id: int):
         identity_id=identity,
         codes_prefix=codes,
         text_body=text,
+        body_format=body_format,
     )
     if "attachments" in data:
         attachment_use.attach_to_draft(db.session, broadcast_id, attachments)

@@ -2,11 +2,12 @@
 section and `webapp/apidocs/paths.py`, held by tests/webapp/test_api_broadcasts.py and
 test_api_broadcast_drafts.py). Editing and deleting drafts is in `webapp/api/broadcast_drafts.py`.
 
-- POST /api/broadcasts {"list_id" | "segment_id", "subject", "body", "preheader"?,
+- POST /api/broadcasts {"list_id" | "segment_id", "subject", "body", "format"?, "preheader"?,
   "skip_if_received_within_hours"?, "identity_id"?, "codes"?, "attachments"?} -> 201 {"id",
-  "status", "identity_id", "codes", "attachments"}. `attachments`: ids from
-  POST /api/attachments (422 naming an unknown one, or the total over 10 MB). `codes`: null
-  (off) or {"prefix": "SAVE"}, a code per recipient.
+  "status", "identity_id", "codes", "attachments", "format"}. `format`: "markdown" (the
+  default) or "html" (the body is HTML, sanitised for email when frozen). `attachments`: ids
+  from POST /api/attachments (422 naming an unknown one, or the total over 10 MB). `codes`:
+  null (off) or {"prefix": "SAVE"}, a code per recipient.
   Exactly one audience. The cap: absent or null takes the Settings default, 0 means no cap,
   1-720 hours. The sending identity: absent or null is the default, else a live identity's id.
 - GET /api/broadcasts?after=&limit= -> 200 {"items": [Broadcast], "next"}: newest first (by
@@ -25,6 +26,7 @@ from broadside.core.errors import ValidationError, shown
 from broadside.core.models import Broadcast
 from broadside.core.models.sending import DELIVERY_STATUSES
 from broadside.mail import attachment_use
+from broadside.mail.body_formats import DEFAULT_FORMAT, check_format
 from webapp.api import bp, json_body
 from webapp.api.inputs import (
     BROADCAST_FIELDS,
@@ -55,7 +57,7 @@ def broadcast_json(b: Broadcast) -> dict[str, Any]:
     """A broadcast in lists and after an edit (the body is left out: it can be 500 kB)."""
     return {
         "id": b.id, "status": b.status, "subject": b.subject, "preheader": b.preheader,
-        "list_id": b.list_id, "segment_id": b.segment_id,
+        "format": b.body_format, "list_id": b.list_id, "segment_id": b.segment_id,
         "skip_if_received_within_hours": b.skip_if_received_within_hours,
         "identity_id": b.identity_id, "codes": codes_json(b.codes_prefix),
         "attachments": list(b.attachment_ids or []),
@@ -97,12 +99,13 @@ def create_broadcast():
         skip_if_received_within_hours=drafts.KEEP if cap is None else cap,
         identity_id=id_field(data, "identity_id"),
         codes_prefix=codes_setting(data.get("codes")),
+        body_format=check_format(data.get("format", DEFAULT_FORMAT)),
     )
     if attachments:
         attachment_use.attach_to_draft(db.session, broadcast.id, attachments)
     return jsonify({**_state(broadcast), "identity_id": broadcast.identity_id,
                     "codes": codes_json(broadcast.codes_prefix),
-                    "attachments": attachments}), 201
+                    "attachments": attachments, "format": broadcast.body_format}), 201
 
 
 @bp.route("/broadcasts", methods=["GET"])
@@ -149,6 +152,7 @@ def show(broadcast_id: int):
             "identity_id": b.identity_id,
             "codes": codes_json(b.codes_prefix),
             "attachments": list(b.attachment_ids or []),
+            "format": b.body_format,
             "pause_reason": shown(b.pause_reason),
             "total": b.total,
             # One counter column per delivery status, in the order of DELIVERY_STATUSES.

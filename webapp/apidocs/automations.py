@@ -17,6 +17,7 @@ from broadside.mail.text_part import MAX_TEXT_BODY
 from webapp.apidocs.paths import body, operation, reply
 from webapp.apidocs.schemas import (
     ATTACHMENTS,
+    BODY_FORMAT,
     CODES,
     ID,
     IDENTITY_CHOICE,
@@ -74,7 +75,8 @@ STEP_INPUT = obj({
     "preheader": {"type": ["string", "null"], "maxLength": automations.MAX_PREHEADER,
                   "pattern": r"^[^\r\n]*$", "description": "One line."},
     "body": {"type": ["string", "null"], "maxLength": automations.MAX_BODY,
-             "description": "Markdown, with {{ merge fields }}."},
+             "description": "Markdown (or HTML, with format html), with {{ merge fields }}."},
+    "format": BODY_FORMAT,
     "text": {"type": ["string", "null"], "maxLength": MAX_TEXT_BODY,
              "description": "The plain-text part as you write it ({{ merge fields }} work; the "
                             "footer is added); absent, null or blank: made from the body."},
@@ -96,6 +98,7 @@ STEP = obj({
     "subject": {"type": "string"}, "preheader": {"type": "string"}, "body": {"type": "string"},
     "text": {"type": ["string", "null"], "description": "The plain-text part as written; null: "
              "made from the body."},
+    "format": BODY_FORMAT,
     "revision_id": {**nullable(ID), "description": (
         "The frozen content new messages get. Saving changed content freezes a new one; "
         "messages already due keep the revision they had.")},

@@ -20,6 +20,7 @@ from broadside.core.models.bulk import BULK_ACTIONS, BULK_STATUSES
 from broadside.core.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
 from broadside.core.site_settings import MAX_CAP_HOURS
 from broadside.mail.attachments import MAX_COUNT as MAX_ATTACHMENTS
+from broadside.mail.body_formats import BODY_FORMATS, DEFAULT_FORMAT
 from broadside.mail.text_part import MAX_TEXT_BODY
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
 from webapp.params import MAX_DATABASE_ID
@@ -75,6 +76,12 @@ MOMENT = {"type": "string", "format": "date-time", "description": "UTC, ISO 8601
 CAP = nullable({"type": "integer", "minimum": 0, "maximum": MAX_CAP_HOURS})
 IDENTITY_CHOICE = {**nullable(ID), "description": "The sending identity it goes out through "
                    "(GET /api/identities); null: the default identity."}
+# How a body is written (broadside.mail.body_formats).
+BODY_FORMAT = {"type": "string", "enum": list(BODY_FORMATS), "default": DEFAULT_FORMAT,
+               "description": "How `body` is written: markdown (the default; raw HTML in it is "
+               "shown as text) or html (the owner's HTML, sanitised for email when frozen: "
+               "tables, inline styles, align and width kept; scripts, forms, event handlers "
+               "and non-https images removed). Merge fields work in both."}
 # "Mint a code per recipient" (broadside.campaigns.codes): null (off) or the codes' prefix.
 CODES = {"type": ["object", "null"], "properties": {"prefix": {
     "type": "string", "pattern": "^[A-Z0-9]{1,12}$", "description": "1-12 of A-Z and 0-9; each "
@@ -249,15 +256,19 @@ COUNTS = obj({"total": {"type": "integer", "minimum": 0},
               **{status: {"type": "integer", "minimum": 0} for status in DELIVERY_STATUSES}},
              description="Deliveries by status; total is all of them (0 until it is sent).")
 
+# One line, not blank: what drafts._validate and the API's text_field refuse, stated.
+ONE_LINE_SUBJECT = {"type": "string", "minLength": 1, "maxLength": MAX_SUBJECT,
+                    "pattern": rf"^[^\r\n]*{NOT_BLANK}[^\r\n]*$"}
+
 BROADCAST_SCHEMAS: dict[str, Any] = {
     "BroadcastStatus": {"type": "string", "enum": list(BROADCAST_STATUSES)},
     "BroadcastState": obj({"id": ID, "status": ref("BroadcastStatus")}),
     "BroadcastCreated": obj({"id": ID, "status": ref("BroadcastStatus"),
                              "identity_id": IDENTITY_CHOICE, "codes": CODES,
-                             "attachments": ATTACHMENTS}),
+                             "attachments": ATTACHMENTS, "format": BODY_FORMAT}),
     "Broadcast": obj({
         "id": ID, "status": ref("BroadcastStatus"), "subject": {"type": "string"},
-        "preheader": {"type": "string"},
+        "preheader": {"type": "string"}, "format": BODY_FORMAT,
         "list_id": {**nullable(ID), "description": "The list it goes to, or null."},
         "segment_id": {**nullable(ID), "description": "The segment it goes to, or null."},
         "skip_if_received_within_hours": {**CAP, "description": "The frequency cap: people who "
@@ -273,15 +284,16 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                    "(older) page; null on the last page."}}),
     "BroadcastDetail": obj({
         "id": ID, "status": ref("BroadcastStatus"), "identity_id": IDENTITY_CHOICE,
-        "codes": CODES, "attachments": ATTACHMENTS,
+        "codes": CODES, "attachments": ATTACHMENTS, "format": BODY_FORMAT,
         "pause_reason": {"type": ["string", "null"]}, "total": {"type": "integer"},
         "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}),
     }),
     "BroadcastInput": obj({
         "list_id": ID, "segment_id": ID,
-        "subject": {"type": "string", "minLength": 1, "maxLength": MAX_SUBJECT},
-        "body": {"type": "string", "maxLength": MAX_BODY, "description": "Markdown, with "
-                 "{{ merge fields }}."},
+        "subject": ONE_LINE_SUBJECT,
+        "body": {"type": "string", "maxLength": MAX_BODY, "description": "Markdown (or HTML, "
+                 "with format html), with {{ merge fields }}."},
+        "format": BODY_FORMAT,
         "preheader": {"type": "string", "maxLength": MAX_PREHEADER},
         "skip_if_received_within_hours": {**CAP, "description": "Absent or null: the default "
                                           "from Settings; 0: no cap; else hours."},
@@ -295,8 +307,10 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         extra={"oneOf": [{"required": ["list_id"]}, {"required": ["segment_id"]}]}),
     "BroadcastPatch": obj({
         "list_id": nullable(ID), "segment_id": nullable(ID),
-        "subject": {"type": "string", "minLength": 1, "maxLength": MAX_SUBJECT},
+        "subject": ONE_LINE_SUBJECT,
         "body": {"type": "string", "maxLength": MAX_BODY},
+        "format": {**BODY_FORMAT, "description": "How `body` is written: markdown or html; "
+                   "left out: as it was."},
         "preheader": {"type": "string", "maxLength": MAX_PREHEADER},
         "skip_if_received_within_hours": {**CAP, "description": "null or 0: no cap."},
         "identity_id": {**IDENTITY_CHOICE, "description": "A live sending identity's id; null: "

@@ -13,7 +13,17 @@ from broadside.campaigns.transactional import sending
 from broadside.core.models.transactional import MAX_TEMPLATE_NAME
 from broadside.delivery.transactional_ledger import FAILED, PENDING, SENDING, SENT, UNKNOWN
 from webapp.apidocs.paths import body, operation, reply
-from webapp.apidocs.schemas import ATTACHMENTS, EMAIL, ID, MOMENT, NOT_BLANK, nullable, obj, ref
+from webapp.apidocs.schemas import (
+    ATTACHMENTS,
+    BODY_FORMAT,
+    EMAIL,
+    ID,
+    MOMENT,
+    NOT_BLANK,
+    nullable,
+    obj,
+    ref,
+)
 
 STATUSES = [PENDING, SENDING, SENT, FAILED, UNKNOWN]
 TEMPLATE = {"name": "template_id", "in": "path", "required": True, "schema": ID,
@@ -44,10 +54,12 @@ TRANSACTIONAL_SCHEMAS: dict[str, Any] = {
                     "pattern": NOT_BLANK, "description": "With merge fields."},
         "body": {"type": "string", "minLength": 1, "maxLength": MAX_BODY, "pattern": NOT_BLANK,
                  "description": (
-                     "Markdown with merge fields: `{{ email }}`, `{{ name }}`, "
+                     "Markdown (or HTML, with format html) with merge fields: `{{ email }}`, "
+                     "`{{ name }}`, "
                      "`{{ attributes.x }}` (of a subscriber with that address, else empty) "
                      "and `{{ data.x }}` (the request's `data`; a field it lacks is empty). "
                      "No unsubscribe link is added.")},
+        "format": BODY_FORMAT,
         "identity_id": {**nullable(ID), "description": "The sending identity it goes out "
                         "through; null or left out: the default one."},
         "essential": {"type": "boolean", "default": False, "description": (
@@ -58,7 +70,7 @@ TRANSACTIONAL_SCHEMAS: dict[str, Any] = {
     }, ("name", "subject", "body")),
     "TransactionalTemplate": obj({
         "id": ID, "name": {"type": "string"}, "subject": {"type": "string"},
-        "body": {"type": "string"}, "identity_id": nullable(ID),
+        "body": {"type": "string"}, "format": BODY_FORMAT, "identity_id": nullable(ID),
         "essential": {"type": "boolean"}, "attachments": ATTACHMENTS,
         "created_at": MOMENT, "updated_at": MOMENT,
     }),

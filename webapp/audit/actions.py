@@ -94,7 +94,7 @@ ACTIONS: dict[str, str] = {
 
 NOT_CHANGES = frozenset({
     "auth.login", "auth.logout", "auth.setup", "auth.forgot_password", "auth.reset_password",
-    "automations.merge_check", "segments.builder_fragment", "segments.builder_json",
+    "automations.merge_check", "compose.convert", "segments.builder_fragment", "segments.builder_json",
     "segments.preview", "segments.row", "transactional.preview", "system.smtp_check",
     "identities.check", "identities.check_default", "identities.dns_again",
     "identities.dns_again_default", "api.api_send_transactional", "api.redeem_code",

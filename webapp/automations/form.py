@@ -24,8 +24,9 @@ from typing import Any
 from werkzeug.datastructures import MultiDict
 
 from broadside.campaigns.automations.durations import MAX_DAYS, parse_duration
-from broadside.campaigns.automations.service import MAX_STEPS
+from broadside.campaigns.automations.service import MAX_STEPS, AutomationInput, parse_input
 from broadside.core.errors import ValidationError
+from broadside.mail.body_formats import EDITORS, written_as
 
 MAX_FIELD = 600_000  # longer than any valid value: the domain says what is too long
 # ASCII digits only: `\d` and str.isdigit() also accept "٣" and "²", and int("²") raises.
@@ -66,6 +67,7 @@ class StepFields:
     codes_prefix: str = ""  # its prefix, as typed
     text_body: str | None = None  # the plain-text part as written; None: made from the body
     attachment_ids: list[int] = field(default_factory=list)  # its files, in order
+    editor: str = "markdown"  # the compose mode: templates/automations/_step_body.html
 
     def __post_init__(self) -> None:
         if not self.delay_amount:
@@ -149,6 +151,7 @@ def read_form(form: MultiDict) -> EditorFields:
                        if form.get(f"step-{number}-text-mode") == "own" else None),
             attachment_ids=[int(v) for v in form.getlist(f"step-{number}-attachment")
                             if _ID.fullmatch(v)],
+            editor=_text(form, f"step-{number}-editor", "markdown")[:20],
         ))
     return fields
 
@@ -202,6 +205,7 @@ def as_body(fields: EditorFields) -> dict[str, Any]:
         "record_only": fields.record_only,
         "identity_id": _number(fields.identity_id) if fields.identity_id.strip() else None,
         "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader, "body": s.body,
+                   "format": EDITORS.get(s.editor, s.editor),
                    # Typed in any case: codes are capitals (the API itself takes them only so).
                    "codes": {"prefix": s.codes_prefix.strip().upper()} if s.codes else None,
                    "text": s.text_body,
@@ -211,9 +215,26 @@ def as_body(fields: EditorFields) -> dict[str, Any]:
     }
 
 
-def from_saved(shape: dict[str, Any], step_ids: list[int]) -> EditorFields:
-    """A saved automation (`service.as_input`) laid out in the form."""
+def typed_body(step: StepFields) -> str:
+    """A step's body as typed, as it would be saved (an HTML body's merge fields read back to
+    what the owner typed: `body_formats.written_as`), for the merge check as the owner types."""
+    return written_as(step.body, EDITORS.get(step.editor, "markdown"))
+
+
+def parsed(fields: EditorFields) -> AutomationInput:
+    """The typed automation, validated (`parse_input`), each step with its compose mode."""
+    data = parse_input(as_body(fields))
+    for step, typed in zip(data.steps, fields.steps, strict=True):
+        step.editor = typed.editor  # checked against the format parse_input read from it
+    return data
+
+
+def from_saved(shape: dict[str, Any], step_ids: list[int],
+               editors: list[str] | None = None) -> EditorFields:
+    """A saved automation (`service.as_input`) laid out in the form, each step in its compose
+    mode (`editors`; else the one its format is written in)."""
     trigger = shape["trigger"]
+    modes = editors or [s.get("format", "markdown") for s in shape["steps"]]
     return EditorFields(
         name=shape["name"], trigger_type=trigger["type"],
         list_id=str(trigger.get("list_id") or ""), segment_id=str(trigger.get("segment_id") or ""),
@@ -221,10 +242,10 @@ def from_saved(shape: dict[str, Any], step_ids: list[int]) -> EditorFields:
         record_only=shape["record_only"], identity_id=str(shape.get("identity_id") or ""),
         steps=[StepFields(s["delay"], s["subject"], s["preheader"], s["body"], step_id,
                           codes=s["codes"] is not None,
-                          codes_prefix=(s["codes"] or {}).get("prefix", ""),
+                          codes_prefix=(s["codes"] or {}).get("prefix", ""), editor=mode,
                           text_body=s.get("text"),
                           attachment_ids=list(s.get("attachments") or []))
-               for s, step_id in zip(shape["steps"], step_ids, strict=True)],
+               for s, step_id, mode in zip(shape["steps"], step_ids, modes, strict=True)],
     )
 
 

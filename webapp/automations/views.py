@@ -126,7 +126,8 @@ def messages(automation_id: int):
 def _typed_report(fields: form.EditorFields) -> MergeReport:
     """The merge-field report of the steps as typed, over the trigger as chosen."""
     list_id, segment_id = form.trigger_ids(fields)
-    return steps_report(db.session, [StepTexts(s.subject, s.preheader, s.body, s.codes, s.text_body)
+    return steps_report(db.session, [StepTexts(s.subject, s.preheader, form.typed_body(s), s.codes,
+                                               s.text_body)
                                      for s in fields.steps],
                         list_id=list_id, segment_id=segment_id)
 
@@ -164,7 +165,7 @@ def _submitted(automation: Automation | None):
             raise ValidationError("Choose the segment whose people enter this automation.")
         if fields.trigger_type != "segment" and not fields.list_id:
             raise ValidationError("Choose the list whose new subscribers enter this automation.")
-        data = automations.parse_input(form.as_body(fields))
+        data = form.parsed(fields)
         if automation is None:
             saved = automations.create_automation(db.session, data, default_from=_default_from())
             flash(f"The automation “{saved.name}” is saved. It is disabled until you enable it.",
@@ -217,7 +218,8 @@ def edit(automation_id: int):
     if request.method == "POST":
         return _submitted(automation)
     steps = automations.steps_of(db.session, automation_id)
-    fields = form.from_saved(automations.as_input(db.session, automation), [s.id for s in steps])
+    fields = form.from_saved(automations.as_input(db.session, automation), [s.id for s in steps],
+                             [s.editor for s in steps])
     return _render_editor(fields, automation)
 
 

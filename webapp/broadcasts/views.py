@@ -50,7 +50,8 @@ class ComposeForm(FlaskForm):
     skip_hours = StringField("Skip anyone who received a broadcast in the last … hours")
     subject = StringField("Subject")
     preheader = StringField("Preheader")
-    body = TextAreaField("Body (Markdown)")
+    body = TextAreaField("Body")
+    editor = StringField("Write in")  # the compose mode: templates/broadcasts/_body_field.html
     codes = BooleanField("Mint a code per recipient")  # drawn by templates/_codes_field.html
     codes_prefix = StringField("Prefix")
     # The plain-text part (templates/broadcasts/_text_field.html): made from the body, or the
@@ -70,6 +71,8 @@ class ComposeForm(FlaskForm):
                   # Typed in any case: codes are capitals (the API takes them only so).
                   "codes_prefix": (self.codes_prefix.data or "").strip().upper()
                   if self.codes.data else None}
+        if self.editor.raw_data:  # posted: the mode switch was on the page
+            values["editor"] = self.editor.raw_data[0]
         if self.identity.raw_data:  # posted: the select was on the page
             values["identity_id"] = _identity_choice(self.identity.raw_data[0])
         if self.text_mode.raw_data:  # posted: the plain-text field was on the page

@@ -56,7 +56,8 @@ class TemplateForm(FlaskForm):
     name = StringField("Name", description="Yours, and the API's: "
                        "POST /api/transactional names a template by it or by its id.")
     subject = StringField("Subject", description="One line. Merge fields work here too.")
-    body = TextAreaField("Body (Markdown)")
+    body = TextAreaField("Body")
+    editor = StringField("Write in")  # the compose mode: templates/transactional/_body_field.html
     identity = SelectField("Send from", validate_choice=False,
                            description="The sending identity it goes out through, at its pace.")
     essential = BooleanField("Essential", description="It may reach someone who unsubscribed "
@@ -131,7 +132,8 @@ def create():
     form = _with_choices(TemplateForm(), _identities())
     try:
         template = templates.create_template(
-            db.session, templates.parse_template(db.session, form.template_data()),
+            db.session, templates.parse_template(db.session, form.template_data(),
+                                     editor=form.editor.data or None),
             default_from=_default_from())
     except DomainError as exc:
         db.session.rollback()
@@ -196,7 +198,8 @@ def save(template_id: int):
     form = _with_choices(TemplateForm(), _identities())
     try:
         templates.update_template(
-            db.session, template_id, templates.parse_template(db.session, form.template_data()),
+            db.session, template_id, templates.parse_template(db.session, form.template_data(),
+                                     editor=form.editor.data or None),
             default_from=_default_from())
     except DomainError as exc:
         db.session.rollback()

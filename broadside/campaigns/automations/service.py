@@ -144,12 +144,12 @@ def parse_input(data: Any) -> AutomationInput:
     for number, step in enumerate(steps, start=1):
         if not isinstance(step, dict):
             raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
-        extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id", "codes",
+        extra = sorted(set(step) - {"delay", "subject", "body", "format", "preheader", "id", "codes",
                                     "text", "attachments"})
         if extra:
             raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
-                                  "subject, preheader, body, text, codes, attachments and (to "
-                                  "keep an existing one) id.")
+                                  "subject, preheader, body, format, text, codes, attachments and "
+                                  "id (to keep one).")
         text = step.get("text")
         if text is not None and not isinstance(text, str):
             raise ValidationError(f"Step {number}: the text (its plain-text part) must be a "
@@ -166,6 +166,7 @@ def parse_input(data: Any) -> AutomationInput:
             codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes",
                                        f"Step {number}: "),
             text_body=clean_text_body(text),
+            body_format=step.get("format", "markdown"),  # checked by steps.save_steps
         ))
     return result
 
@@ -289,7 +290,7 @@ def as_input(session: Session, automation: Automation) -> dict[str, Any]:
     return {"name": automation.name, "trigger": trigger, "priority": automation.priority,
             "record_only": automation.record_only, "identity_id": automation.identity_id,
             "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader,
-                       "body": s.body, "codes": codes_json(s.codes_prefix),
+                       "body": s.body, "format": s.body_format, "codes": codes_json(s.codes_prefix),
                        "text": s.text_body, "attachments": s.attachment_ids or []}
                       for s in steps_of(session, automation.id)]}
 

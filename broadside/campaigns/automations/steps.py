@@ -25,6 +25,7 @@ from broadside.core.errors import ValidationError
 from broadside.core.models import Automation, AutomationMessage, AutomationRevision, AutomationStep
 from broadside.core.timeutil import utcnow
 from broadside.mail.attachment_use import checked_ids
+from broadside.mail.body_formats import check_format, editor_for, written_as
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import freeze_content
 
@@ -41,6 +42,8 @@ class StepInput:
     codes_prefix: str | None = None  # "Mint a code per recipient": the prefix; None: off
     text_body: str | None = None  # the plain-text part as written; None: made from the body
     attachment_ids: list[Any] = field(default_factory=list)  # checked when saved
+    body_format: str = "markdown"
+    editor: str | None = None  # the compose mode (the page's); None: one that saves the format
 
 
 def frozen_revision(session: Session, step: AutomationStep, identity_id: int | None,
@@ -119,19 +122,23 @@ def save_steps(session: Session, automation: Automation, steps: list[StepInput],
         position = index + 1
         attachments = checked_ids(session, wanted.attachment_ids, where=f"Step {position}: ",
                                   field=f"steps[{index}].attachments")
+        wanted.body_format = check_format(wanted.body_format, f"steps[{index}].format")
+        wanted.body = written_as(wanted.body, wanted.body_format)  # its merge fields as typed
         if step is None:
             step = AutomationStep(automation_id=automation.id, position=position)
             session.add(step)
             changed = True
         else:
-            changed = (step.subject, step.preheader, step.body, step.codes_prefix,
-                       step.text_body, step.attachment_ids or []) != (
-                wanted.subject, wanted.preheader, wanted.body, wanted.codes_prefix,
-                wanted.text_body, attachments)
+            changed = (step.subject, step.preheader, step.body, step.body_format,
+                       step.codes_prefix, step.text_body, step.attachment_ids or []) != (
+                wanted.subject, wanted.preheader, wanted.body, wanted.body_format,
+                wanted.codes_prefix, wanted.text_body, attachments)
         step.position = position
         step.delay = wanted.delay.strip().upper()
         step.delay_seconds = seconds
         step.subject, step.preheader, step.body = wanted.subject, wanted.preheader, wanted.body
+        step.editor = wanted.editor or editor_for(wanted.body_format)
+        step.body_format = wanted.body_format
         step.codes_prefix = wanted.codes_prefix
         step.text_body = wanted.text_body
         step.attachment_ids = attachments or None

@@ -28,6 +28,7 @@ from broadside.core.models import Broadcast, MailingList, Revision, Segment
 from broadside.core.site_settings import clean_cap_hours, get_settings
 from broadside.core.timeutil import utcnow
 from broadside.delivery.identities.service import check_choice
+from broadside.mail.body_formats import written_as, written_format
 from broadside.mail.client_checks import ClientCheck, check_email
 from broadside.mail.rendering import CompiledRevision, RenderedEmail, compiled_revision, freeze_content
 from broadside.mail.text_part import clean_text_body
@@ -88,18 +89,23 @@ def _prefix(value: str | None) -> str | None:
 def create_draft(session: Session, *, list_id: int | None = None, segment_id: int | None = None,
                  subject: str = "", body: str = "", preheader: str = "",
                  skip_if_received_within_hours: Any = KEEP, identity_id: Any = None,
-                 codes_prefix: str | None = None) -> Broadcast:
+                 codes_prefix: str | None = None, body_format: str | None = None,
+                 editor: str | None = None) -> Broadcast:
     """A new draft to a list or a segment. The frequency cap starts from the Settings default
     unless given (None: no cap); the sending identity is the default unless given; codes
-    (`codes_prefix`, checked by `minting.clean_prefix`) are off unless given."""
+    (`codes_prefix`, checked by `minting.clean_prefix`) are off unless given; the body is
+    Markdown unless `body_format` (or the compose mode, `editor`) says otherwise."""
     _validate(session, list_id, segment_id, subject, preheader, body)
+    body_format, editor = written_format(body_format=body_format, editor=editor)
     identity_id = check_choice(session, identity_id)
     if skip_if_received_within_hours is KEEP:
         cap = get_settings(session).default_skip_if_received_within_hours
     else:
         cap = clean_cap_hours(skip_if_received_within_hours)
     broadcast = Broadcast(list_id=list_id, segment_id=segment_id, subject=subject.strip(),
-                          preheader=preheader.strip(), body=body, skip_if_received_within_hours=cap,
+                          preheader=preheader.strip(), body=written_as(body, body_format),
+                          body_format=body_format, editor=editor,
+                          skip_if_received_within_hours=cap,
                           status=lifecycle.INITIAL.value, identity_id=identity_id,
                           codes_prefix=_prefix(codes_prefix))
     session.add(broadcast)
@@ -110,15 +116,24 @@ def create_draft(session: Session, *, list_id: int | None = None, segment_id: in
 def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
                  segment_id: int | None = None, subject: str, preheader: str, body: str,
                  skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP,
-                 codes_prefix: Any = KEEP, text_body: Any = KEEP) -> Broadcast:
+                 codes_prefix: Any = KEEP, text_body: Any = KEEP, body_format: Any = KEEP,
+                 editor: Any = KEEP) -> Broadcast:
     """Edit a draft. Only drafts change: what was sent is frozen (invariant 8). The audience
-    is a list or a segment (the other is cleared); the cap and the sending identity are left
-    alone unless given (identity None: the default). `text_body`: the plain-text part as the
-    owner wrote it, None for the one made from the body."""
+    is a list or a segment (the other is cleared); the cap, the sending identity and how the
+    body is written (`body_format`, the compose mode `editor`) are left alone unless given
+    (identity None: the default). `text_body`: the plain-text part as the owner wrote it, None
+    for the one made from the body."""
     _validate(session, list_id, segment_id, subject, preheader, body)
+    current = session.get(Broadcast, broadcast_id)
+    fmt, mode = written_format(
+        body_format=None if body_format is KEEP else body_format,
+        editor=None if editor is KEEP else editor,
+        current_format=current.body_format if current else None,
+        current_editor=current.editor if current else None)
     values: dict[str, Any] = {"list_id": list_id, "segment_id": segment_id,
                               "subject": subject.strip(), "preheader": preheader.strip(),
-                              "body": body, "updated_at": utcnow()}
+                              "body": written_as(body, fmt), "body_format": fmt,
+                              "editor": mode, "updated_at": utcnow()}
     if skip_if_received_within_hours is not KEEP:
         values["skip_if_received_within_hours"] = clean_cap_hours(skip_if_received_within_hours)
     if identity_id is not KEEP:
@@ -172,6 +187,7 @@ def duplicate(session: Session, broadcast_id: int) -> Broadcast:
         raise NotFound("There is no such broadcast.")
     copy = Broadcast(list_id=original.list_id, segment_id=original.segment_id,
                      subject=original.subject, preheader=original.preheader, body=original.body,
+                     body_format=original.body_format, editor=original.editor,
                      skip_if_received_within_hours=original.skip_if_received_within_hours,
                      status=lifecycle.INITIAL.value, codes_prefix=original.codes_prefix,
                      design_overrides=original.design_overrides,
@@ -345,13 +361,14 @@ def autosave(session: Session, broadcast_id: int, *, list_id: int | None,
              segment_id: int | None = None, subject: str, preheader: str, body: str,
              sample_email: str, default_from: str,
              skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP,
-             codes_prefix: Any = KEEP, text_body: Any = KEEP,
-             person: merge_person.MergePerson | None = None) -> DraftPreview:
+             codes_prefix: Any = KEEP, text_body: Any = KEEP, body_format: Any = KEEP,
+             editor: Any = KEEP, person: merge_person.MergePerson | None = None) -> DraftPreview:
     """Save the draft (all or nothing, as update_draft) and render its new preview."""
     update_draft(session, broadcast_id, list_id=list_id, segment_id=segment_id, subject=subject,
                  preheader=preheader, body=body,
                  skip_if_received_within_hours=skip_if_received_within_hours,
-                 identity_id=identity_id, codes_prefix=codes_prefix, text_body=text_body)
+                 identity_id=identity_id, codes_prefix=codes_prefix, text_body=text_body,
+                 body_format=body_format, editor=editor)
     return preview_email(session, broadcast_id, sample_email=sample_email,
                          default_from=default_from, check_fields=True, person=person)
 

@@ -109,7 +109,7 @@ def blocking_problems(session: Session, broadcast: Broadcast, *, active: int | N
     if not (service.sender_of(session, broadcast.identity_id, "")[2] or "").strip():
         problems.append(NO_POSTAL_ADDRESS)
     if merge is None:
-        merge = [problem.message for problem in merge_problems(broadcast)]
+        merge = [problem.message for problem in merge_problems(session, broadcast)]
     problems += merge
     if not merge:
         # Whatever else freezing would refuse (a merge field in a link's address, a field

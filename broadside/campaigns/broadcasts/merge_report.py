@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts.audience import audience_condition
+from broadside.campaigns.content.bodies import body_of
 from broadside.campaigns.field_report import MergeReport, field_problems, field_report
 from broadside.core.models import Broadcast
 from broadside.mail.merge_fields import MergeError
@@ -15,18 +16,21 @@ from broadside.mail.merge_fields import MergeError
 __all__ = ["MergeReport", "merge_problems", "merge_report"]
 
 
-def _texts(broadcast: Broadcast) -> dict[str, str]:
+def _texts(session: Session, broadcast: Broadcast) -> dict[str, str]:
+    # The body (and the owner's own plain-text part) as every freeze reads them: `body_of`
+    # (in its format, blocks expanded).
+    written = body_of(session, broadcast)
     texts = {"subject": broadcast.subject or "", "preheader": broadcast.preheader or "",
-             "body": broadcast.body or ""}
-    if broadcast.text_body is not None:  # the owner's own plain-text part has its own fields
-        texts["plain-text part"] = broadcast.text_body
+             "body": written.body}
+    if written.text_body is not None:  # the owner's own plain-text part has its own fields
+        texts["plain-text part"] = written.text_body
     return texts
 
 
-def merge_problems(broadcast: Broadcast) -> list[MergeError]:
+def merge_problems(session: Session, broadcast: Broadcast) -> list[MergeError]:
     """`merge_report(...).problems` (what refuses Send and Schedule), without counting anyone:
     the press asks only this."""
-    return field_problems(_texts(broadcast), codes=broadcast.codes_prefix is not None)
+    return field_problems(_texts(session, broadcast), codes=broadcast.codes_prefix is not None)
 
 
 def merge_report(session: Session, broadcast: Broadcast, *, limit: int | None = None
@@ -34,5 +38,5 @@ def merge_report(session: Session, broadcast: Broadcast, *, limit: int | None = 
     """What the broadcast's subject, preheader and body merge fields will do to its audience.
     With `limit`, at most that many recipients are looked at (the editor asks on every
     autosave; the send page the first 100,000)."""
-    return field_report(session, _texts(broadcast), audience_condition(session, broadcast),
+    return field_report(session, _texts(session, broadcast), audience_condition(session, broadcast),
                         limit=limit, codes=broadcast.codes_prefix is not None)

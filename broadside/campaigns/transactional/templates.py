@@ -35,10 +35,17 @@ from broadside.core.models.transactional import MAX_TEMPLATE_NAME
 from broadside.core.timeutil import utcnow
 from broadside.delivery.identities.service import MAX_ID, check_choice
 from broadside.mail.attachment_use import checked_ids
+from broadside.mail.body_formats import (
+    DEFAULT_FORMAT,
+    check_format,
+    editor_for,
+    written_as,
+    written_format,
+)
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import EmailDesign, FrozenContent, freeze_content
 
-FIELDS = ("name", "subject", "body", "identity_id", "essential", "attachments")
+FIELDS = ("name", "subject", "body", "format", "identity_id", "essential", "attachments")
 REQUIRED = ("name", "subject", "body")
 FROZEN = ("subject", "body_markdown", "body_format", "attachment_ids", "html_template",
           "text_template", "from_name", "from_email", "postal_address", "identity_id",
@@ -53,17 +60,25 @@ class TemplateInput:
     identity_id: int | None = None
     essential: bool = False
     attachment_ids: tuple[int, ...] = ()
+    body_format: str = "markdown"
+    editor: str | None = None  # the compose mode; None: the one it was written in, if it fits
 
 
-def parse_template(session: Session, data: Mapping[str, Any]) -> TemplateInput:
+def parse_template(session: Session, data: Mapping[str, Any], *, editor: str | None = None
+                   ) -> TemplateInput:
     """A template's fields from the API's JSON or the page's form (already a dict of the
-    right types: the form turns its checkbox into a bool and its select into an int or None).
-    POST and PUT take the same body; a field left out takes its default. Every refusal names
-    its field."""
+    right types: the form turns its checkbox into a bool and its select into an int or None;
+    its compose mode is `editor`). POST and PUT take the same body; a field left out takes its
+    default. Every refusal names its field."""
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise ValidationError(f"Unknown field {unknown[0]!r}: a template has name, subject, "
-                              "body, identity_id, essential and attachments.", field=unknown[0])
+                              "body, format, identity_id, essential and attachments.",
+                              field=unknown[0])
+    if editor is not None:  # the page: its compose mode says the format
+        body_format, editor = written_format(editor=editor)
+    else:
+        body_format = check_format(data.get("format", DEFAULT_FORMAT))
     for name in REQUIRED:
         value = data.get(name)
         if not isinstance(value, str):
@@ -92,8 +107,9 @@ def parse_template(session: Session, data: Mapping[str, Any]) -> TemplateInput:
     except ValidationError as exc:
         raise ValidationError(exc.message, field="identity_id") from None
     attachments = checked_ids(session, data.get("attachments", []))
-    return TemplateInput(name=name, subject=subject, body=body, identity_id=identity_id,
-                         essential=essential, attachment_ids=tuple(attachments))
+    return TemplateInput(name=name, subject=subject, body=written_as(body, body_format),
+                         identity_id=identity_id, essential=essential, body_format=body_format,
+                         editor=editor, attachment_ids=tuple(attachments))
 
 
 def list_templates(session: Session) -> list[TransactionalTemplate]:
@@ -189,7 +205,9 @@ def create_template(session: Session, data: TemplateInput, *,
     """A new template and its first revision, committed together."""
     template = TransactionalTemplate(name=data.name, subject=data.subject, body=data.body,
                                      identity_id=data.identity_id, essential=data.essential,
-                                     attachment_ids=list(data.attachment_ids) or None)
+                                     attachment_ids=list(data.attachment_ids) or None,
+                                     body_format=data.body_format,
+                                     editor=data.editor or editor_for(data.body_format))
     try:
         session.add(template)
         session.flush()
@@ -208,12 +226,14 @@ def update_template(session: Session, template_id: int, data: TemplateInput, *,
                     default_from: str) -> TransactionalTemplate:
     """Replace a live template's fields (one UPDATE guarded on its not being deleted) and
     freeze a new revision when what it sends changed, committed together."""
+    editor = data.editor or editor_for(data.body_format)
     try:
         changed = rowcount(session.execute(
             update(TransactionalTemplate)
             .where(TransactionalTemplate.id == template_id,
                    TransactionalTemplate.deleted_at.is_(None))
             .values(name=data.name, subject=data.subject, body=data.body,
+                    body_format=data.body_format, editor=editor,
                     identity_id=data.identity_id, essential=data.essential,
                     attachment_ids=list(data.attachment_ids) or None, updated_at=utcnow())
             .execution_options(synchronize_session=False)))
@@ -253,7 +273,8 @@ def delete_template(session: Session, template_id: int) -> None:
 def template_json(template: TransactionalTemplate) -> dict[str, Any]:
     """A template as the API shows it."""
     return {"id": template.id, "name": template.name, "subject": template.subject,
-            "body": template.body, "identity_id": template.identity_id,
+            "body": template.body, "format": template.body_format,
+            "identity_id": template.identity_id,
             "essential": template.essential,
             "attachments": list(template.attachment_ids or []),
             "created_at": template.created_at.isoformat() + "Z",

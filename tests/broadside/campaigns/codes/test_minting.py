@@ -102,7 +102,7 @@ def test_the_code_field_is_an_error_only_where_codes_are_off(app):
         check_code_fields(texts, False)
     draft = create_draft(db.session, list_id=make_list(db.session, 1).id, subject="Hi",
                          body="Take {{ code }}")
-    [problem] = merge_problems(draft)
+    [problem] = merge_problems(db.session, draft)
     assert "body, line 1: {{ code }} is filled in only when" in problem.message
     draft.codes_prefix = "SAVE"
     db.session.commit()

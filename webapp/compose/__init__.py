@@ -1,0 +1,1 @@
+"""What the compose pages share: moving a body between compose modes (`views`)."""
