@@ -12,6 +12,7 @@ from broadside.campaigns.broadcasts.drafts import MAX_BODY, MAX_SUBJECT
 from broadside.campaigns.transactional import sending
 from broadside.core.models.transactional import MAX_TEMPLATE_NAME
 from broadside.delivery.transactional_ledger import FAILED, PENDING, SENDING, SENT, UNKNOWN
+from broadside.mail.text_part import MAX_TEXT_BODY
 from webapp.apidocs.paths import body, operation, reply
 from webapp.apidocs.schemas import EMAIL, ID, MOMENT, NOT_BLANK, nullable, obj, ref
 
@@ -50,14 +51,18 @@ TRANSACTIONAL_SCHEMAS: dict[str, Any] = {
                      "No unsubscribe link is added.")},
         "identity_id": {**nullable(ID), "description": "The sending identity it goes out "
                         "through; null or left out: the default one."},
+        "text": {"type": ["string", "null"], "maxLength": MAX_TEXT_BODY, "description": (
+            "The plain-text part as you write it (merge fields work; the footer is added); "
+            "null, blank or left out: made from the body.")},
         "essential": {"type": "boolean", "default": False, "description": (
             "true: may reach an address that unsubscribed from every list (a password reset, "
             "a one-time code). No template ever reaches a suppressed address.")},
     }, ("name", "subject", "body")),
     "TransactionalTemplate": obj({
         "id": ID, "name": {"type": "string"}, "subject": {"type": "string"},
-        "body": {"type": "string"}, "identity_id": nullable(ID),
-        "essential": {"type": "boolean"}, "created_at": MOMENT, "updated_at": MOMENT,
+        "body": {"type": "string"}, "text": {"type": ["string", "null"]},
+        "identity_id": nullable(ID), "essential": {"type": "boolean"},
+        "created_at": MOMENT, "updated_at": MOMENT,
     }),
     "TransactionalInput": obj({
         "template": {"oneOf": [ID, {"type": "string", "minLength": 1,

@@ -36,8 +36,9 @@ from broadside.core.timeutil import utcnow
 from broadside.delivery.identities.service import MAX_ID, check_choice
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import EmailDesign, FrozenContent, freeze_content
+from broadside.mail.text_part import clean_text_body
 
-FIELDS = ("name", "subject", "body", "identity_id", "essential")
+FIELDS = ("name", "subject", "body", "identity_id", "essential", "text")
 REQUIRED = ("name", "subject", "body")
 FROZEN = ("subject", "body_markdown", "body_format", "attachment_ids", "html_template",
           "text_template", "from_name", "from_email", "postal_address", "identity_id",
@@ -51,6 +52,7 @@ class TemplateInput:
     body: str
     identity_id: int | None = None
     essential: bool = False
+    text_body: str | None = None  # the plain-text part as written; None: made from the body
 
 
 def parse_template(session: Session, data: Mapping[str, Any]) -> TemplateInput:
@@ -61,7 +63,8 @@ def parse_template(session: Session, data: Mapping[str, Any]) -> TemplateInput:
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise ValidationError(f"Unknown field {unknown[0]!r}: a template has "
-                              "name, subject, body, identity_id and essential.", field=unknown[0])
+                              "name, subject, body, text, identity_id and essential.",
+                              field=unknown[0])
     for name in REQUIRED:
         value = data.get(name)
         if not isinstance(value, str):
@@ -89,8 +92,12 @@ def parse_template(session: Session, data: Mapping[str, Any]) -> TemplateInput:
         identity_id = check_choice(session, data.get("identity_id"))
     except ValidationError as exc:
         raise ValidationError(exc.message, field="identity_id") from None
+    text = data.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ValidationError("The plain-text part must be text, or null for the one made "
+                              "from the body.", field="text")
     return TemplateInput(name=name, subject=subject, body=body, identity_id=identity_id,
-                         essential=essential)
+                         essential=essential, text_body=clean_text_body(text))
 
 
 def list_templates(session: Session) -> list[TransactionalTemplate]:
@@ -153,7 +160,8 @@ def frozen_revision(session: Session, template: TransactionalTemplate,
         frozen = _frozen(template.subject, written, from_name, from_email, postal,
                          sending_design(session, from_name))
     except ValidationError as exc:
-        field = "subject" if "subject" in exc.message.lower() else "body"
+        field = ("text" if "plain-text part" in exc.message else
+                 "subject" if "subject" in exc.message.lower() else "body")
         raise ValidationError(exc.message, field=field) from None
     return TransactionalTemplateRevision(
         template_id=template.id, subject=template.subject, preheader="",
@@ -185,7 +193,8 @@ def create_template(session: Session, data: TemplateInput, *,
                     default_from: str) -> TransactionalTemplate:
     """A new template and its first revision, committed together."""
     template = TransactionalTemplate(name=data.name, subject=data.subject, body=data.body,
-                                     identity_id=data.identity_id, essential=data.essential)
+                                     identity_id=data.identity_id, essential=data.essential,
+                                     text_body=data.text_body)
     try:
         session.add(template)
         session.flush()
@@ -211,7 +220,7 @@ def update_template(session: Session, template_id: int, data: TemplateInput, *,
                    TransactionalTemplate.deleted_at.is_(None))
             .values(name=data.name, subject=data.subject, body=data.body,
                     identity_id=data.identity_id, essential=data.essential,
-                    updated_at=utcnow())
+                    text_body=data.text_body, updated_at=utcnow())
             .execution_options(synchronize_session=False)))
     except IntegrityError:
         session.rollback()
@@ -249,6 +258,7 @@ def delete_template(session: Session, template_id: int) -> None:
 def template_json(template: TransactionalTemplate) -> dict[str, Any]:
     """A template as the API shows it."""
     return {"id": template.id, "name": template.name, "subject": template.subject,
-            "body": template.body, "identity_id": template.identity_id,
+            "body": template.body, "text": template.text_body,
+            "identity_id": template.identity_id,
             "essential": template.essential, "created_at": template.created_at.isoformat() + "Z",
             "updated_at": template.updated_at.isoformat() + "Z"}
