@@ -144,16 +144,10 @@ def parse_input(data: Any) -> AutomationInput:
     for number, step in enumerate(steps, start=1):
         if not isinstance(step, dict):
             raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
-        extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id", "codes",
-                                    "text"})
+        extra = sorted(set(step) - {"delay", "subject", "body", "preheader", "id", "codes", "text"})
         if extra:
             raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
-                                  "subject, preheader, body, text, codes and (to keep an "
-                                  "existing one) id.")
-        text = step.get("text")
-        if text is not None and not isinstance(text, str):
-            raise ValidationError(f"Step {number}: the text (its plain-text part) must be a "
-                                  "string, or null for the one made from the body.")
+                                  "subject, preheader, body, text, codes and (to keep one) id.")
         step_id = step.get("id")
         if step_id is not None and not _an_id(step_id):
             raise ValidationError(f"Step {number}: the id must be an existing step's id (a number).")
@@ -162,10 +156,9 @@ def parse_input(data: Any) -> AutomationInput:
             subject=step.get("subject", ""),
             body=step.get("body", ""),
             preheader=step.get("preheader", ""),
-            id=step_id,
+            id=step_id, text_body=clean_text_body(step.get("text"), f"Step {number}: the plain-text part"),
             codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes",
                                        f"Step {number}: "),
-            text_body=clean_text_body(text),
         ))
     return result
 
@@ -289,8 +282,7 @@ def as_input(session: Session, automation: Automation) -> dict[str, Any]:
     return {"name": automation.name, "trigger": trigger, "priority": automation.priority,
             "record_only": automation.record_only, "identity_id": automation.identity_id,
             "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader,
-                       "body": s.body, "codes": codes_json(s.codes_prefix),
-                       "text": s.text_body}
+                       "body": s.body, "codes": codes_json(s.codes_prefix), "text": s.text_body}
                       for s in steps_of(session, automation.id)]}
 
 

@@ -92,12 +92,8 @@ def parse_template(session: Session, data: Mapping[str, Any]) -> TemplateInput:
         identity_id = check_choice(session, data.get("identity_id"))
     except ValidationError as exc:
         raise ValidationError(exc.message, field="identity_id") from None
-    text = data.get("text")
-    if text is not None and not isinstance(text, str):
-        raise ValidationError("The plain-text part must be text, or null for the one made "
-                              "from the body.", field="text")
     return TemplateInput(name=name, subject=subject, body=body, identity_id=identity_id,
-                         essential=essential, text_body=clean_text_body(text))
+                         essential=essential, text_body=clean_text_body(data.get("text")))
 
 
 def list_templates(session: Session) -> list[TransactionalTemplate]:
