@@ -118,7 +118,7 @@ def test_the_views_the_checks_preview_as_and_the_owners_text_part(
     expect(page.locator("#preview-as-people option")).to_have_attribute(
         "value", "ana.lima@example.com")
     search.fill("ana.lima@example.com")
-    page.get_by_role("button", name="Show").click()
+    page.get_by_role("button", name="Use their details").click()
     expect(page.locator("#preview-to")).to_contain_text("Ana Lima <ana.lima@example.com>")
     expect(page.locator("#preview-subject")).to_have_text("Autumn, Ana Lima")
     expect(page.locator("#preview-text")).to_contain_text(
