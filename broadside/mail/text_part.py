@@ -34,14 +34,18 @@ def automatic_text(body: str, body_format: str = "markdown") -> str:
     return text
 
 
-def clean_text_body(value: str | None) -> str | None:
-    """An owner's plain-text part as stored: None (automatic) when absent or blank."""
+def clean_text_body(value: object, where: str = "The plain-text part") -> str | None:
+    """An owner's plain-text part as stored: None (automatic) when absent or blank. Anything
+    but text or None is refused, the message starting with `where`."""
     if value is None:
         return None
+    if not isinstance(value, str):
+        raise ValidationError(f"{where} must be text, or null for the one made from the body.",
+                              field="text")
     text = value.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         return None
     if len(text) > MAX_TEXT_BODY:
-        raise ValidationError(f"The plain-text part is too long (at most {MAX_TEXT_BODY:,} "
-                              "characters).", field="text")
+        raise ValidationError(f"{where} is too long (at most {MAX_TEXT_BODY:,} characters).",
+                              field="text")
     return text

@@ -118,7 +118,7 @@ def test_the_views_the_checks_preview_as_and_the_owners_text_part(
     expect(page.locator("#preview-as-people option")).to_have_attribute(
         "value", "ana.lima@example.com")
     search.fill("ana.lima@example.com")
-    page.get_by_role("button", name="Show").click()
+    page.get_by_role("button", name="Use their details").click()
     expect(page.locator("#preview-to")).to_contain_text("Ana Lima <ana.lima@example.com>")
     expect(page.locator("#preview-subject")).to_have_text("Autumn, Ana Lima")
     expect(page.locator("#preview-text")).to_contain_text(
@@ -171,3 +171,39 @@ def test_the_views_the_checks_preview_as_and_the_owners_text_part(
     assert "Dear Ana Lima,\n\nthe autumn news, in plain words.\n\n--\nAcme Weekly\n" in text
     assert "Acme Ltd\n1 Main Street\nSpringfield\nUnsubscribe: " in text
     assert "Hi Ana Lima in Porto" in html and "plain words" not in html
+
+
+def test_the_text_fields_of_a_step_and_a_template(page: Page, app, live_server, owner,
+                                                  screenshot_dir):
+    update_settings(db.session, sender_name="Acme", sender_email="news@acme.example",
+                    postal_address="Acme Ltd\n1 Main Street", time_zone="UTC")
+    db.session.add(MailingList(name="Weekly"))
+    db.session.commit()
+    sign_in(page, live_server.url)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/settings/transactional/new")
+    page.get_by_label("Body (Markdown)").fill("Hello **{{ name }}**")
+    field = page.locator("#text-part")
+    page.get_by_label("Write my own").check()
+    own = page.get_by_label("Your plain-text part")
+    expect(own).to_be_visible()
+    expect(field.locator(".text-automatic")).to_be_hidden()
+    own.fill("Hello {{ name }}, in plain words.")
+    field.scroll_into_view_if_needed()
+    photograph(page, screenshot_dir, "template-text-field")
+    page.get_by_label("Name", exact=True).fill("Welcome")
+    page.get_by_label("Subject").fill("Welcome")
+    page.get_by_role("button", name=re.compile("Save|Create")).first.click()
+    expect(page.get_by_text("Template saved.")).to_be_visible()
+    db.session.expire_all()
+    from broadside.core.models import TransactionalTemplate
+    assert db.session.query(TransactionalTemplate).one().text_body == (
+        "Hello {{ name }}, in plain words.")
+
+    page.goto(f"{live_server.url}/automations/new")
+    step = page.locator("#step-1-text-part")
+    step.scroll_into_view_if_needed()
+    expect(step.get_by_label("Step 1's plain-text part")).to_be_hidden()
+    step.get_by_label("Write my own").check()
+    expect(step.get_by_label("Step 1's plain-text part")).to_be_visible()
+    photograph(page, screenshot_dir, "step-text-field")

@@ -164,11 +164,12 @@ AUTOMATION_EXAMPLE = {
     "steps": [
         {"id": 9, "position": 1, "delay": "PT0S", "delay_seconds": 0,
          "subject": "Welcome, {{ name }}", "preheader": "", "body": "Glad you came.",
-         "revision_id": 14, "codes": None, "attachments": [],
+         "text": None, "revision_id": 14, "codes": None, "attachments": [],
          "counts": {**ZERO, "sent": 118, "skipped": 2}},
         {"id": 10, "position": 2, "delay": "P3D", "delay_seconds": 259200,
          "subject": "Three tips", "preheader": "Start here", "body": "1. ...",
-         "revision_id": 15, "codes": {"prefix": "TIPS"}, "attachments": [],
+         "text": "Three tips, in plain words: ...", "revision_id": 15, "codes": {"prefix": "TIPS"},
+         "attachments": [],
          "counts": {**ZERO, "pending": 40, "sent": 78, "skipped": 2}},
     ],
 }

@@ -12,6 +12,7 @@ from broadside.campaigns.broadcasts.drafts import MAX_BODY, MAX_SUBJECT
 from broadside.campaigns.transactional import sending
 from broadside.core.models.transactional import MAX_TEMPLATE_NAME
 from broadside.delivery.transactional_ledger import FAILED, PENDING, SENDING, SENT, UNKNOWN
+from broadside.mail.text_part import MAX_TEXT_BODY
 from webapp.apidocs.paths import body, operation, reply
 from webapp.apidocs.schemas import (
     ATTACHMENTS,
@@ -62,6 +63,9 @@ TRANSACTIONAL_SCHEMAS: dict[str, Any] = {
         "format": BODY_FORMAT,
         "identity_id": {**nullable(ID), "description": "The sending identity it goes out "
                         "through; null or left out: the default one."},
+        "text": {"type": ["string", "null"], "maxLength": MAX_TEXT_BODY, "description": (
+            "The plain-text part as you write it (merge fields work; the footer is added); "
+            "null, blank or left out: made from the body.")},
         "essential": {"type": "boolean", "default": False, "description": (
             "true: may reach an address that unsubscribed from every list (a password reset, "
             "a one-time code). No template ever reaches a suppressed address.")},
@@ -70,8 +74,8 @@ TRANSACTIONAL_SCHEMAS: dict[str, Any] = {
     }, ("name", "subject", "body")),
     "TransactionalTemplate": obj({
         "id": ID, "name": {"type": "string"}, "subject": {"type": "string"},
-        "body": {"type": "string"}, "format": BODY_FORMAT, "identity_id": nullable(ID),
-        "essential": {"type": "boolean"}, "attachments": ATTACHMENTS,
+        "body": {"type": "string"}, "format": BODY_FORMAT, "text": {"type": ["string", "null"]},
+        "identity_id": nullable(ID), "essential": {"type": "boolean"}, "attachments": ATTACHMENTS,
         "created_at": MOMENT, "updated_at": MOMENT,
     }),
     "TransactionalInput": obj({
@@ -110,7 +114,8 @@ INPUT_EXAMPLE = {"name": "Password reset", "subject": "Reset your password",
                  "body": "Hello {{ name }},\n\n[Choose a new password]"
                          "(https://app.example.com/reset/{{ data.token }})",
                  "identity_id": None, "essential": True}
-TEMPLATE_EXAMPLE = {"id": 3, **INPUT_EXAMPLE, "attachments": [], "created_at": "2026-12-01T10:00:00Z",
+TEMPLATE_EXAMPLE = {"id": 3, **INPUT_EXAMPLE, "attachments": [], "text": None,
+                    "created_at": "2026-12-01T10:00:00Z",
                     "updated_at": "2026-12-01T10:00:00Z"}
 SEND_EXAMPLE = {"template": "Password reset", "to": "ann@example.com",
                 "data": {"token": "abc123"}}

@@ -1,5 +1,6 @@
-"""The broadcasts pages. `views` has the list and the editor, `sending_views` the send,
-progress, steering and evidence routes; both add their routes to this blueprint."""
+"""The broadcasts pages. `views` has the list and the editor, `preview_views` the editor's
+preview pane (its views, "Preview as", the email's own document), `sending_views` the send,
+progress, steering and evidence routes; each adds its routes to this blueprint."""
 
 from flask import Blueprint
 

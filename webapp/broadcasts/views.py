@@ -2,7 +2,7 @@
 
 The preview is the real email from broadside.mail.rendering, shown in a sandboxed iframe whose
 document has its own, relaxed Content-Security-Policy (the email's CSS is inline by nature);
-our own pages keep the strict one.
+our own pages keep the strict one. The pane's routes are webapp/broadcasts/preview_views.py.
 """
 
 from __future__ import annotations

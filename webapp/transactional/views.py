@@ -29,7 +29,8 @@ from urllib.parse import quote
 from flask import Response, current_app, flash, render_template, request, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, SelectField, StringField, TextAreaField
+from wtforms import BooleanField, RadioField, SelectField, StringField, TextAreaField
+from wtforms.fields.choices import SelectChoice
 
 from broadside.campaigns.transactional import recent, samples, templates
 from broadside.core.errors import DomainError
@@ -48,7 +49,7 @@ from webapp.transactional import bp
 # 4,094 bytes (webapp/gunicorn_worker.py): the data's share, once percent-encoded.
 PREVIEW_DATA_BYTES = 2_000
 # The form's names for the domain's fields (the API's JSON names).
-ALIASES = {"identity_id": "identity"}
+ALIASES = {"identity_id": "identity", "text": "text_body"}
 MAX_TYPED = 600_000  # longer than any valid value: the domain says what is too long
 
 
@@ -58,6 +59,12 @@ class TemplateForm(FlaskForm):
     subject = StringField("Subject", description="One line. Merge fields work here too.")
     body = TextAreaField("Body")
     editor = StringField("Write in")  # the compose mode: templates/transactional/_body_field.html
+    # The plain-text part (templates/transactional/_text_field.html): made from the body, or
+    # the owner's own words.
+    text_mode = RadioField("Plain-text part", choices=[SelectChoice("auto", "Automatic"),
+                                                       SelectChoice("own", "Write my own")],
+                           default="auto", validate_choice=False)
+    text_body = TextAreaField("The plain-text part")
     identity = SelectField("Send from", validate_choice=False,
                            description="The sending identity it goes out through, at its pace.")
     essential = BooleanField("Essential", description="It may reach someone who unsubscribed "
@@ -72,7 +79,9 @@ class TemplateForm(FlaskForm):
                 "body": (self.body.data or "")[:MAX_TYPED].replace("\r\n", "\n"),
                 "identity_id": _identity_choice(self.identity.data or ""),
                 "essential": bool(self.essential.data),
-                "attachments": self.posted_attachments()}
+                "attachments": self.posted_attachments(),
+                "text": ((self.text_body.data or "")[:MAX_TYPED] or None
+                         if self.text_mode.data == "own" else None)}
 
     attachment_ids: list[int] | None = None  # the attachments field's: as saved, or as posted
 
@@ -147,6 +156,7 @@ def _form_of(template: TransactionalTemplate, identities: list[SendingIdentity])
     form = _with_choices(TemplateForm(formdata=None, obj=template), identities)
     form.identity.data = "" if template.identity_id is None else str(template.identity_id)
     form.attachment_ids = list(template.attachment_ids or [])
+    form.text_mode.data = "auto" if template.text_body is None else "own"
     return form
 
 

@@ -150,10 +150,6 @@ def parse_input(data: Any) -> AutomationInput:
             raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
                                   "subject, preheader, body, format, text, codes, attachments and "
                                   "id (to keep one).")
-        text = step.get("text")
-        if text is not None and not isinstance(text, str):
-            raise ValidationError(f"Step {number}: the text (its plain-text part) must be a "
-                                  "string, or null for the one made from the body.")
         step_id = step.get("id")
         if step_id is not None and not _an_id(step_id):
             raise ValidationError(f"Step {number}: the id must be an existing step's id (a number).")
@@ -165,7 +161,7 @@ def parse_input(data: Any) -> AutomationInput:
             id=step_id, attachment_ids=step.get("attachments", []),  # checked when saved
             codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes",
                                        f"Step {number}: "),
-            text_body=clean_text_body(text),
+            text_body=clean_text_body(step.get("text"), f"Step {number}: the plain-text part"),
             body_format=step.get("format", "markdown"),  # checked by steps.save_steps
         ))
     return result

@@ -44,8 +44,9 @@ from broadside.mail.body_formats import (
 )
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import EmailDesign, FrozenContent, freeze_content
+from broadside.mail.text_part import clean_text_body
 
-FIELDS = ("name", "subject", "body", "format", "identity_id", "essential", "attachments")
+FIELDS = ("name", "subject", "body", "format", "text", "identity_id", "essential", "attachments")
 REQUIRED = ("name", "subject", "body")
 FROZEN = ("subject", "body_markdown", "body_format", "attachment_ids", "html_template",
           "text_template", "from_name", "from_email", "postal_address", "identity_id",
@@ -62,6 +63,7 @@ class TemplateInput:
     attachment_ids: tuple[int, ...] = ()
     body_format: str = "markdown"
     editor: str | None = None  # the compose mode; None: the one it was written in, if it fits
+    text_body: str | None = None  # the plain-text part as written; None: made from the body
 
 
 def parse_template(session: Session, data: Mapping[str, Any], *, editor: str | None = None
@@ -73,7 +75,7 @@ def parse_template(session: Session, data: Mapping[str, Any], *, editor: str | N
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise ValidationError(f"Unknown field {unknown[0]!r}: a template has name, subject, "
-                              "body, format, identity_id, essential and attachments.",
+                              "body, format, text, identity_id, essential and attachments.",
                               field=unknown[0])
     if editor is not None:  # the page: its compose mode says the format
         body_format, editor = written_format(editor=editor)
@@ -109,7 +111,8 @@ def parse_template(session: Session, data: Mapping[str, Any], *, editor: str | N
     attachments = checked_ids(session, data.get("attachments", []))
     return TemplateInput(name=name, subject=subject, body=written_as(body, body_format),
                          identity_id=identity_id, essential=essential, body_format=body_format,
-                         editor=editor, attachment_ids=tuple(attachments))
+                         editor=editor, attachment_ids=tuple(attachments),
+                         text_body=clean_text_body(data.get("text")))
 
 
 def list_templates(session: Session) -> list[TransactionalTemplate]:
@@ -172,7 +175,8 @@ def frozen_revision(session: Session, template: TransactionalTemplate,
         frozen = _frozen(template.subject, written, from_name, from_email, postal,
                          sending_design(session, from_name))
     except ValidationError as exc:
-        field = "subject" if "subject" in exc.message.lower() else "body"
+        field = ("text" if "plain-text part" in exc.message else
+                 "subject" if "subject" in exc.message.lower() else "body")
         raise ValidationError(exc.message, field=field) from None
     return TransactionalTemplateRevision(
         template_id=template.id, subject=template.subject, preheader="",
@@ -207,7 +211,8 @@ def create_template(session: Session, data: TemplateInput, *,
                                      identity_id=data.identity_id, essential=data.essential,
                                      attachment_ids=list(data.attachment_ids) or None,
                                      body_format=data.body_format,
-                                     editor=data.editor or editor_for(data.body_format))
+                                     editor=data.editor or editor_for(data.body_format),
+                                     text_body=data.text_body)
     try:
         session.add(template)
         session.flush()
@@ -235,7 +240,8 @@ def update_template(session: Session, template_id: int, data: TemplateInput, *,
             .values(name=data.name, subject=data.subject, body=data.body,
                     body_format=data.body_format, editor=editor,
                     identity_id=data.identity_id, essential=data.essential,
-                    attachment_ids=list(data.attachment_ids) or None, updated_at=utcnow())
+                    attachment_ids=list(data.attachment_ids) or None,
+                    text_body=data.text_body, updated_at=utcnow())
             .execution_options(synchronize_session=False)))
     except IntegrityError:
         session.rollback()
@@ -273,7 +279,7 @@ def delete_template(session: Session, template_id: int) -> None:
 def template_json(template: TransactionalTemplate) -> dict[str, Any]:
     """A template as the API shows it."""
     return {"id": template.id, "name": template.name, "subject": template.subject,
-            "body": template.body, "format": template.body_format,
+            "body": template.body, "format": template.body_format, "text": template.text_body,
             "identity_id": template.identity_id,
             "essential": template.essential,
             "attachments": list(template.attachment_ids or []),
