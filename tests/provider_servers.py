@@ -16,12 +16,19 @@ real APIs; HTTPS when `server.tls` is an SSLContext before `start()`) that check
         server.stall(1)                                # read it, answer only when stopped
         server.close_idle()                            # close the kept-alive connections now
         ... server.accepted[0].rcpt, .provider_id, .header("List-Unsubscribe"), .raw, .message
+        ... server.accepted[0].files(): its attachments (name, type, bytes), whichever shape
         ... server.requests, server.sends() (each with `.at`, `.peer`), server.min_gap()
 
 A request meets the knobs in this order: stall, drop, credentials (401/403 in the provider's
 shape), throttle, fail, then the provider's own answer. `on_request(request)`, when set, runs
 for each sending request before it is answered: something that happens while the provider
 takes a message. `reset()` forgets the records and the knobs between tests.
+
+Attachments are checked as each provider documents them: Postmark's `Attachments` ([{Name,
+Content (base64), ContentType}], 10 MB a message, 50 MB a batch request), Resend's
+`attachments` ([{filename, content (base64)}]) on `POST /emails` only (its batch endpoint
+refuses them here, as its documentation says it does not take them), SES's and Mailgun's
+inside the MIME message.
 """
 
 from __future__ import annotations

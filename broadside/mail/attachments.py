@@ -117,8 +117,9 @@ def kind_of(name: str, data: bytes) -> str:
     extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     wanted = EXTENSIONS.get(extension)
     if wanted is None:
-        raise ValidationError(f"Broadside does not send {'.' + extension if extension else 'this'}"
-                              f" files. Attachments may be {ALLOWED_WORDS}.", field="file")
+        what = f".{extension} files" if extension else "a file whose name has no extension"
+        raise ValidationError(f"Broadside does not send {what}. Attachments may be "
+                              f"{ALLOWED_WORDS}.", field="file")
     if not data:
         raise ValidationError("The file is empty.", field="file")
     found = _sniffed(data, wanted)

@@ -19,10 +19,18 @@ from webapp.extensions import db
 pytestmark = pytest.mark.browser
 
 
-def photograph(page: Page, folder, name: str, target: str) -> None:
+def photograph(page: Page, folder, name: str, target: str, whole: bool = True) -> None:
     for width, label in ((1280, "desktop"), (390, "phone")):
         page.set_viewport_size({"width": width, "height": 900})
-        fits(page, f"{name} at {width} px")
+        if whole:
+            fits(page, f"{name} at {width} px")
+        else:
+            assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+            assert page.evaluate(f"""[...document.querySelectorAll(
+                '{target} :is(p, label, small, span, button, li)')]
+                .filter(e => e.offsetParent !== null && !e.closest('.sr-only')
+                        && e.scrollWidth > e.clientWidth + 1).length""") == 0, \
+                f"{name}: text out of its box at {width} px"
         page.locator(target).scroll_into_view_if_needed()
         page.locator(target).screenshot(path=str(folder / f"attachments-{name}-{label}.png"))
     page.set_viewport_size({"width": 1280, "height": 900})
@@ -92,3 +100,45 @@ def test_attach_a_pdf_see_the_warning_then_remove_it(page: Page, live_server, ow
     page.goto(f"{live_server.url}/broadcasts/{draft.id}/send")
     expect(page.locator("#confirm-attachments")).to_have_count(0)
     assert csp_errors == []
+
+
+def test_a_template_and_a_step_take_a_file_too(page: Page, live_server, owner, screenshot_dir):
+    from broadside.campaigns.automations import service as automations
+    from broadside.campaigns.transactional import templates
+
+    update_settings(db.session, sender_name="Acme Weekly", sender_email="news@acme.example",
+                    postal_address="Acme Ltd\n1 Main Street\nSpringfield", time_zone="UTC")
+    weekly = MailingList(name="Weekly")
+    db.session.add(weekly)
+    db.session.commit()
+    template = templates.create_template(db.session, templates.parse_template(db.session, {
+        "name": "Ticket", "subject": "Your ticket", "body": "See you there."}),
+        default_from="news@acme.example")
+    automation = automations.create_automation(db.session, automations.parse_input({
+        "name": "Welcome", "trigger": {"type": "joined_list", "list_id": weekly.id},
+        "steps": [{"subject": "Welcome", "body": "Hello"}]}), default_from="news@acme.example")
+    sign_in(page, live_server.url)
+
+    page.goto(f"{live_server.url}/settings/transactional/{template.id}")
+    field = page.locator("#attachment-field")
+    expect(field.locator(".attachment-warning")).to_have_count(0)  # a ticket is what they are for
+    field.get_by_label("File to attach").set_input_files(
+        {"name": "ticket.ics", "mimeType": "text/calendar", "buffer": files.ICS})
+    field.get_by_role("button", name="Upload").click()
+    expect(page.locator("#attachment-field .attachment")).to_contain_text("calendar event")
+    photograph(page, screenshot_dir, "template-field", "#attachment-field")
+    page.get_by_role("button", name="Save").first.click()
+    db.session.expire_all()
+    wait_until(lambda: bool(templates.get_template(db.session, template.id).attachment_ids),
+               message="the template saved with its file")
+
+    page.goto(f"{live_server.url}/automations/{automation.id}/edit")
+    step = page.locator("#step-1-attachment-field")
+    expect(step.locator(".attachment-warning")).to_contain_text("hurt deliverability")
+    step.get_by_label("File to attach").set_input_files(
+        {"name": "guide.pdf", "mimeType": "application/pdf", "buffer": files.PDF})
+    step.get_by_role("button", name="Upload").click()
+    expect(page.locator("#step-1-attachment-field .attachment")).to_contain_text("guide.pdf")
+    # (The editor's hidden default-submit button, 1 px wide by design, is not text out of its
+    # box: only the sideways scroll is checked on this page.)
+    photograph(page, screenshot_dir, "step-field", "#step-1-attachment-field", whole=False)

@@ -47,7 +47,7 @@ CHECKS = ("not_a_server_error", "status_code_conformance", "content_type_conform
 # a draft sent after its list or segment was deleted, a bulk action whose list or people went
 # meanwhile, an automation enabled without steps or after its trigger's list went, a step id
 # that is not one of its steps. Each is a 422 naming the thing.
-STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending identity)\b|"
+STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending identity|attachment)\b|"
                             r"^That list does not exist any more\.|"
                             r"^Nobody matches this filter any more|"
                             r"^No subscriber has the address |"
@@ -71,7 +71,12 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             # provider's transport, which signs itself, kept on a PUT.
                             r"^This private key |^This is not a PEM private key|"
                             r"^Only RSA keys are offered|^This RSA key has \d+ bits|"
-                            r"^Give the DKIM private key|^DKIM signing is for SMTP")
+                            r"^Give the DKIM private key|^DKIM signing is for SMTP|"
+                            # An attachment's content and name (a binary part), and the
+                            # total of the files an id list names.
+                            r"^Broadside does not send |is named \.\w+ but its content|"
+                            r"^The file needs a name|^Give the file's name alone|"
+                            r"^The file's name |attachments come to [\d.]+ MB")
 
 
 def filter_failure(context, failure, case, response) -> bool:

@@ -63,7 +63,7 @@ def test_each_allowed_kind_is_known_by_its_bytes(db_session, name, data, content
     ("notes.txt", b"\xff\xfe not utf-8 \xff", "not a text"),
     ("run.exe", b"MZ\x90\x00", "does not send .exe files"),
     ("page.html", b"<p>hi</p>", "does not send .html files"),
-    ("noextension", files.PDF, "does not send this files"),
+    ("noextension", files.PDF, "does not send a file whose name has no extension"),
 ])
 def test_a_file_that_is_not_what_its_name_says_is_refused(name, data, said):
     with pytest.raises(ValidationError) as refused:
