@@ -27,11 +27,11 @@ ALLOWED: dict[tuple[str, str], str] = {
         "email_validator and idna (~0.5 MB) only when an address is validated; the worker never does",
     ("broadside/core/addresses.py", "idna"):
         "idna (~0.3 MB of tables) in the worker only when a domain outside ASCII is sent to",
-    ("broadside/mail/rendering.py", "markdown_it"):
+    ("broadside/mail/sanitise.py", "markdown_it"):
         "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
     ("broadside/mail/rendering.py", "css_inline"):
         "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
-    ("broadside/mail/rendering.py", "nh3"):
+    ("broadside/mail/sanitise.py", "nh3"):
         "the rendering libraries (~8 MB) only when content is frozen, never per recipient",
     ("jobs/stream.py", "jobs.imports"):
         "the CSV importer (~1.3 MB with the bulk actions) only when an import was left unfinished",

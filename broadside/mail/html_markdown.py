@@ -20,6 +20,8 @@ import secrets
 from collections import Counter
 from html.parser import HTMLParser
 
+from markdownify import markdownify
+
 from broadside.mail.rendering import html_to_safe_html, markdown_to_safe_html
 
 _FIELD = re.compile(r"\{\{.{0,2000}?\}\}|\{%.{0,2000}?%\}|\{#.{0,2000}?#\}", re.S)
@@ -105,7 +107,6 @@ def markdown_to_html(markdown: str) -> str:
 
 def html_to_markdown(html: str) -> str:
     """An HTML body (the editor's or the owner's) as Markdown; see `lost_in_markdown`."""
-    from markdownify import markdownify
 
     fields = _Fields(html.replace("\r\n", "\n"))
     safe = html_to_safe_html(fields.text)

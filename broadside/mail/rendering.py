@@ -54,11 +54,19 @@ from broadside.mail.merge_plain import PlainTemplate, plain_template
 from broadside.mail.merge_sandbox import HTML_ENV, TEXT_ENV, MergeEnvironment, render_bounded
 from broadside.mail.mime import RenderedEmail, build_message, format_address, message_bytes
 from broadside.mail.plain_text import html_to_text
+from broadside.mail.sanitise import (
+    ALLOWED_ATTRIBUTES,
+    ALLOWED_TAGS,
+    BODY_FORMATS,
+    body_to_safe_html,
+    html_to_safe_html,
+    markdown_to_safe_html,
+)
 
 __all__ = [
     "CompiledRevision", "EmailDesign", "FrozenContent", "MergeError", "RenderedEmail",
     "BODY_FORMATS", "build_message", "body_to_safe_html", "format_address", "freeze_content",
-    "html_to_safe_html", "markdown_to_safe_html",
+    "html_to_safe_html", "markdown_to_safe_html", "ALLOWED_TAGS", "ALLOWED_ATTRIBUTES",
     "freeze_layout", "message_bytes",
 ]
 
@@ -70,16 +78,6 @@ _layout_env = Environment(loader=FileSystemLoader(EMAIL_TEMPLATES),
                           autoescape=select_autoescape(default_for_string=True),
                           keep_trailing_newline=True)
 
-ALLOWED_TAGS = {
-    "a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5",
-    "h6", "hr", "i", "img", "li", "ol", "p", "pre", "s", "strong", "sub", "sup", "table",
-    "tbody", "td", "th", "thead", "tr", "u", "ul",
-}
-ALLOWED_ATTRIBUTES = {
-    "a": {"href", "title"},
-    "img": {"src", "alt", "title", "width", "height"},
-    "ol": {"start"},
-}
 # Runs of three or more line breaks, as `\n{3,}` finds them; written with a literal prefix, so
 # the regex engine jumps from one "\n\n\n" to the next instead of trying a repeat at every
 # position of the text (~30x faster: it ran on every recipient's plain text).
@@ -93,16 +91,10 @@ MAX_HTML_CHARS = 1_000_000
 MAX_TEXT_CHARS = 1_000_000
 
 
-# Markdown, sanitising, CSS inlining and HTML -> text run when content is frozen (at Send, for
-# a draft's preview, a confirmation email), never per recipient: they are imported on first
-# use, so a worker that only sends keeps them (about 8 MB) out of its memory.
-@functools.cache
-def _markdown() -> Any:
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark", {"html": False})
-
-
+# Markdown and sanitising (broadside.mail.sanitise), CSS inlining and HTML -> text run when
+# content is frozen (at Send, for a draft's preview, a confirmation email), never per
+# recipient: they are imported on first use, so a worker that only sends keeps them (about
+# 8 MB) out of its memory.
 @functools.cache
 def _inliner() -> Any:
     import css_inline
@@ -145,92 +137,6 @@ _LANGUAGE = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*")
 class FrozenContent:
     html_template: str  # full email HTML, CSS inlined, merge fields still as sandboxed Jinja
     text_template: str  # plain-text alternative from the same source, merge fields in place
-
-
-def _keep_safe_urls(tag: str, attribute: str, value: str) -> str | None:
-    # Called by nh3 for every kept attribute; it must not raise (nh3 would report it as
-    # an unraisable exception). Images load from https only: http images leak the reader.
-    if tag == "img" and attribute == "src" and not value.lower().startswith("https://"):
-        return None
-    return value
-
-
-def markdown_to_safe_html(markdown: str) -> str:
-    """Markdown to HTML that is safe to put in an email (and in a page)."""
-    import nh3
-
-    return nh3.clean(
-        _markdown().render(markdown),
-        tags=ALLOWED_TAGS,
-        clean_content_tags={"script", "style"},
-        attributes=ALLOWED_ATTRIBUTES,
-        attribute_filter=_keep_safe_urls,
-        url_schemes={"http", "https", "mailto"},
-        url_relative="deny",
-        strip_comments=True,
-    )
-
-
-BODY_FORMATS = ("markdown", "html")
-
-# The owner's own HTML (or the rich-text editor's) keeps what email is built with: tables and
-# their layout attributes, inline styles of the properties clients honour, `align`, `width`.
-# Scripts, forms, frames, event handlers and every other attribute go.
-EMAIL_HTML_TAGS = ALLOWED_TAGS | {
-    "big", "caption", "center", "col", "colgroup", "dd", "div", "dl", "dt", "figcaption",
-    "figure", "font", "small", "span", "tfoot",
-}
-_LAYOUT_ATTRIBUTES = {"style", "align", "valign", "width", "height", "bgcolor", "dir", "lang",
-                      "title"}
-EMAIL_HTML_ATTRIBUTES = {
-    "*": _LAYOUT_ATTRIBUTES,
-    "a": {"href"},
-    "img": {"src", "alt", "border"},
-    "ol": {"start", "type"},
-    "table": {"border", "cellpadding", "cellspacing", "role"},
-    "td": {"colspan", "rowspan"},
-    "th": {"colspan", "rowspan", "scope"},
-    "col": {"span"},
-    "colgroup": {"span"},
-    "font": {"color", "face", "size"},
-}
-EMAIL_STYLE_PROPERTIES = {
-    "background", "background-color", "border", "border-bottom", "border-collapse",
-    "border-color", "border-left", "border-radius", "border-right", "border-spacing",
-    "border-style", "border-top", "border-width", "color", "direction", "display", "font",
-    "font-family", "font-size", "font-style", "font-weight", "height", "letter-spacing",
-    "line-height", "list-style-type", "margin", "margin-bottom", "margin-left", "margin-right",
-    "margin-top", "max-width", "min-width", "padding", "padding-bottom", "padding-left",
-    "padding-right", "padding-top", "table-layout", "text-align", "text-decoration",
-    "text-transform", "vertical-align", "white-space", "width", "word-break",
-}
-
-
-def html_to_safe_html(html: str) -> str:
-    """The owner's HTML, sanitised for email (and for a page): see EMAIL_HTML_TAGS."""
-    import nh3
-
-    return nh3.clean(
-        html,
-        tags=EMAIL_HTML_TAGS,
-        clean_content_tags={"script", "style", "form", "iframe", "object", "embed", "template",
-                            "noscript", "title"},
-        attributes=EMAIL_HTML_ATTRIBUTES,
-        attribute_filter=_keep_safe_urls,
-        filter_style_properties=EMAIL_STYLE_PROPERTIES,
-        url_schemes={"http", "https", "mailto"},
-        url_relative="deny",
-        strip_comments=True,
-    )
-
-
-def body_to_safe_html(body: str, body_format: str = "markdown") -> str:
-    """A body as written, in its format ("markdown" or "html"), to sanitised HTML."""
-    if body_format == "html":
-        return html_to_safe_html(body)
-    if body_format != "markdown":
-        raise ValueError(f"unknown body format {body_format!r}")
-    return markdown_to_safe_html(body)
 
 
 def _new_placeholders(*texts: str) -> Placeholders:

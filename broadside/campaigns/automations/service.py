@@ -18,11 +18,11 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.automations import durations, lifecycle, refreeze
 from broadside.campaigns.automations.entering import live_steps
-from broadside.campaigns.automations.steps import StepInput, save_steps
+from broadside.campaigns.automations.steps import StepInput, save_steps, step_input
 from broadside.campaigns.broadcasts import merge_person
 from broadside.campaigns.broadcasts.merge_person import MergePerson
 from broadside.campaigns.codes.fields import sample
-from broadside.campaigns.codes.minting import codes_json, codes_setting
+from broadside.campaigns.codes.minting import codes_json
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, Forbidden, NotFound, ValidationError
 from broadside.core.models import (
@@ -42,7 +42,6 @@ from broadside.delivery.identities.service import check_choice
 from broadside.delivery.queues import Jobs
 from broadside.delivery.transactional import queue_transactional
 from broadside.mail.rendering import CompiledRevision, RenderedEmail
-from broadside.mail.text_part import clean_text_body
 from broadside.segments.rules import MAX_ID
 
 MAX_NAME = 200
@@ -142,28 +141,10 @@ def parse_input(data: Any) -> AutomationInput:
     if not isinstance(steps, list):
         raise ValidationError("steps must be a list.")
     for number, step in enumerate(steps, start=1):
-        if not isinstance(step, dict):
-            raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
-        extra = sorted(set(step) - {"delay", "subject", "body", "format", "preheader", "id", "codes",
-                                    "text", "attachments"})
-        if extra:
-            raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
-                                  "subject, preheader, body, format, text, codes, attachments and "
-                                  "id (to keep one).")
-        step_id = step.get("id")
-        if step_id is not None and not _an_id(step_id):
+        wanted = step_input(number, step)
+        if wanted.id is not None and not _an_id(wanted.id):
             raise ValidationError(f"Step {number}: the id must be an existing step's id (a number).")
-        result.steps.append(StepInput(
-            delay=step.get("delay", "PT0S"),
-            subject=step.get("subject", ""),
-            body=step.get("body", ""),
-            preheader=step.get("preheader", ""),
-            id=step_id, attachment_ids=step.get("attachments", []),  # checked when saved
-            codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes",
-                                       f"Step {number}: "),
-            text_body=clean_text_body(step.get("text"), f"Step {number}: the plain-text part"),
-            body_format=step.get("format", "markdown"),  # checked by steps.save_steps
-        ))
+        result.steps.append(wanted)
     return result
 
 

@@ -20,6 +20,7 @@ from broadside.campaigns.automations import ledger
 from broadside.campaigns.automations.entering import live_steps
 from broadside.campaigns.broadcasts.service import sender_of
 from broadside.campaigns.codes.fields import check_code_fields
+from broadside.campaigns.codes.minting import codes_setting
 from broadside.campaigns.content.bodies import body_of
 from broadside.core.errors import ValidationError
 from broadside.core.models import Automation, AutomationMessage, AutomationRevision, AutomationStep
@@ -28,6 +29,7 @@ from broadside.mail.attachment_use import checked_ids
 from broadside.mail.body_formats import check_format, editor_for, written_as
 from broadside.mail.design import sending_design
 from broadside.mail.rendering import freeze_content
+from broadside.mail.text_part import clean_text_body
 
 STEP_REMOVED = "the step was removed from the automation"
 
@@ -44,6 +46,30 @@ class StepInput:
     attachment_ids: list[Any] = field(default_factory=list)  # checked when saved
     body_format: str = "markdown"
     editor: str | None = None  # the compose mode (the page's); None: one that saves the format
+
+
+def step_input(number: int, step: Any) -> StepInput:
+    """One step of an automation as the API gives it (`number` from 1), its fields checked
+    for their kind; the id (checked by the caller) and the rest are checked when saved."""
+    if not isinstance(step, dict):
+        raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
+    extra = sorted(set(step) - {"delay", "subject", "body", "format", "preheader", "id", "codes",
+                                "text", "attachments"})
+    if extra:
+        raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
+                              "subject, preheader, body, format, text, codes, attachments and "
+                              "id (to keep one).")
+    return StepInput(
+        delay=step.get("delay", "PT0S"),
+        subject=step.get("subject", ""),
+        body=step.get("body", ""),
+        preheader=step.get("preheader", ""),
+        id=step.get("id"), attachment_ids=step.get("attachments", []),  # checked when saved
+        codes_prefix=codes_setting(step.get("codes"), f"steps[{number - 1}].codes",
+                                   f"Step {number}: "),
+        text_body=clean_text_body(step.get("text"), f"Step {number}: the plain-text part"),
+        body_format=step.get("format", "markdown"),  # checked by steps.save_steps
+    )
 
 
 def frozen_revision(session: Session, step: AutomationStep, identity_id: int | None,
