@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.automations.service import get_automation, steps_of
 from broadside.campaigns.broadcasts.audience import reached
-from broadside.campaigns.content.bodies import body_of
+from broadside.campaigns.content.bodies import checked_body_of
 from broadside.campaigns.field_report import EDITOR_CHECKED, MergeReport, field_report
 
 ON_LIST = ("person on its list", "people on its list")
@@ -61,7 +61,7 @@ def automation_report(session: Session, automation_id: int) -> MergeReport:
     automation = get_automation(session, automation_id)
     segment_id = automation.segment_id if automation.trigger_type == "segment" else None
     # Each body as its freeze reads it (`body_of`: in its format, blocks expanded).
-    steps = [StepTexts(s.subject, s.preheader, body_of(session, s).body, s.codes_prefix is not None,
+    steps = [StepTexts(s.subject, s.preheader, checked_body_of(session, s).body, s.codes_prefix is not None,
                        s.text_body)
              for s in steps_of(session, automation_id)]
     return steps_report(session, steps, list_id=automation.list_id, segment_id=segment_id)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts.audience import audience_condition
-from broadside.campaigns.content.bodies import body_of
+from broadside.campaigns.content.bodies import checked_body_of
 from broadside.campaigns.field_report import MergeReport, field_problems, field_report
 from broadside.core.models import Broadcast
 from broadside.mail.merge_fields import MergeError
@@ -19,7 +19,7 @@ __all__ = ["MergeReport", "merge_problems", "merge_report"]
 def _texts(session: Session, broadcast: Broadcast) -> dict[str, str]:
     # The body (and the owner's own plain-text part) as every freeze reads them: `body_of`
     # (in its format, blocks expanded).
-    written = body_of(session, broadcast)
+    written = checked_body_of(session, broadcast)
     texts = {"subject": broadcast.subject or "", "preheader": broadcast.preheader or "",
              "body": written.body}
     if written.text_body is not None:  # the owner's own plain-text part has its own fields

@@ -16,6 +16,7 @@ from typing import Protocol, TypedDict
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.content.blocks import expand
+from broadside.core.errors import ValidationError
 
 
 class WrittenSource(Protocol):
@@ -53,3 +54,15 @@ def body_of(session: Session, source: WrittenSource) -> WrittenBody:
     return WrittenBody(body=expanded.body, body_format=expanded.body_format,
                        text_body=expanded.text_body,
                        attachment_ids=tuple(source.attachment_ids or ()))
+
+
+def checked_body_of(session: Session, source: WrittenSource) -> WrittenBody:
+    """`body_of` for the merge checks: the body as written when a block it names is missing
+    (Send's own checks and every freeze say so, naming the block), so the report of the
+    fields still reads the rest."""
+    try:
+        return body_of(session, source)
+    except ValidationError:
+        return WrittenBody(body=source.body or "", body_format=source.body_format or "markdown",
+                           text_body=source.text_body,
+                           attachment_ids=tuple(source.attachment_ids or ()))
