@@ -209,6 +209,13 @@ def _number(value: Any, where: str) -> float | int:
         raise RuleError(f"{where}: the value must be a number, like 42 or 9.5.")
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         value = int(value)
+    elif isinstance(value, int) and abs(value) >= 2**53:
+        # Beyond what a database integer (or a float, exactly) holds: compared as a float, the
+        # way the attribute's number is read; beyond a float's range, refused.
+        try:
+            value = float(value)
+        except OverflowError:
+            raise RuleError(f"{where}: that number is too large.") from None
     return value
 
 

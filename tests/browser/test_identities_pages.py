@@ -30,7 +30,8 @@ HOOK_SECRET = "whsec-signing-4c2e9a77"
 # scroll inside their card, if any.
 OVERFLOWING = """() => [...document.querySelectorAll(`main p, main dd, main dt, main li, main td, main th,
   main label, main small, main h1, main h2, main h3, main button, main .button, main code`)]
-  .filter(e => e.offsetParent !== null && !e.closest('.table-wrap') && e.scrollWidth > e.clientWidth + 1)
+  .filter(e => e.offsetParent !== null && !e.closest('.table-wrap') && !e.closest('.sr-only')
+            && e.scrollWidth > e.clientWidth + 1)
   .concat([...document.querySelectorAll('main .table-wrap')].filter(e => e.scrollWidth > e.clientWidth + 1))
   .map(e => e.tagName + ': ' + e.textContent.trim().slice(0, 60))"""
 

@@ -182,7 +182,7 @@ def test_the_text_fields_of_a_step_and_a_template(page: Page, app, live_server, 
     sign_in(page, live_server.url)
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(f"{live_server.url}/settings/transactional/new")
-    page.get_by_label("Body (Markdown)").fill("Hello **{{ name }}**")
+    page.get_by_label("Body", exact=True).fill("Hello **{{ name }}**")
     field = page.locator("#text-part")
     page.get_by_label("Write my own").check()
     own = page.get_by_label("Your plain-text part")

@@ -90,7 +90,7 @@ def test_template_then_block_then_send(page: Page, live_server, owner, smtp_serv
     page.get_by_role("button", name="Save block").click()
     expect(page.get_by_text("Block “Sign-off” saved.")).to_be_visible()
     page.goto(f"{live_server.url}/broadcasts/{started.id}/edit")
-    body = page.get_by_label("Body (Markdown)")
+    body = page.get_by_label("Body", exact=True)
     body.press("Control+End")
     page.get_by_role("button", name="Insert", exact=True).click()
     expect(body).to_have_value(BODY + "\n[[block: Sign-off]]\n")

@@ -99,7 +99,7 @@ BULK_EXAMPLE = {"id": 5, "action": "add", "list_id": 2, "status": "queued", "tot
 COUNTS_EXAMPLE = {"total": 0, **{status: 0 for status in DELIVERY_STATUSES}}
 BROADCAST_EXAMPLE = {"id": 7, "status": "draft", "subject": "November news", "preheader": "",
                      "list_id": None, "segment_id": 3, "skip_if_received_within_hours": 24,
-                     "identity_id": None, "codes": None, "attachments": [],
+                     "identity_id": None, "codes": None, "attachments": [], "format": "markdown",
                      "counts": COUNTS_EXAMPLE, "created_at": "2026-11-20T10:00:00Z",
                      "updated_at": "2026-11-20T10:05:00Z", "scheduled_at": None,
                      "finished_at": None}
@@ -349,7 +349,8 @@ BROADCAST_PATHS: dict[str, Any] = {
                                             "identity_id": 2, "codes": {"prefix": "SAVE"}}),
             responses={"201": reply("Created.", "BroadcastCreated",
                                     {"id": 7, "status": "draft", "identity_id": 2,
-                                     "codes": {"prefix": "SAVE"}, "attachments": []})},
+                                     "codes": {"prefix": "SAVE"}, "attachments": [],
+                                     "format": "markdown"})},
             errors=("Invalid",)),
     },
     "/api/broadcasts/{broadcast_id}": {

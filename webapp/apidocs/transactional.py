@@ -114,7 +114,7 @@ INPUT_EXAMPLE = {"name": "Password reset", "subject": "Reset your password",
                  "body": "Hello {{ name }},\n\n[Choose a new password]"
                          "(https://app.example.com/reset/{{ data.token }})",
                  "identity_id": None, "essential": True}
-TEMPLATE_EXAMPLE = {"id": 3, **INPUT_EXAMPLE, "attachments": [], "text": None,
+TEMPLATE_EXAMPLE = {"id": 3, **INPUT_EXAMPLE, "attachments": [], "text": None, "format": "markdown",
                     "created_at": "2026-12-01T10:00:00Z",
                     "updated_at": "2026-12-01T10:00:00Z"}
 SEND_EXAMPLE = {"template": "Password reset", "to": "ann@example.com",

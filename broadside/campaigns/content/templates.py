@@ -80,7 +80,8 @@ def find_template(session: Session, ref: object) -> Template:
             return _of_builtin(BY_KEY[key])
         if ref.isascii() and ref.isdigit() and len(ref) <= 10:
             ref = int(ref)
-    if isinstance(ref, int) and not isinstance(ref, bool):
+    # Beyond a 32-bit id PostgreSQL raises instead of finding none.
+    if isinstance(ref, int) and not isinstance(ref, bool) and 1 <= ref <= 2**31 - 1:
         row = session.get(MessageTemplate, ref)
         if row is not None:
             return _of_row(row)
