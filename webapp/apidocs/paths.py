@@ -349,8 +349,7 @@ BROADCAST_PATHS: dict[str, Any] = {
                                             "identity_id": 2, "codes": {"prefix": "SAVE"}}),
             responses={"201": reply("Created.", "BroadcastCreated",
                                     {"id": 7, "status": "draft", "identity_id": 2,
-                                     "codes": {"prefix": "SAVE"}, "attachments": [],
-                                     "format": "markdown"})},
+                                     "codes": {"prefix": "SAVE"}, "attachments": [], "format": "markdown"})},
             errors=("Invalid",)),
     },
     "/api/broadcasts/{broadcast_id}": {
