@@ -7,6 +7,7 @@ PostgreSQL database, the SMTP server); each test gets a clean copy or clean tabl
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import signal
@@ -36,6 +37,7 @@ from tests.helpers import (
     forget_namespace,
 )
 from tests.imap_server import Dovecot
+from tests.own_apps import own_app
 from tests.private_redis import private_redis  # noqa: F401  (a fixture for every folder)
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT, create_app
@@ -192,17 +194,8 @@ def app_config(tmp_path, database_url, namespace, dns_server) -> dict:
 
 @pytest.fixture
 def app(app_config) -> Iterator[Flask]:
-    app = create_app(app_config, environ={})
-    with app.app_context():
+    with own_app(app_config) as app:
         yield app
-        db.session.remove()
-        db.engine.dispose()
-    if "doctor_engine" in app.extensions:  # the System page's checks keep one connection
-        app.extensions["doctor_engine"].dispose()
-    # Closed here, not left to the garbage collector: a socket it finalises before the client
-    # is a ResourceWarning in whatever test runs then (the suite makes warnings errors).
-    if "broadside_redis" in app.extensions:
-        app.extensions["broadside_redis"].close()
 
 
 @pytest.fixture
@@ -423,3 +416,12 @@ def dovecot(_dovecot_session) -> Dovecot:
     """A private Dovecot (one per test session) whose mailbox is emptied for this test."""
     _dovecot_session.clear()
     return _dovecot_session
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _leaks_found_in_their_module() -> Iterator[None]:
+    """Collect garbage as each module ends: a connection or socket a test left open is then
+    finalised (a ResourceWarning, an error in this suite) in the module that leaked it, not in
+    whatever test the collector happened to run in."""
+    yield
+    gc.collect()

@@ -5,6 +5,7 @@ from flask import g
 
 from broadside.core.models import Owner
 from tests.helpers import OWNER_EMAIL, OWNER_PASSWORD, csrf_token_from
+from tests.own_apps import release
 from webapp.extensions import db
 
 
@@ -226,7 +227,6 @@ def test_anonymous_error_pages_set_no_cookie(client, owner):
 
 def test_proxy_count_makes_per_ip_limits_count_clients(app_config):
     from webapp import create_app
-    from webapp.extensions import db
 
     app = create_app({**app_config, "TRUSTED_PROXY_COUNT": "1"}, environ={})
     seen = []
@@ -240,8 +240,7 @@ def test_proxy_count_makes_per_ip_limits_count_clients(app_config):
 
     whoami_ip.broadside_public = True
     app.test_client().get("/whoami-ip", headers={"X-Forwarded-For": "203.0.113.9"})
-    with app.app_context():
-        db.engine.dispose()
+    release(app)
     assert seen == ["203.0.113.9"]
 
 

@@ -1,4 +1,4 @@
-from webapp.extensions import db
+from tests.own_apps import own_app
 
 
 def test_healthz_ok(client):
@@ -8,12 +8,8 @@ def test_healthz_ok(client):
 
 
 def test_healthz_names_redis_when_down(app_config):
-    from webapp import create_app
 
-    app = create_app({**app_config, "REDIS_URL": "redis://127.0.0.1:1/0"}, environ={})
-    with app.app_context():
+    with own_app({**app_config, "REDIS_URL": "redis://127.0.0.1:1/0"}) as app:
         response = app.test_client().get("/healthz")
-        db.session.remove()
-        db.engine.dispose()
     assert response.status_code == 503
     assert response.json == {"db": "ok", "redis": "down"}

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from broadside.core.logs import log_context, owner_action
 from broadside.core.models import Broadcast, Delivery
 from tests.helpers import make_list, make_token, start_broadcast, wait_until
+from tests.own_apps import release
 from tests.procfile import serving, web_env
 from tests.smtp_server import SmtpServer
 from webapp.extensions import db
@@ -95,8 +96,7 @@ def test_json_format_carries_job_and_broadcast_ids(app_config):
         assert line["message"] == "slice done: finished"
         assert (line["job_id"], line["broadcast_id"], line["level"]) == ("job-1", 7, "INFO")
     finally:
-        with app.app_context():
-            db.engine.dispose()
+        release(app)
 
 
 def test_owner_actions_get_one_line_with_the_broadcast_id(app):

@@ -19,6 +19,7 @@ from broadside.core.timeutil import utcnow
 from broadside.mail import media as library
 from tests.helpers import csrf_token_from, make_list
 from tests.media_images import SECRET_CAMERA, animated_gif, open_image, photo_with_exif, still
+from tests.own_apps import own_app
 from tests.webapp.role_clients import signed_in
 from webapp import create_app
 from webapp.extensions import db
@@ -173,15 +174,12 @@ def test_urls_use_base_url_or_media_url(app_config, logged_in_client, app):
     sha = only_media().sha256
     assert answer["url"] == f"{app.config['BASE_URL']}/media/{sha}.jpg"
     assert answer["url_2x"] == f"{app.config['BASE_URL']}/media/{sha}@2x.jpg"
-    with_cdn = create_app({**app_config, "MEDIA_URL": "https://cdn.example.com/news"},
-                          environ={})
-    assert with_cdn.config["MEDIA_URL"] == "https://cdn.example.com/news/"
-    with with_cdn.app_context():
+    with own_app({**app_config, "MEDIA_URL": "https://cdn.example.com/news"}) as with_cdn:
+        assert with_cdn.config["MEDIA_URL"] == "https://cdn.example.com/news/"
         from webapp.media.files import media_json
         shown = media_json(db.session.get(Media, answer["id"]))
         assert shown["url"] == f"https://cdn.example.com/news/{sha}.jpg"
         assert shown["url_2x"] == f"https://cdn.example.com/news/{sha}@2x.jpg"
-        db.session.remove()
     with pytest.raises(ConfigError, match="MEDIA_URL"):
         create_app({**app_config, "MEDIA_URL": "ftp://files.example.com/"}, environ={})
 

@@ -16,7 +16,7 @@ from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.lease import Lease
 from jobs.broadcasts import broadcast_slice
 from tests.helpers import make_list, start_broadcast, worker_runtime
-from webapp import create_app
+from tests.own_apps import own_app
 from webapp.extensions import db, get_jobs
 
 
@@ -97,11 +97,8 @@ def test_metrics_match_a_real_send_and_survive_a_restart(
     assert value(samples, "broadside_queue_length", queue="broadcasts") == 0
 
     # A new web process (another app) reads the same figures: nothing lived in memory.
-    restarted = create_app(app_config, environ={})
-    with restarted.app_context():
+    with own_app(app_config) as restarted:
         again = scrape(restarted.test_client())
-        db.session.remove()
-        db.engine.dispose()
     for key in samples:
         if key[0].startswith(("broadside_deliveries", "broadside_smtp", "broadside_attempts",
                               "broadside_wait", "broadside_bounces", "broadside_complaints")):
@@ -166,11 +163,8 @@ def test_without_a_token_only_this_machine_may_read(app, client):
 
 
 def test_metrics_still_answer_when_redis_is_down(app_config):
-    app = create_app({**app_config, "REDIS_URL": "redis://127.0.0.1:1/0"}, environ={})
-    with app.app_context():
+    with own_app({**app_config, "REDIS_URL": "redis://127.0.0.1:1/0"}) as app:
         samples = scrape(app.test_client())
-        db.session.remove()
-        db.engine.dispose()
     assert value(samples, "broadside_up", component="redis") == 0
     assert value(samples, "broadside_up", component="database") == 1
     assert value(samples, "broadside_deliveries_total", outcome="sent") == 0

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from webapp import create_app
-from webapp.extensions import db
+from tests.own_apps import own_app
 
 
 @pytest.mark.parametrize(("base_url", "expected"), [
@@ -13,10 +12,7 @@ from webapp.extensions import db
     ("http://localhost:5000", None),
 ])
 def test_strict_transport_security_follows_base_url(app_config, base_url, expected):
-    app = create_app({**app_config, "BASE_URL": base_url}, environ={})
-    with app.app_context():
+    with own_app({**app_config, "BASE_URL": base_url}) as app:
         response = app.test_client().get("/login")
-        db.session.remove()
-        db.engine.dispose()
     assert response.headers.get("Strict-Transport-Security") == expected
     assert response.headers["X-Content-Type-Options"] == "nosniff"

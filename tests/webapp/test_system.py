@@ -15,8 +15,8 @@ from broadside.core.models import Event, SiteSettings
 from broadside.delivery.hourly import HourlyCap
 from broadside.delivery.lease import Lease
 from tests.helpers import csrf_token_from, make_list, start_broadcast
+from tests.own_apps import own_app
 from tests.smtp_server import SmtpServer, free_port
-from webapp import create_app
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.doctor.smtp import check_smtp
 from webapp.extensions import db, get_jobs
@@ -124,11 +124,8 @@ def test_readiness_names_each_reason_and_is_empty_when_ready(app, redis_client, 
 
 def test_readiness_when_redis_is_down(app_config):
     port = free_port()
-    app = create_app({**app_config, "REDIS_URL": f"redis://127.0.0.1:{port}/0"}, environ={})
-    with app.app_context():
+    with own_app({**app_config, "REDIS_URL": f"redis://127.0.0.1:{port}/0"}) as app:
         reasons = sending_readiness(app).reasons
-        db.session.remove()
-        db.engine.dispose()
     assert reasons == [f"Redis is not answering at redis://127.0.0.1:{port}/0: start it, e.g. "
                        "`sudo apt-get install redis-server` (Debian/Ubuntu) or `brew install redis "
                        "&& brew services start redis` (macOS). The send queue lives there, so "

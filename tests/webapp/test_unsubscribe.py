@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 from broadside.core.models import Broadcast, Event, MailingList, Subscriber, Subscription
 from broadside.core.timeutil import utcnow
 from tests.helpers import make_token, unsubscribe_url
+from tests.own_apps import own_app
 from webapp.extensions import db
 
 ONE_CLICK = b"List-Unsubscribe=One-Click"
@@ -344,17 +345,11 @@ def test_valid_links_are_throttled_per_ip_at_the_configured_rate(app, client):
 
 
 def test_unsubscribe_still_works_when_redis_is_down(app_config):
-    from webapp import create_app
 
-    app = create_app({**app_config, "REDIS_URL": "redis://127.0.0.1:1/0"}, environ={})
-    with app.app_context():
-        try:
-            weekly = add_list()
-            alice = add_subscriber("alice@example.com", {weekly: "active"})
-            response = app.test_client().post("/u/" + make_token(alice, weekly), data=ONE_CLICK,
-                                              content_type="application/x-www-form-urlencoded")
-            assert response.status_code == 200
-            assert subscription(alice, weekly).status == "unsubscribed"
-        finally:
-            db.session.remove()
-            db.engine.dispose()
+    with own_app({**app_config, "REDIS_URL": "redis://127.0.0.1:1/0"}) as app:
+        weekly = add_list()
+        alice = add_subscriber("alice@example.com", {weekly: "active"})
+        response = app.test_client().post("/u/" + make_token(alice, weekly), data=ONE_CLICK,
+                                          content_type="application/x-www-form-urlencoded")
+        assert response.status_code == 200
+        assert subscription(alice, weekly).status == "unsubscribed"
