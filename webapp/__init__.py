@@ -59,6 +59,7 @@ from webapp.feedback.views import bp as feedback_bp
 from webapp.health import bp as health_bp
 from webapp.hosts import install_host_check
 from webapp.htmx import htmx
+from webapp.i18n import install_i18n
 from webapp.identities import bp as identities_bp
 from webapp.identities import dns_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.identities import views as identities_views  # noqa: F401 - and the list's, edit's
@@ -142,6 +143,7 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
 
     configure_logging(app.config)
     app.logger.removeHandler(default_handler)
+    install_i18n(app)  # first: every later hook, and any page it answers with, speaks the request's language
     install_security(app)
     install_text_rule(app)  # no NUL or lone surrogate in any form, query or path: a 422
     _register_blueprints(app)

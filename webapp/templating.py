@@ -20,12 +20,15 @@ from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from babel.dates import format_date
+from babel.numbers import format_decimal, format_percent
 from flask import Flask, g
 from jinja2 import Template
 from sqlalchemy.exc import SQLAlchemyError
 
 from broadside.audience.subscribers.service import newest_reachable
 from broadside.core.errors import ValidationError, shown
+from broadside.core.i18n import current_locale
 from broadside.core.site_settings import owner_zone as settings_zone
 from broadside.core.timeutil import epoch_to_stored, in_zone, local_format, utcnow
 from broadside.core.timeutil import zone_label as label_of
@@ -72,11 +75,12 @@ def zone_label(moment: datetime | None = None) -> str:
 
 def day_label(day: date, weekday: bool = False) -> str:
     """A day of the owner's (already in their zone): `3 Dec`, or `Wed 3 Dec`."""
-    return f"{day:%a} {day.day} {day:%b}" if weekday else f"{day.day} {day:%b}"
+    return format_date(day, "EEE d MMM" if weekday else "d MMM", locale=current_locale())
 
 
 def num(value: float | None) -> str:
-    return f"{value or 0:,}"
+    """A number as the page's language writes it: 1,234 (English), 1.234 (German)."""
+    return format_decimal(value or 0, locale=current_locale())
 
 
 def noun(count: float | None, one: str, many: str | None = None) -> str:
@@ -97,10 +101,15 @@ def percent(part: float | None, whole: float | None) -> str:
         return "—"
     value = 100 * (part or 0) / whole
     if 0 < value < 0.05:
-        return "<0.1%"
+        return "<" + _percent(0.1)
     if 99.95 <= value < 100:  # not everyone: never rounded up to all
-        return ">99.9%"
-    return f"{value:,.1f}".removesuffix(".0") + "%"
+        return ">" + _percent(99.9)
+    return _percent(round(value, 1))
+
+
+def _percent(value: float) -> str:
+    """41.2% (English), 41,2 % (German, French): Babel's, for the page's language."""
+    return format_percent(value / 100, "#,##0.#%", locale=current_locale())
 
 
 def audience_words(broadcast: Any, name: str | None) -> str:

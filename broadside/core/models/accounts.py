@@ -34,6 +34,9 @@ class Owner(Model):
     role: Mapped[str] = mapped_column(String(16), default="owner", server_default="owner")
     # The name they gave when they accepted their invitation ("" for those made before).
     name: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    # The language of their pages (a tag of broadside.core.i18n.LOCALES); None: their
+    # browser's.
+    locale: Mapped[str | None] = mapped_column(String(35))
     # Two-factor sign-in (TOTP, RFC 6238): the base32 secret, set at enrolment and kept while
     # unconfirmed; `totp_enabled_at` set once a first code confirmed it. `totp_last_step` is the
     # time step of the last code accepted: a code of that step or an earlier one is refused,
@@ -166,6 +169,11 @@ class SiteSettings(Model):
     # The owner's own words for the double opt-in email and the sign-up pages, by key
     # (broadside.mail.signup_texts.DEFAULTS); a key absent or NULL: the default text.
     signup_texts: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The language readers get when neither they nor their list has one (a language tag).
+    default_language: Mapped[str] = mapped_column(String(35), default="en", server_default="en")
+    # The owner's texts in other languages: {tag: {key: text}}, each key one of signup_texts'
+    # or "footer_text"; a text absent there: the one above (broadside.mail.signup_texts).
+    localized_texts: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Reader tracking new broadcasts start with (broadside.campaigns.analytics.modes): off unless the
     # owner chooses otherwise.
     default_tracking: Mapped[str] = mapped_column(String(16), default="off", server_default="off")

@@ -46,6 +46,8 @@ class MailingList(Model):
     # Who opened or clicked, by person: only when the owner turns it on here (and the list's
     # public pages then say so). Off: a broadcast to this list counts in aggregate at most.
     per_person_tracking: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # The language of this list's readers who have none of their own; None: Settings'.
+    language: Mapped[str | None] = mapped_column(String(35))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     # The public archive (broadside.campaigns.archive): off until the owner turns it on; the moment
     # it or its published issues last changed is its pages' Last-Modified.
@@ -80,6 +82,9 @@ class Subscriber(Model):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     # Suppression applies to every list: bounced, complained, or blocked by the owner.
     suppression: Mapped[str | None] = mapped_column(String(16))
+    # The reader's language (a tag, broadside.core.i18n.clean_locale): their broadcast version
+    # and the words Broadside writes to them; None: their list's, then the installation's.
+    locale: Mapped[str | None] = mapped_column(String(35))
     suppressed_at: Mapped[datetime | None]
     suppression_detail: Mapped[str | None] = mapped_column(Text)
     soft_bounce_count: Mapped[int] = mapped_column(default=0)

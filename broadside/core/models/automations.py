@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -115,6 +116,8 @@ class AutomationStep(Model):
     # The plain-text part as the owner wrote it; None: made from the body when frozen.
     text_body: Mapped[str | None] = mapped_column(Text)
     # The attachments (ids in `attachments`) sent with it, in order; None: none.
+    # The versions in other languages, as a broadcast's (`Broadcast.versions`).
+    versions: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     attachment_ids: Mapped[list[int] | None] = mapped_column(JSON)
     # "Mint a code per recipient": the codes' prefix (None: off), frozen into each revision.
     codes_prefix: Mapped[str | None] = mapped_column(String(12))

@@ -83,6 +83,9 @@ class Broadcast(Model):
     text_body: Mapped[str | None] = mapped_column(Text)
     # The attachments (ids in `attachments`) sent with it, in order; None: none.
     attachment_ids: Mapped[list[int] | None] = mapped_column(JSON)
+    # The versions in other languages (broadside.campaigns.content.versions): a list of
+    # {"locale", "subject", "preheader", "body"}; None: one version, the fields above.
+    versions: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     # A template's design changes (colour, width, font, footer) over Settings -> Design; None:
     # the design as it is in Settings when frozen.
     design_overrides: Mapped[dict[str, Any] | None] = mapped_column(JSON)
@@ -156,6 +159,11 @@ class FrozenContent:
     from_email: Mapped[str] = mapped_column(String(320))
     postal_address: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Each language's message, frozen with the rest (broadside.campaigns.content.versions:
+    # the default version's language and a message per other language); a reader whose
+    # language has none gets the columns above. None: one message for everyone in English
+    # (every revision before migration 0037).
+    versions: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class Revision(FrozenContent, Model):
