@@ -50,6 +50,7 @@ from broadside.mail.mime import MailAttachment
 from broadside.mail.rendering import CompiledRevision, compiled_revision
 from broadside.mail.unsubscribe_tokens import Tokens
 from jobs.engine import SLICE_SECONDS, Slice
+from jobs.languages import ReaderLanguages, RevisionMessages
 from jobs.recheck import Recheck, skip_reason
 from jobs.rows import Decision, Row
 from jobs.runtime import Runtime
@@ -136,7 +137,7 @@ class AutomationLedger:
 _STATE = (
     select(Automation.status, Subscriber.email, Subscriber.name, Subscriber.attributes,
            Subscriber.suppression, Subscription.status, Subscriber.soft_bounce_count,
-           Subscriber.created_at, Automation.record_only)
+           Subscriber.created_at, Automation.record_only, Subscriber.locale)
     .select_from(Automation)
     .outerjoin(Subscriber, Subscriber.id == bindparam("subscriber_id"))
     .outerjoin(Subscription, and_(Subscription.subscriber_id == Subscriber.id,
@@ -162,21 +163,23 @@ class AutomationRecheck(Recheck):
         self.base_url = runtime.config["BASE_URL"]
         # A provider taking many messages in one JSON request gets each message's fields.
         self.fields = fields
-        self.revisions: dict[int, tuple[CompiledRevision, str, str,
-                                        tuple[MailAttachment, ...]] | None] = {}
+        self.revisions: dict[int, tuple[CompiledRevision, str, str, tuple[MailAttachment, ...],
+                                        RevisionMessages] | None] = {}
+        self.readers = ReaderLanguages(session)
 
-    def _revision(self, revision_id: int
-                  ) -> tuple[CompiledRevision, str, str, tuple[MailAttachment, ...]] | None:
-        """The revision compiled, with its From and its files (read once per slice); None when
-        it prints no postal address."""
+    def _revision(self, revision_id: int) -> tuple[CompiledRevision, str, str, tuple[
+            MailAttachment, ...], RevisionMessages] | None:
+        """The revision compiled, with its From, its files and its messages by language (read
+        once per slice); None when it prints no postal address."""
         if revision_id not in self.revisions:
             revision = self.session.get(AutomationRevision, revision_id)
             assert revision is not None  # messages keep their revision (ON DELETE CASCADE)
+            compiled = compiled_revision(revision.subject, revision.html_template,
+                                         revision.text_template)
             self.revisions[revision_id] = None if not revision.postal_address else (
-                compiled_revision(revision.subject, revision.html_template,
-                                  revision.text_template),
-                formataddr((revision.from_name, revision.from_email)), revision.from_email,
-                parts_of(self.session, revision.attachment_ids))
+                compiled, formataddr((revision.from_name, revision.from_email)),
+                revision.from_email, parts_of(self.session, revision.attachment_ids),
+                RevisionMessages(revision, compiled, None))
         return self.revisions[revision_id]
 
     def message_id(self, row: Row) -> str:
@@ -195,15 +198,17 @@ class AutomationRecheck(Recheck):
         if state.record_only:
             # Logged, never sent: its code (if its step mints one) was minted by the claim.
             return Decision(skip=RECORDED_ONLY)
-        status, email, name, attributes, suppression, subscription, soft_bounces, joined, _ = state
+        (status, email, name, attributes, suppression, subscription, soft_bounces, joined, _,
+         locale) = state
         reason = skip_reason(email, suppression, subscription)
         if reason is not None:
             return Decision(skip=reason)
         revision = self._revision(row.revision_id)
         if revision is None:
             return Decision(hold=True)  # no postal address: held (the due query leaves these out)
-        self.compiled, self.from_header, self.from_email, self.attachments = revision
-        decision = self.prepare(row, email, name or "", attributes or {}, joined, row.list_id)
+        self.compiled, self.from_header, self.from_email, self.attachments, self.messages = revision
+        decision = self.prepare(row, email, name or "", attributes or {}, joined, row.list_id,
+                                locale=locale)
         if decision.message is not None:
             decision.message.soft_bounces = soft_bounces or 0
         return decision

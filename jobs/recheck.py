@@ -22,6 +22,7 @@ from broadside.campaigns.analytics.rewrite import Tracker
 from broadside.campaigns.archive.links import ViewLinks
 from broadside.campaigns.codes.fields import FIELD as CODE_FIELD
 from broadside.core.models import Broadcast, Delivery, Revision, Subscriber, Subscription
+from broadside.core.models.automations import AutomationRevision
 from broadside.core.models.sending import MAY_HAVE_RECEIVED, BroadcastStatus
 from broadside.core.timeutil import utcnow
 from broadside.delivery.transports import MessageFields
@@ -31,6 +32,7 @@ from broadside.mail.mime import MailAttachment, check_message
 from broadside.mail.rendering import MergeError, compiled_revision, message_bytes
 from broadside.mail.unsubscribe_tokens import Tokens, unsubscribe_url
 from jobs.classify import unwritable
+from jobs.languages import ReaderLanguages, RevisionMessages
 from jobs.rows import Decision, Prepared, Row
 from jobs.runtime import Runtime
 
@@ -48,6 +50,7 @@ _RECIPIENT_STATE = (
         Subscriber.soft_bounce_count,
         Subscriber.created_at,
         Broadcast.tracking,
+        Subscriber.locale,
     )
     .select_from(Broadcast)
     .outerjoin(Subscriber, Subscriber.id == bindparam("subscriber_id"))
@@ -69,6 +72,7 @@ class RecipientState(NamedTuple):
     soft_bounces: int | None
     joined: datetime | str | None  # when their row was created (text from SQLite's cursor)
     tracking: str | None = None  # the broadcast's reader tracking, read again for each person
+    locale: str | None = None  # the reader's language (None: their list's, else Settings')
 
 
 _compiled_state: dict[str, tuple[str, list[str] | None]] = {}
@@ -194,6 +198,8 @@ class Recheck:
     view_links: ViewLinks | None = None  # "View in your browser" (broadside.campaigns.archive.links)
     tracker: Tracker | None = None  # reader tracking (broadside.campaigns.analytics); automations: none
     attachments: tuple[MailAttachment, ...] = ()  # the revision's files, read once per slice
+    readers: ReaderLanguages | None = None  # each reader's language (jobs/languages.py)
+    messages: RevisionMessages | None = None  # the revision's messages by language
 
     def __init__(
         self, session: Session, runtime: Runtime, broadcast_id: int, list_id: int | None,
@@ -218,6 +224,13 @@ class Recheck:
                                                   runtime.config["SECRET_KEY"], self.base_url)
         self.tracker = Tracker(session, broadcast_id, revision.html_template,
                                secret_key=runtime.config["SECRET_KEY"], base_url=self.base_url)
+        self.use_revision(revision)
+
+    def use_revision(self, revision: Revision | AutomationRevision) -> None:
+        """Each reader's message of `revision` (its versions, by language), chosen per person."""
+        if self.readers is None:
+            self.readers = ReaderLanguages(self.session)
+        self.messages = RevisionMessages(revision, self.compiled, self.tracker)
 
     def decide(self, row: Row) -> Decision:
         """Invariant 3: the send-time re-check of this row, and this person's message built
@@ -234,7 +247,8 @@ class Recheck:
             return Decision(skip=reason)
         assert state.email is not None and state.joined is not None  # skip_reason refused the erased
         decision = self.prepare(row, state.email, state.name or "", state.attributes or {},
-                                state.joined, list_id, tracking=state.tracking)
+                                state.joined, list_id, tracking=state.tracking,
+                                locale=state.locale)
         if decision.message is not None:
             decision.message.soft_bounces = state.soft_bounces or 0
         return decision
@@ -243,7 +257,8 @@ class Recheck:
         return delivery_message_id(row.id, self.broadcast_id, self.from_email)
 
     def prepare(self, row: Row, email: str, name: str, attributes: dict, joined: datetime | str,
-                list_id: int | None = None, tracking: str | None = None) -> Decision:
+                list_id: int | None = None, tracking: str | None = None,
+                locale: str | None = None) -> Decision:
         """This person's message, ready for the wire; or why their values cannot make one
         (a merge field that breaks on them, an address that cannot go in a header), which
         fails just their row."""
@@ -253,16 +268,22 @@ class Recheck:
         link = unsubscribe_url(token, self.base_url)
         view = self.view_links.url(row.id, row.subscriber_id, joined) if self.view_links else ""
         message_id = self.message_id(row)
+        compiled, tracker, language = self.compiled, self.tracker, None
+        if self.messages is not None and self.readers is not None:
+            chosen = self.messages.for_reader(self.readers.of(locale, list_id))
+            compiled, tracker, language = chosen.compiled, chosen.tracker, chosen.language
         try:
-            rendered = self.compiled.render(
+            rendered = compiled.render(
                 email=email, name=name, attributes=attributes, unsubscribe_url=link, view_url=view,
                 **({} if row.code is None else {CODE_FIELD: row.code}))
-            if self.tracker is not None:  # off (or turned off a moment ago): untouched
-                rendered = self.tracker.apply(rendered, tracking, delivery_id=row.id, list_id=list_id)
+            if tracker is not None:  # off (or turned off a moment ago): untouched
+                rendered = tracker.apply(rendered, tracking, delivery_id=row.id, list_id=list_id)
             headers = {
                 "List-Unsubscribe": f"<{link}>",
                 "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
             }
+            if language:
+                headers["Content-Language"] = language
             fields = None
             if self.fields:
                 # A JSON API takes the parts as they are (no MIME made, nor parsed back), and

@@ -42,6 +42,7 @@ from jinja2 import Environment, FileSystemLoader, TemplateError, select_autoesca
 from jinja2.sandbox import SecurityError
 from markupsafe import Markup
 
+from broadside.core.i18n import _, gettext, ngettext
 from broadside.mail.merge_fields import (
     MergeError,
     Placeholders,
@@ -76,7 +77,10 @@ EMAIL_TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "email"
 # `.html` templates are autoescaped, `.txt` ones are not (as Flask does for its pages).
 _layout_env = Environment(loader=FileSystemLoader(EMAIL_TEMPLATES),
                           autoescape=select_autoescape(default_for_string=True),
-                          keep_trailing_newline=True)
+                          keep_trailing_newline=True, extensions=["jinja2.ext.i18n"])
+# The layout's own words, in the language being spoken when it is frozen (the reader's:
+# broadside.campaigns.content.languages freezes one per language).
+_layout_env.install_gettext_callables(gettext, ngettext, newstyle=True)  # type: ignore[attr-defined]
 
 # Runs of three or more line breaks, as `\n{3,}` finds them; written with a literal prefix, so
 # the regex engine jumps from one "\n\n\n" to the next instead of trying a repeat at every
@@ -240,7 +244,8 @@ def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name
     html_template = join_template(_inliner().inline(layout), placeholders)
 
     # No logo line: the plain text is read for its words.
-    header = f"{view[0]}View in your browser: {view[1]}\n\n{view[2]}" if unsubscribe else ""
+    view_words = _("View in your browser:")
+    header = f"{view[0]}{view_words} {view[1]}\n\n{view[2]}" if unsubscribe else ""
     footer = ["", "--"]
     if from_name.strip():
         footer.append(from_name.strip())
@@ -248,7 +253,7 @@ def freeze_layout(*, subject: str, preheader: str, body_markdown: str, from_name
         footer.append(design.footer_text)
     footer.extend(postal_lines)
     if unsubscribe:
-        footer.append(f"Unsubscribe: {unsubscribe}")
+        footer.append(_("Unsubscribe:") + " " + unsubscribe)
     if text_body is not None:
         body_text = split_merge_fields(text_body.replace("\r\n", "\n"), placeholders).strip()
     else:

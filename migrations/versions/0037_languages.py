@@ -35,9 +35,14 @@ def upgrade():
     for table, column in COLUMNS:
         with op.batch_alter_table(table, schema=None) as batch_op:
             batch_op.add_column(column)
+    # The languages readers have, read at Send: partial, readers without one add no entry.
+    op.create_index('ix_subscribers_locale', 'subscribers', ['locale'], unique=False,
+                    postgresql_where=sa.text('locale IS NOT NULL'),
+                    sqlite_where=sa.text('locale IS NOT NULL'))
 
 
 def downgrade():
+    op.drop_index('ix_subscribers_locale', table_name='subscribers')
     for table, column in reversed(COLUMNS):
         with op.batch_alter_table(table, schema=None) as batch_op:
             batch_op.drop_column(column.name)

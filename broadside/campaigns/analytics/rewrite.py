@@ -29,6 +29,7 @@ would need the copy, which is what that token must not name. Those links get no 
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from collections.abc import Callable
@@ -97,13 +98,19 @@ def draft_links_with_fields(broadcast: Broadcast) -> list[str]:
     return links_with_fields(frozen.html_template)
 
 
-def store_links(session: Session, broadcast_id: int, html_template: str, mode: str | None) -> int:
+# A version in another language has links of its own: the nth version's are stored from
+# position n * VERSION_STRIDE on (broadside.campaigns.analytics.sending), so each counts apart.
+VERSION_STRIDE = 1000
+
+
+def store_links(session: Session, broadcast_id: int, html_template: str, mode: str | None,
+                first_position: int = 0) -> int:
     """At Send, in its transaction: one row per link the mode tracks, its counters at zero
     (counts only: not those whose address holds a merge field)."""
     links = [link for link in template_links(html_template)
              if mode == PER_PERSON or not link.has_fields]
-    session.add_all(TrackedLink(broadcast_id=broadcast_id, position=link.position, url=link.url,
-                                clicks=0, bot_clicks=0) for link in links)
+    session.add_all(TrackedLink(broadcast_id=broadcast_id, position=first_position + link.position,
+                                url=link.url, clicks=0, bot_clicks=0) for link in links)
     return len(links)
 
 
@@ -127,10 +134,12 @@ class Tracker:
     per-person switches read once each; per recipient, string work only."""
 
     def __init__(self, session: Session, broadcast_id: int, html_template: str, *,
-                 secret_key: str, base_url: str, clock: Callable[[], float] = time.time) -> None:
+                 secret_key: str, base_url: str, clock: Callable[[], float] = time.time,
+                 first_position: int = 0) -> None:
         self.session = session
         self.broadcast_id = broadcast_id
         self.links = template_links(html_template)
+        self.first_position = first_position  # a version's links: see VERSION_STRIDE
         self.tokens = TrackingTokens(secret_key)
         self.base_url = base_url.rstrip("/")
         self.own_prefix = self.base_url + "/"  # our own per-recipient links are never rewritten
@@ -141,6 +150,16 @@ class Tracker:
         self._shared: dict[tuple, str] = {}
         self._shared_slot: int | None = None
         self._matched: dict[tuple[str, int], tuple[int, str] | tuple[()]] = {}
+
+    def for_version(self, html_template: str, first_position: int) -> Tracker:
+        """This slice's tracker for another language's message of the broadcast: its own
+        links, from its own first position; the tokens and the lists' switches shared."""
+        other = copy.copy(self)
+        other.links = template_links(html_template)
+        other.first_position = first_position
+        other._matched = {}
+        other._shared, other._shared_slot = {}, None
+        return other
 
     def _list_allows(self, list_id: int | None) -> bool:
         if list_id not in self._per_person:
@@ -212,7 +231,7 @@ class Tracker:
             next_link = position + 1
             if person is None and self.links[position].has_fields:
                 return match.group(0)  # its address names the reader: untracked in aggregate
-            tracked = self.click_url(position, url, slot, person)
+            tracked = self.click_url(self.first_position + position, url, slot, person)
             swapped.setdefault(url, tracked)
             return f"{match.group(1)}{escape(tracked)}{match.group(3)}"
 

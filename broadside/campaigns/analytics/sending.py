@@ -5,14 +5,33 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics.modes import OFF, freeze
-from broadside.campaigns.analytics.rewrite import store_links
-from broadside.core.models import Broadcast
+from broadside.campaigns.analytics.rewrite import VERSION_STRIDE, store_links
+from broadside.campaigns.content.versions import frozen_versions
+from broadside.core.models import Broadcast, Revision
 
 
-def freeze_tracking(session: Session, broadcast: Broadcast, html_template: str) -> None:
+def freeze_tracking(session: Session, broadcast: Broadcast, revision: Revision) -> None:
     """The broadcast's mode frozen (Settings' default if never chosen) and, when it tracks,
     its links stored with their counters at zero (those it tracks: rewrite.store_links), in the
-    transaction that freezes its content."""
+    transaction that freezes its content: the default version's, then each written version's
+    from its own first position (`tracked_versions`)."""
     freeze(session, broadcast)
     if broadcast.tracking != OFF:
-        store_links(session, broadcast.id, html_template, broadcast.tracking)
+        for tag, (first, html_template) in tracked_versions(revision).items():
+            if tag is None or first:  # a footer's message shares the default's links
+                store_links(session, broadcast.id, html_template, broadcast.tracking, first)
+
+
+def tracked_versions(revision: Revision) -> dict[str | None, tuple[int, str]]:
+    """Each message of the revision by its language (None: the default), with the first
+    position of its links and its HTML. A footer's message has the default's links, so it
+    shares its positions; a written version has its own, from n * VERSION_STRIDE."""
+    versions: dict[str | None, tuple[int, str]] = {None: (0, revision.html_template)}
+    written = 0
+    for tag, message in frozen_versions(revision).items():
+        if message.written:
+            written += 1
+            versions[tag] = (written * VERSION_STRIDE, message.html_template)
+        else:
+            versions[tag] = (0, message.html_template)
+    return versions

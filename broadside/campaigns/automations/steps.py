@@ -21,14 +21,16 @@ from broadside.campaigns.automations.entering import live_steps
 from broadside.campaigns.broadcasts.service import sender_of
 from broadside.campaigns.codes.fields import check_code_fields
 from broadside.campaigns.codes.minting import codes_setting
-from broadside.campaigns.content.bodies import body_of
+from broadside.campaigns.content.bodies import WrittenBody, body_of
+from broadside.campaigns.content.languages import freeze_in_languages
+from broadside.campaigns.content.versions import clean_versions
 from broadside.core.errors import ValidationError
 from broadside.core.models import Automation, AutomationMessage, AutomationRevision, AutomationStep
 from broadside.core.timeutil import utcnow
 from broadside.mail.attachment_use import checked_ids
 from broadside.mail.body_formats import check_format, editor_for, written_as
 from broadside.mail.design import sending_design
-from broadside.mail.rendering import freeze_content
+from broadside.mail.rendering import EmailDesign, FrozenContent, freeze_content
 from broadside.mail.text_part import clean_text_body
 
 STEP_REMOVED = "the step was removed from the automation"
@@ -79,11 +81,19 @@ def frozen_revision(session: Session, step: AutomationStep, identity_id: int | N
     the step's current one). ValidationError names the step."""
     from_name, from_email, postal = sender_of(session, identity_id, default_from)
     written = body_of(session, step)
+
+    def freeze(subject: str, preheader: str, body: WrittenBody, design: EmailDesign,
+               language: str, direction: str) -> FrozenContent:
+        return freeze_content(subject=subject, preheader=preheader, **body.freeze_arguments(),
+                              from_name=from_name, from_email=from_email, postal_address=postal,
+                              design=design, language=language, direction=direction)
+
     try:
-        frozen = freeze_content(subject=step.subject, preheader=step.preheader,
-                                **written.freeze_arguments(), from_name=from_name,
-                                from_email=from_email, postal_address=postal,
-                                design=sending_design(session, from_name))
+        # Every language, whoever is on the list now: readers keep arriving after a save.
+        frozen, versions = freeze_in_languages(
+            session, subject=step.subject, preheader=step.preheader, written=written,
+            versions=clean_versions(step.versions), design=sending_design(session, from_name),
+            freeze=freeze, every_language=True)
         check_code_fields({"subject": step.subject, "preheader": step.preheader,
                            "body": step.body, "plain-text part": step.text_body or ""},
                           step.codes_prefix is not None)
@@ -96,12 +106,13 @@ def frozen_revision(session: Session, step: AutomationStep, identity_id: int | N
         html_template=frozen.html_template, text_template=frozen.text_template,
         from_name=from_name, from_email=from_email, postal_address=postal,
         codes_prefix=step.codes_prefix,  # frozen with the content: what its claims mint
+        versions=versions,
     )
 
 
 FROZEN_FIELDS = ("subject", "preheader", "body_markdown", "body_format", "attachment_ids",
                  "html_template", "text_template", "from_name", "from_email", "postal_address",
-                 "codes_prefix")
+                 "codes_prefix", "versions")
 
 
 def same_as(new: AutomationRevision, current: AutomationRevision | None) -> bool:

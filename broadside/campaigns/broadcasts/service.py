@@ -24,8 +24,10 @@ from broadside.campaigns.broadcasts import snapshot as audience_snapshot
 from broadside.campaigns.broadcasts.merge_person import MergePerson
 from broadside.campaigns.codes.fields import check_code_fields
 from broadside.campaigns.codes.fields import sample as code_sample
-from broadside.campaigns.content.bodies import body_of
+from broadside.campaigns.content.bodies import WrittenBody, body_of
 from broadside.campaigns.content.design import broadcast_design
+from broadside.campaigns.content.languages import freeze_in_languages
+from broadside.campaigns.content.versions import clean_versions
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.events import record_event
@@ -36,7 +38,7 @@ from broadside.core.timeutil import utcnow
 from broadside.delivery.identities import lifecycle as identity_lifecycle
 from broadside.delivery.queues import Jobs
 from broadside.delivery.transactional import queue_transactional
-from broadside.mail.rendering import CompiledRevision, freeze_content
+from broadside.mail.rendering import CompiledRevision, EmailDesign, FrozenContent, freeze_content
 
 PAUSE_BY_OWNER = "Paused by the owner. Press Resume to continue from where it stopped."
 
@@ -84,16 +86,19 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
 
     from_name, from_email, postal = sender_of(session, broadcast.identity_id, default_from)
     written = body_of(session, broadcast)
-    frozen = freeze_content(
-        subject=broadcast.subject,
-        preheader=broadcast.preheader,
-        **written.freeze_arguments(),
-        from_name=from_name,
-        from_email=from_email,
-        postal_address=postal,
-        # The design at send time (Settings', the template's changes over it): frozen here.
-        design=broadcast_design(session, broadcast, from_name),
-    )
+
+    def freeze(subject: str, preheader: str, body: WrittenBody, design: EmailDesign,
+               language: str, direction: str) -> FrozenContent:
+        return freeze_content(subject=subject, preheader=preheader, **body.freeze_arguments(),
+                              from_name=from_name, from_email=from_email, postal_address=postal,
+                              design=design, language=language, direction=direction)
+
+    # Every language a reader may get it in, each with the design at send time (Settings',
+    # the template's changes over it) and its footer in that language: frozen here.
+    frozen, versions = freeze_in_languages(
+        session, subject=broadcast.subject, preheader=broadcast.preheader, written=written,
+        versions=clean_versions(broadcast.versions), design=broadcast_design(
+            session, broadcast, from_name), freeze=freeze)
     check_code_fields({"subject": broadcast.subject, "preheader": broadcast.preheader,
                        "body": broadcast.body, "plain-text part": broadcast.text_body or ""},
                       broadcast.codes_prefix is not None)
@@ -110,6 +115,7 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
         from_email=from_email,
         postal_address=postal,
         codes_prefix=broadcast.codes_prefix,  # what the worker's claims mint: frozen with it
+        versions=versions,
     )
     session.add(revision)
     return revision
@@ -143,7 +149,7 @@ def send_broadcast(
 
     def snapshot() -> str:
         revision = freeze_revision(session, broadcast, default_from)
-        freeze_tracking(session, broadcast, revision.html_template)
+        freeze_tracking(session, broadcast, revision)
         # The audience is decided here; its rows are written now when it cannot be large,
         # else by the worker in chunks (broadside.campaigns.broadcasts.snapshot).
         return audience_snapshot.begin(session, broadcast, segment)

@@ -69,6 +69,10 @@ class Subscriber(Model):
         # alone, 0.78-0.93x the time of reading their rows at a million.
         Index("ix_subscribers_suppression", "suppression",
               postgresql_where=text("suppression IS NOT NULL")),
+        # The languages readers have, read at Send to know which footers to freeze
+        # (broadside.campaigns.content.languages): partial, so readers without one cost nothing.
+        Index("ix_subscribers_locale", "locale", postgresql_where=text("locale IS NOT NULL"),
+              sqlite_where=text("locale IS NOT NULL")),
         NEVER_REUSE_IDS,
     )
 
