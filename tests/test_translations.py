@@ -64,6 +64,13 @@ def test_every_marked_message_is_translated(locale, in_code):
     assert not problems, f"{locale}: placeholders differ from the English: {problems[:10]}"
 
 
+def messages_of(cat) -> dict:
+    """{msgid: msgstr}, a plural's id and forms as tuples (read_mo gives lists)."""
+    def key(value):
+        return value if isinstance(value, str) else tuple(value)
+    return {key(m.id): key(m.string) for m in cat if m.id}
+
+
 @pytest.mark.parametrize("locale", TRANSLATED)
 def test_the_committed_mo_file_is_the_po_file_compiled(locale):
     """A fresh clone runs from the committed `.mo` (Flask-Babel reads nothing else): it must
@@ -71,11 +78,11 @@ def test_the_committed_mo_file_is_the_po_file_compiled(locale):
     path = CATALOG_DIR / locale / "LC_MESSAGES" / "messages.mo"
     assert path.exists(), f"{path} is missing: run pybabel compile -d webapp/translations"
     with open(path, "rb") as mo:
-        committed = {m.id: m.string for m in read_mo(mo) if m.id}
+        committed = messages_of(read_mo(mo))
     expected = BytesIO()
     write_mo(expected, catalog(locale))
     expected.seek(0)
-    compiled = {m.id: m.string for m in read_mo(expected) if m.id}
+    compiled = messages_of(read_mo(expected))
     assert committed == compiled, f"{locale}: messages.mo is stale: run pybabel compile"
 
 

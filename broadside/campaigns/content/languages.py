@@ -91,7 +91,8 @@ def freeze_in_languages(session: Session, *, subject: str, preheader: str, writt
                        reader_locale(tag, default))
         except ValidationError as exc:  # said with the version it is in
             raise ValidationError(f"{tag}: {exc.message}", field=exc.field) from None
-        messages[tag] = _entry(version["subject"], version["preheader"], made, written=True)
+        messages[tag] = {**_entry(version["subject"], version["preheader"], made, written=True),
+                         "body": body.body}  # as written: the archive's page shows it
     written_tags = [version["locale"] for version in versions or ()]
     wanted = set(LOCALES) if every_language else readers_languages(session) & set(LOCALES)
     for language in sorted(wanted):

@@ -6,7 +6,8 @@ As written (`Broadcast.versions`, `AutomationStep.versions`): a list of
 message's own fields are the default version, read by everyone whose language has none.
 
 As frozen (`Revision.versions`, `AutomationRevision.versions`): `{"default_locale": tag,
-"messages": {tag: {"subject", "preheader", "html_template", "text_template", "written"}}}`,
+"messages": {tag: {"subject", "preheader", "html_template", "text_template", "written"}}}`
+(a written version also keeps its `body` as written, expanded),
 one message per language a reader may be given something else in: each version the owner
 wrote (`written`), and each language Broadside speaks whose footer differs from the
 default's (the owner's words, Broadside's footer in the reader's language). A reader gets the
