@@ -56,11 +56,13 @@ def asked_language() -> str | None:
     return shipped(request.args.get("lang"))
 
 
-def page_language(mailing_list: MailingList | None = None, reader: str | None = None) -> str:
-    """Choose the page's language (the module's rule) and speak it for the rest of the
-    request; returns it."""
-    chosen = reader_locale(asked_language(), reader, browser_language(),
-                           mailing_list.language if mailing_list is not None else None,
+def page_language(mailing_list: MailingList | str | None = None, reader: str | None = None
+                  ) -> str:
+    """Choose the page's language (the module's rule; `mailing_list`: the list, or its
+    language) and speak it for the rest of the request; returns it."""
+    list_language = (mailing_list.language if isinstance(mailing_list, MailingList)
+                     else mailing_list)
+    chosen = reader_locale(asked_language(), reader, browser_language(), list_language,
                            _default_language())
     return use_locale(chosen)
 

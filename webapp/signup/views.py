@@ -139,8 +139,8 @@ def _speak_to(token: str) -> None:
     browser's, when they have none); an invalid link's page the browser's."""
     claim = signup.read_token(_links(), token)
     reader = db.session.get(Subscriber, claim.subscriber_id) if claim is not None else None
-    page_language(db.session.get(MailingList, claim.list_id) if claim is not None else None,
-                  reader.locale if reader is not None else None)
+    mailing_list = db.session.get(MailingList, claim.list_id) if claim is not None else None
+    page_language(mailing_list, reader.locale if reader is not None else None)
 
 
 def _left_since(left: signup.LeftSinceLink):
