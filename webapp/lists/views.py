@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, current_app, flash, redirect, render_template, url_for
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, SelectField, StringField, TextAreaField
+from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length
 
 from broadside.audience import lists
@@ -31,11 +32,12 @@ class ListForm(FlaskForm):
                                           "chosen a language."))
 
 
-def language_choices(current: str | None) -> list[tuple[str, str]]:
+def language_choices(current: str | None) -> list[SelectChoice]:
     """Settings' default, the shipped languages, and the list's own when it is another."""
-    choices = [("", _("Settings' default")), *LOCALE_NAMES.items()]
+    choices = [SelectChoice("", _("Settings' default")),
+               *(SelectChoice(tag, name) for tag, name in LOCALE_NAMES.items())]
     if current and current not in LOCALE_NAMES:
-        choices.append((current, current))
+        choices.append(SelectChoice(current, current))
     return choices
 
 
@@ -74,7 +76,7 @@ def _render_show(list_id: int, form: ListForm | None = None, status: int = 200):
     if form is None:
         form = ListForm(obj=summary.list)
         form.language.data = summary.list.language or ""
-    form.language.choices = language_choices(summary.list.language)  # type: ignore[assignment]
+    form.language.choices = language_choices(summary.list.language)
     imports = lists.recent_imports(db.session, list_id)
     return render_template(
         "lists/show.html", summary=summary, form=form, imports=imports,
