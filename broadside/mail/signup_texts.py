@@ -139,9 +139,13 @@ def _localized(settings: SiteSettings | None, locale: str | None) -> dict[str, s
             if key in LOCALIZED_KEYS and isinstance(value, str) and value.strip()}
 
 
+OWN = "own"  # `text_sources`: the owner's default-language text (the columns)
+
+
 def text_sources(settings: SiteSettings | None, locale: str | None) -> dict[str, tuple[str, str]]:
     """Each text for a reader of `locale`, with the language it is written in: theirs, else
-    the default language's (the owner's), else Broadside's own words in their language."""
+    the default language's (the owner's: `OWN`, for a list's own language may say better),
+    else Broadside's own words in their language."""
     speaks = reader_locale(locale)
     localized = _localized(settings, speaks)
     own = (settings.signup_texts if settings is not None else None) or {}
@@ -150,10 +154,19 @@ def text_sources(settings: SiteSettings | None, locale: str | None) -> dict[str,
         if text.key in localized:
             found[text.key] = (localized[text.key], speaks)
         elif isinstance(own.get(text.key), str):
-            found[text.key] = (own[text.key], default_language(settings))
+            found[text.key] = (own[text.key], OWN)
         else:
             found[text.key] = (default_words(text.key, speaks), speaks)
     return found
+
+
+def own_language(settings: SiteSettings | None, mailing_list: MailingList) -> str:
+    """The language of the owner's default texts as a list shows them: the list's, when it is
+    one Broadside does not speak (no version can be written in it: an owner writing to a
+    Hebrew list writes the default texts in Hebrew), else the default language."""
+    if mailing_list.language and not shipped(mailing_list.language):
+        return mailing_list.language
+    return default_language(settings)
 
 
 def texts_for(settings: SiteSettings | None, locale: str | None) -> dict[str, str]:
@@ -334,6 +347,8 @@ def confirmation_email(session: Session, mailing_list: MailingList, subscriber: 
     design = replace(email_design(current_design(session), from_name=from_name),
                      footer_text=footer_text_for(settings, locale))
     (subject, language), (body, _body_language) = sources["optin_subject"], sources["optin_body"]
+    if language == OWN:
+        language = own_language(settings, mailing_list)
     with speaking(locale):  # the layout's own words (the button, the footer's) in theirs
         for subject, body, language in (
                 (subject, body, language),

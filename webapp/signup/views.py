@@ -12,7 +12,7 @@ from broadside.audience import signup
 from broadside.core.errors import ValidationError
 from broadside.core.i18n import _, current_locale
 from broadside.core.models import MailingList, SiteSettings, Subscriber
-from broadside.mail.signup_texts import text_sources
+from broadside.mail.signup_texts import OWN, own_language, text_sources
 from webapp import throttle
 from webapp.address_warnings import warnings_for
 from webapp.extensions import csrf, db, get_jobs
@@ -65,9 +65,9 @@ def _page(template: str, mailing_list: MailingList, text_key: str | None = None,
     when the owner's text it shows is in such a language, `?lang=` kept on its links."""
     markup = {}
     if text_key is not None:
-        _text, written_in = text_sources(db.session.get(SiteSettings, 1),
-                                         current_locale())[text_key]
-        markup = content_markup(mailing_list.language if written_in != current_locale()
+        settings = db.session.get(SiteSettings, 1)
+        _text, written_in = text_sources(settings, current_locale())[text_key]
+        markup = content_markup(own_language(settings, mailing_list) if written_in == OWN
                                 else written_in)
     return render_template(template, list=mailing_list, lang_arg=lang_arg(), **markup,
                            **context)
