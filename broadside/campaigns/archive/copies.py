@@ -79,9 +79,9 @@ def public_copy(revision: Revision) -> PublicCopy:
 
 # The body inside the email layout (templates/email/layout.html): its `content` cell, up to
 # the footer's. A version frozen without its source body is published from it.
-_CONTENT = re.compile(r'<td class="content">\s*(.*?)\s*</td>\s*</tr>\s*<tr>\s*<td class="footer">',
-                      re.DOTALL)
-_ACTION = re.compile(r'\s*<p class="action">.*\Z', re.DOTALL)
+_CONTENT = re.compile(r'<td class="content"[^>]*>\s*(.*?)\s*</td>\s*</tr>\s*<tr>\s*'
+                      r'<td class="footer"', re.DOTALL)
+_ACTION = re.compile(r'\s*<p class="action"[^>]*>.*\Z', re.DOTALL)
 
 
 def version_copy(message: Any) -> PublicCopy:
