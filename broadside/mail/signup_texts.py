@@ -346,12 +346,13 @@ def confirmation_email(session: Session, mailing_list: MailingList, subscriber: 
     postal = settings.postal_address if settings is not None else ""
     design = replace(email_design(current_design(session), from_name=from_name),
                      footer_text=footer_text_for(settings, locale))
-    (subject, language), (body, _body_language) = sources["optin_subject"], sources["optin_body"]
-    if language == OWN:
-        language = own_language(settings, mailing_list)
+    (owners_subject, written_in), (owners_body, _body_in) = (sources["optin_subject"],
+                                                             sources["optin_body"])
+    if written_in == OWN:
+        written_in = own_language(settings, mailing_list)
     with speaking(locale):  # the layout's own words (the button, the footer's) in theirs
         for subject, body, language in (
-                (subject, body, language),
+                (owners_subject, owners_body, written_in),
                 (default_words("optin_subject"), default_words("optin_body"), locale)):
             try:
                 return render_confirmation(subject=subject, body_markdown=body,

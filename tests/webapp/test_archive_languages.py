@@ -17,7 +17,8 @@ from tests.helpers import csrf_token_from
 from webapp.extensions import db, get_jobs
 
 VERSIONS = {
-    "de": ("Die Herbstausgabe", "# Neues im Herbst\n\nHallo {{ name or 'zusammen' }}, hier sind die Neuigkeiten."),
+    "de": ("Die Herbstausgabe",
+           "# Neues im Herbst\n\nHallo {{ name or 'zusammen' }}, hier sind die Neuigkeiten."),
     "ar": ("عدد الخريف", "# أخبار الخريف\n\nمرحبا، هذه أخبارنا لهذا الشهر."),
 }
 

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 
+from babel import Locale, UnknownLocaleError
 from flask import (
     Blueprint,
     Response,
@@ -35,18 +36,16 @@ from flask_login import current_user
 
 from broadside.campaigns.archive import service
 from broadside.campaigns.broadcasts.service import get_broadcast
+from broadside.campaigns.content.versions import version_for
 from broadside.core import roles
 from broadside.core.errors import DomainError, NotFound
-from babel import Locale, UnknownLocaleError
-
-from broadside.campaigns.content.versions import version_for
 from broadside.core.i18n import _, clean_locale, current_locale, direction, shipped
 from broadside.core.models import MailingList
 from webapp.extensions import db
+from webapp.i18n import use_locale
 from webapp.permissions import allow, can
 from webapp.security import forbidden, public
 from webapp.settings.brand import site_brand
-from webapp.i18n import use_locale
 from webapp.signup.language import page_language
 from webapp.templating import owner_zone
 

@@ -22,9 +22,9 @@ from typing import Any
 from flask import Blueprint, Response, abort, current_app, g, request, url_for
 from sqlalchemy.exc import SQLAlchemyError
 
+from broadside.core.i18n import current_locale
 from broadside.core.models import MailingList, SiteSettings
 from broadside.mail import design
-from broadside.core.i18n import current_locale
 from broadside.mail.signup_texts import page_text, texts_for
 from webapp.extensions import db
 from webapp.security import public

@@ -48,7 +48,6 @@ from webapp.settings.brand import logo_directory
 from webapp.settings.views import bp
 
 
-
 def N_(message: str) -> str:
     return message
 

@@ -10,7 +10,7 @@ from redis.exceptions import RedisError
 
 from broadside.audience import signup
 from broadside.core.errors import ValidationError
-from broadside.core.i18n import _, current_locale
+from broadside.core.i18n import current_locale
 from broadside.core.models import MailingList, SiteSettings, Subscriber
 from broadside.mail.signup_texts import OWN, own_language, text_sources
 from webapp import throttle

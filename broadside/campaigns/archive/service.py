@@ -27,10 +27,10 @@ from broadside.campaigns.archive.links import ViewTokens, link_wanted
 from broadside.campaigns.content.versions import default_locale, written_versions
 from broadside.core.errors import Conflict, DomainError, NotFound
 from broadside.core.i18n import _
-from broadside.mail.merge_fields import MergeError
 from broadside.core.models import ArchivedIssue, Broadcast, Delivery, MailingList, Revision, Subscriber
 from broadside.core.models.sending import BroadcastStatus
 from broadside.core.timeutil import utcnow
+from broadside.mail.merge_fields import MergeError
 from broadside.mail.rendering import RenderedEmail
 
 # Publishing needs the frozen revision of a broadcast that went (or is going) out.
