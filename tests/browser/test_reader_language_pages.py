@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from broadside.core.models import Owner, Subscriber
+from broadside.audience import lists as lists
+from broadside.core.models import Owner, SiteSettings, Subscriber
 from broadside.mail.unsubscribe_tokens import make_token
 from tests.browser.steps import sign_in
 from tests.webapp.test_archive_languages import published_issue_in_three_languages
@@ -36,8 +37,6 @@ def look(page: Page, name: str, url: str) -> None:
 
 def test_a_german_reader_is_written_to_in_german_everywhere(
         browser: Browser, live_server, app, smtp_server, run_worker_burst):
-    from broadside.audience import lists as lists
-
     weekly = lists.create_list(db.session, "Die Wochenpost", "Neuigkeiten aus Berlin, jeden Freitag.",
                                signup_enabled=True)
     german = browser.new_context(locale="de-DE", extra_http_headers={"Accept-Language": "de-DE,de;q=0.9"})
@@ -106,6 +105,18 @@ def test_the_archive_versions_and_the_owner_pages_in_german_and_right_to_left(
     heading = visitor.get_by_role("heading", name="عدد الخريف").bounding_box()
     assert heading is not None and heading["x"] + heading["width"] > 300  # starts on the right
     look(visitor, "archive-index-de", f"{live_server.url}/archive/{weekly.id}/?lang=de")
+
+    # A Hebrew list whose owner wrote the sign-up texts in Hebrew: the page right to left.
+    shalom = lists.create_list(db.session, "שלום", "חדשות כל יום שישי.", signup_enabled=True)
+    shalom.language = "he"
+    settings = db.session.get(SiteSettings, 1) or SiteSettings(id=1)
+    settings.signup_texts = {"join_heading": "הירשמו ל{{ list_name }}"}
+    db.session.add(settings)
+    db.session.commit()
+    look(visitor, "signup-join-he", f"{live_server.url}/join/{shalom.id}")
+    assert visitor.locator("html").get_attribute("dir") == "rtl"
+    settings.signup_texts = None
+    db.session.commit()
 
     look(page, "design-texts-de", f"{live_server.url}/settings/design?texts=de")
     expect(page.locator("#localized-form")).to_be_visible()
