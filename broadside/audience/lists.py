@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from broadside.campaigns.automations.ledger import forget_list
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _, clean_locale
 from broadside.core.models import Automation, Broadcast, Import, MailingList, Subscription
 from broadside.core.models.audience import SUBSCRIPTION_STATUSES
 from broadside.core.models.automations import AutomationStatus
@@ -34,23 +35,36 @@ class ListSummary:
 def _clean_name(name: str | None) -> str:
     name = " ".join((name or "").split())
     if not name:
-        raise ValidationError("A list needs a name.", field="name")
+        raise ValidationError(_("A list needs a name."), field="name")
     if len(name) > MAX_NAME:
-        raise ValidationError(f"A list name can be at most {MAX_NAME} characters.", field="name")
+        raise ValidationError(_("A list name can be at most %(limit)s characters.",
+                                limit=MAX_NAME), field="name")
     if "\x00" in name:  # PostgreSQL refuses NUL in text: say so instead of failing the write
-        raise ValidationError("A list name cannot contain a NUL character.", field="name")
+        raise ValidationError(_("A list name cannot contain a NUL character."), field="name")
     return name
 
 
 def _clean_description(description: str | None) -> str:
     description = (description or "").strip()
     if len(description) > MAX_DESCRIPTION:
-        raise ValidationError(f"The description can be at most {MAX_DESCRIPTION} characters.",
-                              field="description")
+        raise ValidationError(_("The description can be at most %(limit)s characters.",
+                                limit=MAX_DESCRIPTION), field="description")
     if "\x00" in description:
-        raise ValidationError("The description cannot contain a NUL character.",
+        raise ValidationError(_("The description cannot contain a NUL character."),
                               field="description")
     return description
+
+
+def clean_language(language: str | None) -> str | None:
+    """A list's language as stored: a language tag (`de`, `he`, `pt-BR`), or None for
+    Settings' default. ValidationError (field `language`) for anything else."""
+    if language is None or not str(language).strip():
+        return None
+    tag = clean_locale(language)
+    if tag is None:
+        raise ValidationError(_("“%(language)s” is not a language tag (such as de, fr or "
+                                "pt-BR).", language=str(language)[:40]), field="language")
+    return tag
 
 
 def _name_taken(session: Session, name: str, except_id: int | None = None) -> bool:
@@ -65,7 +79,8 @@ def _commit_or_conflict(session: Session, name: str) -> None:
         session.commit()
     except IntegrityError:
         session.rollback()
-        raise Conflict(f"There is already a list called “{name}”.", field="name") from None
+        raise Conflict(_("There is already a list called “%(name)s”.", name=name),
+                       field="name") from None
 
 
 def create_list(session: Session, name: str | None, description: str | None = "",
@@ -73,7 +88,7 @@ def create_list(session: Session, name: str | None, description: str | None = ""
     name = _clean_name(name)
     description = _clean_description(description)
     if _name_taken(session, name):
-        raise Conflict(f"There is already a list called “{name}”.", field="name")
+        raise Conflict(_("There is already a list called “%(name)s”.", name=name), field="name")
     mailing_list = MailingList(name=name, description=description, signup_enabled=signup_enabled)
     session.add(mailing_list)
     _commit_or_conflict(session, name)
@@ -83,17 +98,20 @@ def create_list(session: Session, name: str | None, description: str | None = ""
 def get_list(session: Session, list_id: int) -> MailingList:
     mailing_list = session.get(MailingList, list_id)
     if mailing_list is None:
-        raise NotFound("There is no such list.")
+        raise NotFound(_("There is no such list."))
     return mailing_list
 
 
 def update_list(session: Session, list_id: int, *, name: str | None, description: str | None,
-                signup_enabled: bool) -> MailingList:
+                signup_enabled: bool, language: str | None | object = ...) -> MailingList:
+    """`language`: a tag, or "" / None for Settings' default; left as it is when not given."""
     mailing_list = get_list(session, list_id)
     name = _clean_name(name)
     description = _clean_description(description)
+    if language is not ...:
+        mailing_list.language = clean_language(language)  # type: ignore[arg-type]
     if _name_taken(session, name, except_id=list_id):
-        raise Conflict(f"There is already a list called “{name}”.", field="name")
+        raise Conflict(_("There is already a list called “%(name)s”.", name=name), field="name")
     mailing_list.name = name
     mailing_list.description = description
     mailing_list.signup_enabled = bool(signup_enabled)
@@ -128,18 +146,18 @@ def delete_list(session: Session, list_id: int) -> str:
         Automation.list_id == list_id, Automation.status != AutomationStatus.DELETED.value).limit(1))
     if automation is not None:
         session.rollback()
-        raise Conflict(f"The list “{name}” is the trigger of the automation “{automation}”. "
-                       "Give it another list or delete it before deleting this list.")
+        raise Conflict(_("The list “%(name)s” is the trigger of the automation “%(automation)s”. "
+                         "Give it another list or delete it before deleting this list.",
+                         name=name, automation=automation))
     result = session.execute(
         delete(MailingList).where(MailingList.id == list_id, ~busy, ~automated)
         .execution_options(synchronize_session=False)
     )
     if rowcount(result) == 0:
         session.rollback()
-        raise Conflict(
-            f"The list “{name}” has a broadcast that is scheduled, queued, sending or paused. "
-            "Cancel or finish it before deleting the list."
-        )
+        raise Conflict(_(
+            "The list “%(name)s” has a broadcast that is scheduled, queued, sending or paused. "
+            "Cancel or finish it before deleting the list.", name=name))
     session.commit()
     session.expunge_all()
     return name

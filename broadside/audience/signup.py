@@ -29,6 +29,7 @@ from broadside.campaigns.automations.entering import enter_joined
 from broadside.core.db import rowcount
 from broadside.core.errors import DomainError, NotFound
 from broadside.core.events import record_event
+from broadside.core.i18n import _, clean_locale
 from broadside.core.models import MailingList, Subscriber, Subscription
 from broadside.core.timeutil import utcnow
 from broadside.delivery.queues import Jobs
@@ -39,8 +40,14 @@ SALT = "broadside.signup-confirm.v1"
 # At most one confirmation email per address per list in this window.
 RESEND_AFTER = timedelta(minutes=10)
 LINK_MAX_AGE_SECONDS = 7 * 24 * 3600
-INVALID_LINK = ("This confirmation link is not valid any more. Sign up again and use the "
-                "link in the newest email.")
+
+
+def N_(message: str) -> str:
+    return message
+
+
+INVALID_LINK = N_("This confirmation link is not valid any more. Sign up again and use the "
+                  "link in the newest email.")
 
 
 class LeftSinceLink(DomainError):
@@ -56,8 +63,9 @@ class LeftSinceLink(DomainError):
 
 def _left_since(mailing_list: MailingList) -> LeftSinceLink:
     return LeftSinceLink(
-        f"You unsubscribed from {mailing_list.name} after this link was sent, so it no longer "
-        "subscribes you. To receive it again, sign up again: we will send you a new link.",
+        _("You unsubscribed from %(list)s after this link was sent, so it no longer "
+          "subscribes you. To receive it again, sign up again: we will send you a new link.",
+          list=mailing_list.name),
         mailing_list)
 
 
@@ -105,17 +113,21 @@ def public_list(session: Session, list_id: int) -> MailingList:
     """The list, if it takes public sign-ups; otherwise the page does not exist."""
     mailing_list = session.get(MailingList, list_id)
     if mailing_list is None or not mailing_list.signup_enabled:
-        raise NotFound("There is no sign-up form here.")
+        raise NotFound(_("There is no sign-up form here."))
     return mailing_list
 
 
 def sign_up(session: Session, list_id: int, email: str | None, name: str | None = "", *,
-            links: Links, jobs: Jobs, warn: Callable[[str], list[str]] | None = None) -> bool:
+            links: Links, jobs: Jobs, warn: Callable[[str], list[str]] | None = None,
+            locale: str | None = None) -> bool:
     """Record a sign-up and mail a confirmation when one is due; True when one was queued.
 
     `warn(address)`: the owner's warnings about the address (which sending identities cannot
     reach it: webapp.address_warnings), kept as `address_warning` events on the person's page,
     never shown to the person signing up (the form's answer is the same whatever happened).
+
+    `locale`: the language the form was shown in, kept as the reader's when they are new or
+    have none yet (a reader's own choice is never overwritten by a form).
 
     Raises ValidationError for an address that is not valid (safe to show: it says nothing
     about who is subscribed).
@@ -124,6 +136,8 @@ def sign_up(session: Session, list_id: int, email: str | None, name: str | None 
     email = clean_email(email)
     name = clean_name(name)
     subscriber, created = get_or_create_subscriber(session, email, name)
+    if subscriber.locale is None and clean_locale(locale):
+        subscriber.locale = clean_locale(locale)
     for warning in warn(email) if warn is not None and created else []:
         record_event(session, "address_warning", subscriber_id=subscriber.id, list_id=list_id,
                      detail=warning[:1000])
@@ -172,7 +186,7 @@ def send_confirmation(session: Session, mailing_list: MailingList, subscriber: S
 def _claimed_subscription(session: Session, links: Links, token: str) -> tuple[Subscription, MailingList]:
     claim = read_token(links, token)
     if claim is None:
-        raise NotFound(INVALID_LINK)
+        raise NotFound(_(INVALID_LINK))
     row = session.execute(
         select(Subscription, MailingList)
         .join(MailingList, MailingList.id == Subscription.list_id)
@@ -182,7 +196,7 @@ def _claimed_subscription(session: Session, links: Links, token: str) -> tuple[S
     # A newer confirmation email makes the older links stop working.
     if row is None or row[0].confirmation_sent_at is None or \
             _stamp(row[0].confirmation_sent_at) != claim.sent_stamp:
-        raise NotFound(INVALID_LINK)
+        raise NotFound(_(INVALID_LINK))
     return row[0], row[1]
 
 
@@ -219,6 +233,6 @@ def confirm(session: Session, links: Links, token: str) -> MailingList:
             raise _left_since(mailing_list)
         if status != subscriptions.ACTIVE:  # a newer link was mailed meanwhile, or it is gone
             session.rollback()
-            raise NotFound(INVALID_LINK)
+            raise NotFound(_(INVALID_LINK))
     session.commit()
     return mailing_list

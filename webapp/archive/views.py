@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 
+from babel import Locale, UnknownLocaleError
 from flask import (
     Blueprint,
     Response,
@@ -35,13 +36,17 @@ from flask_login import current_user
 
 from broadside.campaigns.archive import service
 from broadside.campaigns.broadcasts.service import get_broadcast
+from broadside.campaigns.content.versions import version_for
 from broadside.core import roles
 from broadside.core.errors import DomainError, NotFound
+from broadside.core.i18n import _, clean_locale, current_locale, direction, shipped
 from broadside.core.models import MailingList
 from webapp.extensions import db
+from webapp.i18n import use_locale
 from webapp.permissions import allow, can
 from webapp.security import forbidden, public
 from webapp.settings.brand import site_brand
+from webapp.signup.language import page_language
 from webapp.templating import owner_zone
 
 bp = Blueprint("archive", __name__)
@@ -113,19 +118,22 @@ def _public(page: str, list_id: int, render: Callable[[MailingList], str], mimet
     mailing_list = service.open_archive(db.session, list_id)
     version = service.archive_version(db.session, mailing_list)
     brand = tuple(sorted(site_brand().items()))
-    key = (page, *extra, version.key, brand, str(owner_zone()), request.script_root)
+    key = (page, *extra, current_locale(), version.key, brand, str(owner_zone()),
+           request.script_root)
     body = _page(key, lambda: render(mailing_list))
     response = Response(body, mimetype=mimetype)
     response.set_etag(hashlib.sha256(body.encode()).hexdigest()[:32])
     response.last_modified = version.last_modified
     response.cache_control.public = True
     response.cache_control.max_age = MAX_AGE
+    response.vary.add("Accept-Language")  # the chrome's language may follow the browser's
     return response.make_conditional(request)
 
 
 @bp.route("/archive/<int:list_id>/")
 @public("a list's public archive: only when its owner turned it on, only published issues; GET only")
 def index(list_id: int) -> Response:
+    page_language(service.open_archive(db.session, list_id))
     return _public("index", list_id, lambda mailing_list: render_template(
         "archive/index.html", list=mailing_list, issues=service.issues(db.session, list_id)),
         "text/html")
@@ -136,11 +144,42 @@ def index(list_id: int) -> Response:
         "unpublished and missing")
 def issue(list_id: int, broadcast_id: int, slug: str) -> Response:
     found = service.issue(db.session, list_id, broadcast_id)
+    lang = request.args.get("lang")
     if slug != found.slug:
         return redirect(url_for(".issue", list_id=list_id, broadcast_id=broadcast_id,
-                                slug=found.slug), 301)  # type: ignore[return-value]
+                                slug=found.slug, lang=lang), 301)  # type: ignore[return-value]
+    versions = service.issue_versions(db.session, found)
+    shown = _version_asked(versions, lang)
+    # The page's words in the version's language when Broadside speaks it (so one address is
+    # one page), else by the public pages' rule.
+    if shipped(shown.locale):
+        use_locale(shown.locale)
+    else:
+        page_language(db.session.get(MailingList, list_id))
+    base = _base_url() + url_for(".issue", list_id=list_id, broadcast_id=broadcast_id,
+                                 slug=found.slug)
+    alternates = [(v.locale, base if v.default else f"{base}?lang={v.locale}",
+                   _language_name(v.locale)) for v in versions] if len(versions) > 1 else []
     return _public("issue", list_id, lambda mailing_list: render_template(
-        "archive/issue.html", list=mailing_list, issue=found), "text/html", broadcast_id)
+        "archive/issue.html", list=mailing_list, issue=found, copy=shown.copy,
+        shown_locale=shown.locale, alternates=alternates, x_default=base,
+        html_lang=shown.locale, html_dir=direction(shown.locale)),
+        "text/html", broadcast_id, shown.locale)
+
+
+def _version_asked(versions: list[service.IssueVersion], lang: str | None) -> service.IssueVersion:
+    """The version `?lang=` names (its tag, else its language), else the default."""
+    tags = [v.locale for v in versions]
+    tag = version_for(clean_locale(lang), tags) if lang else None
+    return versions[tags.index(tag)] if tag is not None else versions[0]
+
+
+def _language_name(tag: str) -> str:
+    """A language named in itself (Deutsch, العربية), for the switcher."""
+    try:
+        return Locale.parse(tag.replace("-", "_")).get_display_name(tag.replace("-", "_")) or tag
+    except (ValueError, TypeError, UnknownLocaleError):
+        return tag
 
 
 @bp.route("/archive/<int:list_id>/feed.atom")
@@ -184,7 +223,8 @@ def view(token: str) -> Response:
 def set_archive(list_id: int):
     enabled = request.form.get("enabled") == "1"
     mailing_list = service.set_archive(db.session, list_id, enabled)
-    flash(f"The public archive of “{mailing_list.name}” is {'on' if enabled else 'off'}.", "success")
+    flash(_("The public archive of “%(list)s” is on.", list=mailing_list.name) if enabled else
+          _("The public archive of “%(list)s” is off.", list=mailing_list.name), "success")
     return redirect(url_for("lists.show", list_id=list_id) + "#archive")
 
 
@@ -201,12 +241,12 @@ def publish(broadcast_id: int):
         flash(exc.message, "error")
     else:
         if not state.published:
-            flash("It is no longer in the public archive.", "success")
+            flash(_("It is no longer in the public archive."), "success")
         elif state.archive_on:
-            flash("Published in the public archive.", "success")
+            flash(_("Published in the public archive."), "success")
         else:
-            flash(f"Published; it shows once the archive of “{state.list_name}” is turned on.",
-                  "success")
+            flash(_("Published; it shows once the archive of “%(list)s” is turned on.",
+                    list=state.list_name), "success")
     return redirect(url_for("broadcasts.show", broadcast_id=broadcast_id) + "#archive")
 
 
@@ -228,13 +268,13 @@ def set_view_link(broadcast_id: int):
     back = url_for(BACK_TO.get(request.form.get("back", ""), "broadcasts.show"),
                    broadcast_id=broadcast_id) + "#view-link"
     if choice not in VIEW_CHOICES:
-        flash("Choose whether the email carries a “View in your browser” link.", "error")
+        flash(_("Choose whether the email carries a “View in your browser” link."), "error")
         return redirect(back)
     if not can(roles.SEND) and get_broadcast(db.session, broadcast_id).status != "draft":
         # A draft's choice is its writer's; once it is on its way, changing what the copies
         # still to go carry is steering a send.
         return forbidden(roles.SEND, current_user.role)
     on = service.set_view_link(db.session, broadcast_id, VIEW_CHOICES[choice])
-    flash("Each copy will carry a “View in your browser” link." if on else
-          "The copies will not carry a “View in your browser” link.", "success")
+    flash(_("Each copy will carry a “View in your browser” link.") if on else
+          _("The copies will not carry a “View in your browser” link."), "success")
     return redirect(back)

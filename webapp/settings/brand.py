@@ -22,9 +22,10 @@ from typing import Any
 from flask import Blueprint, Response, abort, current_app, g, request, url_for
 from sqlalchemy.exc import SQLAlchemyError
 
+from broadside.core.i18n import current_locale
 from broadside.core.models import MailingList, SiteSettings
 from broadside.mail import design
-from broadside.mail.signup_texts import page_text, saved_texts
+from broadside.mail.signup_texts import page_text, texts_for
 from webapp.extensions import db
 from webapp.security import public
 
@@ -98,8 +99,9 @@ def site_brand() -> dict[str, Any]:
 
 
 def signup_text(key: str, mailing_list: MailingList) -> list[str]:
-    """The owner's text (or the default) for a sign-up page, as paragraphs."""
-    return page_text(saved_texts(_settings()), key, mailing_list)
+    """The owner's text (or the default) for a sign-up page, as paragraphs, in the page's
+    language (`texts_for`: its version, else the default language's, else Broadside's own)."""
+    return page_text(texts_for(_settings(), current_locale()), key, mailing_list)
 
 
 @bp.app_context_processor

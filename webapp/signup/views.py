@@ -10,11 +10,15 @@ from redis.exceptions import RedisError
 
 from broadside.audience import signup
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import current_locale
+from broadside.core.models import MailingList, SiteSettings, Subscriber
+from broadside.mail.signup_texts import OWN, own_language, text_sources
 from webapp import throttle
 from webapp.address_warnings import warnings_for
 from webapp.extensions import csrf, db, get_jobs
 from webapp.forms import after_post
 from webapp.security import public
+from webapp.signup.language import content_markup, lang_arg, page_language
 from webapp.steady_answers import SteadyAnswer
 
 bp = Blueprint("signup", __name__)
@@ -50,7 +54,23 @@ def _within_ip_limit() -> bool:
 @public("a list's public sign-up form (only when the owner opened it)")
 def join(list_id: int):
     mailing_list = signup.public_list(db.session, list_id)
-    return render_template("signup/join.html", list=mailing_list, email="", name="", error=None)
+    page_language(mailing_list)
+    return _page("signup/join.html", mailing_list, "join_heading", email="", name="",
+                 error=None)
+
+
+def _page(template: str, mailing_list: MailingList, text_key: str | None = None,
+          **context: object) -> str:
+    """A sign-up page in the language chosen (webapp.signup.language), laid out right to left
+    when the owner's text it shows is in such a language, `?lang=` kept on its links."""
+    markup = {}
+    if text_key is not None:
+        settings = db.session.get(SiteSettings, 1)
+        _text, written_in = text_sources(settings, current_locale())[text_key]
+        markup = content_markup(own_language(settings, mailing_list) if written_in == OWN
+                                else written_in)
+    return render_template(template, list=mailing_list, lang_arg=lang_arg(), **markup,
+                           **context)
 
 
 @bp.route("/join/<int:list_id>", methods=["POST"])
@@ -59,32 +79,34 @@ def join(list_id: int):
 def join_post(list_id: int):
     answer = SteadyAnswer(current_app.config.get("SIGNUP_ANSWER_SECONDS", DEFAULT_ANSWER_SECONDS))
     mailing_list = signup.public_list(db.session, list_id)
+    page_language(mailing_list)
     if not _within_ip_limit():
-        return render_template("signup/throttled.html", list=mailing_list), 429
+        return _page("signup/throttled.html", mailing_list), 429
     if request.form.get(HONEYPOT_FIELD):
         # A bot filled the field people cannot see: answer as usual, do nothing.
         answer.wait()
-        return after_post(url_for("signup.check_inbox", list_id=list_id))
+        return after_post(url_for("signup.check_inbox", list_id=list_id, **lang_arg()))
     email = request.form.get("email", "")
     name = request.form.get("name", "")
     try:
+        # The language the form was shown in becomes the reader's (when they have none).
         signup.sign_up(db.session, list_id, email, name, links=_links(), jobs=get_jobs(),
-                       warn=warnings_for)
+                       warn=warnings_for, locale=current_locale())
     except ValidationError as exc:
         db.session.rollback()
-        return render_template(
-            "signup/join.html", list=mailing_list, email=email[:320], name=name[:200],
-            error=exc.message, error_field=exc.field,
-        ), 422
+        return _page("signup/join.html", mailing_list, "join_heading", email=email[:320],
+                     name=name[:200], error=exc.message, error_field=exc.field), 422
     answer.wait()
     # A reload of the page that follows asks for nothing again.
-    return after_post(url_for("signup.check_inbox", list_id=list_id))
+    return after_post(url_for("signup.check_inbox", list_id=list_id, **lang_arg()))
 
 
 @bp.route("/join/<int:list_id>/check-inbox", methods=["GET"])
 @public("where the sign-up form leads: the list's 'check your inbox' words, nobody's data")
 def check_inbox(list_id: int):
-    return render_template("signup/check_inbox.html", list=signup.public_list(db.session, list_id))
+    mailing_list = signup.public_list(db.session, list_id)
+    page_language(mailing_list)
+    return _page("signup/check_inbox.html", mailing_list, "check_inbox")
 
 
 @bp.route("/join/confirm/<token>", methods=["GET"])
@@ -92,29 +114,40 @@ def check_inbox(list_id: int):
         "changes nothing")
 def confirm_page(token: str):
     # A GET changes nothing: mail scanners follow links. The reader presses Confirm.
+    _speak_to(token)
     try:
         mailing_list, active = signup.confirmation_page(db.session, _links(), token)
     except signup.LeftSinceLink as left:
         return _left_since(left)
-    return render_template("signup/confirm.html", list=mailing_list, active=active, token=token)
+    return _page("signup/confirm.html", mailing_list, active=active, token=token)
 
 
 @bp.route("/join/confirm/<token>", methods=["POST"])
 @public("confirming a sign-up: the signed confirmation token is the credential")
 @csrf.exempt
 def confirm(token: str):
+    _speak_to(token)
     try:
         mailing_list = signup.confirm(db.session, _links(), token)
     except signup.LeftSinceLink as left:
         return _left_since(left)
-    return render_template("signup/confirmed.html", list=mailing_list)
+    return _page("signup/confirmed.html", mailing_list, "confirmed")
+
+
+def _speak_to(token: str) -> None:
+    """The confirmation link's pages speak its reader's language (their list's, else the
+    browser's, when they have none); an invalid link's page the browser's."""
+    claim = signup.read_token(_links(), token)
+    reader = db.session.get(Subscriber, claim.subscriber_id) if claim is not None else None
+    mailing_list = db.session.get(MailingList, claim.list_id) if claim is not None else None
+    page_language(mailing_list, reader.locale if reader is not None else None)
 
 
 def _left_since(left: signup.LeftSinceLink):
     """The reader's own page, not the owner's error page: what happened, and the list's
     sign-up form when it has one (a new link is the only way back)."""
-    return render_template("signup/left_since.html", list=left.mailing_list,
-                           message=str(left)), left.status_code
+    return _page("signup/left_since.html", left.mailing_list,
+                 message=str(left)), left.status_code
 
 
 def _links() -> signup.Links:

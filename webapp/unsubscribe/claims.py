@@ -14,9 +14,11 @@ from redis.exceptions import RedisError
 
 from broadside.audience.unsubscribe import service
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _
 from broadside.mail.unsubscribe_tokens import UnsubscribeClaim, read_token
 from webapp import throttle
 from webapp.extensions import db
+from webapp.signup.language import lang_arg, page_language
 
 log = logging.getLogger("broadside.unsubscribe")
 
@@ -30,7 +32,13 @@ DEFAULT_IP_LIMIT = 600
 DEFAULT_BAD_TOKEN_LIMIT = 20
 WINDOW_SECONDS = 60
 
-BAD_LINK = (
+
+
+def N_(message: str) -> str:
+    return message
+
+
+BAD_LINK = N_(
     "This unsubscribe link is incomplete or damaged. Copy the whole link from the email, "
     "or use the unsubscribe link at the bottom of a more recent email."
 )
@@ -60,15 +68,31 @@ def claim_of(token: str) -> UnsubscribeClaim:
     if claim is None:
         limit = int(current_app.config.get("UNSUBSCRIBE_BAD_TOKEN_LIMIT", DEFAULT_BAD_TOKEN_LIMIT))
         if not within_limit(f"unsubscribe:bad:{ip}", limit):
-            raise TooManyRequests("Too many attempts from your network. Wait a minute, then retry.")
-        raise BadLink(BAD_LINK)
+            raise TooManyRequests(_("Too many attempts from your network. Wait a minute, then "
+                                    "retry."))
+        raise BadLink(_(BAD_LINK))
     limit = int(current_app.config.get("UNSUBSCRIBE_IP_LIMIT", DEFAULT_IP_LIMIT))
     if not within_limit(f"unsubscribe:ip:{ip}", limit):
-        raise TooManyRequests("Too many requests from your network. Wait a minute and try again.")
+        raise TooManyRequests(_("Too many requests from your network. Wait a minute and try "
+                                "again."))
     return claim
 
 
+def speak_to(recipient: service.Recipient) -> service.Recipient:
+    """Speak the reader's language on their pages (webapp.signup.language: `?lang=`, else
+    theirs, else the browser's, else their list's, else Settings'), before any word is
+    written."""
+    page_language(recipient.list_language, recipient.locale)
+    return recipient
+
+
+def reader_of(claim: UnsubscribeClaim) -> service.Recipient:
+    """The token's reader, their language spoken from here on."""
+    return speak_to(service.resolve(db.session, claim))
+
+
 def page(template: str, http_status: int = 200, **context):
+    context.setdefault("lang_arg", lang_arg())
     response = make_response(render_template(template, **context), http_status)
     # The page shows an address: never cache it, never index it.
     response.headers["Cache-Control"] = "no-store"

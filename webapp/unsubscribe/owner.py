@@ -19,6 +19,7 @@ from broadside.audience.unsubscribe import departures, service
 from broadside.audience.unsubscribe.suppression import MAX_NOTE_LENGTH
 from broadside.core import roles
 from broadside.core.errors import DomainError, NotFound
+from broadside.core.i18n import _, _l
 from broadside.core.models import Subscriber
 from webapp.extensions import db
 from webapp.params import int_arg
@@ -29,7 +30,7 @@ defaults(bp, read=roles.VIEW, change=roles.MANAGE)
 
 
 class LiftForm(FlaskForm):
-    note = TextAreaField("Why are you lifting it? (kept in the history)",
+    note = TextAreaField(_l("Why are you lifting it? (kept in the history)"),
                          validators=[Length(max=MAX_NOTE_LENGTH)])
 
 
@@ -55,7 +56,7 @@ def _subscriber_page(subscriber_id: int) -> str:
 def lift(subscriber_id: int):
     subscriber = db.session.get(Subscriber, subscriber_id)
     if subscriber is None:
-        raise NotFound("There is no such subscriber.")
+        raise NotFound(_("There is no such subscriber."))
     form = LiftForm()
     status = 200
     if form.validate_on_submit():
@@ -66,8 +67,8 @@ def lift(subscriber_id: int):
             form.note.errors.append(exc.message)
             status = exc.status_code
         else:
-            flash(f"Suppression ({was}) lifted: {subscriber.email} can get mail again on the "
-                  "lists they are subscribed to.", "success")
+            flash(_("Suppression (%(kind)s) lifted: %(email)s can get mail again on the lists "
+                    "they are subscribed to.", kind=was, email=subscriber.email), "success")
             return redirect(_subscriber_page(subscriber_id))
     elif form.errors:
         status = 422

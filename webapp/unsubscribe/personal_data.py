@@ -18,15 +18,25 @@ Afterwards every page of their links answers "this address is no longer on our l
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 
 from flask import current_app, make_response
 
 from broadside.audience.subscribers import personal_data
 from broadside.audience.unsubscribe import service
+from broadside.core.errors import NotFound
+from broadside.core.i18n import _
 from broadside.core.timeutil import utcnow
 from webapp.extensions import csrf, db
 from webapp.security import public
-from webapp.unsubscribe.claims import TooManyRequests, bp, claim_of, page, within_limit
+from webapp.unsubscribe.claims import (
+    TooManyRequests,
+    bp,
+    claim_of,
+    page,
+    reader_of,
+    within_limit,
+)
 
 EXPORT_LIMIT = 6  # per person and minute: a file is built from up to 10,000 messages
 
@@ -36,10 +46,12 @@ EXPORT_LIMIT = 6  # per person and minute: a file is built from up to 10,000 mes
         "never trigger it")
 def download_data(token: str):
     claim = claim_of(token)
+    with suppress(NotFound):  # the file says what is held, whatever the link's list
+        reader_of(claim)
     limit = int(current_app.config.get("PERSONAL_DATA_EXPORT_LIMIT", EXPORT_LIMIT))
     if not within_limit(f"unsubscribe:export:{claim.subscriber_id}", limit):
-        raise TooManyRequests(f"You asked for your data {limit} times in a minute. "
-                              f"Wait a minute, then try again.")
+        raise TooManyRequests(_("You asked for your data %(count)s times in a minute. "
+                                "Wait a minute, then try again.", count=limit))
     document = personal_data.personal_data(db.session, claim)
     body = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
     response = make_response(body, 200)
@@ -56,7 +68,7 @@ def download_data(token: str):
 @bp.get("/u/<token>/erase")
 @public("the subscriber's own erase question: the signed token is the credential; it changes nothing")
 def confirm_erase(token: str):
-    recipient = service.resolve(db.session, claim_of(token))
+    recipient = reader_of(claim_of(token))
     return page("unsubscribe/erase.html", recipient=recipient, token=token)
 
 
@@ -65,12 +77,14 @@ def confirm_erase(token: str):
         "confirmation page")
 def erase(token: str):
     claim = claim_of(token)
+    with suppress(NotFound):  # the last page in their language, when the link still leads
+        reader_of(claim)
     try:
         email = personal_data.erase_self(db.session, claim)
     except service.AddressGone:
         db.session.rollback()
         email = None  # erased already: the same page, without the address it no longer knows
-    return page("unsubscribe/erased.html", email=email, message=service.ADDRESS_GONE)
+    return page("unsubscribe/erased.html", email=email, message=_(service.ADDRESS_GONE))
 
 
 # The token is the credential, as for the preferences page's other buttons.

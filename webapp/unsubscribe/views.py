@@ -26,15 +26,17 @@ from flask import request
 
 from broadside.audience.unsubscribe import service
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import LOCALE_NAMES, _
 from webapp.extensions import csrf, db
 from webapp.security import public
-from webapp.unsubscribe.claims import bp, claim_of, page
+from webapp.signup.language import page_language
+from webapp.unsubscribe.claims import bp, claim_of, page, reader_of
 
 
 @bp.get("/u/<token>")
 @public("the unsubscribe link every email carries: the signed token is the credential")
 def confirm(token: str):
-    recipient = service.resolve(db.session, claim_of(token))
+    recipient = reader_of(claim_of(token))
     return page("unsubscribe/confirm.html", recipient=recipient, token=token)
 
 
@@ -43,6 +45,7 @@ def confirm(token: str):
         "is the credential")
 def one_click(token: str):
     claim = claim_of(token)
+    reader_of(claim)  # the answer, a mail client's one-click included, in the reader's language
     one_click_body = request.form.get("List-Unsubscribe", "").strip().lower() == "one-click"
     change = service.unsubscribe(db.session, claim, "one-click" if one_click_body else "link")
     return page("unsubscribe/done.html", recipient=change.recipient, token=token)
@@ -51,7 +54,9 @@ def one_click(token: str):
 @bp.post("/u/<token>/resubscribe")
 @public("a subscriber rejoining from their link: the signed token is the credential")
 def resubscribe(token: str):
-    change = service.resubscribe(db.session, claim_of(token), "link")
+    claim = claim_of(token)
+    reader_of(claim)
+    change = service.resubscribe(db.session, claim, "link")
     return page("unsubscribe/resubscribed.html", recipient=change.recipient, token=token)
 
 
@@ -63,13 +68,21 @@ def _list_id(raw: str | None) -> int | None:
 @public("a subscriber's own preferences: the signed token is the credential; no cookie is set")
 def preferences(token: str):
     claim = claim_of(token)
+    recipient = reader_of(claim)
     message, status = None, 200
+    action = request.form.get("action", "")
     if request.method == "POST":
         try:
-            message = service.change_preference(
-                db.session, claim, request.form.get("action", ""),
-                _list_id(request.form.get("list_id")),
-            )
+            if action == "language":
+                chosen = service.set_language(db.session, claim, request.form.get("locale"))
+                page_language(recipient.list_language, chosen)  # this page already in it
+                message = (_("Your pages and emails from us are now in %(language)s.",
+                             language=LOCALE_NAMES[chosen]) if chosen else
+                           _("Your pages and emails from us now follow the list's language."))
+            else:
+                message = service.change_preference(
+                    db.session, claim, action, _list_id(request.form.get("list_id")),
+                )
         except ValidationError as exc:
             db.session.rollback()
             message, status = exc.message, 422

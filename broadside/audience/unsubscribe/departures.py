@@ -9,6 +9,7 @@ from sqlalchemy import and_, exists, func, or_, select
 from sqlalchemy.orm import Session
 
 from broadside.core.errors import NotFound
+from broadside.core.i18n import _
 from broadside.core.models import Event, MailingList, Subscriber, Subscription
 from broadside.core.timeutil import utcnow
 
@@ -73,7 +74,7 @@ def list_departures(
 ) -> DeparturesPage:
     mailing_list = session.get(MailingList, list_id)
     if mailing_list is None:
-        raise NotFound("There is no such list.")
+        raise NotFound(_("There is no such list."))
     rows = _rows(session, _about_list(list_id), limit + 1, before_id)
     since = utcnow() - timedelta(days=days)
     counted = session.execute(

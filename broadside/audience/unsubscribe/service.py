@@ -30,19 +30,27 @@ from broadside.audience.unsubscribe.suppression import (
     suppress,
 )
 from broadside.core.errors import NotFound, ValidationError
+from broadside.core.i18n import LOCALES, _, clean_locale
 from broadside.core.models import MailingList, Subscriber, Subscription
 from broadside.mail.unsubscribe_tokens import UnsubscribeClaim
 
 # How someone left, stored in Subscription.unsubscribe_source and the event's detail.
 SOURCES = ("one-click", "link", "preferences", "owner", "api", "import")
 
+
+
+def N_(message: str) -> str:
+    return message
+
+
 # One message for every link that does not lead to a subscription (erased subscriber, deleted
 # list): it never says which part is missing, so a link cannot tell whether an address exists.
-LINK_GONE = "This link does not work any more. You will not receive mail through it."
+# Both are shown through _() (the page's language).
+LINK_GONE = N_("This link does not work any more. You will not receive mail through it.")
 # The one exception: the person the link was made for is gone (erased, by themselves or by the
 # owner). Whoever holds their link is told so plainly: only their own address is concerned.
-ADDRESS_GONE = ("Everything held about the address this link was made for has been erased. "
-                "No more mail is sent to it.")
+ADDRESS_GONE = N_("Everything held about the address this link was made for has been erased. "
+                  "No more mail is sent to it.")
 
 
 class AddressGone(NotFound):
@@ -60,6 +68,8 @@ class Recipient:
     status: str
     broadcast_id: int | None
     suppression: str | None
+    locale: str | None = None  # the reader's own language (None: not chosen)
+    list_language: str | None = None  # the token's list's
 
 
 @dataclass(frozen=True)
@@ -93,7 +103,7 @@ def resolve(session: Session, claim: UnsubscribeClaim) -> Recipient:
     """The subscriber and list a token names; NotFound (one message) if either is gone."""
     row = session.execute(
         select(Subscriber.email, Subscriber.suppression, Subscriber.created_at, MailingList.name,
-               Subscription.status)
+               Subscription.status, Subscriber.locale, MailingList.language)
         .join(Subscription, Subscription.subscriber_id == Subscriber.id)
         .join(MailingList, MailingList.id == Subscription.list_id)
         .where(Subscriber.id == claim.subscriber_id, Subscription.list_id == claim.list_id)
@@ -104,7 +114,7 @@ def resolve(session: Session, claim: UnsubscribeClaim) -> Recipient:
     return Recipient(
         subscriber_id=claim.subscriber_id, email=row.email, list_id=claim.list_id,
         list_name=row.name, status=row.status, broadcast_id=claim.broadcast_id,
-        suppression=row.suppression,
+        suppression=row.suppression, locale=row.locale, list_language=row.language,
     )
 
 
@@ -113,8 +123,8 @@ def _why_gone(session: Session, claim: UnsubscribeClaim) -> NotFound:
     joined = session.scalar(select(Subscriber.created_at)
                             .where(Subscriber.id == claim.subscriber_id))
     if joined is None or not claim.made_for(joined):
-        return AddressGone(ADDRESS_GONE)
-    return NotFound(LINK_GONE)
+        return AddressGone(_(ADDRESS_GONE))
+    return NotFound(_(LINK_GONE))
 
 
 def for_list(claim: UnsubscribeClaim, list_id: int) -> UnsubscribeClaim:
@@ -153,7 +163,7 @@ def _leave(session: Session, claim: UnsubscribeClaim, source: str) -> bool:
 
 def _check_source(source: str) -> None:
     if source not in SOURCES:
-        raise ValidationError(f"Unknown unsubscribe source {source!r}.")
+        raise ValidationError(_("Unknown unsubscribe source %(source)s.", source=repr(source)))
 
 
 def unsubscribe(session: Session, claim: UnsubscribeClaim, source: str) -> Change:
@@ -228,19 +238,37 @@ def change_preference(
     """
     if action == "leave_all":
         count = leave_all(session, claim, "preferences")
-        return "You have left every list." if count else "You were not on any list any more."
+        return _("You have left every list.") if count else _("You were not on any list any more.")
     if action not in ("leave", "rejoin") or list_id is None:
-        raise ValidationError("Choose a list and whether to leave or rejoin it.")
+        raise ValidationError(_("Choose a list and whether to leave or rejoin it."))
     target = for_list(claim, list_id)
     try:
         recipient = resolve(session, target)
     except NotFound:
-        raise ValidationError("You are not on that list.") from None
+        raise ValidationError(_("You are not on that list.")) from None
     if action == "leave":
         unsubscribe(session, target, "preferences")
-        return f"You have left {recipient.list_name}."
+        return _("You have left %(list)s.", list=recipient.list_name)
     resubscribe(session, target, "preferences")
-    return f"You are subscribed to {recipient.list_name} again."
+    return _("You are subscribed to %(list)s again.", list=recipient.list_name)
+
+
+def set_language(session: Session, claim: UnsubscribeClaim, locale: str | None) -> str | None:
+    """The reader's own choice of language (the preferences page): one Broadside speaks, or
+    "" for none (their list's, else Settings'). Returns it as stored. ValidationError for
+    anything else, nothing changed."""
+    resolve(session, claim)
+    if locale:
+        chosen = clean_locale(locale)
+        if chosen not in LOCALES:
+            raise ValidationError(_("Choose one of the languages offered."), field="locale")
+    else:
+        chosen = None
+    subscriber = session.get(Subscriber, claim.subscriber_id)
+    if subscriber is not None:
+        subscriber.locale = chosen
+    session.commit()
+    return chosen
 
 
 __all__ = [
@@ -263,6 +291,7 @@ __all__ = [
     "reset_soft_bounces",
     "resolve",
     "resubscribe",
+    "set_language",
     "suppress",
     "unsubscribe",
 ]

@@ -21,6 +21,7 @@ from broadside.core.addresses import normalise_email
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.events import record_event
+from broadside.core.i18n import _
 from broadside.core.models import (
     AutomationMessage,
     Broadcast,
@@ -189,9 +190,10 @@ def suppress(
     with its event), never the reverse. Commits.
     """
     if kind not in SUPPRESSIONS:
-        raise ValidationError(f"Unknown suppression {kind!r}: use {', '.join(SUPPRESSIONS)}.")
+        raise ValidationError(_("Unknown suppression %(kind)s: use %(kinds)s.", kind=repr(kind),
+                                kinds=", ".join(SUPPRESSIONS)))
     if session.scalar(select(Subscriber.id).where(Subscriber.id == subscriber_id)) is None:
-        raise NotFound("There is no such subscriber.")
+        raise NotFound(_("There is no such subscriber."))
     changed = suppress_uncommitted(session, subscriber_id, kind, detail,
                                    broadcast_id=broadcast_id, delivery_id=delivery_id)
     session.commit()
@@ -208,7 +210,8 @@ def suppress_uncommitted(
     check (a missing person changes nothing), and the caller commits. Naming the message a
     `bounced` or `complained` is about counts it for the reputation guard."""
     if kind not in SUPPRESSIONS:
-        raise ValidationError(f"Unknown suppression {kind!r}: use {', '.join(SUPPRESSIONS)}.")
+        raise ValidationError(_("Unknown suppression %(kind)s: use %(kinds)s.", kind=repr(kind),
+                                kinds=", ".join(SUPPRESSIONS)))
     detail = (detail or "").strip()[:MAX_DETAIL_LENGTH]
     if not detail and kind == "blocked":
         detail = OWNER_BLOCK_DETAIL
@@ -225,15 +228,16 @@ def lift_suppression(session: Session, subscriber_id: int, note: str = "") -> st
     """
     note = (note or "").strip()
     if len(note) > MAX_NOTE_LENGTH:
-        raise ValidationError(f"Keep the note under {MAX_NOTE_LENGTH} characters.")
+        raise ValidationError(_("Keep the note under %(limit)s characters.",
+                                limit=MAX_NOTE_LENGTH))
     row = session.execute(
         select(Subscriber.suppression, Subscriber.suppression_detail, Subscriber.suppressed_at)
         .where(Subscriber.id == subscriber_id)
     ).one_or_none()
     if row is None:
-        raise NotFound("No such subscriber.")
+        raise NotFound(_("There is no such subscriber."))
     if row.suppression is None:
-        raise Conflict("This subscriber is not suppressed.")
+        raise Conflict(_("This subscriber is not suppressed."))
     # Guarded on the value just read: if a complaint replaced a bounce meanwhile, the owner
     # must see it before lifting it.
     result = session.execute(
@@ -245,7 +249,8 @@ def lift_suppression(session: Session, subscriber_id: int, note: str = "") -> st
     )
     if rowcount(result) != 1:
         session.rollback()
-        raise Conflict("The suppression changed meanwhile. Reload the page and look again.")
+        raise Conflict(_("The suppression changed meanwhile. Reload the page and look "
+                         "again."))
     record_event(
         session, "unsuppressed", subscriber_id=subscriber_id,
         detail=note or "lifted by the owner",

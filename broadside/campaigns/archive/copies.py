@@ -77,6 +77,35 @@ def public_copy(revision: Revision) -> PublicCopy:
     return PublicCopy(subject=subject, summary=summary, html=html, slug=slugify(subject))
 
 
+# The body inside the email layout (templates/email/layout.html): its `content` cell, up to
+# the footer's. A version frozen without its source body is published from it.
+_CONTENT = re.compile(r'<td class="content"[^>]*>\s*(.*?)\s*</td>\s*</tr>\s*<tr>\s*'
+                      r'<td class="footer"', re.DOTALL)
+_ACTION = re.compile(r'\s*<p class="action"[^>]*>.*\Z', re.DOTALL)
+
+
+def version_copy(message: Any) -> PublicCopy:
+    """A version in another language (a `versions.FrozenMessage`) as anyone may read it:
+    its own body as written when it was frozen with it (`body`), else the body of its email
+    filled with nobody's values. Raises MergeError as `public_copy` does."""
+    try:
+        subject = " ".join(_filled_text(message.subject, "subject").split())
+        summary = " ".join(_filled_text(message.preheader, "preheader").split())
+        body = getattr(message, "body", None)
+        if body is not None:
+            html = _filled_body(body)
+        else:
+            email = compiled_revision(message.subject, message.html_template,
+                                      message.text_template).render(
+                email="", name=NOBODY["name"], attributes={}, unsubscribe_url="")
+            found = _CONTENT.search(email.html)
+            html = _ACTION.sub("", found.group(1)) if found else ""
+    except RENDER_ERRORS as exc:
+        raise MergeError("A merge field cannot be filled in without a reader, so this issue "
+                         f"cannot be published: {str(exc)[:300]}") from None
+    return PublicCopy(subject=subject, summary=summary, html=html, slug=slugify(subject))
+
+
 def _filled_text(source: str, where: str) -> str:
     template = compile_template(TEXT_ENV, source, where)
     return render_bounded(template, dict(NOBODY), limit=MAX_SUBJECT_CHARS, what=where)

@@ -16,19 +16,34 @@ from datetime import datetime
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.archive.copies import Reader, public_copy, reader_copy
+from broadside.campaigns.archive.copies import (
+    PublicCopy,
+    Reader,
+    public_copy,
+    reader_copy,
+    version_copy,
+)
 from broadside.campaigns.archive.links import ViewTokens, link_wanted
+from broadside.campaigns.content.versions import default_locale, written_versions
 from broadside.core.errors import Conflict, DomainError, NotFound
+from broadside.core.i18n import _
 from broadside.core.models import ArchivedIssue, Broadcast, Delivery, MailingList, Revision, Subscriber
 from broadside.core.models.sending import BroadcastStatus
 from broadside.core.timeutil import utcnow
+from broadside.mail.merge_fields import MergeError
 from broadside.mail.rendering import RenderedEmail
 
 # Publishing needs the frozen revision of a broadcast that went (or is going) out.
 PUBLISHABLE = (BroadcastStatus.SENDING.value, BroadcastStatus.PAUSED.value,
                BroadcastStatus.SENT.value)
 FEED_ENTRIES = 20
-NOT_HERE = "There is nothing here."
+
+
+def N_(message: str) -> str:
+    return message
+
+
+NOT_HERE = N_("There is nothing here.")  # shown through _()
 
 
 class BadLink(DomainError):
@@ -42,7 +57,7 @@ class BadLink(DomainError):
 def set_archive(session: Session, list_id: int, enabled: bool) -> MailingList:
     mailing_list = session.get(MailingList, list_id)
     if mailing_list is None:
-        raise NotFound("That list does not exist.")
+        raise NotFound(_("That list does not exist."))
     if mailing_list.archive_enabled != enabled:
         mailing_list.archive_enabled = enabled
         mailing_list.archive_changed_at = utcnow()
@@ -73,13 +88,13 @@ def broadcast_archive(session: Session, broadcast_id: int) -> BroadcastArchive:
         .outerjoin(ArchivedIssue, ArchivedIssue.broadcast_id == Broadcast.id)
         .where(Broadcast.id == broadcast_id)).first()
     if row is None:
-        raise NotFound("That broadcast does not exist.")
+        raise NotFound(_("That broadcast does not exist."))
     status, list_id, view_choice, list_name, archive_on, slug = row
     why_not = ""
     if list_id is None:
-        why_not = "Only a broadcast sent to a list can be published in that list's archive."
+        why_not = _("Only a broadcast sent to a list can be published in that list's archive.")
     elif status not in PUBLISHABLE:
-        why_not = "It can be published once it has been sent."
+        why_not = _("It can be published once it has been sent.")
     return BroadcastArchive(
         broadcast_id=broadcast_id, list_id=list_id, list_name=list_name or "",
         archive_on=bool(archive_on), published=slug is not None, slug=slug or "",
@@ -120,7 +135,7 @@ def set_view_link(session: Session, broadcast_id: int, wanted: bool | None) -> b
     applies to the copies built from the next slice on. Returns whether the link is on."""
     broadcast = session.get(Broadcast, broadcast_id)
     if broadcast is None:
-        raise NotFound("That broadcast does not exist.")
+        raise NotFound(_("That broadcast does not exist."))
     broadcast.view_in_browser = wanted
     session.commit()
     return link_wanted(session, broadcast_id)
@@ -142,7 +157,7 @@ def open_archive(session: Session, list_id: int) -> MailingList:
     """The list, when its archive is on."""
     mailing_list = session.get(MailingList, list_id)
     if mailing_list is None or not mailing_list.archive_enabled:
-        raise NotFound(NOT_HERE)
+        raise NotFound(_(NOT_HERE))
     return mailing_list
 
 
@@ -162,8 +177,35 @@ def issue(session: Session, list_id: int, broadcast_id: int) -> ArchivedIssue:
     open_archive(session, list_id)
     found = session.get(ArchivedIssue, broadcast_id)
     if found is None or found.list_id != list_id:
-        raise NotFound(NOT_HERE)
+        raise NotFound(_(NOT_HERE))
     return found
+
+
+@dataclass(frozen=True)
+class IssueVersion:
+    """One language of a published issue: the default first (the stored public copy)."""
+
+    locale: str
+    copy: PublicCopy
+    default: bool
+
+
+def issue_versions(session: Session, found: ArchivedIssue) -> list[IssueVersion]:
+    """The issue in each language its owner wrote it in, the default first; just the default
+    for a broadcast frozen before versions. A version that cannot be filled without a
+    reader is left out (the default was checked when published)."""
+    stored = PublicCopy(subject=found.subject, summary=found.summary, html=found.html,
+                        slug=found.slug)
+    revision = session.scalar(select(Revision).where(Revision.broadcast_id == found.broadcast_id))
+    if revision is None or not revision.versions:
+        return [IssueVersion("en", stored, True)]
+    shown = [IssueVersion(default_locale(revision), stored, True)]
+    for message in written_versions(revision)[1:]:
+        try:
+            shown.append(IssueVersion(message.locale, version_copy(message), False))
+        except MergeError:
+            continue
+    return shown
 
 
 def feed_entries(session: Session, list_id: int) -> list[ArchivedIssue]:
@@ -205,15 +247,15 @@ def reader_view(session: Session, token: str, *, secret_key: str, base_url: str)
     tokens = ViewTokens(secret_key)
     claim = tokens.read(token)
     if claim is None:
-        raise BadLink("This link is not complete or has been changed. Open it again from "
-                      "your email.")
+        raise BadLink(_("This link is not complete or has been changed. Open it again from "
+                        "your email."))
     row = session.execute(
         select(Delivery.broadcast_id, Delivery.list_id, Broadcast.list_id, Subscriber.id,
                Subscriber.email, Subscriber.name, Subscriber.attributes, Subscriber.created_at)
         .join(Broadcast, Broadcast.id == Delivery.broadcast_id)
         .join(Subscriber, Subscriber.id == Delivery.subscriber_id)
         .where(Delivery.id == claim.delivery_id)).first()
-    gone = NotFound("This email is no longer available to view online.")
+    gone = NotFound(_("This email is no longer available to view online."))
     if row is None:
         raise gone
     broadcast_id, delivery_list, broadcast_list, subscriber_id, email, name, attributes, joined = row
