@@ -14,13 +14,13 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics.rewrite import Tracker
 from broadside.campaigns.analytics.sending import tracked_versions
-from broadside.campaigns.content.languages import default_language
 from broadside.campaigns.content.versions import FrozenMessage, frozen_versions, version_for
 from broadside.campaigns.content.versions import default_locale as default_locale_of
 from broadside.core.i18n import shipped
 from broadside.core.models import MailingList
 from broadside.core.site_settings import get_settings
 from broadside.mail.rendering import CompiledRevision, compiled_revision
+from broadside.mail.signup_texts import default_language
 
 
 @dataclass

@@ -174,12 +174,16 @@ def texts_for(settings: SiteSettings | None, locale: str | None) -> dict[str, st
     return {key: text for key, (text, _language) in text_sources(settings, locale).items()}
 
 
-def footer_text_for(settings: SiteSettings | None, locale: str | None) -> str:
+def footer_text_for(settings: SiteSettings | None, locale: str | None,
+                    fallback: str | None = None) -> str:
     """The owner's footer text for an email to a reader of `locale`: the version written for
-    their language, else the default language's (`SiteSettings.footer_text`)."""
+    their language, else `fallback` (a template's own footer), else the default language's
+    (`SiteSettings.footer_text`)."""
     localized = _localized(settings, reader_locale(locale))
     if FOOTER_KEY in localized:
         return localized[FOOTER_KEY]
+    if fallback is not None:
+        return fallback
     return (settings.footer_text if settings is not None else None) or ""
 
 

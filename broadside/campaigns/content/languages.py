@@ -20,10 +20,11 @@ from sqlalchemy.orm import Session
 from broadside.campaigns.content.bodies import WrittenBody, body_of
 from broadside.campaigns.content.versions import version_for
 from broadside.core.errors import ValidationError
-from broadside.core.i18n import DEFAULT_LOCALE, LOCALES, clean_locale, direction, reader_locale, speaking
-from broadside.core.models import MailingList, SiteSettings, Subscriber
+from broadside.core.i18n import LOCALES, direction, reader_locale, speaking
+from broadside.core.models import MailingList, Subscriber
 from broadside.core.site_settings import get_settings
 from broadside.mail.rendering import EmailDesign, FrozenContent
+from broadside.mail.signup_texts import default_language, footer_text_for
 
 
 @dataclass
@@ -37,18 +38,6 @@ class _VersionSource:
 # freeze(subject, preheader, body, design, language, direction) -> the frozen layout, as the
 # caller freezes its kind of message (a broadcast's identity and design, a step's).
 Freezer = Callable[[str, str, WrittenBody, EmailDesign, str, str], FrozenContent]
-
-
-def default_language(settings: SiteSettings) -> str:
-    """The language readers get when neither they nor their list has one."""
-    return clean_locale(settings.default_language) or DEFAULT_LOCALE
-
-
-def owner_footer(settings: SiteSettings, locale: str, fallback: str) -> str:
-    """The owner's footer text in `locale` (Settings -> Design), else `fallback`."""
-    texts = (settings.localized_texts or {}).get(locale) or {}
-    text = texts.get("footer_text") if isinstance(texts, dict) else None
-    return text if isinstance(text, str) and text.strip() else fallback
 
 
 def readers_languages(session: Session) -> set[str]:
@@ -75,7 +64,7 @@ def freeze_in_languages(session: Session, *, subject: str, preheader: str, writt
 
     def one(subject: str, preheader: str, body: WrittenBody, language: str,
             footer_language: str) -> FrozenContent:
-        footer = owner_footer(settings, footer_language, design.footer_text)
+        footer = footer_text_for(settings, footer_language, design.footer_text)
         with speaking(footer_language):
             return freeze(subject, preheader, body, replace(design, footer_text=footer),
                           language, direction(language))
