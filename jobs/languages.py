@@ -14,9 +14,8 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics.rewrite import Tracker
 from broadside.campaigns.analytics.sending import tracked_versions
-from broadside.campaigns.content.versions import FrozenMessage, frozen_versions, version_for
+from broadside.campaigns.content.versions import FrozenMessage, frozen_versions, tag_for
 from broadside.campaigns.content.versions import default_locale as default_locale_of
-from broadside.core.i18n import shipped
 from broadside.core.models import MailingList
 from broadside.core.site_settings import get_settings
 from broadside.mail.rendering import CompiledRevision, compiled_revision
@@ -57,14 +56,8 @@ class RevisionMessages:
         self.chosen: dict[str, Chosen] = {}
 
     def for_reader(self, wanted: tuple[str, ...]) -> Chosen:
-        """The message for a reader whose languages are `wanted` (ReaderLanguages.of): the
-        first that has one; a language Broadside speaks with none is the default's (its
-        footer is that language's when the default is); one it does not speak, the next."""
-        tag = None
-        for language in wanted if self.versions else ():
-            tag = version_for(language, self.versions)
-            if tag is not None or shipped(language):
-                break
+        """The message for a reader whose languages are `wanted` (ReaderLanguages.of)."""
+        tag = tag_for(wanted, self.versions) if self.versions else None
         if tag is None:
             return self.default
         if tag not in self.chosen:

@@ -9,10 +9,12 @@ import re
 
 from sqlalchemy import select, update
 
+from broadside.campaigns.archive.links import ViewTokens
+from broadside.campaigns.archive.service import reader_view
 from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.campaigns.broadcasts.service import send_broadcast
 from broadside.campaigns.content.versions import frozen_message, written_versions
-from broadside.core.models import Broadcast, MailingList, Revision, Subscriber
+from broadside.core.models import Broadcast, Delivery, MailingList, Revision, Subscriber
 from broadside.core.site_settings import get_settings
 from tests.helpers import make_list
 from webapp.extensions import db, get_jobs
@@ -82,6 +84,18 @@ def test_each_reader_gets_their_language(app, smtp_server, run_worker_burst, pos
     for spanish in (got[3], got[4]):
         assert spanish["Content-Language"] == "en"
         assert "Darse de baja" in html_of(spanish)
+
+    # "View in your browser" shows each reader the version they were sent.
+    for index, subject in ((0, "Hallo Reader 0"), (2, "Hello Reader 2")):
+        person = db.session.scalar(select(Subscriber).where(
+            Subscriber.email == f"reader{index:05d}@example.com"))
+        delivery = db.session.scalar(select(Delivery).where(
+            Delivery.broadcast_id == broadcast.id, Delivery.subscriber_id == person.id))
+        token = ViewTokens(app.config["SECRET_KEY"]).make(delivery.id, broadcast.id, person.id,
+                                                          person.created_at)
+        copy = reader_view(db.session, token, secret_key=app.config["SECRET_KEY"],
+                           base_url=app.config["BASE_URL"])
+        assert copy.subject == subject
 
     # Frozen at Send: the German version edited now changes nothing already frozen.
     db.session.execute(update(Broadcast).where(Broadcast.id == broadcast.id).values(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from broadside.campaigns.content.versions import frozen_message
 from broadside.core.models import Revision
 from broadside.mail.merge_fields import (
     MergeError,
@@ -151,6 +152,7 @@ class Reader:
     attributes: dict
     joined: datetime | str
     list_id: int
+    languages: tuple[str | None, ...] = ()  # theirs, their list's, Settings': their version
 
 
 def reader_copy(revision: Revision, broadcast_id: int, reader: Reader, *, secret_key: str,
@@ -158,7 +160,8 @@ def reader_copy(revision: Revision, broadcast_id: int, reader: Reader, *, secret
     """This reader's own email, as the worker builds it: their merge values and their own
     unsubscribe link (the page has no link back to itself). Raises MergeError when their
     values cannot fill a field."""
-    compiled = compiled_revision(revision.subject, revision.html_template, revision.text_template)
+    message = frozen_message(revision, *reader.languages)
+    compiled = compiled_revision(message.subject, message.html_template, message.text_template)
     token = Tokens(secret_key).make(reader.subscriber_id, reader.list_id, broadcast_id, reader.joined)
     return compiled.render(email=reader.email, name=reader.name, attributes=reader.attributes,
                            unsubscribe_url=unsubscribe_url(token, base_url))

@@ -29,9 +29,11 @@ from broadside.core.errors import Conflict, DomainError, NotFound
 from broadside.core.i18n import _
 from broadside.core.models import ArchivedIssue, Broadcast, Delivery, MailingList, Revision, Subscriber
 from broadside.core.models.sending import BroadcastStatus
+from broadside.core.site_settings import get_settings
 from broadside.core.timeutil import utcnow
 from broadside.mail.merge_fields import MergeError
 from broadside.mail.rendering import RenderedEmail
+from broadside.mail.signup_texts import default_language
 
 # Publishing needs the frozen revision of a broadcast that went (or is going) out.
 PUBLISHABLE = (BroadcastStatus.SENDING.value, BroadcastStatus.PAUSED.value,
@@ -251,20 +253,25 @@ def reader_view(session: Session, token: str, *, secret_key: str, base_url: str)
                         "your email."))
     row = session.execute(
         select(Delivery.broadcast_id, Delivery.list_id, Broadcast.list_id, Subscriber.id,
-               Subscriber.email, Subscriber.name, Subscriber.attributes, Subscriber.created_at)
+               Subscriber.email, Subscriber.name, Subscriber.attributes, Subscriber.created_at,
+               Subscriber.locale)
         .join(Broadcast, Broadcast.id == Delivery.broadcast_id)
         .join(Subscriber, Subscriber.id == Delivery.subscriber_id)
         .where(Delivery.id == claim.delivery_id)).first()
     gone = NotFound(_("This email is no longer available to view online."))
     if row is None:
         raise gone
-    broadcast_id, delivery_list, broadcast_list, subscriber_id, email, name, attributes, joined = row
+    (broadcast_id, delivery_list, broadcast_list, subscriber_id, email, name, attributes, joined,
+     locale) = row
     if not tokens.matches(claim, broadcast_id, subscriber_id, joined):
         raise gone
     revision = session.scalar(select(Revision).where(Revision.broadcast_id == broadcast_id))
     if revision is None:
         raise gone
+    list_id = delivery_list or broadcast_list or 0
+    settings = get_settings(session)
     reader = Reader(subscriber_id=subscriber_id, email=email, name=name or "",
-                    attributes=attributes or {}, joined=joined,
-                    list_id=delivery_list or broadcast_list or 0)
+                    attributes=attributes or {}, joined=joined, list_id=list_id,
+                    languages=(locale, session.scalar(select(MailingList.language).where(
+                        MailingList.id == list_id)), default_language(settings)))
     return reader_copy(revision, broadcast_id, reader, secret_key=secret_key, base_url=base_url)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broadside.core.errors import ValidationError
-from broadside.core.i18n import _, clean_locale, language_of
+from broadside.core.i18n import _, clean_locale, language_of, shipped
 
 MAX_VERSIONS = 20
 MAX_LINE_CHARS = 300  # the subject's and preheader's column width
@@ -124,10 +124,25 @@ def default_message(revision: Any) -> FrozenMessage:
                          revision.html_template, revision.text_template, True)
 
 
-def frozen_message(revision: Any, reader: str | None) -> FrozenMessage:
-    """What a reader of language `reader` is sent of `revision`."""
+def tag_for(wanted: Iterable[str | None], tags: Iterable[str]) -> str | None:
+    """Which message a reader gets, whose languages are `wanted` (their own, their list's,
+    Settings'): the first language that has one; a language Broadside speaks with none gets
+    the default (its footer is that language's when the default's is); one it does not speak
+    gives way to the next. None: the default version."""
+    tags = list(tags)
+    for language in wanted:
+        if not language:
+            continue
+        tag = version_for(language, tags)
+        if tag is not None or shipped(language):
+            return tag
+    return None
+
+
+def frozen_message(revision: Any, *wanted: str | None) -> FrozenMessage:
+    """What a reader whose languages are `wanted` is sent of `revision` (`tag_for`)."""
     versions = frozen_versions(revision)
-    tag = version_for(reader, versions)
+    tag = tag_for(wanted, versions)
     return versions[tag] if tag is not None else default_message(revision)
 
 
