@@ -7,6 +7,7 @@ from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _
 
 
 def _wants_json() -> bool:
@@ -30,19 +31,22 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(CSRFError)
     def csrf_error(exc: CSRFError):
-        return _error_response(400, "This form has expired or was not sent from Broadside. "
-                                    "Reload the page and try again.")
+        return _error_response(400, _("This form has expired or was not sent from Broadside. "
+                                      "Reload the page and try again."))
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
+        # In the request's language (the API's is English).
         messages = {
-            400: "The request could not be understood.",
-            401: "Authentication required.",
-            403: "You are not allowed to do that.",
-            404: "There is nothing here.",
-            405: "That method is not allowed here.",
-            413: "That upload is larger than this server accepts.",
-            429: "Too many attempts. Wait a little and try again.",
+            400: _("The request could not be understood."),
+            401: _("Authentication required."),
+            403: _("You are not allowed to do that."),
+            404: _("There is nothing here."),
+            405: _("That method is not allowed here."),
+            413: _("That upload is larger than this server accepts."),
+            422: _("That could not be processed."),
+            429: _("Too many attempts. Wait a little and try again."),
+            500: _("Something went wrong on our side."),
         }
         message = exc.description if exc.code in (400, 422) and exc.description else None
         # The exception's own headers (a 405's Allow, a 401's WWW-Authenticate), not its
@@ -55,4 +59,4 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(Exception)
     def unexpected(exc: Exception):
         app.logger.exception("unhandled error on %s %s", request.method, request.path)
-        return _error_response(500, "Something went wrong on our side. It has been logged.")
+        return _error_response(500, _("Something went wrong on our side. It has been logged."))
