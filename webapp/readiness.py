@@ -111,7 +111,7 @@ class SendingReadiness:
         if self.check_failed:
             assert self.last_check is not None
             last = self.last_check
-            phase, _, summary = last.detail.partition(": ")
+            phase, _sep, summary = last.detail.partition(": ")
             words = _PHASE_WORDS.get(phase)
             problem = f"{words} ({summary})" if words else last.detail
             when = _when(last.at, self.zone, self.now)

@@ -48,9 +48,9 @@ from broadside.campaigns.analytics.report import broadcast_report
 from broadside.campaigns.analytics.rewrite import draft_links_with_fields
 from broadside.campaigns.analytics.tokens import BadToken, TrackingTokens
 from broadside.campaigns.broadcasts import service as broadcasts
-from broadside.core.i18n import _
 from broadside.core import roles
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _
 from webapp.analytics.chart import chart
 from webapp.broadcasts.sending_views import _render_confirm
 from webapp.extensions import db
