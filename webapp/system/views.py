@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from babel.numbers import format_decimal
 from flask import (
     Blueprint,
     Response,
@@ -18,7 +19,7 @@ from markupsafe import escape
 
 from broadside.core import roles
 from broadside.core.errors import DomainError, NotFound
-from broadside.core.i18n import _, ngettext
+from broadside.core.i18n import _, current_locale, ngettext
 from broadside.delivery.eml_folder import outbox_folder, read_outbox_message
 from broadside.delivery.hourly_reset import reset_hourly_cap
 from webapp.broadcasts.views import PREVIEW_CSP
@@ -36,16 +37,21 @@ class EmptyForm(FlaskForm):
     """Only the CSRF token, for buttons that change state."""
 
 
+def _tenths(value: float) -> str:
+    """0.4, 12.0 (English), 0,4 (German): one decimal, as the page's language writes it."""
+    return format_decimal(round(value, 1), "#,##0.0", locale=current_locale())
+
+
 @bp.context_processor
 def _helpers() -> dict:
     def seconds(value: float | None) -> str:
         if value is None:
             return "–"
         if value < 90:
-            return _("%(count)s s", count=num(round(value, 1)))
+            return _("%(count)s s", count=_tenths(value))
         if value < 5400:
             return _("%(count)s min", count=num(round(value / 60)))
-        return _("%(count)s h", count=num(round(value / 3600, 1)))
+        return _("%(count)s h", count=_tenths(value / 3600))
 
     smtp_configured = bool(current_app.config["SMTP_URL"])
 
