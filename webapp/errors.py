@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-from flask import Flask, jsonify, render_template, request
+from flask import Flask, g, jsonify, render_template, request
+from flask_babel import refresh
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
 from broadside.core.errors import DomainError
-from broadside.core.i18n import _
+from broadside.core.i18n import _, set_locale
+from webapp.i18n import request_locale
 
 
 def _wants_json() -> bool:
     return request.path.startswith("/api/") or request.path.startswith("/webhooks/")
+
+
+def _speak_the_request() -> None:
+    """A refusal raised before the request chose its language (the CSRF check runs first)
+    is written in the language the request would have had."""
+    if "locale_token" not in g:
+        g.locale_token = set_locale(request_locale())  # reset by webapp/i18n.py's teardown
+        refresh()
 
 
 def _error_response(status: int, message: str, field: str | None = None,
@@ -27,15 +37,18 @@ def _error_response(status: int, message: str, field: str | None = None,
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(DomainError)
     def domain_error(exc: DomainError):
+        _speak_the_request()
         return _error_response(exc.status_code, exc.message, exc.field)
 
     @app.errorhandler(CSRFError)
     def csrf_error(exc: CSRFError):
+        _speak_the_request()
         return _error_response(400, _("This form has expired or was not sent from Broadside. "
                                       "Reload the page and try again."))
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
+        _speak_the_request()
         # In the request's language (the API's is English).
         messages = {
             400: _("The request could not be understood."),
