@@ -89,3 +89,22 @@ def test_the_owners_pages_in_german_at_desktop_and_phone_widths(
     page.goto(base + "/gibt-es-nicht")
     expect(page.get_by_role("heading", name="Nicht gefunden")).to_be_visible()
     look(page, folder, "404")
+
+
+def test_french_fits_too(page: Page, app, live_server, owner, screenshot_dir):
+    """French is long as well (and writes a space before : and ;)."""
+    folder = Path(os.environ.get("BROADSIDE_SHOTS") or screenshot_dir)
+    broadcast_id = sent_with(app, "aggregate", sent=3, days=[{"opens": 2, "clicks": 1}])
+    sign_in(page, live_server.url)
+    page.set_extra_http_headers({"Accept-Language": "fr"})
+    for name, path, heading in (("dashboard", "/", "Tableau de bord"),
+                                ("system", "/system/", "Système"),
+                                ("media", "/media/", "Médias"),
+                                ("templates", "/templates/", "Modèles"),
+                                ("analytics", f"/broadcasts/{broadcast_id}", "Ouvertures et clics")):
+        page.goto(live_server.url + path)
+        expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 900})
+            assert not page.evaluate(LAYOUT_PROBLEMS), (name, width)
+            page.screenshot(path=str(folder / f"fr-{name}-{width}.png"), full_page=True)
