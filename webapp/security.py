@@ -133,8 +133,8 @@ def install_security(app: Flask) -> None:
     app.permanent_session_lifetime = max(app.permanent_session_lifetime,
                                          sign_in_policy.LONGEST_IDLE)
     login_manager.login_view = "auth.login"
-    login_manager.login_message = "Please sign in to continue."
-    login_manager.localize_callback = _  # flashed in the language of the request
+    login_manager.login_message = _l("Please sign in to continue.")  # type: ignore[assignment]
+    login_manager.localize_callback = str  # flashed in the language of the request
     login_manager.login_message_category = "info"
 
     @login_manager.user_loader

@@ -168,3 +168,4 @@ def test_a_refusal_by_role_names_the_roles_in_the_language():
     with speaking("de"):
         assert [str(ROLE_IN_TEXT[r]) for r in roles.ROLES] == [
             "Inhaber", "Admin", "Versender", "Redakteur", "Betrachter"]
+
