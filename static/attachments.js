@@ -5,10 +5,21 @@
 // Loaded with `defer`; no inline script (strict CSP).
 (function () {
   "use strict";
-  function shown(size) {
-    if (size >= 1048576) { return (size / 1048576).toFixed(1) + " MB"; }
-    if (size >= 1024) { return Math.max(1, Math.round(size / 1024)) + " KB"; }
-    return size + (size === 1 ? " byte" : " bytes");
+  // The words come from the template (`data-words` on the total's line), in the page's
+  // language; numbers as the page's language writes them (<html lang>).
+  function fill(text, values) {
+    return String(text).replace(/\{(\w+)\}/g, function (hole, name) {
+      return name in values ? String(values[name]) : hole;
+    });
+  }
+  function shown(size, words) {
+    var lang = document.documentElement.lang || "en";
+    var number = function (n, digits) {
+      return n.toLocaleString(lang, {minimumFractionDigits: digits, maximumFractionDigits: digits});
+    };
+    if (size >= 1048576) { return number(size / 1048576, 1) + " MB"; }
+    if (size >= 1024) { return number(Math.max(1, Math.round(size / 1024)), 0) + " KB"; }
+    return fill(words[size === 1 ? "byte" : "bytes"] || "{n} bytes", {n: number(size, 0)});
   }
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-remove-attachment]");
@@ -22,7 +33,10 @@
     var line = field.querySelector("[data-attachments-total]");
     if (line) {
       var limit = parseInt(line.getAttribute("data-limit"), 10) || 0;
-      line.textContent = shown(total) + " of " + shown(limit) + " attached.";
+      var words = {};
+      try { words = JSON.parse(line.getAttribute("data-words")); } catch (ignored) { words = {}; }
+      line.textContent = fill(words.attached || "{total} of {limit} attached.",
+                              {total: shown(total, words), limit: shown(limit, words)});
       line.classList.toggle("error", total > limit);
     }
     var upload = field.querySelector("input[type=file]");

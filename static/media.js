@@ -15,6 +15,18 @@
 
   function part(dialog, name) { return dialog.querySelector("[data-media-" + name + "]"); }
 
+  // The words, in the page's language: the template's `data-media-words` (templates/media/
+  // _words.html), `{name}`-style holes filled in here.
+  function say(node, key, values) {
+    var holder = node.closest ? node.closest("[data-media-words]") : null;
+    var words = {};
+    try { words = JSON.parse((holder || document.querySelector("[data-media-words]")).dataset.mediaWords); }
+    catch (ignored) { words = {}; }
+    return String(words[key] || key).replace(/\{(\w+)\}/g, function (hole, name) {
+      return values && name in values ? String(values[name]) : hole;
+    });
+  }
+
   function insert(dialog, item) {
     document.dispatchEvent(new CustomEvent("broadside:insert-image", {detail: {
       target: dialog.dataset.mediaTarget, url: item.url, alt: item.alt || "",
@@ -22,10 +34,10 @@
     dialog.close();
   }
 
-  function describe(item) {
-    var name = item.name || ("Image " + item.id);
+  function describe(dialog, item) {
+    var name = item.name || say(dialog, "image", {id: item.id});
     return name + ", " + item.width + " × " + item.height + " px" +
-      (item.alt ? "" : ", no alt text");
+      (item.alt ? "" : ", " + say(dialog, "noAlt"));
   }
 
   function show(dialog, list) {
@@ -47,16 +59,16 @@
       img.loading = "lazy";
       var words = document.createElement("span");
       words.className = "media-pick-words";
-      words.textContent = describe(item);
+      words.textContent = describe(dialog, item);
       button.append(img, words);
       li.append(button);
       picks.append(li);
     });
     var query = part(dialog, "search").value.trim();
-    status.textContent = list.length ? (list.length + (list.length === 1 ? " image" : " images") +
-      (query ? " match “" + query + "”." : " in the library. Choose one to insert it.")) :
-      (query ? "No image’s name or alt text has “" + query + "”." :
-        "The library is empty: upload an image below.");
+    var one = list.length === 1 ? "One" : "Many";
+    status.textContent = list.length ?
+      say(dialog, (query ? "match" : "inLibrary") + one, {n: list.length, query: query}) :
+      (query ? say(dialog, "noMatch", {query: query}) : say(dialog, "empty"));
   }
 
   function load(dialog) {
@@ -64,7 +76,7 @@
     var url = dialog.dataset.mediaLibrary + (query ? "?q=" + encodeURIComponent(query) : "");
     fetch(url, {headers: {Accept: "application/json"}, credentials: "same-origin"})
       .then(function (answer) {
-        if (!answer.ok) { throw new Error("The library could not be read (" + answer.status + ")."); }
+        if (!answer.ok) { throw new Error(say(dialog, "unreadable", {status: answer.status})); }
         return answer.json();
       })
       .then(function (body) { show(dialog, body.items); })
@@ -87,7 +99,7 @@
     var error = part(dialog, "error");
     var button = part(dialog, "send");
     if (!input.files.length) {
-      error.textContent = "Choose an image file to upload.";
+      error.textContent = say(dialog, "chooseFile");
       input.focus();
       return;
     }
@@ -97,17 +109,17 @@
     form.append("csrf_token", dialog.dataset.csrf);
     button.disabled = true;
     error.textContent = "";
-    part(dialog, "status").textContent = "Uploading " + input.files[0].name + "…";
+    part(dialog, "status").textContent = say(dialog, "uploading", {name: input.files[0].name});
     fetch(dialog.dataset.mediaUpload, {method: "POST", body: form, credentials: "same-origin",
                                        headers: {Accept: "application/json",
                                                  "X-CSRFToken": dialog.dataset.csrf}})
       .then(function (answer) {
         return answer.json().catch(function () {
-          return {error: "The upload was refused (" + answer.status + ")."};
+          return {error: say(dialog, "refusedStatus", {status: answer.status})};
         }).then(function (body) { return {ok: answer.ok, body: body}; });
       })
       .then(function (result) {
-        if (!result.ok) { throw new Error(result.body.error || "The upload was refused."); }
+        if (!result.ok) { throw new Error(result.body.error || say(dialog, "refused")); }
         input.value = "";
         part(dialog, "alt").value = "";
         insert(dialog, result.body);
@@ -183,7 +195,7 @@
     transfer.items.add(files[0]);
     input.files = transfer.files;
     var said = zone.querySelector("[data-media-chosen]");
-    if (said) { said.textContent = "Chosen: " + files[0].name + ". Add its alt text, then Upload."; }
+    if (said) { said.textContent = say(zone, "chosen", {name: files[0].name}); }
     var alt = zone.querySelector("input[name=alt]");
     if (alt) { alt.focus(); }
     return true;

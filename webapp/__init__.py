@@ -15,6 +15,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from broadside.core import models  # noqa: F401 - registers the tables with the metadata
 from broadside.core.config import load_config
+from broadside.core.i18n import _l
 from broadside.core.logs import configure_logging
 from broadside.delivery.queues import Jobs
 from webapp.analytics.views import bp as analytics_bp
@@ -155,7 +156,7 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
 
 
 # Every blueprint, with its entry in the top navigation (endpoint, label) when it has one.
-BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
+BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, Any] | None], ...] = (  # labels: _l, shown per request
     (auth_bp, None),
     (dashboard_bp, None),
     (health_bp, None),
@@ -172,17 +173,17 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
     (suppression_bp, None),
     (feedback_bp, None),
     (analytics_bp, None),
-    (lists_bp, ("lists.index", "Lists")),
-    (subscribers_bp, ("subscribers.index", "Subscribers")),
-    (segments_bp, ("segments.index", "Segments")),
-    (automations_bp, ("automations.index", "Automations")),
+    (lists_bp, ("lists.index", _l("Lists"))),
+    (subscribers_bp, ("subscribers.index", _l("Subscribers"))),
+    (segments_bp, ("segments.index", _l("Segments"))),
+    (automations_bp, ("automations.index", _l("Automations"))),
     (signup_bp, None),
-    (broadcasts_bp, ("broadcasts.index", "Broadcasts")),
+    (broadcasts_bp, ("broadcasts.index", _l("Broadcasts"))),
     (library_bp, None),
-    (media_bp, ("media.index", "Media")),
+    (media_bp, ("media.index", _l("Media"))),
     (compose_bp, None),
-    (deliverability_bp, ("deliverability.index", "Deliverability")),
-    (system_bp, ("system.index", "System")),
+    (deliverability_bp, ("deliverability.index", _l("Deliverability"))),
+    (system_bp, ("system.index", _l("System"))),
     (metrics_bp, None),
     (apidocs_bp, None),
     (archive_bp, None),
@@ -192,7 +193,7 @@ BLUEPRINTS: tuple[tuple[Blueprint, tuple[str, str] | None], ...] = (
 
 def _register_blueprints(app: Flask) -> None:
     nav = [entry for blueprint, entry in BLUEPRINTS if entry]
-    for blueprint, _ in BLUEPRINTS:
+    for blueprint, _entry in BLUEPRINTS:
         app.register_blueprint(blueprint)
 
     @app.context_processor

@@ -26,6 +26,7 @@ from flask_login import current_user
 from broadside.core import accounts, roles
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 from webapp.extensions import db
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -136,5 +137,5 @@ def own_address_only(address: str, *, field: str) -> None:
         typed = None
     if not own or typed != own:
         raise ValidationError(
-            f"You may send a test only to your own address ({own}): sending to any other "
-            "address needs a sender, admin or owner.", field=field)
+            _("You may send a test only to your own address (%(own)s): sending to any other "
+              "address needs a sender, admin or owner.", own=own), field=field)

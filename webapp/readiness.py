@@ -27,6 +27,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from broadside.campaigns.broadcasts.readiness import Standing, standing
+from broadside.core.i18n import _, _l
 from broadside.core.models import Broadcast
 from broadside.core.redis_health import not_answering
 from broadside.core.timeutil import epoch_to_stored, in_zone, local_format
@@ -38,12 +39,12 @@ from webapp.extensions import db
 from webapp.templating import owner_zone
 
 _PHASE_WORDS = {
-    "connect": "could not reach the mail server",
-    "tls": "the secure connection to the mail server failed",
-    "auth": "the mail server refused the login",
+    "connect": _l("could not reach the mail server"),
+    "tls": _l("the secure connection to the mail server failed"),
+    "auth": _l("the mail server refused the login"),
 }
 
-NO_WORKER_REASON = "No worker is running: sending would wait until one starts."
+NO_WORKER_REASON = _l("No worker is running: sending would wait until one starts.")
 
 
 def _when(epoch: float, zone: ZoneInfo, now: float | None = None) -> str:
@@ -100,45 +101,55 @@ class SendingReadiness:
     def reasons(self) -> list[str]:
         """Why a send would not happen now, for the send confirmation ([] when it would)."""
         if not self.redis_ok:
-            return [f"{self.redis_problem}. The send queue lives there, so nothing would be sent "
-                    "until it answers."]
+            return [_("%(problem)s. The send queue lives there, so nothing would be sent until "
+                      "it answers.", problem=self.redis_problem)]
         reasons = []
         if self.worker_holder is None:
-            reasons.append(NO_WORKER_REASON if not self.identity_name else
-                           f"No worker serves the sending identity “{self.identity_name}”: sending "
-                           "would wait until one starts.")
+            reasons.append(str(NO_WORKER_REASON) if not self.identity_name else
+                           _("No worker serves the sending identity “%(name)s”: sending would "
+                             "wait until one starts.", name=self.identity_name))
         if self.check_failed:
             assert self.last_check is not None
             last = self.last_check
-            phase, _, summary = last.detail.partition(": ")
+            phase, _sep, summary = last.detail.partition(": ")
             words = _PHASE_WORDS.get(phase)
             problem = f"{words} ({summary})" if words else last.detail
-            what, fix = ("outbox", "the instance folder") if last.target == "outbox" else ("SMTP", "SMTP_URL")
+            when = _when(last.at, self.zone, self.now)
             if self.identity_name:
-                what, fix = (f"“{self.identity_name}” connection",
-                             "its transport URL (Settings → Sending identities)")
-            reasons.append(f"The last {what} check failed at {_when(last.at, self.zone, self.now)}: "
-                           f"{problem}. Fix {fix}, then check again on the System page.")
+                reasons.append(_("The last check of the “%(name)s” connection failed at %(when)s: "
+                                 "%(problem)s. Fix its transport URL (Settings → Sending "
+                                 "identities), then check again on the System page.",
+                                 name=self.identity_name, when=when, problem=problem))
+            elif last.target == "outbox":
+                reasons.append(_("The last outbox check failed at %(when)s: %(problem)s. Fix the "
+                                 "instance folder, then check again on the System page.",
+                                 when=when, problem=problem))
+            else:
+                reasons.append(_("The last SMTP check failed at %(when)s: %(problem)s. Fix "
+                                 "SMTP_URL, then check again on the System page.",
+                                 when=when, problem=problem))
         return reasons
 
     @property
     def problem(self) -> str | None:
         """The one sentence for a banner (dashboard, a broadcast on its way); None when fine."""
         if not self.redis_ok:
-            return f"Sending is stopped. {self.redis_problem}."
+            return _("Sending is stopped. %(problem)s.", problem=self.redis_problem)
         if self.worker_holder is None:
             if self.identity_name:
-                return (f"Sending is stopped: no worker serves the sending identity "
-                        f"“{self.identity_name}”. Start `python -m jobs` (it serves every "
-                        "identity) or one with `--identity`.")
-            return "Sending is stopped: the worker is not running. Start it with `honcho start`."
+                return _("Sending is stopped: no worker serves the sending identity “%(name)s”. "
+                         "Start `python -m jobs` (it serves every identity) or one with "
+                         "`--identity`.", name=self.identity_name)
+            return _("Sending is stopped: the worker is not running. Start it with `honcho start`.")
         if self.check_failed:
             assert self.last_check is not None
-            what, fix = ((f"“{self.identity_name}” connection",
-                          "its transport URL (Settings → Sending identities)") if self.identity_name
-                         else ("SMTP", "SMTP_URL"))
-            return (f"Sending will fail: the last {what} check failed "
-                    f"({self.last_check.detail}). Fix {fix}, then check again on the System page.")
+            if self.identity_name:
+                return _("Sending will fail: the last check of the “%(name)s” connection failed "
+                         "(%(detail)s). Fix its transport URL (Settings → Sending identities), "
+                         "then check again on the System page.", name=self.identity_name,
+                         detail=self.last_check.detail)
+            return _("Sending will fail: the last SMTP check failed (%(detail)s). Fix SMTP_URL, "
+                     "then check again on the System page.", detail=self.last_check.detail)
         return None
 
 

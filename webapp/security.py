@@ -27,6 +27,7 @@ from flask import Flask, Response, g, redirect, render_template, session, url_fo
 from flask_login import current_user, login_user, logout_user
 
 from broadside.core import accounts, owner_sessions, roles, sign_in_policy
+from broadside.core.i18n import _, _l
 from broadside.core.models import Owner
 from webapp.audit.hook import act_as_person
 from webapp.extensions import db, login_manager
@@ -103,15 +104,21 @@ def is_public_endpoint(app: Flask, endpoint: str | None) -> bool:
     return permission_for(app, endpoint, "GET") == PUBLIC
 
 
+# A role named inside a sentence (the glossary's words; roles.LABELS are the column headings).
+ROLE_IN_TEXT = {roles.OWNER: _l("owner"), roles.ADMIN: _l("admin"), roles.SENDER: _l("sender"),
+                roles.WRITER: _l("writer"), roles.VIEWER: _l("viewer")}
+
+
 def forbidden(needed: str | None, role: str) -> Response:
     """The answer to a person whose role does not allow this: 403, nothing changed; a page
     that says what it needs and who holds it, or a line for htmx to show."""
     if needed is None:
-        message = "This page does not say who may use it, so nobody may. Please report it."
+        message = _("This page does not say who may use it, so nobody may. Please report it.")
     else:
-        holders = ", ".join(roles.LABELS[r].lower() for r in roles.roles_with(needed))
-        message = (f"Your role ({roles.LABELS.get(role, role).lower()}) does not allow this. "
-                   f"It needs one of: {holders}. Ask an owner if you need it.")
+        holders = ", ".join(str(ROLE_IN_TEXT[r]) for r in roles.roles_with(needed))
+        message = _("Your role (%(role)s) does not allow this. It needs one of: %(holders)s. "
+                    "Ask an owner if you need it.", role=str(ROLE_IN_TEXT.get(role, role)),
+                    holders=holders)
     if request.htmx:
         return make_response(render_template("_forbidden.html", message=message), 403,
                              retarget="#main", reswap="afterbegin")
@@ -126,7 +133,8 @@ def install_security(app: Flask) -> None:
     app.permanent_session_lifetime = max(app.permanent_session_lifetime,
                                          sign_in_policy.LONGEST_IDLE)
     login_manager.login_view = "auth.login"
-    login_manager.login_message = "Please sign in to continue."
+    login_manager.login_message = _l("Please sign in to continue.")  # type: ignore[assignment]
+    login_manager.localize_callback = str  # flashed in the language of the request
     login_manager.login_message_category = "info"
 
     @login_manager.user_loader

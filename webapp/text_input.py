@@ -34,6 +34,7 @@ from flask import Flask, Response, current_app
 from markupsafe import escape
 
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _, _l
 from broadside.core.json_input import unstorable
 from webapp.htmx import make_response, request
 
@@ -43,7 +44,7 @@ EXEMPT_BLUEPRINTS = frozenset({"webhooks"})
 # password reset, view in browser, tracking): see `unstorable_input`.
 SIGNED = frozenset({"token"})
 # What an owner calls a parameter when it is not what the page labels it.
-_OWNER_NAMES = {"q": "search"}
+_OWNER_NAMES = {"q": _l("search")}
 
 
 def _first_unstorable(pairs: Iterable[tuple[str, object]]) -> tuple[str, str] | None:
@@ -114,21 +115,22 @@ def _api_message(where: str, name: str, bad: str) -> str:
 
 
 def _page_message(where: str, name: str, bad: str) -> str:
-    called = _shown(_OWNER_NAMES.get(name, name.replace("_", " ")))
+    called = _shown(str(_OWNER_NAMES.get(name, name.replace("_", " "))))
     if "\x00" not in bad:  # cannot come from a browser; said plainly all the same
-        what = "text that is not valid Unicode"
+        what = _("text that is not valid Unicode")
     elif where in ("form", "file"):
-        what = "a NUL character (an invisible control character, often from a paste)"
+        what = _("a NUL character (an invisible control character, often from a paste)")
     else:
-        what = "a NUL character (%00)"
+        what = _("a NUL character (%00)")
     if where == "form":
-        return (f"The “{called}” field holds {what}, which Broadside cannot store. Remove it "
-                "and send the form again: nothing was saved.")
+        return _("The “%(called)s” field holds %(what)s, which Broadside cannot store. Remove "
+                 "it and send the form again: nothing was saved.", called=called, what=what)
     if where == "file":
-        return (f"The name of the file chosen for “{called}” holds {what}, which Broadside "
-                "cannot store. Rename the file and send the form again: nothing was saved.")
-    return (f"The “{called}” in the address holds {what}, which Broadside cannot store or "
-            "search for. Remove it and try again: nothing was changed.")
+        return _("The name of the file chosen for “%(called)s” holds %(what)s, which Broadside "
+                 "cannot store. Rename the file and send the form again: nothing was saved.",
+                 called=called, what=what)
+    return _("The “%(called)s” in the address holds %(what)s, which Broadside cannot store or "
+             "search for. Remove it and try again: nothing was changed.", called=called, what=what)
 
 
 def refuse_unstorable_text() -> Response | None:

@@ -27,10 +27,12 @@ import unicodedata
 import zipfile
 from dataclasses import dataclass
 
+from babel.numbers import format_decimal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.core.errors import NotFound, ValidationError
+from broadside.core.i18n import _, current_locale, ngettext
 from broadside.core.models import Attachment
 from broadside.core.models.attachments import MAX_ATTACHMENT_NAME
 
@@ -84,10 +86,12 @@ _TEXT_CONTROLS = {"\t", "\n", "\r", "\f"}
 def megabytes(size: int) -> str:
     """A size as the owner reads it: "2.4 MB", "310 KB", "12 bytes"."""
     if size >= 1024 * 1024:
-        return f"{size / (1024 * 1024):.1f} MB"
+        return _("%(size)s MB", size=format_decimal(size / (1024 * 1024), "#,##0.0",
+                                                    locale=current_locale()))
     if size >= 1024:
-        return f"{max(1, round(size / 1024))} KB"
-    return f"{size} byte{'' if size == 1 else 's'}"
+        return _("%(size)s KB", size=format_decimal(max(1, round(size / 1024)),
+                                                    locale=current_locale()))
+    return ngettext("%(num)s byte", "%(num)s bytes", size)
 
 
 def clean_name(raw: str) -> str:
@@ -97,17 +101,17 @@ def clean_name(raw: str) -> str:
     name at all, or one longer than MAX_ATTACHMENT_NAME characters."""
     name = unicodedata.normalize("NFC", raw or "")
     if "/" in name or "\\" in name:
-        raise ValidationError("Give the file's name alone, without folders (no / or \\).",
+        raise ValidationError(_("Give the file's name alone, without folders (no / or \\)."),
                               field="file")
     if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in name):
-        raise ValidationError("The file's name has control or invisible characters; rename the "
-                              "file and upload it again.", field="file")
+        raise ValidationError(_("The file's name has control or invisible characters; rename "
+                                "the file and upload it again."), field="file")
     name = " ".join(name.split())
     if not name or name.strip(".") == "":
-        raise ValidationError("The file needs a name, such as programme.pdf.", field="file")
+        raise ValidationError(_("The file needs a name, such as programme.pdf."), field="file")
     if len(name) > MAX_ATTACHMENT_NAME:
-        raise ValidationError(f"The file's name is at most {MAX_ATTACHMENT_NAME} characters.",
-                              field="file")
+        raise ValidationError(_("The file's name is at most %(limit)s characters.",
+                                limit=MAX_ATTACHMENT_NAME), field="file")
     return name
 
 
@@ -121,7 +125,7 @@ def kind_of(name: str, data: bytes) -> str:
         raise ValidationError(f"Broadside does not send {what}. Attachments may be "
                               f"{ALLOWED_WORDS}.", field="file")
     if not data:
-        raise ValidationError("The file is empty.", field="file")
+        raise ValidationError(_("The file is empty."), field="file")
     found = _sniffed(data, wanted)
     if found != wanted:
         said = KINDS[found].label if found else "none of the kinds Broadside sends"
@@ -195,8 +199,9 @@ def store(session: Session, *, name: str, data: bytes, uploaded_by: int | None) 
     at most MAX_TOTAL bytes (a message carries no more)."""
     name = clean_name(name)
     if len(data) > MAX_TOTAL:
-        raise ValidationError(f"The file is {megabytes(len(data))}; a message carries at most "
-                              f"{megabytes(MAX_TOTAL)} of attachments.", field="file")
+        raise ValidationError(_("The file is %(size)s; a message carries at most %(limit)s of "
+                                "attachments.", size=megabytes(len(data)),
+                                limit=megabytes(MAX_TOTAL)), field="file")
     kind = kind_of(name, data)
     attachment = Attachment(name=name, content_type=KINDS[kind].content_type, size=len(data),
                             sha256=hashlib.sha256(data).hexdigest(), data=data,

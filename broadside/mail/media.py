@@ -32,6 +32,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import (
     Automation,
     AutomationStep,
@@ -69,8 +70,9 @@ def url_of(media: Media, *, base_url: str, media_url: str = "", variant: str = "
 def clean_alt(value: str | None) -> str:
     alt = " ".join((value or "").split())
     if len(alt) > MAX_ALT:
-        raise ValidationError(f"The alt text is too long (at most {MAX_ALT} characters): say "
-                              "what the image shows in a sentence or two.", field="alt")
+        raise ValidationError(_("The alt text is too long (at most %(limit)s characters): say "
+                                "what the image shows in a sentence or two.", limit=MAX_ALT),
+                              field="alt")
     return alt
 
 
@@ -135,7 +137,7 @@ def find_by_sha(session: Session, sha: str) -> Media | None:
 def get_media(session: Session, media_id: int) -> Media:
     media = session.get(Media, media_id)
     if media is None:
-        raise NotFound("There is no such image in the library.")
+        raise NotFound(_("There is no such image in the library."))
     return media
 
 

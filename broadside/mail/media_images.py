@@ -26,9 +26,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from io import BytesIO
 
+from babel.numbers import format_decimal
 from PIL import Image, ImageCms, ImageOps, ImageSequence, UnidentifiedImageError
 
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _, _l, current_locale
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 MAX_PIXELS = 50_000_000  # one frame: a 50-megapixel photo; more is a bomb, or no email's
@@ -65,13 +67,15 @@ class Prepared:
 
 
 def megabytes(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f} MB"
+    return _("%(size)s MB", size=format_decimal(size / (1024 * 1024), "#,##0.0",
+                                                locale=current_locale()))
 
 
-NOT_AN_IMAGE = ("This file is not a PNG, JPEG, GIF or WebP image (we read the file itself, not "
-                "its name). Export it in one of these formats and upload it again.")
-DAMAGED = ("This image could not be read to its end: the file is truncated or damaged. "
-           "Export it again and upload the new file.")
+# Said in the language of the request that uploads (`str()` when raised).
+NOT_AN_IMAGE = _l("This file is not a PNG, JPEG, GIF or WebP image (we read the file itself, "
+                  "not its name). Export it in one of these formats and upload it again.")
+DAMAGED = _l("This image could not be read to its end: the file is truncated or damaged. "
+             "Export it again and upload the new file.")
 
 
 def widths(original: int, design_width: int) -> tuple[int, int | None]:
@@ -86,11 +90,12 @@ def _height(width: int, height: int, to_width: int) -> int:
 
 def _open(data: bytes) -> Image.Image:
     if not data:
-        raise MediaError("Choose an image file to upload.")
+        raise MediaError(_("Choose an image file to upload."))
     if len(data) > MAX_UPLOAD_BYTES:
-        raise MediaError(f"This file is {megabytes(len(data))}; an image can be at most "
-                         f"{MAX_UPLOAD_BYTES // (1024 * 1024)} MB. Save it smaller (a JPEG of "
-                         "the width your email shows is plenty) and upload it again.")
+        raise MediaError(_("This file is %(size)s; an image can be at most %(mb)s MB. Save it "
+                           "smaller (a JPEG of the width your email shows is plenty) and upload "
+                           "it again.", size=megabytes(len(data)),
+                           mb=MAX_UPLOAD_BYTES // (1024 * 1024)))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -98,10 +103,10 @@ def _open(data: bytes) -> Image.Image:
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise MediaError(_too_many_pixels()) from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
-        raise MediaError(NOT_AN_IMAGE) from None
+        raise MediaError(str(NOT_AN_IMAGE)) from None
     width, height = image.size
     if width < 1 or height < 1:
-        raise MediaError(NOT_AN_IMAGE)
+        raise MediaError(str(NOT_AN_IMAGE))
     if width * height > MAX_PIXELS:
         raise MediaError(_too_many_pixels(width, height))
     return image
@@ -127,7 +132,7 @@ def prepare(data: bytes, *, design_width: int) -> Prepared:
     except MediaError:
         raise
     except Exception:  # any failure to decode (truncated, damaged, a codec's refusal)
-        raise MediaError(DAMAGED) from None
+        raise MediaError(str(DAMAGED)) from None
     finally:
         image.close()
 

@@ -50,6 +50,7 @@ from broadside.campaigns.analytics.tokens import BadToken, TrackingTokens
 from broadside.campaigns.broadcasts import service as broadcasts
 from broadside.core import roles
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _
 from webapp.analytics.chart import chart
 from webapp.broadcasts.sending_views import _render_confirm
 from webapp.extensions import db
@@ -152,7 +153,8 @@ def choose(broadcast_id: int):
     except Conflict as exc:
         flash(exc.message, "error")
         return redirect(url_for("broadcasts.show", broadcast_id=broadcast_id))
-    flash(f"Tracking for this broadcast: {modes.SHORT[broadcast.tracking or modes.OFF]}.", "success")
+    flash(_("Tracking for this broadcast: %(mode)s.",
+            mode=str(modes.SHORT[broadcast.tracking or modes.OFF])), "success")
     return redirect(url_for("broadcasts.confirm_send", broadcast_id=broadcast_id) + "#tracking")
 
 
@@ -160,7 +162,7 @@ def choose(broadcast_id: int):
 @allow("send")
 def stop(broadcast_id: int):
     modes.stop(db.session, broadcast_id)
-    flash("Tracking is off: copies not yet sent go out without it, and nothing more is counted.",
+    flash(_("Tracking is off: copies not yet sent go out without it, and nothing more is counted."),
           "success")
     return redirect(url_for("broadcasts.show", broadcast_id=broadcast_id) + "#analytics")
 
@@ -174,7 +176,8 @@ def set_default():
         db.session.rollback()
         g.analytics_error = exc.message
         return _render_settings(status=422)
-    flash(f"Saved. New broadcasts start with tracking: {modes.SHORT[mode]}.", "success")
+    flash(_("Saved. New broadcasts start with tracking: %(mode)s.", mode=str(modes.SHORT[mode])),
+          "success")
     return redirect(url_for("settings.index") + "#tracking")
 
 
@@ -183,12 +186,12 @@ def set_default():
 def set_list(list_id: int):
     wanted = request.form.get("per_person")
     if wanted not in ("on", "off"):
-        g.analytics_error = "Choose whether to track people one by one on this list."
+        g.analytics_error = _("Choose whether to track people one by one on this list.")
         return _render_show(list_id, status=422)
     mailing_list = modes.set_list_per_person(db.session, list_id, wanted == "on")
-    flash("Per-person tracking is on for this list: its sign-up and preferences pages say so."
+    flash(_("Per-person tracking is on for this list: its sign-up and preferences pages say so.")
           if mailing_list.per_person_tracking else
-          "Per-person tracking is off for this list: broadcasts to it count in aggregate at most.",
+          _("Per-person tracking is off for this list: broadcasts to it count in aggregate at most."),
           "success")
     return redirect(url_for("lists.show", list_id=list_id) + "#tracking")
 

@@ -19,6 +19,7 @@ from flask_login import current_user
 
 from broadside.core import roles
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 from broadside.mail import attachment_use
 from broadside.mail.attachments import MAX_TOTAL, described, label_of, megabytes, store
 from webapp.attachments import bp
@@ -74,7 +75,7 @@ def _upload(template: bool):
     status = 200
     try:
         if upload is None or not upload.filename:
-            raise ValidationError("Choose a file first.", field="file")
+            raise ValidationError(_("Choose a file first."), field="file")
         data = upload.read(MAX_TOTAL + 1)
         attachment_use.room_for(db.session, ids, len(data))
         attachment = store(db.session, name=upload.filename, data=data,

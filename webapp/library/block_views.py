@@ -19,6 +19,7 @@ from wtforms.fields.choices import SelectChoice
 
 from broadside.campaigns.content import blocks
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _, _l
 from webapp.extensions import db
 from webapp.forms import after_post, place_error
 from webapp.library import bp
@@ -29,9 +30,9 @@ FORMATS = [SelectChoice("markdown", "Markdown"), SelectChoice("html", "HTML")]
 
 
 class BlockForm(FlaskForm):
-    name = StringField("Name")
-    body_format = SelectField("Written in", choices=FORMATS, validate_choice=False)
-    body = TextAreaField("Content")
+    name = StringField(_l("Name"))
+    body_format = SelectField(_l("Written in"), choices=FORMATS, validate_choice=False)
+    body = TextAreaField(_l("Content"))
 
     def values(self) -> dict[str, object]:
         return {"name": (self.name.data or "")[:MAX_TYPED],
@@ -60,8 +61,8 @@ def create_block():
         db.session.rollback()
         place_error(form, exc)
         return _render_index(form, 422)
-    flash(f"Block “{block.name}” saved. Put {blocks.reference(block.name)} on a line of its "
-          "own in a body to use it.", "success")
+    flash(_("Block “%(name)s” saved. Put %(reference)s on a line of its own in a body to use it.",
+            name=block.name, reference=blocks.reference(block.name)), "success")
     return after_post(url(".blocks_index"))
 
 
@@ -89,8 +90,8 @@ def save_block(block_id: int):
             raise
         place_error(form, exc)
         return _render_block(block_id, form, 422)
-    flash(f"Block “{saved.name}” saved. Drafts that use it show the change in their preview; "
-          "sent broadcasts keep the copy they were sent with.", "success")
+    flash(_("Block “%(name)s” saved. Drafts that use it show the change in their preview; sent "
+            "broadcasts keep the copy they were sent with.", name=saved.name), "success")
     return after_post(url(".blocks_index"))
 
 
@@ -104,5 +105,5 @@ def delete_block(block_id: int):
             raise
         flash(exc.message, "error")
         return after_post(url(".block", block_id=block_id))
-    flash(f"Block “{name}” deleted.", "success")
+    flash(_("Block “%(name)s” deleted.", name=name), "success")
     return after_post(url(".blocks_index"))

@@ -24,6 +24,7 @@ from wtforms.fields.choices import SelectChoice
 from broadside.campaigns.broadcasts.service import get_broadcast, sender_of
 from broadside.campaigns.content import design, previews, templates
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _, _l
 from broadside.mail.design import FONTS, MAX_WIDTH, MIN_WIDTH, current_design
 from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db
@@ -38,17 +39,17 @@ class EmptyForm(FlaskForm):
 
 
 class SaveAsForm(FlaskForm):
-    name = StringField("Template name")
-    description = StringField("Description (optional)")
+    name = StringField(_l("Template name"))
+    description = StringField(_l("Description (optional)"))
 
 
 class TemplateForm(FlaskForm):
-    name = StringField("Name")
-    description = StringField("Description (optional)")
-    colour = StringField("Colour")
-    width = StringField("Width (pixels)")
-    font = SelectField("Font", validate_choice=False)
-    footer_text = TextAreaField("Footer text")
+    name = StringField(_l("Name"))
+    description = StringField(_l("Description (optional)"))
+    colour = StringField(_l("Colour"))
+    width = StringField(_l("Width (pixels)"))
+    font = SelectField(_l("Font"), validate_choice=False)
+    footer_text = TextAreaField(_l("Footer text"))
 
     def design_values(self) -> dict[str, object]:
         return {key: (getattr(self, key).data or "")[:MAX_TYPED]
@@ -56,8 +57,8 @@ class TemplateForm(FlaskForm):
 
 
 def _font_choices() -> list[SelectChoice]:
-    return [SelectChoice("", "As in Settings")] + [SelectChoice(key, label)
-                                                   for key, (label, _) in FONTS.items()]
+    return [SelectChoice("", _("As in Settings"))] + [SelectChoice(key, label)
+                                                   for key, (label, _font) in FONTS.items()]
 
 
 @bp.route("/")
@@ -121,15 +122,16 @@ def save(message_template_id: int):
             raise
         place_error(form, exc)
         return _render_edit(template, form, 422)
-    flash("Template saved. New broadcasts started from it take its design; drafts already "
-          "started from it keep theirs.", "success")
+    flash(_("Template saved. New broadcasts started from it take its design; drafts already "
+            "started from it keep theirs."), "success")
     return after_post(url_for(".index"))
 
 
 @bp.route("/<int:message_template_id>/delete", methods=["POST"])
 def delete(message_template_id: int):
     name = templates.delete_template(db.session, message_template_id)
-    flash(f"Template “{name}” deleted. Broadcasts started from it are unchanged.", "success")
+    flash(_("Template “%(name)s” deleted. Broadcasts started from it are unchanged.", name=name),
+          "success")
     return after_post(url_for(".index"))
 
 
@@ -159,13 +161,13 @@ def save_as(broadcast_id: int):
             raise
         place_error(form, exc)
         return _render_save_as(broadcast_id, form, 422)
-    flash(f"Saved as the template “{row.name}”. Start a broadcast from it on the Broadcasts "
-          "page.", "success")
+    flash(_("Saved as the template “%(name)s”. Start a broadcast from it on the Broadcasts page.",
+            name=row.name), "success")
     return after_post(url_for(".index"))
 
 
 @bp.route("/broadcast/<int:broadcast_id>/design", methods=["POST"])
 def reset_design(broadcast_id: int):
     templates.reset_design(db.session, broadcast_id)
-    flash("This draft now takes the design in Settings.", "success")
+    flash(_("This draft now takes the design in Settings."), "success")
     return after_post(url_for("broadcasts.edit", broadcast_id=broadcast_id))

@@ -21,6 +21,7 @@ from flask_login import current_user
 from broadside.campaigns.content.bodies import body_of
 from broadside.core import roles
 from broadside.core.errors import DomainError, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Broadcast
 from broadside.mail import media as library
 from broadside.mail.design import current_design
@@ -37,6 +38,13 @@ PAGE = 48
 MAX_QUERY = 200
 TOO_LARGE = (f"This file is larger than {megabytes(MAX_UPLOAD_BYTES)}: an image can be at most "
              f"{MAX_UPLOAD_BYTES // (1024 * 1024)} MB. Save it smaller and upload it again.")
+
+
+def too_large() -> str:
+    """TOO_LARGE in the request's language (the API's: English)."""
+    return _("This file is larger than %(size)s: an image can be at most %(mb)s MB. Save it "
+             "smaller and upload it again.", size=megabytes(MAX_UPLOAD_BYTES),
+             mb=MAX_UPLOAD_BYTES // (1024 * 1024))
 
 
 def _query() -> str:
@@ -79,10 +87,10 @@ def upload():
     alt = request.form.get("alt", "")
     try:
         if upload_request_too_large():
-            raise ValidationError(TOO_LARGE, field="file")
+            raise ValidationError(too_large(), field="file")
         sent = request.files.get("file")
         if sent is None or not sent.filename and not sent.content_length:
-            raise ValidationError("Choose an image file to upload.", field="file")
+            raise ValidationError(_("Choose an image file to upload."), field="file")
         data = sent.stream.read(MAX_UPLOAD_BYTES + 1)
         done = library.upload(db.session, data, filename=sent.filename, alt=alt,
                               design_width=design_width(), uploaded_by=current_user.id)
@@ -90,16 +98,17 @@ def upload():
         db.session.rollback()
         if wants_json():
             return jsonify(error=exc.message, field=exc.field), exc.status_code
-        flash(f"Not uploaded: {exc.message}", "error")
+        flash(_("Not uploaded: %(reason)s", reason=exc.message), "error")
         return after_post(url_for(".index"))
     if wants_json():
         return jsonify({**media_json(done.media), "src": here_url(done.media),
                         "created": done.created}), 201 if done.created else 200
-    flash(("Uploaded “{}”." if done.created else "“{}” was in the library already: it is the "
-           "same image.").format(done.media.original_name or "the image"), "success")
+    name = done.media.original_name or _("the image")
+    flash(_("Uploaded “%(name)s”.", name=name) if done.created else
+          _("“%(name)s” was in the library already: it is the same image.", name=name), "success")
     if not done.media.alt:
-        flash("It has no alt text yet: add a few words saying what it shows, for readers "
-              "who cannot see it.", "warning")
+        flash(_("It has no alt text yet: add a few words saying what it shows, for readers who "
+                "cannot see it."), "warning")
     return after_post(url_for(".index"))
 
 
@@ -117,9 +126,9 @@ def edit_alt(media_id: int):
         media = library.set_alt(db.session, media_id, request.form.get("alt", ""))
     except ValidationError as exc:
         db.session.rollback()
-        flash(f"Not saved: {exc.message}", "error")
+        flash(_("Not saved: %(reason)s", reason=exc.message), "error")
         return after_post(url_for(".index", _anchor=f"media-{media_id}"))
-    flash("Alt text saved." if media.alt else "Alt text removed: the image has none now.",
+    flash(_("Alt text saved.") if media.alt else _("Alt text removed: the image has none now."),
           "success")
     return after_post(url_for(".index", _anchor=f"media-{media_id}"))
 
@@ -136,13 +145,13 @@ def confirm_delete(media_id: int):
 @allow(roles.MANAGE)
 def delete(media_id: int):
     media = library.get_media(db.session, media_id)
-    name = media.original_name or "The image"
+    name = media.original_name or _("The image")
     try:
         library.delete_media(db.session, media_id)
     except DomainError as exc:
         flash(exc.message, "error")
         return after_post(url_for(".confirm_delete", media_id=media_id))
-    flash(f"{name} is deleted.", "success")
+    flash(_("%(name)s is deleted.", name=name), "success")
     return after_post(url_for(".index"))
 
 

@@ -16,6 +16,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts.queries import SendingBroadcast, sending_broadcasts
+from broadside.core.i18n import _
 from broadside.core.models import SiteSettings
 from broadside.delivery.eml_folder import OutboxEntry, list_outbox, outbox_folder
 from broadside.delivery.hourly import HourlyCap
@@ -162,8 +163,8 @@ def check_button_label(checks: list[Check], smtp_configured: bool) -> str:
     """The words on the checks' button, which the lines not checked yet ask the owner to press:
     one place decides both. With sending identities it checks each one's transport too."""
     if any(c.name.startswith(IDENTITY_CHECK_PREFIX) for c in checks):
-        return "Check connections now"
-    return "Check SMTP now" if smtp_configured else "Check the outbox now"
+        return _("Check connections now")
+    return _("Check SMTP now") if smtp_configured else _("Check the outbox now")
 
 
 def page_checks(app: Flask) -> list[Check]:
@@ -176,14 +177,15 @@ def page_checks(app: Flask) -> list[Check]:
     if last is not None:
         smtp = smtp_check_as_check(last)
         checked = epoch_time(last.at, CHECKED_AT)
-        smtp = Check(smtp.name, smtp.ok, f"{smtp.summary} (checked {checked})", smtp.advice)
+        smtp = Check(smtp.name, smtp.ok, _("%(summary)s (checked %(when)s)", summary=smtp.summary,
+                                           when=checked), smtp.advice)
     else:
         name = "outbox" if smtp_target(app.config) == "outbox" else "SMTP"
-        smtp = Check(name, None, f"not checked yet: press “{button}”")
+        smtp = Check(name, None, _("not checked yet: press “%(button)s”", button=button))
     checks.insert(-1, smtp)  # before BASE_URL, in the CLI's order
     for check in stored:
         if check.ok is None:
-            check = Check(check.name, None, f"not checked yet: press “{button}”")
+            check = Check(check.name, None, _("not checked yet: press “%(button)s”", button=button))
         checks.insert(-1, check)
     return checks
 
@@ -194,10 +196,11 @@ def _stored_identity_check(app: Flask, identity: SendingIdentity) -> Check:
     except RedisError:
         last = None
     if last is None:
-        return Check(f"{IDENTITY_CHECK_PREFIX}{identity.name}", None, "not checked yet")
+        return Check(f"{IDENTITY_CHECK_PREFIX}{identity.name}", None, _("not checked yet"))
     check = identity_check_as_check(identity, last)
     checked = epoch_time(last.at, CHECKED_AT)
-    return Check(check.name, check.ok, f"{check.summary} (checked {checked})", check.advice)
+    return Check(check.name, check.ok, _("%(summary)s (checked %(when)s)", summary=check.summary,
+                                         when=checked), check.advice)
 
 
 def system_overview(app: Flask, session: Session) -> Overview:

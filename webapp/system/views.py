@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from babel.numbers import format_decimal
 from flask import (
     Blueprint,
     Response,
@@ -14,9 +15,11 @@ from flask import (
     url_for,
 )
 from flask_wtf import FlaskForm
+from markupsafe import escape
 
 from broadside.core import roles
 from broadside.core.errors import DomainError, NotFound
+from broadside.core.i18n import _, current_locale, ngettext
 from broadside.delivery.eml_folder import outbox_folder, read_outbox_message
 from broadside.delivery.hourly_reset import reset_hourly_cap
 from webapp.broadcasts.views import PREVIEW_CSP
@@ -24,6 +27,7 @@ from webapp.extensions import db, get_redis
 from webapp.htmx import make_response, request
 from webapp.permissions import defaults
 from webapp.system import overview
+from webapp.templating import num
 
 bp = Blueprint("system", __name__, url_prefix="/system")
 defaults(bp, read=roles.VIEW, change=roles.MANAGE)
@@ -33,16 +37,21 @@ class EmptyForm(FlaskForm):
     """Only the CSRF token, for buttons that change state."""
 
 
+def _tenths(value: float) -> str:
+    """0.4, 12.0 (English), 0,4 (German): one decimal, as the page's language writes it."""
+    return format_decimal(round(value, 1), "#,##0.0", locale=current_locale())
+
+
 @bp.context_processor
 def _helpers() -> dict:
     def seconds(value: float | None) -> str:
         if value is None:
             return "–"
         if value < 90:
-            return f"{value:.1f} s"
+            return _("%(count)s s", count=_tenths(value))
         if value < 5400:
-            return f"{value / 60:.0f} min"
-        return f"{value / 3600:.1f} h"
+            return _("%(count)s min", count=num(round(value / 60)))
+        return _("%(count)s h", count=_tenths(value / 3600))
 
     smtp_configured = bool(current_app.config["SMTP_URL"])
 
@@ -50,7 +59,7 @@ def _helpers() -> dict:
         return overview.check_button_label(checks, smtp_configured)
 
     poll = float(current_app.config.get("BOUNCE_MAILBOX_POLL_SECONDS", 60))
-    mailbox_poll = "minute" if poll == 60 else seconds(poll)
+    mailbox_poll = _("every minute") if poll == 60 else _("every %(time)s", time=seconds(poll))
     return {"seconds": seconds, "check_button_label": check_button_label, "mailbox_poll": mailbox_poll}
 
 
@@ -79,7 +88,8 @@ def smtp_check():
     if request.htmx:
         return render_template("system/_checks.html", checks=checks, checked_now=True)
     smtp = next(c for c in checks if c.name in ("SMTP", "outbox"))
-    flash(f"{smtp.name} check: {smtp.summary}", "success" if smtp.ok else "error")
+    flash(_("%(name)s check: %(summary)s", name=smtp.name, summary=smtp.summary),
+          "success" if smtp.ok else "error")
     return redirect(url_for(".index") + "#checks")
 
 
@@ -103,14 +113,15 @@ def _reset(identity_id: int | None):
     except DomainError as exc:
         flash(exc.message, "error")
         return redirect(url_for(".index") + "#sending")
-    flash(f"The hourly count was reset ({forgotten} sends forgotten); sending may continue at once.",
-          "success")
+    flash(ngettext("The hourly count was reset (%(num)s send forgotten); sending may continue at once.",
+                   "The hourly count was reset (%(num)s sends forgotten); sending may continue at once.",
+                   forgotten), "success")
     return redirect(url_for(".index") + "#sending")
 
 
 def _outbox_message(name: str):
     if current_app.config["SMTP_URL"]:
-        raise NotFound("There is no outbox: messages go to the SMTP server in SMTP_URL.")
+        raise NotFound(_("There is no outbox: messages go to the SMTP server in SMTP_URL."))
     return read_outbox_message(outbox_folder(current_app.instance_path), name)
 
 
@@ -124,7 +135,7 @@ def outbox_html(name: str) -> Response:
     """The HTML part as a document of its own, for the sandboxed iframe (its own relaxed CSP,
     as the broadcast preview: the email's CSS is inline by nature)."""
     message = _outbox_message(name)
-    response = make_response(message.html or "<p>This message has no HTML part.</p>")
+    response = make_response(message.html or f"<p>{escape(_('This message has no HTML part.'))}</p>")
     response.headers["Content-Security-Policy"] = PREVIEW_CSP
     response.headers["X-Frame-Options"] = "SAMEORIGIN"
     response.headers["Cache-Control"] = "no-store"

@@ -34,6 +34,7 @@ from wtforms.fields.choices import SelectChoice
 
 from broadside.campaigns.transactional import recent, samples, templates
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _, _l
 from broadside.core.models import TransactionalTemplate
 from broadside.delivery import transactional
 from broadside.delivery.identities.service import SendingIdentity, all_identities
@@ -43,6 +44,7 @@ from webapp.extensions import db, get_jobs
 from webapp.forms import after_post, place_error
 from webapp.htmx import make_response
 from webapp.identities.form import send_from_choices
+from webapp.templating import num
 from webapp.transactional import bp
 
 # The iframe's address carries the sample data, and gunicorn refuses a request line over
@@ -54,22 +56,23 @@ MAX_TYPED = 600_000  # longer than any valid value: the domain says what is too 
 
 
 class TemplateForm(FlaskForm):
-    name = StringField("Name", description="Yours, and the API's: "
-                       "POST /api/transactional names a template by it or by its id.")
-    subject = StringField("Subject", description="One line. Merge fields work here too.")
-    body = TextAreaField("Body")
-    editor = StringField("Write in")  # the compose mode: templates/transactional/_body_field.html
+    name = StringField(_l("Name"), description=_l("Yours, and the API's: POST /api/transactional "
+                                                   "names a template by it or by its id."))
+    subject = StringField(_l("Subject"), description=_l("One line. Merge fields work here too."))
+    body = TextAreaField(_l("Body"))
+    editor = StringField(_l("Write in"))  # the compose mode: templates/transactional/_body_field.html
     # The plain-text part (templates/transactional/_text_field.html): made from the body, or
     # the owner's own words.
-    text_mode = RadioField("Plain-text part", choices=[SelectChoice("auto", "Automatic"),
-                                                       SelectChoice("own", "Write my own")],
+    text_mode = RadioField(_l("Plain-text part"),
+                           choices=[SelectChoice("auto", _l("Automatic")),
+                                    SelectChoice("own", _l("Write my own"))],
                            default="auto", validate_choice=False)
-    text_body = TextAreaField("The plain-text part")
-    identity = SelectField("Send from", validate_choice=False,
-                           description="The sending identity it goes out through, at its pace.")
-    essential = BooleanField("Essential", description="It may reach someone who unsubscribed "
-                             "from your newsletters (a password reset, a receipt), but never a "
-                             "suppressed address (bounced, complained or blocked).")
+    text_body = TextAreaField(_l("The plain-text part"))
+    identity = SelectField(_l("Send from"), validate_choice=False,
+                           description=_l("The sending identity it goes out through, at its pace."))
+    essential = BooleanField(_l("Essential"), description=_l(
+        "It may reach someone who unsubscribed from your newsletters (a password reset, a "
+        "receipt), but never a suppressed address (bounced, complained or blocked)."))
 
     def template_data(self) -> dict[str, Any]:
         """The form as `templates.parse_template` takes it (validation is the domain's)."""
@@ -148,7 +151,7 @@ def create():
         db.session.rollback()
         place_error(form, exc, aliases=ALIASES)
         return _render_new(form, 422)
-    flash("Template saved. Preview it with sample data and send yourself a test.", "success")
+    flash(_("Template saved. Preview it with sample data and send yourself a test."), "success")
     return after_post(url_for(".show", template_id=template.id))
 
 
@@ -186,10 +189,10 @@ def preview_pane(template: TransactionalTemplate, sample_text: str) -> dict[str,
         pane["data_error"] = exc.message
         return pane
     if len(quote(sample_text)) > PREVIEW_DATA_BYTES:
-        pane["data_error"] = (f"The sample data is too long to preview: the preview carries it "
-                              f"in a web address, at most {PREVIEW_DATA_BYTES:,} bytes once "
-                              "encoded (a few hundred characters of JSON). Shorten it; an API "
-                              "request's data may be longer.")
+        pane["data_error"] = _("The sample data is too long to preview: the preview carries it "
+                               "in a web address, at most %(bytes)s bytes once encoded (a few "
+                               "hundred characters of JSON). Shorten it; an API request's data "
+                               "may be longer.", bytes=num(PREVIEW_DATA_BYTES))
         return pane
     pane["preview"] = samples.preview(db.session, template, data=data,
                                       sample_email=current_user.email,
@@ -217,14 +220,14 @@ def save(template_id: int):
             raise
         place_error(form, exc, aliases=ALIASES)
         return render_page(template_id, form=form, status=422)
-    flash("Template saved. Messages sent from now on use it.", "success")
+    flash(_("Template saved. Messages sent from now on use it."), "success")
     return after_post(url_for(".show", template_id=template_id))
 
 
 @bp.route("/<int:template_id>/delete", methods=["POST"])
 def delete(template_id: int):
     templates.delete_template(db.session, template_id)
-    flash("The template is deleted: the API can no longer send it. Its sends stay listed.",
+    flash(_("The template is deleted: the API can no longer send it. Its sends stay listed."),
           "success")
     return after_post(url_for(".index"))
 
@@ -263,8 +266,8 @@ def preview_email(template_id: int) -> Response:
 
 
 class TestSendForm(FlaskForm):
-    to_email = StringField("Send a test to")
-    data = TextAreaField("Sample data")
+    to_email = StringField(_l("Send a test to"))
+    data = TextAreaField(_l("Sample data"))
 
 
 @bp.route("/<int:template_id>/test", methods=["POST"])
@@ -289,8 +292,8 @@ def send_test(template_id: int):
                                error=error.message if error else None, address=address,
                                test=test)
     if error:
-        flash(f"Test not sent: {error.message}", "error")
+        flash(_("Test not sent: %(reason)s", reason=error.message), "error")
     else:
-        flash(f"Test queued for {address.lower()}: it arrives within a few seconds while the "
-              "worker runs.", "success")
+        flash(_("Test queued for %(address)s: it arrives within a few seconds while the worker "
+                "runs.", address=address.lower()), "success")
     return after_post(url_for(".show", template_id=template_id) + "#try")

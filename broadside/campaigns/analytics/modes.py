@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _, _l
 from broadside.core.models import Broadcast, MailingList
 from broadside.core.models.sending import BroadcastStatus
 from broadside.core.site_settings import get_settings
@@ -25,17 +26,17 @@ AGGREGATE = "aggregate"
 PER_PERSON = "per_person"
 MODES = (OFF, AGGREGATE, PER_PERSON)
 LABELS = {
-    OFF: "Off: no tracking image, links go straight to their address",
-    AGGREGATE: "Counts only: opens and clicks counted per email and per link, never per person",
-    PER_PERSON: "Per person: who opened and clicked (only lists where you turned it on)",
+    OFF: _l("Off: no tracking image, links go straight to their address"),
+    AGGREGATE: _l("Counts only: opens and clicks counted per email and per link, never per person"),
+    PER_PERSON: _l("Per person: who opened and clicked (only lists where you turned it on)"),
 }
-SHORT = {OFF: "off", AGGREGATE: "counts only", PER_PERSON: "per person"}
+SHORT = {OFF: _l("off"), AGGREGATE: _l("counts only"), PER_PERSON: _l("per person")}
 DRAFT_STATES = (BroadcastStatus.DRAFT.value, BroadcastStatus.SCHEDULED.value)
 
 
 def clean_mode(value: object) -> str:
     if value not in MODES:
-        raise ValidationError("Choose the tracking: off, counts only, or per person.")
+        raise ValidationError(_("Choose the tracking: off, counts only, or per person."))
     return str(value)
 
 
@@ -62,18 +63,18 @@ def choose(session: Session, broadcast_id: int, value: object) -> Broadcast:
     mode = clean_mode(value)
     broadcast = session.get(Broadcast, broadcast_id)
     if broadcast is None:
-        raise NotFound("No such broadcast.")
+        raise NotFound(_("No such broadcast."))
     if mode == PER_PERSON and broadcast.list_id is not None:
         mailing_list = session.get(MailingList, broadcast.list_id)
         if mailing_list is not None and not mailing_list.per_person_tracking:
-            raise ValidationError(f"Per-person tracking is off for the list “{mailing_list.name}”. "
-                                  "Turn it on on the list's page first: its sign-up and "
-                                  "preferences pages will then say so.")
+            raise ValidationError(_("Per-person tracking is off for the list “%(name)s”. Turn it "
+                                    "on on the list's page first: its sign-up and preferences "
+                                    "pages will then say so.", name=mailing_list.name))
     changed = rowcount(session.execute(update(Broadcast).where(
         Broadcast.id == broadcast_id, Broadcast.status.in_(DRAFT_STATES)).values(tracking=mode)))
     if not changed:
         session.rollback()
-        raise Conflict("This broadcast has been sent: its tracking can only be turned off now.")
+        raise Conflict(_("This broadcast has been sent: its tracking can only be turned off now."))
     session.commit()
     session.refresh(broadcast)
     return broadcast
@@ -95,14 +96,14 @@ def stop(session: Session, broadcast_id: int) -> None:
                                        .values(tracking=OFF)))
     if not changed:
         session.rollback()
-        raise NotFound("No such broadcast.")
+        raise NotFound(_("No such broadcast."))
     session.commit()
 
 
 def set_list_per_person(session: Session, list_id: int, enabled: bool) -> MailingList:
     mailing_list = session.get(MailingList, list_id)
     if mailing_list is None:
-        raise NotFound("No such list.")
+        raise NotFound(_("No such list."))
     mailing_list.per_person_tracking = bool(enabled)
     session.commit()
     return mailing_list

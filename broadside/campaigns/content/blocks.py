@@ -34,6 +34,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _, ngettext
 from broadside.core.models import (
     Automation,
     AutomationStep,
@@ -100,8 +101,9 @@ class Expanded:
 
 def _missing(name: str) -> ValidationError:
     return ValidationError(
-        f"The body names the block “{name}”, and there is no block of that name. Create it "
-        f"(Templates → Blocks), or take {reference(name)} out of the body.", field="body")
+        _("The body names the block “%(name)s”, and there is no block of that name. Create it "
+          "(Templates → Blocks), or take %(reference)s out of the body.", name=name,
+          reference=reference(name)), field="body")
 
 
 def blocks_named(session: Session, names: list[str]) -> dict[str, ContentBlock]:
@@ -178,26 +180,26 @@ def _markdown_blocks_in(body: str, blocks: dict[str, ContentBlock]) -> str:
 def clean_name(value: object) -> str:
     name = " ".join(str(value or "").split())
     if not name:
-        raise ValidationError("Give the block a name.", field="name")
+        raise ValidationError(_("Give the block a name."), field="name")
     if len(name) > MAX_BLOCK_NAME:
-        raise ValidationError(f"A block's name is at most {MAX_BLOCK_NAME} characters.",
-                              field="name")
+        raise ValidationError(_("A block's name is at most %(limit)s characters.",
+                                limit=MAX_BLOCK_NAME), field="name")
     if not _NAME.fullmatch(name):
-        raise ValidationError("A block's name is letters, digits, spaces and - _ . ' (so a "
-                              "reference to it reads the same in every editor).", field="name")
+        raise ValidationError(_("A block's name is letters, digits, spaces and - _ . ' (so a "
+                                "reference to it reads the same in every editor)."), field="name")
     return name
 
 
 def _clean_body(body: object, body_format: object) -> tuple[str, str]:
     if body_format not in BODY_FORMATS:
-        raise ValidationError("A block is written in Markdown or HTML.", field="body_format")
+        raise ValidationError(_("A block is written in Markdown or HTML."), field="body_format")
     if not isinstance(body, str) or not body.strip():
-        raise ValidationError("Write the block's content.", field="body")
+        raise ValidationError(_("Write the block's content."), field="body")
     if len(body) > MAX_BLOCK_BODY:
-        raise ValidationError(f"The block is too long ({len(body)} of {MAX_BLOCK_BODY} "
-                              "characters).", field="body")
+        raise ValidationError(_("The block is too long (%(length)s of %(limit)s characters).",
+                                length=len(body), limit=MAX_BLOCK_BODY), field="body")
     if REFERENCE.search(body):
-        raise ValidationError("A block cannot name another block: write its content here.",
+        raise ValidationError(_("A block cannot name another block: write its content here."),
                               field="body")
     check_merge_fields(body, "block")
     return body, str(body_format)
@@ -210,15 +212,15 @@ def list_blocks(session: Session) -> list[ContentBlock]:
 def get_block(session: Session, block_id: int) -> ContentBlock:
     block = session.get(ContentBlock, block_id)
     if block is None:
-        raise NotFound("There is no such block.")
+        raise NotFound(_("There is no such block."))
     return block
 
 
 def _taken(session: Session, name: str, but: int | None = None) -> None:
     for other in session.scalars(select(ContentBlock)):
         if other.id != but and _key(other.name) == _key(name):
-            raise ValidationError(f"There is already a block named “{other.name}”.",
-                                  field="name")
+            raise ValidationError(_("There is already a block named “%(name)s”.",
+                                    name=other.name), field="name")
 
 
 def create_block(session: Session, *, name: object, body: object,
@@ -232,7 +234,7 @@ def create_block(session: Session, *, name: object, body: object,
         session.commit()
     except IntegrityError:  # the same name saved meanwhile
         session.rollback()
-        raise ValidationError(f"There is already a block named “{clean}”.",
+        raise ValidationError(_("There is already a block named “%(name)s”.", name=clean),
                               field="name") from None
     return block
 
@@ -249,15 +251,16 @@ def update_block(session: Session, block_id: int, *, name: object, body: object,
         _taken(session, clean, but=block.id)
         users = where_used(session, block)
         if users:
-            raise Conflict(f"“{block.name}” is named in {_said(users)}; renaming it would "
-                           "leave those references pointing at nothing. Keep the name, or "
-                           "change the references first.", field="name")
+            raise Conflict(_("“%(name)s” is named in %(uses)s; renaming it would leave those "
+                             "references pointing at nothing. Keep the name, or change the "
+                             "references first.", name=block.name, uses=_said(users)),
+                           field="name")
     block.name, block.body, block.body_format, block.updated_at = clean, text, fmt, utcnow()
     try:
         session.commit()
     except IntegrityError:
         session.rollback()
-        raise ValidationError(f"There is already a block named “{clean}”.",
+        raise ValidationError(_("There is already a block named “%(name)s”.", name=clean),
                               field="name") from None
     return block
 
@@ -287,7 +290,10 @@ def where_used(session: Session, block: ContentBlock) -> list[Use]:
             Broadcast.status.in_(("draft", "scheduled")),
             Broadcast.body.ilike(like) | Broadcast.text_body.ilike(like))):
         if _names(b.body, b.text_body, key):
-            uses.append(Use("broadcast", b.id, f"the {b.status} “{b.subject or 'no subject'}”"))
+            subject = b.subject or _("no subject")
+            uses.append(Use("broadcast", b.id, _("the draft “%(subject)s”", subject=subject)
+                            if b.status == "draft" else
+                            _("the scheduled “%(subject)s”", subject=subject)))
     for step, automation in session.execute(
             select(AutomationStep, Automation).join(Automation,
                                                     Automation.id == AutomationStep.automation_id)
@@ -295,19 +301,23 @@ def where_used(session: Session, block: ContentBlock) -> list[Use]:
                    AutomationStep.body.ilike(like) | AutomationStep.text_body.ilike(like))):
         if _names(step.body, step.text_body, key):
             uses.append(Use("automation", automation.id,
-                            f"step {step.position} of the automation “{automation.name}”"))
+                            _("step %(step)s of the automation “%(name)s”",
+                              step=step.position, name=automation.name)))
     for t in session.scalars(select(TransactionalTemplate).where(
             TransactionalTemplate.deleted_at.is_(None),
             TransactionalTemplate.body.ilike(like) | TransactionalTemplate.text_body.ilike(like))):
         if _names(t.body, t.text_body, key):
-            uses.append(Use("transactional", t.id, f"the transactional template “{t.name}”"))
+            uses.append(Use("transactional", t.id,
+                            _("the transactional template “%(name)s”", name=t.name)))
     return uses
 
 
 def _said(uses: list[Use]) -> str:
     shown = [use.label for use in uses[:3]]
-    more = f" and {len(uses) - 3} more" if len(uses) > 3 else ""
-    return ", ".join(shown) + more
+    if len(uses) > 3:
+        return ngettext("%(names)s and %(num)s more", "%(names)s and %(num)s more",
+                        len(uses) - 3, names=", ".join(shown))
+    return ", ".join(shown)
 
 
 def delete_block(session: Session, block_id: int) -> str:
@@ -317,8 +327,9 @@ def delete_block(session: Session, block_id: int) -> str:
     block = get_block(session, block_id)
     users = where_used(session, block)
     if users:
-        raise Conflict(f"“{block.name}” is used by {_said(users)}. Take the reference out of "
-                       "them first; sent broadcasts keep their own copy and do not count.")
+        raise Conflict(_("“%(name)s” is used by %(uses)s. Take the reference out of them first; "
+                         "sent broadcasts keep their own copy and do not count.",
+                         name=block.name, uses=_said(users)))
     name = block.name
     session.delete(block)
     session.commit()

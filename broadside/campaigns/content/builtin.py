@@ -16,6 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def N_(message: str) -> str:
+    """Marks a name or description for the catalogs; translated where it is shown
+    (`templates._of_builtin`, in the request's language). The rest is the owner's starting
+    content, in English."""
+    return message
+
+
 @dataclass(frozen=True)
 class BuiltIn:
     key: str
@@ -30,9 +37,9 @@ class BuiltIn:
 
 NEWSLETTER = BuiltIn(
     key="newsletter",
-    name="Newsletter with sections",
-    description="A regular issue: a short opening, three sections with headings, links to "
-                "read more, and a sign-off.",
+    name=N_("Newsletter with sections"),
+    description=N_("A regular issue: a short opening, three sections with headings, links to "
+                "read more, and a sign-off."),
     subject="{{ name or 'Hello' }}, here is what's new this month",
     preheader="Three things worth your time, in five minutes.",
     body_format="markdown",
@@ -76,9 +83,9 @@ The team
 
 ANNOUNCEMENT = BuiltIn(
     key="announcement",
-    name="Announcement",
-    description="One piece of news with the facts at a glance (what, when, where) and one "
-                "clear link. Written in HTML, with a table for the facts.",
+    name=N_("Announcement"),
+    description=N_("One piece of news with the facts at a glance (what, when, where) and one "
+                "clear link. Written in HTML, with a table for the facts."),
     subject="Announcing: the one-line news",
     preheader="The news in a sentence, and what it means for you.",
     body_format="html",
@@ -115,9 +122,9 @@ person reading.</p>
 
 LETTER = BuiltIn(
     key="letter",
-    name="Plain letter",
-    description="A personal note, as one person writes to another: no headings, no pictures, "
-                "just paragraphs and a signature.",
+    name=N_("Plain letter"),
+    description=N_("A personal note, as one person writes to another: no headings, no pictures, "
+                "just paragraphs and a signature."),
     subject="A note from us",
     preheader="",
     body_format="markdown",

@@ -25,6 +25,7 @@ from broadside.campaigns.content.builtin import BUILT_INS, BY_KEY, BuiltIn
 from broadside.campaigns.content.design import DESIGN_KEYS, clean_overrides, design_changes
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Broadcast, MessageTemplate
 from broadside.core.models.content import MAX_DESCRIPTION, MAX_TEMPLATE_NAME
 from broadside.core.timeutil import utcnow
@@ -52,8 +53,8 @@ class Template:
 
 
 def _of_builtin(b: BuiltIn) -> Template:
-    return Template(ref=BUILT_IN_PREFIX + b.key, id=b.key, name=b.name,
-                    description=b.description, subject=b.subject, preheader=b.preheader,
+    return Template(ref=BUILT_IN_PREFIX + b.key, id=b.key, name=_(b.name),
+                    description=_(b.description), subject=b.subject, preheader=b.preheader,
                     body=b.body, body_format=b.body_format, editor=b.editor,
                     design_overrides=None, built_in=True)
 
@@ -85,38 +86,39 @@ def find_template(session: Session, ref: object) -> Template:
         row = session.get(MessageTemplate, ref)
         if row is not None:
             return _of_row(row)
-    raise NotFound("There is no such template.")
+    raise NotFound(_("There is no such template."))
 
 
 def _row(session: Session, template_id: int) -> MessageTemplate:
     if str(template_id) in {b.key for b in BUILT_INS}:
-        raise Conflict("The built-in templates cannot be changed or deleted. Start a broadcast "
-                       "from one and save it as a template of your own.")
+        raise Conflict(_("The built-in templates cannot be changed or deleted. Start a broadcast "
+                         "from one and save it as a template of your own."))
     row = session.get(MessageTemplate, template_id)
     if row is None:
-        raise NotFound("There is no such template.")
+        raise NotFound(_("There is no such template."))
     return row
 
 
 def _clean_name(session: Session, name: object, but: int | None = None) -> str:
     clean = " ".join(str(name or "").split())
     if not clean:
-        raise ValidationError("Give the template a name.", field="name")
+        raise ValidationError(_("Give the template a name."), field="name")
     if len(clean) > MAX_TEMPLATE_NAME:
-        raise ValidationError(f"A template's name is at most {MAX_TEMPLATE_NAME} characters.",
-                              field="name")
+        raise ValidationError(_("A template's name is at most %(limit)s characters.",
+                                limit=MAX_TEMPLATE_NAME), field="name")
     if clean.casefold() in {b.name.casefold() for b in BUILT_INS} or session.scalar(
             select(MessageTemplate.id).where(MessageTemplate.name == clean,
                                              MessageTemplate.id != (but or 0))):
-        raise ValidationError(f"There is already a template named “{clean}”.", field="name")
+        raise ValidationError(_("There is already a template named “%(name)s”.", name=clean),
+                              field="name")
     return clean
 
 
 def _clean_description(value: object) -> str:
     text = " ".join(str(value or "").split())
     if len(text) > MAX_DESCRIPTION:
-        raise ValidationError(f"The description is at most {MAX_DESCRIPTION} characters.",
-                              field="description")
+        raise ValidationError(_("The description is at most %(limit)s characters.",
+                                limit=MAX_DESCRIPTION), field="description")
     return text
 
 
@@ -125,7 +127,7 @@ def _commit_named(session: Session, name: str) -> None:
         session.commit()
     except IntegrityError:  # the same name saved meanwhile
         session.rollback()
-        raise ValidationError(f"There is already a template named “{name}”.",
+        raise ValidationError(_("There is already a template named “%(name)s”.", name=name),
                               field="name") from None
 
 
@@ -135,7 +137,7 @@ def save_as_template(session: Session, broadcast_id: int, *, name: object,
     changes but not where they came from)."""
     broadcast = session.get(Broadcast, broadcast_id)
     if broadcast is None:
-        raise NotFound("There is no such broadcast.")
+        raise NotFound(_("There is no such broadcast."))
     clean = _clean_name(session, name)
     changes = design_changes(broadcast.design_overrides)
     row = MessageTemplate(name=clean, description=_clean_description(description),
@@ -167,7 +169,7 @@ def apply_template(session: Session, broadcast_id: int, ref: object) -> Broadcas
         .values(**draft_values(template), updated_at=utcnow()))
     if rowcount(result) == 0:
         session.rollback()
-        raise Conflict("Only a draft can start from a template.")
+        raise Conflict(_("Only a draft can start from a template."))
     session.commit()
     broadcast = session.get(Broadcast, broadcast_id)
     assert broadcast is not None
@@ -182,7 +184,7 @@ def reset_design(session: Session, broadcast_id: int) -> None:
         .values(design_overrides=None, updated_at=utcnow()))
     if rowcount(result) == 0:
         session.rollback()
-        raise Conflict("Only a draft's design can change.")
+        raise Conflict(_("Only a draft's design can change."))
     session.commit()
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from babel.numbers import format_decimal
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.transactional.templates import (
@@ -21,6 +22,7 @@ from broadside.campaigns.transactional.templates import (
 )
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _, current_locale
 from broadside.core.json_input import json_within, refuse_unstorable
 from broadside.core.models import TransactionalTemplate
 from broadside.delivery.queues import Jobs
@@ -39,7 +41,8 @@ def parse_sample(text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     if len(text) > MAX_SAMPLE:
-        raise ValidationError(f"The sample data is at most {MAX_SAMPLE:,} characters.",
+        raise ValidationError(_("The sample data is at most %(limit)s characters.",
+                                limit=format_decimal(MAX_SAMPLE, locale=current_locale())),
                               field=FIELD)
     try:
         data = json_within(text, what="The sample data", max_depth=8)
@@ -47,11 +50,11 @@ def parse_sample(text: str) -> dict[str, Any]:
     except ValidationError as exc:
         raise ValidationError(exc.message, field=FIELD) from None
     if not isinstance(data, dict):
-        kind = {list: "a list", str: "text", bool: "true or false", type(None): "null"}.get(
-            type(data), "a number")
-        raise ValidationError(f"The sample data must be a JSON object, like "
-                              f'{{"link": "https://example.com/reset"}}; this is {kind}.',
-                              field=FIELD)
+        kind = {list: _("a list"), str: _("text"), bool: _("true or false"),
+                type(None): "null"}.get(type(data), _("a number"))
+        raise ValidationError(_("The sample data must be a JSON object, like %(example)s; this "
+                                "is %(kind)s.", example='{"link": "https://example.com/reset"}',
+                                kind=kind), field=FIELD)
     return data
 
 

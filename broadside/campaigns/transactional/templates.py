@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from babel.numbers import format_decimal
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -30,6 +31,7 @@ from broadside.campaigns.broadcasts.service import sender_of
 from broadside.campaigns.content.bodies import WrittenBody, body_of
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _, current_locale
 from broadside.core.models import TransactionalTemplate, TransactionalTemplateRevision
 from broadside.core.models.transactional import MAX_TEMPLATE_NAME
 from broadside.core.timeutil import utcnow
@@ -84,23 +86,27 @@ def parse_template(session: Session, data: Mapping[str, Any], *, editor: str | N
     for name in REQUIRED:
         value = data.get(name)
         if not isinstance(value, str):
-            raise ValidationError(f"The template's {name} must be text.", field=name)
+            raise ValidationError(_("The template's %(field)s must be text.", field=name),
+                                  field=name)
     name = data["name"].strip()
     if not name:
-        raise ValidationError("Give the template a name.", field="name")
+        raise ValidationError(_("Give the template a name."), field="name")
     if len(name) > MAX_TEMPLATE_NAME or any(ch in name for ch in "\r\n\t"):
-        raise ValidationError(f"A template's name is one line of at most {MAX_TEMPLATE_NAME} "
-                              "characters.", field="name")
+        raise ValidationError(_("A template's name is one line of at most %(limit)s characters.",
+                                limit=MAX_TEMPLATE_NAME), field="name")
     subject = data["subject"].strip()
     if not subject:
-        raise ValidationError("Give the template a subject.", field="subject")
+        raise ValidationError(_("Give the template a subject."), field="subject")
     if len(subject) > MAX_SUBJECT:
-        raise ValidationError(f"The subject is at most {MAX_SUBJECT} characters.", field="subject")
+        raise ValidationError(_("The subject is at most %(limit)s characters.", limit=MAX_SUBJECT),
+                              field="subject")
     body = data["body"]
     if not body.strip():
-        raise ValidationError("Write the template's body.", field="body")
+        raise ValidationError(_("Write the template's body."), field="body")
     if len(body) > MAX_BODY:
-        raise ValidationError(f"The body is at most {MAX_BODY:,} characters.", field="body")
+        raise ValidationError(_("The body is at most %(limit)s characters.",
+                                limit=format_decimal(MAX_BODY, locale=current_locale())),
+                              field="body")
     essential = data.get("essential", False)
     if not isinstance(essential, bool):
         raise ValidationError("essential must be true or false.", field="essential")
@@ -125,7 +131,7 @@ def list_templates(session: Session) -> list[TransactionalTemplate]:
 def get_template(session: Session, template_id: int) -> TransactionalTemplate:
     template = session.get(TransactionalTemplate, template_id)
     if template is None or template.deleted_at is not None:
-        raise NotFound(f"There is no transactional template {template_id}.")
+        raise NotFound(_("There is no transactional template %(id)s.", id=template_id))
     return template
 
 
@@ -201,7 +207,8 @@ def current_revision(session: Session, template: TransactionalTemplate,
 
 
 def _name_taken(name: str) -> Conflict:
-    return Conflict(f"A transactional template named {name!r} already exists.", field="name")
+    return Conflict(_("A transactional template named %(name)s already exists.", name=repr(name)),
+                    field="name")
 
 
 def create_template(session: Session, data: TemplateInput, *,
@@ -248,7 +255,7 @@ def update_template(session: Session, template_id: int, data: TemplateInput, *,
         raise _name_taken(data.name) from None
     if not changed:
         session.rollback()
-        raise NotFound(f"There is no transactional template {template_id}.")
+        raise NotFound(_("There is no transactional template %(id)s.", id=template_id))
     template = session.get(TransactionalTemplate, template_id)
     assert template is not None
     session.refresh(template)
@@ -272,7 +279,7 @@ def delete_template(session: Session, template_id: int) -> None:
         .execution_options(synchronize_session=False)))
     if not deleted:
         session.rollback()
-        raise NotFound(f"There is no transactional template {template_id}.")
+        raise NotFound(_("There is no transactional template %(id)s.", id=template_id))
     session.commit()
 
 
