@@ -21,6 +21,7 @@ from broadside.core import owner_sessions, roles
 from broadside.core.addresses import normalise_email
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, DomainError, Forbidden, NotFound, ValidationError
+from broadside.core.i18n import LOCALES, _
 from broadside.core.models import ApiToken, Owner
 from broadside.core.timeutil import utcnow
 
@@ -112,6 +113,21 @@ def set_password(session: Session, owner_id: int, password: str, *,
         raise PasswordChangedSince("The password was changed since this was asked.")
     owner = session.get_one(Owner, owner_id)
     session.refresh(owner)
+    return owner
+
+
+def set_own_locale(session: Session, owner_id: int, value: str | None) -> Owner:
+    """A person's own language for the dashboard (Settings -> Security -> Language): one of
+    the shipped languages (`LOCALES`), or "" / None for their browser's. Anything else is a
+    ValidationError and nothing is saved. Committed; returns the person as they now are."""
+    chosen = (value or "").strip()
+    if chosen and chosen not in LOCALES:
+        raise ValidationError(_("Choose a language from the list."), field="locale")
+    owner = session.get(Owner, owner_id)
+    if owner is None:
+        raise NotFound(_("There is no such person."))
+    owner.locale = chosen or None
+    session.commit()
     return owner
 
 

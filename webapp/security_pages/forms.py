@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, PasswordField, StringField
+from wtforms import BooleanField, PasswordField, SelectField, StringField
 from wtforms.validators import DataRequired, EqualTo, Length, Optional
 
 from broadside.core import accounts, two_factor
+from broadside.core.i18n import _l
 from broadside.core.sign_in_policy import MAX_IDLE_HOURS, MIN_IDLE_HOURS
 
 _CODE = {"autocomplete": "one-time-code", "autocapitalize": "none", "spellcheck": "false"}
@@ -14,6 +15,12 @@ _CODE = {"autocomplete": "one-time-code", "autocapitalize": "none", "spellcheck"
 
 class ActionForm(FlaskForm):
     """A button's form: its CSRF token only."""
+
+
+class LanguageForm(FlaskForm):
+    """One's own language; the choices are set per request (security_pages.views), and any
+    value reaches the domain, which refuses what it does not ship."""
+    locale = SelectField(_l("Language of these pages"), validate_choice=False)
 
 
 class ConfirmForm(FlaskForm):

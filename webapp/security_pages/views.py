@@ -6,20 +6,23 @@ ends this one too, so this browser is signed in afresh."""
 
 from __future__ import annotations
 
-from flask import flash, redirect, render_template, url_for
+from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from markupsafe import Markup
 
 from broadside.core import accounts, browser_words, owner_sessions, sign_in_policy, two_factor
 from broadside.core.errors import DomainError
+from broadside.core.i18n import LOCALE_NAMES, LOCALES, _, negotiate
 from webapp.audit_trail import note
 from webapp.extensions import db
 from webapp.forms import after_post, keep_for_one_read, place_error, read_once
+from webapp.i18n import use_locale
 from webapp.security import browser_token, sign_in
 from webapp.security_pages import bp
 from webapp.security_pages.forms import (
     ActionForm,
     ConfirmForm,
+    LanguageForm,
     PasswordForm,
     PolicyForm,
     TurnOffForm,
@@ -46,6 +49,7 @@ def render_index(status: int = 200, **forms):
         "password_form": forms.get("password_form") or PasswordForm(formdata=None),
         "off_form": forms.get("off_form") or TurnOffForm(formdata=None),
         "policy_form": forms["policy_form"],
+        "language_form": forms.get("language_form") or language_form(formdata=None),
     }
     return render_template("security/index.html", **context), status
 
@@ -53,6 +57,35 @@ def render_index(status: int = 200, **forms):
 @bp.route("/")
 def index():
     return render_index()
+
+
+def language_form(**kwargs) -> LanguageForm:
+    """The Language section's form: the browser's, then each shipped language in its own
+    name (a German reader finds "Deutsch" whatever the page speaks)."""
+    form = LanguageForm(**kwargs)
+    form.locale.choices = [("", _("Your browser's language"))] + [
+        (locale, LOCALE_NAMES[locale]) for locale in LOCALES]
+    if kwargs.get("formdata", True) is None:
+        form.locale.data = current_user.locale or ""
+    return form
+
+
+@bp.route("/language", methods=["POST"])
+def set_language():
+    """One's own language for these pages (None: the browser's); the next page speaks it."""
+    form = language_form()
+    if not form.validate_on_submit():
+        return render_index(422, language_form=form)
+    try:
+        person = accounts.set_own_locale(db.session, current_user.id, form.locale.data)
+    except DomainError as exc:
+        db.session.rollback()
+        place_error(form, exc)
+        return render_index(422, language_form=form)
+    note(summary="Language changed", locale=person.locale or "browser")
+    use_locale(person.locale or negotiate(request.headers.get("Accept-Language")))
+    flash(_("Your language is saved."), "success")
+    return after_post(url_for("security.index") + "#language")
 
 
 @bp.route("/two-factor/start", methods=["POST"])
