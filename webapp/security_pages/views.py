@@ -13,6 +13,7 @@ from markupsafe import Markup
 from broadside.core import accounts, browser_words, owner_sessions, sign_in_policy, two_factor
 from broadside.core.errors import DomainError
 from broadside.core.i18n import LOCALE_NAMES, LOCALES, _, negotiate
+from webapp.audit.words import N_
 from webapp.audit_trail import note
 from webapp.extensions import db
 from webapp.forms import after_post, keep_for_one_read, place_error, read_once
@@ -82,7 +83,7 @@ def set_language():
         db.session.rollback()
         place_error(form, exc)
         return render_index(422, language_form=form)
-    note(summary="Language changed", locale=person.locale or "browser")
+    note(summary=N_("Language changed"), locale=person.locale or "browser")
     use_locale(person.locale or negotiate(request.headers.get("Accept-Language")))
     flash(_("Your language is saved."), "success")
     return after_post(url_for("security.index") + "#language")
@@ -115,7 +116,7 @@ def enrol():
             place_error(form, exc)
             status = 422
         else:
-            note(summary="Two-factor sign-in turned on")
+            note(summary=N_("Two-factor sign-in turned on"))
             keep_for_one_read("recovery_codes", "\n".join(codes))
             flash("Two-factor sign-in is on. " + OTHERS_ENDED, "success")
             return after_post(url_for("security.recovery_codes"))
@@ -146,7 +147,7 @@ def new_recovery_codes():
         except DomainError as exc:
             flash(exc.message, "error")
             return after_post(url_for("security.index"))
-        note(summary="New recovery codes made (the old set void)")
+        note(summary=N_("New recovery codes made (the old set void)"))
         keep_for_one_read("recovery_codes", "\n".join(codes))
         flash("A new set of recovery codes; the old set no longer works. " + OTHERS_ENDED,
               "success")
@@ -166,7 +167,7 @@ def turn_off():
         db.session.rollback()
         place_error(form, exc)
         return render_index(422, off_form=form)
-    note(summary="Two-factor sign-in turned off")
+    note(summary=N_("Two-factor sign-in turned off"))
     flash("Two-factor sign-in is off. " + OTHERS_ENDED, "success")
     return after_post(url_for("security.index"))
 
@@ -183,7 +184,7 @@ def change_password():
         db.session.rollback()
         place_error(form, exc)
         return render_index(422, password_form=form)
-    note(summary="Password changed")
+    note(summary=N_("Password changed"))
     sign_in(person)  # the change ended every session, this one too: a fresh one here
     flash("Your new password is set. Every other browser signed in as you is signed out.",
           "success")
@@ -194,7 +195,7 @@ def change_password():
 def end_session(key: str):
     if ActionForm().validate_on_submit():
         if owner_sessions.close_by_key(db.session, current_user.id, key):
-            note(summary="A session ended", session=key)
+            note(summary=N_("A session ended"), session=key)
             flash("That session is ended: the browser is signed out.", "success")
         else:
             flash("That session had already ended.", "info")
@@ -206,6 +207,6 @@ def end_other_sessions():
     if ActionForm().validate_on_submit():
         owner_sessions.close_others(db.session, current_user.id, browser_token())
         db.session.commit()
-        note(summary="Every other session ended")
+        note(summary=N_("Every other session ended"))
         flash("Every other session is ended; this browser stays signed in.", "success")
     return after_post(url_for("security.index") + "#sessions")
