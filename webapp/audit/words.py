@@ -12,7 +12,7 @@ from broadside.core.i18n import _, _l
 from webapp.audit import actions
 
 
-def N_(message: str) -> str:  # noqa: N802 - the name extractors know
+def N_(message: str) -> str:
     """Marks a summary for the catalog where it is noted; stored as it is."""
     return message
 

@@ -111,7 +111,7 @@ def _is_same_site_path(target: str) -> bool:
     and newlines, so `/<TAB>/evil.example` is `//evil.example`), and the same once
     percent-decoded (in case something between here and the browser decodes it)."""
     decoded = target
-    for _ in range(3):
+    for _round in range(3):
         if not decoded.startswith("/") or decoded.startswith("//") or "\\" in decoded:
             return False
         if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in decoded):
