@@ -29,7 +29,8 @@ from webapp.security_pages.forms import (
     TurnOffForm,
 )
 
-OTHERS_ENDED = "Your other sessions are ended: sign in again there."
+def _others_ended() -> str:
+    return _("Your other sessions are ended: sign in again there.")
 
 
 def render_index(status: int = 200, **forms):
@@ -118,7 +119,7 @@ def enrol():
         else:
             note(summary=N_("Two-factor sign-in turned on"))
             keep_for_one_read("recovery_codes", "\n".join(codes))
-            flash("Two-factor sign-in is on. " + OTHERS_ENDED, "success")
+            flash(" ".join((_("Two-factor sign-in is on."), _others_ended())), "success")
             return after_post(url_for("security.recovery_codes"))
     elif form.errors:
         status = 422
@@ -149,8 +150,8 @@ def new_recovery_codes():
             return after_post(url_for("security.index"))
         note(summary=N_("New recovery codes made (the old set void)"))
         keep_for_one_read("recovery_codes", "\n".join(codes))
-        flash("A new set of recovery codes; the old set no longer works. " + OTHERS_ENDED,
-              "success")
+        flash(" ".join((_("A new set of recovery codes; the old set no longer works."),
+                        _others_ended())), "success")
         return after_post(url_for("security.recovery_codes"))
     return after_post(url_for("security.index"))
 
@@ -168,7 +169,7 @@ def turn_off():
         place_error(form, exc)
         return render_index(422, off_form=form)
     note(summary=N_("Two-factor sign-in turned off"))
-    flash("Two-factor sign-in is off. " + OTHERS_ENDED, "success")
+    flash(" ".join((_("Two-factor sign-in is off."), _others_ended())), "success")
     return after_post(url_for("security.index"))
 
 
@@ -186,7 +187,7 @@ def change_password():
         return render_index(422, password_form=form)
     note(summary=N_("Password changed"))
     sign_in(person)  # the change ended every session, this one too: a fresh one here
-    flash("Your new password is set. Every other browser signed in as you is signed out.",
+    flash(_("Your new password is set. Every other browser signed in as you is signed out."),
           "success")
     return after_post(url_for("security.index"))
 
@@ -196,9 +197,9 @@ def end_session(key: str):
     if ActionForm().validate_on_submit():
         if owner_sessions.close_by_key(db.session, current_user.id, key):
             note(summary=N_("A session ended"), session=key)
-            flash("That session is ended: the browser is signed out.", "success")
+            flash(_("That session is ended: the browser is signed out."), "success")
         else:
-            flash("That session had already ended.", "info")
+            flash(_("That session had already ended."), "info")
     return after_post(url_for("security.index") + "#sessions")
 
 
@@ -208,5 +209,5 @@ def end_other_sessions():
         owner_sessions.close_others(db.session, current_user.id, browser_token())
         db.session.commit()
         note(summary=N_("Every other session ended"))
-        flash("Every other session is ended; this browser stays signed in.", "success")
+        flash(_("Every other session is ended; this browser stays signed in."), "success")
     return after_post(url_for("security.index") + "#sessions")
