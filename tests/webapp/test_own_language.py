@@ -33,15 +33,17 @@ def test_a_person_chooses_french_whatever_the_browser_says(logged_in_client, own
     answer = choose(logged_in_client, "fr", accept="de")
     assert answer.status_code == 303 and answer.location.endswith("/settings/security/#language")
     assert saved_locale(owner.id) == "fr"
-    for accept in ("de", "es", "en-US"):
-        home = logged_in_client.get("/", headers={"Accept-Language": accept})
-        assert home.status_code == 200 and html_lang(home.text) == "fr"
     page = logged_in_client.get("/settings/security/", headers={"Accept-Language": "de"})
     assert html_lang(page.text) == "fr"
     assert "Votre langue est enregistrée." in page.text  # the flash, in the new language
     assert "Langue de ces pages" in page.text and "Enregistrer la langue" in page.text
     assert '<option selected value="fr">Français</option>' in page.text
     assert '<option value="de">Deutsch</option>' in page.text
+    for accept in ("de", "es", "en-US"):
+        home = logged_in_client.get("/", headers={"Accept-Language": accept})
+        assert home.status_code == 200 and html_lang(home.text) == "fr"
+    settings = logged_in_client.get("/settings/", headers={"Accept-Language": "de"})
+    assert "Paramètres" in settings.text and "Jetons d'API" in settings.text
 
 
 def test_the_browsers_language_follows_accept_language_again(logged_in_client, owner):
@@ -82,7 +84,7 @@ def test_the_choice_is_in_the_audit_log(logged_in_client, owner):
     assert row.summary == "Language changed" and row.details.get("locale") == "es"
 
 
-def test_sign_in_pages_follow_the_browser_and_lang(client):
+def test_sign_in_pages_follow_the_browser_and_lang(client, owner):
     spanish = client.get("/login", headers={"Accept-Language": "es"})
     assert html_lang(spanish.text) == "es" and "Contraseña" in spanish.text
     french = client.get("/login?lang=fr", headers={"Accept-Language": "es"})

@@ -29,6 +29,7 @@ from webapp.security_pages.forms import (
     TurnOffForm,
 )
 
+
 def _others_ended() -> str:
     return _("Your other sessions are ended: sign in again there.")
 
