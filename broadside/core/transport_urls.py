@@ -263,11 +263,12 @@ def account_label(url: str) -> str:
     """The account of `account_of`, as it may be shown: its user name or key by 4 characters."""
     account = account_of(url)
     if account is None:
-        return "the outbox (no provider)"
+        return _("the outbox (no provider)")
     kind = account[0]
     if kind == "smtp":
-        who = f" as {_masked(account[2])}" if account[2] else ""
-        return f"SMTP {account[1]}{who}"
+        if account[2]:
+            return _("SMTP %(host)s as %(user)s", host=account[1], user=_masked(account[2]))
+        return f"SMTP {account[1]}"
     if kind == "ses":
-        return f"Amazon SES {_masked(account[1])} in {account[2]}"
-    return f"{kind.capitalize()} key {_masked(account[1])}"
+        return _("Amazon SES %(key)s in %(region)s", key=_masked(account[1]), region=account[2])
+    return _("%(provider)s key %(key)s", provider=kind.capitalize(), key=_masked(account[1]))

@@ -122,7 +122,7 @@ class SendingIdentity:
 
     @property
     def label(self) -> str:
-        return "Default" if self.id is None else self.name
+        return _("Default") if self.id is None else self.name
 
 
 def default_identity(session: Session, config: Mapping[str, Any]) -> SendingIdentity:
