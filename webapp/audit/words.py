@@ -45,7 +45,7 @@ _VERB_SENTENCES: dict[str, Any] = {
 
 # Settings' parts, as "Saved Settings: …" names them.
 _SETTINGS_PARTS: dict[str, Any] = {
-    "sender": _l("sender"), "defaults": _l("defaults"),
+    "sender": _l("sender and address"), "defaults": _l("defaults"),
     "history_retention": _l("history retention"), "content_retention": _l("content retention"),
     "design": _l("design"), "logo": _l("logo"), "logo_remove": _l("logo removed"),
     "signup_texts": _l("sign-up texts"), "tracking": _l("tracking"),
