@@ -61,6 +61,7 @@ def install_i18n(app: Flask) -> None:
     @app.before_request
     def choose_locale() -> None:
         g.locale_token = set_locale(request_locale())
+        refresh()  # Flask-Babel keeps a catalog per app context: tests share one across requests
 
     @app.teardown_request
     def forget_locale(_exc: BaseException | None) -> None:

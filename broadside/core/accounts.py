@@ -21,6 +21,7 @@ from broadside.core import owner_sessions, roles
 from broadside.core.addresses import normalise_email
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, DomainError, Forbidden, NotFound, ValidationError
+from broadside.core.i18n import LOCALES, _
 from broadside.core.models import ApiToken, Owner
 from broadside.core.timeutil import utcnow
 
@@ -70,9 +71,11 @@ def check_password(password: str) -> None:
 
 def _check_password_length(password: str) -> None:
     if len(password or "") < MIN_PASSWORD_LENGTH:
-        raise ValidationError(f"The password must be at least {MIN_PASSWORD_LENGTH} characters.")
+        raise ValidationError(_("The password must be at least %(min_password_length)s characters.",
+                                min_password_length=MIN_PASSWORD_LENGTH))
     if len(password) > MAX_PASSWORD_LENGTH:
-        raise ValidationError(f"The password must be at most {MAX_PASSWORD_LENGTH} characters.")
+        raise ValidationError(_("The password must be at most %(max_password_length)s characters.",
+                                max_password_length=MAX_PASSWORD_LENGTH))
 
 
 def owner_by_email(session: Session, email: str | None) -> Owner | None:
@@ -108,10 +111,25 @@ def set_password(session: Session, owner_id: int, password: str, *,
     session.commit()
     if not changed:
         if session.get(Owner, owner_id) is None:
-            raise NotFound("There is no such owner.")
+            raise NotFound(_("There is no such owner."))
         raise PasswordChangedSince("The password was changed since this was asked.")
     owner = session.get_one(Owner, owner_id)
     session.refresh(owner)
+    return owner
+
+
+def set_own_locale(session: Session, owner_id: int, value: str | None) -> Owner:
+    """A person's own language for the dashboard (Settings -> Security -> Language): one of
+    the shipped languages (`LOCALES`), or "" / None for their browser's. Anything else is a
+    ValidationError and nothing is saved. Committed; returns the person as they now are."""
+    chosen = (value or "").strip()
+    if chosen and chosen not in LOCALES:
+        raise ValidationError(_("Choose a language from the list."), field="locale")
+    owner = session.get(Owner, owner_id)
+    if owner is None:
+        raise NotFound(_("There is no such person."))
+    owner.locale = chosen or None
+    session.commit()
     return owner
 
 
@@ -127,11 +145,11 @@ def change_password(session: Session, owner_id: int, current: str, new: str) -> 
     browser's too: the caller opens it a new one). Committed."""
     owner = session.get(Owner, owner_id)
     if owner is None:
-        raise NotFound("There is no such owner.")
+        raise NotFound(_("There is no such owner."))
     if not check_password_hash(owner.password_hash, current or ""):
         raise WrongPassword("That is not your current password.", field="current_password")
     if current == new:
-        raise ValidationError("The new password is the one you have now.", field="password")
+        raise ValidationError(_("The new password is the one you have now."), field="password")
     try:
         _check_password_length(new)
     except ValidationError as exc:
@@ -145,10 +163,11 @@ def create_person(session: Session, email: str, password: str, *, role: str = "o
     shortcut for an owner). Conflict when the address already signs in."""
     email = normalise_email(email)
     if not roles.is_role(role):
-        raise ValidationError(f"The role must be one of: {', '.join(roles.ROLES)}.", field="role")
+        raise ValidationError(_("The role must be one of: %(value)s.",
+                                value=', '.join(roles.ROLES)), field="role")
     _check_password_length(password)
     if session.scalar(select(Owner).where(Owner.email == email)):
-        raise Conflict(f"{email} already signs in to Broadside.", field="email")
+        raise Conflict(_("%(email)s already signs in to Broadside.", email=email), field="email")
     person = Owner(email=email, role=role, name=(name or "").strip()[:200],
                    password_hash=generate_password_hash(password, method=PASSWORD_METHOD))
     session.add(person)
@@ -156,7 +175,7 @@ def create_person(session: Session, email: str, password: str, *, role: str = "o
         session.flush()
     except IntegrityError:  # the same address, created a moment earlier by another
         session.rollback()
-        raise Conflict(f"{email} already signs in to Broadside.", field="email") from None
+        raise Conflict(_("%(email)s already signs in to Broadside.", email=email), field="email") from None
     if commit:
         session.commit()
     return person
@@ -238,7 +257,7 @@ def create_token(session: Session, owner_id: int, name: str, *, read_only: bool 
     its hash is stored."""
     name = (name or "").strip()
     if not name or len(name) > 100:
-        raise ValidationError("A token needs a name of 1 to 100 characters.", field="name")
+        raise ValidationError(_("A token needs a name of 1 to 100 characters."), field="name")
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(owner_id=owner_id, name=name, token_hash=_hash_token(plain), prefix=plain[:10],
                      read_only=read_only)
@@ -276,10 +295,10 @@ def revoke_token(session: Session, token_id: int, *, by: int | None = None,
     for no such token. Committed; revoking a revoked token changes nothing."""
     token = session.get(ApiToken, token_id)
     if token is None:
-        raise NotFound("No such token.")
+        raise NotFound(_("No such token."))
     if not any_token and token.owner_id != by:
-        raise Forbidden("You may revoke only your own tokens; revoking another's needs the "
-                        "manage permission (an owner or an admin).")
+        raise Forbidden(_("You may revoke only your own tokens; revoking another's needs the manage "
+                          "permission (an owner or an admin)."))
     session.execute(
         update(ApiToken)
         .where(ApiToken.id == token_id, ApiToken.revoked_at.is_(None))

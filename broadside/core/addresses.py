@@ -17,6 +17,7 @@ from __future__ import annotations
 import unicodedata
 
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 
 
 def normalise_email(raw: str) -> str:
@@ -24,9 +25,9 @@ def normalise_email(raw: str) -> str:
     raises ValidationError otherwise."""
     raw = (raw or "").strip()
     if not raw:
-        raise ValidationError("An email address is required.")
+        raise ValidationError(_("An email address is required."))
     if len(raw) > 320:
-        raise ValidationError("That email address is too long.")
+        raise ValidationError(_("That email address is too long."))
     # Imported here: the sending worker imports this module but never validates an address
     # (email_validator and idna are half a megabyte of its memory).
     from email_validator import EmailNotValidError, validate_email
@@ -34,7 +35,8 @@ def normalise_email(raw: str) -> str:
     try:
         result = validate_email(raw, check_deliverability=False)
     except EmailNotValidError as exc:
-        raise ValidationError(f"{raw!r} is not a valid email address: {exc}") from None
+        raise ValidationError(_("%(raw)s is not a valid email address: %(exc)s",
+                                raw=repr(raw), exc=exc)) from None
     return unicodedata.normalize("NFC", result.normalized.lower())
 
 

@@ -11,6 +11,8 @@ devices, never a check: a User-Agent is whatever the browser chooses to send.
 
 from __future__ import annotations
 
+from broadside.core.i18n import _
+
 # (token in the User-Agent, the browser's name), first match wins.
 BROWSERS: tuple[tuple[str, str], ...] = (
     ("Edg/", "Edge"), ("EdgiOS/", "Edge"), ("EdgA/", "Edge"),
@@ -43,5 +45,5 @@ def describe(user_agent: str | None) -> str:
         browser = None
     system = _first(text, SYSTEMS)
     if browser is None:
-        return f"{UNKNOWN} on {system}" if system else UNKNOWN
-    return f"{browser} on {system}" if system else browser
+        return _("Unknown browser on %(system)s", system=system) if system else _("Unknown browser")
+    return _("%(browser)s on %(system)s", browser=browser, system=system) if system else browser

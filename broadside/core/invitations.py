@@ -37,6 +37,7 @@ from broadside.core import accounts, people
 from broadside.core.addresses import normalise_email
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Invitation, Owner
 from broadside.core.timeutil import utcnow
 
@@ -100,7 +101,7 @@ def invite(session: Session, email: object, role: object, *, inviter_id: int | N
     inviter's; Conflict when the address already signs in. An earlier pending invitation of
     the address is revoked in the same transaction."""
     if not isinstance(email, str):
-        raise ValidationError("'email' must be a string: the address to invite.", field="email")
+        raise ValidationError(_("'email' must be a string: the address to invite."), field="email")
     try:
         address = normalise_email(email)
     except ValidationError as exc:
@@ -108,7 +109,8 @@ def invite(session: Session, email: object, role: object, *, inviter_id: int | N
     role = people.check_role(role)
     people.check_may_give(role, inviter_role)
     if people.by_email(session, address) is not None:
-        raise Conflict(f"{address} already signs in to Broadside: change their role instead.",
+        raise Conflict(_("%(address)s already signs in to Broadside: change their role instead.",
+                         address=address),
                        field="email")
     now = now or utcnow()
     session.execute(update(Invitation)
@@ -132,9 +134,9 @@ def resend(session: Session, invitation_id: int, *, inviter_id: int | None,
     and role, the old link revoked. NotFound, or Conflict once it was accepted."""
     old = session.get(Invitation, invitation_id)
     if old is None:
-        raise NotFound("There is no such invitation.")
+        raise NotFound(_("There is no such invitation."))
     if old.accepted_at is not None:
-        raise Conflict(f"{old.email} already accepted this invitation.")
+        raise Conflict(_("%(email)s already accepted this invitation.", email=old.email))
     return invite(session, old.email, old.role, inviter_id=inviter_id, inviter_role=inviter_role,
                   now=now, commit=commit)
 
@@ -145,7 +147,7 @@ def revoke(session: Session, invitation_id: int, *, now: datetime | None = None,
     NotFound for none; Conflict once it was accepted."""
     invitation = session.get(Invitation, invitation_id)
     if invitation is None:
-        raise NotFound("There is no such invitation.")
+        raise NotFound(_("There is no such invitation."))
     moved = session.execute(update(Invitation)
                             .where(Invitation.id == invitation_id,
                                    Invitation.accepted_at.is_(None),
@@ -155,8 +157,8 @@ def revoke(session: Session, invitation_id: int, *, now: datetime | None = None,
     session.refresh(invitation)
     if not rowcount(moved) and invitation.accepted_at is not None:
         session.rollback()
-        raise Conflict(f"{invitation.email} already accepted this invitation: remove the "
-                       "person instead.")
+        raise Conflict(_("%(email)s already accepted this invitation: remove the person instead.",
+                         email=invitation.email))
     if commit:
         session.commit()
     return invitation
@@ -214,9 +216,10 @@ def accept(session: Session, token: str, *, name: str, password: str,
     Conflict when the address signs in already."""
     name = (name or "").strip()
     if not name:
-        raise ValidationError("Please give your name.", field="name")
+        raise ValidationError(_("Please give your name."), field="name")
     if len(name) > MAX_NAME:
-        raise ValidationError(f"The name must be at most {MAX_NAME} characters.", field="name")
+        raise ValidationError(_("The name must be at most %(max_name)s characters.",
+                                max_name=MAX_NAME), field="name")
     invitation = usable(session, token, now=now)  # a clear refusal before the slow hash
     try:
         accounts.check_password(password)
@@ -239,7 +242,8 @@ def accept(session: Session, token: str, *, name: str, password: str,
         session.flush()
     except IntegrityError:
         session.rollback()
-        raise Conflict(f"{invitation.email} already signs in to Broadside: sign in instead.") \
+        raise Conflict(_("%(email)s already signs in to Broadside: sign in instead.",
+                         email=invitation.email)) \
             from None
     session.commit()
     return person

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
+from broadside.core.i18n import _
+
 SCHEMES = ("imaps", "imap")
 MAX_URL = 2000
 MASK = "•••"
@@ -66,43 +68,47 @@ def parse(value: str) -> Mailbox:
     """The URL's parts, or MailboxUrlError naming the problem."""
     url = (value or "").strip()
     if len(url) > MAX_URL:
-        raise MailboxUrlError(f"The mailbox URL is longer than {MAX_URL} characters.")
+        raise MailboxUrlError(_("The mailbox URL is longer than %(max_url)s characters.",
+                                max_url=MAX_URL))
     if any(ch.isspace() for ch in url):
-        raise MailboxUrlError("The mailbox URL must not contain spaces or line breaks.")
+        raise MailboxUrlError(_("The mailbox URL must not contain spaces or line breaks."))
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
-        raise MailboxUrlError(f"A bounce mailbox is an imaps:// or imap:// URL, like {EXAMPLE}.")
+        raise MailboxUrlError(_("A bounce mailbox is an imaps:// or imap:// URL, like %(example)s.",
+                                example=EXAMPLE))
     try:
         port = parts.port
     except ValueError:
-        raise MailboxUrlError("The port in the mailbox URL is not a number from 1 to 65535.") from None
+        raise MailboxUrlError(_("The port in the mailbox URL is not a number from 1 to 65535.")) from None
     host = parts.hostname or ""
     if not host or not (_DOMAIN.match(host) or _is_ip(host)):
-        raise MailboxUrlError(f"The mailbox URL needs the IMAP server's name, like {EXAMPLE}.")
+        raise MailboxUrlError(_("The mailbox URL needs the IMAP server's name, like %(example)s.",
+                                example=EXAMPLE))
     user = unquote(parts.username or "")
     password = unquote(parts.password or "")
     if not user or not password:
-        raise MailboxUrlError("The mailbox URL needs the login and its password before the @ "
-                              f"(an @ in the login written %40), like {EXAMPLE}.")
+        raise MailboxUrlError(_("The mailbox URL needs the login and its password before the @ (an @ in "
+                                "the login written %%40), like %(example)s.", example=EXAMPLE))
     query = parse_qs(parts.query, keep_blank_values=True)
     unknown = sorted(set(query) - {"tls"})
     if unknown:
-        raise MailboxUrlError(f"Unknown option {unknown[0]!r}: a mailbox URL takes only ?tls=none.")
+        raise MailboxUrlError(_("Unknown option %(value)s: a mailbox URL takes only ?tls=none.",
+                                value=repr(unknown[0])))
     tls = "tls" if scheme == "imaps" else "starttls"
     if "tls" in query:
         if query["tls"][-1] != "none" or scheme != "imap":
-            raise MailboxUrlError("?tls=none is the one option, and only on imap://.")
+            raise MailboxUrlError(_("?tls=none is the one option, and only on imap://."))
         if not _loopback(host):
-            raise MailboxUrlError("?tls=none (the password in clear) is allowed only for a server "
-                                  "on this machine (127.0.0.1); use imaps:// for any other.")
+            raise MailboxUrlError(_("?tls=none (the password in clear) is allowed only for a server on "
+                                    "this machine (127.0.0.1); use imaps:// for any other."))
         tls = "none"
     folder = unquote(parts.path.lstrip("/")) or "INBOX"
     if not _FOLDER.match(folder):
-        raise MailboxUrlError("The folder after the / may hold letters, digits, spaces and . _ / & + - "
-                              "(INBOX when none).")
+        raise MailboxUrlError(_("The folder after the / may hold letters, digits, spaces and . _ / & + - "
+                                "(INBOX when none)."))
     if parts.fragment:
-        raise MailboxUrlError("The mailbox URL takes no #fragment.")
+        raise MailboxUrlError(_("The mailbox URL takes no #fragment."))
     return Mailbox(tls, host, port or (993 if scheme == "imaps" else 143), user, password, folder)
 
 
@@ -148,7 +154,8 @@ def check_verp_domain(value: str) -> str:
     """A domain for the VERP Return-Path (lowercased; empty: the mailbox's), or MailboxUrlError."""
     domain = (value or "").strip().lower().rstrip(".")
     if domain and (not _DOMAIN.match(domain) or "." not in domain):
-        raise MailboxUrlError(f"{value.strip()[:80]!r} is not a domain name, like bounces.example.com.")
+        raise MailboxUrlError(_("%(value)s is not a domain name, like bounces.example.com.",
+                                value=repr(value.strip()[:80])))
     return domain
 
 

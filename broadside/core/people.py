@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session, aliased
 
 from broadside.core import roles, two_factor
 from broadside.core.errors import Conflict, Forbidden, NotFound, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Owner, OwnerSession
 
 # PostgreSQL advisory lock held while an owner may be demoted or removed ("bsown" in ASCII).
@@ -86,7 +87,7 @@ def get(session: Session, person_id: int) -> Person:
     """One person, or NotFound."""
     row = session.execute(_people_query().where(Owner.id == person_id)).first()
     if row is None:
-        raise NotFound("There is no such person.")
+        raise NotFound(_("There is no such person."))
     return _person(*row)
 
 
@@ -99,14 +100,16 @@ def by_email(session: Session, email: str | None) -> Owner | None:
 
 def check_role(role: object, *, field: str = "role") -> str:
     if not roles.is_role(role):
-        raise ValidationError(f"The role must be one of: {', '.join(roles.ROLES)}.", field=field)
+        raise ValidationError(_("The role must be one of: %(value)s.",
+                                value=', '.join(roles.ROLES)), field=field)
     return str(role)
 
 
 def check_may_give(role: str, giver_role: str | None) -> None:
     """A person gives at most their own role (the command line, `giver_role` None, any)."""
     if giver_role is not None and not roles.at_most(role, giver_role):
-        raise Forbidden(f"You may give at most your own role ({roles.LABELS[giver_role].lower()}).",
+        raise Forbidden(_("You may give at most your own role (%(role)s).",
+                          role=roles.role_word(giver_role)),
                         field="role")
 
 
@@ -130,7 +133,7 @@ def change_role(session: Session, person_id: int, role: object, *,
     check_may_give(role, giver_role)
     before = session.scalar(select(Owner.role).where(Owner.id == person_id))
     if before is None:
-        raise NotFound("There is no such person.")
+        raise NotFound(_("There is no such person."))
     if before == role:
         return before, role
     _lock_owners(session)
@@ -144,7 +147,7 @@ def change_role(session: Session, person_id: int, role: object, *,
         session.rollback()
         email = session.scalar(select(Owner.email).where(Owner.id == person_id))
         if email is None:
-            raise NotFound("There is no such person.")
+            raise NotFound(_("There is no such person."))
         raise LastOwner(LAST_OWNER.format(email=email))
     if commit:
         session.commit()
@@ -157,7 +160,7 @@ def remove(session: Session, person_id: int, *, commit: bool = True) -> str:
     their address. LastOwner for the last owner, NotFound for nobody."""
     email = session.scalar(select(Owner.email).where(Owner.id == person_id))
     if email is None:
-        raise NotFound("There is no such person.")
+        raise NotFound(_("There is no such person."))
     _lock_owners(session)
     table = Owner.__table__
     gone = session.execute(
@@ -167,7 +170,7 @@ def remove(session: Session, person_id: int, *, commit: bool = True) -> str:
     if gone is None:
         session.rollback()
         if session.scalar(select(Owner.id).where(Owner.id == person_id)) is None:
-            raise NotFound("There is no such person.")
+            raise NotFound(_("There is no such person."))
         raise LastOwner(LAST_OWNER.format(email=email))
     if commit:
         session.commit()
@@ -185,7 +188,7 @@ def reset_two_factor(session: Session, person_id: int, *, commit: bool = True) -
     device); returns their address. NotFound for nobody."""
     email = session.scalar(select(Owner.email).where(Owner.id == person_id))
     if email is None:
-        raise NotFound("There is no such person.")
+        raise NotFound(_("There is no such person."))
     two_factor.reset(session, person_id)
     if commit:
         session.commit()

@@ -18,6 +18,8 @@ sign-in and sessions), whatever their role.
 
 from __future__ import annotations
 
+from broadside.core.i18n import _l
+
 OWNER, ADMIN, SENDER, WRITER, VIEWER = "owner", "admin", "sender", "writer", "viewer"
 ROLES: tuple[str, ...] = (OWNER, ADMIN, SENDER, WRITER, VIEWER)
 
@@ -54,6 +56,49 @@ DESCRIPTIONS = {
             "reads subscribers.",
     VIEWER: "Reads every page and the analytics; changes nothing.",
 }
+
+
+# The same, in the language being spoken (LABELS and DESCRIPTIONS stay English: the API, the
+# command line and the logs read them).
+_SHOWN_LABELS = {
+    OWNER: _l("Owner"), ADMIN: _l("Admin"), SENDER: _l("Sender"), WRITER: _l("Writer"),
+    VIEWER: _l("Viewer"),
+}
+# Inside a sentence ("full (writer)", "Your role (viewer) does not allow this"): lower case in
+# English, French and Spanish, a noun's capital in German.
+_SHOWN_WORDS = {
+    OWNER: _l("owner"), ADMIN: _l("admin"), SENDER: _l("sender"), WRITER: _l("writer"),
+    VIEWER: _l("viewer"),
+}
+_SHOWN_DESCRIPTIONS = {
+    OWNER: _l("Everything, including people, roles and security."),
+    ADMIN: _l("Everything except people and roles."),
+    SENDER: _l("Writes, and sends: send, schedule, pause and cancel broadcasts; turn automations "
+               "on and off."),
+    WRITER: _l("Drafts, segments and automations (saved off); test sends to their own address; "
+               "reads subscribers."),
+    VIEWER: _l("Reads every page and the analytics; changes nothing."),
+}
+
+
+def role_label(role: str) -> str:
+    """A role's name as a person reads it, in the language being spoken ("Redakteur");
+    an unknown role as it is."""
+    label = _SHOWN_LABELS.get(role)
+    return str(label) if label is not None else role
+
+
+def role_word(role: str) -> str:
+    """A role's name inside a sentence, in the language being spoken ("writer", "Redakteur",
+    "rédacteur"); an unknown role as it is."""
+    word = _SHOWN_WORDS.get(role)
+    return str(word) if word is not None else role
+
+
+def role_description(role: str) -> str:
+    """What a role may do, in the language being spoken."""
+    description = _SHOWN_DESCRIPTIONS.get(role)
+    return str(description) if description is not None else ""
 
 
 def is_role(value: object) -> bool:

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from broadside.core import owner_sessions
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Owner, SiteSettings
 from broadside.core.site_settings import get_settings
 
@@ -46,8 +47,10 @@ def clean_idle_hours(value: object) -> int:
     text = str(value if value is not None else "").strip()
     if not text.isascii() or not text.isdigit() or len(text) > 6 \
             or not MIN_IDLE_HOURS <= int(text) <= MAX_IDLE_HOURS:
-        raise ValidationError(f"Give a whole number of hours from {MIN_IDLE_HOURS} to "
-                              f"{MAX_IDLE_HOURS} (90 days).", field="idle_hours")
+        raise ValidationError(_("Give a whole number of hours from %(min_idle_hours)s to "
+                                "%(max_idle_hours)s (90 days).",
+                                min_idle_hours=MIN_IDLE_HOURS, max_idle_hours=MAX_IDLE_HOURS),
+                              field="idle_hours")
     return int(text)
 
 
@@ -57,8 +60,8 @@ def update(session: Session, *, require_two_factor: bool, idle_hours: object,
     hours = clean_idle_hours(idle_hours)
     if require_two_factor and session.scalar(
             select(Owner.totp_enabled_at).where(Owner.id == by_person_id)) is None:
-        raise ValidationError("Turn on two-factor sign-in for yourself first (above), then "
-                              "require it for everyone.", field="require_two_factor")
+        raise ValidationError(_("Turn on two-factor sign-in for yourself first (above), then require it "
+                                "for everyone."), field="require_two_factor")
     settings = get_settings(session)
     newly_required = require_two_factor and not settings.require_two_factor
     settings.require_two_factor = require_two_factor

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import SiteSettings
 
 
@@ -59,10 +60,11 @@ def update_settings(session: Session, *, sender_name: str, sender_email: str,
     sender_name = " ".join((sender_name or "").split())
     if len(sender_name) > MAX_SENDER_NAME:
         raise SettingsError("sender_name",
-                            f"The sender name is too long (at most {MAX_SENDER_NAME} characters).")
+                            _("The sender name is too long (at most %(max_sender_name)s characters).",
+                              max_sender_name=MAX_SENDER_NAME))
     if any(ch in sender_name for ch in "<>\"@"):
-        raise SettingsError("sender_name", "The sender name may not contain < > \" or @; "
-                                           "put the address in the sender address field.")
+        raise SettingsError("sender_name", _("The sender name may not contain < > \" or @; put the address "
+                                             "in the sender address field."))
     sender_email = (sender_email or "").strip()
     if sender_email:
         try:
@@ -73,12 +75,14 @@ def update_settings(session: Session, *, sender_name: str, sender_email: str,
         line.strip() for line in (postal_address or "").replace("\r\n", "\n").split("\n")
     ).strip()
     if len(postal_address) > MAX_POSTAL_ADDRESS:
-        raise SettingsError("postal_address", "The postal address is too long "
-                                              f"(at most {MAX_POSTAL_ADDRESS} characters).")
+        raise SettingsError("postal_address", _("The postal address is too long (at most "
+                                                "%(max_postal_address)s characters).",
+                                                max_postal_address=MAX_POSTAL_ADDRESS))
     time_zone = (time_zone or "").strip()
     if time_zone not in time_zones():
         raise SettingsError("time_zone",
-                            f"{time_zone!r} is not a time zone we know; pick one from the list.")
+                            _("%(time_zone)s is not a time zone we know; pick one from the list.",
+                              time_zone=repr(time_zone)))
     settings = get_settings(session)
     settings.sender_name = sender_name
     settings.sender_email = sender_email
@@ -108,8 +112,9 @@ def clean_cap_hours(value: object) -> int | None:
         return None
     cleaned = _whole_number(value, MAX_CAP_HOURS)
     if cleaned is None:
-        raise ValidationError("Skip people who received a broadcast within how many hours? "
-                              f"Give a whole number from 1 to {MAX_CAP_HOURS}, or leave it empty.")
+        raise ValidationError(_("Skip people who received a broadcast within how many hours? Give a whole "
+                                "number from 1 to %(max_cap_hours)s, or leave it empty.",
+                                max_cap_hours=MAX_CAP_HOURS))
     return cleaned
 
 
@@ -135,8 +140,9 @@ def clean_retention_days(value: object) -> int | None:
         return None
     cleaned = _whole_number(value, MAX_RETENTION_DAYS)
     if cleaned is None:
-        raise ValidationError("Keep the step-by-step history for how many days? Give a whole "
-                              f"number from 1 to {MAX_RETENTION_DAYS}, or choose forever.")
+        raise ValidationError(_("Keep the step-by-step history for how many days? Give a whole number from "
+                                "1 to %(max_retention_days)s, or choose forever.",
+                                max_retention_days=MAX_RETENTION_DAYS))
     return cleaned
 
 
@@ -161,8 +167,9 @@ def clean_content_days(value: object) -> int:
     from 1 to MAX_CONTENT_DAYS (there is no "forever": the content may be personal data)."""
     cleaned = _whole_number(value, MAX_CONTENT_DAYS)
     if cleaned is None:
-        raise ValidationError("Keep the content of transactional and test messages for how many "
-                              f"days? Give a whole number from 1 to {MAX_CONTENT_DAYS}.")
+        raise ValidationError(_("Keep the content of transactional and test messages for how many days? "
+                                "Give a whole number from 1 to %(max_content_days)s.",
+                                max_content_days=MAX_CONTENT_DAYS))
     return cleaned
 
 
@@ -190,9 +197,9 @@ def _percent(field: str, raw: object) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise SettingsError(field, "Enter a percentage, for example 0.3.") from None
+        raise SettingsError(field, _("Enter a percentage, for example 0.3.")) from None
     if not 0 < value <= 100 or value != value:
-        raise SettingsError(field, "Enter a percentage above 0 and at most 100.")
+        raise SettingsError(field, _("Enter a percentage above 0 and at most 100."))
     return round(value, 3)
 
 
@@ -203,7 +210,7 @@ def update_reputation_lines(session: Session, values: dict[str, object]) -> Site
     for rate, words in _LINE_WORDS.items():
         if lines[f"{rate}_warning_pct"] >= lines[f"{rate}_limit_pct"]:
             raise SettingsError(f"{rate}_warning_pct",
-                                f"The {words}'s warning must be below its limit.")
+                                _("The %(words)s's warning must be below its limit.", words=words))
     settings = get_settings(session)
     for field, value in lines.items():
         setattr(settings, field, value)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit, urlunsplit
 
+from broadside.core.i18n import _
 from broadside.core.public_addresses import Unresolvable, first_refusal, refusal_words, resolve_host
 
 SMTP_SCHEMES = ("smtp", "smtp+starttls", "smtps")
@@ -71,27 +72,30 @@ def check_transport_url(value: str) -> str:
     if not url or url == "outbox://":
         return url
     if len(url) > MAX_URL:
-        raise TransportUrlError(f"The transport URL is longer than {MAX_URL} characters.")
+        raise TransportUrlError(_("The transport URL is longer than %(max_url)s characters.",
+                                  max_url=MAX_URL))
     if any(ch.isspace() for ch in url):
-        raise TransportUrlError("The transport URL must not contain spaces or line breaks.")
+        raise TransportUrlError(_("The transport URL must not contain spaces or line breaks."))
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
         known = ", ".join(s + "://" for s in SCHEMES)
         shown = scheme + "://" if scheme else url
-        raise TransportUrlError(f"Unknown transport {shown!r}: use one of {known}.")
+        raise TransportUrlError(_("Unknown transport %(shown)s: use one of %(known)s.",
+                                  shown=repr(shown), known=known))
     try:
         port = parts.port
     except ValueError:
-        raise TransportUrlError("The port in the transport URL is not a number.") from None
+        raise TransportUrlError(_("The port in the transport URL is not a number.")) from None
     if scheme in SMTP_SCHEMES:
         if not parts.hostname:
-            raise TransportUrlError(f"An SMTP URL needs a host, like {EXAMPLES['smtp']}.")
+            raise TransportUrlError(_("An SMTP URL needs a host, like %(value)s.",
+                                      value=EXAMPLES['smtp']))
         if parts.query:
-            raise TransportUrlError("An SMTP URL takes no ?options.")
+            raise TransportUrlError(_("An SMTP URL takes no ?options."))
         return url
     if scheme == "outbox":
-        raise TransportUrlError("The outbox URL is just outbox:// (or leave it empty).")
+        raise TransportUrlError(_("The outbox URL is just outbox:// (or leave it empty)."))
     query = parse_qs(parts.query, keep_blank_values=True)
     unknown = sorted(set(query) - _OPTIONS[scheme])
     if unknown:
@@ -104,29 +108,36 @@ def check_transport_url(value: str) -> str:
         ep = urlsplit(endpoint)
         if ep.scheme not in ("http", "https") or not ep.hostname:
             raise TransportUrlError(
-                f"?endpoint= must be an http:// or https:// base URL, got {endpoint!r}.")
+                _("?endpoint= must be an http:// or https:// base URL, got %(endpoint)s.",
+                  endpoint=repr(endpoint)))
     user = unquote(parts.username) if parts.username else ""
     secret = unquote(parts.password) if parts.password else ""
     host = parts.hostname or ""
     example = EXAMPLES[scheme]
     if scheme == "ses":
         if not user or not secret:
-            raise TransportUrlError(f"An SES URL needs an access key id and its secret, like {example}.")
+            raise TransportUrlError(_("An SES URL needs an access key id and its secret, like %(example)s.",
+                                      example=example))
         if not _REGION.match(host):
             raise TransportUrlError(
-                f"{host or '(none)'!r} is not an AWS region; an SES URL looks like {example}.")
+                _("%(value)s is not an AWS region; an SES URL looks like %(example)s.",
+                  value=repr(host or '(none)'), example=example))
     elif scheme in ("postmark", "resend"):
         if not user:
             what = "server token" if scheme == "postmark" else "API key"
-            raise TransportUrlError(f"A {scheme} URL needs its {what} before the @, like {example}.")
+            raise TransportUrlError(_("A %(scheme)s URL needs its %(what)s before the @, like %(example)s.",
+                                      scheme=scheme, what=what, example=example))
         if host or port or secret:
-            raise TransportUrlError(f"A {scheme} URL has only its key before the @, like {example}.")
+            raise TransportUrlError(_("A %(scheme)s URL has only its key before the @, like %(example)s.",
+                                      scheme=scheme, example=example))
     elif scheme == "mailgun":
         if not user:
-            raise TransportUrlError(f"A Mailgun URL needs its API key before the @, like {example}.")
+            raise TransportUrlError(_("A Mailgun URL needs its API key before the @, like %(example)s.",
+                                      example=example))
         if not _DOMAIN.match(host):
             raise TransportUrlError(
-                f"A Mailgun URL names its sending domain after the @, like {example}.")
+                _("A Mailgun URL names its sending domain after the @, like %(example)s.",
+                  example=example))
     return url
 
 
@@ -150,8 +161,8 @@ def check_endpoint(url: str, *, allow_private: bool) -> None:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         addresses = resolve_host(host, port)
     except (Unresolvable, ValueError):
-        raise TransportUrlError(f"The ?endpoint= host {host} does not resolve: no address could "
-                                "be found for that name. Check its spelling.") from None
+        raise TransportUrlError(_("The ?endpoint= host %(host)s does not resolve: no address could be "
+                                  "found for that name. Check its spelling.", host=host)) from None
     found = first_refusal(addresses, allow_private=allow_private)
     if found:
         raise TransportUrlError("The ?endpoint= host " + refusal_words(host, found, ENDPOINT_FLAG))
@@ -252,11 +263,12 @@ def account_label(url: str) -> str:
     """The account of `account_of`, as it may be shown: its user name or key by 4 characters."""
     account = account_of(url)
     if account is None:
-        return "the outbox (no provider)"
+        return _("the outbox (no provider)")
     kind = account[0]
     if kind == "smtp":
-        who = f" as {_masked(account[2])}" if account[2] else ""
-        return f"SMTP {account[1]}{who}"
+        if account[2]:
+            return _("SMTP %(host)s as %(user)s", host=account[1], user=_masked(account[2]))
+        return f"SMTP {account[1]}"
     if kind == "ses":
-        return f"Amazon SES {_masked(account[1])} in {account[2]}"
-    return f"{kind.capitalize()} key {_masked(account[1])}"
+        return _("Amazon SES %(key)s in %(region)s", key=_masked(account[1]), region=account[2])
+    return _("%(provider)s key %(key)s", provider=kind.capitalize(), key=_masked(account[1]))

@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 from broadside.core import accounts, owner_sessions
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, DomainError, NotFound
+from broadside.core.i18n import _
 from broadside.core.models import Owner, RecoveryCode
 from broadside.core.timeutil import utcnow
 
@@ -95,7 +96,7 @@ def start_enrolment(session: Session, person_id: int) -> str:
                           .where(Owner.id == person_id)).one_or_none()
     session.commit()
     if row is None:
-        raise NotFound("There is no such person.")
+        raise NotFound(_("There is no such person."))
     if row.totp_enabled_at is not None:
         raise AlreadyEnrolled("Two-factor sign-in is already on.")
     return str(row.totp_secret)
@@ -136,7 +137,7 @@ def confirm_enrolment(session: Session, person_id: int, code: str | None, *,
     secret = pending_secret(session, person_id)
     if secret is None:
         if session.get(Owner, person_id) is None:
-            raise NotFound("There is no such person.")
+            raise NotFound(_("There is no such person."))
         raise AlreadyEnrolled("Two-factor sign-in is already on.")
     cleaned = _clean(code)
     step = _matching_step(secret, cleaned, at or time.time()) if _TOTP_CODE.fullmatch(cleaned) \
@@ -199,7 +200,7 @@ def new_recovery_codes(session: Session, person_id: int, *, keep_token: str | No
     """A new set of ten recovery codes, the old set void. Ends the person's other sessions.
     Committed; Conflict when two-factor is off."""
     if session.scalar(select(Owner.totp_enabled_at).where(Owner.id == person_id)) is None:
-        raise Conflict("Turn two-factor sign-in on first.")
+        raise Conflict(_("Turn two-factor sign-in on first."))
     codes = _replace_recovery_codes(session, person_id)
     owner_sessions.close_others(session, person_id, keep_token)
     session.commit()
@@ -212,9 +213,9 @@ def turn_off(session: Session, person_id: int, *, code: str | None, password: st
     or the password. Ends the person's other sessions. Committed."""
     person = session.get(Owner, person_id)
     if person is None:
-        raise NotFound("There is no such person.")
+        raise NotFound(_("There is no such person."))
     if not is_enabled(person):
-        raise Conflict("Two-factor sign-in is already off.")
+        raise Conflict(_("Two-factor sign-in is already off."))
     if (code or "").strip():
         accept(session, person_id, code)
     elif not password or not accounts.check_password_hash(person.password_hash, password):
@@ -233,7 +234,7 @@ def reset(session: Session, person_id: int) -> None:
                             .values(totp_secret=None, totp_enabled_at=None, totp_last_step=None)
                             .execution_options(synchronize_session=False))
     if not rowcount(moved):
-        raise NotFound("There is no such person.")
+        raise NotFound(_("There is no such person."))
     session.execute(delete(RecoveryCode).where(RecoveryCode.owner_id == person_id))
 
 

@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from broadside.core.i18n import _l
+
 EVENT_TYPES = (
     "subscriber.created",
     "subscriber.unsubscribed",
@@ -34,22 +36,23 @@ EVENT_TYPES = (
 # What the owner's "send a test event" button sends; never subscribed to, always allowed.
 TEST_EVENT = "webhook.test"
 
+# Each event in words, for the Webhooks page (in the page's language when shown).
 DESCRIPTIONS = {
-    "subscriber.created": "a person joined a list (a new subscription, confirmed or not yet)",
-    "subscriber.unsubscribed": "a person left a list",
-    "subscriber.suppressed": "an address was suppressed (bounced, complained or blocked)",
-    "delivery.sent": "a broadcast's email was accepted by the mail server or provider",
-    "delivery.failed": "a broadcast's email failed for good",
-    "delivery.unknown": "a broadcast's email may or may not have been sent (never resent)",
-    "broadcast.started": "a broadcast started sending",
-    "broadcast.finished": "a broadcast finished sending",
-    "automation.entered": "a person entered an automation",
-    "transactional.sent": "a transactional template's email (the API's) was accepted",
-    "transactional.failed": "a transactional template's email failed for good or was not "
-                            "sent (the address was suppressed or unsubscribed meanwhile)",
-    "transactional.unknown": "a transactional template's email may or may not have been "
-                             "sent (never resent)",
-    "identity.paused": "a sending identity was paused: the provider refused the channel, or "
-                       "the reputation guard saw its bounce or complaint rate cross a limit "
-                       "(with the figures)",
+    "subscriber.created": _l("a person joined a list (a new subscription, confirmed or not yet)"),
+    "subscriber.unsubscribed": _l("a person left a list"),
+    "subscriber.suppressed": _l("an address was suppressed (bounced, complained or blocked)"),
+    "delivery.sent": _l("a broadcast's email was accepted by the mail server or provider"),
+    "delivery.failed": _l("a broadcast's email failed for good"),
+    "delivery.unknown": _l("a broadcast's email may or may not have been sent (never resent)"),
+    "broadcast.started": _l("a broadcast started sending"),
+    "broadcast.finished": _l("a broadcast finished sending"),
+    "automation.entered": _l("a person entered an automation"),
+    "transactional.sent": _l("a transactional template's email (the API's) was accepted"),
+    "transactional.failed": _l("a transactional template's email failed for good or was not "
+                               "sent (the address was suppressed or unsubscribed meanwhile)"),
+    "transactional.unknown": _l("a transactional template's email may or may not have been "
+                                "sent (never resent)"),
+    "identity.paused": _l("a sending identity was paused: the provider refused the channel, or "
+                          "the reputation guard saw its bounce or complaint rate cross a limit "
+                          "(with the figures)"),
 }

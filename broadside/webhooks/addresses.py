@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 from broadside.core.public_addresses import Unresolvable, first_refusal, refusal_words, resolve_host
 from broadside.core.public_addresses import is_public as is_public
 
@@ -38,21 +39,22 @@ def check_url(url: str) -> str:
     """The URL's shape (no DNS): http(s), a host, no credentials, a numeric port."""
     url = (url or "").strip()
     if not url:
-        raise ValidationError("Enter the endpoint's URL, starting with https://.", field="url")
+        raise ValidationError(_("Enter the endpoint's URL, starting with https://."), field="url")
     if len(url) > MAX_URL:
-        raise ValidationError(f"Keep the URL under {MAX_URL} characters.", field="url")
+        raise ValidationError(_("Keep the URL under %(max_url)s characters.", max_url=MAX_URL), field="url")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError("The URL must start with https:// (or http://) and name a host.", field="url")
+        raise ValidationError(_("The URL must start with https:// (or http://) and name a host."),
+                              field="url")
     if parts.username is not None or parts.password is not None:
-        raise ValidationError("Put no user name or password in the URL: the signature "
-                              "proves the request comes from Broadside.", field="url")
+        raise ValidationError(_("Put no user name or password in the URL: the signature proves the request "
+                                "comes from Broadside."), field="url")
     try:
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
-        raise ValidationError("The URL's port is not a number from 1 to 65535.", field="url") from None
+        raise ValidationError(_("The URL's port is not a number from 1 to 65535."), field="url") from None
     if any(c.isspace() or not c.isprintable() for c in url):
-        raise ValidationError("The URL may not contain spaces or control characters.", field="url")
+        raise ValidationError(_("The URL may not contain spaces or control characters."), field="url")
     return url
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import WebhookEndpoint, WebhookMessage
 from broadside.core.timeutil import utcnow
 from broadside.webhooks import EVENT_TYPES, TEST_EVENT, emitter
@@ -53,14 +54,14 @@ def decode_events(stored: str) -> list[str]:
 
 def parse_events(values: Any) -> list[str]:
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise ValidationError("`events` must be a list of event names, for example "
-                              "[\"subscriber.created\"].", field="events")
+        raise ValidationError(_("`events` must be a list of event names, for example "
+                                "[\"subscriber.created\"]."), field="events")
     unknown = [v for v in values if v not in EVENT_TYPES]
     if unknown:
-        raise ValidationError(f"Unknown event {unknown[0][:60]!r}: choose among "
-                              f"{', '.join(EVENT_TYPES)}.", field="events")
+        raise ValidationError(_("Unknown event %(value)s: choose among %(value2)s.",
+                                value=repr(unknown[0][:60]), value2=', '.join(EVENT_TYPES)), field="events")
     if not values:
-        raise ValidationError("Choose at least one event to send to this endpoint.", field="events")
+        raise ValidationError(_("Choose at least one event to send to this endpoint."), field="events")
     return [e for e in EVENT_TYPES if e in values]
 
 
@@ -68,11 +69,11 @@ def parse_input(body: Mapping[str, Any]) -> tuple[str, list[str]]:
     """An API body `{"url", "events"}`; any other field is refused (422)."""
     unknown = [k for k in body if k not in FIELDS]
     if unknown:
-        raise ValidationError(f"Unknown field {unknown[0][:60]!r}: an endpoint has "
-                              f"{' and '.join(FIELDS)}.")
+        raise ValidationError(_("Unknown field %(value)s: an endpoint has %(value2)s.",
+                                value=repr(unknown[0][:60]), value2=' and '.join(FIELDS)))
     url = body.get("url")
     if not isinstance(url, str):
-        raise ValidationError("`url` must be a string: the endpoint's https:// URL.", field="url")
+        raise ValidationError(_("`url` must be a string: the endpoint's https:// URL."), field="url")
     return url, parse_events(body.get("events"))
 
 
@@ -83,7 +84,8 @@ def create(session: Session, url: str, events: list[str], *, allow_private: bool
     events = parse_events(events)
     count = session.scalar(select(func.count()).select_from(WebhookEndpoint)) or 0
     if count >= MAX_ENDPOINTS:
-        raise ValidationError(f"At most {MAX_ENDPOINTS} endpoints; delete one first.")
+        raise ValidationError(_("At most %(max_endpoints)s endpoints; delete one first.",
+                                max_endpoints=MAX_ENDPOINTS))
     endpoint = WebhookEndpoint(url=target_url, events=encode_events(events), secret=new_secret(),
                                status="enabled", created_at=utcnow())
     session.add(endpoint)
@@ -98,7 +100,7 @@ def all_endpoints(session: Session) -> list[WebhookEndpoint]:
 def get(session: Session, endpoint_id: int) -> WebhookEndpoint:
     endpoint = session.get(WebhookEndpoint, endpoint_id)
     if endpoint is None:
-        raise NotFound(f"There is no webhook endpoint {endpoint_id}.")
+        raise NotFound(_("There is no webhook endpoint %(endpoint_id)s.", endpoint_id=endpoint_id))
     return endpoint
 
 
@@ -162,7 +164,7 @@ def send_test(session: Session, endpoint_id: int) -> str:
     returns its event id. Commits; the caller asks the worker to deliver it."""
     endpoint = get(session, endpoint_id)
     if endpoint.status != "enabled":
-        raise Conflict("This endpoint is disabled: enable it first, then send a test event.")
+        raise Conflict(_("This endpoint is disabled: enable it first, then send a test event."))
     event_id = emitter.emit_for(session, endpoint_id, TEST_EVENT, {
         "message": "A test event from Broadside. If your endpoint verified this request's "
                    "Broadside-Signature, it is ready.",

@@ -10,7 +10,8 @@ from typing import Any
 from flask import Blueprint, render_template, request
 
 from broadside.core import audit, roles
-from webapp.audit import hook
+from broadside.core.i18n import _
+from webapp.audit import hook, words
 from webapp.extensions import db
 from webapp.permissions import allow, defaults
 from webapp.templating import owner_zone
@@ -37,7 +38,7 @@ def _day(raw: str, errors: dict[str, str], name: str) -> date | None:
     try:
         return date.fromisoformat(raw)
     except ValueError:
-        errors[name] = "A day as YYYY-MM-DD."
+        errors[name] = _("A day as YYYY-MM-DD.")
         return None
 
 
@@ -55,11 +56,11 @@ def parse_filters(args: Any) -> tuple[audit.Filters, dict[str, str]]:
         if person.isdigit() and len(person) < 10:
             person_id = int(person)
         else:
-            errors["person"] = "Choose a person from the list."
+            errors["person"] = _("Choose a person from the list.")
     since = _day((args.get("since") or "").strip(), errors, "since")
     until = _day((args.get("until") or "").strip(), errors, "until")
     if since and until and until < since:
-        errors["until"] = "The last day comes on or after the first."
+        errors["until"] = _("The last day comes on or after the first.")
     filters = audit.Filters(
         person_id=person_id, action=(args.get("action") or "").strip()[:64],
         object_type=(args.get("type") or "").strip()[:32],
@@ -84,4 +85,5 @@ def index():
     return render_template(
         "audit/index.html", page=page, errors=errors, args=kept,
         people=audit.people(db.session), still_there=audit.still_there(db.session, page.entries),
-        object_pages=OBJECT_PAGES), 422 if errors else 200
+        object_pages=OBJECT_PAGES, summary_shown=words.summary_shown,
+        object_word=words.object_word), 422 if errors else 200

@@ -24,7 +24,9 @@ from wtforms.validators import DataRequired, Length
 
 from broadside.core import two_factor
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _, _l, ngettext
 from broadside.core.models import Owner
+from webapp.audit.words import N_
 from webapp.audit_trail import note
 from webapp.auth import pending
 from webapp.auth.views import TOO_MANY, attempt_allowed, bp, forgive
@@ -40,7 +42,7 @@ REASON = ("the second step of a sign-in: it answers only a browser whose pending
 
 
 class CodeForm(FlaskForm):
-    code = StringField("Code", validators=[DataRequired("Type the code."),
+    code = StringField(_l("Code"), validators=[DataRequired(_l("Type the code.")),
                                            Length(max=two_factor.MAX_CODE_INPUT)],
                        render_kw={"autocomplete": "one-time-code", "autocapitalize": "none",
                                   "spellcheck": "false"})
@@ -60,7 +62,7 @@ def _start_again():
     if current_user.is_authenticated:
         return redirect(url_for("dashboard.home"))
     pending.clear()
-    flash("Sign in again: the second step waits five minutes after your password.", "info")
+    flash(_("Sign in again: the second step waits five minutes after your password."), "info")
     return redirect(url_for("auth.login"))
 
 
@@ -78,9 +80,11 @@ def second_step():
         _signed_in(person)
         if used == "recovery":
             left = two_factor.recovery_codes_left(db.session, person.id)
-            flash(f"You signed in with a recovery code; {left} of them are left. If "
-                  "you lost your phone, set two-factor up again in Settings → "
-                  "Security.", "warning")
+            flash(ngettext("You signed in with a recovery code; %(num)s of them is left. If you "
+                           "lost your phone, set two-factor up again in Settings → Security.",
+                           "You signed in with a recovery code; %(num)s of them are left. If you "
+                           "lost your phone, set two-factor up again in Settings → Security.",
+                           left), "warning")
         return redirect(state.next_url)
     return render_template("auth/two_factor.html", form=form), status
 
@@ -97,7 +101,7 @@ def enrol_at_sign_in():
     codes, status = _checked(person, form, lambda code: two_factor.confirm_enrolment(
         db.session, person.id, code, keep_token=None))
     if codes is not None:
-        note(summary="Two-factor sign-in turned on (at sign-in, as required)")
+        note(summary=N_("Two-factor sign-in turned on (at sign-in, as required)"))
         _signed_in(person)
         keep_for_one_read("recovery_codes", "\n".join(codes))
         keep_for_one_read("recovery_next", state.next_url)
@@ -113,7 +117,7 @@ def _checked(person: Owner, form: CodeForm, accept: Callable[[str], T]) -> tuple
     if not form.validate_on_submit():
         return None, 422 if form.errors else 200
     if not attempt_allowed(person.email):
-        form.form_errors.append(TOO_MANY)
+        form.form_errors.append(str(TOO_MANY))
         return None, 429
     try:
         return accept(form.code.data), 200

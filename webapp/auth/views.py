@@ -28,6 +28,7 @@ from wtforms.validators import DataRequired, EqualTo, Length
 
 from broadside.core import accounts, sign_in_policy, two_factor
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _, _l
 from broadside.core.models import Owner
 from broadside.delivery.transactional import queue_transactional
 from broadside.mail.password_reset import ResetLinkRefused, ResetLinks
@@ -54,7 +55,7 @@ DEFAULT_WINDOW_SECONDS = 15 * 60
 DEFAULT_ACCOUNT_SLOWDOWN_AFTER = 10
 DEFAULT_ACCOUNT_DELAY_SECONDS = 0.5
 
-TOO_MANY = "Too many failed sign-ins. Wait 15 minutes, then try again."
+TOO_MANY = _l("Too many failed sign-ins. Wait 15 minutes, then try again.")
 
 # "Forgot your password?": every request is counted (each may mail a link), whatever the
 # address, before anybody is looked up, so the limits say nothing about who has an account.
@@ -70,39 +71,38 @@ DEFAULT_RESETS_PER_ADDRESS = 5
 # job (10 to 20 ms), so every answer that says "on its way" waits until this long after the
 # request began (PASSWORD_RESET_ANSWER_SECONDS), well beyond that difference (webapp.steady_answers).
 DEFAULT_RESET_ANSWER_SECONDS = 0.25
-TOO_MANY_RESETS = "Too many reset links were asked for. Wait 15 minutes, then try again."
-SENT_ANSWER = "If that address belongs to an account, a link is on its way."
+TOO_MANY_RESETS = _l("Too many reset links were asked for. Wait 15 minutes, then try again.")
+SENT_ANSWER = _l("If that address belongs to an account, a link is on its way.")
 
 
 PASSWORD_LENGTH = Length(
     min=accounts.MIN_PASSWORD_LENGTH, max=accounts.MAX_PASSWORD_LENGTH,
-    message=f"The password must be {accounts.MIN_PASSWORD_LENGTH} to "
-            f"{accounts.MAX_PASSWORD_LENGTH} characters long.")
+    message=_l("The password must be %(least)s to %(most)s characters long.",
+               least=accounts.MIN_PASSWORD_LENGTH, most=accounts.MAX_PASSWORD_LENGTH))
 
 
 class SetupForm(FlaskForm):
-    email = EmailField("Email", validators=[DataRequired(), Length(max=320)])
-    password = PasswordField("Password", validators=[DataRequired(), PASSWORD_LENGTH])
-    confirm = PasswordField(
-        "Repeat password", validators=[DataRequired(), EqualTo("password", "The passwords differ.")]
-    )
+    email = EmailField(_l("Email"), validators=[DataRequired(), Length(max=320)])
+    password = PasswordField(_l("Password"), validators=[DataRequired(), PASSWORD_LENGTH])
+    confirm = PasswordField(_l("Repeat password"), validators=[
+        DataRequired(), EqualTo("password", _l("The passwords differ."))])
 
 
 class LoginForm(FlaskForm):
-    email = EmailField("Email", validators=[DataRequired(), Length(max=320)])
+    email = EmailField(_l("Email"), validators=[DataRequired(), Length(max=320)])
     password = PasswordField(
-        "Password", validators=[DataRequired(), Length(max=accounts.MAX_PASSWORD_LENGTH)])
+        _l("Password"), validators=[DataRequired(), Length(max=accounts.MAX_PASSWORD_LENGTH)])
 
 
 class ForgotForm(FlaskForm):
-    email = EmailField("Email", validators=[DataRequired(), Length(max=320)])
+    email = EmailField(_l("Email"), validators=[DataRequired(), Length(max=320)])
 
 
 class NewPasswordForm(FlaskForm):
-    password = PasswordField("New password", validators=[DataRequired(), PASSWORD_LENGTH])
+    password = PasswordField(_l("New password"), validators=[DataRequired(), PASSWORD_LENGTH])
     confirm = PasswordField(
-        "Repeat the new password",
-        validators=[DataRequired(), EqualTo("password", "The passwords differ.")])
+        _l("Repeat the new password"),
+        validators=[DataRequired(), EqualTo("password", _l("The passwords differ."))])
 
 
 def _is_same_site_path(target: str) -> bool:
@@ -111,7 +111,7 @@ def _is_same_site_path(target: str) -> bool:
     and newlines, so `/<TAB>/evil.example` is `//evil.example`), and the same once
     percent-decoded (in case something between here and the browser decodes it)."""
     decoded = target
-    for _ in range(3):
+    for _round in range(3):
         if not decoded.startswith("/") or decoded.startswith("//") or "\\" in decoded:
             return False
         if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in decoded):
@@ -154,7 +154,7 @@ def setup():
             form.email.errors.append(exc.message)
         else:
             sign_in(owner)
-            flash("Welcome to Broadside. Create your first list to get started.", "success")
+            flash(_("Welcome to Broadside. Create your first list to get started."), "success")
             return redirect(url_for("dashboard.home"))
     return render_template("auth/setup.html", form=form), 422 if form.errors else 200
 
@@ -174,10 +174,10 @@ def login():
             owner = accounts.authenticate(db.session, email, form.password.data)
             if owner is not None:
                 return _after_password(owner, _safe_next(request.args.get("next")))
-            form.form_errors.append("That email and password do not match.")
+            form.form_errors.append(_("That email and password do not match."))
             status = 401
         else:
-            form.form_errors.append(TOO_MANY)
+            form.form_errors.append(str(TOO_MANY))
             status = 429
     elif form.errors:
         status = 422
@@ -237,7 +237,7 @@ def forgive(email: str) -> None:
 @public("signing out ends this browser's own session; a POST with a CSRF token")
 def logout():
     sign_out()
-    flash("You are signed out.", "info")
+    flash(_("You are signed out."), "info")
     return redirect(url_for("auth.login"))
 
 
@@ -280,7 +280,7 @@ def forgot_password():
             session["password_reset_asked_for"] = email
             answer.wait()
             return redirect(url_for("auth.reset_sent"))
-        form.form_errors.append(TOO_MANY_RESETS)
+        form.form_errors.append(str(TOO_MANY_RESETS))
         status = 429
     elif form.errors:
         status = 422
@@ -290,7 +290,7 @@ def forgot_password():
 @bp.route("/password/forgot/sent")
 @public("the reset request's answer page: words only, nobody's data")
 def reset_sent():
-    return render_template("auth/reset_sent.html", answer=SENT_ANSWER,
+    return render_template("auth/reset_sent.html", answer=str(SENT_ANSWER),
                            email=session.get("password_reset_asked_for"))
 
 
@@ -316,13 +316,29 @@ def reset_password(token: str):
             form.password.errors.append(exc.message)
         else:
             sign_in(owner)
-            flash("Your new password is set. Every other browser signed in to this account is "
-                  "signed out.", "success")
+            flash(_("Your new password is set. Every other browser signed in to this account is "
+                    "signed out."), "success")
             return redirect(url_for("dashboard.home"))
     return render_template("auth/reset_password.html", form=form, email=owner.email), \
         422 if form.errors else 200
 
 
+# ResetLinkRefused's words (broadside.mail.password_reset.REFUSALS), in the page's language.
+REFUSED_WORDS = {
+    "expired": (_l("This link has expired"),
+                _l("A reset link works for one hour after it is sent. Ask for a new one; it "
+                   "arrives in a minute or two.")),
+    "broken": (_l("This link is not complete"),
+               _l("It may have been cut short or changed on its way from the email. Open it "
+                  "again from the email, or ask for a new one.")),
+    "used": (_l("This link was already used"),
+             _l("It has already been used, or the password was changed after it was sent. If "
+                "you still need a new password, ask for a new link.")),
+}
+
+
 def _refused(refused: ResetLinkRefused):
     status = 400 if refused.reason == "broken" else 410
-    return render_template("auth/reset_refused.html", refused=refused), status
+    heading, message = REFUSED_WORDS.get(refused.reason, (refused.heading, refused.message))
+    shown = {"heading": str(heading), "message": str(message)}
+    return render_template("auth/reset_refused.html", refused=shown), status

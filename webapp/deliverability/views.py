@@ -10,11 +10,14 @@ guard with a link to resume it on its page), and the lines themselves:
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, current_app, flash, render_template, url_for
 from flask_wtf import FlaskForm
 from wtforms import StringField
 
 from broadside.core import roles
+from broadside.core.i18n import _, _l
 from broadside.core.site_settings import SettingsError, get_settings, update_reputation_lines
 from broadside.delivery.identities import service as identities
 from broadside.feedback.reputation.figures import WINDOW
@@ -30,16 +33,20 @@ bp = Blueprint("deliverability", __name__, url_prefix="/deliverability")
 defaults(bp, read=roles.VIEW, change=roles.MANAGE)
 
 
-def _percent_field(label: str, help_text: str) -> StringField:
+def _percent_field(label: Any, help_text: Any) -> StringField:
     return StringField(label, description=help_text,
                        render_kw={"inputmode": "decimal", "autocomplete": "off"})
 
 
 class LinesForm(FlaskForm):
-    complaint_warning_pct = _percent_field("Complaints: warning at (%)", "Gmail's: 0.1 %.")
-    complaint_limit_pct = _percent_field("Complaints: limit, pauses at (%)", "Gmail's: 0.3 %.")
-    bounce_warning_pct = _percent_field("Hard bounces: warning at (%)", "Gmail's guidance: 2 %.")
-    bounce_limit_pct = _percent_field("Hard bounces: limit, pauses at (%)", "Gmail's guidance: 5 %.")
+    complaint_warning_pct = _percent_field(_l("Complaints: warning at (%)"),
+                                           _l("Gmail's: 0.1 %."))
+    complaint_limit_pct = _percent_field(_l("Complaints: limit, pauses at (%)"),
+                                         _l("Gmail's: 0.3 %."))
+    bounce_warning_pct = _percent_field(_l("Hard bounces: warning at (%)"),
+                                        _l("Gmail's guidance: 2 %."))
+    bounce_limit_pct = _percent_field(_l("Hard bounces: limit, pauses at (%)"),
+                                      _l("Gmail's guidance: 5 %."))
 
 
 def _lines_form() -> LinesForm:
@@ -82,6 +89,6 @@ def update_lines():
         db.session.rollback()
         form[exc.field].errors = [exc.message]
         return _render(form, 422)
-    flash("Saved. The reputation guard judges every identity against these lines from now on.",
+    flash(_("Saved. The reputation guard judges every identity against these lines from now on."),
           "success")
     return after_post(url_for("deliverability.index") + "#lines")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from flask import current_app, flash, redirect, render_template, url_for
 
 from broadside.core.errors import NotFound
+from broadside.core.i18n import _, ngettext
 from broadside.delivery.dns_checks.subject import DnsResult
 from broadside.delivery.identities import service
 from broadside.delivery.identities.service import SendingIdentity
@@ -58,10 +59,15 @@ def _again(identity_id: int | None):
     if request.htmx:
         return _section(identity, result)
     problems = sum(1 for c in result.checks if c.state != "ok")
-    flash(f"{identity.label}: DNS checked" + (
-        f"; {problems} of {len(result.checks)} checks need attention." if problems
-        else ": every check is ok." if result.checks else ": nothing to check."),
-        "warning" if problems else "success")
+    if problems:
+        said = ngettext("%(identity)s: DNS checked; %(problems)s of %(num)s check needs attention.",
+                        "%(identity)s: DNS checked; %(problems)s of %(num)s checks need attention.",
+                        len(result.checks), identity=identity.label, problems=problems)
+    elif result.checks:
+        said = _("%(identity)s: DNS checked: every check is ok.", identity=identity.label)
+    else:
+        said = _("%(identity)s: DNS checked: nothing to check.", identity=identity.label)
+    flash(said, "warning" if problems else "success")
     return redirect(url_for(".index") + f"#dns-{anchor_of(identity)}")
 
 

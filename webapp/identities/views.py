@@ -31,6 +31,7 @@ from redis.exceptions import RedisError
 from broadside.campaigns.automations import refreeze
 from broadside.core import transport_urls as urls
 from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
+from broadside.core.i18n import _, ngettext
 from broadside.core.site_settings import get_settings
 from broadside.delivery import account_limit
 from broadside.delivery.identities import accounts, bound, service
@@ -60,14 +61,22 @@ class Row:
         if not self.used:
             return None
         broadcasts, automations = self.used["broadcasts"], self.used["automations"]
-        parts = []
+        if broadcasts and automations:
+            return _("Used by %(broadcasts)s and %(automations)s: choose another identity for "
+                     "them first.",
+                     broadcasts=ngettext("%(num)s broadcast not yet sent",
+                                         "%(num)s broadcasts not yet sent", broadcasts),
+                     automations=ngettext("%(num)s automation", "%(num)s automations",
+                                          automations))
         if broadcasts:
-            parts.append(f"{broadcasts} broadcast{'s' if broadcasts != 1 else ''} not yet sent")
+            return ngettext("Used by %(num)s broadcast not yet sent: choose another identity for "
+                            "them first.", "Used by %(num)s broadcasts not yet sent: choose "
+                            "another identity for them first.", broadcasts)
         if automations:
-            parts.append(f"{automations} automation{'s' if automations != 1 else ''}")
-        if not parts:
-            return None
-        return "Used by " + " and ".join(parts) + ": choose another identity for them first."
+            return ngettext("Used by %(num)s automation: choose another identity for them first.",
+                            "Used by %(num)s automations: choose another identity for them "
+                            "first.", automations)
+        return None
 
 
 def webhook_url(identity: SendingIdentity) -> str | None:
@@ -149,9 +158,9 @@ def _shares(identity_id: int, transport_url: str) -> str:
         for i in service.all_identities(db.session, current_app.config) if i.id != identity_id])
     if not others:
         return ""
-    return (" It sends through the same provider account as " + ", ".join(f"“{n}”" for n in others)
-            + ": they share one account limit, the smallest provider account limit set on any of"
-            " them.")
+    return _("It sends through the same provider account as %(others)s: they share one account "
+             "limit, the smallest provider account limit set on any of them.",
+             others=", ".join(f"“{n}”" for n in others))
 
 
 def _render_index(values: dict[str, str] | None = None, *, error: DomainError | None = None,
@@ -183,8 +192,10 @@ def create():
         db.session.rollback()
         return _render_index(values, error=exc, status=exc.status_code,
                              secret_dropped=form.typed_a_secret(values))
-    flash(f"The identity “{row.name}” is saved. Press Check connection to try its transport; "
-          "broadcasts and automations can choose it now." + _publish(row.dkim_selector), "success")
+    flash(" ".join(filter(None, (
+        _("The identity “%(name)s” is saved. Press Check connection to try its transport; "
+          "broadcasts and automations can choose it now.", name=row.name),
+        _publish(row.dkim_selector)))), "success")
     shared = _shares(row.id, row.transport_url)
     if shared:
         flash(shared.strip(), "warning")
@@ -195,8 +206,8 @@ def _publish(selector: str) -> str:
     """What a save that turned DKIM on (or changed its key) asks the owner to do."""
     if not selector:
         return ""
-    return (" Publish its DKIM TXT record (shown with the identity) before sending: until it is "
-            "in DNS, receivers cannot check the signature.")
+    return _("Publish its DKIM TXT record (shown with the identity) before sending: until it is "
+             "in DNS, receivers cannot check the signature.")
 
 
 def _render_edit(identity: SendingIdentity, values: dict[str, str], *,
@@ -229,10 +240,11 @@ def edit(identity_id: int):
                             secret_dropped=form.typed_a_secret(values))
     resumed = identity.status == "paused" and row.status == "active"
     new_key = row.dkim_private_key != identity.dkim_private_key or row.dkim_selector != identity.dkim_selector
-    flash(f"The identity “{row.name}” is saved." + (
-        " Its new transport URL resumed it: press Check connection to try it." if resumed else "")
-        + (" " + refrozen.words() if refrozen.names else "")
-        + (_publish(row.dkim_selector) if new_key else ""), "success")
+    flash(" ".join(filter(None, (
+        _("The identity “%(name)s” is saved.", name=row.name),
+        _("Its new transport URL resumed it: press Check connection to try it.") if resumed else "",
+        refrozen.words() if refrozen.names else "",
+        _publish(row.dkim_selector) if new_key else ""))), "success")
     shared = _shares(identity_id, row.transport_url)
     if shared:
         flash(shared.strip(), "warning")
@@ -249,8 +261,8 @@ def delete(identity_id: int):
             db.session.rollback()
             return render_template("identities/delete.html", row=_row(identity),
                                    error=exc.message), exc.status_code
-        flash(f"The identity “{identity.name}” is deleted. Broadcasts sent through it still name it.",
-              "success")
+        flash(_("The identity “%(name)s” is deleted. Broadcasts sent through it still name it.",
+                name=identity.name), "success")
         return redirect(url_for(".index"))
     return render_template("identities/delete.html", row=_row(identity), error=None)
 
@@ -282,8 +294,8 @@ def check(identity_id: int):
 
 def _resumed(identity_id: int | None, label: str):
     moved = service.resume(db.session, identity_id)
-    flash(f"“{label}” is resumed: its mail goes out again." if moved
-          else f"“{label}” was not paused.", "success" if moved else "info")
+    flash(_("“%(name)s” is resumed: its mail goes out again.", name=label) if moved
+          else _("“%(name)s” was not paused.", name=label), "success" if moved else "info")
     if request.form.get("back") == "system":
         return redirect(url_for("system.index") + "#sender")
     anchor = "default" if identity_id is None else str(identity_id)

@@ -8,6 +8,7 @@ from flask_login import current_user
 
 from broadside.core import roles, sign_in_policy
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _
 from webapp.audit_trail import note
 from webapp.extensions import db
 from webapp.forms import after_post, place_error
@@ -35,5 +36,5 @@ def update_policy():
     note(before={"require_two_factor": before[0], "session_idle_hours": before[1]},
          after={"require_two_factor": settings.require_two_factor,
                 "session_idle_hours": settings.session_idle_hours})
-    flash("The sign-in policy is saved.", "success")
+    flash(_("The sign-in policy is saved."), "success")
     return after_post(url_for("security.index") + "#policy")

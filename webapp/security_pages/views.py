@@ -6,26 +6,32 @@ ends this one too, so this browser is signed in afresh."""
 
 from __future__ import annotations
 
-from flask import flash, redirect, render_template, url_for
+from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from markupsafe import Markup
 
 from broadside.core import accounts, browser_words, owner_sessions, sign_in_policy, two_factor
 from broadside.core.errors import DomainError
+from broadside.core.i18n import LOCALE_NAMES, LOCALES, _, negotiate
+from webapp.audit.words import N_
 from webapp.audit_trail import note
 from webapp.extensions import db
 from webapp.forms import after_post, keep_for_one_read, place_error, read_once
+from webapp.i18n import use_locale
 from webapp.security import browser_token, sign_in
 from webapp.security_pages import bp
 from webapp.security_pages.forms import (
     ActionForm,
     ConfirmForm,
+    LanguageForm,
     PasswordForm,
     PolicyForm,
     TurnOffForm,
 )
 
-OTHERS_ENDED = "Your other sessions are ended: sign in again there."
+
+def _others_ended() -> str:
+    return _("Your other sessions are ended: sign in again there.")
 
 
 def render_index(status: int = 200, **forms):
@@ -46,6 +52,7 @@ def render_index(status: int = 200, **forms):
         "password_form": forms.get("password_form") or PasswordForm(formdata=None),
         "off_form": forms.get("off_form") or TurnOffForm(formdata=None),
         "policy_form": forms["policy_form"],
+        "language_form": forms.get("language_form") or language_form(formdata=None),
     }
     return render_template("security/index.html", **context), status
 
@@ -53,6 +60,35 @@ def render_index(status: int = 200, **forms):
 @bp.route("/")
 def index():
     return render_index()
+
+
+def language_form(**kwargs) -> LanguageForm:
+    """The Language section's form: the browser's, then each shipped language in its own
+    name (a German reader finds "Deutsch" whatever the page speaks)."""
+    form = LanguageForm(**kwargs)
+    form.locale.choices = [("", _("Your browser's language"))] + [
+        (locale, LOCALE_NAMES[locale]) for locale in LOCALES]
+    if kwargs.get("formdata", True) is None:
+        form.locale.data = current_user.locale or ""
+    return form
+
+
+@bp.route("/language", methods=["POST"])
+def set_language():
+    """One's own language for these pages (None: the browser's); the next page speaks it."""
+    form = language_form()
+    if not form.validate_on_submit():
+        return render_index(422, language_form=form)
+    try:
+        person = accounts.set_own_locale(db.session, current_user.id, form.locale.data)
+    except DomainError as exc:
+        db.session.rollback()
+        place_error(form, exc)
+        return render_index(422, language_form=form)
+    note(summary=N_("Language changed"), locale=person.locale or "browser")
+    use_locale(person.locale or negotiate(request.headers.get("Accept-Language")))
+    flash(_("Your language is saved."), "success")
+    return after_post(url_for("security.index") + "#language")
 
 
 @bp.route("/two-factor/start", methods=["POST"])
@@ -82,9 +118,9 @@ def enrol():
             place_error(form, exc)
             status = 422
         else:
-            note(summary="Two-factor sign-in turned on")
+            note(summary=N_("Two-factor sign-in turned on"))
             keep_for_one_read("recovery_codes", "\n".join(codes))
-            flash("Two-factor sign-in is on. " + OTHERS_ENDED, "success")
+            flash(" ".join((_("Two-factor sign-in is on."), _others_ended())), "success")
             return after_post(url_for("security.recovery_codes"))
     elif form.errors:
         status = 422
@@ -113,10 +149,10 @@ def new_recovery_codes():
         except DomainError as exc:
             flash(exc.message, "error")
             return after_post(url_for("security.index"))
-        note(summary="New recovery codes made (the old set void)")
+        note(summary=N_("New recovery codes made (the old set void)"))
         keep_for_one_read("recovery_codes", "\n".join(codes))
-        flash("A new set of recovery codes; the old set no longer works. " + OTHERS_ENDED,
-              "success")
+        flash(" ".join((_("A new set of recovery codes; the old set no longer works."),
+                        _others_ended())), "success")
         return after_post(url_for("security.recovery_codes"))
     return after_post(url_for("security.index"))
 
@@ -133,8 +169,8 @@ def turn_off():
         db.session.rollback()
         place_error(form, exc)
         return render_index(422, off_form=form)
-    note(summary="Two-factor sign-in turned off")
-    flash("Two-factor sign-in is off. " + OTHERS_ENDED, "success")
+    note(summary=N_("Two-factor sign-in turned off"))
+    flash(" ".join((_("Two-factor sign-in is off."), _others_ended())), "success")
     return after_post(url_for("security.index"))
 
 
@@ -150,9 +186,9 @@ def change_password():
         db.session.rollback()
         place_error(form, exc)
         return render_index(422, password_form=form)
-    note(summary="Password changed")
+    note(summary=N_("Password changed"))
     sign_in(person)  # the change ended every session, this one too: a fresh one here
-    flash("Your new password is set. Every other browser signed in as you is signed out.",
+    flash(_("Your new password is set. Every other browser signed in as you is signed out."),
           "success")
     return after_post(url_for("security.index"))
 
@@ -161,10 +197,10 @@ def change_password():
 def end_session(key: str):
     if ActionForm().validate_on_submit():
         if owner_sessions.close_by_key(db.session, current_user.id, key):
-            note(summary="A session ended", session=key)
-            flash("That session is ended: the browser is signed out.", "success")
+            note(summary=N_("A session ended"), session=key)
+            flash(_("That session is ended: the browser is signed out."), "success")
         else:
-            flash("That session had already ended.", "info")
+            flash(_("That session had already ended."), "info")
     return after_post(url_for("security.index") + "#sessions")
 
 
@@ -173,6 +209,6 @@ def end_other_sessions():
     if ActionForm().validate_on_submit():
         owner_sessions.close_others(db.session, current_user.id, browser_token())
         db.session.commit()
-        note(summary="Every other session ended")
-        flash("Every other session is ended; this browser stays signed in.", "success")
+        note(summary=N_("Every other session ended"))
+        flash(_("Every other session is ended; this browser stays signed in."), "success")
     return after_post(url_for("security.index") + "#sessions")

@@ -14,6 +14,7 @@ from wtforms.validators import DataRequired, Length, Optional
 from broadside.campaigns.automations import refreeze
 from broadside.core import accounts, roles
 from broadside.core.errors import DomainError, ValidationError
+from broadside.core.i18n import _, _l, ngettext
 from broadside.core.site_settings import (
     SettingsError,
     get_settings,
@@ -26,9 +27,13 @@ from broadside.core.site_settings import (
 from webapp.extensions import db
 from webapp.forms import after_post, keep_for_one_read, place_error, read_once
 from webapp.permissions import allow, can, defaults
+from webapp.templating import num
 
 bp = Blueprint("settings", __name__, url_prefix="/settings")
 defaults(bp, read=roles.VIEW, change=roles.MANAGE)
+# A role's name in the page's language, for every template ("Redakteur", "rédacteur").
+bp.add_app_template_global(roles.role_label, "role_label")
+bp.add_app_template_global(roles.role_word, "role_word")
 
 
 def _time_zone_choices() -> dict[str, list[tuple[str, str]]]:
@@ -37,56 +42,57 @@ def _time_zone_choices() -> dict[str, list[tuple[str, str]]]:
     for name in sorted(time_zones()):
         region = name.split("/", 1)[0] if "/" in name else "Other"
         groups[region].append((name, name.replace("_", " ")))
-    return {"Universal": [("UTC", "UTC")], **{r: z for r, z in sorted(groups.items())}}
+    return {_("Universal"): [("UTC", "UTC")], **{r: z for r, z in sorted(groups.items())}}
 
 
 class SenderForm(FlaskForm):
-    sender_name = StringField("Sender name", description="Shown as the sender in inboxes, "
-                              "for example “Acme Weekly”.")
-    sender_email = StringField("Sender address", render_kw={"type": "email",
+    sender_name = StringField(_l("Sender name"), description=_l(
+        "Shown as the sender in inboxes, for example “Acme Weekly”."))
+    sender_email = StringField(_l("Sender address"), render_kw={"type": "email",
                                                              "autocomplete": "email"})
-    postal_address = TextAreaField("Postal address", render_kw={"rows": 4},
-                                   description="Printed in the footer of every email: "
-                                   "the law (CAN-SPAM) asks for a valid postal address.")
-    time_zone = SelectField("Time zone", validate_choice=False,
-                            description="Times on the pages and scheduled sends use it.")
+    postal_address = TextAreaField(_l("Postal address"), render_kw={"rows": 4},
+                                   description=_l("Printed in the footer of every email: "
+                                   "the law (CAN-SPAM) asks for a valid postal address."))
+    time_zone = SelectField(_l("Time zone"), validate_choice=False,
+                            description=_l("Times on the pages and scheduled sends use it."))
 
 
 class TokenForm(FlaskForm):
-    name = StringField("Token name", validators=[DataRequired(), Length(max=100)])
-    access = RadioField("Access", choices=[SelectChoice("full", "Full: what your role may do"),
-                                           SelectChoice("read", "Read-only: GET requests only")],
+    name = StringField(_l("Token name"), validators=[DataRequired(), Length(max=100)])
+    access = RadioField(_l("Access"), choices=[
+        SelectChoice("full", _l("Full: what your role may do")),
+        SelectChoice("read", _l("Read-only: GET requests only"))],
                         default="full", validators=[Optional()])  # absent: a full token, as before
 
 
 class DefaultsForm(FlaskForm):
     skip_hours = StringField(
-        "Skip anyone who received a broadcast in the last … hours",
-        render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "no limit"},
-        description="The frequency cap new broadcasts start with (each broadcast can change "
-                    "it). Checked at each person's turn; empty: no cap.")
+        _l("Skip anyone who received a broadcast in the last … hours"),
+        render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": _l("no limit")},
+        description=_l("The frequency cap new broadcasts start with (each broadcast can change "
+                       "it). Checked at each person's turn; empty: no cap."))
 
 
 class RetentionForm(FlaskForm):
-    keep = RadioField("Keep the step-by-step history of sent broadcasts for",
-                      choices=[SelectChoice("forever", "Forever (the default)"),
-                               SelectChoice("days", "A number of days")],
+    keep = RadioField(_l("Keep the step-by-step history of sent broadcasts for"),
+                      choices=[SelectChoice("forever", _l("Forever (the default)")),
+                               SelectChoice("days", _l("A number of days"))],
                       default="forever", validators=[Optional()])
     retention_days = StringField(
-        "Days", render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "90"},
-        description="After a broadcast has been finished or cancelled this long, each "
-                    "recipient's claims, retries and replies are removed; their final state, "
-                    "reason, code and times stay on the deliveries table.")
+        _l("Days"), render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "90"},
+        description=_l("After a broadcast has been finished or cancelled this long, each "
+                       "recipient's claims, retries and replies are removed; their final state, "
+                       "reason, code and times stay on the deliveries table."))
 
 
 class ContentForm(FlaskForm):
     content_days = StringField(
-        "Keep the content of transactional and test messages for … days",
+        _l("Keep the content of transactional and test messages for … days"),
         render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "30"},
-        description="Sign-up confirmations, test sends and the API's transactional mail. "
-                    "Afterwards each keeps its address, outcome and times, the SHA-256 of its "
-                    "subject and body, and the template revision it came from. From 1 to "
-                    "3650 days.")
+        description=_l("Sign-up confirmations, test sends and the API's transactional mail. "
+                       "Afterwards each keeps its address, outcome and times, the SHA-256 of its "
+                       "subject and body, and the template revision it came from. From 1 to "
+                       "3650 days."))
 
 
 class EmptyForm(FlaskForm):
@@ -140,8 +146,8 @@ def _render(*, sender_form: SenderForm | None = None, token_form: TokenForm | No
         mail_from=config["MAIL_FROM"],
         send_delay_ms=delay,
         # The delay bounds the rate; the SMTP conversation itself makes it a little slower.
-        pace_per_second=f"{1000 / delay:,.3g}" if delay else "",
-        pace_per_hour=f"{3_600_000 // delay:,}" if delay else "",
+        pace_per_second=num(float(f"{1000 / delay:.3g}")) if delay else "",
+        pace_per_hour=num(3_600_000 // delay) if delay else "",
         hourly_limit=config["SEND_HOURLY_LIMIT"],
         automations_reached=refreeze.reaching(db.session, refreeze.SETTINGS),
     ), status
@@ -166,7 +172,7 @@ def update_defaults():
         db.session.rollback()
         form.skip_hours.errors = [exc.message]
         return _render(defaults_form=form, status=422)
-    flash("Saved. New broadcasts start with this frequency cap.", "success")
+    flash(_("Saved. New broadcasts start with this frequency cap."), "success")
     return after_post(url_for("settings.index") + "#defaults")
 
 
@@ -182,10 +188,10 @@ def update_history():
         db.session.rollback()
         form.retention_days.errors = [exc.message]
         return _render(retention_form=form, status=422)
-    flash("Saved. Sent broadcasts keep their step-by-step history forever." if days == "forever"
-          else f"Saved. Broadcasts finished more than {days} days ago lose their step-by-step "
-               "history within the next few minutes; each recipient's final state stays.",
-          "success")
+    flash(_("Saved. Sent broadcasts keep their step-by-step history forever.") if days == "forever"
+          else _("Saved. Broadcasts finished more than %(days)s days ago lose their step-by-step "
+                 "history within the next few minutes; each recipient's final state stays.",
+                 days=days), "success")
     return after_post(url_for("settings.index") + "#history")
 
 
@@ -201,9 +207,10 @@ def update_content():
         form.content_days.errors = [exc.message]
         return _render(content_form=form, status=422)
     days = settings.content_retention_days
-    flash(f"Saved. Transactional and test messages keep their content for {days} "
-          f"day{'' if days == 1 else 's'}; older ones lose it within the next few minutes.",
-          "success")
+    flash(ngettext("Saved. Transactional and test messages keep their content for %(num)s "
+                   "day; older ones lose it within the next few minutes.",
+                   "Saved. Transactional and test messages keep their content for %(num)s "
+                   "days; older ones lose it within the next few minutes.", days), "success")
     return after_post(url_for("settings.index") + "#content")
 
 
@@ -213,7 +220,7 @@ def update_sender():
     try:
         # The automations that use the sender or the postal address follow them, in the
         # same commit.
-        _, refrozen = refreeze.save_and_refreeze(db.session, lambda: update_settings(
+        _saved, refrozen = refreeze.save_and_refreeze(db.session, lambda: update_settings(
             db.session, sender_name=form.sender_name.data or "",
             sender_email=form.sender_email.data or "",
             postal_address=form.postal_address.data or "",
@@ -226,8 +233,8 @@ def update_sender():
         flash(exc.message, "error")
         return _render(sender_form=form, status=422)
     flash(" ".join(filter(None, (
-        "Settings saved. New drafts and previews use them now; broadcasts already sent keep "
-        "what they were sent with.", refrozen.words()))), "success")
+        _("Settings saved. New drafts and previews use them now; broadcasts already sent keep "
+          "what they were sent with."), refrozen.words()))), "success")
     return after_post(url_for("settings.index") + "#sender")
 
 
@@ -238,7 +245,7 @@ def create_token():
     new_token = None
     if form.validate_on_submit():
         try:
-            _, new_token = accounts.create_token(db.session, current_user.id, form.name.data,
+            _made, new_token = accounts.create_token(db.session, current_user.id, form.name.data,
                                                  read_only=form.access.data == "read")
         except DomainError as exc:
             place_error(form, exc)
@@ -255,6 +262,6 @@ def revoke_token(token_id: int):
     if EmptyForm().validate_on_submit():
         token = accounts.revoke_token(db.session, token_id, by=current_user.id,
                                       any_token=can(roles.MANAGE))
-        flash(f"The token “{token.name}” is revoked; requests that use it are now refused.",
-              "success")
+        flash(_("The token “%(name)s” is revoked; requests that use it are now refused.",
+                name=token.name), "success")
     return redirect(url_for("settings.index") + "#tokens")

@@ -21,6 +21,7 @@ from __future__ import annotations
 from flask import current_app, flash, redirect, render_template, request, url_for
 
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 from broadside.webhooks import DESCRIPTIONS, EVENT_TYPES, endpoints, ledger
 from broadside.webhooks.endpoints import decode_events
 from webapp.extensions import db
@@ -89,8 +90,8 @@ def webhook_page(endpoint_id: int):
 @bp.route("/webhooks/<int:endpoint_id>/test", methods=["POST"])
 def webhook_test(endpoint_id: int):
     event_id = endpoints.send_test(db.session, endpoint_id)
-    flash(f"Test event {event_id} queued: the worker sends it within seconds. "
-          "Reload to see it in the log.", "success")
+    flash(_("Test event %(event)s queued: the worker sends it within seconds. "
+            "Reload to see it in the log.", event=event_id), "success")
     return redirect(url_for("settings.webhook_page", endpoint_id=endpoint_id))
 
 
@@ -103,12 +104,12 @@ def webhook_secret(endpoint_id: int):
 @bp.route("/webhooks/<int:endpoint_id>/enable", methods=["POST"])
 def webhook_enable(endpoint_id: int):
     if endpoints.enable(db.session, endpoint_id):
-        flash("Enabled: its waiting events go out again.", "success")
+        flash(_("Enabled: its waiting events go out again."), "success")
     return redirect(url_for("settings.webhook_page", endpoint_id=endpoint_id))
 
 
 @bp.route("/webhooks/<int:endpoint_id>/delete", methods=["POST"])
 def webhook_delete(endpoint_id: int):
     endpoints.remove(db.session, endpoint_id)
-    flash("The endpoint and its delivery log are deleted.", "success")
+    flash(_("The endpoint and its delivery log are deleted."), "success")
     return redirect(url_for("settings.webhooks_page"))

@@ -19,6 +19,7 @@ from broadside.core import mailbox_urls
 from broadside.core import transport_urls as urls
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 from broadside.delivery.identities.from_field import FROM_PATTERN, MAX_FROM, MAX_FROM_NAME
 from broadside.mail import dkim_keys
 
@@ -69,12 +70,12 @@ def dkim_of(value: object) -> tuple[str, str | None]:
     if value is None:
         return "", ""
     if not isinstance(value, dict):
-        raise ValidationError('dkim must be null (no signing) or an object like {"selector": '
-                              '"broadside", "private_key": "generate"}.', field="dkim")
+        raise ValidationError(_("dkim must be null (no signing) or an object like {\"selector\": "
+                                "\"broadside\", \"private_key\": \"generate\"}."), field="dkim")
     unknown = sorted(set(value) - set(DKIM_FIELDS))
     if unknown:
-        raise ValidationError(f"Unknown field: dkim.{unknown[0]}. dkim has selector and "
-                              "private_key.", field="dkim")
+        raise ValidationError(_("Unknown field: dkim.%(value)s. dkim has selector and private_key.",
+                                value=unknown[0]), field="dkim")
     try:
         selector = dkim_keys.check_selector(value.get("selector"))
     except dkim_keys.KeyProblem as problem:
@@ -85,7 +86,7 @@ def dkim_of(value: object) -> tuple[str, str | None]:
     if key == GENERATE:
         return selector, dkim_keys.generate_private_key()
     if not isinstance(key, str):
-        raise ValidationError('dkim.private_key must be a PEM private key or "generate".',
+        raise ValidationError(_("dkim.private_key must be a PEM private key or \"generate\"."),
                               field="dkim.private_key")
     try:
         return selector, dkim_keys.normalised_pem(key)
@@ -97,11 +98,12 @@ def _text(value: object, label: str, limit: int, field: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise ValidationError(f"The {label} must be text.", field=field)
+        raise ValidationError(_("The %(label)s must be text.", label=label), field=field)
     if "\x00" in value:
-        raise ValidationError(f"The {label} contains a NUL character.", field=field)
+        raise ValidationError(_("The %(label)s contains a NUL character.", label=label), field=field)
     if len(value) > limit:
-        raise ValidationError(f"The {label} is too long ({len(value)} of {limit} characters).",
+        raise ValidationError(_("The %(label)s is too long (%(value)s of %(limit)s characters).",
+                                label=label, value=len(value), limit=limit),
                               field=field)
     return value
 
@@ -112,7 +114,8 @@ def _whole(value: object, label: str, default: int, maximum: int) -> int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= maximum:
-        raise ValidationError(f"{label} must be a whole number from 0 to {maximum:,}.", field=label)
+        raise ValidationError(_("%(label)s must be a whole number from 0 to %(maximum)s.",
+                                label=label, maximum=format(maximum, ',')), field=label)
     return value
 
 
@@ -123,8 +126,9 @@ def account_rate_of(value: object) -> float | None:
         return None
     if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
             or not 0 < value <= MAX_ACCOUNT_RATE):
-        raise ValidationError(f"account_rate must be a number of requests per second above 0 "
-                              f"and at most {MAX_ACCOUNT_RATE:,}, or null for none.",
+        raise ValidationError(_("account_rate must be a number of requests per second above 0 and at most "
+                                "%(max_account_rate)s, or null for none.",
+                                max_account_rate=format(MAX_ACCOUNT_RATE, ',')),
                               field="account_rate")
     return float(value)
 
@@ -134,44 +138,46 @@ def parse_input(data: Any, *, updating: bool = False) -> IdentityInput:
     is a ValidationError naming the field. When updating, a missing `transport` or
     `webhook_secret` keeps the current one (they are never shown back)."""
     if not isinstance(data, dict):
-        raise ValidationError('Send a JSON object with "name", "from" and "transport".')
+        raise ValidationError(_("Send a JSON object with \"name\", \"from\" and \"transport\"."))
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise ValidationError(f"Unknown field: {unknown[0]}. An identity has " + ", ".join(FIELDS) + ".")
     name = " ".join(_text(data.get("name"), "name", MAX_NAME, "name").split())
     if not name:
-        raise ValidationError("The name is required (for example “Product updates”).", field="name")
+        raise ValidationError(_("The name is required (for example “Product updates”)."), field="name")
     if not _NAME.match(name):
-        raise ValidationError("The name may hold letters, digits, spaces, dots, dashes and "
-                              "underscores, starting with a letter or digit (it is what "
-                              "`worker --identity NAME` takes).", field="name")
+        raise ValidationError(_("The name may hold letters, digits, spaces, dots, dashes and underscores, "
+                                "starting with a letter or digit (it is what `worker --identity NAME` "
+                                "takes)."), field="name")
     if name.lower() == DEFAULT_NAME:
-        raise ValidationError("“default” is the identity the environment defines; choose another "
-                              "name.", field="name")
+        raise ValidationError(_("“default” is the identity the environment defines; choose another name."),
+                              field="name")
     raw_from = _text(data.get("from"), "From", MAX_FROM, "from")
     if not raw_from.strip():
-        raise ValidationError("The From address is required, like “Ada <ada@example.com>”.",
+        raise ValidationError(_("The From address is required, like “Ada <ada@example.com>”."),
                               field="from")
     shaped = re.fullmatch(FROM_PATTERN, raw_from)  # the document's pattern
     raw_from = raw_from.strip()
     if "\n" in raw_from or "\r" in raw_from:
-        raise ValidationError("The From must be one line.", field="from")
+        raise ValidationError(_("The From must be one line."), field="from")
     from_name, address = parseaddr(raw_from)
     if not address or "@" not in address:
-        raise ValidationError(f"{raw_from!r} has no email address; write “Name <address@example.com>”.",
+        raise ValidationError(_("%(raw_from)s has no email address; write “Name <address@example.com>”.",
+                                raw_from=repr(raw_from)),
                               field="from")
     if not shaped:
-        raise ValidationError(f"{raw_from[:80]!r} is not a From: write “Name "
-                              "<address@example.com>” or the address alone (a name with a comma "
-                              "goes in double quotes); the address's domain needs a dot and "
-                              "cannot be a reserved one such as localhost.", field="from")
+        raise ValidationError(_("%(value)s is not a From: write “Name <address@example.com>” or the "
+                                "address alone (a name with a comma goes in double quotes); the address's "
+                                "domain needs a dot and cannot be a reserved one such as localhost.",
+                                value=repr(raw_from[:80])), field="from")
     try:
         from_email = normalise_email(address)
     except ValidationError as exc:
         raise ValidationError(exc.message, field="from") from None
     from_name = " ".join(from_name.split())
     if len(from_name) > MAX_FROM_NAME:
-        raise ValidationError(f"The From name is too long (at most {MAX_FROM_NAME} characters).",
+        raise ValidationError(_("The From name is too long (at most %(max_from_name)s characters).",
+                                max_from_name=MAX_FROM_NAME),
                               field="from")
     transport: str | None
     if updating and data.get("transport") is None:
@@ -194,7 +200,7 @@ def parse_input(data: Any, *, updating: bool = False) -> IdentityInput:
     else:
         selector, key = dkim_of(data["dkim"])
         if selector and key is None and not updating:
-            raise ValidationError('Give the DKIM private key: a PEM key, or "generate".',
+            raise ValidationError(_("Give the DKIM private key: a PEM key, or \"generate\"."),
                                   field="dkim.private_key")
         if selector and transport is not None and signs_itself(transport):
             raise ValidationError(PROVIDER_SIGNS, field="dkim")

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from broadside.core import mailbox_urls
 from broadside.core import transport_urls as urls
 from broadside.core.errors import Conflict, NotFound, ValidationError, shown
+from broadside.core.i18n import _
 from broadside.core.models import Automation, Broadcast, Identity, SiteSettings
 from broadside.core.models.identities import IdentityStatus
 from broadside.core.timeutil import utcnow
@@ -121,7 +122,7 @@ class SendingIdentity:
 
     @property
     def label(self) -> str:
-        return "Default" if self.id is None else self.name
+        return _("Default") if self.id is None else self.name
 
 
 def default_identity(session: Session, config: Mapping[str, Any]) -> SendingIdentity:
@@ -168,7 +169,7 @@ def resolve(session: Session, config: Mapping[str, Any], identity_id: int | None
         return _shared(session, config, default_identity(session, config))
     row = session.get(Identity, identity_id) if 1 <= identity_id <= MAX_ID else None
     if row is None:
-        raise NotFound(f"There is no sending identity {identity_id}.")
+        raise NotFound(_("There is no sending identity %(identity_id)s.", identity_id=identity_id))
     return _shared(session, config, _view(row))
 
 
@@ -205,10 +206,11 @@ def check_choice(session: Session, identity_id: Any) -> int | None:
     if identity_id is None:
         return None
     if not isinstance(identity_id, int) or isinstance(identity_id, bool) or not 1 <= identity_id <= MAX_ID:
-        raise ValidationError("identity_id must be a sending identity's id (or null for the default).")
+        raise ValidationError(_("identity_id must be a sending identity's id (or null for the default)."))
     row = session.get(Identity, identity_id)
     if row is None or row.status == IdentityStatus.DELETED.value:
-        raise ValidationError(f"There is no sending identity {identity_id}.")
+        raise ValidationError(_("There is no sending identity %(identity_id)s.",
+                                identity_id=identity_id))
     return identity_id
 
 
@@ -252,7 +254,8 @@ def dkim_shown(identity: SendingIdentity) -> dict[str, Any] | None:
 
 
 def _taken(name: str) -> Conflict:
-    return Conflict(f"There is already an identity called “{name}”; choose another name.",
+    return Conflict(_("There is already an identity called “%(name)s”; choose another name.",
+                      name=name),
                     field="name")
 
 
@@ -289,7 +292,7 @@ def _live_row(session: Session, identity_id: int) -> Identity:
     # (An id past the column's range is nobody: PostgreSQL would refuse to look it up.)
     row = session.get(Identity, identity_id) if 1 <= identity_id <= MAX_ID else None
     if row is None or row.status == IdentityStatus.DELETED.value:
-        raise NotFound(f"There is no sending identity {identity_id}.")
+        raise NotFound(_("There is no sending identity %(identity_id)s.", identity_id=identity_id))
     return row
 
 
@@ -299,7 +302,7 @@ def _check_dkim(row: Identity, data: IdentityInput) -> None:
     selector = row.dkim_selector if data.dkim_selector is None else data.dkim_selector
     key = row.dkim_private_key if data.dkim_private_key is None else data.dkim_private_key
     if selector and not key:
-        raise ValidationError('Give the DKIM private key: a PEM key, or "generate".',
+        raise ValidationError(_("Give the DKIM private key: a PEM key, or \"generate\"."),
                               field="dkim.private_key")
     transport = row.transport_url if data.transport_url is None else data.transport_url
     if selector and inputs.signs_itself(transport):
