@@ -15,6 +15,7 @@ from broadside.audience.subscribers import bulk
 from broadside.audience.subscribers import service as people
 from broadside.audience.subscribers.search import MAX_QUERY, STATUS_FILTERS
 from broadside.campaigns.broadcasts.drafts import MAX_BODY, MAX_PREHEADER, MAX_SUBJECT
+from broadside.campaigns.content.versions import MAX_BODY_CHARS, MAX_LINE_CHARS, MAX_VERSIONS
 from broadside.core.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
 from broadside.core.models.bulk import BULK_ACTIONS, BULK_STATUSES
 from broadside.core.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
@@ -93,6 +94,25 @@ CODES = {"type": ["object", "null"], "properties": {"prefix": {
 ATTACHMENTS = {"type": "array", "maxItems": MAX_ATTACHMENTS, "items": ID, "description": (
     "Attachment ids (POST /api/attachments), sent with every copy in this order; at most "
     f"{MAX_ATTACHMENTS}, and 10 MB in all. An unknown id or a larger total is 422 naming it.")}
+# The message in other languages (broadside.campaigns.content.versions.clean_versions).
+VERSIONS = {"type": "array", "maxItems": MAX_VERSIONS, "items": {
+    "type": "object", "required": ["locale", "subject"], "additionalProperties": True,
+    "properties": {
+        "locale": {"type": "string", "maxLength": 35, "description": "A language tag: de, "
+                   "fr, pt-BR, zh-Hans (case and _ forgiven; stored as shown)."},
+        "subject": {"type": "string", "minLength": 1, "maxLength": MAX_LINE_CHARS},
+        "preheader": {"type": "string", "maxLength": MAX_LINE_CHARS},
+        "body": {"type": "string", "maxLength": MAX_BODY_CHARS,
+                 "description": "In the message's own format (markdown or html)."}}},
+    "description": (
+        "The message in other languages, one per language: each reader gets the version of "
+        "their language (their own, else their list's), or else the message's own fields, "
+        "the default version (in Settings' default language). A bad tag, a language given "
+        "twice or the default's, or a version without a subject is 422 with field "
+        "`versions`. Given: all of them, replacing what was; [] for none."),
+    "example": [{"locale": "de", "subject": "Neuigkeiten im November", "preheader": "",
+                 "body": "Hallo {{ name }}!"}]}
+VERSIONS_INPUT = {**VERSIONS, "type": ["array", "null"]}  # null: none, as []
 SUBSCRIPTION_STATUS = {"type": "string", "enum": list(SUBSCRIPTION_STATUSES)}
 SUPPRESSION = {"type": ["string", "null"], "enum": [*SUPPRESSIONS, None],
                "description": "Set when no list may mail them: bounced, complained or blocked."}
@@ -265,7 +285,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
     "BroadcastState": obj({"id": ID, "status": ref("BroadcastStatus")}),
     "BroadcastCreated": obj({"id": ID, "status": ref("BroadcastStatus"),
                              "identity_id": IDENTITY_CHOICE, "codes": CODES,
-                             "attachments": ATTACHMENTS, "format": BODY_FORMAT}),
+                             "attachments": ATTACHMENTS, "format": BODY_FORMAT,
+                             "versions": VERSIONS}),
     "Broadcast": obj({
         "id": ID, "status": ref("BroadcastStatus"), "subject": {"type": "string"},
         "preheader": {"type": "string"}, "format": BODY_FORMAT,
@@ -275,7 +296,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                           "received a broadcast within this many hours are "
                                           "skipped at their turn; null: no cap."},
         "identity_id": IDENTITY_CHOICE, "codes": CODES, "attachments": ATTACHMENTS,
-        "counts": COUNTS, "created_at": MOMENT, "updated_at": MOMENT,
+        "versions": VERSIONS, "counts": COUNTS, "created_at": MOMENT, "updated_at": MOMENT,
         "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT),
     }, description="The body and the plain-text part are left out of lists and edits (the body "
        "can be 500 kB)."),
@@ -284,7 +305,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                    "(older) page; null on the last page."}}),
     "BroadcastDetail": obj({
         "id": ID, "status": ref("BroadcastStatus"), "identity_id": IDENTITY_CHOICE,
-        "codes": CODES, "attachments": ATTACHMENTS, "format": BODY_FORMAT,
+        "codes": CODES, "attachments": ATTACHMENTS, "format": BODY_FORMAT, "versions": VERSIONS,
         "pause_reason": {"type": ["string", "null"]}, "total": {"type": "integer"},
         "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}),
     }),
@@ -301,7 +322,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                         "absent or null: the default identity."},
         "codes": {**CODES, "description": "Absent or null: no codes. {\"prefix\": \"SAVE\"}: "
                   "a single-use code per recipient, {{ code }} in the subject or body."},
-        "attachments": ATTACHMENTS,
+        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT,
     }, ("subject", "body"), closed=False,
         description="Exactly one of list_id and segment_id.",
         extra={"oneOf": [{"required": ["list_id"]}, {"required": ["segment_id"]}]}),
@@ -321,7 +342,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                  "description": "The plain-text part as you write it ({{ merge fields }} work; "
                                 "the footer is added), or null (or blank) for the one made from "
                                 "the body."},
-        "attachments": ATTACHMENTS,
+        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT,
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
                         "clears list_id and giving list_id clears segment_id; not both (one "
                         "of them null is fine)."),

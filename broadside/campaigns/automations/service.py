@@ -268,7 +268,8 @@ def as_input(session: Session, automation: Automation) -> dict[str, Any]:
             "record_only": automation.record_only, "identity_id": automation.identity_id,
             "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader,
                        "body": s.body, "format": s.body_format, "codes": codes_json(s.codes_prefix),
-                       "text": s.text_body, "attachments": s.attachment_ids or []}
+                       "text": s.text_body, "attachments": s.attachment_ids or [],
+                       "versions": s.versions or []}
                       for s in steps_of(session, automation.id)]}
 
 

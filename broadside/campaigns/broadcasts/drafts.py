@@ -20,6 +20,7 @@ from broadside.campaigns.broadcasts.service import get_broadcast, sender_of
 from broadside.campaigns.codes.fields import check_code_fields, sample
 from broadside.campaigns.codes.minting import clean_prefix
 from broadside.campaigns.content.bodies import body_of
+from broadside.campaigns.content.versions import clean_versions
 from broadside.campaigns.content.design import broadcast_design
 from broadside.campaigns.field_report import EDITOR_CHECKED
 from broadside.core.db import rowcount
@@ -82,6 +83,11 @@ def _validate(session: Session, list_id: object, segment_id: object, subject: ob
         raise ValidationError("The subject must be one line.")
 
 
+def _versions(session: Session, raw: Any) -> list[dict[str, str]] | None:
+    """The other languages' versions as stored; the default one is in Settings' language."""
+    return clean_versions(raw, default_locale=get_settings(session).default_language)
+
+
 def _prefix(value: str | None) -> str | None:
     return None if value is None else clean_prefix(value)
 
@@ -90,12 +96,14 @@ def create_draft(session: Session, *, list_id: int | None = None, segment_id: in
                  subject: str = "", body: str = "", preheader: str = "",
                  skip_if_received_within_hours: Any = KEEP, identity_id: Any = None,
                  codes_prefix: str | None = None, body_format: str | None = None,
-                 editor: str | None = None) -> Broadcast:
+                 editor: str | None = None, versions: Any = None) -> Broadcast:
     """A new draft to a list or a segment. The frequency cap starts from the Settings default
     unless given (None: no cap); the sending identity is the default unless given; codes
     (`codes_prefix`, checked by `minting.clean_prefix`) are off unless given; the body is
-    Markdown unless `body_format` (or the compose mode, `editor`) says otherwise."""
+    Markdown unless `body_format` (or the compose mode, `editor`) says otherwise. `versions`:
+    the other languages' (`clean_versions`)."""
     _validate(session, list_id, segment_id, subject, preheader, body)
+    cleaned = _versions(session, versions)
     body_format, editor = written_format(body_format=body_format, editor=editor)
     identity_id = check_choice(session, identity_id)
     if skip_if_received_within_hours is KEEP:
@@ -107,7 +115,7 @@ def create_draft(session: Session, *, list_id: int | None = None, segment_id: in
                           body_format=body_format, editor=editor,
                           skip_if_received_within_hours=cap,
                           status=lifecycle.INITIAL.value, identity_id=identity_id,
-                          codes_prefix=_prefix(codes_prefix))
+                          codes_prefix=_prefix(codes_prefix), versions=cleaned)
     session.add(broadcast)
     session.commit()
     return broadcast
@@ -117,13 +125,15 @@ def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
                  segment_id: int | None = None, subject: str, preheader: str, body: str,
                  skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP,
                  codes_prefix: Any = KEEP, text_body: Any = KEEP, body_format: Any = KEEP,
-                 editor: Any = KEEP) -> Broadcast:
+                 editor: Any = KEEP, versions: Any = KEEP) -> Broadcast:
     """Edit a draft. Only drafts change: what was sent is frozen (invariant 8). The audience
     is a list or a segment (the other is cleared); the cap, the sending identity and how the
     body is written (`body_format`, the compose mode `editor`) are left alone unless given
     (identity None: the default). `text_body`: the plain-text part as the owner wrote it, None
-    for the one made from the body."""
+    for the one made from the body. `versions`: the other languages' (all of them, replacing
+    what was; None or [] for none)."""
     _validate(session, list_id, segment_id, subject, preheader, body)
+    cleaned = KEEP if versions is KEEP else _versions(session, versions)
     current = session.get(Broadcast, broadcast_id)
     fmt, mode = written_format(
         body_format=None if body_format is KEEP else body_format,
@@ -142,6 +152,8 @@ def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
         values["codes_prefix"] = _prefix(codes_prefix)
     if text_body is not KEEP:
         values["text_body"] = clean_text_body(text_body)
+    if cleaned is not KEEP:
+        values["versions"] = cleaned
     result = session.execute(
         update(Broadcast)
         .where(Broadcast.id == broadcast_id, Broadcast.status == lifecycle.DRAFT.value)
@@ -191,7 +203,7 @@ def duplicate(session: Session, broadcast_id: int) -> Broadcast:
                      skip_if_received_within_hours=original.skip_if_received_within_hours,
                      status=lifecycle.INITIAL.value, codes_prefix=original.codes_prefix,
                      design_overrides=original.design_overrides,
-                     attachment_ids=original.attachment_ids,
+                     attachment_ids=original.attachment_ids, versions=original.versions,
                      # A deleted identity is not carried over: the copy takes the default.
                      identity_id=original.identity_id if original.identity_id is not None
                      and _live_identity(session, original.identity_id) else None)
