@@ -21,7 +21,7 @@ from flask import (
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, StringField
 
-from broadside.campaigns.broadcasts import drafts, evidence, launch, merge_person, service
+from broadside.campaigns.broadcasts import audience, drafts, evidence, launch, merge_person, service
 from broadside.campaigns.broadcasts.progress import Progress, read_progress
 from broadside.core.errors import Conflict, DomainError, ValidationError
 from broadside.delivery import transactional
@@ -139,7 +139,7 @@ def _render_confirm(broadcast_id: int, *, error: str | None = None, status: int 
         "broadcasts/send_confirm.html", plan=plan, broadcast=plan.broadcast,
         list_name=drafts.audience_name(db.session, plan.broadcast), identity=identity,
         not_ready=readiness.reasons, from_name=identity.from_name, from_email=identity.from_email,
-        error=error,
+        error=error, version_counts=audience.readers_per_version(db.session, plan.broadcast),
         send_form=send_form or SendForm(formdata=None),
         schedule_form=schedule_form or ScheduleForm(formdata=None),
     ), status

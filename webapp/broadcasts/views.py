@@ -16,17 +16,22 @@ from flask import (
     url_for,
 )
 from flask_wtf import FlaskForm
+from sqlalchemy import select
 from wtforms import BooleanField, RadioField, SelectField, StringField, TextAreaField
 from wtforms.fields.choices import SelectChoice
 
 from broadside.campaigns.broadcasts import compaction, drafts, evidence
 from broadside.campaigns.broadcasts.progress import read_progress
 from broadside.campaigns.content import templates as content_templates
+from broadside.campaigns.content.versions import written_versions
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.models import Revision
+from broadside.core.site_settings import get_settings
 from broadside.delivery.identities.service import all_identities
 from webapp.attachments.views import save_draft_attachments
 from webapp.broadcasts import bp
 from webapp.broadcasts.preview_views import PREVIEW_CSP, pane_context, preview_for  # noqa: F401 - PREVIEW_CSP: other previews import it here
+from webapp.compose.languages import posted_versions
 from webapp.extensions import db
 from webapp.forms import after_post
 from webapp.htmx import make_response
@@ -78,6 +83,9 @@ class ComposeForm(FlaskForm):
         if self.text_mode.raw_data:  # posted: the plain-text field was on the page
             values["text_body"] = (self.text_body.data or None
                                    if self.text_mode.raw_data[0] == "own" else None)
+        versions = posted_versions(request.form)
+        if versions is not None:  # posted: the versions were on the page
+            values["versions"] = versions
         return values
 
 
@@ -167,7 +175,18 @@ def show(broadcast_id: int):
                            retry_transient=evidence.offers_transient_retry(db.session, progress),
                            **pane_context(view, picked, as_problem),
                            page=evidence.delivery_page(db.session, broadcast_id, per_page=20),
-                           compacted=compaction.last_compaction(db.session, broadcast_id))
+                           compacted=compaction.last_compaction(db.session, broadcast_id),
+                           versions=_versions_shown(preview.broadcast))
+
+
+def _versions_shown(broadcast) -> list:
+    """A sent broadcast's versions, the default first: as frozen at Send when they were, else
+    as written."""
+    revision = db.session.scalar(select(Revision).where(Revision.broadcast_id == broadcast.id))
+    if revision is not None and revision.versions:
+        return written_versions(revision)
+    return [{"locale": get_settings(db.session).default_language, "subject": broadcast.subject,
+             "preheader": broadcast.preheader}, *(broadcast.versions or [])]
 
 
 @bp.route("/<int:broadcast_id>/edit")
@@ -194,10 +213,15 @@ def edit(broadcast_id: int):
 
 
 def _render_edit(form: ComposeForm, preview: drafts.DraftPreview, error: str | None = None,
-                 status: int = 200, pane: dict | None = None):
+                 status: int = 200, pane: dict | None = None, error_field: str | None = None):
     pane = pane or pane_context(request.form.get("preview_view"), request.form.get("preview_as"))
+    # Refused: the versions as typed (kept for another try); else as saved.
+    versions = (posted_versions(request.form) if error else None)
     return render_template("broadcasts/edit.html", form=form, preview=preview,
                            broadcast=preview.broadcast, error=error, action_form=EmptyForm(),
+                           versions=preview.broadcast.versions or [] if versions is None
+                           else versions, versions_error=error if error_field == "versions"
+                           else None, default_locale=get_settings(db.session).default_language,
                            **pane), status
 
 
@@ -216,7 +240,7 @@ def save(broadcast_id: int):
         db.session.rollback()
         preview, _ = preview_for(broadcast_id, check_fields=True,
                                  picked=request.form.get("preview_as"))
-        return _render_edit(form, preview, error=exc.message, status=422)
+        return _render_edit(form, preview, error=exc.message, status=422, error_field=exc.field)
     flash("Draft saved.", "success")
     return after_post(url_for(".edit", broadcast_id=broadcast_id))
 
