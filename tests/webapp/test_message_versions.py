@@ -176,3 +176,35 @@ def test_the_send_page_counts_the_readers_of_each_version(logged_in_client, news
     # No versions: no line.
     plain = drafts.create_draft(db.session, list_id=news.id, subject="Hi", body="Hi")
     assert 'id="version-counts"' not in logged_in_client.get(f"/broadcasts/{plain.id}/send").text
+
+
+def test_a_step_has_versions_in_the_automation_editor(app, logged_in_client, news):
+    from tests.webapp.test_automation_editor import form_of, saved
+
+    automation = saved(app, news.id)
+    path = f"/automations/{automation.id}/edit"
+    form = form_of(logged_in_client, path, list_id=str(news.id), **{
+        "step-1-versions-shown": "1", "step-1-version-new-locale": "de",
+        "step-1-version-new-subject": "Hallo", "step-1-version-new-body": "Hallo"})
+    assert logged_in_client.post(path, data=form).status_code == 303
+    db.session.expire_all()
+    step = automations_steps(automation.id)[0]
+    assert step.versions == [{"locale": "de", "subject": "Hallo", "preheader": "",
+                              "body": "Hallo"}]
+    page = logged_in_client.get(path).text
+    assert 'name="step-1-version-1-locale" value="de"' in page
+    form = form_of(logged_in_client, path, list_id=str(news.id), **{
+        "step-1-versions-shown": "1", "step-1-version-1-locale": "de",
+        "step-1-version-1-subject": "", "step-1-subject": "Changed"})
+    refused = logged_in_client.post(path, data=form)
+    assert refused.status_code == 422
+    assert re.search(r'id="step-1-versions-error" role="alert">Step 1: Version 1 \(de\) needs a '
+                     r'subject', refused.text)
+    db.session.expire_all()
+    assert automations_steps(automation.id)[0].subject == "Hi"
+
+
+def automations_steps(automation_id: int):
+    from broadside.campaigns.automations import service as automations
+
+    return automations.steps_of(db.session, automation_id)

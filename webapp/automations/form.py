@@ -27,6 +27,7 @@ from broadside.campaigns.automations.durations import MAX_DAYS, parse_duration
 from broadside.campaigns.automations.service import MAX_STEPS, AutomationInput, parse_input
 from broadside.core.errors import ValidationError
 from broadside.mail.body_formats import EDITORS, written_as
+from webapp.compose.languages import posted_versions
 
 MAX_FIELD = 600_000  # longer than any valid value: the domain says what is too long
 # ASCII digits only: `\d` and str.isdigit() also accept "٣" and "²", and int("²") raises.
@@ -68,6 +69,9 @@ class StepFields:
     text_body: str | None = None  # the plain-text part as written; None: made from the body
     attachment_ids: list[int] = field(default_factory=list)  # its files, in order
     editor: str = "markdown"  # the compose mode: templates/automations/_step_body.html
+    # Its versions in other languages as typed (webapp/compose/languages.py); None: not on the
+    # page (then none are sent, as the API's left-out `versions`).
+    versions: list[dict[str, str]] | None = None
 
     def __post_init__(self) -> None:
         if not self.delay_amount:
@@ -152,6 +156,7 @@ def read_form(form: MultiDict) -> EditorFields:
             attachment_ids=[int(v) for v in form.getlist(f"step-{number}-attachment")
                             if _ID.fullmatch(v)],
             editor=_text(form, f"step-{number}-editor", "markdown")[:20],
+            versions=posted_versions(form, f"step-{number}-version"),
         ))
     return fields
 
@@ -180,8 +185,15 @@ def apply_button(fields: EditorFields, action: str) -> str | None:
 _NAMED_STEP = re.compile(r"^Step ([0-9]{1,2})\b|\bof step ([0-9]{1,2})\b")
 
 
-def step_named(message: str | None) -> int | None:
-    """The step a refusal is about (to mark it beside its fields), if it names one."""
+_FIELD_STEP = re.compile(r"^steps\[([0-9]{1,2})\]")
+
+
+def step_named(message: str | None, field: str | None = None) -> int | None:
+    """The step a refusal is about (to mark it beside its fields), if it names one: by its
+    field (`steps[1].versions`: step 2), else by its words."""
+    by_field = _FIELD_STEP.match(field or "")
+    if by_field:
+        return int(by_field.group(1)) + 1
     match = _NAMED_STEP.search(message or "")
     return int(match.group(1) or match.group(2)) if match else None
 
@@ -209,7 +221,7 @@ def as_body(fields: EditorFields) -> dict[str, Any]:
                    # Typed in any case: codes are capitals (the API itself takes them only so).
                    "codes": {"prefix": s.codes_prefix.strip().upper()} if s.codes else None,
                    "text": s.text_body,
-                   "attachments": s.attachment_ids,
+                   "attachments": s.attachment_ids, "versions": s.versions,
                    **({"id": s.id} if s.id is not None else {})}
                   for s in fields.steps],
     }
@@ -244,7 +256,8 @@ def from_saved(shape: dict[str, Any], step_ids: list[int],
                           codes=s["codes"] is not None,
                           codes_prefix=(s["codes"] or {}).get("prefix", ""), editor=mode,
                           text_body=s.get("text"),
-                          attachment_ids=list(s.get("attachments") or []))
+                          attachment_ids=list(s.get("attachments") or []),
+                          versions=list(s.get("versions") or []))
                for s, step_id, mode in zip(shape["steps"], step_ids, modes, strict=True)],
     )
 

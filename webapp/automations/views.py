@@ -39,6 +39,7 @@ from broadside.campaigns.field_report import MergeReport
 from broadside.core import roles
 from broadside.core.errors import Conflict, DomainError, Forbidden, NotFound, ValidationError
 from broadside.core.models import Automation
+from broadside.core.site_settings import get_settings
 from broadside.delivery.identities.service import all_identities
 from broadside.delivery.transactional import queued_test
 from broadside.segments.service import all_segments
@@ -134,17 +135,20 @@ def _typed_report(fields: form.EditorFields) -> MergeReport:
 
 def _render_editor(fields: form.EditorFields, automation: Automation | None, *,
                    error: str | None = None, note: str | None = None, status: int = 200,
-                   name_taken: bool = False):
+                   name_taken: bool = False, error_field: str | None = None):
     lists, segments = _names()
     senders = send_from_choices(all_identities(db.session, current_app.config))
-    error_step = None if name_taken else form.step_named(error)
+    error_step = None if name_taken else form.step_named(error, error_field)
     if error_step is not None and error_step <= len(fields.steps) and "delay" in (error or ""):
         # A refused delay is told under its number and unit, not above the step.
         fields.steps[error_step - 1].delay_error, error_step = error, None
     page = render_template("automations/edit.html", fields=fields, automation=automation,
                            lists=lists, segments=segments, senders=senders, error=error, note=note,
                            error_step=error_step, merge=_typed_report(fields),
-                           max_steps=automations.MAX_STEPS, csrf_form=ConfirmForm())
+                           max_steps=automations.MAX_STEPS, csrf_form=ConfirmForm(),
+                           versions_error_step=error_step if (error_field or "").endswith(
+                               ".versions") else None,
+                           default_locale=get_settings(db.session).default_language)
     return page, status
 
 
@@ -179,7 +183,7 @@ def _submitted(automation: Automation | None):
         return _render_editor(fields, automation, error=exc.message, status=exc.status_code)
     except (ValidationError, Conflict) as exc:
         return _render_editor(fields, automation, error=exc.message, status=422,
-                              name_taken=isinstance(exc, Conflict))
+                              name_taken=isinstance(exc, Conflict), error_field=exc.field)
     if automation_report(db.session, saved.id).warning_count:
         # Its merge fields need a look: back to the editor, where the report is.
         flash("Check its merge fields below: some will print nothing for some people.", "info")
