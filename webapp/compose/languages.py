@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from babel import Locale, UnknownLocaleError
+from babel.numbers import format_decimal
 from flask import Blueprint
 
 from broadside.core.i18n import LOCALES, current_locale
@@ -33,6 +34,11 @@ def language_name(tag: str | None) -> str:
     except (ValueError, TypeError, UnknownLocaleError):
         return tag
     return (name[:1].upper() + name[1:]) if name else tag
+
+
+def decimal1(value: float) -> str:
+    """A number with one decimal, as the page's language writes it (12.5, 12,5)."""
+    return format_decimal(value, "#,##0.0", locale=current_locale())
 
 
 def language_choices() -> list[tuple[str, str]]:
@@ -70,4 +76,5 @@ def posted_versions(form: Any, prefix: str = "version") -> list[dict[str, str]] 
 def install(bp: Blueprint) -> None:
     @bp.app_context_processor
     def languages() -> dict[str, Any]:
-        return {"language_name": language_name, "language_choices": language_choices}
+        return {"language_name": language_name, "language_choices": language_choices,
+                "decimal1": decimal1}
