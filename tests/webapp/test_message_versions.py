@@ -34,8 +34,8 @@ def draft(news) -> Broadcast:
 def editor_form(client, broadcast_id: int, **fields) -> dict:
     page = client.get(f"/broadcasts/{broadcast_id}/edit")
     assert page.status_code == 200
-    return {"csrf_token": csrf_token_from(page.text), "audience": f"list:{drafts.audience_value(db.session.get(Broadcast, broadcast_id)).split(':')[1]}"
-            and drafts.audience_value(db.session.get(Broadcast, broadcast_id)),
+    audience = drafts.audience_value(db.session.get(Broadcast, broadcast_id))
+    return {"csrf_token": csrf_token_from(page.text), "audience": audience,
             "subject": "Hello {{ name }}", "preheader": "", "body": "# Welcome\n\nHi!",
             "versions-shown": "1", **fields}
 

@@ -3,7 +3,8 @@ tests/webapp/test_api_broadcast_drafts.py and described in `webapp/apidocs/paths
 
 - PATCH /api/broadcasts/<id> with any of "list_id", "segment_id", "subject", "preheader",
   "body", "format", "skip_if_received_within_hours", "identity_id", "codes", "text",
-  "attachments", "versions" -> 200 Broadcast ("versions": all of them, replacing what was). "text" is the plain-text part as the owner writes it (merge
+  "attachments", "versions" -> 200 Broadcast ("versions": all of them, replacing what
+  was). "text" is the plain-text part as the owner writes it (merge
   fields work), null for the one made from the body. What is not given
   stays as it is; "identity_id": null is the default sending identity.
   The audience is one list or one segment: giving "segment_id" clears the list and giving

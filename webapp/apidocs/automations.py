@@ -91,8 +91,9 @@ STEP_INPUT = obj({
     "attachments": {**ATTACHMENTS, "description": "Attachment ids (POST /api/attachments) "
                     "sent with each person's message; left out: none. At most 10 MB in all; an "
                     "unknown id or a larger total is 422 naming the step."},
-    "versions": {**VERSIONS, "type": ["array", "null"], "description": "The step in other languages, as a broadcast's "
-                 "`versions`; a refusal is 422 with field `steps[N].versions`, naming the step."},
+    "versions": {**VERSIONS, "type": ["array", "null"], "description": "The step in other "
+                 "languages, as a broadcast's `versions`; a refusal is 422 with field "
+                 "`steps[N].versions`, naming the step."},
 }, ("subject",))
 
 STEP = obj({

@@ -26,6 +26,7 @@ from werkzeug.datastructures import MultiDict
 from broadside.campaigns.automations.durations import MAX_DAYS, parse_duration
 from broadside.campaigns.automations.service import MAX_STEPS, AutomationInput, parse_input
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _, _l
 from broadside.mail.body_formats import EDITORS, written_as
 from webapp.compose.languages import posted_versions
 
@@ -40,6 +41,8 @@ _ID = re.compile(r"[0-9]{1,9}")
 _AMOUNT = re.compile(r"[0-9]{1,7}")
 # The form's units, largest first; "seconds" is offered only to show a delay that needs it.
 UNITS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60}
+UNIT_WORDS = {"weeks": _l("weeks"), "days": _l("days"), "hours": _l("hours"),
+              "minutes": _l("minutes"), "seconds": _l("seconds")}
 _ISO = {"weeks": "P{}W", "days": "P{}D", "hours": "PT{}H", "minutes": "PT{}M", "seconds": "PT{}S"}
 
 
@@ -105,13 +108,15 @@ def _delay(number: int, amount: str, unit: str, saved: str) -> tuple[str, str | 
     amount = amount.strip()
     size = UNITS.get(unit) or (1 if unit == "seconds" else None)
     if size is None:
-        return saved, f"Step {number}: choose the delay's unit: minutes, hours, days or weeks."
+        return saved, _("Step %(n)s: choose the delay's unit: minutes, hours, days or weeks.",
+                        n=number)
     if not _AMOUNT.fullmatch(amount):
-        return saved, (f"Step {number}: give the delay as a whole number of {unit}, such as 3 "
-                       "(0 sends it at once).")
+        return saved, _("Step %(n)s: give the delay as a whole number of %(unit)s, such as 3 "
+                        "(0 sends it at once).", n=number, unit=UNIT_WORDS.get(unit, unit))
     seconds = int(amount) * size
     if seconds > MAX_DAYS * 86400:
-        return saved, f"Step {number}: a delay is at most {MAX_DAYS} days ({MAX_DAYS // 7} weeks)."
+        return saved, _("Step %(n)s: a delay is at most %(days)s days (%(weeks)s weeks).",
+                        n=number, days=MAX_DAYS, weeks=MAX_DAYS // 7)
     try:
         if parse_duration(saved) == seconds:
             return saved, None  # unchanged: the delay as it was written, to the letter
@@ -170,7 +175,7 @@ def apply_button(fields: EditorFields, action: str) -> str | None:
     """Carry out "add" or "remove-<n>" on the fields; returns a note to show, if any."""
     if action == "add":
         if len(fields.steps) >= MAX_STEPS:
-            return f"An automation has at most {MAX_STEPS} steps."
+            return _("An automation has at most %(n)s steps.", n=MAX_STEPS)
         fields.steps.append(StepFields(delay="P1D"))
         return None
     match = _REMOVE.match(action)
@@ -182,7 +187,7 @@ def apply_button(fields: EditorFields, action: str) -> str | None:
 
 
 # How the domain names a step in its refusals: "Step 2: the delay ...", "the subject of step 2".
-_NAMED_STEP = re.compile(r"^Step ([0-9]{1,2})\b|\bof step ([0-9]{1,2})\b")
+_NAMED_STEP = re.compile(r"^(?:Step|Schritt|Étape|Paso) ([0-9]{1,2})\b|\bof step ([0-9]{1,2})\b")
 
 
 _FIELD_STEP = re.compile(r"^steps\[([0-9]{1,2})\]")

@@ -20,8 +20,8 @@ from broadside.campaigns.broadcasts.service import get_broadcast, sender_of
 from broadside.campaigns.codes.fields import check_code_fields, sample
 from broadside.campaigns.codes.minting import clean_prefix
 from broadside.campaigns.content.bodies import body_of
-from broadside.campaigns.content.versions import clean_versions
 from broadside.campaigns.content.design import broadcast_design
+from broadside.campaigns.content.versions import clean_versions
 from broadside.campaigns.field_report import EDITOR_CHECKED
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
