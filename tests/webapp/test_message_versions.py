@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import flask_babel
 import pytest
 
 from broadside.campaigns.broadcasts import drafts
@@ -168,6 +169,7 @@ def test_the_send_page_counts_the_readers_of_each_version(logged_in_client, news
     # The list speaks French: its readers without a language of their own get French.
     to_french = drafts.create_draft(db.session, list_id=french_list.id, subject="Hi",
                                     body="Hi", versions=versions)
+    flask_babel.refresh()  # the tests' one app context keeps Flask-Babel's locale between requests
     page = logged_in_client.get(f"/broadcasts/{to_french.id}/send",
                                 headers={"Accept-Language": "de"}).text
     counts = re.search(r'<p id="version-counts">(.*?)</p>', page).group(1)
