@@ -210,3 +210,48 @@ def automations_steps(automation_id: int):
     from broadside.campaigns.automations import service as automations
 
     return automations.steps_of(db.session, automation_id)
+
+
+ENGLISH_LEFTOVERS = ("Language versions", "Add a version", "Save draft", "Preview as", "Write in",
+                     "Merge fields", "Subject", "Preheader", "Mint a code", "Send a test",
+                     "Who will receive it", "Send now", "(default)", "Step 1", "Delay after",
+                     "Plain-text part", "Remove this version", "Choose a language")
+
+
+def visible_words(page: str) -> str:
+    """What a reader sees: no tags, scripts or styles."""
+    page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S)
+    return re.sub(r"<[^>]+>", " ", page)
+
+
+def test_the_editor_pages_speak_german(app, logged_in_client, news):
+    from tests.webapp.test_automation_editor import saved
+
+    broadcast = drafts.create_draft(db.session, list_id=news.id, subject="Hallo", body="Hallo",
+                                    versions=[GERMAN])
+    automation = saved(app, news.id)
+    automation_page = f"/automations/{automation.id}/edit"
+    form = {"csrf_token": csrf_token_from(logged_in_client.get(automation_page).text),
+            "action": "add-version-1", "name": "Welcome", "trigger_type": "joined_list",
+            "list_id": str(news.id), "step-1-subject": "Hi", "step-1-body": "Hello",
+            "step-1-delay-amount": "1", "step-1-delay-unit": "hours", "step-1-versions-shown": "1",
+            "step-1-version-1-locale": "fr", "step-1-version-1-subject": "Salut"}
+    german = {"Accept-Language": "de-DE,de;q=0.9"}
+    flask_babel.refresh()
+    pages = {
+        "editor": logged_in_client.get(f"/broadcasts/{broadcast.id}/edit?add_version=1",
+                                       headers=german).text,
+        "send": logged_in_client.get(f"/broadcasts/{broadcast.id}/send", headers=german).text,
+        "automation": logged_in_client.post(automation_page, data=form, headers=german).text,
+    }
+    for name, page in pages.items():
+        words = visible_words(page)
+        assert '<html lang="de"' in page, name
+        leftovers = [w for w in ENGLISH_LEFTOVERS if w in words]
+        assert not leftovers, (name, leftovers)
+    assert "Sprachversionen" in pages["editor"] and "Version hinzufügen" in pages["editor"]
+    assert "Entwurf speichern" in pages["editor"] and "Vorschau als" in pages["editor"]
+    assert "Wer sie erhält" in pages["send"] and "Standard" in pages["send"]
+    assert "Verzögerung nach dem Eintritt" in pages["automation"]
+    assert 'name="step-1-version-new-locale"' in pages["automation"]  # "Add a version" pressed
+    assert "Französisch" in pages["automation"]

@@ -36,6 +36,7 @@ _STEP_KEY = re.compile(
     r"^step-([0-9]{1,2})-(delay|delay-amount|subject|preheader|body|codes|codes-prefix|text|"
     r"text-mode)$")
 _REMOVE = re.compile(r"^remove-([0-9]{1,2})$")
+_ADD_VERSION = re.compile(r"^add-version-([0-9]{1,2})$")
 _WHOLE = re.compile(r"-?[0-9]{1,12}")
 _ID = re.compile(r"[0-9]{1,9}")
 _AMOUNT = re.compile(r"[0-9]{1,7}")
@@ -75,6 +76,7 @@ class StepFields:
     # Its versions in other languages as typed (webapp/compose/languages.py); None: not on the
     # page (then none are sent, as the API's left-out `versions`).
     versions: list[dict[str, str]] | None = None
+    adding_version: bool = False  # "Add a version" pressed: the new version's fields shown
 
     def __post_init__(self) -> None:
         if not self.delay_amount:
@@ -172,11 +174,16 @@ def delay_refusal(fields: EditorFields) -> str | None:
 
 
 def apply_button(fields: EditorFields, action: str) -> str | None:
-    """Carry out "add" or "remove-<n>" on the fields; returns a note to show, if any."""
+    """Carry out "add", "remove-<n>" or "add-version-<n>" on the fields; returns a note to
+    show, if any."""
     if action == "add":
         if len(fields.steps) >= MAX_STEPS:
             return _("An automation has at most %(n)s steps.", n=MAX_STEPS)
         fields.steps.append(StepFields(delay="P1D"))
+        return None
+    adding = _ADD_VERSION.match(action)
+    if adding and 0 < int(adding.group(1)) <= len(fields.steps):
+        fields.steps[int(adding.group(1)) - 1].adding_version = True
         return None
     match = _REMOVE.match(action)
     if match:

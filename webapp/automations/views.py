@@ -213,7 +213,7 @@ def new():
     if request.method == "POST":
         return _submitted(None)
     fields = form.EditorFields()
-    lists, _ = _names()
+    lists, _segments = _names()
     if len(lists) == 1:
         fields.list_id = str(next(iter(lists)))
     return _render_editor(fields, None)

@@ -219,11 +219,13 @@ def _render_edit(form: ComposeForm, preview: drafts.DraftPreview, error: str | N
     pane = pane or pane_context(request.form.get("preview_view"), request.form.get("preview_as"))
     # Refused: the versions as typed (kept for another try); else as saved.
     versions = (posted_versions(request.form) if error else None)
+    # "Add a version" (a link: ?add_version=1), or a refused one typed there: its fields.
     return render_template("broadcasts/edit.html", form=form, preview=preview,
                            broadcast=preview.broadcast, error=error, action_form=EmptyForm(),
                            versions=preview.broadcast.versions or [] if versions is None
                            else versions, versions_error=error if error_field == "versions"
                            else None, default_locale=get_settings(db.session).default_language,
+                           adding_version=bool(request.args.get("add_version")),
                            **pane), status
 
 
@@ -240,7 +242,7 @@ def save(broadcast_id: int):
         return redirect(url_for(".show", broadcast_id=broadcast_id))
     except ValidationError as exc:
         db.session.rollback()
-        preview, _ = preview_for(broadcast_id, check_fields=True,
+        preview, _problem = preview_for(broadcast_id, check_fields=True,
                                  picked=request.form.get("preview_as"))
         return _render_edit(form, preview, error=exc.message, status=422, error_field=exc.field)
     flash(_("Draft saved."), "success")
