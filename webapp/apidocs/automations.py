@@ -23,11 +23,11 @@ from webapp.apidocs.schemas import (
     IDENTITY_CHOICE,
     MOMENT,
     NOT_BLANK,
-    VERSIONS,
     nullable,
     obj,
     ref,
 )
+from webapp.apidocs.versions import VERSIONS
 
 AUTOMATION = {"name": "automation_id", "in": "path", "required": True, "schema": ID,
               "description": "The automation's id."}

@@ -15,7 +15,6 @@ from broadside.audience.subscribers import bulk
 from broadside.audience.subscribers import service as people
 from broadside.audience.subscribers.search import MAX_QUERY, STATUS_FILTERS
 from broadside.campaigns.broadcasts.drafts import MAX_BODY, MAX_PREHEADER, MAX_SUBJECT
-from broadside.campaigns.content.versions import MAX_BODY_CHARS, MAX_LINE_CHARS, MAX_VERSIONS
 from broadside.core.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
 from broadside.core.models.bulk import BULK_ACTIONS, BULK_STATUSES
 from broadside.core.models.sending import BROADCAST_STATUSES, DELIVERY_STATUSES
@@ -24,6 +23,7 @@ from broadside.mail.attachments import MAX_COUNT as MAX_ATTACHMENTS
 from broadside.mail.body_formats import BODY_FORMATS, DEFAULT_FORMAT
 from broadside.mail.text_part import MAX_TEXT_BODY
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
+from webapp.apidocs.versions import VERSIONS, VERSIONS_EXAMPLE, VERSIONS_INPUT  # noqa: F401 - the paths' example
 from webapp.params import MAX_DATABASE_ID
 
 
@@ -94,25 +94,6 @@ CODES = {"type": ["object", "null"], "properties": {"prefix": {
 ATTACHMENTS = {"type": "array", "maxItems": MAX_ATTACHMENTS, "items": ID, "description": (
     "Attachment ids (POST /api/attachments), sent with every copy in this order; at most "
     f"{MAX_ATTACHMENTS}, and 10 MB in all. An unknown id or a larger total is 422 naming it.")}
-# The message in other languages (broadside.campaigns.content.versions.clean_versions).
-VERSIONS = {"type": "array", "maxItems": MAX_VERSIONS, "items": {
-    "type": "object", "required": ["locale", "subject"], "additionalProperties": True,
-    "properties": {
-        "locale": {"type": "string", "maxLength": 35, "description": "A language tag: de, "
-                   "fr, pt-BR, zh-Hans (case and _ forgiven; stored as shown)."},
-        "subject": {"type": "string", "minLength": 1, "maxLength": MAX_LINE_CHARS},
-        "preheader": {"type": "string", "maxLength": MAX_LINE_CHARS},
-        "body": {"type": "string", "maxLength": MAX_BODY_CHARS,
-                 "description": "In the message's own format (markdown or html)."}}},
-    "description": (
-        "The message in other languages, one per language: each reader gets the version of "
-        "their language (their own, else their list's), or else the message's own fields, "
-        "the default version (in Settings' default language). A bad tag, a language given "
-        "twice or the default's, or a version without a subject is 422 with field "
-        "`versions`. Given: all of them, replacing what was; [] for none."),
-    "example": [{"locale": "de", "subject": "Neuigkeiten im November", "preheader": "",
-                 "body": "Hallo {{ name }}!"}]}
-VERSIONS_INPUT = {**VERSIONS, "type": ["array", "null"]}  # null: none, as []
 SUBSCRIPTION_STATUS = {"type": "string", "enum": list(SUBSCRIPTION_STATUSES)}
 SUPPRESSION = {"type": ["string", "null"], "enum": [*SUPPRESSIONS, None],
                "description": "Set when no list may mail them: bounced, complained or blocked."}
