@@ -83,7 +83,7 @@ def test_create_read_replace_enable_disable_and_delete(client, api_headers):
     assert body["created_at"].endswith("Z") and body["updated_at"].endswith("Z")
     first, second = body["steps"]
     assert set(first) == {"id", "position", "delay", "delay_seconds", "subject", "preheader",
-                          "body", "format", "text", "revision_id", "codes", "attachments",
+                          "body", "format", "text", "revision_id", "codes", "attachments", "versions",
                           "counts"}
     assert (first["position"], first["delay"], first["delay_seconds"]) == (1, "PT0S", 0)
     assert (second["position"], second["delay"], second["delay_seconds"]) == (2, "P3D", 3 * 86400)

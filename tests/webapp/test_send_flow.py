@@ -104,7 +104,7 @@ def test_confirmation_shows_who_receives_it_and_who_is_skipped_and_why(logged_in
     settings()
     page = logged_in_client.get(f"/broadcasts/{draft.id}/send")
     assert page.status_code == 200
-    assert "<strong class=\"big-number\">3</strong>\n    active subscribers will receive it." in page.text
+    assert "<strong class=\"big-number\">3</strong> active subscribers will receive it." in page.text
     assert "3 others on the list will be skipped:" in page.text
     for words in ("1 unsubscribed", "1 their address bounced before",
                   "1 have not confirmed their subscription"):

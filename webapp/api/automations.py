@@ -55,6 +55,7 @@ def step_json(step: AutomationStep, counts: dict[str, int] | None) -> dict[str, 
             "revision_id": step.revision_id,
             "codes": codes_json(step.codes_prefix),
             "attachments": list(step.attachment_ids or []),
+            "versions": list(step.versions or []),
             "counts": {status: (counts or {}).get(status, 0) for status in DELIVERY_STATUSES}}
 
 

@@ -3,7 +3,8 @@ tests/webapp/test_api_broadcast_drafts.py and described in `webapp/apidocs/paths
 
 - PATCH /api/broadcasts/<id> with any of "list_id", "segment_id", "subject", "preheader",
   "body", "format", "skip_if_received_within_hours", "identity_id", "codes", "text",
-  "attachments" -> 200 Broadcast. "text" is the plain-text part as the owner writes it (merge
+  "attachments", "versions" -> 200 Broadcast ("versions": all of them, replacing what
+  was). "text" is the plain-text part as the owner writes it (merge
   fields work), null for the one made from the body. What is not given
   stays as it is; "identity_id": null is the default sending identity.
   The audience is one list or one segment: giving "segment_id" clears the list and giving
@@ -34,7 +35,8 @@ from webapp.extensions import db
 from webapp.permissions import allow
 
 EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body", "format",
-            "skip_if_received_within_hours", "identity_id", "codes", "text", "attachments")
+            "skip_if_received_within_hours", "identity_id", "codes", "text", "attachments",
+            "versions")
 
 
 @bp.route("/broadcasts/<int:broadcast_id>", methods=["PATCH"])
@@ -53,6 +55,7 @@ def edit_draft(broadcast_id: int):
     text: Any = (None if data["text"] is None else text_field(data, "text")
                  ) if "text" in data else drafts.KEEP
     body_format: Any = check_format(data["format"]) if "format" in data else drafts.KEEP
+    versions: Any = data["versions"] if "versions" in data else drafts.KEEP
 
     current = service.get_broadcast(db.session, broadcast_id)
     if current.status != BroadcastStatus.DRAFT:
@@ -71,6 +74,7 @@ def edit_draft(broadcast_id: int):
         codes_prefix=codes,
         text_body=text,
         body_format=body_format,
+        versions=versions,
     )
     if "attachments" in data:
         attachment_use.attach_to_draft(db.session, broadcast_id, attachments)

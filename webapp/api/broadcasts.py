@@ -7,7 +7,8 @@ test_api_broadcast_drafts.py). Editing and deleting drafts is in `webapp/api/bro
   "status", "identity_id", "codes", "attachments", "format"}. `format`: "markdown" (the
   default) or "html" (the body is HTML, sanitised for email when frozen). `attachments`: ids
   from POST /api/attachments (422 naming an unknown one, or the total over 10 MB). `codes`:
-  null (off) or {"prefix": "SAVE"}, a code per recipient.
+  null (off) or {"prefix": "SAVE"}, a code per recipient. `versions`: the message in other
+  languages, [{"locale", "subject", "preheader"?, "body"}] (`content.versions.clean_versions`).
   Exactly one audience. The cap: absent or null takes the Settings default, 0 means no cap,
   1-720 hours. The sending identity: absent or null is the default, else a live identity's id.
 - GET /api/broadcasts?after=&limit= -> 200 {"items": [Broadcast], "next"}: newest first (by
@@ -60,7 +61,7 @@ def broadcast_json(b: Broadcast) -> dict[str, Any]:
         "format": b.body_format, "list_id": b.list_id, "segment_id": b.segment_id,
         "skip_if_received_within_hours": b.skip_if_received_within_hours,
         "identity_id": b.identity_id, "codes": codes_json(b.codes_prefix),
-        "attachments": list(b.attachment_ids or []),
+        "attachments": list(b.attachment_ids or []), "versions": list(b.versions or []),
         "counts": {"total": b.total,
                    **{status: getattr(b, f"{status}_count") for status in DELIVERY_STATUSES}},
         "created_at": iso(b.created_at), "updated_at": iso(b.updated_at),
@@ -81,7 +82,7 @@ def audience_fields(data: dict[str, Any]) -> tuple[int | None, int | None]:
 @allow("write")
 def create_broadcast():
     data = json_body()
-    null_only_for(data, ("identity_id", "skip_if_received_within_hours", "codes"),
+    null_only_for(data, ("identity_id", "skip_if_received_within_hours", "codes", "versions"),
                   documented=BROADCAST_FIELDS)
     require_keys(data, ("subject", "body"))
     list_id, segment_id = audience_fields(data)
@@ -100,12 +101,14 @@ def create_broadcast():
         identity_id=id_field(data, "identity_id"),
         codes_prefix=codes_setting(data.get("codes")),
         body_format=check_format(data.get("format", DEFAULT_FORMAT)),
+        versions=data.get("versions"),
     )
     if attachments:
         attachment_use.attach_to_draft(db.session, broadcast.id, attachments)
     return jsonify({**_state(broadcast), "identity_id": broadcast.identity_id,
                     "codes": codes_json(broadcast.codes_prefix),
-                    "attachments": attachments, "format": broadcast.body_format}), 201
+                    "attachments": attachments, "format": broadcast.body_format,
+                    "versions": list(broadcast.versions or [])}), 201
 
 
 @bp.route("/broadcasts", methods=["GET"])
@@ -153,6 +156,7 @@ def show(broadcast_id: int):
             "codes": codes_json(b.codes_prefix),
             "attachments": list(b.attachment_ids or []),
             "format": b.body_format,
+            "versions": list(b.versions or []),
             "pause_reason": shown(b.pause_reason),
             "total": b.total,
             # One counter column per delivery status, in the order of DELIVERY_STATUSES.

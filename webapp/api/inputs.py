@@ -70,7 +70,8 @@ def null_only_for(data: dict[str, Any], nullable: Iterable[str] = (), *,
 LIST_FIELDS = ("name", "description")
 SUBSCRIBER_FIELDS = ("email", "name", "attributes", "lists", "welcome")
 BROADCAST_FIELDS = ("subject", "body", "format", "preheader", "list_id", "segment_id",
-                    "identity_id", "skip_if_received_within_hours", "codes", "attachments")
+                    "identity_id", "skip_if_received_within_hours", "codes", "attachments",
+                    "versions")
 
 
 def require_keys(data: dict[str, Any], required: Iterable[str]) -> None:

@@ -27,6 +27,7 @@ from webapp.apidocs.schemas import (
     obj,
     ref,
 )
+from webapp.apidocs.versions import VERSIONS
 
 AUTOMATION = {"name": "automation_id", "in": "path", "required": True, "schema": ID,
               "description": "The automation's id."}
@@ -90,6 +91,9 @@ STEP_INPUT = obj({
     "attachments": {**ATTACHMENTS, "description": "Attachment ids (POST /api/attachments) "
                     "sent with each person's message; left out: none. At most 10 MB in all; an "
                     "unknown id or a larger total is 422 naming the step."},
+    "versions": {**VERSIONS, "type": ["array", "null"], "description": "The step in other "
+                 "languages, as a broadcast's `versions`; a refusal is 422 with field "
+                 "`steps[N].versions`, naming the step."},
 }, ("subject",))
 
 STEP = obj({
@@ -102,7 +106,7 @@ STEP = obj({
     "revision_id": {**nullable(ID), "description": (
         "The frozen content new messages get. Saving changed content freezes a new one; "
         "messages already due keep the revision they had.")},
-    "codes": CODES, "attachments": ATTACHMENTS,
+    "codes": CODES, "attachments": ATTACHMENTS, "versions": VERSIONS,
     "counts": ref("StepCounts"),
 })
 
@@ -165,12 +169,14 @@ AUTOMATION_EXAMPLE = {
         {"id": 9, "position": 1, "delay": "PT0S", "delay_seconds": 0,
          "subject": "Welcome, {{ name }}", "preheader": "", "body": "Glad you came.",
          "format": "markdown", "text": None, "revision_id": 14, "codes": None, "attachments": [],
+         "versions": [{"locale": "de", "subject": "Willkommen, {{ name }}", "preheader": "",
+                       "body": "Schön, dass Sie da sind."}],
          "counts": {**ZERO, "sent": 118, "skipped": 2}},
         {"id": 10, "position": 2, "delay": "P3D", "delay_seconds": 259200,
          "subject": "Three tips", "preheader": "Start here", "body": "1. ...",
          "format": "markdown", "text": "Three tips, in plain words: ...", "revision_id": 15,
          "codes": {"prefix": "TIPS"},
-         "attachments": [],
+         "attachments": [], "versions": [],
          "counts": {**ZERO, "pending": 40, "sent": 78, "skipped": 2}},
     ],
 }

@@ -18,7 +18,7 @@ from webapp.api.broadcasts import DEFAULT_PAGE as BROADCAST_PAGE
 from webapp.api.broadcasts import MAX_PAGE as MAX_BROADCAST_PAGE
 from webapp.api.subscribers import DEFAULT_PAGE as SUBSCRIBER_PAGE
 from webapp.api.subscribers import MAX_PAGE as MAX_SUBSCRIBER_PAGE
-from webapp.apidocs.schemas import AFTER, ERROR_STATUS, ID, ref
+from webapp.apidocs.schemas import AFTER, ERROR_STATUS, ID, VERSIONS_EXAMPLE, ref
 
 JSON = "application/json"
 
@@ -100,9 +100,9 @@ COUNTS_EXAMPLE = {"total": 0, **{status: 0 for status in DELIVERY_STATUSES}}
 BROADCAST_EXAMPLE = {"id": 7, "status": "draft", "subject": "November news", "preheader": "",
                      "list_id": None, "segment_id": 3, "skip_if_received_within_hours": 24,
                      "identity_id": None, "codes": None, "attachments": [], "format": "markdown",
-                     "counts": COUNTS_EXAMPLE, "created_at": "2026-11-20T10:00:00Z",
-                     "updated_at": "2026-11-20T10:05:00Z", "scheduled_at": None,
-                     "finished_at": None}
+                     "versions": [VERSIONS_EXAMPLE], "counts": COUNTS_EXAMPLE,
+                     "created_at": "2026-11-20T10:00:00Z", "updated_at": "2026-11-20T10:05:00Z",
+                     "scheduled_at": None, "finished_at": None}
 ACTIONS = {
     "send": ("Send a draft now", "Freezes its content, snapshots the audience and queues the "
              "send. 409 if it is not a draft; 422 if it cannot be sent (no subject, no audience).",
@@ -348,7 +348,7 @@ BROADCAST_PATHS: dict[str, Any] = {
                                             "skip_if_received_within_hours": 24,
                                             "identity_id": 2, "codes": {"prefix": "SAVE"}}),
             responses={"201": reply("Created.", "BroadcastCreated",
-                                    {"id": 7, "status": "draft", "identity_id": 2,
+                                    {"id": 7, "status": "draft", "identity_id": 2, "versions": [],
                                      "codes": {"prefix": "SAVE"}, "attachments": [], "format": "markdown"})},
             errors=("Invalid",)),
     },

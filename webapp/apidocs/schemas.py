@@ -23,6 +23,7 @@ from broadside.mail.attachments import MAX_COUNT as MAX_ATTACHMENTS
 from broadside.mail.body_formats import BODY_FORMATS, DEFAULT_FORMAT
 from broadside.mail.text_part import MAX_TEXT_BODY
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
+from webapp.apidocs.versions import VERSIONS, VERSIONS_EXAMPLE, VERSIONS_INPUT  # noqa: F401 - the paths' example
 from webapp.params import MAX_DATABASE_ID
 
 
@@ -265,7 +266,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
     "BroadcastState": obj({"id": ID, "status": ref("BroadcastStatus")}),
     "BroadcastCreated": obj({"id": ID, "status": ref("BroadcastStatus"),
                              "identity_id": IDENTITY_CHOICE, "codes": CODES,
-                             "attachments": ATTACHMENTS, "format": BODY_FORMAT}),
+                             "attachments": ATTACHMENTS, "format": BODY_FORMAT,
+                             "versions": VERSIONS}),
     "Broadcast": obj({
         "id": ID, "status": ref("BroadcastStatus"), "subject": {"type": "string"},
         "preheader": {"type": "string"}, "format": BODY_FORMAT,
@@ -275,7 +277,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                           "received a broadcast within this many hours are "
                                           "skipped at their turn; null: no cap."},
         "identity_id": IDENTITY_CHOICE, "codes": CODES, "attachments": ATTACHMENTS,
-        "counts": COUNTS, "created_at": MOMENT, "updated_at": MOMENT,
+        "versions": VERSIONS, "counts": COUNTS, "created_at": MOMENT, "updated_at": MOMENT,
         "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT),
     }, description="The body and the plain-text part are left out of lists and edits (the body "
        "can be 500 kB)."),
@@ -284,7 +286,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                    "(older) page; null on the last page."}}),
     "BroadcastDetail": obj({
         "id": ID, "status": ref("BroadcastStatus"), "identity_id": IDENTITY_CHOICE,
-        "codes": CODES, "attachments": ATTACHMENTS, "format": BODY_FORMAT,
+        "codes": CODES, "attachments": ATTACHMENTS, "format": BODY_FORMAT, "versions": VERSIONS,
         "pause_reason": {"type": ["string", "null"]}, "total": {"type": "integer"},
         "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}),
     }),
@@ -301,7 +303,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                         "absent or null: the default identity."},
         "codes": {**CODES, "description": "Absent or null: no codes. {\"prefix\": \"SAVE\"}: "
                   "a single-use code per recipient, {{ code }} in the subject or body."},
-        "attachments": ATTACHMENTS,
+        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT,
     }, ("subject", "body"), closed=False,
         description="Exactly one of list_id and segment_id.",
         extra={"oneOf": [{"required": ["list_id"]}, {"required": ["segment_id"]}]}),
@@ -321,7 +323,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                  "description": "The plain-text part as you write it ({{ merge fields }} work; "
                                 "the footer is added), or null (or blank) for the one made from "
                                 "the body."},
-        "attachments": ATTACHMENTS,
+        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT,
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
                         "clears list_id and giving list_id clears segment_id; not both (one "
                         "of them null is fine)."),

@@ -26,7 +26,9 @@ from werkzeug.datastructures import MultiDict
 from broadside.campaigns.automations.durations import MAX_DAYS, parse_duration
 from broadside.campaigns.automations.service import MAX_STEPS, AutomationInput, parse_input
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _, _l
 from broadside.mail.body_formats import EDITORS, written_as
+from webapp.compose.languages import posted_versions
 
 MAX_FIELD = 600_000  # longer than any valid value: the domain says what is too long
 # ASCII digits only: `\d` and str.isdigit() also accept "٣" and "²", and int("²") raises.
@@ -34,11 +36,14 @@ _STEP_KEY = re.compile(
     r"^step-([0-9]{1,2})-(delay|delay-amount|subject|preheader|body|codes|codes-prefix|text|"
     r"text-mode)$")
 _REMOVE = re.compile(r"^remove-([0-9]{1,2})$")
+_ADD_VERSION = re.compile(r"^add-version-([0-9]{1,2})$")
 _WHOLE = re.compile(r"-?[0-9]{1,12}")
 _ID = re.compile(r"[0-9]{1,9}")
 _AMOUNT = re.compile(r"[0-9]{1,7}")
 # The form's units, largest first; "seconds" is offered only to show a delay that needs it.
 UNITS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60}
+UNIT_WORDS = {"weeks": _l("weeks"), "days": _l("days"), "hours": _l("hours"),
+              "minutes": _l("minutes"), "seconds": _l("seconds")}
 _ISO = {"weeks": "P{}W", "days": "P{}D", "hours": "PT{}H", "minutes": "PT{}M", "seconds": "PT{}S"}
 
 
@@ -68,6 +73,10 @@ class StepFields:
     text_body: str | None = None  # the plain-text part as written; None: made from the body
     attachment_ids: list[int] = field(default_factory=list)  # its files, in order
     editor: str = "markdown"  # the compose mode: templates/automations/_step_body.html
+    # Its versions in other languages as typed (webapp/compose/languages.py); None: not on the
+    # page (then none are sent, as the API's left-out `versions`).
+    versions: list[dict[str, str]] | None = None
+    adding_version: bool = False  # "Add a version" pressed: the new version's fields shown
 
     def __post_init__(self) -> None:
         if not self.delay_amount:
@@ -101,13 +110,15 @@ def _delay(number: int, amount: str, unit: str, saved: str) -> tuple[str, str | 
     amount = amount.strip()
     size = UNITS.get(unit) or (1 if unit == "seconds" else None)
     if size is None:
-        return saved, f"Step {number}: choose the delay's unit: minutes, hours, days or weeks."
+        return saved, _("Step %(n)s: choose the delay's unit: minutes, hours, days or weeks.",
+                        n=number)
     if not _AMOUNT.fullmatch(amount):
-        return saved, (f"Step {number}: give the delay as a whole number of {unit}, such as 3 "
-                       "(0 sends it at once).")
+        return saved, _("Step %(n)s: give the delay as a whole number of %(unit)s, such as 3 "
+                        "(0 sends it at once).", n=number, unit=UNIT_WORDS.get(unit, unit))
     seconds = int(amount) * size
     if seconds > MAX_DAYS * 86400:
-        return saved, f"Step {number}: a delay is at most {MAX_DAYS} days ({MAX_DAYS // 7} weeks)."
+        return saved, _("Step %(n)s: a delay is at most %(days)s days (%(weeks)s weeks).",
+                        n=number, days=MAX_DAYS, weeks=MAX_DAYS // 7)
     try:
         if parse_duration(saved) == seconds:
             return saved, None  # unchanged: the delay as it was written, to the letter
@@ -152,6 +163,7 @@ def read_form(form: MultiDict) -> EditorFields:
             attachment_ids=[int(v) for v in form.getlist(f"step-{number}-attachment")
                             if _ID.fullmatch(v)],
             editor=_text(form, f"step-{number}-editor", "markdown")[:20],
+            versions=posted_versions(form, f"step-{number}-version"),
         ))
     return fields
 
@@ -162,11 +174,16 @@ def delay_refusal(fields: EditorFields) -> str | None:
 
 
 def apply_button(fields: EditorFields, action: str) -> str | None:
-    """Carry out "add" or "remove-<n>" on the fields; returns a note to show, if any."""
+    """Carry out "add", "remove-<n>" or "add-version-<n>" on the fields; returns a note to
+    show, if any."""
     if action == "add":
         if len(fields.steps) >= MAX_STEPS:
-            return f"An automation has at most {MAX_STEPS} steps."
+            return _("An automation has at most %(n)s steps.", n=MAX_STEPS)
         fields.steps.append(StepFields(delay="P1D"))
+        return None
+    adding = _ADD_VERSION.match(action)
+    if adding and 0 < int(adding.group(1)) <= len(fields.steps):
+        fields.steps[int(adding.group(1)) - 1].adding_version = True
         return None
     match = _REMOVE.match(action)
     if match:
@@ -177,11 +194,18 @@ def apply_button(fields: EditorFields, action: str) -> str | None:
 
 
 # How the domain names a step in its refusals: "Step 2: the delay ...", "the subject of step 2".
-_NAMED_STEP = re.compile(r"^Step ([0-9]{1,2})\b|\bof step ([0-9]{1,2})\b")
+_NAMED_STEP = re.compile(r"^(?:Step|Schritt|Étape|Paso) ([0-9]{1,2})\b|\bof step ([0-9]{1,2})\b")
 
 
-def step_named(message: str | None) -> int | None:
-    """The step a refusal is about (to mark it beside its fields), if it names one."""
+_FIELD_STEP = re.compile(r"^steps\[([0-9]{1,2})\]")
+
+
+def step_named(message: str | None, field: str | None = None) -> int | None:
+    """The step a refusal is about (to mark it beside its fields), if it names one: by its
+    field (`steps[1].versions`: step 2), else by its words."""
+    by_field = _FIELD_STEP.match(field or "")
+    if by_field:
+        return int(by_field.group(1)) + 1
     match = _NAMED_STEP.search(message or "")
     return int(match.group(1) or match.group(2)) if match else None
 
@@ -209,7 +233,7 @@ def as_body(fields: EditorFields) -> dict[str, Any]:
                    # Typed in any case: codes are capitals (the API itself takes them only so).
                    "codes": {"prefix": s.codes_prefix.strip().upper()} if s.codes else None,
                    "text": s.text_body,
-                   "attachments": s.attachment_ids,
+                   "attachments": s.attachment_ids, "versions": s.versions,
                    **({"id": s.id} if s.id is not None else {})}
                   for s in fields.steps],
     }
@@ -244,7 +268,8 @@ def from_saved(shape: dict[str, Any], step_ids: list[int],
                           codes=s["codes"] is not None,
                           codes_prefix=(s["codes"] or {}).get("prefix", ""), editor=mode,
                           text_body=s.get("text"),
-                          attachment_ids=list(s.get("attachments") or []))
+                          attachment_ids=list(s.get("attachments") or []),
+                          versions=list(s.get("versions") or []))
                for s, step_id, mode in zip(shape["steps"], step_ids, modes, strict=True)],
     )
 

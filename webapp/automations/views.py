@@ -26,9 +26,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Response, current_app, flash, redirect, render_template, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
+from markupsafe import escape
 
 from broadside.audience.lists import all_lists
 from broadside.campaigns.automations import durations, message_page, refreeze
@@ -38,7 +41,9 @@ from broadside.campaigns.broadcasts import merge_person
 from broadside.campaigns.field_report import MergeReport
 from broadside.core import roles
 from broadside.core.errors import Conflict, DomainError, Forbidden, NotFound, ValidationError
+from broadside.core.i18n import _, _l, ngettext
 from broadside.core.models import Automation
+from broadside.core.site_settings import get_settings
 from broadside.delivery.identities.service import all_identities
 from broadside.delivery.transactional import queued_test
 from broadside.segments.service import all_segments
@@ -134,24 +139,27 @@ def _typed_report(fields: form.EditorFields) -> MergeReport:
 
 def _render_editor(fields: form.EditorFields, automation: Automation | None, *,
                    error: str | None = None, note: str | None = None, status: int = 200,
-                   name_taken: bool = False):
+                   name_taken: bool = False, error_field: str | None = None):
     lists, segments = _names()
     senders = send_from_choices(all_identities(db.session, current_app.config))
-    error_step = None if name_taken else form.step_named(error)
+    error_step = None if name_taken else form.step_named(error, error_field)
     if error_step is not None and error_step <= len(fields.steps) and "delay" in (error or ""):
         # A refused delay is told under its number and unit, not above the step.
         fields.steps[error_step - 1].delay_error, error_step = error, None
     page = render_template("automations/edit.html", fields=fields, automation=automation,
                            lists=lists, segments=segments, senders=senders, error=error, note=note,
                            error_step=error_step, merge=_typed_report(fields),
-                           max_steps=automations.MAX_STEPS, csrf_form=ConfirmForm())
+                           max_steps=automations.MAX_STEPS, csrf_form=ConfirmForm(),
+                           versions_error_step=error_step if (error_field or "").endswith(
+                               ".versions") else None,
+                           default_locale=get_settings(db.session).default_language)
     return page, status
 
 
 def _submitted(automation: Automation | None):
     if not ConfirmForm().validate_on_submit():
         return _render_editor(form.read_form(request.form), automation,
-                              error="The form expired; press Save again.", status=400)
+                              error=_("The form expired; press Save again."), status=400)
     fields = form.read_form(request.form)
     action = request.form.get("action", "save")
     if action != "save":
@@ -162,27 +170,27 @@ def _submitted(automation: Automation | None):
         return _render_editor(fields, automation, error=refused, status=422)
     try:
         if fields.trigger_type == "segment" and not fields.segment_id:
-            raise ValidationError("Choose the segment whose people enter this automation.")
+            raise ValidationError(_("Choose the segment whose people enter this automation."))
         if fields.trigger_type != "segment" and not fields.list_id:
-            raise ValidationError("Choose the list whose new subscribers enter this automation.")
+            raise ValidationError(_("Choose the list whose new subscribers enter this automation."))
         data = form.parsed(fields)
         if automation is None:
             saved = automations.create_automation(db.session, data, default_from=_default_from())
-            flash(f"The automation “{saved.name}” is saved. It is disabled until you enable it.",
-                  "success")
+            flash(_("The automation “%(name)s” is saved. It is disabled until you enable it.",
+                    name=saved.name), "success")
         else:
             saved = automations.update_automation(db.session, automation.id, data,
                                                   default_from=_default_from(),
                                                   only_if_off=not can(roles.SEND))
-            flash(f"The automation “{saved.name}” is saved.", "success")
+            flash(_("The automation “%(name)s” is saved.", name=saved.name), "success")
     except Forbidden as exc:  # a writer's save of one that is on: their input kept, nothing saved
         return _render_editor(fields, automation, error=exc.message, status=exc.status_code)
     except (ValidationError, Conflict) as exc:
         return _render_editor(fields, automation, error=exc.message, status=422,
-                              name_taken=isinstance(exc, Conflict))
+                              name_taken=isinstance(exc, Conflict), error_field=exc.field)
     if automation_report(db.session, saved.id).warning_count:
         # Its merge fields need a look: back to the editor, where the report is.
-        flash("Check its merge fields below: some will print nothing for some people.", "info")
+        flash(_("Check its merge fields below: some will print nothing for some people."), "info")
         return after_post(url_for("automations.edit", automation_id=saved.id) + "#merge-report")
     return after_post(url_for("automations.index") + f"#automation-{saved.id}")
 
@@ -193,8 +201,8 @@ def merge_check():
     """htmx, as the owner types: what the steps' merge fields do to the trigger's people,
     nothing saved (the editor's report, swapped into #merge-report)."""
     if not ConfirmForm().validate_on_submit():
-        return make_response('<p class="muted">Reload the page to check the merge fields.</p>',
-                             200)
+        words = escape(_("Reload the page to check the merge fields."))
+        return make_response(f'<p class="muted">{words}</p>', 200)
     return render_template("broadcasts/_merge_check.html",
                            merge=_typed_report(form.read_form(request.form)))
 
@@ -205,7 +213,7 @@ def new():
     if request.method == "POST":
         return _submitted(None)
     fields = form.EditorFields()
-    lists, _ = _names()
+    lists, _segments = _names()
     if len(lists) == 1:
         fields.list_id = str(next(iter(lists)))
     return _render_editor(fields, None)
@@ -226,22 +234,24 @@ def edit(automation_id: int):
 # ------------------------------------------------------------------ state
 
 
-def _move(automation_id: int, action, said: str, *, report: bool = False):
+def _move(automation_id: int, action, said: Any, *, report: bool = False):
     if not ConfirmForm().validate_on_submit():
-        flash("The form expired; try again.", "error")
+        flash(_("The form expired; try again."), "error")
         return redirect(url_for("automations.index"))
     try:
         automation = action(db.session, automation_id)
-        flash(said.format(name=automation.name), "success")
+        flash(str(said) % {"name": automation.name}, "success")
     except (ValidationError, Conflict) as exc:
         flash(exc.message, "error")
         return redirect(url_for("automations.index") + f"#automation-{automation_id}")
     if report:
         merge = automation_report(db.session, automation_id)
         for warning in merge.warnings:
-            flash(f"Check its merge fields: {warning}", "info")
+            flash(_("Check its merge fields: %(warning)s", warning=warning), "info")
         if merge.more:
-            flash(f"… and {merge.more} more merge fields to check in its editor.", "info")
+            flash(ngettext("… and %(num)s more merge field to check in its editor.",
+                           "… and %(num)s more merge fields to check in its editor.", merge.more),
+                  "info")
     return redirect(url_for("automations.index") + f"#automation-{automation_id}")
 
 
@@ -249,7 +259,8 @@ def _move(automation_id: int, action, said: str, *, report: bool = False):
 @allow("send")
 def enable(automation_id: int):
     return _move(automation_id, automations.enable,
-                 "“{name}” is enabled: people who join now enter it, and its due messages go out.",
+                 _l("“%(name)s” is enabled: people who join now enter it, and its due messages "
+                    "go out."),
                  report=True)
 
 
@@ -257,8 +268,8 @@ def enable(automation_id: int):
 @allow("send")
 def disable(automation_id: int):
     return _move(automation_id, automations.disable,
-                 "“{name}” is disabled: nobody new enters it, and its due messages wait until you "
-                 "enable it again.")
+                 _l("“%(name)s” is disabled: nobody new enters it, and its due messages wait "
+                    "until you enable it again."))
 
 
 @bp.route("/<int:automation_id>/delete", methods=["GET", "POST"])
@@ -268,8 +279,8 @@ def delete(automation_id: int):
     confirm = ConfirmForm()
     if request.method == "POST" and confirm.validate_on_submit():
         automations.delete(db.session, automation_id, only_if_off=not can(roles.SEND))
-        flash(f"The automation “{automation.name}” is deleted; its waiting messages were skipped.",
-              "success")
+        flash(_("The automation “%(name)s” is deleted; its waiting messages were skipped.",
+                name=automation.name), "success")
         return redirect(url_for("automations.index"))
     card = _card(automation)
     waiting = sum(c.get("pending", 0) for c in (s["counts"] for s in card["steps"]))
@@ -325,7 +336,8 @@ def send_test(automation_id: int, step_id: int):
             error=error, address=address, test=test, status_id=f"test-status-{step_id}",
             fill_id=f"fill-{step_id}", fill_typed=typed, person=person,
             list_id=automation.list_id, segment_id=automation.segment_id), 200)
-    flash(f"Test not sent: {error.message}" if error else
-          f"Test queued for {address.lower()}. {person.words if person else ''}",
+    flash(_("Test not sent: %(error)s", error=error.message) if error else
+          _("Test queued for %(address)s. %(filled)s", address=address.lower(),
+            filled=person.words if person else ""),
           "error" if error else "success")
     return redirect(url_for("automations.edit", automation_id=automation_id) + f"#step-{step_id}")

@@ -104,7 +104,7 @@ def preview_frame(broadcast_id: int) -> Response:
     view = chosen_view(request.args.get("view"))
     if view == "text":
         abort(404)
-    preview, _ = preview_for(broadcast_id, picked=request.args.get("as"))
+    preview, _problem = preview_for(broadcast_id, picked=request.args.get("as"))
     if preview.rendered is not None:
         html = preview.rendered.html
         response = make_response(TRANSFORMS[view](html) if view in TRANSFORMS else html)

@@ -21,9 +21,10 @@ from flask import (
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, StringField
 
-from broadside.campaigns.broadcasts import drafts, evidence, launch, merge_person, service
+from broadside.campaigns.broadcasts import audience, drafts, evidence, launch, merge_person, service
 from broadside.campaigns.broadcasts.progress import Progress, read_progress
 from broadside.core.errors import Conflict, DomainError, ValidationError
+from broadside.core.i18n import _, _l, ngettext
 from broadside.delivery import transactional
 from webapp.broadcasts import bp, merge_fill
 from webapp.extensions import db, get_jobs
@@ -34,15 +35,15 @@ from webapp.readiness import sending_readiness
 
 
 class TestSendForm(FlaskForm):
-    to_email = StringField("Send a test to", render_kw={"type": "email", "autocomplete": "email"})
+    to_email = StringField(_l("Send a test to"), render_kw={"type": "email", "autocomplete": "email"})
 
 
 class SendForm(FlaskForm):
-    queue_anyway = BooleanField("Queue it anyway: it starts as soon as sending works again")
+    queue_anyway = BooleanField(_l("Queue it anyway: it starts as soon as sending works again"))
 
 
 class ScheduleForm(FlaskForm):
-    send_at = StringField("Date and time", render_kw={"type": "datetime-local"})
+    send_at = StringField(_l("Date and time"), render_kw={"type": "datetime-local"})
 
 
 # The event the progress fragment's answer fires when a delivery moved since the page last
@@ -98,11 +99,11 @@ def send_test(broadcast_id: int):
             error=error, address=address, test=test, status_id="test-status", fill_id="fill_from",
             fill_typed=typed, person=person, list_id=broadcast.list_id, segment_id=broadcast.segment_id)
     if error:
-        flash(f"Test not sent: {error.message}", "error")
+        flash(_("Test not sent: %(error)s", error=error.message), "error")
     else:
         assert person is not None
-        flash(f"Test queued for {address.lower()}: it arrives within a few seconds while the "
-              f"worker runs. {person.words}", "success")
+        flash(_("Test queued for %(address)s: it arrives within a few seconds while the worker "
+                "runs. %(filled)s", address=address.lower(), filled=person.words), "success")
     return redirect(request.referrer if _same_site(request.referrer)
                     else url_for(".show", broadcast_id=broadcast_id))
 
@@ -139,7 +140,7 @@ def _render_confirm(broadcast_id: int, *, error: str | None = None, status: int 
         "broadcasts/send_confirm.html", plan=plan, broadcast=plan.broadcast,
         list_name=drafts.audience_name(db.session, plan.broadcast), identity=identity,
         not_ready=readiness.reasons, from_name=identity.from_name, from_email=identity.from_email,
-        error=error,
+        error=error, version_counts=audience.readers_per_version(db.session, plan.broadcast),
         send_form=send_form or SendForm(formdata=None),
         schedule_form=schedule_form or ScheduleForm(formdata=None),
     ), status
@@ -172,13 +173,19 @@ def send(broadcast_id: int):
         return _render_confirm(broadcast_id, error=exc.message, status=exc.status_code,
                                send_form=form)
     if broadcast.snapshot_cursor >= broadcast.snapshot_until:
-        flash(f"Sending to {broadcast.total:,} subscribers. You can leave this page: the worker "
-              "carries on.", "success")
-    else:  # a large audience: the worker writes its rows in chunks and sends from the first
-        about = (f" of about {broadcast.audience_estimate:,} subscribers"
-                 if broadcast.audience_estimate is not None else "")
-        flash(f"Sending: the worker is preparing the recipient list{about} and starts with the "
-              "first of them. You can leave this page: the worker carries on.", "success")
+        flash(ngettext("Sending to %(num)s subscriber. You can leave this page: the worker "
+                       "carries on.", "Sending to %(num)s subscribers. You can leave this page: "
+                       "the worker carries on.", broadcast.total), "success")
+    elif broadcast.audience_estimate is not None:  # a large audience, written in chunks
+        flash(ngettext("Sending: the worker is preparing the recipient list of about %(num)s "
+                       "subscriber and starts with the first of them. You can leave this page: "
+                       "the worker carries on.", "Sending: the worker is preparing the recipient "
+                       "list of about %(num)s subscribers and starts with the first of them. You "
+                       "can leave this page: the worker carries on.",
+                       broadcast.audience_estimate), "success")
+    else:
+        flash(_("Sending: the worker is preparing the recipient list and starts with the first "
+                "of them. You can leave this page: the worker carries on."), "success")
     return redirect(url_for(".show", broadcast_id=broadcast_id))
 
 
@@ -195,7 +202,7 @@ def schedule(broadcast_id: int):
             return redirect(url_for(".show", broadcast_id=broadcast_id))
         return _render_confirm(broadcast_id, error=exc.message, status=exc.status_code,
                                schedule_form=form)
-    flash("Scheduled. You can cancel the schedule until it starts.", "success")
+    flash(_("Scheduled. You can cancel the schedule until it starts."), "success")
     return redirect(url_for(".show", broadcast_id=broadcast.id))
 
 
@@ -207,7 +214,7 @@ def unschedule(broadcast_id: int):
     except Conflict as exc:
         flash(exc.message, "error")
         return redirect(url_for(".show", broadcast_id=broadcast_id))
-    flash("The schedule is cancelled: this is a draft again and nothing was sent.", "success")
+    flash(_("The schedule is cancelled: this is a draft again and nothing was sent."), "success")
     return redirect(url_for(".edit", broadcast_id=broadcast_id))
 
 
@@ -251,7 +258,7 @@ def _steer(broadcast_id: int, action, done: str):
                                              retry_transient=evidence.offers_transient_retry(
                                                  db.session, p)),
                              trigger=DELIVERIES_CHANGED)
-    flash(message or done, "error" if message else "success")
+    flash(message or str(done), "error" if message else "success")
     return redirect(url_for(".show", broadcast_id=broadcast_id))
 
 
@@ -259,14 +266,14 @@ def _steer(broadcast_id: int, action, done: str):
 @allow("send")
 def pause(broadcast_id: int):
     return _steer(broadcast_id, service.pause_broadcast,
-                  "Paused. Nothing more is sent until you press Resume.")
+                  _("Paused. Nothing more is sent until you press Resume."))
 
 
 @bp.route("/<int:broadcast_id>/resume", methods=["POST"])
 @allow("send")
 def resume(broadcast_id: int):
     return _steer(broadcast_id, functools.partial(service.resume_broadcast, jobs=get_jobs()),
-                  "Resumed: sending continues from where it stopped.")
+                  _("Resumed: sending continues from where it stopped."))
 
 
 @bp.route("/<int:broadcast_id>/cancel", methods=["POST"])
@@ -278,7 +285,7 @@ def cancel(broadcast_id: int):
         return render_template("broadcasts/cancel_confirm.html", broadcast=broadcast,
                                p=_progress(broadcast_id))
     return _steer(broadcast_id, functools.partial(service.cancel_broadcast, jobs=get_jobs()),
-                  "Cancelled. Nobody else will receive it; what was sent stays sent.")
+                  _("Cancelled. Nobody else will receive it; what was sent stays sent."))
 
 
 # ---------------------------------------------------------------- evidence
@@ -330,10 +337,10 @@ def timeline(broadcast_id: int, delivery_id: int):
 
 RETRY_WHICH = ("unknown", "transient")
 NOTHING_TO_RETRY = {
-    "unknown": "No delivery of this broadcast has an unknown outcome.",
-    "transient": "No delivery of this broadcast failed for a temporary reason. Any that "
-                 "failed were refused for good (a wrong or closed address, a refusal by the "
-                 "server), and sending again would be refused the same way.",
+    "unknown": _l("No delivery of this broadcast has an unknown outcome."),
+    "transient": _l("No delivery of this broadcast failed for a temporary reason. Any that "
+                    "failed were refused for good (a wrong or closed address, a refusal by the "
+                    "server), and sending again would be refused the same way."),
 }
 
 
@@ -344,7 +351,7 @@ def confirm_retry(broadcast_id: int, which: str):
     broadcast = service.get_broadcast(db.session, broadcast_id)
     return render_template("broadcasts/retry_confirm.html", plan=plan, broadcast=broadcast,
                            explanation=evidence.UNKNOWN_EXPLANATION,
-                           nothing=NOTHING_TO_RETRY.get(which, ""))
+                           nothing=str(NOTHING_TO_RETRY.get(which, "")))
 
 
 @bp.route("/<int:broadcast_id>/retry/<which>", methods=["POST"])
@@ -362,7 +369,8 @@ def retry(broadcast_id: int, which: str):
         return redirect(url_for(".show", broadcast_id=broadcast_id))
     if not moved:
         # Nothing queued: say why, rather than a success that did nothing.
-        flash("Nothing was sent again. " + NOTHING_TO_RETRY[which], "error")
+        flash(_("Nothing was sent again. %(why)s", why=NOTHING_TO_RETRY[which]), "error")
         return redirect(url_for(".show", broadcast_id=broadcast_id), 303)
-    flash(f"Sending again to {moved:,} recipient{'s' if moved != 1 else ''}.", "success")
+    flash(ngettext("Sending again to %(num)s recipient.", "Sending again to %(num)s recipients.",
+                   moved), "success")
     return redirect(url_for(".show", broadcast_id=broadcast_id), 303)

@@ -16,17 +16,23 @@ from flask import (
     url_for,
 )
 from flask_wtf import FlaskForm
+from sqlalchemy import select
 from wtforms import BooleanField, RadioField, SelectField, StringField, TextAreaField
 from wtforms.fields.choices import SelectChoice
 
 from broadside.campaigns.broadcasts import compaction, drafts, evidence
 from broadside.campaigns.broadcasts.progress import read_progress
 from broadside.campaigns.content import templates as content_templates
+from broadside.campaigns.content.versions import written_versions
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _, _l
+from broadside.core.models import Revision
+from broadside.core.site_settings import get_settings
 from broadside.delivery.identities.service import all_identities
 from webapp.attachments.views import save_draft_attachments
 from webapp.broadcasts import bp
 from webapp.broadcasts.preview_views import PREVIEW_CSP, pane_context, preview_for  # noqa: F401 - PREVIEW_CSP: other previews import it here
+from webapp.compose.languages import posted_versions
 from webapp.extensions import db
 from webapp.forms import after_post
 from webapp.htmx import make_response
@@ -38,28 +44,28 @@ from webapp.readiness import sending_readiness
 
 class NewDraftForm(FlaskForm):
     # "list:ID" or "segment:ID" (drafts.parse_audience)
-    audience = SelectField("Send to", validate_choice=False)
+    audience = SelectField(_l("Send to"), validate_choice=False)
     # "" blank, or a template's value (broadside.campaigns.content.templates: "builtin:letter")
-    template = SelectField("Start from", validate_choice=False)
+    template = SelectField(_l("Start from"), validate_choice=False)
 
 
 class ComposeForm(FlaskForm):
-    audience = SelectField("Send to", validate_choice=False)
+    audience = SelectField(_l("Send to"), validate_choice=False)
     # On the page only when there is more than the default identity ("" is the default).
-    identity = SelectField("Send from", validate_choice=False)
-    skip_hours = StringField("Skip anyone who received a broadcast in the last … hours")
-    subject = StringField("Subject")
-    preheader = StringField("Preheader")
-    body = TextAreaField("Body")
-    editor = StringField("Write in")  # the compose mode: templates/broadcasts/_body_field.html
-    codes = BooleanField("Mint a code per recipient")  # drawn by templates/_codes_field.html
-    codes_prefix = StringField("Prefix")
+    identity = SelectField(_l("Send from"), validate_choice=False)
+    skip_hours = StringField(_l("Skip anyone who received a broadcast in the last … hours"))
+    subject = StringField(_l("Subject"))
+    preheader = StringField(_l("Preheader"))
+    body = TextAreaField(_l("Body"))
+    editor = StringField(_l("Write in"))  # the compose mode: templates/broadcasts/_body_field.html
+    codes = BooleanField(_l("Mint a code per recipient"))  # drawn by templates/_codes_field.html
+    codes_prefix = StringField(_l("Prefix"))
     # The plain-text part (templates/broadcasts/_text_field.html): made from the body, or the
     # owner's own words.
-    text_mode = RadioField("Plain-text part", choices=[SelectChoice("auto", "Automatic"),
-                                                       SelectChoice("own", "Write my own")],
+    text_mode = RadioField(_l("Plain-text part"), choices=[SelectChoice("auto", _l("Automatic")),
+                                                           SelectChoice("own", _l("Write my own"))],
                            default="auto", validate_choice=False)
-    text_body = TextAreaField("The plain-text part")
+    text_body = TextAreaField(_l("The plain-text part"))
 
     def draft_values(self) -> dict:
         """The form as `drafts.update_draft` keywords (validation is the domain's)."""
@@ -78,6 +84,9 @@ class ComposeForm(FlaskForm):
         if self.text_mode.raw_data:  # posted: the plain-text field was on the page
             values["text_body"] = (self.text_body.data or None
                                    if self.text_mode.raw_data[0] == "own" else None)
+        versions = posted_versions(request.form)
+        if versions is not None:  # posted: the versions were on the page
+            values["versions"] = versions
         return values
 
 
@@ -97,9 +106,10 @@ class EmptyForm(FlaskForm):
 def _with_lists(form):
     """The "send to" choice: lists, then segments (an optgroup each); and, on the editor, the
     "send from" choice: the default identity, then the others."""
-    groups: dict[str, list[tuple[str, str]]] = {"": [("", "Choose a list or a segment…")]}
+    groups: dict[str, list[tuple[str, str]]] = {"": [("", _("Choose a list or a segment…"))]}
+    names = {"Lists": _("Lists"), "Segments": _("Segments")}
     for group, value, label in drafts.audience_options(db.session):
-        groups.setdefault(group, []).append((value, label))
+        groups.setdefault(names.get(group, group), []).append((value, label))
     form.audience.choices = groups
     if isinstance(form, NewDraftForm):
         form.template.choices = _template_choices()
@@ -110,9 +120,9 @@ def _with_lists(form):
 
 def _template_choices() -> dict[str, list[tuple[str, str]]]:
     """"Start from": a blank page, the built-in templates, the owner's own."""
-    groups: dict[str, list[tuple[str, str]]] = {"": [("", "A blank page")]}
+    groups: dict[str, list[tuple[str, str]]] = {"": [("", _("A blank page"))]}
     for template in content_templates.all_templates(db.session):
-        group = "Built-in templates" if template.built_in else "Your templates"
+        group = _("Built-in templates") if template.built_in else _("Your templates")
         groups.setdefault(group, []).append((template.ref, template.name))
     return groups
 
@@ -167,7 +177,18 @@ def show(broadcast_id: int):
                            retry_transient=evidence.offers_transient_retry(db.session, progress),
                            **pane_context(view, picked, as_problem),
                            page=evidence.delivery_page(db.session, broadcast_id, per_page=20),
-                           compacted=compaction.last_compaction(db.session, broadcast_id))
+                           compacted=compaction.last_compaction(db.session, broadcast_id),
+                           versions=_versions_shown(preview.broadcast))
+
+
+def _versions_shown(broadcast) -> list:
+    """A sent broadcast's versions, the default first: as frozen at Send when they were, else
+    as written."""
+    revision = db.session.scalar(select(Revision).where(Revision.broadcast_id == broadcast.id))
+    if revision is not None and revision.versions:
+        return written_versions(revision)
+    return [{"locale": get_settings(db.session).default_language, "subject": broadcast.subject,
+             "preheader": broadcast.preheader}, *(broadcast.versions or [])]
 
 
 @bp.route("/<int:broadcast_id>/edit")
@@ -175,11 +196,11 @@ def edit(broadcast_id: int):
     view, picked = request.args.get("view"), request.args.get("as")
     preview, as_problem = preview_for(broadcast_id, check_fields=True, picked=picked)
     if preview.broadcast.status == "scheduled":
-        flash("This broadcast is scheduled. Cancel the schedule to edit it again.", "info")
+        flash(_("This broadcast is scheduled. Cancel the schedule to edit it again."), "info")
         return redirect(url_for(".show", broadcast_id=broadcast_id))
     if preview.broadcast.status != "draft":
-        flash("This broadcast has been sent, so it can no longer change. "
-              "Duplicate it to write a new one.", "info")
+        flash(_("This broadcast has been sent, so it can no longer change. "
+                "Duplicate it to write a new one."), "info")
         return redirect(url_for(".show", broadcast_id=broadcast_id))
     form = _with_lists(ComposeForm(formdata=None, obj=preview.broadcast))
     form.audience.data = drafts.audience_value(preview.broadcast)
@@ -194,10 +215,17 @@ def edit(broadcast_id: int):
 
 
 def _render_edit(form: ComposeForm, preview: drafts.DraftPreview, error: str | None = None,
-                 status: int = 200, pane: dict | None = None):
+                 status: int = 200, pane: dict | None = None, error_field: str | None = None):
     pane = pane or pane_context(request.form.get("preview_view"), request.form.get("preview_as"))
+    # Refused: the versions as typed (kept for another try); else as saved.
+    versions = (posted_versions(request.form) if error else None)
+    # "Add a version" (a link: ?add_version=1), or a refused one typed there: its fields.
     return render_template("broadcasts/edit.html", form=form, preview=preview,
                            broadcast=preview.broadcast, error=error, action_form=EmptyForm(),
+                           versions=preview.broadcast.versions or [] if versions is None
+                           else versions, versions_error=error if error_field == "versions"
+                           else None, default_locale=get_settings(db.session).default_language,
+                           adding_version=bool(request.args.get("add_version")),
                            **pane), status
 
 
@@ -214,10 +242,10 @@ def save(broadcast_id: int):
         return redirect(url_for(".show", broadcast_id=broadcast_id))
     except ValidationError as exc:
         db.session.rollback()
-        preview, _ = preview_for(broadcast_id, check_fields=True,
+        preview, _problem = preview_for(broadcast_id, check_fields=True,
                                  picked=request.form.get("preview_as"))
-        return _render_edit(form, preview, error=exc.message, status=422)
-    flash("Draft saved.", "success")
+        return _render_edit(form, preview, error=exc.message, status=422, error_field=exc.field)
+    flash(_("Draft saved."), "success")
     return after_post(url_for(".edit", broadcast_id=broadcast_id))
 
 
@@ -246,5 +274,5 @@ def autosave(broadcast_id: int):
 @allow("write")
 def duplicate(broadcast_id: int):
     copy = drafts.duplicate(db.session, broadcast_id)
-    flash("This is a new draft copied from the original; nothing has been sent.", "success")
+    flash(_("This is a new draft copied from the original; nothing has been sent."), "success")
     return redirect(url_for(".edit", broadcast_id=copy.id))

@@ -20,10 +20,12 @@ from broadside.mail.html_markdown import (
     lost_in_rich,
     markdown_to_html,
 )
+from webapp.compose.languages import install
 from webapp.permissions import defaults
 
 bp = Blueprint("compose", __name__, url_prefix="/compose")
 defaults(bp, read=roles.VIEW, change=roles.WRITE)
+install(bp)  # language names for the versions of a message, on every page
 
 NAMES = {"markdown": "Markdown", "rich": "Rich text", "html": "HTML"}
 

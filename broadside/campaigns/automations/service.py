@@ -25,6 +25,7 @@ from broadside.campaigns.codes.fields import sample
 from broadside.campaigns.codes.minting import codes_json
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, Forbidden, NotFound, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import (
     Automation,
     AutomationEntry,
@@ -148,7 +149,6 @@ def parse_input(data: Any) -> AutomationInput:
     return result
 
 
-_TAKEN = "An automation named '{name}' already exists."
 IS_ON = "This automation is on: a sender, admin or owner can turn it off so you can {verb} it."
 
 
@@ -172,9 +172,9 @@ def _check(session: Session, data: AutomationInput, except_id: int | None = None
     if except_id is not None:
         taken = taken.where(Automation.id != except_id)
     if session.scalar(taken.limit(1)) is not None:
-        raise Conflict(_TAKEN.format(name=data.name))
+        raise Conflict(_("An automation named '%(name)s' already exists.", name=data.name))
     if len(data.steps) > MAX_STEPS:
-        raise ValidationError(f"An automation has at most {MAX_STEPS} steps.")
+        raise ValidationError(_("An automation has at most %(n)s steps.", n=MAX_STEPS))
     delays = []
     for number, step in enumerate(data.steps, start=1):
         where = f"Step {number}"
@@ -223,7 +223,7 @@ def _write(session: Session, automation: Automation, data: AutomationInput, dela
         session.commit()
     except IntegrityError:
         session.rollback()
-        raise Conflict(_TAKEN.format(name=data.name)) from None
+        raise Conflict(_("An automation named '%(name)s' already exists.", name=data.name)) from None
     except Exception:
         session.rollback()
         raise
@@ -268,7 +268,8 @@ def as_input(session: Session, automation: Automation) -> dict[str, Any]:
             "record_only": automation.record_only, "identity_id": automation.identity_id,
             "steps": [{"delay": s.delay, "subject": s.subject, "preheader": s.preheader,
                        "body": s.body, "format": s.body_format, "codes": codes_json(s.codes_prefix),
-                       "text": s.text_body, "attachments": s.attachment_ids or []}
+                       "text": s.text_body, "attachments": s.attachment_ids or [],
+                       "versions": s.versions or []}
                       for s in steps_of(session, automation.id)]}
 
 
@@ -276,9 +277,9 @@ def _move(session: Session, automation_id: int, name: str, refusal: str) -> Auto
     automation = get_automation(session, automation_id)
     if name == "enable":
         if not steps_of(session, automation_id) and not automation.record_only:
-            raise ValidationError("Add at least one step before enabling this automation.")
+            raise ValidationError(_("Add at least one step before enabling this automation."))
         if automation.list_id is None and automation.segment_id is None:
-            raise ValidationError("Its list or segment was deleted: choose another trigger first.")
+            raise ValidationError(_("Its list or segment was deleted: choose another trigger first."))
         problem = refreeze.postal_problem(session, automation)
         if problem:
             raise ValidationError(problem)
@@ -353,7 +354,7 @@ def send_step_test(session: Session, automation_id: int, step_id: int, to_email:
     address = normalise_email(to_email)
     revision = session.get(AutomationRevision, step.revision_id) if step.revision_id else None
     if revision is None:
-        raise ValidationError("Save this step with a subject before sending a test.")
+        raise ValidationError(_("Save this step with a subject before sending a test."))
     if person is None:
         person = merge_person.default_person(session, list_id=automation.list_id,
                                              segment_id=automation.segment_id)

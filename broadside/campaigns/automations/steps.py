@@ -25,7 +25,9 @@ from broadside.campaigns.content.bodies import WrittenBody, body_of
 from broadside.campaigns.content.languages import freeze_in_languages
 from broadside.campaigns.content.versions import clean_versions
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Automation, AutomationMessage, AutomationRevision, AutomationStep
+from broadside.core.site_settings import get_settings
 from broadside.core.timeutil import utcnow
 from broadside.mail.attachment_use import checked_ids
 from broadside.mail.body_formats import check_format, editor_for, written_as
@@ -48,6 +50,7 @@ class StepInput:
     attachment_ids: list[Any] = field(default_factory=list)  # checked when saved
     body_format: str = "markdown"
     editor: str | None = None  # the compose mode (the page's); None: one that saves the format
+    versions: Any = None  # the other languages' (content.versions.clean_versions when saved)
 
 
 def step_input(number: int, step: Any) -> StepInput:
@@ -56,11 +59,11 @@ def step_input(number: int, step: Any) -> StepInput:
     if not isinstance(step, dict):
         raise ValidationError(f"Step {number} must be an object with delay, subject and body.")
     extra = sorted(set(step) - {"delay", "subject", "body", "format", "preheader", "id", "codes",
-                                "text", "attachments"})
+                                "text", "attachments", "versions"})
     if extra:
         raise ValidationError(f"Step {number}: unknown field {extra[0]}; a step has delay, "
-                              "subject, preheader, body, format, text, codes, attachments and "
-                              "id (to keep one).")
+                              "subject, preheader, body, format, text, codes, attachments, "
+                              "versions and id (to keep one).")
     return StepInput(
         delay=step.get("delay", "PT0S"),
         subject=step.get("subject", ""),
@@ -71,6 +74,7 @@ def step_input(number: int, step: Any) -> StepInput:
                                    f"Step {number}: "),
         text_body=clean_text_body(step.get("text"), f"Step {number}: the plain-text part"),
         body_format=step.get("format", "markdown"),  # checked by steps.save_steps
+        versions=step.get("versions"),  # checked by steps.save_steps
     )
 
 
@@ -147,6 +151,16 @@ def matched_steps(existing: list[AutomationStep], wanted: list[StepInput]) -> li
     return matched
 
 
+def _versions(raw: Any, default_locale: str, position: int, index: int
+              ) -> list[dict[str, str]] | None:
+    """A step's versions as stored (`clean_versions`), a refusal naming the step."""
+    try:
+        return clean_versions(raw, default_locale=default_locale)
+    except ValidationError as exc:
+        raise ValidationError(_("Step %(n)s: %(problem)s", n=position, problem=exc.message),
+                              field=f"steps[{index}].versions") from None
+
+
 def save_steps(session: Session, automation: Automation, steps: list[StepInput], delays: list[int],
                default_from: str, identity_changed: bool) -> None:
     """The automation's steps as `steps`, in that order (`delays` parsed already): new and
@@ -155,8 +169,10 @@ def save_steps(session: Session, automation: Automation, steps: list[StepInput],
     existing = live_steps(session, automation.id)
     matched = matched_steps(existing, steps)
     now = utcnow()
+    default_locale = get_settings(session).default_language
     for index, (wanted, seconds, step) in enumerate(zip(steps, delays, matched, strict=True)):
         position = index + 1
+        versions = _versions(wanted.versions, default_locale, position, index)
         attachments = checked_ids(session, wanted.attachment_ids, where=f"Step {position}: ",
                                   field=f"steps[{index}].attachments")
         wanted.body_format = check_format(wanted.body_format, f"steps[{index}].format")
@@ -167,9 +183,10 @@ def save_steps(session: Session, automation: Automation, steps: list[StepInput],
             changed = True
         else:
             changed = (step.subject, step.preheader, step.body, step.body_format,
-                       step.codes_prefix, step.text_body, step.attachment_ids or []) != (
+                       step.codes_prefix, step.text_body, step.attachment_ids or [],
+                       step.versions) != (
                 wanted.subject, wanted.preheader, wanted.body, wanted.body_format,
-                wanted.codes_prefix, wanted.text_body, attachments)
+                wanted.codes_prefix, wanted.text_body, attachments, versions)
         step.position = position
         step.delay = wanted.delay.strip().upper()
         step.delay_seconds = seconds
@@ -179,6 +196,7 @@ def save_steps(session: Session, automation: Automation, steps: list[StepInput],
         step.codes_prefix = wanted.codes_prefix
         step.text_body = wanted.text_body
         step.attachment_ids = attachments or None
+        step.versions = versions
         session.flush()
         # A new sending identity is new content too: its From is frozen into each revision.
         if changed or identity_changed or step.revision_id is None:

@@ -1,18 +1,34 @@
 """Who a broadcast would reach now, and who would be skipped and why: the send page's and the
 press's reads of a list's or a segment's audience, each kept small at a million subscribers.
 The audience a send actually gets is decided at the press (`snapshot.begin`).
+
+How many readers get each of a broadcast's versions (`readers_per_version`): the audience
+counted by the reader's language, their own (`Subscriber.locale`), else their list's
+(`MailingList.language`: the broadcast's list; for a segment, the lowest-id list with a language
+the reader is active on), else Settings' `default_language`; each language then given its
+version as the worker gives it (`content.versions.version_for`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, exists, func, select
+from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, select
 from sqlalchemy.orm import Session
 
-from broadside.core.models import Broadcast, Delivery, Segment, Subscriber, Subscription
+from broadside.campaigns.content.versions import version_for
+from broadside.core.models import (
+    Broadcast,
+    Delivery,
+    MailingList,
+    Segment,
+    Subscriber,
+    Subscription,
+)
 from broadside.core.models.sending import MAY_HAVE_RECEIVED
+from broadside.core.site_settings import get_settings
 from broadside.core.timeutil import utcnow
 from broadside.segments import service as segments
 
@@ -122,3 +138,61 @@ def broadcast_audience(session: Session, broadcast: Broadcast) -> dict[str, Any]
         summary["recently_received"] = session.scalar(
             select(func.count()).select_from(Subscriber).where(condition, recent)) or 0
     return summary
+
+
+# ---------------------------------------------------------------- readers per version
+
+
+@dataclass(frozen=True)
+class VersionCount:
+    locale: str  # the version's language tag (the default version's: Settings')
+    default: bool  # the message's own fields, for everyone whose language has no version
+    readers: int
+
+
+def _list_language(session: Session, broadcast: Broadcast) -> ColumnElement:
+    """The language of the reader's list, as a column of the count's query."""
+    if broadcast.segment_id is None:
+        language = session.scalar(select(MailingList.language)
+                                  .where(MailingList.id == broadcast.list_id))
+        return literal(language or None)
+    return (select(MailingList.language)
+            .join(Subscription, Subscription.list_id == MailingList.id)
+            .where(Subscription.subscriber_id == Subscriber.id,
+                   Subscription.status == "active", MailingList.language.is_not(None),
+                   MailingList.language != "")
+            .order_by(MailingList.id).limit(1).correlate(Subscriber).scalar_subquery())
+
+
+def readers_by_language(session: Session, broadcast: Broadcast) -> dict[str | None, int]:
+    """{the reader's language tag (None: neither theirs nor their list's): how many}."""
+    condition = audience_condition(session, broadcast)
+    if condition is None:
+        return {}
+    language = func.coalesce(func.nullif(Subscriber.locale, ""),
+                             _list_language(session, broadcast)).label("language")
+    rows = session.execute(select(language, func.count()).select_from(Subscriber)
+                           .where(condition).group_by(language))
+    counted: dict[str | None, int] = {}
+    for tag, count in rows:
+        counted[tag or None] = counted.get(tag or None, 0) + count
+    return counted
+
+
+def readers_per_version(session: Session, broadcast: Broadcast) -> list[VersionCount]:
+    """Each version with how many readers get it: the written versions in their order, then
+    the default version. Empty when the broadcast has no versions."""
+    versions = [v["locale"] for v in broadcast.versions or []]
+    if not versions:
+        return []
+    default_locale = get_settings(session).default_language or "en"
+    per_version = dict.fromkeys(versions, 0)
+    default = 0
+    for tag, count in readers_by_language(session, broadcast).items():
+        chosen = version_for(tag or default_locale, versions)
+        if chosen is None:
+            default += count
+        else:
+            per_version[chosen] += count
+    return ([VersionCount(tag, False, n) for tag, n in per_version.items()]
+            + [VersionCount(default_locale, True, default)])

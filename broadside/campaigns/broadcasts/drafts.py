@@ -21,9 +21,11 @@ from broadside.campaigns.codes.fields import check_code_fields, sample
 from broadside.campaigns.codes.minting import clean_prefix
 from broadside.campaigns.content.bodies import body_of
 from broadside.campaigns.content.design import broadcast_design
+from broadside.campaigns.content.versions import clean_versions
 from broadside.campaigns.field_report import EDITOR_CHECKED
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Broadcast, MailingList, Revision, Segment
 from broadside.core.site_settings import clean_cap_hours, get_settings
 from broadside.core.timeutil import utcnow
@@ -55,31 +57,37 @@ def _an_id(value: object) -> bool:
 def _validate_audience(session: Session, list_id: object, segment_id: object) -> None:
     """Exactly one audience: a list or a segment, and it exists."""
     if list_id is not None and segment_id is not None:
-        raise ValidationError("Choose a list or a segment to send to, not both.")
+        raise ValidationError(_("Choose a list or a segment to send to, not both."))
     if segment_id is not None:
         if not _an_id(segment_id):
-            raise ValidationError("The segment must be given by its id (a number).")
+            raise ValidationError(_("The segment must be given by its id (a number)."))
         if session.get(Segment, segment_id) is None:
-            raise ValidationError(f"There is no segment with id {segment_id}.")
+            raise ValidationError(_("There is no segment with id %(id)s.", id=segment_id))
         return
     if not _an_id(list_id):
-        raise ValidationError("Choose a list or a segment to send to.")
+        raise ValidationError(_("Choose a list or a segment to send to."))
     if session.get(MailingList, list_id) is None:
-        raise ValidationError(f"There is no list with id {list_id}.")
+        raise ValidationError(_("There is no list with id %(id)s.", id=list_id))
 
 
 def _validate(session: Session, list_id: object, segment_id: object, subject: object,
               preheader: object, body: object):
     _validate_audience(session, list_id, segment_id)
-    for label, value, limit in (("subject", subject, MAX_SUBJECT),
-                                ("preheader", preheader, MAX_PREHEADER),
-                                ("body", body, MAX_BODY)):
+    for label, value, limit in ((_("The subject"), subject, MAX_SUBJECT),
+                                (_("The preheader"), preheader, MAX_PREHEADER),
+                                (_("The body"), body, MAX_BODY)):
         if not isinstance(value, str):
-            raise ValidationError(f"The {label} must be text.")
+            raise ValidationError(_("%(field)s must be text.", field=label))
         if len(value) > limit:
-            raise ValidationError(f"The {label} is too long ({len(value)} of {limit} characters).")
+            raise ValidationError(_("%(field)s is too long (%(length)s of %(limit)s characters).",
+                                    field=label, length=len(value), limit=limit))
     if "\n" in str(subject) or "\r" in str(subject):
-        raise ValidationError("The subject must be one line.")
+        raise ValidationError(_("The subject must be one line."))
+
+
+def _versions(session: Session, raw: Any) -> list[dict[str, str]] | None:
+    """The other languages' versions as stored; the default one is in Settings' language."""
+    return clean_versions(raw, default_locale=get_settings(session).default_language)
 
 
 def _prefix(value: str | None) -> str | None:
@@ -90,12 +98,13 @@ def create_draft(session: Session, *, list_id: int | None = None, segment_id: in
                  subject: str = "", body: str = "", preheader: str = "",
                  skip_if_received_within_hours: Any = KEEP, identity_id: Any = None,
                  codes_prefix: str | None = None, body_format: str | None = None,
-                 editor: str | None = None) -> Broadcast:
+                 editor: str | None = None, versions: Any = None) -> Broadcast:
     """A new draft to a list or a segment. The frequency cap starts from the Settings default
     unless given (None: no cap); the sending identity is the default unless given; codes
     (`codes_prefix`, checked by `minting.clean_prefix`) are off unless given; the body is
     Markdown unless `body_format` (or the compose mode, `editor`) says otherwise."""
     _validate(session, list_id, segment_id, subject, preheader, body)
+    cleaned = _versions(session, versions)
     body_format, editor = written_format(body_format=body_format, editor=editor)
     identity_id = check_choice(session, identity_id)
     if skip_if_received_within_hours is KEEP:
@@ -107,7 +116,7 @@ def create_draft(session: Session, *, list_id: int | None = None, segment_id: in
                           body_format=body_format, editor=editor,
                           skip_if_received_within_hours=cap,
                           status=lifecycle.INITIAL.value, identity_id=identity_id,
-                          codes_prefix=_prefix(codes_prefix))
+                          codes_prefix=_prefix(codes_prefix), versions=cleaned)
     session.add(broadcast)
     session.commit()
     return broadcast
@@ -117,13 +126,14 @@ def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
                  segment_id: int | None = None, subject: str, preheader: str, body: str,
                  skip_if_received_within_hours: Any = KEEP, identity_id: Any = KEEP,
                  codes_prefix: Any = KEEP, text_body: Any = KEEP, body_format: Any = KEEP,
-                 editor: Any = KEEP) -> Broadcast:
+                 editor: Any = KEEP, versions: Any = KEEP) -> Broadcast:
     """Edit a draft. Only drafts change: what was sent is frozen (invariant 8). The audience
     is a list or a segment (the other is cleared); the cap, the sending identity and how the
     body is written (`body_format`, the compose mode `editor`) are left alone unless given
     (identity None: the default). `text_body`: the plain-text part as the owner wrote it, None
-    for the one made from the body."""
+    for the one made from the body. `versions`: all the other languages' (None or [] none)."""
     _validate(session, list_id, segment_id, subject, preheader, body)
+    cleaned = KEEP if versions is KEEP else _versions(session, versions)
     current = session.get(Broadcast, broadcast_id)
     fmt, mode = written_format(
         body_format=None if body_format is KEEP else body_format,
@@ -142,6 +152,8 @@ def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
         values["codes_prefix"] = _prefix(codes_prefix)
     if text_body is not KEEP:
         values["text_body"] = clean_text_body(text_body)
+    if cleaned is not KEEP:
+        values["versions"] = cleaned
     result = session.execute(
         update(Broadcast)
         .where(Broadcast.id == broadcast_id, Broadcast.status == lifecycle.DRAFT.value)
@@ -152,8 +164,8 @@ def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
     if broadcast is None:
         raise NotFound("There is no such broadcast.")
     if rowcount(result) == 0:
-        raise Conflict("This broadcast has been sent and can no longer be edited; "
-                       "duplicate it instead.")
+        raise Conflict(_("This broadcast has been sent and can no longer be edited; "
+                         "duplicate it instead."))
     session.refresh(broadcast)
     return broadcast
 
@@ -168,7 +180,7 @@ def delete_draft(session: Session, broadcast_id: int) -> None:
     if rowcount(result) == 0:
         session.rollback()
         get_broadcast(session, broadcast_id)  # NotFound when there is no such broadcast
-        raise Conflict("Only a draft can be deleted; this broadcast has been scheduled or sent.")
+        raise Conflict(_("Only a draft can be deleted; this broadcast has been scheduled or sent."))
     session.commit()
     session.expunge_all()
 
@@ -191,7 +203,7 @@ def duplicate(session: Session, broadcast_id: int) -> Broadcast:
                      skip_if_received_within_hours=original.skip_if_received_within_hours,
                      status=lifecycle.INITIAL.value, codes_prefix=original.codes_prefix,
                      design_overrides=original.design_overrides,
-                     attachment_ids=original.attachment_ids,
+                     attachment_ids=original.attachment_ids, versions=original.versions,
                      # A deleted identity is not carried over: the copy takes the default.
                      identity_id=original.identity_id if original.identity_id is not None
                      and _live_identity(session, original.identity_id) else None)
@@ -214,7 +226,7 @@ class BroadcastRow:
     @property
     def audience(self) -> str | None:
         """What the broadcast goes to, in words: "Weekly" or "segment Berlin readers"."""
-        return f"segment {self.segment_name}" if self.segment_name else self.list_name
+        return _("segment %(name)s", name=self.segment_name) if self.segment_name else self.list_name
 
 
 @dataclass(frozen=True)
@@ -283,7 +295,7 @@ def audience_name(session: Session, broadcast: Broadcast) -> str | None:
     """What a broadcast goes to, in words: the list's name or "segment NAME"."""
     if broadcast.segment_id is not None:
         name = session.scalar(select(Segment.name).where(Segment.id == broadcast.segment_id))
-        return f"segment {name}" if name else None
+        return _("segment %(name)s", name=name) if name else None
     return list_name(session, broadcast.list_id)
 
 

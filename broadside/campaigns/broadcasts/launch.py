@@ -20,6 +20,7 @@ from broadside.campaigns.broadcasts import audience, service
 from broadside.campaigns.broadcasts.merge_report import MergeReport, merge_problems, merge_report
 from broadside.campaigns.content.bodies import body_of
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Broadcast
 from broadside.core.site_settings import get_settings, owner_zone
 from broadside.delivery.queues import Jobs
@@ -96,13 +97,13 @@ def blocking_problems(session: Session, broadcast: Broadcast, *, active: int | N
     caller counted them: `active`), so pressing Send answers at once at any size."""
     problems = []
     if broadcast.list_id is None and broadcast.segment_id is None:
-        problems.append("Choose a list or a segment to send to.")
+        problems.append(_("Choose a list or a segment to send to."))
     elif not (active if active is not None else audience.has_audience(session, broadcast)):
-        problems.append("Nobody in this segment would receive it: no active subscriber matches "
-                        "its rules now." if broadcast.segment_id is not None else
-                        "Nobody on this list would receive it: it has no active subscribers.")
+        problems.append(_("Nobody in this segment would receive it: no active subscriber "
+                          "matches its rules now.") if broadcast.segment_id is not None else
+                        _("Nobody on this list would receive it: it has no active subscribers."))
     if not broadcast.subject.strip():
-        problems.append("Give the broadcast a subject before sending it.")
+        problems.append(_("Give the broadcast a subject before sending it."))
     # Our choice: the pages refuse to send without a postal address. The renderer would
     # print an empty footer line; a newsletter without one breaks CAN-SPAM. The sending
     # identity's own address counts (else the Settings one is what it prints).
@@ -136,8 +137,8 @@ def send_now(session: Session, broadcast_id: int, *, default_from: str, not_read
     not ready unless the owner chose to queue anyway."""
     _refuse_if_blocked(session, broadcast_id)
     if not_ready and not queue_anyway:
-        raise ValidationError("Sending is not ready right now (see below). Fix it, or tick "
-                              "“Queue it anyway” to send as soon as it is.")
+        raise ValidationError(_("Sending is not ready right now (see below). Fix it, or tick "
+                                "“Queue it anyway” to send as soon as it is."))
     return service.send_broadcast(session, broadcast_id, default_from=default_from, jobs=jobs)
 
 
@@ -149,19 +150,20 @@ def local_to_utc(value: str, zone: ZoneInfo) -> datetime:
     """
     text = (value or "").strip()
     if not text:
-        raise ValidationError("Choose the date and time to send at.")
+        raise ValidationError(_("Choose the date and time to send at."))
     try:
         wall = datetime.fromisoformat(text)
     except ValueError:
-        raise ValidationError("Give the date and time as on the form, for example "
-                              "2026-12-01 09:00.") from None
+        raise ValidationError(_("Give the date and time as on the form, for example "
+                                "2026-12-01 09:00.")) from None
     if wall.tzinfo is not None:
-        raise ValidationError("Give the time without a time zone: it is read in yours.")
+        raise ValidationError(_("Give the time without a time zone: it is read in yours."))
     local = wall.replace(tzinfo=zone, fold=0)
     moment = local.astimezone(UTC)
     if moment.astimezone(zone).replace(tzinfo=None) != wall:
-        raise ValidationError(f"{wall:%Y-%m-%d %H:%M} does not exist in {zone.key}: the clocks "
-                              "go forward then. Choose another time.")
+        raise ValidationError(_("%(time)s does not exist in %(zone)s: the clocks go forward "
+                                "then. Choose another time.", time=f"{wall:%Y-%m-%d %H:%M}",
+                                zone=zone.key))
     return moment.replace(tzinfo=None)
 
 
@@ -172,5 +174,5 @@ def schedule_at(session: Session, broadcast_id: int, local_value: str, *,
     at_utc = local_to_utc(local_value, owner_zone(session))
     now = now or datetime.now(UTC).replace(tzinfo=None)
     if at_utc <= now:
-        raise ValidationError("Choose a time in the future.")
+        raise ValidationError(_("Choose a time in the future."))
     return service.schedule_broadcast(session, broadcast_id, at_utc)
