@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broadside.audience import subscriptions
+from broadside.audience.subscribers.language import clean_reader_locale
 from broadside.audience.unsubscribe import service as leaving
 from broadside.campaigns.automations.entering import enter_joined
 from broadside.campaigns.automations.ledger import forget_person
@@ -199,17 +200,20 @@ def add_to_lists(session: Session, subscriber_id: int, list_ids: list[int], *,
 
 def save_subscriber(session: Session, *, email: str | None, name: str | None = None,
                     attributes: Any = None, list_ids: list[int] | None = None,
-                    source: str = "owner", welcome: bool = False) -> tuple[Subscriber, bool]:
+                    source: str = "owner", welcome: bool = False,
+                    locale: Any = None) -> tuple[Subscriber, bool]:
     """Add a person (or update a known one) and put them on `list_ids` as active.
     `welcome`: on each list they newly join, they enter its welcome automations in this
     same transaction.
 
-    Returns (subscriber, created). A known person's name is replaced when one is given and
-    attributes are merged; their existing subscriptions and suppression are left alone.
+    Returns (subscriber, created). A known person's name and language are replaced when one
+    is given and attributes are merged; their existing subscriptions and suppression are left
+    alone.
     """
     email = clean_email(email)
     name = clean_name(name)
     attributes = clean_attributes(attributes)
+    locale = clean_reader_locale(locale)
     list_ids = list(dict.fromkeys(list_ids or []))
     check_lists_exist(session, list_ids)
     subscriber, created = get_or_create_subscriber(session, email, name, attributes)
@@ -218,6 +222,8 @@ def save_subscriber(session: Session, *, email: str | None, name: str | None = N
             subscriber.name = name
         if attributes:
             subscriber.attributes = {**(subscriber.attributes or {}), **attributes}
+    if locale:
+        subscriber.locale = locale
     joined = add_to_lists(session, subscriber.id, list_ids, source=source)
     if welcome:
         for list_id in joined:
@@ -240,16 +246,19 @@ def join_list(session: Session, subscriber_id: int, list_id: int, source: str = 
 
 
 def update_subscriber(session: Session, subscriber_id: int, *, email: str | None,
-                      name: str | None, attributes: Any) -> Subscriber:
+                      name: str | None, attributes: Any, locale: Any = ...) -> Subscriber:
+    """`locale`: a tag, or None/"" for the list's default; left as it is when not given."""
     subscriber = get_subscriber(session, subscriber_id)
     email = clean_email(email)
     name = clean_name(name)
     attributes = clean_attributes(attributes)
+    tag = subscriber.locale if locale is ... else clean_reader_locale(locale)
     if email != subscriber.email and find_by_email(session, email) is not None:
         raise Conflict(f"Another subscriber already has the address {email}.", field="email")
     subscriber.email = email
     subscriber.name = name
     subscriber.attributes = attributes
+    subscriber.locale = tag
     try:
         session.commit()
     except IntegrityError:  # the address was taken between the check and the write

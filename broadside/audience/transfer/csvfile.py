@@ -43,9 +43,11 @@ BLOCK_BYTES = 256 * 1024
 REPORT_COLUMNS = ("rejected_line", "rejected_reason")
 # The columns an export adds after email and name: a list's, and any other view's.
 LIST_COLUMNS = ("status", "joined_at", "confirmed_at", "unsubscribed_at", "unsubscribe_source",
-                "suppression", "suppressed_at")
-VIEW_COLUMNS = ("lists", "joined_at", "suppression", "suppressed_at")
-EXPORT_COLUMNS = (*LIST_COLUMNS, "lists")
+                "suppression", "suppressed_at", "locale")
+VIEW_COLUMNS = ("lists", "joined_at", "suppression", "suppressed_at", "locale")
+# The reader's language (a tag): the first of these the header names (the export's `locale`).
+LOCALE_COLUMNS = ("locale", "language", "lang")
+EXPORT_COLUMNS = (*LIST_COLUMNS, "lists", *LOCALE_COLUMNS[1:])
 # Column names an attribute can have only as `attributes.<name>` (no attribute is called
 # email or name: `broadside.audience.subscribers.service.RESERVED_ATTRIBUTES`).
 _PREFIXED = {*REPORT_COLUMNS, *EXPORT_COLUMNS}
@@ -80,6 +82,8 @@ class Header:
     # An export's `status` and `suppression` columns, where the file has them.
     status_index: int | None = None
     suppression_index: int | None = None
+    # The reader's language (`LOCALE_COLUMNS`), where the file has it.
+    locale_index: int | None = None
 
     @property
     def original_columns(self) -> list[str]:
@@ -134,7 +138,8 @@ def parse_header(first_line: bytes) -> Header:
                   if c and lowered[i] not in _NOT_ATTRIBUTES]
     return Header(delimiter, columns, email_index, name_index, attributes, report,
                   lowered.index("status") if "status" in lowered else None,
-                  lowered.index("suppression") if "suppression" in lowered else None)
+                  lowered.index("suppression") if "suppression" in lowered else None,
+                  next((lowered.index(c) for c in LOCALE_COLUMNS if c in lowered), None))
 
 
 def check_file(path: Path) -> Header:
