@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from babel import Locale
+from babel import Locale, localedata
 
 from broadside.core.errors import ValidationError
 from broadside.core.i18n import _, clean_locale, current_locale
@@ -36,3 +36,14 @@ def language_name(tag: str | None) -> str | None:
     except (ValueError, TypeError):
         return tag
     return name[:1].upper() + name[1:] if name else tag
+
+
+def language_choices(current: str | None) -> list[tuple[str, str]]:
+    """The languages an owner can give a reader, named in the language being spoken and in
+    its order: every language with a two-letter code Babel knows, and `current` (a regional tag such as
+    pt-BR) when it is not one of them. The "list's default" choice is the caller's."""
+    tags = {tag for tag in localedata.locale_identifiers() if len(tag) == 2}
+    if current:
+        tags.add(current)
+    named = [(tag, language_name(tag) or tag) for tag in tags]
+    return sorted(named, key=lambda choice: choice[1].casefold())
