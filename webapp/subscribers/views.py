@@ -77,6 +77,7 @@ def index():
         bulk_choices=bulk.CHOICES,
         segments=all_segments(db.session),
         statuses=search.STATUS_FILTERS, partial=partial,
+        languages=[] if partial else language_choices(None), no_locale=search.NO_LOCALE,
     )))
 
 

@@ -71,6 +71,7 @@ from broadside.audience.transfer.upload import Consent as Consent
 from broadside.audience.transfer.upload import FileTooLarge as FileTooLarge
 from broadside.audience.transfer.upload import receive_upload
 from broadside.core.errors import DomainError, NotFound, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Import, ImportRejection, MailingList
 from broadside.delivery.queues import Jobs
 
@@ -159,10 +160,10 @@ def run_import(session: Session, import_id: int, path: Path,
     """
     record = session.get(Import, import_id)
     if record is None:
-        raise NotFound("There is no such import.")
+        raise NotFound(_("There is no such import."))
     list_id = record.list_id
     if list_id is None or session.get(MailingList, list_id) is None:
-        raise ValidationError("The list this import was for has been deleted.")
+        raise ValidationError(_("The list this import was for has been deleted."))
     with open(path, "rb") as raw:
         header = parse_header(raw.readline(HEADER_SNIFF_BYTES))
     consent, welcome = record.consent, record.welcome
