@@ -33,12 +33,12 @@ def test_an_import_sets_each_readers_language_and_refuses_a_row_with_a_bad_tag(
     known.locale = "fr"
     db.session.commit()
     person_id = known.id
-    content = ("email,name,Language\n"
-               "ann@example.com,Ann,DE\n"            # 2: cleaned to de
-               "bea@example.com,Bea,pt_br\n"         # 3: pt-BR
-               "cy@example.com,Cy,klingon!\n"        # 4: refused
-               "dan@example.com,Dan,\n"              # 5: empty: nothing
-               "keep@example.com,Keep,\n").encode()  # 6: keeps fr
+    content = (b"email,name,Language\n"
+               b"ann@example.com,Ann,DE\n"            # 2: cleaned to de
+               b"bea@example.com,Bea,pt_br\n"         # 3: pt-BR
+               b"cy@example.com,Cy,klingon!\n"        # 4: refused
+               b"dan@example.com,Dan,\n"              # 5: empty: nothing
+               b"keep@example.com,Keep,\n")  # 6: keeps fr
     assert upload(logged_in_client, weekly.id, content).status_code == 303
     record = last_import()
     assert (record.status, record.rejected) == ("done", 1)
