@@ -138,7 +138,9 @@ class Accepted:
 
 def _locale_value(header: Header, fields: list[str]) -> str | None:
     index = header.locale_index
-    value = fields[index].strip() if index is not None and index < len(fields) else ""
+    if index is None or index >= len(fields):
+        return None
+    value = fields[index].strip()
     if not value:
         return None
     found = clean_locale(value)
