@@ -142,6 +142,7 @@ IMPORT_RESULT: dict[str, Any] = {
 
 # A reader's language (broadside.core.i18n.clean_locale): what they are written to in.
 READER_LOCALE = {"type": ["string", "null"], "maxLength": 35, "examples": ["de", "pt-BR"],
+                 "pattern": "^([A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*)?$",
                  "description": "A language tag (BCP 47, such as de, fr or pt-BR); null: the "
                  "list's default language."}
 
