@@ -10,8 +10,9 @@
     var ticked = boxes.filter(function (b) { return b.checked; }).length;
     var option = document.getElementById("scope-selected");
     if (option) {
-      option.textContent = ticked === 1 ? "the 1 person ticked below"
-        : "the " + ticked + " people ticked below";
+      // The words come from the page, in the owner's language (data-one, data-many).
+      option.textContent = ticked === 1 ? option.dataset.one
+        : option.dataset.many.replace("{n}", String(ticked));
     }
     var page = document.getElementById("select-page");
     if (page) {
@@ -37,7 +38,7 @@
       var scope = document.getElementById("bulk-scope");
       if (scope) { scope.value = "all"; scope.focus(); }
       var note = document.getElementById("select-all-note");
-      if (note) { note.textContent = "Everyone " + (event.target.dataset.who || "matching") + " is chosen: the next page says how many."; }
+      if (note) { note.textContent = event.target.dataset.chosen; }
     }
   });
   document.addEventListener("DOMContentLoaded", refresh);

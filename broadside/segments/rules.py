@@ -52,6 +52,7 @@ from sqlalchemy import (
 )
 
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _l
 from broadside.core.models import Delivery, Subscriber, Subscription
 from broadside.core.models.sending import DeliveryStatus
 from broadside.segments.comparisons import attribute_condition, text_condition
@@ -80,31 +81,31 @@ OPERATORS: dict[str, tuple[str, ...]] = {
 
 # Words for the builder and for messages.
 FIELD_LABELS = {
-    "list": "List",
-    "email": "Email address",
-    "name": "Name",
-    "attributes": "Attribute",
-    "joined": "Joined a list",
-    "received": "Received broadcast",
-    "last_received": "Last received anything",
+    "list": _l("List"),
+    "email": _l("Email address"),
+    "name": _l("Name"),
+    "attributes": _l("Attribute"),
+    "joined": _l("Joined a list"),
+    "received": _l("Received broadcast"),
+    "last_received": _l("Last received anything"),
 }
 OPERATOR_LABELS = {
-    "is_on": "is active on",
-    "is_not_on": "is not on",
-    "equals": "is",
-    "not_equals": "is not",
-    "contains": "contains",
-    "ends_with": "ends with",
-    "exists": "has a value",
-    "not_exists": "has no value",
-    "gt": "is greater than",
-    "lt": "is less than",
-    "before": "is before",
-    "after": "is after",
-    "within_days": "within the last N days",
-    "not_within_days": "not within the last N days",
-    "is": "did receive",
-    "is_not": "did not receive",
+    "is_on": _l("is active on"),
+    "is_not_on": _l("is not on"),
+    "equals": _l("is"),
+    "not_equals": _l("is not"),
+    "contains": _l("contains"),
+    "ends_with": _l("ends with"),
+    "exists": _l("has a value"),
+    "not_exists": _l("has no value"),
+    "gt": _l("is greater than"),
+    "lt": _l("is less than"),
+    "before": _l("is before"),
+    "after": _l("is after"),
+    "within_days": _l("within the last N days"),
+    "not_within_days": _l("not within the last N days"),
+    "is": _l("did receive"),
+    "is_not": _l("did not receive"),
 }
 NO_VALUE_OPS = ("exists", "not_exists")
 

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _, ngettext
 from broadside.core.logs import owner_action
 from broadside.core.models import Automation, Broadcast, MailingList, Segment, Subscriber
 from broadside.core.models.automations import AutomationStatus
@@ -57,12 +58,13 @@ def validate(session: Session, rules: Any) -> Group:
 
 def _clean_name(name: Any) -> str:
     if name is not None and not isinstance(name, str):
-        raise ValidationError("The segment's name must be text.", field="name")
+        raise ValidationError(_("The segment's name must be text."), field="name")
     name = " ".join((name or "").split())
     if not name:
-        raise ValidationError("A segment needs a name.", field="name")
+        raise ValidationError(_("A segment needs a name."), field="name")
     if len(name) > MAX_NAME:
-        raise ValidationError(f"A segment's name can be at most {MAX_NAME} characters.", field="name")
+        raise ValidationError(_("A segment's name can be at most %(max)s characters.", max=MAX_NAME),
+                              field="name")
     return name
 
 
@@ -78,13 +80,14 @@ def _commit_or_conflict(session: Session, name: str) -> None:
         session.commit()
     except IntegrityError:
         session.rollback()
-        raise Conflict(f"There is already a segment called “{name}”.", field="name") from None
+        raise Conflict(_("There is already a segment called “%(name)s”.", name=name),
+                       field="name") from None
 
 
 def get_segment(session: Session, segment_id: int) -> Segment:
     segment = session.get(Segment, segment_id)
     if segment is None:
-        raise NotFound("There is no such segment.")
+        raise NotFound(_("There is no such segment."))
     return segment
 
 
@@ -97,7 +100,8 @@ def create_segment(session: Session, name: Any, rules: Any) -> Segment:
     name = _clean_name(name)
     group = validate(session, rules)
     if _name_taken(session, name):
-        raise Conflict(f"There is already a segment called “{name}”.", field="name")
+        raise Conflict(_("There is already a segment called “%(name)s”.", name=name),
+                       field="name")
     segment = Segment(name=name, rules=group.as_json())
     session.add(segment)
     _commit_or_conflict(session, name)
@@ -110,7 +114,8 @@ def update_segment(session: Session, segment_id: int, name: Any, rules: Any) -> 
     name = _clean_name(name)
     group = validate(session, rules)
     if _name_taken(session, name, except_id=segment_id):
-        raise Conflict(f"There is already a segment called “{name}”.", field="name")
+        raise Conflict(_("There is already a segment called “%(name)s”.", name=name),
+                       field="name")
     segment.name = name
     segment.rules = group.as_json()
     _commit_or_conflict(session, name)
@@ -121,12 +126,12 @@ def duplicate_segment(session: Session, segment_id: int) -> Segment:
     """A copy named "Copy of X" (or "Copy 2 of X", ...), with the same rules."""
     original = get_segment(session, segment_id)
     for number in range(1, 1000):
-        prefix = "Copy of " if number == 1 else f"Copy {number} of "
-        name = (prefix + original.name)[:MAX_NAME]
+        name = (_("Copy of %(name)s", name=original.name) if number == 1 else
+                _("Copy %(n)s of %(name)s", n=number, name=original.name))[:MAX_NAME]
         if not _name_taken(session, name):
             break
     else:
-        raise Conflict("There are too many copies of this segment already.")
+        raise Conflict(_("There are too many copies of this segment already."))
     copy = Segment(name=name, rules=original.rules)
     session.add(copy)
     _commit_or_conflict(session, name)
@@ -162,17 +167,26 @@ def delete_segment(session: Session, segment_id: int) -> str:
             Automation.status != AutomationStatus.DELETED.value).limit(1))
         session.rollback()
         if automation is not None and not users:
-            raise Conflict(f"The segment “{name}” is the trigger of the automation “{automation}”. "
-                           "Give it another trigger or delete it before deleting the segment.")
+            raise Conflict(_("The segment “%(name)s” is the trigger of the automation "
+                             "“%(automation)s”. Give it another trigger or delete it before "
+                             "deleting the segment.", name=name, automation=automation))
         if users:
             first = users[0]
-            subject = first.subject or "(no subject)"
-            more = f" and {len(users) - 1} more" if len(users) > 1 else ""
-            raise Conflict(
-                f"The segment “{name}” is used by the {first.status} broadcast “{subject}”{more}. "
-                "Cancel it, let it finish, or give it another audience before deleting the segment."
-            )
-        raise NotFound("There is no such segment.")
+            subject = first.subject or _("(no subject)")
+            if len(users) > 1:
+                raise Conflict(ngettext(
+                    "The segment “%(name)s” is used by the %(status)s broadcast “%(subject)s” "
+                    "and %(num)s more. Cancel them, let them finish, or give them another "
+                    "audience before deleting the segment.",
+                    "The segment “%(name)s” is used by the %(status)s broadcast “%(subject)s” "
+                    "and %(num)s more. Cancel them, let them finish, or give them another "
+                    "audience before deleting the segment.", len(users) - 1, name=name,
+                    status=first.status, subject=subject))
+            raise Conflict(_(
+                "The segment “%(name)s” is used by the %(status)s broadcast “%(subject)s”. "
+                "Cancel it, let it finish, or give it another audience before deleting the "
+                "segment.", name=name, status=first.status, subject=subject))
+        raise NotFound(_("There is no such segment."))
     session.commit()
     session.expunge_all()
     owner_action("segment deleted", segment_id=segment_id)

@@ -76,7 +76,10 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             # total of the files an id list names.
                             r"^Broadside does not send |is named \.\w+ but its content|"
                             r"^The file needs a name|^Give the file's name alone|"
-                            r"^The file's name |attachments come to [\d.]+ MB")
+                            r"^The file's name |attachments come to [\d.]+ MB|"
+                            # A language tag's shape is a pattern; whether it names a
+                            # language is the CLDR's list (Babel), which no pattern states.
+                            r"is not a language tag \(such as")
 
 
 def filter_failure(context, failure, case, response) -> bool:

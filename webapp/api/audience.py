@@ -3,11 +3,12 @@ tests/webapp/test_api_audience.py).
 
 - POST /api/lists {"name"} -> 201 {"id", "name"}
 - GET /api/lists -> 200 [{"id", "name", "counts": {"active", "unconfirmed", "unsubscribed"}}]
-- POST /api/subscribers {"email", "name"?, "lists": [int], "attributes"?, "welcome"?}
+- POST /api/subscribers {"email", "name"?, "lists": [int], "attributes"?, "locale"?, "welcome"?}
   -> 201 {"id", "email", "warnings"} (new) or 200 (known address; the lists are added as
   active). "warnings": the owner's words when some sending identities cannot reach the
   address (a local part outside ASCII needs SMTPUTF8), else [].
   "welcome": true enters them into the welcome automations of each list they newly join.
+  "locale": their language tag ("de"), replacing a known person's when given; 422 if invalid.
 - GET /api/subscribers/<id>, DELETE /api/subscribers/<id> (erases)
 - POST /api/lists/<id>/import (multipart `file`, `consent`, `welcome`?): a file of at most
   API_IMPORT_INLINE_BYTES (1 MB by default, some 15,000 rows) is imported in the request ->
@@ -44,6 +45,7 @@ from webapp.address_warnings import warnings_for
 from webapp.api import bp, json_body
 from webapp.api.inputs import LIST_FIELDS, SUBSCRIBER_FIELDS, null_only_for, takes_query
 from webapp.api.multipart import read_upload
+from webapp.api.subscribers import locale_field
 from webapp.extensions import db, get_jobs
 from webapp.text_input import reads_own_body
 
@@ -133,14 +135,14 @@ def api_lists():
 @bp.route("/subscribers", methods=["POST"])
 def api_save_subscriber():
     data = json_body()
-    null_only_for(data, ("name",), documented=SUBSCRIBER_FIELDS)
+    null_only_for(data, ("name", "locale"), documented=SUBSCRIBER_FIELDS)
     email = data.get("email")
     if not isinstance(email, str):
         raise ValidationError('"email" is required and must be a string.')
     subscriber, created = subscribers.save_subscriber(
         db.session, email=email, name=_optional_str(data, "name"),
         attributes=data.get("attributes"), list_ids=_int_list(data.get("lists", [])),
-        source="api", welcome=_welcome_flag(data),
+        source="api", welcome=_welcome_flag(data), locale=locale_field(data),
     )
     return (jsonify(id=subscriber.id, email=subscriber.email,
                     warnings=warnings_for(subscriber.email)), 201 if created else 200)
@@ -151,7 +153,8 @@ def api_subscriber(subscriber_id: int):
     subscriber = subscribers.get_subscriber(db.session, subscriber_id)
     return jsonify(
         id=subscriber.id, email=subscriber.email, name=subscriber.name,
-        attributes=subscriber.attributes or {}, created_at=_iso(subscriber.created_at),
+        attributes=subscriber.attributes or {}, locale=subscriber.locale,
+        created_at=_iso(subscriber.created_at),
         suppression=subscriber.suppression, suppressed_at=_iso(subscriber.suppressed_at),
         subscriptions=[
             {"list_id": s.list_id, "list": s.list_name, "status": s.status,

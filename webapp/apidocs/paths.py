@@ -89,7 +89,7 @@ RULES_EXAMPLE = {"all": [
 ]}
 SEGMENT_EXAMPLE = {"id": 3, "name": "Berlin readers", "rules": RULES_EXAMPLE,
                    "created_at": "2026-11-02T09:30:00Z", "updated_at": "2026-11-02T09:30:00Z"}
-SUBSCRIBER_EXAMPLE = {"id": 41, "email": "ann@example.com", "name": "Ann",
+SUBSCRIBER_EXAMPLE = {"id": 41, "email": "ann@example.com", "name": "Ann", "locale": "de",
                       "attributes": {"city": "Berlin", "plan": "gold"}, "suppression": None,
                       "created_at": "2026-10-01T08:00:00Z",
                       "subscriptions": [{"list_id": 1, "status": "active"}]}
@@ -230,10 +230,9 @@ SUBSCRIBER_PATHS: dict[str, Any] = {
             "Subscribers", "saveSubscriber", "Add a subscriber (or update a known address)",
             "A new address is 201; a known one is 200 with the same id: its name is replaced "
             "when given, attributes are merged, and the lists are added as active (an "
-            "unsubscribed or suppressed person is never re-activated).",
-            write=True,
+            "unsubscribed or suppressed person is never re-activated).", write=True,
             request=body("SubscriberInput", {"email": "ann@example.com", "name": "Ann",
-                                             "lists": [1], "attributes": {"city": "Berlin"}}),
+                                             "lists": [1], "locale": "de"}),
             responses={"201": reply("Created.", "SubscriberSaved",
                                     {"id": 41, "email": "ann@example.com", "warnings": []}),
                        "200": reply("Known address, updated.", "SubscriberSaved")},
@@ -245,9 +244,10 @@ SUBSCRIBER_PATHS: dict[str, Any] = {
                          responses={"200": reply("The subscriber.", "SubscriberDetail")},
                          errors=("NotFound",)),
         "patch": operation(
-            "Subscribers", "editSubscriber", "Change a subscriber's name or attributes",
-            "`attributes` replaces the whole object.", parameters=[SUBSCRIBER], write=True,
-            request=body("SubscriberPatch", {"name": "Ann Lee", "attributes": {"city": "Hamburg"}}),
+            "Subscribers", "editSubscriber", "Change a subscriber's name, attributes or language",
+            "`attributes` replaces the whole object; `locale` null: the list's default language.",
+            parameters=[SUBSCRIBER], write=True,
+            request=body("SubscriberPatch", {"name": "Ann Lee", "locale": "de"}),
             responses={"200": reply("Changed.", "Subscriber", SUBSCRIBER_EXAMPLE)},
             errors=("NotFound", "Invalid")),
         "delete": operation(

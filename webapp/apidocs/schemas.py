@@ -141,6 +141,13 @@ IMPORT_RESULT: dict[str, Any] = {
 }
 
 
+# A reader's language (broadside.core.i18n.clean_locale): what they are written to in.
+READER_LOCALE = {"type": ["string", "null"], "maxLength": 35, "examples": ["de", "pt-BR"],
+                 "pattern": "^([A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*)?$",
+                 "description": "A language tag (BCP 47, such as de, fr or pt-BR); null: the "
+                 "list's default language."}
+
+
 AUDIENCE_SCHEMAS: dict[str, Any] = {
     "List": obj({"id": ID, "name": {"type": "string"}, "counts": obj(
         {status: {"type": "integer", "minimum": 0} for status in SUBSCRIPTION_STATUSES})}),
@@ -150,8 +157,8 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
     "Subscription": obj({"list_id": ID, "status": SUBSCRIPTION_STATUS}),
     "Subscriber": obj({
         "id": ID, "email": {"type": "string", "format": "email"}, "name": {"type": "string"},
-        "attributes": ATTRIBUTES, "suppression": SUPPRESSION, "created_at": MOMENT,
-        "subscriptions": {"type": "array", "items": ref("Subscription"),
+        "attributes": ATTRIBUTES, "locale": READER_LOCALE, "suppression": SUPPRESSION,
+        "created_at": MOMENT, "subscriptions": {"type": "array", "items": ref("Subscription"),
                           "description": "Every list they are on, by list id, in any status."},
     }),
     "SubscriberPage": obj({"items": {"type": "array", "items": ref("Subscriber")},
@@ -198,8 +205,8 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "created_at": MOMENT, "finished_at": nullable(MOMENT)}),
     "SubscriberDetail": obj({
         "id": ID, "email": {"type": "string"}, "name": {"type": "string"},
-        "attributes": ATTRIBUTES, "created_at": MOMENT, "suppression": SUPPRESSION,
-        "suppressed_at": nullable(MOMENT),
+        "attributes": ATTRIBUTES, "locale": READER_LOCALE, "created_at": MOMENT,
+        "suppression": SUPPRESSION, "suppressed_at": nullable(MOMENT),
         "subscriptions": {"type": "array", "items": obj({
             "list_id": ID, "list": {"type": "string"}, "status": SUBSCRIPTION_STATUS,
             "created_at": MOMENT, "confirmed_at": nullable(MOMENT),
@@ -211,6 +218,8 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "name": {"type": ["string", "null"], "maxLength": people.MAX_NAME},
         "lists": {"type": "array", "items": ID, "description": "Lists to put them on as active."},
         "attributes": {**ATTRIBUTES, "description": "Merged into a known person's attributes."},
+        "locale": {**READER_LOCALE, "description": "Their language (replaces a known person's "
+                   "when given); 422 when it is not a language tag."},
         "welcome": {"type": "boolean", "default": False, "description": (
             "true: on each list they newly join, they enter its enabled welcome automations "
             "(a person already on the list is not welcomed again).")},
@@ -226,7 +235,9 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "name": {"type": "string", "maxLength": people.MAX_NAME,
                  "description": '"" removes the name.'},
         "attributes": {**ATTRIBUTES, "description": "Replaces all of them ({} removes them)."},
-    }, (), description="At least one of the two.", min_properties=1),
+        "locale": {**READER_LOCALE, "description": 'null or "" returns them to the list\'s '
+                   "default; 422 when it is not a language tag."},
+    }, (), description="At least one of the three.", min_properties=1),
     "UnsubscribeInput": obj({"list_id": ID}),
     "Unsubscribed": obj({"subscriber_id": ID, "list_id": ID, "status": {"const": "unsubscribed"},
                          "changed": {"type": "boolean", "description": "false when they had "

@@ -19,25 +19,34 @@ from wtforms.validators import DataRequired, Length
 
 from broadside.core import invitations, people, roles
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _, _l, current_locale, language_of
 from webapp import audit_trail
 from webapp.extensions import db
 from webapp.forms import after_post, place_error
 from webapp.people import bp, mailing
 from webapp.security import sign_out
 
+
+def role_word(role: str) -> str:
+    """A role named inside a sentence: lower case but in German, whose nouns are capitalised."""
+    label = str(roles.LABELS[role])
+    return label if language_of(current_locale()) == "de" else label.lower()
+
+
 ROLE_CHOICES = [SelectChoice(role, roles.LABELS[role]) for role in roles.ROLES]
 
 
 class InviteForm(FlaskForm):
-    email = EmailField("Email address", validators=[DataRequired("Give the address to invite."),
-                                                    Length(max=320)],
+    email = EmailField(_l("Email address"),
+                       validators=[DataRequired(_l("Give the address to invite.")),
+                                   Length(max=320)],
                        render_kw={"autocomplete": "off", "spellcheck": "false"})
-    role = RadioField("Role", choices=ROLE_CHOICES, default=roles.WRITER,
-                      validators=[DataRequired("Choose a role.")])
+    role = RadioField(_l("Role"), choices=ROLE_CHOICES, default=roles.WRITER,
+                      validators=[DataRequired(_l("Choose a role."))])
 
 
 class RoleForm(FlaskForm):
-    role = SelectField("Role", choices=ROLE_CHOICES, validate_choice=False)
+    role = SelectField(_l("Role"), choices=ROLE_CHOICES, validate_choice=False)
 
 
 class EmptyForm(FlaskForm):
@@ -77,8 +86,8 @@ def invite():
         db.session.rollback()
         place_error(form, exc)
         return _render(invite_form=form, status=exc.status_code)
-    flash(f"Invitation sent to {invitation.email} as {roles.LABELS[invitation.role].lower()}. "
-          "The link works once, for 72 hours.", "success")
+    flash(_("Invitation sent to %(email)s as %(role)s. The link works once, for 72 hours.",
+            email=invitation.email, role=role_word(invitation.role)), "success")
     return _back("#invitations")
 
 
@@ -93,7 +102,8 @@ def resend_invitation(invitation_id: int):
         return _render(error=exc.message, status=exc.status_code)
     audit_trail.note(summary=f"sent the invitation of {invitation.email} again",
                      email=invitation.email, role=invitation.role)
-    flash(f"A new link is on its way to {invitation.email}; the earlier one no longer works.",
+    flash(_("A new link is on its way to %(email)s; the earlier one no longer works.",
+            email=invitation.email),
           "success")
     return _back("#invitations")
 
@@ -107,7 +117,8 @@ def revoke_invitation(invitation_id: int):
         invitation = invitations.revoke(db.session, invitation_id)
     except DomainError as exc:
         return _render(error=exc.message, status=exc.status_code)
-    flash(f"The invitation of {invitation.email} is withdrawn: its link no longer works.",
+    flash(_("The invitation of %(email)s is withdrawn: its link no longer works.",
+            email=invitation.email),
           "success")
     return _back("#invitations")
 
@@ -127,10 +138,11 @@ def change_role(person_id: int):
     except DomainError as exc:
         return _render(error=exc.message, status=exc.status_code)
     if before == after:
-        flash(f"{person.email} already is {roles.LABELS[after].lower()}.", "info")
+        flash(_("%(email)s already is %(role)s.", email=person.email, role=role_word(after)),
+              "info")
     else:
-        flash(f"{person.email} is now {roles.LABELS[after].lower()} (was "
-              f"{roles.LABELS[before].lower()}). It applies to their next page and API call.",
+        flash(_("%(email)s is now %(role)s (was %(before)s). It applies to their next page and "
+                "API call.", email=person.email, role=role_word(after), before=role_word(before)),
               "success")
     if myself and not roles.may(after, roles.PEOPLE):
         return after_post(url_for("settings.index"))  # this page is no longer theirs
@@ -160,9 +172,10 @@ def remove(person_id: int):
         return _render(error=exc.message, status=exc.status_code)
     if myself:
         sign_out()  # their session is gone with them; the cookie goes too
-        flash("You removed yourself from Broadside and are signed out.", "info")
+        flash(_("You removed yourself from Broadside and are signed out."), "info")
         return after_post(url_for("auth.login"))
-    flash(f"{email} is removed: their sessions and API tokens stopped working.", "success")
+    flash(_("%(email)s is removed: their sessions and API tokens stopped working.", email=email),
+          "success")
     return _back()
 
 
@@ -175,6 +188,6 @@ def reset_two_factor(person_id: int):
         email = people.reset_two_factor(db.session, person_id)
     except DomainError as exc:
         return _render(error=exc.message, status=exc.status_code)
-    flash(f"Two-factor sign-in is off for {email}: they sign in with their password and can "
-          "set it up again.", "success")
+    flash(_("Two-factor sign-in is off for %(email)s: they sign in with their password and can "
+            "set it up again.", email=email), "success")
     return _back(f"#person-{person_id}")

@@ -12,43 +12,61 @@ from collections.abc import Iterable
 
 from sqlalchemy.orm import Session
 
+from broadside.core.i18n import _, _l, ngettext
 from broadside.core.models import Segment
 from broadside.segments.rules import OPERATOR_LABELS, Condition, Group, RuleError, parse
 from webapp.segments.lookups import Names, names
 
 MAX_SUMMARY = 240
-
-
-def _days(count: int) -> str:
-    return "the last day" if count == 1 else f"the last {count:,} days"
+SUBJECTS = {"email": _l("email"), "name": _l("name")}
 
 
 def _condition(condition: Condition, known: Names) -> str:
     kind, op, value = condition.kind, condition.op, condition.value
     if kind == "list":
-        return ("on " if op == "is_on" else "not on ") + known.list_name(value)
+        return (_("on %(list)s", list=known.list_name(value)) if op == "is_on" else
+                _("not on %(list)s", list=known.list_name(value)))
     if kind in ("email", "name", "attributes"):
-        subject = condition.key if kind == "attributes" else kind
-        words = f"{subject} {OPERATOR_LABELS[op]}"
-        return words if value is None else f"{words} {value}"
+        subject = condition.key if kind == "attributes" else str(SUBJECTS[kind])
+        if value is None:
+            return _("%(subject)s %(op)s", subject=subject, op=OPERATOR_LABELS[op])
+        return _("%(subject)s %(op)s %(value)s", subject=subject, op=OPERATOR_LABELS[op],
+                 value=value)
     if kind == "joined":
-        where = f" {known.list_name(condition.list_id)}" if condition.list_id else ""
-        if op == "within_days":
-            return f"joined{where} within {_days(value)}"
-        return f"joined{where} {op} {value}"
+        return _joined(condition, known)
     if kind == "received":
-        subject = f"“{known.broadcast_subject(value)}”"
-        return f"received {subject}" if op == "is" else f"did not receive {subject}"
+        subject = known.broadcast_subject(value)
+        return (_("received “%(subject)s”", subject=subject) if op == "is" else
+                _("did not receive “%(subject)s”", subject=subject))
     if kind == "last_received":
-        what = "something" if op == "within_days" else "nothing"
-        return f"received {what} within {_days(value)}"
+        if op == "within_days":
+            return ngettext("received something within the last day",
+                            "received something within the last %(num)s days", value)
+        return ngettext("received nothing within the last day",
+                        "received nothing within the last %(num)s days", value)
     return f"{condition.field} {op} {value}"
+
+
+def _joined(condition: Condition, known: Names) -> str:
+    op, value = condition.op, condition.value
+    if condition.list_id:
+        where = known.list_name(condition.list_id)
+        if op == "within_days":
+            return ngettext("joined %(list)s within the last day",
+                            "joined %(list)s within the last %(num)s days", value, list=where)
+        return (_("joined %(list)s before %(date)s", list=where, date=value) if op == "before"
+                else _("joined %(list)s after %(date)s", list=where, date=value))
+    if op == "within_days":
+        return ngettext("joined within the last day", "joined within the last %(num)s days",
+                        value)
+    return (_("joined before %(date)s", date=value) if op == "before" else
+            _("joined after %(date)s", date=value))
 
 
 def _group(group: Group, known: Names, top: bool) -> str:
     parts = [_group(item, known, False) if isinstance(item, Group) else _condition(item, known)
              for item in group.items]
-    text = (" and " if group.kind == "all" else " or ").join(parts)
+    text = (_(" and ") if group.kind == "all" else _(" or ")).join(parts)
     return text if top or len(parts) == 1 else f"({text})"
 
 
@@ -72,5 +90,5 @@ def summaries(session: Session, segments: Iterable[Segment]) -> dict[int, str]:
          if c.kind == "list" or (c.kind == "joined" and c.list_id)],
         [c.value for c in conditions if c.kind == "received"],
     )
-    return {segment_id: sentence(group, known) if group else "(these rules cannot be read)"
+    return {segment_id: sentence(group, known) if group else _("(these rules cannot be read)")
             for segment_id, group in parsed.items()}

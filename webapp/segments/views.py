@@ -36,6 +36,7 @@ from flask_wtf import FlaskForm
 from wtforms import StringField
 
 from broadside.core.errors import Conflict, DomainError, NotFound
+from broadside.core.i18n import _
 from broadside.core.models import Segment
 from broadside.segments import lookups as segment_lookups
 from broadside.segments import service
@@ -149,7 +150,7 @@ def _submit(segment: Segment | None):
         if exc.field == "name":
             form.name.errors = [exc.message]
         return _editor(segment, form, view, error=exc.message, status=422)
-    flash(f"The segment “{saved.name}” is saved.", "success")
+    flash(_("The segment “%(name)s” is saved.", name=saved.name), "success")
     return after_post(url_for(".index"))
 
 
@@ -222,7 +223,7 @@ def duplicate(segment_id: int):
     except Conflict as exc:
         flash(exc.message, "error")
         return redirect(url_for(".index"))
-    flash(f"This is a copy, “{copy.name}”: change its rules and save.", "success")
+    flash(_("This is a copy, “%(name)s”: change its rules and save.", name=copy.name), "success")
     return redirect(url_for(".edit", segment_id=copy.id))
 
 
@@ -247,5 +248,5 @@ def delete(segment_id: int):
     except Conflict as exc:
         flash(exc.message, "error")
         return redirect(url_for(".index"))
-    flash(f"The segment “{name}” is deleted.", "success")
+    flash(_("The segment “%(name)s” is deleted.", name=name), "success")
     return redirect(url_for(".index"))

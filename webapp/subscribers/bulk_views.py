@@ -20,7 +20,9 @@ from flask import render_template, request, url_for
 from broadside.audience.lists import all_lists
 from broadside.audience.subscribers import bulk, search
 from broadside.audience.subscribers.bulk_progress import progress
+from broadside.audience.subscribers.language import language_name
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 from broadside.segments.service import all_segments
 from webapp.extensions import db, get_jobs
 from webapp.forms import after_post
@@ -31,7 +33,8 @@ from webapp.subscribers import bp
 def _values():
     source = request.form if request.method == "POST" else request.args
     filters = search.Filters.parse(source.get("q"), source.get("match"), source.get("list"),
-                                   source.get("status"), source.get("segment"))
+                                   source.get("status"), source.get("segment"),
+                                   source.get("language"))
     target = search.parse_id(source.get("target"))
     max_id = search.parse_id(source.get("max_id"))
     return source, filters, target, max_id
@@ -41,16 +44,22 @@ def _filter_words(filters: search.Filters) -> list[str]:
     """The filter in the owner's words, for the confirmation page."""
     words = []
     if filters.q:
-        how = "containing" if filters.match == "contains" else "starting with"
-        words.append(f"email or name {how} “{filters.q}”")
+        words.append(_("email or name containing “%(q)s”", q=filters.q)
+                     if filters.match == "contains" else
+                     _("email or name starting with “%(q)s”", q=filters.q))
     if filters.list_id:
         names = {item.id: item.name for item in all_lists(db.session)}
-        words.append(f"on {names.get(filters.list_id, 'a deleted list')}")
+        words.append(_("on %(list)s", list=names.get(filters.list_id, _("a deleted list"))))
     if filters.status:
-        words.append(f"status {filters.status}")
+        words.append(_("status %(status)s", status=filters.status))
     if filters.segment_id:
         names = {item.id: item.name for item in all_segments(db.session)}
-        words.append(f"in the segment {names.get(filters.segment_id, '(deleted)')}")
+        words.append(_("in the segment %(segment)s",
+                       segment=names.get(filters.segment_id, _("(deleted)"))))
+    if filters.locale:
+        words.append(_("whose language is the list's default")
+                     if filters.locale == search.NO_LOCALE else
+                     _("whose language is %(language)s", language=language_name(filters.locale)))
     return words
 
 
@@ -91,8 +100,9 @@ def _confirm_again(source, filters, target, max_id, error: str):
     return _render(source, filters, plan=plan, status=422, error=error.format(total=plan.total))
 
 
-CHANGED = ("The number of people changed since you looked: it is now {total:,}. Check and "
-           "confirm again.")
+def changed_message() -> str:
+    return _("The number of people changed since you looked: it is now %(total)s. Check and "
+             "confirm again.", total="{total:,}")
 
 
 @bp.route("/bulk", methods=["POST"])
@@ -105,15 +115,15 @@ def bulk_submit():
         return _render(source, filters, error=exc.message, status=422)
     expected = search.parse_id(source.get("expected"))
     if expected is None:
-        return _confirm_again(source, filters, target, max_id, CHANGED)
+        return _confirm_again(source, filters, target, max_id, changed_message())
     if plan.action == "erase" and source.get("confirm_count", "").strip().replace(",", "") \
             != str(expected):
         return _confirm_again(source, filters, target, max_id,
-                              "Type {total} to confirm the erase.")
+                              _("Type %(total)s to confirm the erase.", total="{total}"))
     try:
         record = bulk.submit(db.session, plan, get_jobs().enqueue_bulk, expected=expected)
     except (ValidationError, bulk.SetChanged):
-        return _confirm_again(source, filters, target, max_id, CHANGED)
+        return _confirm_again(source, filters, target, max_id, changed_message())
     return after_post(url_for("subscribers.bulk_status", bulk_id=record.id))
 
 

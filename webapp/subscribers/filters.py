@@ -11,4 +11,4 @@ from broadside.audience.subscribers import search
 def current_filters() -> search.Filters:
     return search.Filters.parse(request.args.get("q"), request.args.get("match"),
                                 request.args.get("list"), request.args.get("status"),
-                                request.args.get("segment"))
+                                request.args.get("segment"), request.args.get("language"))

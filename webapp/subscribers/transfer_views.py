@@ -22,6 +22,7 @@ from broadside.audience.lists import all_lists, get_list
 from broadside.audience.transfer import export, importer
 from broadside.audience.transfer import report as import_report
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _, _l
 from broadside.segments.service import get_segment
 from webapp.address_warnings import identities_without_smtputf8
 from webapp.extensions import db, get_jobs
@@ -34,20 +35,21 @@ from webapp.subscribers.filters import current_filters
 
 # Files up to this size are imported during the upload request; bigger ones go to the worker.
 DEFAULT_INLINE_IMPORT_BYTES = 1024 * 1024
-CONSENT_MISSING = ("Choose how these people agreed to receive mail: nothing is imported "
-                   "until you say.")
+CONSENT_MISSING = _l("Choose how these people agreed to receive mail: nothing is imported "
+                     "until you say.")
 
 
 class ImportForm(FlaskForm):
-    list_id = SelectField("Into list", coerce=int)
-    file = FileField("CSV file", validators=[FileRequired("Choose a CSV file to upload.")])
+    list_id = SelectField(_l("Into list"), coerce=int)
+    file = FileField(_l("CSV file"), validators=[FileRequired(_l("Choose a CSV file to upload."))])
     # No default: whether these people get a confirmation email is the owner's to say.
-    consent = RadioField("How did these people agree to receive mail?", choices=[
-        SelectChoice("opted_in", "They already opted in"),
-        SelectChoice("confirm", "Ask them to confirm"),
+    consent = RadioField(_l("How did these people agree to receive mail?"), choices=[
+        SelectChoice("opted_in", _l("They already opted in")),
+        SelectChoice("confirm", _l("Ask them to confirm")),
     ], invalid_choice_message=CONSENT_MISSING, render_kw={"required": True})
     # Off by default: importing an existing audience must never mail it.
-    welcome = BooleanField("Send the welcome series to the people this import adds", default=False)
+    welcome = BooleanField(_l("Send the welcome series to the people this import adds"),
+                           default=False)
 
 
 def _import_form(formdata: bool = True) -> ImportForm:
@@ -112,7 +114,8 @@ def import_csv():
 def upload_too_large(_exc):
     form = _import_form(formdata=False)
     limit = current_app.config["MAX_IMPORT_BYTES"]
-    form.file.errors = [f"The file is larger than the import limit of {limit / 1048576:.0f} MB."]
+    form.file.errors = [_("The file is larger than the import limit of %(mb)s MB.",
+                          mb=f"{limit / 1048576:.0f}")]
     return _render_import(form, 413)
 
 

@@ -11,11 +11,13 @@ from wtforms.widgets import CheckboxInput, ListWidget
 
 from broadside.audience.lists import all_lists
 from broadside.audience.subscribers import bulk, search, service
+from broadside.audience.subscribers.language import language_choices, language_name
 from broadside.audience.subscribers.total import count_matching
 from broadside.audience.unsubscribe import suppression
 from broadside.campaigns.automations import messages as automations
 from broadside.campaigns.codes import lookup as code_lookup
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _, _l
 from broadside.core.timeutil import utcnow
 from broadside.delivery import content_retention, transactional
 from broadside.segments.service import all_segments
@@ -26,28 +28,34 @@ from webapp.params import int_arg
 from webapp.subscribers import bp
 from webapp.subscribers.filters import current_filters
 
-ATTRIBUTES_HELP = "One per line, as name = value."
+ATTRIBUTES_HELP = _l("One per line, as name = value.")
+LANGUAGE_HELP = _l("What Broadside writes to them, and their version of a broadcast, is in "
+                   "this language when there is one.")
 
 
 class SubscriberForm(FlaskForm):
-    email = StringField("Email", validators=[DataRequired(), Length(max=service.MAX_EMAIL)])
-    name = StringField("Name", validators=[Length(max=service.MAX_NAME)])
-    attributes = TextAreaField("Attributes")
+    email = StringField(_l("Email"), validators=[DataRequired(), Length(max=service.MAX_EMAIL)])
+    name = StringField(_l("Name"), validators=[Length(max=service.MAX_NAME)])
+    attributes = TextAreaField(_l("Attributes"))
+    locale = SelectField(_l("Language"), default="")
+
+    def offer_languages(self, current: str | None) -> None:
+        self.locale.choices = [("", _("List's default")), *language_choices(current)]
 
 
 class NewSubscriberForm(SubscriberForm):
-    lists = SelectMultipleField("Lists", coerce=int, widget=ListWidget(prefix_label=False),
+    lists = SelectMultipleField(_l("Lists"), coerce=int, widget=ListWidget(prefix_label=False),
                                 option_widget=CheckboxInput())
-    welcome = BooleanField("Send the welcome series of the lists they join", default=True)
+    welcome = BooleanField(_l("Send the welcome series of the lists they join"), default=True)
 
 
 class AddToListForm(FlaskForm):
-    list_id = SelectField("Add to list", coerce=int)
-    welcome = BooleanField("Send that list's welcome series", default=True)
+    list_id = SelectField(_l("Add to list"), coerce=int)
+    welcome = BooleanField(_l("Send that list's welcome series"), default=True)
 
 
 class SuppressForm(FlaskForm):
-    detail = StringField("Reason (kept with the suppression)", validators=[Length(max=1000)])
+    detail = StringField(_l("Reason (kept with the suppression)"), validators=[Length(max=1000)])
 
 
 class ConfirmForm(FlaskForm):
@@ -69,6 +77,7 @@ def index():
         bulk_choices=bulk.CHOICES,
         segments=all_segments(db.session),
         statuses=search.STATUS_FILTERS, partial=partial,
+        languages=[] if partial else language_choices(None), no_locale=search.NO_LOCALE,
     )))
 
 
@@ -86,6 +95,7 @@ def total():
 def new():
     form = NewSubscriberForm()
     form.lists.choices = [(item.id, item.name) for item in all_lists(db.session)]
+    form.offer_languages(None)
     if request.method == "GET" and (list_id := int_arg("list")) is not None:
         form.lists.data = [list_id]
     if form.validate_on_submit():
@@ -94,17 +104,18 @@ def new():
                 db.session, email=form.email.data, name=form.name.data,
                 attributes=service.parse_attribute_lines(form.attributes.data),
                 list_ids=form.lists.data or [], welcome=bool(form.welcome.data),
+                locale=form.locale.data,
             )
         except DomainError as exc:
             db.session.rollback()
             place_error(form, exc)
         else:
-            flash(f"{subscriber.email} was added." if created else
-                  f"{subscriber.email} was already known: their details and lists are updated.",
-                  "success")
+            flash(_("%(email)s was added.", email=subscriber.email) if created else
+                  _("%(email)s was already known: their details and lists are updated.",
+                    email=subscriber.email), "success")
             return after_post(url_for("subscribers.show", subscriber_id=subscriber.id))
-    return render_template("subscribers/new.html", form=form, attributes_help=ATTRIBUTES_HELP), \
-        422 if form.errors else 200
+    return render_template("subscribers/new.html", form=form, attributes_help=ATTRIBUTES_HELP,
+                           language_help=LANGUAGE_HELP), 422 if form.errors else 200
 
 
 @bp.route("/<int:subscriber_id>")
@@ -122,6 +133,7 @@ def show(subscriber_id: int):
                            now=utcnow(),  # a pending message is "due" once its time came
                            suppress_form=SuppressForm(formdata=None), form=ConfirmForm(),
                            subscriber=detail.subscriber,
+                           language=language_name(detail.subscriber.locale),
                            can_block=suppression.outranks("blocked", detail.subscriber.suppression))
 
 
@@ -131,21 +143,25 @@ def edit(subscriber_id: int):
     form = SubscriberForm(data={
         "email": subscriber.email, "name": subscriber.name,
         "attributes": service.format_attribute_lines(subscriber.attributes),
+        "locale": subscriber.locale or "",
     })
+    form.offer_languages(subscriber.locale)
     if form.validate_on_submit():
         try:
             service.update_subscriber(
                 db.session, subscriber_id, email=form.email.data, name=form.name.data,
                 attributes=service.parse_attribute_lines(form.attributes.data),
+                locale=form.locale.data,
             )
         except DomainError as exc:
             db.session.rollback()
             place_error(form, exc)
         else:
-            flash("Saved.", "success")
+            flash(_("Saved."), "success")
             return after_post(url_for("subscribers.show", subscriber_id=subscriber_id))
     return render_template("subscribers/edit.html", form=form, subscriber=subscriber,
-                           attributes_help=ATTRIBUTES_HELP), 422 if form.errors else 200
+                           attributes_help=ATTRIBUTES_HELP, language_help=LANGUAGE_HELP), \
+        422 if form.errors else 200
 
 
 @bp.route("/<int:subscriber_id>/lists", methods=["POST"])
@@ -155,9 +171,9 @@ def add_to_list(subscriber_id: int):
     if form.validate_on_submit():
         if service.join_list(db.session, subscriber_id, form.list_id.data,
                              welcome=bool(form.welcome.data)):
-            flash("Added to the list as active.", "success")
+            flash(_("Added to the list as active."), "success")
         else:
-            flash("They are already on that list; their status there is unchanged.", "info")
+            flash(_("They are already on that list; their status there is unchanged."), "info")
     return redirect(url_for("subscribers.show", subscriber_id=subscriber_id))
 
 
@@ -165,8 +181,8 @@ def add_to_list(subscriber_id: int):
 def unsubscribe(subscriber_id: int, list_id: int):
     if ConfirmForm().validate_on_submit():
         changed = service.unsubscribe(db.session, subscriber_id, list_id, source="owner")
-        flash("Unsubscribed from the list." if changed else "They were already unsubscribed.",
-              "success")
+        flash(_("Unsubscribed from the list.") if changed else
+              _("They were already unsubscribed."), "success")
     return redirect(url_for("subscribers.show", subscriber_id=subscriber_id))
 
 
@@ -175,8 +191,8 @@ def suppress(subscriber_id: int):
     form = SuppressForm()
     if form.validate_on_submit():
         changed = suppression.suppress(db.session, subscriber_id, "blocked", form.detail.data)
-        flash("Blocked: they will get no more mail from any list." if changed else
-              "They were already suppressed.", "success")
+        flash(_("Blocked: they will get no more mail from any list.") if changed else
+              _("They were already suppressed."), "success")
     return redirect(url_for("subscribers.show", subscriber_id=subscriber_id))
 
 
@@ -191,6 +207,6 @@ def delete(subscriber_id: int):
     if not ConfirmForm().validate_on_submit():
         return redirect(url_for("subscribers.confirm_delete", subscriber_id=subscriber_id))
     email = service.erase(db.session, subscriber_id)
-    flash(f"{email} is erased: their data and history are gone.", "success")
+    flash(_("%(email)s is erased: their data and history are gone.", email=email), "success")
     return redirect(url_for("subscribers.index"))
 

@@ -46,6 +46,7 @@ from broadside.audience.subscribers.total import count_exactly
 from broadside.audience.unsubscribe.suppression import suppress_uncommitted
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _, _l, ngettext
 from broadside.core.models import BulkAction, MailingList, Subscriber
 from broadside.core.timeutil import utcnow
 
@@ -54,15 +55,16 @@ SLICE_SECONDS = 5.0  # a job's share of the worker before it queues its continua
 MAX_SELECTION = 1000
 NEEDS_LIST = ("add", "remove")
 # What the owner chooses from (unsubscribing from every list is an unsubscribe without a list).
-CHOICES = {"add": "Add to a list", "remove": "Remove from a list",
-           "unsubscribe": "Unsubscribe from a list", "unsubscribe_all": "Unsubscribe from every list",
-           "block": "Block (no mail from any list)", "erase": "Erase for good"}
+CHOICES = {"add": _l("Add to a list"), "remove": _l("Remove from a list"),
+           "unsubscribe": _l("Unsubscribe from a list"),
+           "unsubscribe_all": _l("Unsubscribe from every list"),
+           "block": _l("Block (no mail from any list)"), "erase": _l("Erase for good")}
 TRANSITIONS = {"start": (("queued",), "running"), "finish": (("running",), "done"),
                "fail": (("queued", "running"), "failed")}
 
 
 def people(count: int) -> str:
-    return f"{count:,} person" if count == 1 else f"{count:,} people"
+    return ngettext("%(num)s person", "%(num)s people", count)
 
 
 class SetChanged(Conflict):
@@ -70,8 +72,9 @@ class SetChanged(Conflict):
     nothing was stored. `total`: how many they are now."""
 
     def __init__(self, expected: int, total: int) -> None:
-        super().__init__(f"The number of people changed since you looked: it is now "
-                         f"{total:,}, not {expected:,}. Check and confirm again.")
+        super().__init__(_("The number of people changed since you looked: it is now "
+                           "%(total)s, not %(expected)s. Check and confirm again.",
+                           total=f"{total:,}", expected=f"{expected:,}"))
         self.total = total
 
 
@@ -95,40 +98,50 @@ class Plan:
 
     @property
     def headline(self) -> str:
-        who = people(self.total)
-        return {
-            "add": f"Add {who} to {self.list_name}",
-            "remove": f"Remove {who} from {self.list_name}",
-            "unsubscribe": f"Unsubscribe {who} from "
-                           + (self.list_name if self.list_id else "every list"),
-            "block": f"Block {who}",
-            "erase": f"Erase {who}",
-        }[self.action]
+        n, name = self.total, self.list_name
+        if self.action == "add":
+            return ngettext("Add %(num)s person to %(list)s", "Add %(num)s people to %(list)s",
+                            n, list=name)
+        if self.action == "remove":
+            return ngettext("Remove %(num)s person from %(list)s",
+                            "Remove %(num)s people from %(list)s", n, list=name)
+        if self.action == "unsubscribe" and self.list_id:
+            return ngettext("Unsubscribe %(num)s person from %(list)s",
+                            "Unsubscribe %(num)s people from %(list)s", n, list=name)
+        if self.action == "unsubscribe":
+            return ngettext("Unsubscribe %(num)s person from every list",
+                            "Unsubscribe %(num)s people from every list", n)
+        if self.action == "block":
+            return ngettext("Block %(num)s person", "Block %(num)s people", n)
+        return ngettext("Erase %(num)s person", "Erase %(num)s people", n)
 
     @property
     def details(self) -> list[str]:
         name = self.list_name
         return {
-            "add": [f"Each joins {name} as active. Anyone already on it keeps their status "
-                    "there: someone who unsubscribed stays unsubscribed.",
-                    "Nothing is sent: the list's welcome series does not start for them."],
-            "remove": [f"Their subscription to {name} is deleted, as if they had never been "
-                       "added. Anyone who unsubscribed from it stays recorded as unsubscribed, "
-                       "so nobody can be re-added against their wish.",
-                       "Nothing is sent, and their other lists are untouched."],
-            "unsubscribe": [(f"They stop getting {name}" if self.list_id else
-                             "They stop getting every list they are on")
-                            + ", as if they had unsubscribed at your request; each change is "
-                              "recorded in their history.",
-                            "Nothing is sent to them, not even a confirmation."],
-            "block": ["They get no more mail from any list, now or if they sign up again, "
-                      "until you lift the block on their page. Their subscriptions are kept.",
-                      "Nothing is sent."],
-            "erase": ["This deletes them for good: their addresses, names, attributes, "
-                      "subscriptions and history. Broadcast totals keep counting their "
-                      "deliveries, without saying who they were for.",
-                      "This cannot be undone. To stop mail but keep the record, unsubscribe "
-                      "or block instead."],
+            "add": [_("Each joins %(list)s as active. Anyone already on it keeps their status "
+                      "there: someone who unsubscribed stays unsubscribed.", list=name),
+                    _("Nothing is sent: the list's welcome series does not start for them.")],
+            "remove": [_("Their subscription to %(list)s is deleted, as if they had never been "
+                         "added. Anyone who unsubscribed from it stays recorded as "
+                         "unsubscribed, so nobody can be re-added against their wish.",
+                         list=name),
+                       _("Nothing is sent, and their other lists are untouched.")],
+            "unsubscribe": [_("They stop getting %(list)s, as if they had unsubscribed at your "
+                              "request; each change is recorded in their history.", list=name)
+                            if self.list_id else
+                            _("They stop getting every list they are on, as if they had "
+                              "unsubscribed at your request; each change is recorded in their "
+                              "history."),
+                            _("Nothing is sent to them, not even a confirmation.")],
+            "block": [_("They get no more mail from any list, now or if they sign up again, "
+                        "until you lift the block on their page. Their subscriptions are kept."),
+                      _("Nothing is sent.")],
+            "erase": [_("This deletes them for good: their addresses, names, attributes, "
+                        "subscriptions and history. Broadcast totals keep counting their "
+                        "deliveries, without saying who they were for."),
+                      _("This cannot be undone. To stop mail but keep the record, unsubscribe "
+                        "or block instead.")],
         }[self.action]
 
 
@@ -137,12 +150,12 @@ def _parse_ids(raw: list[str]) -> list[int]:
     for value in raw:
         value = (value or "").strip()
         if not value.isdigit() or not 0 < int(value) < 2**31:
-            raise ValidationError("The selection is not valid (a subscriber id was not a "
-                                  "number). Reload the table and select again.")
+            raise ValidationError(_("The selection is not valid (a subscriber id was not a "
+                                  "number). Reload the table and select again."))
         ids.add(int(value))
     if len(ids) > MAX_SELECTION:
-        raise ValidationError(f"Select at most {MAX_SELECTION:,} people, or choose "
-                              "everyone matching the filter.")
+        raise ValidationError(_("Select at most %(max)s people, or choose everyone matching "
+                                "the filter.", max=f"{MAX_SELECTION:,}"))
     return sorted(ids)
 
 
@@ -158,15 +171,15 @@ def plan(session: Session, *, action: str | None, list_id: int | None, scope: st
     leaves a filter's people uncounted (`total` 0): `submit` counts them as it stores them,
     so the press does not count a million people twice."""
     if not isinstance(action, str) or action not in CHOICES:  # an API body may hold anything
-        raise ValidationError("Choose what to do with them.", field="action")
+        raise ValidationError(_("Choose what to do with them."), field="action")
     if action == "unsubscribe_all":
         action, list_id = "unsubscribe", None
     elif action == "unsubscribe" and not list_id:
-        raise ValidationError("Choose the list to unsubscribe them from, or choose "
-                              "“Unsubscribe from every list”.")
+        raise ValidationError(_("Choose the list to unsubscribe them from, or choose "
+                                "“Unsubscribe from every list”."))
     if scope not in ("selected", "all"):
-        raise ValidationError("Choose whether to act on the selected people or on everyone "
-                              "matching the filter.")
+        raise ValidationError(_("Choose whether to act on the selected people or on everyone "
+                              "matching the filter."))
     list_name = ""
     if action in NEEDS_LIST and not list_id:
         raise ValidationError("Choose the list to add them to." if action == "add" else
@@ -177,21 +190,23 @@ def plan(session: Session, *, action: str | None, list_id: int | None, scope: st
         else:
             found = session.scalar(select(MailingList.name).where(MailingList.id == list_id))
             if found is None:
-                raise ValidationError("That list does not exist any more. Choose another.")
+                raise ValidationError(_("That list does not exist any more. Choose another."))
             list_name = found
     latest = highest_id(session)
     if scope == "selected":
         selected = _parse_ids(ids)
         if not selected:
-            raise ValidationError("Nobody is selected: tick the people to act on, or choose "
-                                  "everyone matching the filter.")
+            raise ValidationError(_("Nobody is selected: tick the people to act on, or choose "
+                                  "everyone matching the filter."))
         existing = set(session.scalars(select(Subscriber.id)
                                        .where(Subscriber.id.in_(selected))))
         missing = [i for i in selected if i not in existing]
         if missing:
             shown = ", ".join(map(str, missing[:5])) + (" …" if len(missing) > 5 else "")
-            raise ValidationError(f"{people(len(missing))} of the selection no longer "
-                                  f"exist (id {shown}). Reload the table and select again.")
+            raise ValidationError(ngettext(
+                "%(num)s person of the selection no longer exists (id %(ids)s). Reload the "
+                "table and select again.", "%(num)s people of the selection no longer exist "
+                "(id %(ids)s). Reload the table and select again.", len(missing), ids=shown))
         return Plan(action, list_id or None, list_name, selected, None, selected[-1],
                     len(selected))
     frozen = min(max_id, latest) if max_id else latest
@@ -199,7 +214,7 @@ def plan(session: Session, *, action: str | None, list_id: int | None, scope: st
         return Plan(action, list_id or None, list_name, None, filters, frozen, 0)
     total = count_exactly(session, filters, frozen)
     if not total:
-        raise ValidationError("Nobody matches this filter, so there is nothing to do.")
+        raise ValidationError(_("Nobody matches this filter, so there is nothing to do."))
     return Plan(action, list_id or None, list_name, None, filters, frozen, total)
 
 
@@ -223,7 +238,7 @@ def submit(session: Session, confirmed: Plan, enqueue: Callable[[int], Any], *,
         raise SetChanged(expected, total)
     if not total:
         session.rollback()
-        raise ValidationError("Nobody matches this filter any more, so there is nothing to do.")
+        raise ValidationError(_("Nobody matches this filter any more, so there is nothing to do."))
     record.total = total
     session.commit()
     try:
@@ -237,7 +252,7 @@ def submit(session: Session, confirmed: Plan, enqueue: Callable[[int], Any], *,
 def get(session: Session, bulk_id: int) -> BulkAction:
     record = session.get(BulkAction, bulk_id, populate_existing=True)
     if record is None:
-        raise NotFound("There is no such bulk action.")
+        raise NotFound(_("There is no such bulk action."))
     return record
 
 
@@ -314,7 +329,7 @@ def apply(session: Session, action: str, list_id: int | None, ids: list[int],
         return sum(1 for sid in ids if suppress_uncommitted(session, sid, "blocked", detail))
     if action == "erase":
         return service.erase_uncommitted(session, ids)
-    raise ValidationError(f"Unknown bulk action {action!r}.")
+    raise ValidationError(_("Unknown bulk action %(action)r.", action=action))
 
 
 def run_slice(session: Session, bulk_id: int, *, batch_size: int = BATCH_SIZE,

@@ -41,6 +41,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from broadside.core.addresses import is_whole_address
+from broadside.core.i18n import clean_locale
 from broadside.core.models import MailingList, Segment, Subscriber, Subscription
 from broadside.core.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
 from broadside.segments.service import segment_clause
@@ -54,6 +55,8 @@ MATCH_MODES = ("contains", "prefix")  # the first is the default
 # windowed request inside the table's 50 ms, at a million subscribers.
 SCAN_WINDOW = 20_000
 STATUS_FILTERS = (*SUBSCRIPTION_STATUSES, "suppressed", *SUPPRESSIONS)
+# The language filter's value for readers with none of their own (their list's default).
+NO_LOCALE = "none"
 _ORDERED_COLLATION: dict[str, bool] = {}
 
 
@@ -64,20 +67,22 @@ class Filters:
     list_id: int | None = None
     status: str = ""
     segment_id: int | None = None
+    locale: str = ""  # a language tag (`de` also finds de-AT), NO_LOCALE, or "" (any)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Filters:
         """A filter frozen with `as_dict` (a bulk action's), read back tolerantly."""
         return cls.parse(data.get("q"), data.get("match"), data.get("list_id"),
-                         data.get("status"), data.get("segment_id"))
+                         data.get("status"), data.get("segment_id"), data.get("locale"))
 
     def as_dict(self) -> dict[str, Any]:
         return {"q": self.q, "match": self.match, "list_id": self.list_id, "status": self.status,
-                "segment_id": self.segment_id}
+                "segment_id": self.segment_id, "locale": self.locale}
 
     @classmethod
     def parse(cls, q: str | None = None, match: str | None = None, list_id: str | int | None = None,
-              status: str | None = None, segment_id: str | int | None = None) -> Filters:
+              status: str | None = None, segment_id: str | int | None = None,
+              locale: str | None = None) -> Filters:
         """Tolerant parsing of query-string values: anything unknown means "no filter"."""
         # NUL (PostgreSQL refuses it in text) and lone surrogates are dropped: no address or
         # name holds them, so the search means the same without them. A request never gets
@@ -86,12 +91,14 @@ class Filters:
         q = " ".join(_searchable(q or "").split())[:MAX_QUERY]
         match = match if match in MATCH_MODES else MATCH_MODES[0]
         status = status if status in STATUS_FILTERS else ""
-        return cls(q, match, _id_or_none(list_id), status, _id_or_none(segment_id))
+        locale = locale if locale == NO_LOCALE else clean_locale(locale) or ""
+        return cls(q, match, _id_or_none(list_id), status, _id_or_none(segment_id), locale)
 
     def as_args(self) -> dict[str, str]:
         args = {"q": self.q, "match": self.match if self.q and self.match != MATCH_MODES[0] else "",
                 "list": str(self.list_id) if self.list_id else "", "status": self.status,
-                "segment": str(self.segment_id) if self.segment_id else ""}
+                "segment": str(self.segment_id) if self.segment_id else "",
+                "language": self.locale}
         return {k: v for k, v in args.items() if v}
 
 
@@ -184,6 +191,11 @@ def filter_clauses(session: Session, filters: Filters) -> list:
         if status in SUBSCRIPTION_STATUSES:
             on_list.append(Subscription.status == status)
         clauses.append(exists().where(*on_list))
+    if filters.locale == NO_LOCALE:
+        clauses.append(Subscriber.locale.is_(None))
+    elif filters.locale:
+        clauses.append(or_(Subscriber.locale == filters.locale,
+                           Subscriber.locale.like(filters.locale + "-%")))
     if filters.segment_id:
         # Who the segment reaches now (a deleted segment reaches nobody).
         segment = session.get(Segment, filters.segment_id)
@@ -196,8 +208,9 @@ def windowed(filters: Filters) -> bool:
     SCAN_WINDOW ids: any filter but none at all, or a starts-with search of an address
     alone (a range of the unique index on `email`)."""
     if filters.q and filters.match == "prefix" and "@" in filters.q:
-        return bool(filters.status or filters.list_id or filters.segment_id)
-    return bool(filters.q or filters.status or filters.list_id or filters.segment_id)
+        return bool(filters.status or filters.list_id or filters.segment_id or filters.locale)
+    return bool(filters.q or filters.status or filters.list_id or filters.segment_id
+                or filters.locale)
 
 
 def _whole_address(session: Session, filters: Filters) -> list[Subscriber]:

@@ -17,12 +17,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broadside.audience import subscriptions
+from broadside.audience.subscribers.language import clean_reader_locale
 from broadside.audience.unsubscribe import service as leaving
 from broadside.campaigns.automations.entering import enter_joined
 from broadside.campaigns.automations.ledger import forget_person
 from broadside.core.addresses import normalise_email
 from broadside.core.db import dialect_insert, rowcount
 from broadside.core.errors import Conflict, NotFound, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import (
     Broadcast,
     Delivery,
@@ -46,15 +48,16 @@ RESERVED_ATTRIBUTES = ("email", "name")
 def clean_name(name: str | None) -> str:
     name = " ".join((name or "").split())
     if len(name) > MAX_NAME:
-        raise ValidationError(f"A name can be at most {MAX_NAME} characters.", field="name")
+        raise ValidationError(_("A name can be at most %(max)s characters.", max=MAX_NAME),
+                              field="name")
     if "\x00" in name:  # PostgreSQL refuses NUL in text: say so instead of failing the write
-        raise ValidationError("A name cannot contain a NUL character.", field="name")
+        raise ValidationError(_("A name cannot contain a NUL character."), field="name")
     return name
 
 
 def clean_email(email: str | None) -> str:
     if email is not None and len(email.strip()) > MAX_EMAIL:
-        raise ValidationError(f"An email address can be at most {MAX_EMAIL} characters.",
+        raise ValidationError(_("An email address can be at most %(max)s characters.", max=MAX_EMAIL),
                               field="email")
     try:
         return normalise_email(email or "")
@@ -80,25 +83,30 @@ def clean_attributes(attributes: Any) -> dict[str, Any]:
     if attributes is None:
         return {}
     if not isinstance(attributes, dict):
-        raise _attribute_error("Attributes must be an object of names and values.")
+        raise _attribute_error(_("Attributes must be an object of names and values."))
     cleaned: dict[str, Any] = {}
     for key, value in attributes.items():
         if not isinstance(key, str) or not key.strip():
-            raise _attribute_error("Every attribute needs a name.")
+            raise _attribute_error(_("Every attribute needs a name."))
         key = key.strip()
         if len(key) > MAX_ATTRIBUTE_KEY:
-            raise _attribute_error(f"Attribute names can be at most {MAX_ATTRIBUTE_KEY} characters.")
+            raise _attribute_error(_("Attribute names can be at most %(max)s characters.",
+                                     max=MAX_ATTRIBUTE_KEY))
         if key.lower() in RESERVED_ATTRIBUTES:
-            raise _attribute_error(f"{key!r} cannot be an attribute: it is a field of its own.")
+            raise _attribute_error(_("%(key)r cannot be an attribute: it is a field of its own.",
+                                     key=key))
         if isinstance(value, str) and len(value) > MAX_ATTRIBUTE_VALUE:
             raise _attribute_error(
-                f"The value of {key!r} is longer than {MAX_ATTRIBUTE_VALUE} characters."
+                _("The value of %(key)r is longer than %(max)s characters.", key=key,
+                  max=MAX_ATTRIBUTE_VALUE)
             )
         if _has_nul(key) or _has_nul(value):
-            raise _attribute_error(f"The attribute {key!r} cannot contain a NUL character.")
+            raise _attribute_error(_("The attribute %(key)r cannot contain a NUL character.",
+                                     key=key))
         cleaned[key] = value
     if len(json.dumps(cleaned)) > MAX_ATTRIBUTES_JSON:
-        raise _attribute_error(f"Attributes can take at most {MAX_ATTRIBUTES_JSON} characters.")
+        raise _attribute_error(_("Attributes can take at most %(max)s characters.",
+                                 max=MAX_ATTRIBUTES_JSON))
     return cleaned
 
 
@@ -110,7 +118,8 @@ def parse_attribute_lines(text: str | None) -> dict[str, str]:
             continue
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
-            raise _attribute_error(f"Attribute line {number} must look like `name = value`.")
+            raise _attribute_error(_("Attribute line %(n)s must look like `name = value`.",
+                                     n=number))
         attributes[key.strip()] = value.strip()
     return clean_attributes(attributes)
 
@@ -125,7 +134,7 @@ def format_attribute_lines(attributes: dict[str, Any] | None) -> str:
 def get_subscriber(session: Session, subscriber_id: int) -> Subscriber:
     subscriber = session.get(Subscriber, subscriber_id)
     if subscriber is None:
-        raise NotFound("There is no such subscriber.")
+        raise NotFound(_("There is no such subscriber."))
     return subscriber
 
 
@@ -156,7 +165,7 @@ def check_lists_exist(session: Session, list_ids: list[int]) -> None:
     found = set(session.scalars(select(MailingList.id).where(MailingList.id.in_(looked_up))))
     missing = sorted(set(list_ids) - found)
     if missing:
-        raise ValidationError(f"There is no list with id {', '.join(map(str, missing))}.",
+        raise ValidationError(_("There is no list with id %(ids)s.", ids=", ".join(map(str, missing))),
                               field="lists")
 
 
@@ -199,17 +208,20 @@ def add_to_lists(session: Session, subscriber_id: int, list_ids: list[int], *,
 
 def save_subscriber(session: Session, *, email: str | None, name: str | None = None,
                     attributes: Any = None, list_ids: list[int] | None = None,
-                    source: str = "owner", welcome: bool = False) -> tuple[Subscriber, bool]:
+                    source: str = "owner", welcome: bool = False,
+                    locale: Any = None) -> tuple[Subscriber, bool]:
     """Add a person (or update a known one) and put them on `list_ids` as active.
     `welcome`: on each list they newly join, they enter its welcome automations in this
     same transaction.
 
-    Returns (subscriber, created). A known person's name is replaced when one is given and
-    attributes are merged; their existing subscriptions and suppression are left alone.
+    Returns (subscriber, created). A known person's name and language are replaced when one
+    is given and attributes are merged; their existing subscriptions and suppression are left
+    alone.
     """
     email = clean_email(email)
     name = clean_name(name)
     attributes = clean_attributes(attributes)
+    locale = clean_reader_locale(locale)
     list_ids = list(dict.fromkeys(list_ids or []))
     check_lists_exist(session, list_ids)
     subscriber, created = get_or_create_subscriber(session, email, name, attributes)
@@ -218,6 +230,8 @@ def save_subscriber(session: Session, *, email: str | None, name: str | None = N
             subscriber.name = name
         if attributes:
             subscriber.attributes = {**(subscriber.attributes or {}), **attributes}
+    if locale:
+        subscriber.locale = locale
     joined = add_to_lists(session, subscriber.id, list_ids, source=source)
     if welcome:
         for list_id in joined:
@@ -240,21 +254,26 @@ def join_list(session: Session, subscriber_id: int, list_id: int, source: str = 
 
 
 def update_subscriber(session: Session, subscriber_id: int, *, email: str | None,
-                      name: str | None, attributes: Any) -> Subscriber:
+                      name: str | None, attributes: Any, locale: Any = ...) -> Subscriber:
+    """`locale`: a tag, or None/"" for the list's default; left as it is when not given."""
     subscriber = get_subscriber(session, subscriber_id)
     email = clean_email(email)
     name = clean_name(name)
     attributes = clean_attributes(attributes)
+    tag = subscriber.locale if locale is ... else clean_reader_locale(locale)
     if email != subscriber.email and find_by_email(session, email) is not None:
-        raise Conflict(f"Another subscriber already has the address {email}.", field="email")
+        raise Conflict(_("Another subscriber already has the address %(email)s.", email=email),
+                       field="email")
     subscriber.email = email
     subscriber.name = name
     subscriber.attributes = attributes
+    subscriber.locale = tag
     try:
         session.commit()
     except IntegrityError:  # the address was taken between the check and the write
         session.rollback()
-        raise Conflict(f"Another subscriber already has the address {email}.", field="email") from None
+        raise Conflict(_("Another subscriber already has the address %(email)s.", email=email),
+                       field="email") from None
     return subscriber
 
 
@@ -271,7 +290,7 @@ def unsubscribe(session: Session, subscriber_id: int, list_id: int, source: str 
         select(Subscription.id).where(Subscription.subscriber_id == subscriber_id,
                                       Subscription.list_id == list_id)
     ) is None:
-        raise NotFound("This subscriber is not on that list.")
+        raise NotFound(_("This subscriber is not on that list."))
     return changed
 
 

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from babel.numbers import format_decimal
 from sqlalchemy import Select, func, literal, select, text
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
@@ -21,6 +22,7 @@ from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from broadside.audience.subscribers import search
 from broadside.audience.subscribers.search import Filters, filter_clauses, max_id, windowed
+from broadside.core.i18n import _, current_locale
 from broadside.core.models import Subscriber, Subscription
 from broadside.core.models.audience import SUBSCRIPTION_STATUSES
 
@@ -42,11 +44,12 @@ class Total:
 
     @property
     def words(self) -> str:
+        """The number in the language being spoken ("more than 100,000", "about 1.2 million")."""
         if self.exact:
-            return f"{self.value:,}"
+            return format_decimal(self.value or 0, locale=current_locale())
         if self.value is None or self.value <= self.cap:
-            return f"more than {self.cap:,}"
-        return f"about {_round_words(self.value)}"
+            return _("more than %(count)s", count=format_decimal(self.cap, locale=current_locale()))
+        return _("about %(count)s", count=_round_words(self.value))
 
 
 def _round_words(value: int) -> str:
@@ -54,9 +57,9 @@ def _round_words(value: int) -> str:
     digits = max(int(math.log10(value)) + 1 - 2, 0)
     rounded = round(value, -digits)
     if rounded >= 1_000_000:
-        millions = f"{rounded / 1_000_000:.1f}".removesuffix(".0")
-        return f"{millions} million"
-    return f"{rounded:,}"
+        millions = format_decimal(round(rounded / 1_000_000, 1), locale=current_locale())
+        return _("%(count)s million", count=millions)
+    return format_decimal(rounded, locale=current_locale())
 
 
 class _Explain(Executable, ClauseElement):
@@ -87,7 +90,7 @@ def count_matching(session: Session, filters: Filters, *, cap: int = COUNT_CAP,
     if window == 0:
         window = search.SCAN_WINDOW  # the table's own window, read when counted
     clauses = filter_clauses(session, filters)
-    by_list = filters.list_id and not (filters.q or filters.segment_id) and \
+    by_list = filters.list_id and not (filters.q or filters.segment_id or filters.locale) and \
         filters.status in ("", *SUBSCRIPTION_STATUSES)
     if window is not None and not by_list and windowed(filters):
         newest = max_id(session)

@@ -120,6 +120,10 @@ SELECT st.email, st.name, {attributes}, :now, 0 FROM import_stage AS st
 WHERE NOT EXISTS (SELECT 1 FROM subscribers AS s WHERE s.email = st.email)
 ON CONFLICT (email) DO NOTHING
 """
+# The reader's language the file gives, on the people of the batch it names.
+_SET_LOCALE = text("UPDATE subscribers SET locale = :locale WHERE email IN :emails "
+                   "AND (locale IS NULL OR locale <> :locale)").bindparams(
+    bindparam("emails", expanding=True))
 # Before any subscription is added: what each row already was on the list.
 _CLASSIFY = """
 SELECT
@@ -194,14 +198,16 @@ def refresh_statistics(session: Session) -> None:
 
 
 def write_batch(session: Session, list_id: int, import_id: int, batch: Sequence[Row], *,
-                consent: str, welcome: bool = False, now: datetime | None = None
-                ) -> dict[str, int]:
+                consent: str, welcome: bool = False, now: datetime | None = None,
+                locales: dict[str, list[str]] | None = None) -> dict[str, int]:
     """Upsert one batch of distinct addresses; returns the Tally counts it adds. With
     `welcome` (and people who already opted in), exactly the people this batch put on the
     list enter its welcome automations, in the batch's own transaction: a crash mid-import
     leaves nobody welcomed who was not imported and nobody imported who should have been
     welcomed (a resumed import finds them on the list already, so it neither re-adds nor
-    re-welcomes them). People asked to confirm enter them when they confirm, as sign-ups do."""
+    re-welcomes them). People asked to confirm enter them when they confirm, as sign-ups do.
+    `locales`: the file's language tags, each with the addresses it names (a known person's
+    is replaced, as their name is); one statement per tag, none without a `locale` column."""
     now = now or utcnow()
     connection = session.connection()
     asking = consent == "confirm"
@@ -213,6 +219,8 @@ def write_batch(session: Session, list_id: int, import_id: int, batch: Sequence[
         joined, suppressed, unsubscribed = _write_postgres(connection, len(batch), values)
     else:
         joined, suppressed, unsubscribed = _write_sqlite(connection, values)
+    for locale, emails in (locales or {}).items():
+        connection.execute(_SET_LOCALE, {"locale": locale, "emails": emails})
     counts = {"imported": len(joined), "skipped_unsubscribed": int(unsubscribed),
               "skipped_suppressed": int(suppressed),
               # Someone a sign-up put on the list while the batch was written is on it now.

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 
 HEADER_SNIFF_BYTES = 64 * 1024
 # Spreadsheet-safe exports prefix these with an apostrophe; importing strips it again.
@@ -43,9 +44,11 @@ BLOCK_BYTES = 256 * 1024
 REPORT_COLUMNS = ("rejected_line", "rejected_reason")
 # The columns an export adds after email and name: a list's, and any other view's.
 LIST_COLUMNS = ("status", "joined_at", "confirmed_at", "unsubscribed_at", "unsubscribe_source",
-                "suppression", "suppressed_at")
-VIEW_COLUMNS = ("lists", "joined_at", "suppression", "suppressed_at")
-EXPORT_COLUMNS = (*LIST_COLUMNS, "lists")
+                "suppression", "suppressed_at", "locale")
+VIEW_COLUMNS = ("lists", "joined_at", "suppression", "suppressed_at", "locale")
+# The reader's language (a tag): the first of these the header names (the export's `locale`).
+LOCALE_COLUMNS = ("locale", "language", "lang")
+EXPORT_COLUMNS = (*LIST_COLUMNS, "lists", *LOCALE_COLUMNS[1:])
 # Column names an attribute can have only as `attributes.<name>` (no attribute is called
 # email or name: `broadside.audience.subscribers.service.RESERVED_ATTRIBUTES`).
 _PREFIXED = {*REPORT_COLUMNS, *EXPORT_COLUMNS}
@@ -80,6 +83,8 @@ class Header:
     # An export's `status` and `suppression` columns, where the file has them.
     status_index: int | None = None
     suppression_index: int | None = None
+    # The reader's language (`LOCALE_COLUMNS`), where the file has it.
+    locale_index: int | None = None
 
     @property
     def original_columns(self) -> list[str]:
@@ -96,37 +101,37 @@ def parse_header(first_line: bytes) -> Header:
     """The header row, or a ValidationError saying why this is not a CSV we can import."""
     if first_line.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         raise ValidationError(
-            'The file is UTF-16 text; save it as "CSV UTF-8" and upload it again.'
+            _('The file is UTF-16 text; save it as "CSV UTF-8" and upload it again.')
         )
     if b"\x00" in first_line:
-        raise ValidationError("This is not a CSV file (it contains binary data).")
+        raise ValidationError(_("This is not a CSV file (it contains binary data)."))
     if first_line.startswith(codecs.BOM_UTF8):
         first_line = first_line[len(codecs.BOM_UTF8):]
     if any(byte < 32 and byte not in b"\t\r\n" for byte in first_line):
-        raise ValidationError("This is not a CSV file (it contains binary data).")
+        raise ValidationError(_("This is not a CSV file (it contains binary data)."))
     try:
         line = first_line.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError:
         raise ValidationError(
-            'The header row is not UTF-8 text; save the file as "CSV UTF-8" and upload it again.'
+            _('The header row is not UTF-8 text; save the file as "CSV UTF-8" and upload it again.')
         ) from None
     delimiter = max((",", ";", "\t"), key=line.count) if line else ","
     try:
         columns = [c.strip() for c in next(csv.reader([line], delimiter=delimiter))]
     except (csv.Error, StopIteration):
-        raise ValidationError("The first row is not a CSV header.") from None
+        raise ValidationError(_("The first row is not a CSV header.")) from None
     lowered = [c.lower() for c in columns]
     if "email" not in lowered:
-        shown = ", ".join(repr(c[:40]) for c in columns[:5]) or "nothing"
-        raise ValidationError(
-            "The first row must be a header with an 'email' column (found "
-            f"{shown}). Is this a CSV file?"
-        )
+        shown = ", ".join(repr(c[:40]) for c in columns[:5]) or _("nothing")
+        raise ValidationError(_(
+            "The first row must be a header with an 'email' column (found %(found)s). Is "
+            "this a CSV file?", found=shown))
     duplicates = sorted({c for c in lowered if c and lowered.count(c) > 1})
     if duplicates:
-        raise ValidationError(f"The header names the column {duplicates[0]!r} more than once.")
+        raise ValidationError(_("The header names the column %(column)r more than once.",
+                                column=duplicates[0]))
     if any(len(c) > 100 for c in columns):
-        raise ValidationError("A column name in the header is longer than 100 characters.")
+        raise ValidationError(_("A column name in the header is longer than 100 characters."))
     email_index = lowered.index("email")
     name_index = lowered.index("name") if "name" in lowered else None
     report = tuple(i for i, c in enumerate(lowered) if c in REPORT_COLUMNS)
@@ -134,7 +139,8 @@ def parse_header(first_line: bytes) -> Header:
                   if c and lowered[i] not in _NOT_ATTRIBUTES]
     return Header(delimiter, columns, email_index, name_index, attributes, report,
                   lowered.index("status") if "status" in lowered else None,
-                  lowered.index("suppression") if "suppression" in lowered else None)
+                  lowered.index("suppression") if "suppression" in lowered else None,
+                  next((lowered.index(c) for c in LOCALE_COLUMNS if c in lowered), None))
 
 
 def check_file(path: Path) -> Header:
@@ -142,22 +148,22 @@ def check_file(path: Path) -> Header:
     with open(path, "rb") as raw:
         sample = raw.read(HEADER_SNIFF_BYTES)
         if b"\x00" in sample and not sample.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-            raise ValidationError("This is not a CSV file (it contains binary data).")
+            raise ValidationError(_("This is not a CSV file (it contains binary data)."))
         if b"\r" in sample and b"\n" not in sample:
-            raise ValidationError('The lines of this file end with CR only (an old Mac format); '
-                                  'save it as "CSV UTF-8" and upload it again.')
+            raise ValidationError(_('The lines of this file end with CR only (an old Mac format); '
+                                  'save it as "CSV UTF-8" and upload it again.'))
         raw.seek(0)
         first_line = raw.readline(HEADER_SNIFF_BYTES)
         if not first_line.strip():
-            raise ValidationError("The file is empty." if not first_line else
-                                  "The first line of the file is blank; it must be the header.")
+            raise ValidationError(_("The file is empty.") if not first_line else
+                                  _("The first line of the file is blank; it must be the header."))
         if not first_line.endswith(b"\n") and len(first_line) >= HEADER_SNIFF_BYTES:
-            raise ValidationError("This is not a CSV file (its first line is not a header).")
+            raise ValidationError(_("This is not a CSV file (its first line is not a header)."))
         header = parse_header(first_line)
-        for line, _ in _bounded_lines(raw):
+        for line, _end in _bounded_lines(raw):
             if line.strip():
                 return header
-    raise ValidationError("The file has a header row but no subscribers under it.")
+    raise ValidationError(_("The file has a header row but no subscribers under it."))
 
 
 def _bounded_lines(raw: IO[bytes]) -> Iterator[tuple[bytes, bool]]:

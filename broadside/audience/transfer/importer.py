@@ -71,6 +71,7 @@ from broadside.audience.transfer.upload import Consent as Consent
 from broadside.audience.transfer.upload import FileTooLarge as FileTooLarge
 from broadside.audience.transfer.upload import receive_upload
 from broadside.core.errors import DomainError, NotFound, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Import, ImportRejection, MailingList
 from broadside.delivery.queues import Jobs
 
@@ -159,10 +160,10 @@ def run_import(session: Session, import_id: int, path: Path,
     """
     record = session.get(Import, import_id)
     if record is None:
-        raise NotFound("There is no such import.")
+        raise NotFound(_("There is no such import."))
     list_id = record.list_id
     if list_id is None or session.get(MailingList, list_id) is None:
-        raise ValidationError("The list this import was for has been deleted.")
+        raise ValidationError(_("The list this import was for has been deleted."))
     with open(path, "rb") as raw:
         header = parse_header(raw.readline(HEADER_SNIFF_BYTES))
     consent, welcome = record.consent, record.welcome
@@ -194,6 +195,7 @@ def run_import(session: Session, import_id: int, path: Path,
                     first[accepted.email] = at
             earlier = seen.add_new(first)
             batch: list[tuple[str, str, dict[str, str]]] = []
+            locales: dict[str, list[str]] = {}  # the file's language tags, with their people
             for at, accepted, row in chunk.pending:
                 was = earlier.get(accepted.email)
                 if was is None and first[accepted.email] != at:
@@ -209,6 +211,8 @@ def run_import(session: Session, import_id: int, path: Path,
                     tally.skipped_unsubscribed += not accepted.suppression
                     continue
                 batch.append((accepted.email, accepted.name, accepted.attributes))
+                if accepted.locale:
+                    locales.setdefault(accepted.locale, []).append(accepted.email)
                 for warning in accepted.warnings:
                     tally.warnings += 1
                     found.append((at, "warning", warning, None))
@@ -219,7 +223,7 @@ def run_import(session: Session, import_id: int, path: Path,
                 refresh_statistics(session)
                 grew = False
             written = write_batch(session, list_id, import_id, batch, consent=consent,
-                                  welcome=welcome)
+                                  welcome=welcome, locales=locales)
             grew = grew or written["imported"] > 0
             for name, value in written.items():
                 setattr(tally, name, getattr(tally, name) + value)

@@ -7,7 +7,9 @@ A cell the export protected against spreadsheet formulas (a leading apostrophe b
 `+`, `-`, `@`) is read back as it was (`unescape_cell`), so an exported file imports as is.
 An export's `status` and `suppression` columns are read into the record (what the importer
 does with them is its own: a person the file says left, or is suppressed, is not put on the
-list); a value the import does not know there rejects the row, so nothing is guessed.
+list); a value the import does not know there rejects the row, so nothing is guessed. So
+does the `locale` column (also `language` or `lang`): a language tag sets the reader's
+language, an empty cell leaves it as it is, anything else rejects the row.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from broadside.audience.subscribers.service import MAX_ATTRIBUTE_VALUE, MAX_EMAI
 from broadside.audience.transfer.csvfile import ATTRIBUTE_PREFIX, FORMULA_PREFIXES, Header
 from broadside.core.addresses import needs_smtputf8, normalise_email
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import clean_locale
 from broadside.core.models.audience import SUBSCRIPTION_STATUSES, SUPPRESSIONS
 
 # A row whose address needs SMTPUTF8 (RFC 6531): imported, with this warning; the report
@@ -129,6 +132,23 @@ class Accepted:
     # What the file's `status` and `suppression` columns say ("": nothing, or no such column).
     status: str = ""
     suppression: str = ""
+    # The file's language tag for them (None: no column, or an empty cell).
+    locale: str | None = None
+
+
+def _locale_value(header: Header, fields: list[str]) -> str | None:
+    index = header.locale_index
+    if index is None or index >= len(fields):
+        return None
+    value = fields[index].strip()
+    if not value:
+        return None
+    found = clean_locale(value)
+    if found is None:
+        raise ValidationError(
+            f"the {header.columns[index]} column says {value[:40]!r}, which is not a language "
+            "tag (such as de, fr or pt-BR); leave it empty for the list's default")
+    return found
 
 
 def validate_record(header: Header, fields: list[str],
@@ -180,9 +200,10 @@ def validate_record(header: Header, fields: list[str],
             )
         if value:
             attributes[key] = value
+    locale = None if header.locale_index is None else _locale_value(header, fields)
     if header.status_index is None and header.suppression_index is None:
-        return Accepted(email, name, attributes, warnings)
+        return Accepted(email, name, attributes, warnings, locale=locale)
     return Accepted(email, name, attributes, warnings,
                     _column_value(fields, header.status_index, "status", FILE_STATUSES),
                     _column_value(fields, header.suppression_index, "suppression",
-                                  FILE_SUPPRESSIONS))
+                                  FILE_SUPPRESSIONS), locale)

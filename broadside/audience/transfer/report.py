@@ -29,6 +29,7 @@ from broadside.audience.transfer.export import safe_cell
 from broadside.audience.transfer.people import SMTPUTF8_WARNING
 from broadside.campaigns.automations.entering import welcome_automations
 from broadside.core.errors import NotFound
+from broadside.core.i18n import _
 from broadside.core.models import Import, ImportRejection
 
 MAX_KEPT_ROWS = 10_000
@@ -59,7 +60,7 @@ def import_path(instance_path: str | Path, import_id: int) -> Path:
 def get_import(session: Session, import_id: int) -> Import:
     record = session.get(Import, import_id)
     if record is None:
-        raise NotFound("There is no such import.")
+        raise NotFound(_("There is no such import."))
     return record
 
 

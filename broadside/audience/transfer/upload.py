@@ -16,6 +16,7 @@ from broadside.audience.transfer.csvfile import check_file
 from broadside.audience.transfer.report import import_path
 from broadside.core.config import private_folder
 from broadside.core.errors import DomainError, NotFound, ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Import, MailingList
 
 CHUNK = 1024 * 1024
@@ -33,9 +34,9 @@ def receive_upload(session: Session, list_id: int, filename: str, stream: IO[byt
                    welcome: bool = False) -> Import:
     """Copy an upload to disk and check it; only a usable file creates an Import row."""
     if consent not in CONSENTS:
-        raise ValidationError("Say how these people agreed to receive mail.", field="consent")
+        raise ValidationError(_("Say how these people agreed to receive mail."), field="consent")
     if session.get(MailingList, list_id) is None:
-        raise NotFound("There is no such list.", field="list_id")
+        raise NotFound(_("There is no such list."), field="list_id")
     private_folder(dest_dir)
     part = dest_dir / f"upload-{uuid.uuid4().hex}.part"
     try:
@@ -50,7 +51,7 @@ def receive_upload(session: Session, list_id: int, filename: str, stream: IO[byt
                     )
                 out.write(chunk)
         if size == 0:
-            raise ValidationError("The file is empty.")
+            raise ValidationError(_("The file is empty."))
         header = check_file(part)
         record = Import(list_id=list_id, filename=(filename or "upload.csv")[:255],
                         status=lifecycle.INITIAL.value, size_bytes=size, welcome=welcome,
