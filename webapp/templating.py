@@ -1,6 +1,6 @@
 """Helpers every template can call, registered once for the whole app (`register_templating`):
-times in the owner's time zone, numbers with thousands separators, counts in English ("1
-click", `counted`) and rates (`percent`: "—" when there is nothing to divide by), a
+times in the owner's time zone, numbers and rates as the page's language writes them (`num`,
+`percent`: "—" when there is nothing to divide by; counts in words are ngettext's), a
 broadcast's audience in words, and subjects as a reader reads them (`as_read`: "Hello {{ name
 }}" filled in with the newest person a send could reach, else the sample reader Alex, read
 once per page).
@@ -81,17 +81,6 @@ def day_label(day: date, weekday: bool = False) -> str:
 def num(value: float | None) -> str:
     """A number as the page's language writes it: 1,234 (English), 1.234 (German)."""
     return format_decimal(value or 0, locale=current_locale())
-
-
-def noun(count: float | None, one: str, many: str | None = None) -> str:
-    """The word for `count` of a thing: "click" for one, "clicks" for any other number
-    ("person", "people" when the plural is not the word and an s)."""
-    return one if count == 1 else (many or one + "s")
-
-
-def counted(count: float | None, one: str, many: str | None = None) -> str:
-    """`count` things in English: "1 click", "1,234 clicks", "0 people"."""
-    return f"{num(count)} {noun(count, one, many)}"
 
 
 def percent(part: float | None, whole: float | None) -> str:
@@ -180,5 +169,4 @@ def register_templating(app: Flask) -> None:
     def time_and_numbers() -> dict[str, Any]:
         return {"local_time": local_time, "epoch_time": epoch_time, "zone_label": zone_label,
                 "day_label": day_label, "num": num, "SYSTEM_TIME": SYSTEM_TIME, "WITH_ZONE": WITH_ZONE,
-                "audience_words": audience_words, "as_read": as_read, "noun": noun,
-                "counted": counted, "percent": percent}
+                "audience_words": audience_words, "as_read": as_read, "percent": percent}
