@@ -135,7 +135,8 @@ def outbox_html(name: str) -> Response:
     """The HTML part as a document of its own, for the sandboxed iframe (its own relaxed CSP,
     as the broadcast preview: the email's CSS is inline by nature)."""
     message = _outbox_message(name)
-    response = make_response(message.html or f"<p>{escape(_('This message has no HTML part.'))}</p>")
+    no_html = escape(_("This message has no HTML part."))
+    response = make_response(message.html or f"<p>{no_html}</p>")
     response.headers["Content-Security-Policy"] = PREVIEW_CSP
     response.headers["X-Frame-Options"] = "SAMEORIGIN"
     response.headers["Cache-Control"] = "no-store"
