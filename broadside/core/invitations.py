@@ -70,8 +70,7 @@ class InvitationRefused(DomainError):
     def __init__(self, reason: str) -> None:
         heading, message = REFUSALS[reason]
         self.heading = str(heading)
-        message = str(message)
-        super().__init__(message)
+        super().__init__(str(message))
         self.reason = reason
         if reason == "unknown":
             self.status_code = 404
