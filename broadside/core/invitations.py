@@ -37,7 +37,7 @@ from broadside.core import accounts, people
 from broadside.core.addresses import normalise_email
 from broadside.core.db import rowcount
 from broadside.core.errors import Conflict, DomainError, NotFound, ValidationError
-from broadside.core.i18n import _
+from broadside.core.i18n import _, _l
 from broadside.core.models import Invitation, Owner
 from broadside.core.timeutil import utcnow
 
@@ -48,17 +48,17 @@ MAX_NAME = 200
 # Why a link cannot be used, as its page says it: (heading, what to do). All but "unknown"
 # name an invitation that exists, so they are 410 Gone; "unknown" is 404.
 REFUSALS = {
-    "unknown": ("This invitation link is not valid",
-                "It may have been cut short or changed on its way from the email. Open it "
-                "again from the email, or ask the person who invited you for a new one."),
-    "expired": ("This invitation has expired",
-                "An invitation link works for 72 hours. Ask the person who invited you to "
-                "send a new one."),
-    "revoked": ("This invitation was withdrawn",
-                "It was withdrawn or replaced by a newer invitation. Use the link in the "
-                "newest email, or ask the person who invited you."),
-    "used": ("This invitation was already used",
-             "Its account has been created. Sign in with the address it was sent to."),
+    "unknown": (_l("This invitation link is not valid"),
+                _l("It may have been cut short or changed on its way from the email. Open it "
+                   "again from the email, or ask the person who invited you for a new one.")),
+    "expired": (_l("This invitation has expired"),
+                _l("An invitation link works for 72 hours. Ask the person who invited you to "
+                   "send a new one.")),
+    "revoked": (_l("This invitation was withdrawn"),
+                _l("It was withdrawn or replaced by a newer invitation. Use the link in the "
+                   "newest email, or ask the person who invited you.")),
+    "used": (_l("This invitation was already used"),
+             _l("Its account has been created. Sign in with the address it was sent to.")),
 }
 
 
@@ -68,8 +68,9 @@ class InvitationRefused(DomainError):
     status_code = 410
 
     def __init__(self, reason: str) -> None:
-        self.heading, message = REFUSALS[reason]
-        super().__init__(message)
+        heading, message = REFUSALS[reason]
+        self.heading = str(heading)
+        super().__init__(str(message))
         self.reason = reason
         if reason == "unknown":
             self.status_code = 404

@@ -20,6 +20,7 @@ from wtforms.validators import DataRequired, EqualTo, Length
 
 from broadside.core import accounts, invitations, roles
 from broadside.core.errors import DomainError
+from broadside.core.i18n import _, _l
 from broadside.core.invitations import InvitationRefused
 from webapp import throttle
 from webapp.extensions import db
@@ -30,24 +31,24 @@ from webapp.security import sign_in, sign_out
 
 DEFAULT_ATTEMPTS_PER_CLIENT = 20
 DEFAULT_WINDOW_SECONDS = 15 * 60
-TOO_MANY = "Too many attempts with invitation links. Wait 15 minutes, then try again."
+TOO_MANY = _l("Too many attempts with invitation links. Wait 15 minutes, then try again.")
 
 PASSWORD_LENGTH = Length(
     min=accounts.MIN_PASSWORD_LENGTH, max=accounts.MAX_PASSWORD_LENGTH,
-    message=f"The password must be {accounts.MIN_PASSWORD_LENGTH} to "
-            f"{accounts.MAX_PASSWORD_LENGTH} characters long.")
+    message=_l("The password must be %(least)s to %(most)s characters long.",
+               least=accounts.MIN_PASSWORD_LENGTH, most=accounts.MAX_PASSWORD_LENGTH))
 
 
 class AcceptForm(FlaskForm):
-    name = StringField("Your name", validators=[DataRequired("Please give your name."),
+    name = StringField(_l("Your name"), validators=[DataRequired(_l("Please give your name.")),
                                                 Length(max=invitations.MAX_NAME)],
                        render_kw={"autocomplete": "name"})
-    password = PasswordField("Password", validators=[DataRequired("Choose a password."),
+    password = PasswordField(_l("Password"), validators=[DataRequired(_l("Choose a password.")),
                                                      PASSWORD_LENGTH],
                              render_kw={"autocomplete": "new-password"})
-    confirm = PasswordField("Repeat the password",
-                            validators=[DataRequired("Repeat the password."),
-                                        EqualTo("password", "The passwords differ.")],
+    confirm = PasswordField(_l("Repeat the password"),
+                            validators=[DataRequired(_l("Repeat the password.")),
+                                        EqualTo("password", _l("The passwords differ."))],
                             render_kw={"autocomplete": "new-password"})
 
 
@@ -71,7 +72,7 @@ def _refused(refused: InvitationRefused):
         "credential (only its SHA-256 is stored), single use, 72 hours, throttled per client")
 def accept(token: str):
     if not _allowed():
-        return render_template("error.html", status=429, message=TOO_MANY), 429
+        return render_template("error.html", status=429, message=str(TOO_MANY)), 429
     try:
         invitation = invitations.usable(db.session, token)
     except InvitationRefused as refused:
@@ -95,11 +96,11 @@ def accept(token: str):
             if current_user.is_authenticated:
                 sign_out()  # this browser was someone else's: it is the new person's now
             sign_in(person)
-            flash(f"Welcome to Broadside, {person.name}. You are signed in as "
-                  f"{roles.LABELS[person.role].lower()}.", "success")
+            flash(_("Welcome to Broadside, %(name)s. You are signed in as %(role)s.",
+                    name=person.name, role=roles.role_word(person.role)), "success")
             return redirect(url_for("dashboard.home"))
     elif form.errors:
         status = 422
     return render_template("people/accept.html", form=form, invitation=invitation,
-                           role_label=roles.LABELS[invitation.role],
-                           role_description=roles.DESCRIPTIONS[invitation.role]), status
+                           role_word=roles.role_word(invitation.role),
+                           role_description=roles.role_description(invitation.role)), status
