@@ -30,7 +30,8 @@ are read from the newest KEY_SAMPLE of them, and only when a field is unknown.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,7 @@ from sqlalchemy.orm import Session
 
 from broadside.campaigns.codes.fields import FIELD as CODE_FIELD
 from broadside.campaigns.codes.fields import without_codes
+from broadside.core.i18n import _, _l, ngettext
 from broadside.core.models import Subscriber
 from broadside.mail.merge_check import (
     BUILT_INS,
@@ -56,8 +58,8 @@ MAX_LISTED = 10  # warnings of one kind shown; the rest are summed up
 # An editor checks merge fields against at most this many people on each save (the send page
 # counts its first 100,000): a typo shows as fast on a list of a million.
 EDITOR_CHECKED = 10_000
-# How the people a report counts are called: (one, many).
-RECIPIENTS = ("recipient", "recipients")
+# How the people a report counts are called (a key of _GROUPS).
+RECIPIENTS = "recipients"
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class UnknownField:
     suggestion: str | None  # "name", "attributes.city"
     recipients: int | None = None  # for an attribute: none of this many has it
     sampled: bool = False  # they are the first `recipients` checked, not all of them
-    noun: tuple[str, str] = RECIPIENTS
+    noun: str = RECIPIENTS
 
     @property
     def place(self) -> str:
@@ -81,18 +83,22 @@ class UnknownField:
     @property
     def group(self) -> str:
         """ "the 299 recipients", or "the first 10,000 recipients checked"."""
-        return "the " + _group(self.recipients or 0, self.sampled, self.noun)
+        return _group(self.recipients or 0, self.sampled, self.noun, article=True)
 
     @property
     def message(self) -> str:
+        written = f"{{{{ {self.written} }}}}"
         if self.recipients is None:
-            why = (f"{{{{ {self.written} }}}} is not a merge field, so it will be empty for "
-                   "everyone")
+            said = _("In the %(place)s: %(field)s is not a merge field, so it will be empty "
+                     "for everyone.", place=self.place, field=written)
         else:
-            why = (f"none of {self.group} has {self.label}, so {{{{ {self.written} }}}} will "
-                   "be empty for everyone")
-        hint = f" Did you mean {{{{ {self.suggestion} }}}}?" if self.suggestion else ""
-        return f"In the {self.place}: {why}.{hint}"
+            said = _("In the %(place)s: none of %(group)s has %(label)s, so %(field)s will be "
+                     "empty for everyone.", place=self.place, group=self.group,
+                     label=self.label, field=written)
+        if not self.suggestion:
+            return said
+        return said + " " + _("Did you mean %(value)s?",
+                              value=f"{{{{ {self.suggestion} }}}}")
 
 
 @dataclass(frozen=True)
@@ -105,12 +111,17 @@ class MissingField:
     recipients: int
     wheres: tuple[str, ...]
     sampled: bool = False  # they are the first `recipients` checked, not all of them
-    noun: tuple[str, str] = RECIPIENTS
+    noun: str = RECIPIENTS
 
     @property
     def group(self) -> str:
         """ "299 recipients", or "the first 10,000 recipients checked"."""
-        return ("the " if self.sampled else "") + _group(self.recipients, self.sampled, self.noun)
+        return _group(self.recipients, self.sampled, self.noun, article=False)
+
+    @property
+    def where_words(self) -> list[str]:
+        """The texts it is printed in, in the owner's words ("subject", "step 2 body")."""
+        return [where_words(where) for where in self.wheres]
 
     @property
     def fallback(self) -> str:
@@ -118,10 +129,12 @@ class MissingField:
 
     @property
     def message(self) -> str:
-        have = "has" if self.missing == 1 else "have"
-        return (f"{self.missing:,} of {self.group} {have} no {self.label}; they "
-                f"will see it empty in the {' and '.join(self.wheres)}. Add a fallback: "
-                f"{self.fallback}")
+        return ngettext("%(num)s of %(group)s has no %(label)s; they will see it empty in the "
+                        "%(where)s. Add a fallback: %(fallback)s",
+                        "%(num)s of %(group)s have no %(label)s; they will see it empty in the "
+                        "%(where)s. Add a fallback: %(fallback)s", self.missing,
+                        group=self.group, label=self.label,
+                        where=_(" and ").join(self.where_words), fallback=self.fallback)
 
 
 @dataclass(frozen=True)
@@ -138,8 +151,9 @@ class StrayCloser:
     @property
     def message(self) -> str:
         opener = "{{" if self.token == "}}" else "{%"
-        return (f"In the {self.place}: this {self.token} closes nothing and will be sent as "
-                f"it is. Is its {opener} missing?")
+        return _("In the %(place)s: this %(token)s closes nothing and will be sent as it is. "
+                 "Is its %(opening)s missing?", place=self.place, token=self.token,
+                 opening=opener)
 
 
 @dataclass(frozen=True)
@@ -160,15 +174,67 @@ class MergeReport:
         return len(self.unknown) + len(self.missing) + len(self.strays) + self.more
 
 
-def _group(recipients: int, sampled: bool, noun: tuple[str, str]) -> str:
-    return (f"first {recipients:,} {noun[1]} checked" if sampled
-            else f"{recipients:,} {noun[0] if recipients == 1 else noun[1]}")
+def _group(recipients: int, sampled: bool, noun: str, *, article: bool) -> str:
+    """ "299 recipients", "the 299 recipients" or "the first 10,000 recipients checked"
+    (always with its article: the first ones are particular people)."""
+    forms = _GROUPS.get(noun, _GROUPS[RECIPIENTS])
+    return forms[2 if sampled else 1 if article else 0](recipients)
+
+
+# How each kind of report names the people it counts: (bare, with "the", the first checked),
+# each as (one, many); `automations.merge_report` counts its list's or segment's people.
+_GROUPS: dict[str, tuple[Callable[[int], str], ...]] = {
+    RECIPIENTS: (
+        lambda n: ngettext("%(num)s recipient", "%(num)s recipients", n),
+        lambda n: ngettext("the %(num)s recipient", "the %(num)s recipients", n),
+        lambda n: ngettext("the first %(num)s recipient checked",
+                           "the first %(num)s recipients checked", n),
+    ),
+    "list": (
+        lambda n: ngettext("%(num)s person on its list", "%(num)s people on its list", n),
+        lambda n: ngettext("the %(num)s person on its list", "the %(num)s people on its list",
+                           n),
+        lambda n: ngettext("the first %(num)s person on its list checked",
+                           "the first %(num)s people on its list checked", n),
+    ),
+    "segment": (
+        lambda n: ngettext("%(num)s person its segment matches",
+                           "%(num)s people its segment matches", n),
+        lambda n: ngettext("the %(num)s person its segment matches",
+                           "the %(num)s people its segment matches", n),
+        lambda n: ngettext("the first %(num)s person its segment matches checked",
+                           "the first %(num)s people its segment matches checked", n),
+    ),
+}
+
+# The texts a report names ("subject"; an automation's "step 2 body").
+_WHERE = {"subject": _l("subject"), "preheader": _l("preheader"), "body": _l("body"),
+          "plain-text part": _l("plain-text part")}
+_STEP_WHERE = {
+    "subject": _l("step %(number)s subject"), "preheader": _l("step %(number)s preheader"),
+    "body": _l("step %(number)s body"), "plain-text part": _l("step %(number)s plain-text part"),
+}
+_STEP = re.compile(r"step (\d+) (.+)")
+
+
+def where_words(where: str) -> str:
+    """A text's name in the owner's words; a name we do not know, as it is."""
+    if where in _WHERE:
+        return str(_WHERE[where])
+    step = _STEP.fullmatch(where)
+    if step and step.group(2) in _STEP_WHERE:
+        return str(_STEP_WHERE[step.group(2)]) % {"number": step.group(1)}
+    return where
 
 
 def _place(where: str, line: int, column: int | None) -> str:
+    words = where_words(where)
     if where.endswith("body"):
-        return f"{where}, line {line}" + (f", column {column}" if column else "")
-    return where + (f", column {column}" if column else "")
+        if column:
+            return _("%(where)s, line %(line)s, column %(column)s", where=words, line=line,
+                     column=column)
+        return _("%(where)s, line %(line)s", where=words, line=line)
+    return _("%(where)s, column %(column)s", where=words, column=column) if column else words
 
 
 Codes = bool | frozenset[str]  # the message mints codes; or the texts (wheres) that do
@@ -208,7 +274,7 @@ def field_problems(texts: Mapping[str, str], *, codes: Codes = False) -> list[Me
 
 def field_report(session: Session, texts: Mapping[str, str],
                  condition: ColumnElement[bool] | None, *, limit: int | None = None,
-                 noun: tuple[str, str] = RECIPIENTS, codes: Codes = False) -> MergeReport:
+                 noun: str = RECIPIENTS, codes: Codes = False) -> MergeReport:
     """What the merge fields of `texts` ({where: source}, in the order to report them) will do
     to the people `condition` selects (None: nobody yet); see the module. With `limit`, at
     most that many of them are looked at (an editor asks on every save; the send page the

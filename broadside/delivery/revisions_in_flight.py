@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from broadside.core.i18n import ngettext
 from broadside.core.models import TransactionalMessage
 from broadside.core.models.automations import (
     Automation,
@@ -68,7 +69,7 @@ class InFlight:
     def behind_words(self) -> str:
         """How much older, in whole days as the page says it ("2 days")."""
         days = round(self.behind.total_seconds() / 86400) if self.behind is not None else 0
-        return f"{days} day{'' if days == 1 else 's'}"
+        return ngettext("%(num)s day", "%(num)s days", days)
 
 
 def _steps(session: Session, since: datetime) -> list[InFlight]:

@@ -28,11 +28,12 @@ import zipfile
 from dataclasses import dataclass
 
 from babel.numbers import format_decimal
+from babel.support import LazyProxy
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.core.errors import NotFound, ValidationError
-from broadside.core.i18n import _, current_locale, ngettext
+from broadside.core.i18n import _, _l, current_locale, ngettext
 from broadside.core.models import Attachment
 from broadside.core.models.attachments import MAX_ATTACHMENT_NAME
 
@@ -42,36 +43,36 @@ MAX_COUNT = 20  # attachments per message
 
 @dataclass(frozen=True)
 class Kind:
-    label: str  # what the owner is told it is
+    label: LazyProxy  # what the owner is told it is (str() it where a str is needed)
     content_type: str
 
 
 KINDS: dict[str, Kind] = {
-    "pdf": Kind("PDF", "application/pdf"),
-    "png": Kind("PNG image", "image/png"),
-    "jpeg": Kind("JPEG image", "image/jpeg"),
-    "gif": Kind("GIF image", "image/gif"),
-    "webp": Kind("WebP image", "image/webp"),
-    "ics": Kind("calendar event", "text/calendar"),
-    "txt": Kind("text", "text/plain"),
-    "csv": Kind("CSV table", "text/csv"),
-    "docx": Kind("Word document",
+    "pdf": Kind(_l("PDF"), "application/pdf"),
+    "png": Kind(_l("PNG image"), "image/png"),
+    "jpeg": Kind(_l("JPEG image"), "image/jpeg"),
+    "gif": Kind(_l("GIF image"), "image/gif"),
+    "webp": Kind(_l("WebP image"), "image/webp"),
+    "ics": Kind(_l("calendar event"), "text/calendar"),
+    "txt": Kind(_l("text"), "text/plain"),
+    "csv": Kind(_l("CSV table"), "text/csv"),
+    "docx": Kind(_l("Word document"),
                  "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
-    "xlsx": Kind("Excel spreadsheet",
+    "xlsx": Kind(_l("Excel spreadsheet"),
                  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
-    "pptx": Kind("PowerPoint presentation",
+    "pptx": Kind(_l("PowerPoint presentation"),
                  "application/vnd.openxmlformats-officedocument.presentationml.presentation"),
-    "odt": Kind("OpenDocument text", "application/vnd.oasis.opendocument.text"),
-    "ods": Kind("OpenDocument spreadsheet", "application/vnd.oasis.opendocument.spreadsheet"),
-    "odp": Kind("OpenDocument presentation", "application/vnd.oasis.opendocument.presentation"),
-    "doc": Kind("Word 97-2003 document", "application/msword"),
-    "xls": Kind("Excel 97-2003 spreadsheet", "application/vnd.ms-excel"),
+    "odt": Kind(_l("OpenDocument text"), "application/vnd.oasis.opendocument.text"),
+    "ods": Kind(_l("OpenDocument spreadsheet"), "application/vnd.oasis.opendocument.spreadsheet"),
+    "odp": Kind(_l("OpenDocument presentation"), "application/vnd.oasis.opendocument.presentation"),
+    "doc": Kind(_l("Word 97-2003 document"), "application/msword"),
+    "xls": Kind(_l("Excel 97-2003 spreadsheet"), "application/vnd.ms-excel"),
 }
 # The extensions a name may end with, and the kind each promises.
 EXTENSIONS = {**{name: name for name in KINDS}, "jpg": "jpeg", "jpe": "jpeg", "ical": "ics",
               "text": "txt"}
-ALLOWED_WORDS = "PDF, images (PNG, JPEG, GIF, WebP), calendar (.ics), text (.txt, .csv) and " \
-                "office documents (.docx, .xlsx, .pptx, .odt, .ods, .odp, .doc, .xls)"
+ALLOWED_WORDS = _l("PDF, images (PNG, JPEG, GIF, WebP), calendar (.ics), text (.txt, .csv) and "
+                   "office documents (.docx, .xlsx, .pptx, .odt, .ods, .odp, .doc, .xls)")
 
 _OOXML_MAIN = {  # the part each kind's [Content_Types].xml declares as its main document
     "docx": b"wordprocessingml.document.main+xml",
@@ -121,16 +122,21 @@ def kind_of(name: str, data: bytes) -> str:
     extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     wanted = EXTENSIONS.get(extension)
     if wanted is None:
-        what = f".{extension} files" if extension else "a file whose name has no extension"
-        raise ValidationError(f"Broadside does not send {what}. Attachments may be "
-                              f"{ALLOWED_WORDS}.", field="file")
+        if extension:
+            raise ValidationError(_("Broadside does not send .%(extension)s files. Attachments "
+                                    "may be %(allowed)s.", extension=extension,
+                                    allowed=ALLOWED_WORDS), field="file")
+        raise ValidationError(_("Broadside does not send a file whose name has no extension. "
+                                "Attachments may be %(allowed)s.", allowed=ALLOWED_WORDS),
+                              field="file")
     if not data:
         raise ValidationError(_("The file is empty."), field="file")
     found = _sniffed(data, wanted)
     if found != wanted:
-        said = KINDS[found].label if found else "none of the kinds Broadside sends"
-        raise ValidationError(f"This file is named .{extension} but its content is not a "
-                              f"{KINDS[wanted].label} (it looks like {said}).", field="file")
+        said = KINDS[found].label if found else _("none of the kinds Broadside sends")
+        raise ValidationError(_("This file is named .%(extension)s but its content is not a "
+                                "%(kind)s (it looks like %(said)s).", extension=extension,
+                                kind=KINDS[wanted].label, said=said), field="file")
     return wanted
 
 
@@ -229,5 +235,5 @@ def described(session: Session, ids: list[int]) -> list[Attachment]:
 
 def label_of(content_type: str) -> str:
     """The kind's name for the owner ("PDF", "Word document")."""
-    return next((k.label for k in KINDS.values() if k.content_type == content_type),
+    return next((str(k.label) for k in KINDS.values() if k.content_type == content_type),
                 content_type)

@@ -26,9 +26,12 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from babel.numbers import format_decimal
+from babel.support import LazyProxy
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
+from broadside.core.i18n import _, _l, current_locale
 from broadside.core.models import SiteSettings
 from broadside.core.site_settings import SettingsError, get_settings
 from broadside.mail.rendering import DARK_BODY, EmailDesign
@@ -42,14 +45,14 @@ MAX_LOGO_SIDE = 2000
 LOGO_BOX = (240, 80)
 
 # key -> (label, CSS font stack). Stacks of fonts installed with the common systems.
-FONTS: dict[str, tuple[str, str]] = {
-    "system": ("System (the reader's own interface font)",
+FONTS: dict[str, tuple[LazyProxy, str]] = {
+    "system": (_l("System (the reader's own interface font)"),
                '-apple-system, BlinkMacSystemFont, "Segoe UI", Roboto, Helvetica, Arial, sans-serif'),
-    "sans": ("Helvetica / Arial", "Helvetica, Arial, sans-serif"),
-    "humanist": ("Trebuchet / Tahoma", '"Trebuchet MS", "Lucida Grande", Tahoma, sans-serif'),
-    "verdana": ("Verdana (wide, very legible)", "Verdana, Geneva, sans-serif"),
-    "serif": ("Georgia (serif)", 'Georgia, "Times New Roman", Times, serif'),
-    "mono": ("Monospace", 'Menlo, Consolas, "Courier New", monospace'),
+    "sans": (_l("Helvetica / Arial"), "Helvetica, Arial, sans-serif"),
+    "humanist": (_l("Trebuchet / Tahoma"), '"Trebuchet MS", "Lucida Grande", Tahoma, sans-serif'),
+    "verdana": (_l("Verdana (wide, very legible)"), "Verdana, Geneva, sans-serif"),
+    "serif": (_l("Georgia (serif)"), 'Georgia, "Times New Roman", Times, serif'),
+    "mono": (_l("Monospace"), 'Menlo, Consolas, "Courier New", monospace'),
 }
 
 _COLOUR = re.compile(r"#[0-9a-f]{6}")
@@ -181,19 +184,20 @@ def sniff_image(data: bytes) -> ImageInfo | None:
 def check_logo(data: bytes) -> ImageInfo:
     """The logo's type and size, or a LogoError that says what to change."""
     if not data:
-        raise LogoError("Choose an image file to upload.")
+        raise LogoError(_("Choose an image file to upload."))
     if len(data) > MAX_LOGO_BYTES:
-        raise LogoError(f"This image is {len(data) / 1024:,.0f} KB; a logo can be at most "
-                        f"{MAX_LOGO_BYTES // 1024} KB. Save it smaller (or as PNG or WebP) and "
-                        "upload it again.")
+        raise LogoError(_("This image is %(size)s KB; a logo can be at most %(limit)s KB. Save "
+                          "it smaller (or as PNG or WebP) and upload it again.",
+                          size=format_decimal(round(len(data) / 1024), locale=current_locale()),
+                          limit=MAX_LOGO_BYTES // 1024))
     info = sniff_image(data)
     if info is None:
-        raise LogoError("This file is not a PNG, JPEG, GIF or WebP image (we read the file "
-                        "itself, not its name). Export the logo in one of these formats.")
+        raise LogoError(_("This file is not a PNG, JPEG, GIF or WebP image (we read the file "
+                          "itself, not its name). Export the logo in one of these formats."))
     if info.width > MAX_LOGO_SIDE or info.height > MAX_LOGO_SIDE:
-        raise LogoError(f"This image is {info.width} × {info.height} pixels; a logo can be at "
-                        f"most {MAX_LOGO_SIDE} pixels on each side. Scale it down and upload "
-                        "it again.")
+        raise LogoError(_("This image is %(width)s × %(height)s pixels; a logo can be at most "
+                          "%(limit)s pixels on each side. Scale it down and upload it again.",
+                          width=info.width, height=info.height, limit=MAX_LOGO_SIDE))
     return info
 
 
@@ -267,8 +271,9 @@ class Design:
 def clean_width(value: object) -> int:
     text = str(value if value is not None else "").strip().removesuffix("px").strip()
     if not text.isdigit() or not MIN_WIDTH <= int(text) <= MAX_WIDTH:
-        raise SettingsError("width", f"The email's width is a whole number of pixels from "
-                                     f"{MIN_WIDTH} to {MAX_WIDTH} (600 suits most readers).")
+        raise SettingsError("width", _("The email's width is a whole number of pixels from "
+                                       "%(min)s to %(max)s (600 suits most readers).",
+                                       min=MIN_WIDTH, max=MAX_WIDTH))
     return int(text)
 
 

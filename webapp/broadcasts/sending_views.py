@@ -350,7 +350,7 @@ def confirm_retry(broadcast_id: int, which: str):
     plan = evidence.retry_plan(db.session, broadcast_id, which)
     broadcast = service.get_broadcast(db.session, broadcast_id)
     return render_template("broadcasts/retry_confirm.html", plan=plan, broadcast=broadcast,
-                           explanation=evidence.UNKNOWN_EXPLANATION,
+                           explanation=str(evidence.UNKNOWN_EXPLANATION),
                            nothing=str(NOTHING_TO_RETRY.get(which, "")))
 
 

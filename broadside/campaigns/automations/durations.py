@@ -7,8 +7,10 @@ varies, and a welcome series is planned in days. At most `MAX_DAYS`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _, ngettext
 
 MAX_DAYS = 366
 _DURATION = re.compile(
@@ -39,7 +41,7 @@ def parse_duration(value: object, where: str = "The delay") -> int:
 def describe(seconds: int) -> str:
     """'at once', '3 days', '1 day 6 hours', '45 minutes'."""
     if seconds <= 0:
-        return "at once"
+        return _("at once")
     parts = []
     for label, size in (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60),
                         ("second", 1)):
@@ -47,5 +49,15 @@ def describe(seconds: int) -> str:
             continue  # 10 days reads better than 1 week 3 days
         count, seconds = divmod(seconds, size)
         if count:
-            parts.append(f"{count} {label}{'' if count == 1 else 's'}")
+            parts.append(_UNITS[label](count))
     return " ".join(parts[:2])
+
+
+# Each unit counted in the owner's language ("3 days", "3 Tage").
+_UNITS: dict[str, Callable[[int], str]] = {
+    "week": lambda n: ngettext("%(num)s week", "%(num)s weeks", n),
+    "day": lambda n: ngettext("%(num)s day", "%(num)s days", n),
+    "hour": lambda n: ngettext("%(num)s hour", "%(num)s hours", n),
+    "minute": lambda n: ngettext("%(num)s minute", "%(num)s minutes", n),
+    "second": lambda n: ngettext("%(num)s second", "%(num)s seconds", n),
+}

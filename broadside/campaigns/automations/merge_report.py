@@ -21,8 +21,8 @@ from broadside.campaigns.broadcasts.audience import reached
 from broadside.campaigns.content.bodies import checked_body_of
 from broadside.campaigns.field_report import EDITOR_CHECKED, MergeReport, field_report
 
-ON_LIST = ("person on its list", "people on its list")
-IN_SEGMENT = ("person its segment matches", "people its segment matches")
+ON_LIST = "list"  # field_report's names for the people counted
+IN_SEGMENT = "segment"
 
 
 @dataclass(frozen=True)

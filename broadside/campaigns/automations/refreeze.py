@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from sqlalchemy import ColumnElement, and_, func, or_, select, true
 from sqlalchemy.orm import Session
@@ -37,6 +37,7 @@ from broadside.campaigns.automations.steps import frozen_revision, same_as
 from broadside.campaigns.broadcasts.launch import NO_POSTAL_ADDRESS
 from broadside.campaigns.broadcasts.service import sender_of
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _, _l
 from broadside.core.models import Automation, AutomationRevision, AutomationStep, Identity
 from broadside.core.models.automations import AutomationStatus
 from broadside.core.timeutil import utcnow
@@ -203,24 +204,30 @@ def postal_problem(session: Session, automation: Automation) -> str | None:
         return None
     if (sender_of(session, automation.identity_id, "")[2] or "").strip():
         return None
-    return NO_POSTAL_ADDRESS
+    return _(NO_POSTAL_ADDRESS)
 
 
-HELD = ("Held: add your postal address in Settings. Every email prints one, so its messages "
-        "wait until it has one.")
-HELD_IDENTITY = ("Held: add your postal address in Settings (or on its sending identity). Every "
-                 "email prints one, so its messages wait until it has one.")
-NOT_YET = "Cannot be enabled yet: add your postal address in Settings. Every email prints one."
-NOT_YET_IDENTITY = ("Cannot be enabled yet: add your postal address in Settings (or on its "
-                    "sending identity). Every email prints one.")
-HELD_CATCHING_UP = "Held a moment: its messages are being given your postal address."
+HELD = _l("Held: add your postal address in Settings. Every email prints one, so its messages "
+         "wait until it has one.")
+HELD_IDENTITY = _l("Held: add your postal address in Settings (or on its sending identity). "
+                   "Every email prints one, so its messages wait until it has one.")
+NOT_YET = _l("Cannot be enabled yet: add your postal address in Settings. Every email prints one.")
+NOT_YET_IDENTITY = _l("Cannot be enabled yet: add your postal address in Settings (or on its "
+                      "sending identity). Every email prints one.")
+HELD_CATCHING_UP = _l("Held a moment: its messages are being given your postal address.")
 
 
-def held_reasons(session: Session) -> dict[int, str]:
+class Held(NamedTuple):
+    """Why an automation's messages are held, and whether Settings is where to fix it."""
+    words: str
+    settings_link: bool
+
+
+def held_reasons(session: Session) -> dict[int, Held]:
     """Live automations that send whose current steps print no postal address, with the
     reason their messages are held (or, disabled, why it cannot be enabled), in the owner's
     words."""
-    reasons = {}
+    reasons: dict[int, Held] = {}
     for automation_id, identity_id, status in session.execute(
             select(Automation.id, Automation.identity_id, Automation.status).distinct()
             .join(AutomationStep, and_(AutomationStep.automation_id == Automation.id,
@@ -228,9 +235,9 @@ def held_reasons(session: Session) -> dict[int, str]:
             .join(AutomationRevision, AutomationRevision.id == AutomationStep.revision_id)
             .where(_LIVE, Automation.record_only.is_(False), ledger.UNADDRESSED)):
         if (sender_of(session, identity_id, "")[2] or "").strip():
-            reasons[automation_id] = HELD_CATCHING_UP
+            reasons[automation_id] = Held(str(HELD_CATCHING_UP), False)
         elif status == AutomationStatus.DISABLED.value:
-            reasons[automation_id] = NOT_YET if identity_id is None else NOT_YET_IDENTITY
+            reasons[automation_id] = Held(str(NOT_YET if identity_id is None else NOT_YET_IDENTITY), True)
         else:
-            reasons[automation_id] = HELD if identity_id is None else HELD_IDENTITY
+            reasons[automation_id] = Held(str(HELD if identity_id is None else HELD_IDENTITY), True)
     return reasons

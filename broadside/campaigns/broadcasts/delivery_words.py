@@ -16,34 +16,40 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from broadside.core.errors import shown
+from broadside.core.i18n import _, _l
 from broadside.delivery.transports import PROVIDER_NAMES
 
 SKIP_REASONS = {
-    "unsubscribed": "they had unsubscribed",
-    "unconfirmed": "their subscription is no longer confirmed",
-    "suppressed: bounced": "their address bounced",
-    "suppressed: complained": "they marked an email from you as spam",
-    "suppressed: blocked": "you blocked this address",
-    "cancelled": "the broadcast was cancelled",
-    "subscriber erased": "the subscriber was erased",
-    "no longer on the list": "they are no longer on the list",
+    "unsubscribed": _l("they had unsubscribed"),
+    "unconfirmed": _l("their subscription is no longer confirmed"),
+    "suppressed: bounced": _l("their address bounced"),
+    "suppressed: complained": _l("they marked an email from you as spam"),
+    "suppressed: blocked": _l("you blocked this address"),
+    "cancelled": _l("the broadcast was cancelled"),
+    "subscriber erased": _l("the subscriber was erased"),
+    "no longer on the list": _l("they are no longer on the list"),
 }
 
-UNSUBSCRIBE_SOURCES = {
-    "one-click": "with the one-click button in their mail app",
-    "link": "with the link in an email",
-    "preferences": "on their preferences page",
-    "owner": "by you",
-    "api": "through the API",
-    "import": "by an import",
+# A whole sentence each (the place of "how" differs between languages).
+UNSUBSCRIBED_HOW = {
+    "one-click": _l("Unsubscribed with the one-click button in their mail app"),
+    "link": _l("Unsubscribed with the link in an email"),
+    "preferences": _l("Unsubscribed on their preferences page"),
+    "owner": _l("Unsubscribed by you"),
+    "api": _l("Unsubscribed through the API"),
+    "import": _l("Unsubscribed by an import"),
 }
 
 
 def skip_words(reason: str | None) -> str:
-    return SKIP_REASONS.get(reason or "", reason or "no reason recorded")
+    """Why a row was skipped, in the owner's language (a reason we do not know, as recorded)."""
+    if reason in SKIP_REASONS:
+        return str(SKIP_REASONS[reason])
+    return reason or _("no reason recorded")
 
 
-MAIL_SERVER = "the mail server"
+MAIL_SERVER = "the mail server"  # who refused: a marker compared, never shown as it is
+PROVIDER = "the provider"
 US = "Broadside"
 _SERVER_REPLY = re.compile(r"[2-5]\d\d(?:[ -]|$)")  # a mail server's reply: its code first
 
@@ -59,7 +65,13 @@ def refused_by(reason: str) -> str:
 
 def _accepted_by(reply: str) -> str:
     """A provider's API answers an accepted message with HTTP 200; a mail server with 250."""
-    return "the provider" if reply.startswith("200 ") else MAIL_SERVER
+    return PROVIDER if reply.startswith("200 ") else MAIL_SERVER
+
+
+def _accepted_words(reply: str) -> str:
+    if _accepted_by(reply) == PROVIDER:
+        return _("Accepted by the provider")
+    return _("Accepted by the mail server")
 
 
 def _gave_up(reason: str) -> bool:
@@ -83,7 +95,7 @@ class DeliveryRow:
 
     @property
     def who(self) -> str:
-        return self.email or "(erased subscriber)"
+        return self.email or _("(erased subscriber)")
 
     @property
     def explanation(self) -> str:
@@ -91,83 +103,104 @@ class DeliveryRow:
         reason = self.reason or ""
         if self.status == "sent":
             reply = " ".join(str(part) for part in (self.smtp_code, reason) if part)
-            who = _accepted_by(reply)
-            return f"Accepted by {who} ({reply})" if reply else f"Accepted by {who}"
+            if not reply:
+                return _accepted_words(reply)
+            if _accepted_by(reply) == PROVIDER:
+                return _("Accepted by the provider (%(reply)s)", reply=reply)
+            return _("Accepted by the mail server (%(reply)s)", reply=reply)
         if self.status == "skipped":
-            return f"Not sent: {skip_words(self.reason)}."
+            return _("Not sent: %(why)s.", why=skip_words(self.reason))
         if self.status == "unknown":
             said = shown(reason)
-            return f"Unknown: it may have arrived ({said})." if said else "Unknown: it may have arrived."
+            if said:
+                return _("Unknown: it may have arrived (%(said)s).", said=said)
+            return _("Unknown: it may have arrived.")
         if self.status == "failed":
             return self._failure(shown(reason))
         if self.status == "sending":
-            return "Being sent right now."
+            return _("Being sent right now.")
         if self.attempts and self.next_attempt_at:
-            return f"Waiting to try again ({shown(reason)})." if reason else "Waiting to try again."
-        return "Waiting its turn."
+            if reason:
+                return _("Waiting to try again (%(reason)s).", reason=shown(reason))
+            return _("Waiting to try again.")
+        return _("Waiting its turn.")
 
     def _failure(self, reason: str) -> str:
         if not reason:
-            return "Failed."
+            return _("Failed.")
         if self.error_class == "transient" or _gave_up(reason):
             if reason.startswith("Gave up"):
-                return f"{reason} You can send it again."
-            return f"Gave up after {self.attempts} attempts ({reason}). You can send it again."
-        fix = f"Check or fix {self.who} on the subscriber's page."
+                return _("%(reason)s You can send it again.", reason=reason)
+            return _("Gave up after %(attempts)s attempts (%(reason)s). You can send it again.",
+                     attempts=self.attempts, reason=reason)
         by = refused_by(reason)
         if by == MAIL_SERVER:
-            return f"Refused by the mail server for this address ({reason}). {fix}"
+            return _("Refused by the mail server for this address (%(reason)s). Check or fix "
+                     "%(who)s on the subscriber's page.", reason=reason, who=self.who)
         if by != US:
-            return f"Refused for this address: {reason}. {fix}"
+            return _("Refused for this address: %(reason)s. Check or fix %(who)s on the "
+                     "subscriber's page.", reason=reason, who=self.who)
         if reason.startswith(US):
             return reason  # ours: it says what happened and what to do
-        return f"Not sent: {reason}. {fix}"
+        return _("Not sent: %(reason)s. Check or fix %(who)s on the subscriber's page.",
+                 reason=reason, who=self.who)
+
+
+_RETRY_WORDS = (
+    ("sent again by the owner", _l("Queued again by you"), True),
+    ("released", _l("Put back in the queue before any attempt"), False),
+    ("throttled by the provider", _l("The provider asked us to slow down; it waits its turn again"),
+     True),
+)
 
 
 def delivery_words(kind: str, detail: str) -> tuple[str, str]:
     """(headline, detail) for an event on the delivery itself."""
     if kind == "claimed":
-        return "Picked up by the worker to send", ""
+        return _("Picked up by the worker to send"), ""
     if kind == "sent":
         if detail.startswith("delivered:") or detail == "delivered":
             # An `unknown` row settled by the provider's signed delivery event.
-            return ("Delivered, as the provider's delivery event confirmed",
+            return (_("Delivered, as the provider's delivery event confirmed"),
                     detail.removeprefix("delivered:").strip())
-        return f"Accepted by {_accepted_by(detail)}", detail
+        return _accepted_words(detail), detail
     if kind == "skipped":
-        return f"Skipped: {skip_words(detail)}", ""
+        return _("Skipped: %(why)s", why=skip_words(detail)), ""
     detail = shown(detail)
     if kind == "failed":
         if _gave_up(detail):
-            return "Given up: not accepted after the last attempt", detail
+            return _("Given up: not accepted after the last attempt"), detail
         by = refused_by(detail)
         if by == US:
-            return "Not sent: refused by Broadside before sending, no server was asked", detail
-        return f"Refused by {by}", detail
+            return _("Not sent: refused by Broadside before sending, no server was asked"), detail
+        if by == MAIL_SERVER:
+            return _("Refused by the mail server"), detail
+        return _("Refused by %(provider)s", provider=by), detail
     if kind == "unknown":
-        return "Outcome unknown", detail
+        return _("Outcome unknown"), detail
     if kind == "retry":
         if detail.startswith("will retry"):
-            return "Not accepted this time; will try again", detail.removeprefix("will retry: ")
-        if detail.startswith("sent again by the owner"):
-            return "Queued again by you", detail
-        if detail.startswith("released"):
-            return "Put back in the queue before any attempt", ""
-        if detail.startswith("throttled by the provider"):
-            return "The provider asked us to slow down; it waits its turn again", detail
-        return "Put back in the queue", detail
+            return _("Not accepted this time; will try again"), detail.removeprefix("will retry: ")
+        for start, words, keep in _RETRY_WORDS:
+            if detail.startswith(start):
+                return str(words), detail if keep else ""
+        return _("Put back in the queue"), detail
     return kind.capitalize(), detail
+
+
+_PERSON_WORDS = {
+    "resubscribed": _l("Subscribed again"),
+    "bounce": _l("Their mail server reported a bounce"),
+    "complaint": _l("Marked an email as spam"),
+    "suppressed": _l("No more email to this address (suppressed)"),
+    "unsuppressed": _l("Suppression lifted"),
+}
 
 
 def person_words(kind: str, detail: str) -> tuple[str, str]:
     """(headline, detail) for something the person did meanwhile (left, bounced, ...)."""
     if kind == "unsubscribed":
-        return f"Unsubscribed {UNSUBSCRIBE_SOURCES.get(detail, '')}".strip(), ""
-    words = {
-        "resubscribed": "Subscribed again",
-        "bounce": "Their mail server reported a bounce",
-        "complaint": "Marked an email as spam",
-        "suppressed": "No more email to this address (suppressed)",
-        "unsuppressed": "Suppression lifted",
-    }
-    return words.get(kind, kind.capitalize()), detail
+        how = UNSUBSCRIBED_HOW.get(detail)
+        return (str(how) if how is not None else _("Unsubscribed")), ""
+    words = _PERSON_WORDS.get(kind)
+    return (str(words) if words is not None else kind.capitalize()), detail

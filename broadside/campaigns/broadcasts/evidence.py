@@ -24,6 +24,7 @@ from broadside.campaigns.broadcasts.delivery_words import DeliveryRow, delivery_
 from broadside.campaigns.broadcasts.progress import Progress
 from broadside.core.addresses import is_whole_address
 from broadside.core.errors import NotFound, ValidationError
+from broadside.core.i18n import _, _l
 from broadside.core.models import Delivery, Event, Subscriber
 from broadside.core.models.sending import DELIVERY_STATUSES
 
@@ -43,7 +44,7 @@ SPAN_PER_DELIVERY = 4
 # Subscriber-level events that explain a delivery (someone left, bounced, complained...).
 PERSON_KINDS = ("unsubscribed", "resubscribed", "bounce", "complaint", "suppressed", "unsuppressed")
 
-UNKNOWN_EXPLANATION = (
+UNKNOWN_EXPLANATION = _l(
     "The message was handed to the mail server but the connection was lost before it "
     "confirmed, so it may already be in the inbox. Broadside never sends these again on its "
     "own: a second copy is worse than a missing one."
@@ -172,12 +173,14 @@ def delivery_page(session: Session, broadcast_id: int, *, status: str | None = N
     per_page = max(1, min(per_page, PER_PAGE))
     status = status or None
     if status is not None and status not in DELIVERY_STATUSES:
-        raise ValidationError(f"Filter by one of: {', '.join(DELIVERY_STATUSES)}.")
+        raise ValidationError(_("Filter by one of: %(statuses)s.",
+                                statuses=", ".join(DELIVERY_STATUSES)))
     query = (query or "").strip().lower()
     if len(query) > MAX_QUERY:
-        raise ValidationError(f"Search for at most {MAX_QUERY} characters.")
+        raise ValidationError(_("Search for at most %(count)s characters.", count=MAX_QUERY))
     if "\x00" in query:  # PostgreSQL refuses NUL in text (`?q=%00` was a 500)
-        raise ValidationError("Search for an address without a NUL character (%00) in it.")
+        raise ValidationError(_("Search for an address without a NUL character (%(nul)s) in it.",
+                                nul="%00"))
     backwards = before is not None and after is None
     low = high = 0  # a search's window of ids: low < id < high
     if query:
@@ -319,7 +322,7 @@ def delivery_timeline(session: Session, broadcast_id: int, delivery_id: int) -> 
         .where(Delivery.id == delivery_id, Delivery.broadcast_id == broadcast_id)
     ).first()
     if found is None:
-        raise NotFound("This broadcast has no such delivery.")
+        raise NotFound(_("This broadcast has no such delivery."))
     row = DeliveryRow(*found)
     moments = []
     for at, kind, detail in session.execute(
@@ -369,7 +372,7 @@ def _retry_condition(which: str):
         return Delivery.status == "unknown"
     if which == "transient":
         return and_(Delivery.status == "failed", Delivery.error_class == "transient")
-    raise NotFound("There is nothing like that to send again.")
+    raise NotFound(_("There is nothing like that to send again."))
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,13 @@ SKIP_WORDS = {
     NOT_SUBSCRIBED: "match the segment but are not active on any list",
 }
 
-NO_POSTAL_ADDRESS = (
+def N_(message: str) -> str:
+    """Marks a message for the catalog, untranslated: the constant stays the English text
+    (tests and the JSON API compare against it); `_()` translates it when it is shown."""
+    return message
+
+
+NO_POSTAL_ADDRESS = N_(
     "Add your postal address in Settings first: it is printed in the footer of every email, "
     "and the law in many places (CAN-SPAM in the US) requires one in a newsletter."
 )
@@ -108,7 +114,7 @@ def blocking_problems(session: Session, broadcast: Broadcast, *, active: int | N
     # print an empty footer line; a newsletter without one breaks CAN-SPAM. The sending
     # identity's own address counts (else the Settings one is what it prints).
     if not (service.sender_of(session, broadcast.identity_id, "")[2] or "").strip():
-        problems.append(NO_POSTAL_ADDRESS)
+        problems.append(_(NO_POSTAL_ADDRESS))
     if merge is None:
         merge = [problem.message for problem in merge_problems(session, broadcast)]
     problems += merge

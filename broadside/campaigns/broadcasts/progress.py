@@ -18,6 +18,7 @@ from sqlalchemy import bindparam, inspect, select
 from sqlalchemy.orm import Session
 
 from broadside.core.errors import NotFound
+from broadside.core.i18n import _, ngettext
 from broadside.core.models import Broadcast, Identity
 
 TERMINAL = ("sent", "cancelled")
@@ -126,11 +127,11 @@ class Progress:
     @property
     def eta_text(self) -> str:
         if self.status == "paused":
-            return "paused"
+            return _("paused")
         if self.status not in ACTIVE:
             return "–"
         if self.waiting == 0:
-            return "preparing" if self.preparing else "finishing"
+            return _("preparing") if self.preparing else _("finishing")
         return duration_words(self.eta_seconds)
 
     @property
@@ -155,15 +156,17 @@ class Progress:
 
 def duration_words(seconds: float | None) -> str:
     if seconds is None:
-        return "unknown"
+        return _("unknown")
     if seconds < 60:
-        return "less than a minute"
+        return _("less than a minute")
     minutes = round(seconds / 60)
     if minutes < 60:
-        return f"about {minutes} minute{'s' if minutes != 1 else ''}"
+        return ngettext("about %(num)s minute", "about %(num)s minutes", minutes)
     hours, minutes = divmod(minutes, 60)
-    text = f"about {hours} hour{'s' if hours != 1 else ''}"
-    return text + (f" {minutes} min" if minutes else "")
+    if not minutes:
+        return ngettext("about %(num)s hour", "about %(num)s hours", hours)
+    return ngettext("about %(num)s hour %(minutes)s min", "about %(num)s hours %(minutes)s min",
+                    hours, minutes=minutes)
 
 
 # The read, built once: a Core statement of the table's columns (the ORM's attributes would
@@ -182,7 +185,7 @@ def read_progress(session: Session, broadcast_id: int, *, send_delay_ms: int = 0
     the default identity's); no COUNT over deliveries."""
     row = session.execute(_READ, {"broadcast_id": broadcast_id}).first()
     if row is None:
-        raise NotFound("There is no such broadcast.")
+        raise NotFound(_("There is no such broadcast."))
     *columns, identity_delay = row
     pace = send_delay_ms if identity_delay is None else identity_delay
     return Progress(*columns, send_delay_ms=pace)  # type: ignore[misc]  # the columns are its fields, in order

@@ -31,6 +31,7 @@ from broadside.campaigns.content.versions import clean_versions
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError
 from broadside.core.events import record_event
+from broadside.core.i18n import _
 from broadside.core.logs import owner_action
 from broadside.core.models import Broadcast, Delivery, Identity, Revision, Segment
 from broadside.core.site_settings import get_settings
@@ -46,7 +47,7 @@ PAUSE_BY_OWNER = "Paused by the owner. Press Resume to continue from where it st
 def get_broadcast(session: Session, broadcast_id: int) -> Broadcast:
     broadcast = session.get(Broadcast, broadcast_id)
     if broadcast is None:
-        raise NotFound("There is no such broadcast.")
+        raise NotFound(_("There is no such broadcast."))
     return broadcast
 
 
@@ -138,14 +139,14 @@ def send_broadcast(
     slices (`broadside.campaigns.broadcasts.snapshot`), and sending starts after the first chunk."""
     broadcast = get_broadcast(session, broadcast_id)
     if not broadcast.subject.strip():
-        raise ValidationError("Give the broadcast a subject before sending it.")
+        raise ValidationError(_("Give the broadcast a subject before sending it."))
     segment = session.get(Segment, broadcast.segment_id) if broadcast.segment_id is not None else None
     if broadcast.list_id is None and segment is None:
-        raise ValidationError("Choose a list or a segment to send to.")
+        raise ValidationError(_("Choose a list or a segment to send to."))
     if broadcast.identity_id is not None:
         identity = session.get(Identity, broadcast.identity_id)
         if identity is None or identity.status == "deleted":
-            raise ValidationError("This broadcast's sending identity was deleted; choose another.")
+            raise ValidationError(_("This broadcast's sending identity was deleted; choose another."))
 
     def snapshot() -> str:
         revision = freeze_revision(session, broadcast, default_from)
@@ -167,7 +168,7 @@ def send_broadcast(
         raise
     if not won:
         session.rollback()
-        raise Conflict("This broadcast is not a draft any more; it has already been sent or queued.")
+        raise Conflict(_("This broadcast is not a draft any more; it has already been sent or queued."))
     session.refresh(broadcast)
     owner_action("broadcast queued", broadcast_id=broadcast_id, recipients=broadcast.total)
     if jobs is not None:
@@ -192,12 +193,12 @@ def _steer(
 
 def schedule_broadcast(session: Session, broadcast_id: int, at_utc: datetime) -> Broadcast:
     if at_utc <= utcnow():
-        raise ValidationError("Choose a time in the future.")
+        raise ValidationError(_("Choose a time in the future."))
     _steer(
         session,
         broadcast_id,
         "schedule",
-        "Only a draft can be scheduled.",
+        _("Only a draft can be scheduled."),
         scheduled_at=at_utc,
         detail=at_utc.isoformat() + "Z",
     )
@@ -207,7 +208,7 @@ def schedule_broadcast(session: Session, broadcast_id: int, at_utc: datetime) ->
 
 
 def unschedule_broadcast(session: Session, broadcast_id: int) -> Broadcast:
-    _steer(session, broadcast_id, "unschedule", "This broadcast is not scheduled.")
+    _steer(session, broadcast_id, "unschedule", _("This broadcast is not scheduled."))
     session.commit()
     owner_action("broadcast unscheduled", broadcast_id=broadcast_id)
     return get_broadcast(session, broadcast_id)
@@ -218,7 +219,7 @@ def pause_broadcast(session: Session, broadcast_id: int, reason: str = PAUSE_BY_
     if not lifecycle.pause(session, broadcast_id, reason):
         session.rollback()
         get_broadcast(session, broadcast_id)
-        raise Conflict("Only a queued or sending broadcast can be paused.")
+        raise Conflict(_("Only a queued or sending broadcast can be paused."))
     session.commit()
     owner_action("broadcast paused", broadcast_id=broadcast_id)
     return get_broadcast(session, broadcast_id)
@@ -226,7 +227,7 @@ def pause_broadcast(session: Session, broadcast_id: int, reason: str = PAUSE_BY_
 
 def resume_broadcast(session: Session, broadcast_id: int, *, jobs: Jobs) -> Broadcast:
     """Continue from the rows still pending; never restart (invariant 7)."""
-    _steer(session, broadcast_id, "resume", "Only a paused broadcast can be resumed.")
+    _steer(session, broadcast_id, "resume", _("Only a paused broadcast can be resumed."))
     session.commit()
     owner_action("broadcast resumed", broadcast_id=broadcast_id)
     broadcast = get_broadcast(session, broadcast_id)
@@ -252,7 +253,7 @@ def cancel_broadcast(session: Session, broadcast_id: int, *, jobs: Jobs | None =
         session,
         broadcast_id,
         "cancel",
-        "Only a scheduled, queued, sending or paused broadcast can be cancelled.",
+        _("Only a scheduled, queued, sending or paused broadcast can be cancelled."),
         then=lambda: cancelling.skip_or_defer(session, broadcast_id, counts),
     )
     session.commit()
@@ -278,9 +279,9 @@ def retry_deliveries(session: Session, broadcast_id: int, *, which: str, jobs: J
         source = "failed"
         condition = and_(Delivery.status == "failed", Delivery.error_class == "transient")
     else:
-        raise ValidationError("Choose which deliveries to send again: unknown or transient.")
+        raise ValidationError(_("Choose which deliveries to send again: unknown or transient."))
     if broadcast.status not in (lifecycle.SENT, *lifecycle.ACTIVE, lifecycle.PAUSED):
-        raise Conflict("Only a broadcast that has been sent can send again.")
+        raise Conflict(_("Only a broadcast that has been sent can send again."))
     now = utcnow()
     rows = session.execute(
         select(Delivery.id, Delivery.subscriber_id).where(Delivery.broadcast_id == broadcast_id, condition)
