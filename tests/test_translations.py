@@ -88,9 +88,6 @@ def test_the_committed_mo_file_is_the_po_file_compiled(locale):
 
 # ---------------------------------------------------------------- words outside _()
 
-# Templates not yet through the translation layer, each with why. Can only shrink: an entry
-# whose template is clean fails the test below until it is removed.
-NOT_YET: dict[str, str] = {}
 
 # Text a person reads that is the same in every language: names of things and formats.
 NAMES = {"Broadside", "Markdown", "HTML", "API", "SMTP", "CSV", "JSON", "DKIM", "SPF", "DMARC",
@@ -175,10 +172,8 @@ def test_no_template_shows_words_outside_the_translation_layer():
     for path in sorted((REPO_ROOT / "templates").rglob("*.html")):
         name = str(path.relative_to(REPO_ROOT / "templates"))
         words = words_outside_translation(path, env)
-        if words and name not in NOT_YET:
+        if words:
             found[name] = words[:5]
-        if not words and name in NOT_YET:
-            found[name] = ["clean now: remove it from NOT_YET"]
     assert not found, "\n".join(f"{name}: {words}" for name, words in found.items())
 
 
@@ -192,10 +187,6 @@ def test_the_lint_sees_words_and_spares_translated_ones(tmp_path):
     page.write_text('<p>Saved {{ when }}</p><a title="Open it" href="#">{{ _("x") }}</a>'
                     '<input type="submit" value="Send">')
     assert words_outside_translation(page, env) == ["Saved", "Open it", "Send"]
-
-
-# Python modules whose flash() messages are not yet translated. Can only shrink.
-FLASH_NOT_YET: dict[str, str] = {}
 
 
 def literal_flashes(path: Path) -> list[int]:
@@ -214,10 +205,8 @@ def test_flashed_messages_go_through_the_translation_layer():
     for path in sorted((REPO_ROOT / "webapp").rglob("*.py")):
         name = str(path.relative_to(REPO_ROOT))
         lines = literal_flashes(path)
-        if lines and name not in FLASH_NOT_YET:
+        if lines:
             found[name] = lines
-        if not lines and name in FLASH_NOT_YET:
-            found[name] = ["clean now: remove it from FLASH_NOT_YET"]
     assert not found, found
 
 
