@@ -46,7 +46,7 @@ def test_a_german_reader_is_written_to_in_german_everywhere(
     page.set_viewport_size({"width": 390, "height": 900})
     page.get_by_label("E-Mail").fill("anna.schmidt@example.de")
     page.get_by_role("button", name="Abonnieren").click()
-    expect(page.get_by_role("heading", name="Sehen Sie in Ihr Postfach")).to_be_visible()
+    expect(page.get_by_role("heading", name="Prüfen Sie Ihren Posteingang")).to_be_visible()
     page.screenshot(path=str(SHOTS / "signup-check-inbox-de-390.png"), full_page=True)
     reader = db.session.query(Subscriber).filter_by(email="anna.schmidt@example.de").one()
     assert reader.locale == "de"

@@ -127,7 +127,8 @@ def test_a_used_identity_is_not_deleted_and_the_answer_says_what_uses_it(client,
                         json={"list_id": weekly.id, "subject": "Hi", "body": "x", "identity_id": identity_id})
     assert draft.status_code == 201 and draft.json == {"id": draft.json["id"], "status": "draft",
                                                        "identity_id": identity_id, "codes": None,
-                                                       "format": "markdown", "attachments": []}
+                                                       "format": "markdown", "attachments": [],
+                                                       "versions": []}
     automation = client.post("/api/automations", headers=api_headers, json={
         "name": "Welcome", "trigger": {"type": "joined_list", "list_id": weekly.id},
         "identity_id": identity_id, "steps": [{"subject": "Hi", "body": "x"}]})

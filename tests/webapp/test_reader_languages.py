@@ -34,7 +34,7 @@ def sign_up_in_german(client) -> tuple[int, Subscriber, TransactionalMessage]:
                          headers=GERMAN, environ_base={"REMOTE_ADDR": "198.51.100.21"})
     assert answer.status_code == 303
     inbox = client.get(answer.location, headers=GERMAN)
-    assert "Sehen Sie in Ihr Postfach" in inbox.text
+    assert "Prüfen Sie Ihren Posteingang" in inbox.text
     reader = db.session.scalar(select(Subscriber).where(Subscriber.email == "anna@example.de"))
     message = db.session.scalar(select(TransactionalMessage))
     return weekly, reader, message
