@@ -736,9 +736,10 @@ def in_language(page: Page, visit: Visit, url: str, locale: str, problems: list[
                         full_page=True, timeout=30_000)
 
 
-# Pages whose language is not the browser's on purpose: an email shown as it is (its own
-# language: the seeded ones are English), and the API's reference, in English like the API.
-OTHER_LANGUAGE = {"API reference", "view in browser", "email preview",
+# Pages whose language is not the browser's on purpose: an email shown as it is and an
+# archived issue (the message's own language: the seeded ones are English), and the API's
+# reference, in English like the API.
+OTHER_LANGUAGE = {"API reference", "view in browser", "archive issue", "email preview",
                   "email preview, Apple Mail dark", "email preview, Gmail dark", "step preview",
                   "design: the sample email", "design: the confirmation email",
                   "template: the email previewed", "transactional template: the email previewed",

@@ -2,8 +2,6 @@
 versions (one right to left), the send page's readers per version, and the automation step
 editor; nothing scrolls sideways and no text leaves its box."""
 
-import shutil
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -16,7 +14,6 @@ from webapp.extensions import db
 
 pytestmark = pytest.mark.browser
 WIDTHS = {"wide": 1280, "narrow": 390}
-KEEP = Path("/tmp/versions")  # the looked-at copies, outside the repository
 
 
 @pytest.mark.parametrize("size", list(WIDTHS))
@@ -39,12 +36,10 @@ def test_versions_in_german(page: Page, live_server, owner, size, screenshot_dir
         versions=[{"locale": "de", "subject": "Neuigkeiten im November",
                    "body": "# Hallo\n\nWas sich geändert hat."},
                   {"locale": "ar", "subject": "أخبار نوفمبر", "body": "# مرحبا\n\nما الذي تغير."}])
-    KEEP.mkdir(exist_ok=True)
 
     def shot(name: str) -> None:
         path = screenshot_dir / f"versions-{name}-{size}.png"
         page.screenshot(path=str(path), full_page=True)
-        shutil.copy(path, KEEP / path.name)
 
     sign_in(page, live_server.url)
     page.goto(f"{live_server.url}/broadcasts/{broadcast.id}/edit?add_version=1#versions")
@@ -52,7 +47,6 @@ def test_versions_in_german(page: Page, live_server, owner, size, screenshot_dir
     expect(page.locator("#version-2-subject")).to_have_attribute("dir", "rtl")
     fits(page, "the editor with versions")
     page.locator("#versions").screenshot(path=str(screenshot_dir / f"versions-field-{size}.png"))
-    shutil.copy(screenshot_dir / f"versions-field-{size}.png", KEEP)
     shot("editor")
 
     page.goto(f"{live_server.url}/broadcasts/{broadcast.id}/send")
