@@ -68,11 +68,11 @@ def operation(tag: str, operation_id: str, summary: str, description: str = "", 
               parameters: list[dict[str, Any]] | None = None,
               request: dict[str, Any] | None = None, responses: dict[str, Any],
               errors: tuple[str, ...] = (), write: bool = False) -> dict[str, Any]:
-    """One operation; every one may answer 401, every write 403 (a read-only token)."""
-    shared = ("Unauthorized", *(("ReadOnly",) if write else ()), *errors)
-    op: dict[str, Any] = {"tags": [tag], "operationId": operation_id, "summary": summary}
-    if description:
-        op["description"] = description
+    """One operation; it may answer 401, a write 403 (a read-only token), a body 413."""
+    shared = ("Unauthorized", *(("ReadOnly",) if write else ()),
+              *(("TooLarge",) if request is not None and "TooLarge" not in errors else ()), *errors)
+    op: dict[str, Any] = {"tags": [tag], "operationId": operation_id, "summary": summary,
+                          **({"description": description} if description else {})}
     if parameters:
         op["parameters"] = parameters
     if request is not None:

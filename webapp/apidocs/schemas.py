@@ -369,6 +369,8 @@ ERROR_EXAMPLES = {
                  "Only a draft can be edited; this broadcast is sending."),
     "Invalid": (422, "The request was refused: the message names the field.",
                 "Condition 2.1 (attributes.age gt): the value must be a number, like 42 or 9.5."),
+    "TooLarge": (413, "The body is larger than the server takes (MAX_CONTENT_LENGTH).",
+                 "That upload is larger than this server accepts."),
 }
 
 COMPONENTS: dict[str, Any] = {
