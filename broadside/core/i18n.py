@@ -82,9 +82,10 @@ def direction(locale: str | None) -> str:
     return "rtl" if language_of(locale) in RTL_LANGUAGES else "ltr"
 
 
-def negotiate(accept_language: str | None) -> str:
-    """The shipped language a browser's Accept-Language prefers most; English otherwise."""
-    best: tuple[float, str] | None = None
+def browser_preference(accept_language: str | None) -> str | None:
+    """The shipped language a browser's Accept-Language prefers most (by its q, then its
+    order), or None when it names none."""
+    best: tuple[float, int, str] | None = None
     for index, part in enumerate((accept_language or "").split(",")[:20]):
         tag, _, params = part.strip().partition(";")
         quality = 1.0
@@ -94,9 +95,14 @@ def negotiate(accept_language: str | None) -> str:
             except ValueError:
                 continue
         found = shipped(tag.strip()) if tag.strip() != "*" else None
-        if found and quality > 0 and (best is None or quality > best[0]):
-            best = (quality - index * 1e-6, found)
-    return best[1] if best else DEFAULT_LOCALE
+        if found and quality > 0 and (best is None or (quality, -index) > best[:2]):
+            best = (quality, -index, found)
+    return best[2] if best else None
+
+
+def negotiate(accept_language: str | None) -> str:
+    """`browser_preference`, English when the browser names none Broadside speaks."""
+    return browser_preference(accept_language) or DEFAULT_LOCALE
 
 
 @lru_cache(maxsize=16)

@@ -21,7 +21,7 @@ from typing import Any
 
 from flask import g, request
 
-from broadside.core.i18n import direction, reader_locale, shipped
+from broadside.core.i18n import browser_preference, direction, reader_locale, shipped
 from broadside.core.models import MailingList, SiteSettings
 from webapp.extensions import db
 from webapp.i18n import use_locale
@@ -36,19 +36,7 @@ def _default_language() -> str | None:
 
 def browser_language() -> str | None:
     """The shipped language the browser's Accept-Language names first, or None."""
-    best: tuple[float, int, str] | None = None
-    for index, part in enumerate((request.headers.get("Accept-Language") or "").split(",")[:20]):
-        tag, _sep, params = part.strip().partition(";")
-        quality = 1.0
-        if params.strip().startswith("q="):
-            try:
-                quality = float(params.strip()[2:])
-            except ValueError:
-                continue
-        found = shipped(tag.strip()) if tag.strip() != "*" else None
-        if found and quality > 0 and (best is None or (quality, -index) > best[:2]):
-            best = (quality, -index, found)
-    return best[2] if best else None
+    return browser_preference(request.headers.get("Accept-Language"))
 
 
 def asked_language() -> str | None:
