@@ -269,9 +269,11 @@ class Recheck:
         view = self.view_links.url(row.id, row.subscriber_id, joined) if self.view_links else ""
         message_id = self.message_id(row)
         compiled, tracker, language = self.compiled, self.tracker, None
-        if self.messages is not None and self.readers is not None:
-            chosen = self.messages.for_reader(self.readers.of(locale, list_id))
-            compiled, tracker, language = chosen.compiled, chosen.tracker, chosen.language
+        if self.messages is not None:  # one language unless the revision has others
+            language = self.messages.language
+            if self.messages.versions and self.readers is not None:
+                chosen = self.messages.for_reader(self.readers.of(locale, list_id))
+                compiled, tracker, language = chosen.compiled, chosen.tracker, chosen.language
         try:
             rendered = compiled.render(
                 email=email, name=name, attributes=attributes, unsubscribe_url=link, view_url=view,
