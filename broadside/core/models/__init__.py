@@ -26,6 +26,8 @@ from broadside.core.models.automations import (
     AutomationMessage,
     AutomationRevision,
     AutomationStep,
+    Feed,
+    FeedItem,
 )
 from broadside.core.models.bulk import BulkAction, BulkActionMember
 from broadside.core.models.codes import Code
@@ -43,6 +45,8 @@ __all__ = [
     "ApiToken",
     "Attachment",
     "ArchivedIssue",
+    "Feed",
+    "FeedItem",
     "AuditEntry",
     "Automation",
     "AutomationEntry",

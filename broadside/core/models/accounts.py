@@ -195,4 +195,7 @@ class SiteSettings(Model):
     # without one are sent to enrol after their password); and how long a session may sit
     # unused before it ends, in hours.
     require_two_factor: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # "Send again to those who did not open" is offered this many hours after a broadcast
+    # finished sending (opens keep arriving for a day or so).
+    resend_after_hours: Mapped[int] = mapped_column(default=24, server_default="24")
     session_idle_hours: Mapped[int] = mapped_column(default=24 * 31, server_default="744")

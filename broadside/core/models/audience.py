@@ -46,6 +46,9 @@ class MailingList(Model):
     # Who opened or clicked, by person: only when the owner turns it on here (and the list's
     # public pages then say so). Off: a broadcast to this list counts in aggregate at most.
     per_person_tracking: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # No tracking at all for this list's readers, whatever a broadcast chose (the API's
+    # `"tracking": "off"`; per_person_tracking False is "counts", True is "people").
+    no_tracking: Mapped[bool] = mapped_column(default=False, server_default=false())
     # The language of this list's readers who have none of their own; None: Settings'.
     language: Mapped[str | None] = mapped_column(String(35))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -73,6 +76,10 @@ class Subscriber(Model):
         # (broadside.campaigns.content.languages): partial, so readers without one cost nothing.
         Index("ix_subscribers_locale", "locale", postgresql_where=text("locale IS NOT NULL"),
               sqlite_where=text("locale IS NOT NULL")),
+        # The time zones readers have, read at Send for "at each reader's own hour"
+        # (broadside.campaigns.broadcasts.local_time): partial, as the languages'.
+        Index("ix_subscribers_timezone", "timezone", postgresql_where=text("timezone IS NOT NULL"),
+              sqlite_where=text("timezone IS NOT NULL")),
         NEVER_REUSE_IDS,
     )
 
@@ -89,6 +96,9 @@ class Subscriber(Model):
     # The reader's language (a tag, broadside.core.i18n.clean_locale): their broadcast version
     # and the words Broadside writes to them; None: their list's, then the installation's.
     locale: Mapped[str | None] = mapped_column(String(35))
+    # The reader's time zone (an IANA name, e.g. "Asia/Tokyo"): "send at 09:00 in each
+    # reader's time zone" sends their copy at their 09:00; None: the owner's.
+    timezone: Mapped[str | None] = mapped_column(String(64))
     suppressed_at: Mapped[datetime | None]
     suppression_detail: Mapped[str | None] = mapped_column(Text)
     soft_bounce_count: Mapped[int] = mapped_column(default=0)

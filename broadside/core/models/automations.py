@@ -43,7 +43,7 @@ class AutomationStatus(StrEnum):
 
 
 AUTOMATION_STATUSES = tuple(s.value for s in AutomationStatus)
-TRIGGERS = ("joined_list", "segment")
+TRIGGERS = ("joined_list", "segment", "feed")
 # Entering and sending: people enter enabled (and paused: the channel will come back) ones.
 ENTERING = (AutomationStatus.ENABLED.value, AutomationStatus.PAUSED.value)
 
@@ -67,7 +67,8 @@ class Automation(Model):
     # two live automations never share a name, even when saved at the same moment.
     name_key: Mapped[str | None] = mapped_column(String(200), unique=True)
     trigger_type: Mapped[str] = mapped_column(String(16))
-    # joined_list: the list; segment: the segment and how often it is evaluated.
+    # joined_list: the list; segment: the segment and how often it is evaluated; feed: the
+    # list (or segment) each new item of its `Feed` is sent to.
     list_id: Mapped[int | None] = mapped_column(
         ForeignKey("mailing_lists.id", ondelete="SET NULL"), index=True
     )
@@ -223,3 +224,63 @@ class AutomationMessage(Model):
     claimed_at: Mapped[datetime | None]
     sent_at: Mapped[datetime | None]
     updated_at: Mapped[datetime | None]
+
+
+FEED_MODES = ("each", "digest")
+FEED_EVERY = ("daily", "weekly")
+
+
+class Feed(Model):
+    """An automation's RSS or Atom feed (trigger `feed`): where it is, how its new items are
+    sent (one email per item, or a digest on a schedule), and what the last poll said."""
+
+    __tablename__ = "feeds"
+    __table_args__ = (
+        CheckConstraint(_one_of("mode", FEED_MODES), name="mode"),
+        CheckConstraint("every IS NULL OR " + _one_of("every", FEED_EVERY), name="every"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    automation_id: Mapped[int] = mapped_column(
+        ForeignKey("automations.id", ondelete="CASCADE"), unique=True)
+    url: Mapped[str] = mapped_column(Text)
+    mode: Mapped[str] = mapped_column(String(8), default="each")
+    # A digest's schedule: daily or weekly (on `weekday`, 0 = Monday) at `at` ("HH:MM", the
+    # owner's time zone).
+    every: Mapped[str | None] = mapped_column(String(8))
+    at: Mapped[str | None] = mapped_column(String(5))
+    weekday: Mapped[int | None]
+    # The conditional GET's validators from the last answer.
+    etag: Mapped[str | None] = mapped_column(String(255))
+    last_modified: Mapped[str | None] = mapped_column(String(64))
+    # The items present at the first successful poll are recorded, not sent (`primed_at`).
+    primed_at: Mapped[datetime | None]
+    polled_at: Mapped[datetime | None]
+    next_poll_at: Mapped[datetime | None]
+    next_digest_at: Mapped[datetime | None]
+    # The last poll's failure in the owner's words (None: it worked); nothing is sent then.
+    error: Mapped[str | None] = mapped_column(Text)
+    error_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class FeedItem(Model):
+    """One item of a feed, once ever (UNIQUE per feed and key: its id, else its link), and the
+    broadcast that carried it (None: not sent yet, or seen at the first poll)."""
+
+    __tablename__ = "feed_items"
+    __table_args__ = (UniqueConstraint("feed_id", "key", name="uq_feed_items_key"),
+                      Index("ix_feed_items_unsent", "feed_id", "broadcast_id"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    feed_id: Mapped[int] = mapped_column(ForeignKey("feeds.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(64))  # SHA-256 of the item's id or link
+    title: Mapped[str] = mapped_column(Text, default="")
+    link: Mapped[str] = mapped_column(Text, default="")
+    summary_html: Mapped[str] = mapped_column(Text, default="")  # sanitised as the HTML mode
+    published_at: Mapped[datetime | None]
+    seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # True for the items found at the first poll: recorded so they are never sent.
+    baseline: Mapped[bool] = mapped_column(default=False)
+    broadcast_id: Mapped[int | None] = mapped_column(
+        ForeignKey("broadcasts.id", ondelete="SET NULL"))

@@ -6,7 +6,17 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from broadside.core.db import NEVER_REUSE_IDS, Model
@@ -140,6 +150,31 @@ class Broadcast(Model):
     # "Mint a code per recipient" (broadside.campaigns.codes): the codes' prefix, None: off.
     # Frozen into the revision at Send with the content (invariant 8).
     codes_prefix: Mapped[str | None] = mapped_column(String(12))
+    # "Send again to those who did not open": the sent broadcast this draft resends; its
+    # audience is the people that one reached who have not opened it (judged at Send).
+    resend_of_id: Mapped[int | None] = mapped_column(
+        ForeignKey("broadcasts.id", ondelete="SET NULL"), index=True)
+    # An A/B test (broadside.campaigns.broadcasts.ab_test): {"variants": [{"subject",
+    # "preheader"?, "body"?}, ...] (2 to 4; the first is the broadcast's own), "share": the
+    # test's percentage of the audience, "measure": "opens" | "clicks", "wait_hours",
+    # "default": the variant that wins when no difference is clear}. None: no test.
+    ab_test: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Recorded at Send: the seed that split the audience (each delivery's `variant`).
+    ab_seed: Mapped[int | None] = mapped_column(BigInteger)
+    # When the test's copies were all sent, plus the wait: the winner is chosen then.
+    ab_wait_until: Mapped[datetime | None]
+    # The variant the rest of the audience gets, written once by a guarded UPDATE, with the
+    # figures it was chosen on (`ab_result`: rates, intervals, p-value, whether it was clear).
+    ab_winner: Mapped[int | None]
+    ab_decided_at: Mapped[datetime | None]
+    ab_result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # "Send at HH:MM in each reader's time zone" (None: everyone at once); at Send, each zone
+    # the readers have and its moment in UTC (`local_due`: {zone: ISO time, "": the owner's}).
+    send_at_local: Mapped[str | None] = mapped_column(String(5))
+    local_due: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The worker found nothing due before this moment (readers' own hours, the A/B wait): no
+    # slice is queued for it until then (jobs.maintenance).
+    waiting_until: Mapped[datetime | None]
 
 
 class FrozenContent:
@@ -178,6 +213,9 @@ class Revision(FrozenContent, Model):
     )
     # The codes' prefix as frozen at Send (None: no codes): what the worker's claims mint.
     codes_prefix: Mapped[str | None] = mapped_column(String(12))
+    # An A/B test's other variants as frozen at Send: {"1": message, ...} in the shape of a
+    # version's message (broadside.campaigns.content.versions); variant 0 is the columns above.
+    variants: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class Delivery(Model):
@@ -230,6 +268,10 @@ class Delivery(Model):
     claimed_at: Mapped[datetime | None]
     sent_at: Mapped[datetime | None]
     updated_at: Mapped[datetime | None]
+    # An A/B test's variant for this reader, fixed at the snapshot: 0..3 a test variant, -1
+    # the rest of the audience, who get the winner once chosen (claimed only then). None: no
+    # test.
+    variant: Mapped[int | None]
 
 
 class TransactionalMessage(Model):
