@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, true, update
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.broadcasts import ledger, lifecycle
+from broadside.campaigns.broadcasts import ab_sending, ledger, lifecycle
+from broadside.campaigns.broadcasts.ab_test import REST
 from broadside.campaigns.broadcasts.ledger import Change
 from broadside.campaigns.codes import minting
 from broadside.core.models import Broadcast, Delivery, Revision
@@ -32,6 +33,10 @@ from jobs.runtime import Runtime
 
 log = logging.getLogger("broadside.worker")
 
+# Rows due within this long after a slice's end are waited for in slices; later ones are left
+# to the maintenance tick (`Broadcast.waiting_until`), which looks every few seconds.
+WAIT_IN_SLICE_S = 30.0
+
 
 def start(session: Session, broadcast_id: int) -> Broadcast | None:
     """queued -> sending (a lifecycle transition), then the broadcast as it now stands."""
@@ -42,6 +47,13 @@ def start(session: Session, broadcast_id: int) -> Broadcast | None:
     if broadcast is not None:
         session.refresh(broadcast)
     return broadcast
+
+
+def is_waiting(session: Session, broadcast_id: int) -> bool:
+    """Nothing of it is due before `waiting_until`: its next slice is the maintenance's."""
+    until = session.scalar(select(Broadcast.waiting_until).where(Broadcast.id == broadcast_id))
+    session.commit()
+    return until is not None and until > utcnow()
 
 
 def finish_if_done(session: Session, broadcast_id: int) -> bool:
@@ -81,6 +93,7 @@ class BroadcastRows:
         self.ledger = DeliveryLedger(broadcast_id)
         self.recheck: Recheck | None = None
         self.codes_prefix: str | None = None  # as frozen at Send: each claimed row mints one
+        self.winner: int | None = None  # an A/B test's, once chosen: the rest's rows get it
 
     def open(self, fields: bool) -> str | None:
         broadcast = start(self.session, self.broadcast_id)
@@ -91,15 +104,49 @@ class BroadcastRows:
             self.pause("This broadcast has no frozen content; duplicate it and send the copy.")
             return "paused"
         self.codes_prefix = revision.codes_prefix
+        if broadcast.ab_seed is not None and broadcast.ab_test:
+            waiting = self._ab_test(broadcast)
+            if waiting is not None:
+                return waiting
         self.recheck = Recheck(self.session, self.rt, broadcast.id, broadcast.list_id, revision,
                                broadcast.skip_if_received_within_hours, fields=fields)
         return None
+
+    def _ab_test(self, broadcast: Broadcast) -> str | None:
+        """An A/B test's turn (broadside.campaigns.broadcasts.ab_sending): the winner once
+        chosen (the rest's rows are then claimed and sent it); its choice once the wait is
+        over; the wait's start once the test's copies are all out. "waiting" while it runs."""
+        now = utcnow()
+        if broadcast.ab_winner is None and broadcast.ab_wait_until is None:
+            if not ab_sending.test_done(self.session, broadcast.id):
+                return None  # the test's own copies are still going out
+            until = ab_sending.start_wait(self.session, broadcast, now)
+            return self._wait(until)
+        if broadcast.ab_winner is None:
+            assert broadcast.ab_wait_until is not None
+            if broadcast.ab_wait_until > now:
+                return self._wait(broadcast.ab_wait_until)
+            self.winner = ab_sending.decide(self.session, broadcast, now)
+            self.session.commit()
+            log.info("A/B test decided: variant %s", self.winner)
+        else:
+            self.winner = broadcast.ab_winner
+        return None
+
+    def _wait(self, until: datetime) -> str:
+        """Nothing is due before `until`: no slice is queued for it until then."""
+        self.session.execute(update(Broadcast).where(Broadcast.id == self.broadcast_id)
+                             .values(waiting_until=until))
+        self.session.commit()
+        return "waiting"
 
     def claim(self, limit: int) -> list[Row]:
         """The next due rows, read and claimed by one guarded statement (`ledger.claim_due`),
         and, with codes on, each row's code minted in the same transaction (one INSERT for the
         batch; a row claimed again keeps its code), so claim and code commit together."""
-        rows = [Row(*r) for r in ledger.claim_due(self.session, self.broadcast_id, limit)]
+        rows = [Row(d, subscriber, list_id, variant=self.winner if variant == REST else variant)
+                for d, subscriber, list_id, variant in ledger.claim_due(
+                    self.session, self.broadcast_id, limit, rest=self.winner is not None)]
         if self.codes_prefix is None or not rows:
             return rows
         codes = minting.mint(self.session, minting.DELIVERY, [
@@ -116,13 +163,21 @@ class BroadcastRows:
 
     def wait_for_due(self, deadline: float) -> bool:
         """Rows wait for their retry time: sleep until the first is due, within this slice."""
+        claimable = true() if self.winner is not None else (
+            Delivery.variant.is_(None) | (Delivery.variant >= 0))
         earliest = self.session.scalar(
             select(func.min(Delivery.next_attempt_at)).where(
-                Delivery.broadcast_id == self.broadcast_id, Delivery.status == "pending"))
+                Delivery.broadcast_id == self.broadcast_id, Delivery.status == "pending",
+                claimable))
         self.session.commit()
         if earliest is None:
             return False  # nothing pending at all; rows in flight belong to a crashed run
         wait = (earliest - utcnow()).total_seconds()
+        if time.monotonic() + wait >= deadline + WAIT_IN_SLICE_S:
+            # Readers' own hours, or a retry far off: no slice until then (jobs.maintenance
+            # queues one when it comes), rather than slices that only wait.
+            self._wait(earliest)
+            return False
         if time.monotonic() + wait >= deadline:
             self.rt.stop.wait(max(0.0, deadline - time.monotonic()))
             return False

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics.rewrite import Tracker
-from broadside.campaigns.analytics.sending import tracked_versions
+from broadside.campaigns.analytics.sending import tracked_variants, tracked_versions
 from broadside.campaigns.content.versions import FrozenMessage, frozen_versions, tag_for
 from broadside.campaigns.content.versions import default_locale as default_locale_of
 from broadside.core.models import MailingList
@@ -54,6 +54,24 @@ class RevisionMessages:
         self.default = Chosen(compiled, tracker, self.language)
         self.revision = revision
         self.chosen: dict[str, Chosen] = {}
+
+    def for_variant(self, variant: int) -> Chosen:
+        """An A/B test's variant (0: the revision's own message, A)."""
+        frozen = getattr(self.revision, "variants", None) or {}
+        key = str(variant)
+        if key not in frozen:
+            return self.default
+        if key not in self.chosen:
+            message = frozen[key]
+            tracker = self.default.tracker
+            if tracker is not None:
+                first, html_template = tracked_variants(self.revision)[variant]  # type: ignore[arg-type]
+                tracker = tracker.for_version(html_template, first)
+            self.chosen[key] = Chosen(compiled_revision(message["subject"],
+                                                        message["html_template"],
+                                                        message["text_template"]),
+                                      tracker, self.language)
+        return self.chosen[key]
 
     def for_reader(self, wanted: tuple[str, ...]) -> Chosen:
         """The message for a reader whose languages are `wanted` (ReaderLanguages.of)."""

@@ -19,7 +19,7 @@ import logging
 import time
 from datetime import timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.automations import ledger as automation_ledger
@@ -138,7 +138,7 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
             log.warning("scheduled broadcast %s could not start: %s", broadcast_id, exc)
 
     active = session.execute(
-        select(Broadcast.id, Broadcast.status, Broadcast.notice).where(
+        select(Broadcast.id, Broadcast.status, Broadcast.notice, Broadcast.waiting_until).where(
             Broadcast.status.in_([s.value for s in lifecycle.ACTIVE]),
             _of(Broadcast.identity_id, rt.identity_id),
         )
@@ -150,7 +150,7 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
         # The identity is paused: nothing of its stream gets a job until it is resumed; its
         # active broadcasts say why they wait.
         notice = paused_notice(rt.identity_name, paused)
-        for broadcast_id, status, current in active:
+        for broadcast_id, status, current, _waiting in active:
             if status == "queued" and not rt.jobs.has_marker("slice", broadcast_id):
                 rt.jobs.enqueue_slice(broadcast_id, rt.identity_id)  # it starts, then holds
             elif current != notice:
@@ -158,13 +158,22 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
         session.commit()
         _ensure_evaluation(session, rt)  # entering people sends nothing: it goes on
         return
-    for broadcast_id, status, shown in active:
+    for broadcast_id, status, shown, waiting in active:
         if shown and shown.startswith("Waiting: the sending identity"):
             lifecycle.set_notice(session, broadcast_id, None)  # resumed meanwhile
             session.commit()
         if broadcast_id == rt.running_broadcast or rt.jobs.has_marker("slice", broadcast_id):
             continue
-        if status == "sending":
+        if waiting is not None and status == "sending":
+            # Its last slice found nothing due before `waiting_until` (readers' own hours, an
+            # A/B test's wait): a job once that has come, which is no stall.
+            if waiting > now:
+                continue
+            session.execute(update(Broadcast).where(Broadcast.id == broadcast_id,
+                                                    Broadcast.waiting_until == waiting)
+                            .values(waiting_until=None))
+            session.commit()
+        elif status == "sending":
             # It was sending and lost its job (a crash, a Redis flush): resume, boundedly.
             runs = lifecycle.stalled(session, broadcast_id)
             if runs is not None:

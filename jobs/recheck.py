@@ -271,7 +271,10 @@ class Recheck:
         compiled, tracker, language = self.compiled, self.tracker, None
         if self.messages is not None:  # one language unless the revision has others
             language = self.messages.language
-            if self.messages.versions and self.readers is not None:
+            if row.variant:  # an A/B test's variant after A (a test has one language)
+                chosen = self.messages.for_variant(row.variant)
+                compiled, tracker = chosen.compiled, chosen.tracker
+            elif self.messages.versions and self.readers is not None:
                 chosen = self.messages.for_reader(self.readers.of(locale, list_id))
                 compiled, tracker, language = chosen.compiled, chosen.tracker, chosen.language
         try:

@@ -31,6 +31,7 @@ class Row:
     subscriber_id: int | None
     list_id: int | None = None  # the list of this copy; None: the broadcast's
     code: str | None = None  # the code its claim minted (`{{ code }}`); None: no codes
+    variant: int | None = None  # its A/B test's variant (the rest's: the winner); None: no test
 
 
 @dataclass

@@ -10,7 +10,7 @@ from broadside.campaigns.broadcasts.snapshot import prepare
 from broadside.core.logs import log_context
 from jobs import runtime, transactional
 from jobs.automations import anything_due, automation_slice, run_evaluation
-from jobs.broadcasts import broadcast_slice
+from jobs.broadcasts import broadcast_slice, is_waiting
 from jobs.database import db
 from jobs.engine import SLICE_MAX_SENDS
 
@@ -40,7 +40,7 @@ def send_broadcast_slice(broadcast_id: int) -> str:
                 db.session.commit()
             except RedisError:
                 pass  # the maintenance tick queues it once Redis is back
-            if result.outcome == "continue":
+            if result.outcome == "continue" and not is_waiting(db.session(), broadcast_id):
                 try:
                     rt.jobs.enqueue_slice(broadcast_id, rt.identity_id)
                 except RedisError:

@@ -63,12 +63,12 @@ def test_claim_due_with_fewer_rows_than_asked_moves_the_counters_by_the_rows_it_
 
 def test_a_reclaim_by_claim_due_records_its_claimed_event(app):
     broadcast = start_broadcast(app, make_list(db.session, 1), enqueue=False)
-    ((delivery_id, subscriber_id, list_id),) = ledger.claim_due(db.session, broadcast.id, 1)
+    ((delivery_id, subscriber_id, list_id, _),) = ledger.claim_due(db.session, broadcast.id, 1)
     db.session.commit()
     back = ledger.Change(delivery_id, subscriber_id, {"reason": "try later"}, detail="will retry")
     ledger.transition(db.session, broadcast.id, [back], source="sending", target="pending")
     db.session.commit()
-    assert ledger.claim_due(db.session, broadcast.id, 1) == [(delivery_id, subscriber_id, list_id)]
+    assert ledger.claim_due(db.session, broadcast.id, 1) == [(delivery_id, subscriber_id, list_id, None)]
     db.session.commit()
     # The first claim (kept as an event when the row went back) and the second, as it happened.
     assert _events("claimed") == [delivery_id, delivery_id]
@@ -87,7 +87,7 @@ def test_a_group_of_moves_is_guarded_row_by_row_and_names_the_rows_that_moved(ap
     changes = [ledger.Change(d, s, {"sent_at": sent_at, "smtp_code": 250 + i, "reason": f"ok {i}",
                                     "provider_message_id": None if i % 2 else f"p{i}",
                                     "error_class": None})
-               for i, (d, s, _) in enumerate(claimed)]
+               for i, (d, s, _, _) in enumerate(claimed)]
     moved = ledger.move_rows(db.session, Delivery.__table__, changes, source="sending",
                              target="sent", now=sent_at)
     db.session.commit()
@@ -100,7 +100,7 @@ def test_a_group_of_moves_is_guarded_row_by_row_and_names_the_rows_that_moved(ap
         assert row.provider_message_id == (None if i % 2 else f"p{i}")
         assert row.sent_at == sent_at and row.updated_at == sent_at
     # A release's `attempts - 1` in the same one statement.
-    released = [ledger.Change(d, s, {ledger.ATTEMPTS_DELTA: -1}) for d, s, _ in claimed]
+    released = [ledger.Change(d, s, {ledger.ATTEMPTS_DELTA: -1}) for d, s, _, _ in claimed]
     assert ledger.move_rows(db.session, Delivery.__table__, released, source="sent",
                             target="pending", now=utcnow())
     db.session.commit()

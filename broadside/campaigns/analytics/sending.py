@@ -20,6 +20,8 @@ def freeze_tracking(session: Session, broadcast: Broadcast, revision: Revision) 
         for tag, (first, html_template) in tracked_versions(revision).items():
             if tag is None or first:  # a footer's message shares the default's links
                 store_links(session, broadcast.id, html_template, broadcast.tracking, first)
+        for first, html_template in tracked_variants(revision).values():
+            store_links(session, broadcast.id, html_template, broadcast.tracking, first)
 
 
 def tracked_versions(revision: Revision) -> dict[str | None, tuple[int, str]]:
@@ -35,3 +37,12 @@ def tracked_versions(revision: Revision) -> dict[str | None, tuple[int, str]]:
         else:
             versions[tag] = (0, message.html_template)
     return versions
+
+
+def tracked_variants(revision: Revision) -> dict[int, tuple[int, str]]:
+    """An A/B test's variants after A (`Revision.variants`), each with the first position of
+    its links (after the written versions', from n * VERSION_STRIDE) and its HTML: each
+    variant's clicks are counted apart."""
+    written = sum(1 for first, _html in tracked_versions(revision).values() if first)
+    return {int(key): ((written + int(key)) * VERSION_STRIDE, message["html_template"])
+            for key, message in sorted((revision.variants or {}).items(), key=lambda kv: int(kv[0]))}

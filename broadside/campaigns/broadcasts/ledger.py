@@ -27,12 +27,10 @@ Lock order: the broadcast row first, then its deliveries (then subscribers). Eve
 transaction that touches both takes them in that order, so a cancel during a fast send
 cannot deadlock on PostgreSQL (a cancel used to lock the broadcast then the deliveries while
 a claim locked the deliveries then the broadcast's counters). Here the counters are written
-FIRST, with the number of rows asked for, and corrected afterwards in the rare case fewer
-moved: taking the lock costs no statement. A broadcast's lifecycle move
-(`broadside.campaigns.broadcasts.lifecycle`) locks the broadcast row alone, and work on its deliveries
-runs after it in the same transaction (`cancel_pending`). SQLite serialises writers anyway.
-Taking the broadcast row first also makes a cancel's "skip every pending row" exact: nobody
-can claim one of them between its events and its UPDATE.
+FIRST, with the number of rows asked for, corrected afterwards when fewer moved. A lifecycle
+move (`lifecycle`) locks the broadcast row alone, and work on its deliveries runs after it in
+the same transaction (`cancel_pending`). SQLite serialises writers anyway.
+Taking the broadcast row first also makes a cancel's "skip every pending row" exact.
 
 A large cancel (`skip_pending_chunk`, run by the worker in committed chunks after the owner's
 click) writes no event per row either: a skipped row's status and reason ("cancelled") are
@@ -275,6 +273,8 @@ _DUE_IDS = (
         _DELIVERIES.c.broadcast_id == bindparam("b_id"),
         _DELIVERIES.c.status == "pending",
         _DELIVERIES.c.next_attempt_at.is_(None) | (_DELIVERIES.c.next_attempt_at <= bindparam("b_now")),
+        # An A/B test's rest (-1) only once the winner is written (ab_sending).
+        _DELIVERIES.c.variant.is_(None) | (_DELIVERIES.c.variant >= 0) | bindparam("b_rest"),
     )
     .order_by(_DELIVERIES.c.id)
     .limit(bindparam("b_limit"))
@@ -289,17 +289,18 @@ _CLAIM_DUE = (
         attempts=_DELIVERIES.c.attempts + 1,
     )
     .returning(_DELIVERIES.c.id, _DELIVERIES.c.subscriber_id, _DELIVERIES.c.list_id,
-               _DELIVERIES.c.attempts)
+               _DELIVERIES.c.attempts, _DELIVERIES.c.variant)
 )
 
 
-def claim_due(session: Session, broadcast_id: int, limit: int,
-              now: datetime | None = None) -> list[tuple[int, int | None, int | None]]:
+def claim_due(session: Session, broadcast_id: int, limit: int, now: datetime | None = None, *,
+              rest: bool = False) -> list[tuple[int, int | None, int | None, int | None]]:
     """pending -> sending for up to `limit` of the broadcast's due rows, by id: the read of
     the due rows and their claim in ONE guarded statement (`UPDATE ... WHERE id IN (the due
     ids) AND status = 'pending' RETURNING ...`; SQLite >= 3.35 and PostgreSQL), instead of a
     SELECT and then the claim's UPDATE. Returns (id, subscriber id, list id) of each row
-    claimed, by id. The caller commits before any SMTP conversation (invariant 4).
+    claimed, by id, and its A/B variant (rows of the test's rest only with `rest`). The
+    caller commits before any SMTP conversation (invariant 4).
 
     Lock order: the counters are moved first, by `limit` (so the broadcast row is held before
     any delivery), and corrected afterwards by the rows that were not there to claim. As in
@@ -309,13 +310,13 @@ def claim_due(session: Session, broadcast_id: int, limit: int,
     now = now or utcnow()
     move_counters(session, broadcast_id, {("pending", "sending"): limit})
     claimed = sorted(session.connection().execute(
-        _CLAIM_DUE, {"b_id": broadcast_id, "b_now": now, "b_limit": limit}).all())
+        _CLAIM_DUE, {"b_id": broadcast_id, "b_now": now, "b_limit": limit, "b_rest": rest}).all())
     if len(claimed) < limit:
         move_counters(session, broadcast_id, {("pending", "sending"): len(claimed) - limit})
     again = [Change(row.id, row.subscriber_id) for row in claimed if row.attempts > 1]
     if again:
         delivery_events.record(session, broadcast_id, again, delivery_events.EVENT_FOR["sending"], now)
-    return [(row.id, row.subscriber_id, row.list_id) for row in claimed]
+    return [(row.id, row.subscriber_id, row.list_id, row.variant) for row in claimed]
 
 
 def cancel_pending(session: Session, broadcast_id: int, reason: str, now: datetime | None = None) -> int:

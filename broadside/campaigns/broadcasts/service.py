@@ -19,14 +19,14 @@ from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics.sending import freeze_tracking
-from broadside.campaigns.broadcasts import cancelling, ledger, lifecycle, merge_person
+from broadside.campaigns.broadcasts import ab_results, ab_sending, cancelling, ledger, lifecycle, merge_person
 from broadside.campaigns.broadcasts import snapshot as audience_snapshot
 from broadside.campaigns.broadcasts.merge_person import MergePerson
 from broadside.campaigns.codes.fields import check_code_fields
 from broadside.campaigns.codes.fields import sample as code_sample
 from broadside.campaigns.content.bodies import WrittenBody, body_of
 from broadside.campaigns.content.design import broadcast_design
-from broadside.campaigns.content.languages import freeze_in_languages
+from broadside.campaigns.content.languages import freeze_default, freeze_in_languages, version_body
 from broadside.campaigns.content.versions import clean_versions
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, NotFound, ValidationError
@@ -96,10 +96,14 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
 
     # Every language a reader may get it in, each with the design at send time (Settings',
     # the template's changes over it) and its footer in that language: frozen here.
+    design = broadcast_design(session, broadcast, from_name)
     frozen, versions = freeze_in_languages(
         session, subject=broadcast.subject, preheader=broadcast.preheader, written=written,
-        versions=clean_versions(broadcast.versions), design=broadcast_design(
-            session, broadcast, from_name), freeze=freeze)
+        versions=clean_versions(broadcast.versions), design=design, freeze=freeze)
+    variants = ab_sending.freeze_variants(  # an A/B test's variants after A: frozen alike
+        broadcast, written, lambda subject, preheader, body: freeze_default(
+            session, subject=subject, preheader=preheader, written=body, design=design,
+            freeze=freeze), lambda body: version_body(session, body, written))
     check_code_fields({"subject": broadcast.subject, "preheader": broadcast.preheader,
                        "body": broadcast.body, "plain-text part": broadcast.text_body or ""},
                       broadcast.codes_prefix is not None)
@@ -117,6 +121,7 @@ def freeze_revision(session: Session, broadcast: Broadcast, default_from: str) -
         postal_address=postal,
         codes_prefix=broadcast.codes_prefix,  # what the worker's claims mint: frozen with it
         versions=versions,
+        variants=variants,
     )
     session.add(revision)
     return revision
@@ -147,6 +152,9 @@ def send_broadcast(
         identity = session.get(Identity, broadcast.identity_id)
         if identity is None or identity.status == "deleted":
             raise ValidationError(_("This broadcast's sending identity was deleted; choose another."))
+    refusal = ab_results.ab_refusal(session, broadcast) if broadcast.ab_test else None
+    if refusal is not None:
+        raise ValidationError(refusal)
 
     def snapshot() -> str:
         revision = freeze_revision(session, broadcast, default_from)

@@ -42,13 +42,17 @@ from __future__ import annotations
 import json
 import time
 
-from sqlalchemy import Integer, Select, bindparam, exists, func, insert, literal, select, text, update
+from sqlalchemy import Integer, Row, Select, bindparam, exists, func, insert, literal, select, text, update
 from sqlalchemy.orm import Session
 
+from broadside.campaigns.broadcasts import ab_sending, local_time
+from broadside.campaigns.broadcasts.non_openers import not_opened_clause
 from broadside.core.db import rowcount
 from broadside.core.events import record_event
 from broadside.core.models import Broadcast, Delivery, Segment, Subscriber, Subscription
 from broadside.core.models.sending import BroadcastStatus, DeliveryStatus
+from broadside.core.site_settings import owner_zone
+from broadside.core.timeutil import utcnow
 from broadside.segments import service as segments
 from broadside.segments.reach import delivery_list
 from broadside.segments.rules import parse
@@ -97,7 +101,14 @@ def begin(session: Session, broadcast: Broadcast, segment: Segment | None) -> st
         update(Broadcast).where(Broadcast.id == broadcast.id).values(
             snapshot_cursor=0, snapshot_until=until, audience_estimate=None,
             audience_rules=json.dumps(segment.rules) if segment is not None else None,
-            total=0, pending_count=0))
+            total=0, pending_count=0, waiting_until=None,
+            # An A/B test's split, drawn from a seed recorded now (ab_sending), and each
+            # time zone's moment for "at each reader's own hour" (local_time).
+            ab_seed=ab_sending.seed() if broadcast.ab_test else None, ab_wait_until=None,
+            ab_winner=None, ab_decided_at=None, ab_result=None,
+            local_due=local_time.due_times(session, broadcast.send_at_local, utcnow(),
+                                           owner_zone(session))
+            if broadcast.send_at_local else None))
     small = session.scalar(select(Subscriber.id).order_by(Subscriber.id)
                            .offset(INLINE_LIMIT).limit(1)) is None
     if small:
@@ -155,6 +166,21 @@ def _audience(session: Session, broadcast_id: int, list_id: int | None,
     ).order_by(Subscriber.id)
 
 
+def _per_reader(audience: Select, columns: list[str], row: Row) -> tuple[Select, list[str]]:
+    """The audience narrowed and its rows completed as the broadcast asks: a resend only to
+    the readers of the original who have not opened it (non_openers), each reader's A/B
+    variant (ab_sending) and their own hour's due time (local_time)."""
+    if row.resend_of_id is not None:
+        audience = audience.where(not_opened_clause(row.resend_of_id))
+    variant = ab_sending.variant_expression(row.ab_test, row.ab_seed)
+    if variant is not None:
+        audience, columns = audience.add_columns(variant), [*columns, "variant"]
+    due = local_time.due_expression(row.local_due)
+    if due is not None:
+        audience, columns = audience.add_columns(due), [*columns, "next_attempt_at"]
+    return audience, columns
+
+
 def _chunk(session: Session, broadcast_id: int, lo: int, hi: int, until: int, *,
            announce: bool = True) -> int | None:
     """Snapshot subscriber ids (lo, hi] in the caller's transaction: the guarded cursor move
@@ -164,9 +190,13 @@ def _chunk(session: Session, broadcast_id: int, lo: int, hi: int, until: int, *,
     whole: its "queued" event says it). Does not commit."""
     if rowcount(session.execute(_MOVE_CURSOR, {"_id": broadcast_id, "_from": lo, "_to": hi})) != 1:
         return None
-    row = session.execute(select(Broadcast.list_id, Broadcast.audience_rules)
+    row = session.execute(select(Broadcast.list_id, Broadcast.audience_rules, Broadcast.ab_test,
+                                 Broadcast.ab_seed, Broadcast.local_due, Broadcast.resend_of_id)
                           .where(Broadcast.id == broadcast_id)).one()
     audience = _audience(session, broadcast_id, row.list_id, row.audience_rules)
+    columns = ["broadcast_id", "subscriber_id", "status", "attempts", "list_id"]
+    if audience is not None:
+        audience, columns = _per_reader(audience, columns, row)
     written = 0
     if audience is not None:
         if session.get_bind().dialect.name == "postgresql":
@@ -176,8 +206,7 @@ def _chunk(session: Session, broadcast_id: int, lo: int, hi: int, until: int, *,
             # every chunk, which makes the snapshot quadratic. For this transaction only.
             session.execute(_NESTED_LOOPS)
         written = rowcount(session.execute(
-            insert(_DELIVERIES).from_select(
-                ["broadcast_id", "subscriber_id", "status", "attempts", "list_id"], audience),
+            insert(_DELIVERIES).from_select(columns, audience),
             {"lo": lo, "hi": hi}))
         if written < 0:  # a driver that does not say: count them by the unique index
             written = session.scalar(

@@ -74,8 +74,7 @@ def freeze_in_languages(session: Session, *, subject: str, preheader: str, writt
     for version in versions or ():
         tag = version["locale"]
         try:
-            body = body_of(session, _VersionSource(version["body"], written.body_format, None,
-                                                   list(written.attachment_ids)))
+            body = version_body(session, version["body"], written)
             made = one(version["subject"], version["preheader"], body, tag,
                        reader_locale(tag, default))
         except ValidationError as exc:  # said with the version it is in
@@ -91,6 +90,26 @@ def freeze_in_languages(session: Session, *, subject: str, preheader: str, writt
                                     one(subject, preheader, written, default, language),
                                     written=False)
     return frozen, {"default_locale": default, "messages": messages}
+
+
+def version_body(session: Session, body: str, written: WrittenBody) -> WrittenBody:
+    """Another body for the same message (a version's, an A/B variant's): in the message's
+    format, with its blocks in and its attachments."""
+    return body_of(session, _VersionSource(body, written.body_format, None,
+                                           list(written.attachment_ids)))
+
+
+def freeze_default(session: Session, *, subject: str, preheader: str, written: WrittenBody,
+                   design: EmailDesign, freeze: Freezer) -> FrozenContent:
+    """A message frozen as the default version is: in the default language for readers, with
+    its footer (an A/B test's variants)."""
+    settings = get_settings(session)
+    default = default_language(settings)
+    footer_language = reader_locale(default)
+    footer = footer_text_for(settings, footer_language, design.footer_text)
+    with speaking(footer_language):
+        return freeze(subject, preheader, written, replace(design, footer_text=footer), default,
+                      direction(default))
 
 
 def _entry(subject: str, preheader: str, frozen: FrozenContent, *, written: bool) -> dict[str, Any]:
