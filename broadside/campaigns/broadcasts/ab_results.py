@@ -55,14 +55,14 @@ def figures(session: Session, broadcast_id: int, variants: int, measure: str
         .where(Delivery.broadcast_id == broadcast_id, Delivery.variant >= 0,
                Delivery.status == DeliveryStatus.SENT.value,
                Delivery.list_id.in_(tracked_list.scalar_subquery()))
-        .group_by(Delivery.variant)).tuples().all())
+        .group_by(Delivery.variant)).all())
     kind = "open" if measure == "opens" else "click"
     hits = dict(session.execute(
         select(Delivery.variant, func.count(distinct(PersonActivity.delivery_id)))
         .join(Delivery, Delivery.id == PersonActivity.delivery_id)
         .where(PersonActivity.broadcast_id == broadcast_id, PersonActivity.kind == kind,
                Delivery.variant >= 0)
-        .group_by(Delivery.variant)).tuples().all())
+        .group_by(Delivery.variant)).all())
     return [VariantFigures(number, int(sent.get(number, 0)), int(hits.get(number, 0)))
             for number in range(variants)]
 
