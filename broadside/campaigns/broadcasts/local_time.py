@@ -97,6 +97,8 @@ def due_times(session: Session, at: str, now: datetime, owner: ZoneInfo) -> dict
                             .distinct()).all()
     due = {OWNER: next_local(at, owner, now).isoformat()}
     for name in zones:
+        if name is None:
+            continue
         try:
             zone = ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError):
@@ -132,4 +134,4 @@ def waiting(session: Session, broadcast_id: int, now: datetime) -> list[tuple[da
                Delivery.status == DeliveryStatus.PENDING.value,
                Delivery.attempts == 0, Delivery.next_attempt_at > now)
         .group_by(Delivery.next_attempt_at).order_by(Delivery.next_attempt_at)).all()
-    return [(moment, int(count)) for moment, count in rows]
+    return [(moment, int(count)) for moment, count in rows if moment is not None]
