@@ -118,8 +118,9 @@ class BroadcastRows:
         over; the wait's start once the test's copies are all out. "waiting" while it runs."""
         now = utcnow()
         if broadcast.ab_winner is None and broadcast.ab_wait_until is None:
-            if not ab_sending.test_done(self.session, broadcast.id):
-                return None  # the test's own copies are still going out
+            if broadcast.snapshot_cursor < broadcast.snapshot_until or \
+                    not ab_sending.test_done(self.session, broadcast.id):
+                return None  # the test's copies are still being written or going out
             until = ab_sending.start_wait(self.session, broadcast, now)
             return self._wait(until)
         if broadcast.ab_winner is None:
@@ -132,6 +133,12 @@ class BroadcastRows:
         else:
             self.winner = broadcast.ab_winner
         return None
+
+    def _snapshot_complete(self) -> bool:
+        state = self.session.execute(select(Broadcast.snapshot_cursor, Broadcast.snapshot_until)
+                                     .where(Broadcast.id == self.broadcast_id)).one()
+        self.session.commit()
+        return bool(state.snapshot_cursor >= state.snapshot_until)
 
     def _wait(self, until: datetime) -> str:
         """Nothing is due before `until`: no slice is queued for it until then."""
@@ -174,6 +181,8 @@ class BroadcastRows:
             return False  # nothing pending at all; rows in flight belong to a crashed run
         wait = (earliest - utcnow()).total_seconds()
         if time.monotonic() + wait >= deadline + WAIT_IN_SLICE_S:
+            if not self._snapshot_complete():
+                return False  # the next slice writes more rows first (snapshot.prepare)
             # Readers' own hours, or a retry far off: no slice until then (jobs.maintenance
             # queues one when it comes), rather than slices that only wait.
             self._wait(earliest)

@@ -11,6 +11,7 @@ from html import unescape
 from sqlalchemy import select, update
 
 from broadside.campaigns.analytics import modes
+from broadside.campaigns.broadcasts import ab_sending
 from broadside.campaigns.broadcasts.ab_sending import variant_of
 from broadside.campaigns.broadcasts.ab_test import REST, clean_ab_test
 from broadside.campaigns.broadcasts.drafts import create_draft
@@ -153,3 +154,31 @@ def test_without_a_clear_difference_the_owners_default_wins(
     got = {m.rcpt_tos[0]: m.message["Subject"] for m in smtp_server.messages}
     assert set(got) == set(drawn) and all(got[email] == SUBJECTS[1] for email in rest)
     assert db.session.scalar(select(MailingList.per_person_tracking)) is True
+
+
+def test_the_wait_starts_only_once_every_chunk_of_the_audience_is_written(
+        app, smtp_server, run_worker_burst, monkeypatch):
+    """A large audience is written by the worker in chunks: the test's copies of the last
+    chunk go out before the wait starts, so the winner is judged on the whole test."""
+    from functools import partial
+
+    from broadside.campaigns.broadcasts import snapshot
+    from jobs import tasks
+    monkeypatch.setattr(snapshot, "INLINE_LIMIT", 5)
+    monkeypatch.setattr(snapshot, "MIN_CHUNK", 7)
+    monkeypatch.setattr(snapshot, "MAX_CHUNK", 7)
+    monkeypatch.setattr(snapshot, "_rate", {})
+    # One chunk before each slice, so the worker sends while the audience is still written.
+    monkeypatch.setattr(tasks, "prepare", partial(snapshot.prepare, seconds=0, longest=0))
+    # A seed whose draw puts nobody of the first two chunks in the test (5 % of 60: ids 26,
+    # 28, 40, 42 and 60): the test's copies are all in later chunks.
+    monkeypatch.setattr(ab_sending, "seed", lambda: 14)
+    broadcast = send(app, ab_broadcast(app, 60, share=5))
+    assert run_worker_burst() == 0
+    drawn = variants_by_email()
+    assert len(drawn) == 60 and sum(1 for v in drawn.values() if v != REST) == 5
+    db.session.expire_all()
+    waiting = db.session.get(Broadcast, broadcast.id)
+    assert waiting.snapshot_cursor >= waiting.snapshot_until and waiting.ab_wait_until is not None
+    assert {m.rcpt_tos[0] for m in smtp_server.messages} == \
+        {email for email, variant in drawn.items() if variant != REST}

@@ -123,3 +123,31 @@ def test_zones_and_times_are_checked():
             pass
         else:
             raise AssertionError(f"{bad!r} was taken for a time")
+
+
+def test_a_large_audience_is_written_whole_before_the_worker_waits_for_the_hours(
+        app, smtp_server, run_worker_burst, monkeypatch):
+    from functools import partial
+
+    from broadside.campaigns.broadcasts import snapshot
+    from jobs import tasks
+    monkeypatch.setattr(snapshot, "INLINE_LIMIT", 5)
+    monkeypatch.setattr(snapshot, "MIN_CHUNK", 7)
+    monkeypatch.setattr(snapshot, "MAX_CHUNK", 7)
+    monkeypatch.setattr(snapshot, "_rate", {})
+    # One chunk before each slice, so the worker sends while the audience is still written.
+    monkeypatch.setattr(tasks, "prepare", partial(snapshot.prepare, seconds=0, longest=0))
+    weekly = make_list(db.session, 40)
+    draft = create_draft(db.session, list_id=weekly.id, subject="Good morning", body="Coffee?")
+    draft.send_at_local = "09:00"
+    db.session.commit()
+    with freeze_time(PRESS):
+        broadcast = send_broadcast(db.session, draft.id, default_from=app.config["MAIL_FROM"],
+                                   jobs=get_jobs())
+    with at("2026-12-06 20:00:01"):
+        assert run_worker_burst() == 0
+    db.session.expire_all()
+    waiting = db.session.get(Broadcast, broadcast.id)
+    assert waiting.snapshot_cursor >= waiting.snapshot_until and waiting.total == 40
+    assert waiting.waiting_until == datetime(2026, 12, 7, 9, 0)  # the owner's zone: UTC
+    assert received(smtp_server) == []
