@@ -4,9 +4,11 @@
 SMTP sink listening on the bridge's address only, so everything crosses the veth links.
 
 - A session signed in on web1 works on web2, and a CSRF token from web1's page too (shared
-  SECRET_KEY, sessions in the database); a failed sign-in counted on web1 is counted on web2
-  (throttles in Redis), both under the client's address the test's "proxy" forwards
-  (TRUSTED_PROXIES), as is the audit row of a change made through web2.
+  SECRET_KEY, sessions in the database); settings saved through web1 show on web2 at once; a
+  failed sign-in counted on web1 is counted on web2 (throttles in Redis), both under the
+  client's address the test's "proxy" forwards (TRUSTED_PROXIES), as is the audit row of a
+  change made through web2; signing out through web2 ends the session on web1. Each host has
+  an instance folder of its own: none of this needs a shared disk.
 - Two identities, a broadcast through each, both workers serving both: each worker host is
   killed once (every process in its namespace, SIGKILL) while both broadcasts send, and
   started again; the other host takes the streams over when the dead one's leases expire.
@@ -92,8 +94,8 @@ class Installation:
 
     def start_web(self, host: str) -> str:
         gunicorn = str(Path(sys.executable).parent / "gunicorn")
-        self.start(host, [gunicorn, "--bind", f"{self.hosts.address[host]}:{WEB_PORT}", "--workers", "2",
-                          "--threads", "2", "webapp:create_app()"])
+        self.start(host, [gunicorn, "--bind", f"{self.hosts.address[host]}:{WEB_PORT}", "--workers", "1",
+                          "--threads", "4", "webapp:create_app()"])
         return f"http://{self.hosts.address[host]}:{WEB_PORT}"
 
     def start_worker(self, host: str) -> None:
@@ -170,8 +172,8 @@ def prepare(install: Installation, owner_password_hash: str) -> tuple[int, int]:
 def test_two_web_hosts_share_sessions_and_throttles_and_two_worker_hosts_survive_a_death_each(
         installation, owner_password_hash):
     install = installation
+    web1, web2 = install.start_web("web1"), install.start_web("web2")  # they boot meanwhile
     alpha, beta = prepare(install, owner_password_hash)
-    web1, web2 = install.start_web("web1"), install.start_web("web2")
     for host, url in (("web1", web1), ("web2", web2)):
         wait_until(lambda u=url: answers(u), timeout=60,
                    message=f"{host} did not answer /healthz:\n{install.log(host)}")
@@ -193,6 +195,14 @@ def test_two_web_hosts_share_sessions_and_throttles_and_two_worker_hosts_survive
                                                  "csrf_token": csrf_token_from(form.text)},
                          **forwarded(cookie))
     assert made.status_code in (302, 303), made.text[:500]
+    # Settings saved through web1 are what web2 shows at once (read from the database, no cache).
+    settings = requests.get(web1 + "/settings/", **forwarded(cookie))
+    saved = requests.post(web1 + "/settings/sender", data={
+        "sender_name": "Shared Across Hosts", "sender_email": "news@alpha.example",
+        "postal_address": "Acme Ltd, 1 Main Street", "time_zone": "UTC",
+        "csrf_token": csrf_token_from(settings.text)}, **forwarded(cookie))
+    assert saved.status_code in (302, 303), saved.text[:500]
+    assert "Shared Across Hosts" in requests.get(web2 + "/settings/", **forwarded(cookie)).text
 
     # A failed sign-in on each web host: one count, of the client's, seen by both.
     for url in (web1, web2):
@@ -204,6 +214,13 @@ def test_two_web_hosts_share_sessions_and_throttles_and_two_worker_hosts_survive
     with install.redis_client() as redis:
         assert redis.get(f"{NAMESPACE}:throttle:login:client:{CLIENT}") == b"2"
         assert redis.get(f"{NAMESPACE}:throttle:login:client:{install.hosts.bridge_address}") is None
+
+    # Signing out through web2 ends the session on web1 too.
+    lists = requests.get(web2 + "/lists/", **forwarded(cookie))
+    out = requests.post(web2 + "/logout", data={"csrf_token": csrf_token_from(lists.text)},
+                        **forwarded(cookie))
+    assert out.status_code == 302
+    assert requests.get(web1 + "/lists/", **forwarded(cookie)).status_code == 302
 
     with own_app(install.config()):
         made_list = db.session.scalar(select(MailingList.id).where(MailingList.name == "Made on web2"))
