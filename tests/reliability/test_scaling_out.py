@@ -34,7 +34,7 @@ from sqlalchemy import select
 
 from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.campaigns.broadcasts.service import send_broadcast
-from broadside.core.models import AuditEntry, Broadcast, MailingList, Owner
+from broadside.core.models import AuditEntry, Broadcast, MailingList, Owner, OwnerSession
 from tests.helpers import (
     OWNER_EMAIL,
     OWNER_PASSWORD,
@@ -203,6 +203,8 @@ def test_two_web_hosts_share_sessions_and_throttles_and_two_worker_hosts_survive
         "csrf_token": csrf_token_from(settings.text)}, **forwarded(cookie))
     assert saved.status_code in (302, 303), saved.text[:500]
     assert "Shared Across Hosts" in requests.get(web2 + "/settings/", **forwarded(cookie)).text
+    with own_app(install.config()):  # the session's network is the client's, not the proxy's
+        assert db.session.scalars(select(OwnerSession.network)).all() == ["203.0.113.0/24"]
 
     # A failed sign-in on each web host: one count, of the client's, seen by both.
     for url in (web1, web2):
