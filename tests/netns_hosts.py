@@ -167,6 +167,7 @@ class BridgeRedis:
                     break
                 except RedisError:
                     if time.monotonic() > deadline or self.proc.poll() is not None:
+                        self.stop()
                         raise AssertionError("the bridge's redis-server did not start") from None
                     time.sleep(0.02)
 
@@ -194,16 +195,18 @@ class BridgePostgres:
         shutil.chown(self.folder, "postgres", "postgres")
         self.data = self.folder / "data"
         self.port = free_port()
-        self.started = False
-        self._as_postgres(_postgres_bin("initdb"), "-D", str(self.data), "-U", "postgres",
-                          "-A", "trust", "-E", "UTF8", "--no-sync")
-        with open(self.data / "pg_hba.conf", "a") as hba:
-            hba.write(f"host all all {subnet} trust\n")
-        options = (f"-c listen_addresses={address} -p {self.port} -c fsync=off "
-                   f"-c unix_socket_directories={self.folder} -c max_connections=100")
-        self._as_postgres(_postgres_bin("pg_ctl"), "-D", str(self.data), "-l",
-                          str(self.folder / "postgres.log"), "-w", "-o", options, "start")
-        self.started = True
+        try:
+            self._as_postgres(_postgres_bin("initdb"), "-D", str(self.data), "-U", "postgres",
+                              "-A", "trust", "-E", "UTF8", "--no-sync")
+            with open(self.data / "pg_hba.conf", "a") as hba:
+                hba.write(f"host all all {subnet} trust\n")
+            options = (f"-c listen_addresses={address} -p {self.port} -c fsync=off "
+                       f"-c unix_socket_directories={self.folder} -c max_connections=100")
+            self._as_postgres(_postgres_bin("pg_ctl"), "-D", str(self.data), "-l",
+                              str(self.folder / "postgres.log"), "-w", "-o", options, "start")
+        except BaseException:
+            self.stop()
+            raise
         self.server_url = f"postgresql://postgres@{address}:{self.port}/postgres"
         self.url = f"postgresql://postgres@{address}:{self.port}/broadside"
 
@@ -215,7 +218,7 @@ class BridgePostgres:
 
     def stop(self) -> None:
         try:
-            if self.started:
+            if (self.data / "postmaster.pid").exists():  # it started
                 self._as_postgres(_postgres_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop")
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)

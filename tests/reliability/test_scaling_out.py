@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -53,7 +53,6 @@ from webapp.extensions import db, get_jobs
 
 pytestmark = pytest.mark.slow
 
-WHY_NOT = unavailable()
 HOSTS = ("web1", "web2", "worker1", "worker2")
 RECIPIENTS = 40
 PACE_MS = 200  # each stream: ~8 s for its 40, long enough to kill each worker host mid-send
@@ -68,9 +67,17 @@ class Installation:
     def __init__(self, hosts: Hosts, root: Path) -> None:
         self.hosts = hosts
         self.root = root
-        self.redis = BridgeRedis(hosts.bridge_address, root / "redis")
-        self.postgres = BridgePostgres(hosts.bridge_address, hosts.subnet)
-        self.smtp = BridgeSmtp(hosts.bridge_address).start()
+        self.closers: list[Callable[[], None]] = []
+        try:
+            self.redis = BridgeRedis(hosts.bridge_address, root / "redis")
+            self.closers.append(self.redis.stop)
+            self.postgres = BridgePostgres(hosts.bridge_address, hosts.subnet)
+            self.closers.append(self.postgres.stop)
+            self.smtp = BridgeSmtp(hosts.bridge_address).start()
+            self.closers.append(self.smtp.stop)
+        except BaseException:
+            self.close()
+            raise
 
     def env(self, host: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "PYTEST_"))}
@@ -109,17 +116,18 @@ class Installation:
         return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
     def close(self) -> None:
-        for stop in (self.smtp.stop, self.redis.stop, self.postgres.stop):
+        for stop in reversed(self.closers):
             try:
                 stop()
             except Exception:
-                pass
+                pass  # the rest must still be stopped
 
 
 @pytest.fixture
 def installation(tmp_path) -> Iterator[Installation]:
-    if WHY_NOT:
-        pytest.skip(WHY_NOT)
+    why_not = unavailable()
+    if why_not:
+        pytest.skip(why_not)
     hosts = Hosts(HOSTS)
     built: Installation | None = None
     try:
