@@ -173,3 +173,33 @@ def test_metrics_local_check_judges_the_client(proxied_config):
         web = app.test_client()
         assert web.get("/metrics", **through("127.0.0.1", "127.0.0.1")).status_code == 403
         assert web.get("/metrics", **through("127.0.0.1")).status_code == 200
+
+
+def test_the_host_a_listed_proxy_forwards_is_judged_and_a_strangers_is_ignored(proxied_config):
+    bad_host = {"X-Forwarded-Host": "news..example.com"}
+    with own_app(proxied_config) as app:
+        web = app.test_client()
+        refused = web.get("/login", headers=bad_host, environ_base={"REMOTE_ADDR": PROXY})
+        assert refused.status_code == 400
+        assert refused.text.startswith("Bad Host header")
+        ignored = web.get("/login", headers=bad_host, environ_base={"REMOTE_ADDR": STRANGER})
+        assert ignored.status_code in (200, 302) and "Bad Host" not in ignored.text
+
+
+
+def test_urls_are_built_with_the_scheme_and_host_a_listed_proxy_forwards(proxied_config):
+    from flask import request
+
+    with own_app(proxied_config) as app:
+        def where() -> str:
+            return f"{request.url} {request.remote_addr}"
+
+        where.broadside_public = True  # type: ignore[attr-defined]
+        app.add_url_rule("/where-am-i", "where_am_i", where)
+        web = app.test_client()
+        forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "news.example.com",
+                     "X-Forwarded-For": CLIENT}
+        assert web.get("/where-am-i", headers=forwarded, environ_base={"REMOTE_ADDR": PROXY}
+                       ).text == f"https://news.example.com/where-am-i {CLIENT}"
+        assert web.get("/where-am-i", headers=forwarded, environ_base={"REMOTE_ADDR": STRANGER}
+                       ).text == f"http://localhost/where-am-i {STRANGER}"
