@@ -11,7 +11,6 @@ from dotenv import dotenv_values
 from flask import Blueprint, Flask
 from flask.logging import default_handler
 from redis import Redis
-from werkzeug.middleware.proxy_fix import ProxyFix
 
 from broadside.core import models  # noqa: F401 - registers the tables with the metadata
 from broadside.core.config import load_config
@@ -76,6 +75,7 @@ from webapp.params import DatabaseIdConverter
 from webapp.people import bp as people_bp
 from webapp.people import invitation as people_invitation  # noqa: F401 - its route attaches to the blueprint
 from webapp.people import views as people_views  # noqa: F401 - and the People page's
+from webapp.proxies import install_proxy_headers
 from webapp.security import install_security
 from webapp.security_pages import bp as security_bp
 from webapp.security_pages import policy as security_policy  # noqa: F401 - its route attaches
@@ -120,12 +120,10 @@ def create_app(config: Mapping[str, Any] | None = None, *, environ: Mapping[str,
     if environ is None:
         environ = {**dotenv_values(REPO_ROOT / ".env"), **os.environ}
     app.config.update(load_config(Path(app.instance_path), environ, overrides))
-    install_host_check(app)  # inside ProxyFix: it judges the host the proxy vouches for
-    if app.config["TRUSTED_PROXY_COUNT"]:
-        # Behind a reverse proxy: take the client address from X-Forwarded-For, so per-IP
-        # limits (login, sign-up, unsubscribe) count clients, not the proxy.
-        count = app.config["TRUSTED_PROXY_COUNT"]
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=count, x_proto=count, x_host=count)  # type: ignore[method-assign]
+    install_host_check(app)  # inside the proxies' rewrite: it judges the host a proxy vouches for
+    # Behind reverse proxies (TRUSTED_PROXIES, TRUSTED_PROXY_COUNT): the client's address, so
+    # per-client limits, the audit trail and sessions' networks count clients, not the proxy.
+    install_proxy_headers(app)
 
     # Ids in URLs are database integers: anything beyond their range is simply not found
     # (without this bound, a huge id made SQLite and PostgreSQL raise, answering 500).

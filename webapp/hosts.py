@@ -4,8 +4,8 @@ Werkzeug binds the URL map to the request's host, IDNA-encoded; a label over 63 
 an empty one (`a..b`) or a character IDNA refuses makes that fail (BadHost). Flask then has
 no URL adapter, and the error page, whose layout builds URLs, failed again: a 500 with two
 tracebacks in the log for one header a stranger chose. This middleware runs the same encoding
-first (inside ProxyFix, so a trusted proxy's X-Forwarded-Host is what it judges) and answers
-a short plain-text 400, with one line in the log and nothing else.
+first (inside webapp/proxies.py's rewrite, so a trusted proxy's X-Forwarded-Host is what it
+judges) and answers a short plain-text 400, with one line in the log and nothing else.
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ return 0
 def client_key(remote_addr: str | None) -> str:
     """The client a remote address stands for, in every per-client throttle.
 
+    Callers pass `request.remote_addr`: behind trusted proxies it is already the client's
+    address, not the proxy's (webapp/proxies.py rewrites it before Flask sees the request).
+
     An IPv4 client is its address. An IPv6 client is its /64: one household, office or server
     is given a whole /64 (2^64 addresses), so counting single IPv6 addresses would let anybody
     rotate through fresh ones for free. An IPv4-mapped IPv6 address counts as its IPv4 address.

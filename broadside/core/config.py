@@ -21,6 +21,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from broadside.core.mailbox_urls import MailboxUrlError, check_mailbox_url, check_verp_domain
+from broadside.core.proxy_networks import parse_networks
 from broadside.core.transport_urls import TransportUrlError, check_transport_url
 
 
@@ -56,6 +57,7 @@ ENV_VARS = (
     "BROADSIDE_NAMESPACE",
     "SNS_TOPIC_ARNS",
     "TRUSTED_PROXY_COUNT",
+    "TRUSTED_PROXIES",
     "RETRY_BASE_SECONDS",
     "WEBHOOKS_ALLOW_PRIVATE",
     "PROVIDER_ENDPOINTS_ALLOW_PRIVATE",
@@ -235,6 +237,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "BROADSIDE_NAMESPACE": "broadside",
         "SNS_TOPIC_ARNS": "",
         "TRUSTED_PROXY_COUNT": "0",
+        "TRUSTED_PROXIES": "",  # the reverse proxies' addresses/networks (webapp/proxies.py)
         "RETRY_BASE_SECONDS": "30",
         "WEBHOOKS_ALLOW_PRIVATE": "0",
         "PROVIDER_ENDPOINTS_ALLOW_PRIVATE": "0",
@@ -297,6 +300,11 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
             raise ConfigError("SNS_TOPIC_ARNS", f"must be comma-separated SNS topic ARNs, got {arn!r}")
     config["SNS_TOPIC_ARNS"] = ",".join(arns)
     config["TRUSTED_PROXY_COUNT"] = _int("TRUSTED_PROXY_COUNT", raw["TRUSTED_PROXY_COUNT"])
+    try:
+        proxies = parse_networks(str(raw["TRUSTED_PROXIES"] or ""))
+    except ValueError as exc:
+        raise ConfigError("TRUSTED_PROXIES", str(exc)) from None
+    config["TRUSTED_PROXIES"] = ", ".join(str(network) for network in proxies)
     try:
         retry_base = float(str(raw["RETRY_BASE_SECONDS"]))
     except ValueError:

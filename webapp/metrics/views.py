@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from webapp.extensions import db, get_redis
 from webapp.metrics.collector import render_metrics
+from webapp.proxies import forwarded_by
 from webapp.security import public
 
 bp = Blueprint("metrics", __name__)
@@ -22,7 +23,7 @@ LOOPBACK = ("127.0.0.1", "::1")
 
 
 def metrics_refusal(config: Mapping[str, Any], remote_addr: str | None,
-                    headers: Mapping[str, str]) -> tuple[int, str] | None:
+                    headers: Mapping[str, str], proxied: bool = False) -> tuple[int, str] | None:
     """None when this client may read the metrics; else the status and a one-line reason."""
     token = config.get("METRICS_TOKEN") or ""
     if token:
@@ -32,9 +33,10 @@ def metrics_refusal(config: Mapping[str, Any], remote_addr: str | None,
             return None
         return 401, "metrics need Authorization: Bearer <METRICS_TOKEN>\n"
     # A proxy on this machine forwards other people's requests from 127.0.0.1; unless it is a
-    # trusted proxy (then remote_addr is already the real client), they are not local.
+    # trusted proxy (`proxied`: then remote_addr is already the real client, webapp/proxies.py),
+    # they are not local.
     forwarded = headers.get("X-Forwarded-For") or headers.get("Forwarded")
-    if remote_addr in LOOPBACK and not (forwarded and not config.get("TRUSTED_PROXY_COUNT")):
+    if remote_addr in LOOPBACK and not (forwarded and not proxied):
         return None
     return 403, "metrics are served to this machine only; set METRICS_TOKEN to read them remotely\n"
 
@@ -42,7 +44,8 @@ def metrics_refusal(config: Mapping[str, Any], remote_addr: str | None,
 @bp.route("/metrics")
 @public("it authenticates on its own: a bearer token, or loopback only")
 def metrics() -> Response:
-    refusal = metrics_refusal(current_app.config, request.remote_addr, request.headers)
+    refusal = metrics_refusal(current_app.config, request.remote_addr, request.headers,
+                              proxied=forwarded_by(request.environ) is not None)
     if refusal is not None:
         status, message = refusal
         response = Response(message, status=status, content_type="text/plain; charset=utf-8")

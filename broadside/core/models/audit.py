@@ -33,8 +33,9 @@ class AuditEntry(Model):
     actor_token_id: Mapped[int | None]
     # "Ana Lima <ana@example.com>", or "token “deploy” of ana@example.com"
     actor: Mapped[str] = mapped_column(String(500), default="")
-    # Where from: the client's address (behind TRUSTED_PROXY_COUNT proxies, the one they
-    # vouch for); whole, as an auditor needs it, unlike a session's network.
+    # Where from: the client's address (behind the proxies of TRUSTED_PROXIES or
+    # TRUSTED_PROXY_COUNT, the one they vouch for: webapp/proxies.py); whole, as an auditor
+    # needs it, unlike a session's network.
     address: Mapped[str] = mapped_column(String(64), default="")
     # e.g. broadcast.send, settings.update, person.invite (broadside.core.audit)
     action: Mapped[str] = mapped_column(String(64))
