@@ -52,7 +52,9 @@ def migration_lock(connection: Connection) -> Iterator[None]:
     if path is None:
         yield
         return
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    # An empty file, readable by all: flock needs only a read descriptor, so a lock file left by
+    # an upgrade run as another user (root, once) never stops the service's own.
+    descriptor = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)  # waits while another process migrates
         yield
