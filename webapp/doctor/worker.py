@@ -82,8 +82,8 @@ def check_worker(redis: Redis, namespace: str, zone: ZoneInfo = UTC_ZONE,
     if unserved:
         return Check("worker", False, f"{summary}; no worker serves the stream of "
                      + ", ".join(f"“{name}”" for name in unserved),
-                     "a worker serves every identity it finds within a few seconds: start "
-                     "`python -m jobs` if it runs with --identity, or "
+                     "`python -m jobs` without --identity serves every identity, a new one "
+                     "within seconds; where workers run with --identity, start "
                      "`python -m jobs --identity NAME` for each one missing")
     if others:
         summary += f"; every identity's stream is served ({len(others) + 1})"
