@@ -5,6 +5,8 @@ from flask import current_app
 
 from alembic import context
 
+from broadside.core.migration_lock import migration_lock
+
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.
 config = context.config
@@ -92,7 +94,7 @@ def run_migrations_online():
 
     connectable = get_engine()
 
-    with connectable.connect() as connection:
+    with connectable.connect() as connection, migration_lock(connection):
         sqlite = connection.dialect.name == "sqlite"
         if sqlite:
             # SQLite changes a table by rebuilding it (create a copy, drop the old one, rename);

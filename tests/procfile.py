@@ -37,7 +37,7 @@ def web_env(config: dict, **more: str) -> dict[str, str]:
 def _healthy(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
-            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            conn.sendall(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             return conn.recv(16).startswith(b"HTTP/1.1 200")
     except OSError:
         return False
@@ -46,7 +46,7 @@ def _healthy(port: int) -> bool:
 @contextmanager
 def serving(env: dict[str, str], log_path: Path, *, startup: float = 30) -> Iterator[int]:
     """The Procfile's web process on a free port, its output (access log included) in
-    `log_path`, answering /healthz before this yields the port; stopped on the way out."""
+    `log_path`, answering /readyz before this yields the port; stopped on the way out."""
     from tests.helpers import wait_until
     from tests.smtp_server import free_port
 

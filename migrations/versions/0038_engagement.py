@@ -109,7 +109,14 @@ def downgrade():
     op.drop_index('ix_feed_items_unsent', table_name='feed_items')
     op.drop_table('feed_items')
     op.drop_table('feeds')
-    # A feed automation cannot be kept by the older schema: it goes with its feed.
+    # A feed automation cannot be kept by the older schema: it goes with its feed. Its steps,
+    # their revisions and its events go too, as ON DELETE CASCADE would take them: on SQLite
+    # migrations run with foreign keys off (migrations/env.py), so nothing cascades by itself.
+    feed = "SELECT id FROM automations WHERE trigger_type = 'feed'"
+    op.execute(f"DELETE FROM events WHERE automation_id IN ({feed})")
+    op.execute("DELETE FROM automation_revisions WHERE step_id IN "
+               f"(SELECT id FROM automation_steps WHERE automation_id IN ({feed}))")
+    op.execute(f"DELETE FROM automation_steps WHERE automation_id IN ({feed})")
     op.execute("DELETE FROM automations WHERE trigger_type = 'feed'")
     with op.batch_alter_table('automations', schema=None) as batch_op:
         batch_op.drop_constraint(op.f('ck_automations_trigger_type'), type_='check')

@@ -291,6 +291,7 @@ NOT_PAGE_PREFIXES = {"api.": "the JSON API (checked against its OpenAPI document
 NOT_PAGES = {
     "static": "files",
     "health.healthz": "a probe's plain answer",
+    "health.readyz": "a probe's plain answer",
     "metrics.metrics": "Prometheus text",
     "apidocs.openapi": "JSON",
     "archive.feed": "an Atom feed (XML)",

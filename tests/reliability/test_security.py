@@ -28,7 +28,7 @@ STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
 # there (webapp/permissions.py: the reason is required); this list makes adding one a reviewed
 # decision rather than a decorator nobody notices. Read each one's reason on its view.
 REVIEWED_PUBLIC = {
-    "static", "auth.login", "auth.logout", "auth.setup", "health.healthz", "metrics.metrics",
+    "static", "auth.login", "auth.logout", "auth.setup", "health.healthz", "health.readyz", "metrics.metrics",
     "signup.join", "signup.join_post", "signup.confirm_page", "signup.confirm",
     "signup.check_inbox",
     "unsubscribe.confirm", "unsubscribe.one_click", "unsubscribe.resubscribe",

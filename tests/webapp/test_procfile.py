@@ -33,7 +33,7 @@ def listening_addresses(port: int) -> set[str]:
 
 def healthy(port: int) -> bool:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as answer:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as answer:
             return answer.status == 200
     except OSError:
         return False

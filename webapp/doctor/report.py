@@ -24,13 +24,15 @@ def run_checks(app: Flask, *, smtp: bool = True) -> list[Check]:
     # Times in the owner's zone (Settings), read only once the database answered quickly: a
     # database that does not answer must not stall the checks.
     zone = owner_zone() if checks[1].ok else UTC_ZONE
-    checks += [check_redis(redis, app.config["REDIS_URL"]), check_worker(redis, namespace, zone)]
+    others = identity_rows(app) if checks[1].ok else []
+    checks += [check_redis(redis, app.config["REDIS_URL"]),
+               check_worker(redis, namespace, zone, others)]
     if smtp:
         checks.append(check_smtp(app, database_ok=bool(checks[1].ok)))
         if app.config.get("BOUNCE_MAILBOX_URL"):
             checks.append(check_default_mailbox(app))
         if checks[1].ok:
-            checks.extend(check_identity(app, i) for i in identity_rows(app))
+            checks.extend(check_identity(app, i) for i in others)
             checks.extend(check_dns(app))
     checks.append(check_base_url(app.config["BASE_URL"]))
     return checks

@@ -19,7 +19,7 @@ from broadside.core.redis_health import how_to_start, shown_url
 from webapp.doctor.check import CHECK_TIMEOUT_S, Check
 
 
-def _schema_head(app: Flask) -> str | None:
+def schema_head(app: Flask) -> str | None:
     """The code's newest migration, read once per process: the migrations folder cannot change
     under a running app, and reading it (Alembic loads every revision file) cost the System
     page most of its time."""
@@ -66,7 +66,7 @@ def check_database(app: Flask) -> Check:
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:200]
         return Check("database", False, f"{backend} unreachable: {reason}",
                      "check DATABASE_URL and that the database server is running")
-    head = _schema_head(app)
+    head = schema_head(app)
     if current == head:
         return Check("database", True, f"{backend} reachable, schema current ({head})")
     if current is None:

@@ -1,10 +1,12 @@
 """Who holds a stream's sending lease (`broadside.delivery.lease`), since when, and its last
-heartbeat: the worker's line among the checks, and what the readiness, the System page and
-/metrics read."""
+heartbeat: the worker's line among the checks (the default identity's stream, and whether a
+worker serves every other identity's), and what the readiness, the System page and /metrics
+read."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
@@ -12,6 +14,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from broadside.core.timeutil import epoch_to_stored, local_format
+from broadside.delivery.identities.service import SendingIdentity
 from broadside.delivery.lease import HEARTBEAT_KEY, LEASE_KEY, SINCE_KEY, stream_key
 from webapp.doctor.check import Check
 from webapp.templating import SYSTEM_TIME
@@ -55,9 +58,15 @@ def format_clock(epoch: float, zone: ZoneInfo) -> str:
     return local_format(epoch_to_stored(epoch), zone, SYSTEM_TIME)
 
 
-def check_worker(redis: Redis, namespace: str, zone: ZoneInfo = UTC_ZONE) -> Check:
+def check_worker(redis: Redis, namespace: str, zone: ZoneInfo = UTC_ZONE,
+                 others: Sequence[SendingIdentity] = ()) -> Check:
+    """The default identity's stream: who holds its lease, since when, its heartbeat; and,
+    with other sending identities (`others`, live ones), whether a worker serves each of their
+    streams too (each stream's own lease, as the System page reads it)."""
     try:
         info = worker_info(redis, namespace)
+        unserved = [identity.name for identity in others
+                    if worker_info(redis, namespace, identity.key).holder is None]
     except RedisError:
         return Check("worker", False, "unknown while Redis is not answering", "start Redis first (see above)")
     if info.holder is None:
@@ -69,4 +78,13 @@ def check_worker(redis: Redis, namespace: str, zone: ZoneInfo = UTC_ZONE) -> Che
     age = info.heartbeat_age()
     since = f" since {format_clock(info.since, zone)}" if info.since else ""
     beat = f", heartbeat {age:.1f} s ago" if age is not None else ""
-    return Check("worker", True, f"{info.holder} holds the lease{since}{beat}")
+    summary = f"{info.holder} holds the lease{since}{beat}"
+    if unserved:
+        return Check("worker", False, f"{summary}; no worker serves the stream of "
+                     + ", ".join(f"“{name}”" for name in unserved),
+                     "`python -m jobs` without --identity serves every identity, a new one "
+                     "within seconds; where workers run with --identity, start "
+                     "`python -m jobs --identity NAME` for each one missing")
+    if others:
+        summary += f"; every identity's stream is served ({len(others) + 1})"
+    return Check("worker", True, summary)
