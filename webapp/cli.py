@@ -1,6 +1,6 @@
 """`flask --app webapp ...` commands: users, owner, tokens, worker, backup and restore
-(webapp/backup_commands.py; and `db` from Flask-Migrate). Each change a command makes writes its audit row (actor: the command line) in
-the change's own transaction."""
+(webapp/backup_commands.py; and `db` from Flask-Migrate). Each change a command makes writes
+its audit row (actor: the command line) in the change's own transaction."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def extract_verified(archive: Path, into: Path) -> Manifest:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 digest = hashlib.sha256()
                 with target.open("wb") as out:
-                    for chunk in iter(lambda s=source: s.read(1 << 20), b""):
+                    while chunk := source.read(1 << 20):
                         digest.update(chunk)
                         out.write(chunk)
                 found[member.name] = digest.hexdigest()

@@ -13,8 +13,8 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from broadside.core.backup.secret_columns import BY_TABLE, Removed, scrub_row
 from broadside.core.backup.rows import VERSION_TABLE
+from broadside.core.backup.secret_columns import BY_TABLE, Removed, scrub_row
 
 
 def _tables(connection: sqlite3.Connection) -> list[str]:

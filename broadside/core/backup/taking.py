@@ -121,8 +121,9 @@ def _write(staging: Path, manifest: Manifest, out: Path) -> None:
     try:
         # The archive holds every subscriber's address: its owner's alone, from the start.
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle, \
-                tarfile.open(fileobj=handle, mode=f"w:{compression(out)}") as archive:
+        with os.fdopen(fd, "wb") as handle, (
+                tarfile.open(fileobj=handle, mode="w:gz") if compression(out)
+                else tarfile.open(fileobj=handle, mode="w")) as archive:
             archive.add(staging / MANIFEST, arcname=MANIFEST)
             for name in sorted(manifest.members):
                 archive.add(staging / name, arcname=name)
