@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, func, select, update
 
 from broadside.core.backup import rows
 from broadside.core.models import Identity, MailingList, Owner, Subscriber, Subscription, WebhookEndpoint
@@ -99,3 +99,16 @@ def archive_bytes(path: Path) -> bytes:
     """The archive as stored, decompressed when it is gzip."""
     raw = path.read_bytes()
     return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+
+
+def null_counts(engine: Engine) -> dict[str, dict[str, int]]:
+    """Per table and column, how many rows hold SQL NULL: what reading rows back cannot tell
+    apart from a JSON column's `null`, and `IS NULL` can."""
+    counts: dict[str, dict[str, int]] = {}
+    with engine.connect() as connection:
+        for table in rows.data_tables(rows.reflect(connection)):
+            columns = list(table.columns)
+            found = connection.execute(select(*(
+                func.count().filter(column.is_(None)) for column in columns))).one()
+            counts[table.name] = {c.name: int(n) for c, n in zip(columns, found, strict=True)}
+    return counts

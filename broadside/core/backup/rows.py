@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     Connection,
     Date,
     DateTime,
@@ -27,6 +28,9 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     Table,
+    Text,
+    TypeDecorator,
+    cast,
     exc,
     func,
     select,
@@ -61,8 +65,40 @@ def ordered(table: Table) -> Any:
     return select(table).order_by(*keys)
 
 
+class JsonText(TypeDecorator[str]):
+    """A PostgreSQL JSON column written from its text, cast there: the text read from the
+    source goes in as it was."""
+
+    impl = Text
+    cache_ok = True
+
+    def __init__(self, target: Any) -> None:
+        super().__init__()
+        self.target = target
+
+    def bind_expression(self, bindvalue: Any) -> Any:
+        return cast(bindvalue, self.target)
+
+
+def _json_as_text(table: Table, dialect: str) -> None:
+    """A JSON column travels as its text, so SQL NULL and JSON `null` stay apart (read as
+    values, both are None, and SQLAlchemy writes None back as JSON `null`: `IS NULL` would no
+    longer find the row). SQLite keeps JSON as text already."""
+    for column in table.columns:
+        if isinstance(column.type, JSON):
+            column.type = JsonText(column.type) if dialect == "postgresql" else Text()
+
+
+def _read(table: Table) -> Any:
+    keys = list(table.primary_key.columns) or list(table.columns)
+    columns = [cast(c, Text).label(c.name) if isinstance(c.type, JSON) else c
+               for c in table.columns]
+    return select(*columns).order_by(*keys)
+
+
 def read_rows(connection: Connection, table: Table) -> Iterator[dict[str, Any]]:
-    result = connection.execution_options(yield_per=BATCH).execute(ordered(table))
+    """A table's rows by primary key, each JSON column as its text (see `_json_as_text`)."""
+    result = connection.execution_options(yield_per=BATCH).execute(_read(table))
     for row in result.mappings():
         yield dict(row)
 
@@ -147,6 +183,7 @@ def load(target: Connection, metadata: MetaData, rows: Rows) -> dict[str, int]:
     caller's transaction. Returns the rows written per table."""
     written: dict[str, int] = {}
     for table in data_tables(metadata):
+        _json_as_text(table, target.dialect.name)
         convert = _typed(table)
         names = {c.name for c in table.columns}
         batch: list[dict[str, Any]] = []
