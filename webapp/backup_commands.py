@@ -97,6 +97,9 @@ def restore_command(path: Path) -> None:
         click.echo(f"Schema upgraded from {manifest.revision} to the newest.")
     if manifest.secrets:
         click.echo("Secrets were in the backup and are restored.")
+        if "secret_key" in restored.files:
+            click.echo("instance/secret_key is the old installation's again (a SECRET_KEY in "
+                       "the environment still wins over it).")
     else:
         click.echo("Secrets were not in the backup. Enter these again:" if manifest.removed
                    else "Secrets were not in the backup; none were set.")

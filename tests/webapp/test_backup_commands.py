@@ -148,6 +148,7 @@ def test_with_secrets_the_archive_keeps_them(installation, app_config, backend, 
         code, output, tables = _restore(config, archive)
         assert code == 0, output
         assert "Secrets were in the backup" in output
+        assert "instance/secret_key is the old installation's again" in output
         assert tables == source
         assert (tmp_path / "pg" / "secret_key").read_text() == \
             "the-old-installations-key-0123456789"
@@ -165,6 +166,17 @@ def test_a_missing_pg_dump_is_named_with_its_package(app_config, tmp_path, monke
             assert result.exit_code == 1
             assert "pg_dump is not on PATH" in result.output
             assert "apt install postgresql-client-" in result.output
+            assert list(tmp_path.glob("*.tar*")) == [] and list(tmp_path.glob(".*")) == []
+            # A client older than the server (one that says so, as pg_dump 12 would).
+            old = tmp_path / "old-client"
+            old.mkdir()
+            (old / "pg_dump").write_text("#!/bin/sh\necho 'pg_dump (PostgreSQL) 12.22'\n")
+            (old / "pg_dump").chmod(0o755)
+            monkeypatch.setenv("PATH", str(old))
+            result = app.test_cli_runner().invoke(
+                args=["backup", "--with-secrets", str(tmp_path / "b.tar")])
+            assert result.exit_code == 1
+            assert "pg_dump is version 12, older than the server" in result.output
             assert list(tmp_path.glob("*.tar*")) == [] and list(tmp_path.glob(".*")) == []
 
 
