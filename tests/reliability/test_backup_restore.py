@@ -6,6 +6,7 @@ twice, and the rows in flight at the backup become `unknown`, never sent again (
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 
@@ -67,7 +68,7 @@ def _wait_until_settled(config, timeout: float = 60) -> dict[str, str]:
 
 
 def test_backup_while_sending_restores_into_both_kinds_and_resumes(
-        app, app_config, backend, smtp_server, run_worker_burst, tmp_path):
+        app, app_config, backend, smtp_server, run_worker_burst, tmp_path, sqlite_template):
     ids = seed_installation(app, run_worker_burst)
     add_secrets_and_files(tmp_path / "instance", ids["identity_id"], ids["person_id"])
     mailing_list = readers(RECIPIENTS)
@@ -104,6 +105,9 @@ def test_backup_while_sending_restores_into_both_kinds_and_resumes(
     assert not [s for s in SECRETS if s.encode() in stored], "a secret is in the archive"
     expected = without_secrets(source)
 
+    # Two kinds of empty: a SQLite database already migrated (as the web process leaves a new
+    # one) and a PostgreSQL database with no schema at all.
+    shutil.copyfile(sqlite_template, tmp_path / "restored.db")
     with fresh_postgres() as postgres_url:
         restored = {}
         for name, url in (("into-sqlite", f"sqlite:///{tmp_path / 'restored.db'}"),

@@ -174,9 +174,15 @@ def _restore_database(manifest: Manifest, staging: Path, engine: Engine,
         _drop_everything(engine)
         postgres_tools.restore(engine.url, staging / DUMP_MEMBER, program)
         return _counts(engine)
-    _drop_everything(engine)
-    schema.migrate(manifest.revision)
-    engine.dispose()
+    with engine.connect() as connection:
+        current = rows.revision_of(connection)
+    if current != manifest.revision:
+        # Empty, but at another revision (or none): the schema of the backup's revision is
+        # built afresh, since a migration's downgrade may not exist. At that revision already
+        # (a new database the web process migrated), its empty tables are used as they are.
+        _drop_everything(engine)
+        schema.migrate(manifest.revision)
+        engine.dispose()
     source_engine = (create_engine(f"sqlite:///{staging / SQLITE_MEMBER}")
                      if manifest.form == "sqlite" else None)
     try:
