@@ -24,14 +24,18 @@ def test_the_system_page_says_when_the_last_backup_was_taken(page: Page, app, li
     page.set_viewport_size({"width": WIDTHS[size], "height": 900})
     sign_in(page, live_server.url)
     page.goto(live_server.url + "/system/")
-    expect(page.locator("main")).to_contain_text(f"no backup in {folder} yet")
+    warning = page.locator('[data-check="backups"]')
+    expect(warning).to_contain_text(f"no backup in {folder} yet")
+    expect(warning).to_have_class("check check-warn")  # "!", as `doctor` prints it
+    expect(warning.locator(".mark")).to_have_text("!")
     fits(page, f"the System page at {size} before any backup")  # a long folder path wraps
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"system-no-backup-{size}.png"), full_page=True)
     result = app.test_cli_runner().invoke(args=["backup", str(folder / "nightly-2026-12-06.tar.gz")])
     assert result.exit_code == 0, result.output
     page.reload()
-    line = page.locator("main li, main tr, main p").filter(has_text="last taken").first
+    line = page.locator('[data-check="backups"]')
+    expect(line).to_have_class("check check-ok")
     expect(line).to_contain_text("nightly-2026-12-06.tar.gz")
     expect(line).to_contain_text("without secrets")
     fits(page, f"the System page at {size}")
