@@ -1,6 +1,6 @@
-"""`flask --app webapp ...` commands: users, owner, tokens, worker (and `db` from
-Flask-Migrate). Each change a command makes writes its audit row (actor: the command line) in
-the change's own transaction."""
+"""`flask --app webapp ...` commands: users, owner, tokens, worker, backup and restore
+(webapp/backup_commands.py; and `db` from Flask-Migrate). Each change a command makes writes
+its audit row (actor: the command line) in the change's own transaction."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from flask.cli import AppGroup
 from broadside.core import account_lookups, accounts, actors, audit, people, roles, sign_in_policy, two_factor
 from broadside.core.errors import DomainError
 from webapp.audit.hook import command as audit_command
+from webapp.backup_commands import register_backup_commands
 from webapp.doctor.report import report
 from webapp.extensions import db
 
@@ -220,6 +221,7 @@ def register_cli(app: Flask) -> None:
     app.cli.add_command(owner_cli)
     app.cli.add_command(tokens_cli)
     app.cli.add_command(users_cli)
+    register_backup_commands(app)
 
     # `flask --app webapp worker` comes from the `jobs` package itself, through pyproject's
     # `flask.commands` entry point: the web side never imports the worker.

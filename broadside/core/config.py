@@ -63,6 +63,8 @@ ENV_VARS = (
     "PROVIDER_ENDPOINTS_ALLOW_PRIVATE",
     "DNS_RESOLVER",
     "MEDIA_URL",
+    "BACKUP_DIR",
+    "BACKUP_MAX_AGE_HOURS",
 )
 
 
@@ -243,6 +245,8 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "PROVIDER_ENDPOINTS_ALLOW_PRIVATE": "0",
         "DNS_RESOLVER": "",  # the DNS checks' resolver, "host:port"; empty: the system's
         "MEDIA_URL": "",  # where the media library's files are served from; empty: BASE_URL/media/
+        "BACKUP_DIR": "",  # where `backup` archives are kept: doctor shows the newest; empty: not told
+        "BACKUP_MAX_AGE_HOURS": "26",  # a newest backup older than this is a warning
     }
     raw.update({k: v for k, v in environ.items() if k in ENV_VARS and v != ""})
     raw.update(overrides)
@@ -300,6 +304,8 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
             raise ConfigError("SNS_TOPIC_ARNS", f"must be comma-separated SNS topic ARNs, got {arn!r}")
     config["SNS_TOPIC_ARNS"] = ",".join(arns)
     config["TRUSTED_PROXY_COUNT"] = _int("TRUSTED_PROXY_COUNT", raw["TRUSTED_PROXY_COUNT"])
+    config["BACKUP_DIR"] = str(raw["BACKUP_DIR"] or "").strip()
+    config["BACKUP_MAX_AGE_HOURS"] = _int("BACKUP_MAX_AGE_HOURS", raw["BACKUP_MAX_AGE_HOURS"], minimum=1)
     try:
         proxies = parse_networks(str(raw["TRUSTED_PROXIES"] or ""))
     except ValueError as exc:

@@ -8,6 +8,7 @@ and nothing is sent.
 - `configuration`: the variables as understood, and BASE_URL;
 - `services`: the database (reachable, schema current) and Redis;
 - `worker`: who holds the sending lease, and its heartbeat;
+- `backups`: when the last backup was taken (with BACKUP_DIR), a warning past its age;
 - `smtp`: the default identity's transport (SMTP, a provider's API, or the outbox folder),
   checked and stored for the send page;
 - `identities`: each other sending identity's transport, checked and stored;

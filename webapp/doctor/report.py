@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Flask
 
+from webapp.doctor.backups import check_backups
 from webapp.doctor.check import Check
 from webapp.doctor.configuration import check_base_url, check_configuration
 from webapp.doctor.dns import check_dns
@@ -27,6 +28,9 @@ def run_checks(app: Flask, *, smtp: bool = True) -> list[Check]:
     others = identity_rows(app) if checks[1].ok else []
     checks += [check_redis(redis, app.config["REDIS_URL"]),
                check_worker(redis, namespace, zone, others)]
+    backups = check_backups(app.config)  # when BACKUP_DIR is set
+    if backups is not None:
+        checks.append(backups)
     if smtp:
         checks.append(check_smtp(app, database_ok=bool(checks[1].ok)))
         if app.config.get("BOUNCE_MAILBOX_URL"):
