@@ -68,8 +68,8 @@ def spool(session: Session, import_id: int, path: Path) -> Path:
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         with os.fdopen(os.open(part, flags, 0o600), "wb") as out:
             for seq in seqs:  # one chunk in memory at a time
-                out.write(session.scalar(select(_CHUNKS.c.data).where(
-                    _CHUNKS.c.import_id == import_id, _CHUNKS.c.seq == seq)))
+                out.write(session.execute(select(_CHUNKS.c.data).where(
+                    _CHUNKS.c.import_id == import_id, _CHUNKS.c.seq == seq)).scalar_one())
         os.replace(part, path)
     finally:
         part.unlink(missing_ok=True)
