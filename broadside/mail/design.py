@@ -13,8 +13,8 @@
   URL, so the long cache the route gives it is never stale, and an old email keeps showing the
   logo it was sent with (removing the logo takes it off new emails and the pages; its bytes
   stay for them). A logo stored before revision 0039 is a file in the instance path's
-  `brand/`: `logo_bytes` takes it into the database the first time it is asked for (the file
-  stays).
+  `brand/`: `logo_bytes` takes them all into the database the first time one of them is
+  asked for (the files stay).
 
 Nothing here knows the web: the caller passes that folder and the public base URL.
 Every update validates everything first and then writes in one commit (or nothing).
@@ -218,26 +218,31 @@ def _add_logo(session: Session, name: str, data: bytes) -> None:
 
 
 def logo_bytes(session: Session, file_name: str, legacy: Path | None = None) -> bytes | None:
-    """The stored logo of that name, or None (a name that is not one of ours included). A
-    logo kept only as a file in `legacy` (the instance path's `brand/`, before revision
-    0039) is taken into the database first, if its bytes are the ones its name says."""
+    """The stored logo of that name, or None (a name that is not one of ours included). When
+    it is only a file in `legacy` (the instance path's `brand/`, before revision 0039), every
+    logo file there is taken into the database first (old emails show older logos), each
+    only if its bytes are the ones its name says; the files stay."""
     if not LOGO_NAME.fullmatch(file_name):
         return None
     data = session.scalar(select(BrandFile.data).where(BrandFile.name == file_name))
     if data is not None:
         return bytes(data)
-    path = legacy / file_name if legacy is not None else None
-    if path is None or not path.is_file():
+    if legacy is None or not (legacy / file_name).is_file():
         return None
-    data = path.read_bytes()  # at most MAX_LOGO_BYTES
-    if hashlib.sha256(data).hexdigest()[:32] != file_name.split(".")[0]:
-        return None
-    _add_logo(session, file_name, data)
+    found = None
+    for path in sorted(legacy.iterdir()):
+        if not LOGO_NAME.fullmatch(path.name) or not path.is_file():
+            continue
+        data = path.read_bytes()  # each at most MAX_LOGO_BYTES
+        if hashlib.sha256(data).hexdigest()[:32] != path.name.split(".")[0]:
+            continue
+        _add_logo(session, path.name, data)
+        found = data if path.name == file_name else found
     try:
         session.commit()
     except IntegrityError:  # taken in by another request meanwhile: the same bytes
         session.rollback()
-    return data
+    return found
 
 
 def store_logo(session: Session, data: bytes, *, base_url: str,

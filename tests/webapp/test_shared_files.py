@@ -61,6 +61,9 @@ def test_a_logo_kept_as_a_file_before_0039_is_taken_in_at_its_first_request(
     folder = Path(app.instance_path) / "brand"
     folder.mkdir()
     (folder / name).write_bytes(logo)
+    older = images.png(30, 10, rgb=(0, 0, 90))  # a logo only old emails show
+    older_name = f"{hashlib.sha256(older).hexdigest()[:32]}.png"
+    (folder / older_name).write_bytes(older)
     forged = f"{'0' * 32}.png"
     (folder / forged).write_bytes(logo)  # bytes that are not what the name says
     client = app.test_client()
@@ -68,9 +71,12 @@ def test_a_logo_kept_as_a_file_before_0039_is_taken_in_at_its_first_request(
 
     assert client.get(f"/brand/logo/{name}").data == logo
     assert client.get(f"/brand/logo/{forged}").status_code == 404
-    assert (folder / name).read_bytes() == logo  # the file stays
+    assert (folder / name).read_bytes() == logo  # the files stay
+    db.session.expire_all()
+    assert {f.name for f in db.session.scalars(select(BrandFile))} == {name, older_name}
     with own_app(other_host(app_config, tmp_path, "web2")) as web2:
         assert web2.test_client().get(f"/brand/logo/{name}").data == logo
+        assert web2.test_client().get(f"/brand/logo/{older_name}").data == older
 
 
 @pytest.fixture
