@@ -1,8 +1,9 @@
 """The background CSV import: one job per Import row, on the `imports` queue.
 
-Safe to import (no app, no connections at import time). Uploads are found under the runtime's
-instance folder. The Import row is claimed queued -> running with a guarded UPDATE, so a
-duplicated or retried job does nothing; the uploaded file is deleted when the run ends. An
+Safe to import (no app, no connections at import time). Uploads are read from the database
+(any host's worker runs any import) into a scratch file under the runtime's instance folder.
+The Import row is claimed queued -> running with a guarded UPDATE, so a
+duplicated or retried job does nothing; the upload's bytes are deleted when the run ends. An
 import that asks its people to confirm then queues their confirmation emails (`importer.ask`),
 in this job: they go out on the transactional queue, paced like all mail. The API's import of a
 small file (at most API_IMPORT_INLINE_BYTES) writes its rows in the request and queues this job
@@ -16,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broadside.audience.signup import Links
-from broadside.audience.transfer import importer, lifecycle
+from broadside.audience.transfer import importer, lifecycle, stored
 from broadside.core.models import Import
 from jobs import runtime
 from jobs.database import db
@@ -53,7 +54,8 @@ def recover_interrupted_imports(session: Session, rt: runtime.Runtime) -> int:
             rt.jobs.enqueue_import(import_id)
             count += 1
             continue
-        if not importer.import_path(rt.instance_path, import_id).exists():
+        if not stored.has_upload(session, import_id,
+                                 importer.import_path(rt.instance_path, import_id)):
             importer.fail_import(session, import_id, "The import was interrupted and its file "
                                                      "is gone; upload the file again.")
             continue

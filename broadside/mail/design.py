@@ -8,19 +8,21 @@
 - The footer text is plain text, printed above the postal address and the unsubscribe link.
 - The logo is checked by its bytes, not its name or the browser's content type: PNG, JPEG,
   GIF or WebP, at most MAX_LOGO_BYTES and MAX_LOGO_SIDE pixels a side (read from the image's
-  own header, so no image library is needed). It is stored under the given directory (the
-  instance path's `brand/`), named by its content hash: a new logo is a new URL, so the long
-  cache the route gives it is never stale, and an old email keeps showing the logo it was
-  sent with (removing the logo takes it off new emails and the pages; its file stays for them).
+  own header, so no image library is needed). Its bytes are kept in the database
+  (`brand_files`, so every web host serves it), named by its content hash: a new logo is a new
+  URL, so the long cache the route gives it is never stale, and an old email keeps showing the
+  logo it was sent with (removing the logo takes it off new emails and the pages; its bytes
+  stay for them). A logo stored before revision 0039 is a file in the instance path's
+  `brand/`: `logo_bytes` takes them all into the database the first time one of them is
+  asked for (the files stay).
 
-Nothing here knows the web: the caller passes the directory and the public base URL.
+Nothing here knows the web: the caller passes that folder and the public base URL.
 Every update validates everything first and then writes in one commit (or nothing).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import struct
 from dataclasses import dataclass
@@ -29,10 +31,12 @@ from pathlib import Path
 from babel.numbers import format_decimal
 from babel.support import LazyProxy
 from markupsafe import Markup
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from broadside.core.i18n import _, _l, current_locale
-from broadside.core.models import SiteSettings
+from broadside.core.models import BrandFile, SiteSettings
 from broadside.core.site_settings import SettingsError, get_settings
 from broadside.mail.rendering import DARK_BODY, EmailDesign
 
@@ -205,26 +209,50 @@ def logo_url(base_url: str, file_name: str) -> str:
     return f"{base_url.rstrip('/')}/brand/logo/{file_name}"
 
 
-def logo_path(directory: Path, file_name: str) -> Path | None:
-    """The stored logo of that name, or None (a name that is not one of ours included)."""
+def _add_logo(session: Session, name: str, data: bytes) -> None:
+    """The bytes under their name, once (the same logo stored twice is one row). Does not
+    commit."""
+    if session.get(BrandFile, name) is None:
+        session.add(BrandFile(name=name, content_type=LOGO_TYPES[name.rsplit(".", 1)[1]],
+                              data=data))
+
+
+def logo_bytes(session: Session, file_name: str, legacy: Path | None = None) -> bytes | None:
+    """The stored logo of that name, or None (a name that is not one of ours included). When
+    it is only a file in `legacy` (the instance path's `brand/`, before revision 0039), every
+    logo file there is taken into the database first (old emails show older logos), each
+    only if its bytes are the ones its name says; the files stay."""
     if not LOGO_NAME.fullmatch(file_name):
         return None
-    path = directory / file_name
-    return path if path.is_file() else None
+    data = session.scalar(select(BrandFile.data).where(BrandFile.name == file_name))
+    if data is not None:
+        return bytes(data)
+    if legacy is None or not (legacy / file_name).is_file():
+        return None
+    found = None
+    for path in sorted(legacy.iterdir()):
+        if not LOGO_NAME.fullmatch(path.name) or not path.is_file():
+            continue
+        data = path.read_bytes()  # each at most MAX_LOGO_BYTES
+        if hashlib.sha256(data).hexdigest()[:32] != path.name.split(".")[0]:
+            continue
+        _add_logo(session, path.name, data)
+        found = data if path.name == file_name else found
+    try:
+        session.commit()
+    except IntegrityError:  # taken in by another request meanwhile: the same bytes
+        session.rollback()
+    return found
 
 
-def store_logo(session: Session, data: bytes, *, directory: Path, base_url: str,
+def store_logo(session: Session, data: bytes, *, base_url: str,
                commit: bool = True) -> SiteSettings:
-    """Check the image, keep its file, make it the logo (one commit; with `commit=False`, the
-    caller's: the automations that follow the design are refrozen in it)."""
+    """Check the image, keep its bytes, make it the logo (one commit; with `commit=False`, the
+    caller's: the automations that follow the design are refrozen in it). The bytes go in
+    the same commit: a logo's name never points at nothing."""
     info = check_logo(data)
     name = f"{hashlib.sha256(data).hexdigest()[:32]}.{info.extension}"
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / name
-    if not target.is_file():
-        partial = directory / f".{name}.{os.getpid()}.part"
-        partial.write_bytes(data)
-        os.replace(partial, target)  # never a half-written logo under its final name
+    _add_logo(session, name, data)
     settings = get_settings(session)
     settings.logo_file = name
     settings.logo_width, settings.logo_height = info.width, info.height

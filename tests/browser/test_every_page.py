@@ -361,7 +361,7 @@ def run_worker_until_idle(app: Flask) -> None:
 
 
 def seed_everything(app: Flask) -> Seed:
-    design.store_logo(db.session, png(640, 160, (20, 20, 90)), directory=Path(app.instance_path) / "brand",
+    design.store_logo(db.session, png(640, 160, (20, 20, 90)),
                       base_url=app.config["BASE_URL"])
     look = design.DesignInput(colour="#0b6e4f", width="640", font=SEED_FONT,
                               footer_text="Acme Weekly comes out every Friday. " * 3)

@@ -1,5 +1,5 @@
 """What Broadside writes to disk is for the owner's eyes only: the instance folder (0700), the
-SQLite database (0600) and every uploaded address list (0600)."""
+SQLite database (0600) and every uploaded address list a worker spools to disk (0600)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from flask_migrate import upgrade
 
 from broadside.audience import lists as lists
+from broadside.audience.transfer import stored
 from broadside.core.models import Import
 from tests.helpers import SECRET_KEY, csrf_token_from
 from webapp import create_app
@@ -56,9 +57,9 @@ def test_an_existing_world_readable_database_is_made_private_on_connect(tmp_path
     assert (mode(instance), mode(database)) == (0o700, 0o600)
 
 
-def test_an_uploaded_csv_waiting_for_the_worker_is_readable_by_the_owner_only(
+def test_an_uploaded_csv_spooled_for_the_worker_is_readable_by_the_owner_only(
         app_config, logged_in_client, app):
-    app.config["IMPORT_INLINE_MAX_BYTES"] = 0  # keep the file on disk for the background job
+    app.config["IMPORT_INLINE_MAX_BYTES"] = 0  # the upload waits for the background job
     weekly = lists.create_list(db.session, "Weekly")
     page = logged_in_client.get("/subscribers/import")
     content = b"email\n" + b"".join(b"p%d@example.com\n" % i for i in range(50))
@@ -69,6 +70,8 @@ def test_an_uploaded_csv_waiting_for_the_worker_is_readable_by_the_owner_only(
     assert response.status_code == 303
     record = db.session.query(Import).one()
     folder = Path(app.instance_path) / "imports"
-    upload = folder / f"{record.id}.csv"
-    assert upload.exists()
+    assert not list(folder.glob("*"))  # it waits in the database, not on this disk
+    # The worker writes it to a scratch file on its own host while it runs.
+    upload = stored.spool(db.session, record.id, folder / f"{record.id}.csv")
+    assert upload.read_bytes() == content
     assert (mode(folder), mode(upload)) == (0o700, 0o600)

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import func, select
 
 from broadside.audience import lists as lists
-from broadside.audience.transfer import importer
+from broadside.audience.transfer import importer, stored
 from broadside.audience.transfer import report as import_report
 from broadside.audience.transfer.csvfile import records
 from broadside.audience.transfer.people import shorten
@@ -304,7 +304,7 @@ def test_big_imports_run_in_the_background_job_with_a_progress_bar(
     assert response.status_code == 303
     record = last_import()
     assert record.status == "queued"
-    assert (Path(app.instance_path) / "imports" / f"{record.id}.csv").exists()
+    assert stored.has_upload(db.session, record.id)  # in the database, for any host's worker
     page = logged_in_client.get(response.headers["Location"])
     assert 'hx-trigger="every 1s"' in page.text and "<progress" in page.text
     polling = logged_in_client.get(f"/subscribers/imports/{record.id}/progress")
@@ -318,6 +318,7 @@ def test_big_imports_run_in_the_background_job_with_a_progress_bar(
     done = logged_in_client.get(f"/subscribers/imports/{record.id}/progress")
     assert done.status_code == 286  # htmx stops polling
     assert "The import is finished" in done.text
+    assert not stored.has_upload(db.session, record.id)
     assert not (Path(app.instance_path) / "imports" / f"{record.id}.csv").exists()
     assert count(Subscription) == 2500
 
@@ -356,7 +357,7 @@ def test_imports_a_dead_worker_left_behind_are_recovered_at_worker_start(
                        .values(status="running"))
     db.session.commit()
     get_jobs().queue(IMPORTS).empty()
-    (Path(app.instance_path) / "imports" / f"{lost}.csv").unlink()
+    stored.discard(db.session, lost)
 
     run_imports_queue(run_worker_burst)  # the worker recovers both when it starts
     db.session.expire_all()

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import event, func, select, text
 
 from broadside.audience import lists as lists
-from broadside.audience.transfer import importer
+from broadside.audience.transfer import importer, stored
 from broadside.audience.transfer import report as import_report
 from broadside.core.models import Event, Import, ImportRejection, Subscriber, Subscription
 from tests.webapp.import_steps import last_import, upload
@@ -51,7 +51,7 @@ def test_the_total_is_counted_exactly_before_the_first_row_and_progress_uses_it(
         record = importer.receive_upload(db.session, weekly.id, "p.csv", stream,
                                          importer.import_dir(app.instance_path), 10**6,
                                          consent="opted_in")
-    path = importer.import_path(app.instance_path, record.id)
+    path = stored.spool(db.session, record.id, importer.import_path(app.instance_path, record.id))
     assert importer.claim(db.session, record.id)
     seen: list[tuple[int, int | None, int | None]] = []
 

@@ -1,9 +1,10 @@
 """The owner's brand on public pages and in emails: the logo file and the colour's stylesheet.
 
 Public routes (no login, no cookie: emails and sign-up pages load them):
-- GET /brand/logo/<hash>.<ext>: a stored logo, named by its content hash, so its URL
-  changes whenever the logo does and it can be cached for a year (`immutable`), with an ETag
-  for revalidation. Old logos stay served: emails already sent still show theirs.
+- GET /brand/logo/<hash>.<ext>: a stored logo (in the database: any web host serves it),
+  named by its content hash, so its URL changes whenever the logo does and it can be cached
+  for a year (`immutable`), with an ETag for revalidation. Old logos stay served: emails
+  already sent still show theirs.
 - GET /brand/theme/<rrggbb>.css?font=<key>: the colour and the font (Settings -> Design) as
   CSS variables for the public pages (our Content-Security-Policy allows no inline style). Both
   are in the URL, so it never goes stale either.
@@ -36,17 +37,19 @@ _HEX = re.compile(r"[0-9a-f]{6}")
 
 
 def logo_directory() -> Path:
+    """Where logos were kept before revision 0039 (still read, to take them in)."""
     return Path(current_app.instance_path) / "brand"
 
 
 @bp.route("/logo/<name>")
 @public("the owner's logo by content hash, loaded by emails and the public pages; a file, no cookie")
 def logo(name: str) -> Response:
-    path = design.logo_path(logo_directory(), name)
-    if path is None:
+    # From the database, so every web host serves it; a logo from before revision 0039 is
+    # taken in from this host's instance folder the first time it is asked for.
+    data = design.logo_bytes(db.session, name, legacy=logo_directory())
+    if data is None:
         abort(404)
-    # Read whole (at most MAX_LOGO_BYTES): no file handle outlives the request.
-    response = Response(path.read_bytes(), mimetype=design.LOGO_TYPES[name.rsplit(".", 1)[1]])
+    response = Response(data, mimetype=design.LOGO_TYPES[name.rsplit(".", 1)[1]])
     response.set_etag(name.split(".")[0])
     response.cache_control.public = True
     response.cache_control.max_age = YEAR

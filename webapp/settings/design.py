@@ -44,7 +44,6 @@ from webapp.broadcasts.views import PREVIEW_CSP
 from webapp.extensions import db
 from webapp.forms import after_post
 from webapp.htmx import make_response
-from webapp.settings.brand import logo_directory
 from webapp.settings.views import bp
 
 
@@ -254,8 +253,7 @@ def design_logo():
     data = upload.read() if upload is not None else b""
     try:
         refrozen = _with_automations(lambda: design.store_logo(
-            db.session, data, directory=logo_directory(),
-            base_url=current_app.config["BASE_URL"], commit=False))
+            db.session, data, base_url=current_app.config["BASE_URL"], commit=False))
     except SettingsError as exc:
         form.logo.errors = [exc.message]
         return _render(logo_form=form, status=422)

@@ -1,6 +1,6 @@
 """CSV import into one list, streamed from a file on disk and written in batches.
 
-The upload is copied to disk in chunks and checked before anything is written (`upload`). A
+The upload is checked, then kept in the database with its row (`upload`, `stored`). A
 run counts the file's records first (`Import.total_rows`: the progress bar's exact
 total), then reads them one by one with the csv module and writes BATCH_SIZE accepted rows per
 transaction, set-based (`import_batch`); the addresses already read stay on disk
@@ -45,7 +45,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from broadside.audience.signup import Links
-from broadside.audience.transfer import lifecycle
+from broadside.audience.transfer import lifecycle, stored
 from broadside.audience.transfer import report as import_report
 from broadside.audience.transfer.batch import refresh_statistics, write_batch
 from broadside.audience.transfer.confirmations import ask_to_confirm
@@ -272,7 +272,7 @@ def fail_import(session: Session, import_id: int, message: str) -> None:
     """An unfinished import -> failed, with the message the owner reads."""
     session.rollback()
     lifecycle.move(session, import_id, "fail", error=message)
-    session.commit()
+    stored.discard(session, import_id)
 
 
 def claim(session: Session, import_id: int) -> bool:
@@ -283,7 +283,7 @@ def claim(session: Session, import_id: int) -> bool:
 
 
 def process(session: Session, import_id: int, path: Path) -> Import | None:
-    """Claim and run a stored import, recording any failure on the row; deletes the file.
+    """Claim and run a stored import, recording any failure on the row; deletes its bytes.
 
     Returns None when another run already claimed it (a duplicated job does nothing). An
     import asking people to confirm ends `asking`: its emails are `ask`'s to queue.
@@ -291,7 +291,7 @@ def process(session: Session, import_id: int, path: Path) -> Import | None:
     if not claim(session, import_id):
         return None
     try:
-        run_import(session, import_id, path)
+        run_import(session, import_id, stored.spool(session, import_id, path))
     except ValidationError as exc:
         fail_import(session, import_id, exc.message)
     except Exception:  # the owner sees "failed" instead of "running" forever
@@ -301,6 +301,7 @@ def process(session: Session, import_id: int, path: Path) -> Import | None:
                                         "the failure were imported.")
     finally:
         path.unlink(missing_ok=True)
+    stored.discard(session, import_id)  # done, asking or failed: the bytes are not needed
     return session.get(Import, import_id)
 
 
@@ -353,7 +354,6 @@ def start_import(session: Session, list_id: int, filename: str, stream: IO[bytes
         try:
             enqueue(record.id)
         except RedisError:
-            path.unlink(missing_ok=True)
             fail_import(session, record.id, "The import could not be queued (Redis is not "
                                             "answering). Try again in a moment.")
     return get_import(session, record.id)
@@ -376,7 +376,6 @@ def import_now(session: Session, list_id: int, filename: str, stream: IO[bytes],
         try:
             enqueue(record.id)
         except RedisError:
-            import_path(instance_path, record.id).unlink(missing_ok=True)
             fail_import(session, record.id, "The import could not be queued (Redis is not "
                                             "answering). Try again in a moment.")
             raise ServiceUnavailable("The import could not be queued (Redis is not "

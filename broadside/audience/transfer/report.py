@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from broadside.audience.transfer.csvfile import HEADER_SNIFF_BYTES, REPORT_COLUMNS
 from broadside.audience.transfer.export import safe_cell
 from broadside.audience.transfer.people import SMTPUTF8_WARNING
+from broadside.audience.transfer.stored import head
 from broadside.campaigns.automations.entering import welcome_automations
 from broadside.core.errors import NotFound
 from broadside.core.i18n import _
@@ -127,13 +128,8 @@ def rejections_csv(session: Session, record: Import) -> Iterator[str]:
     session.rollback()  # end the read transaction the generator kept open
 
 
-def estimated_rows(path: Path, size_bytes: int) -> int | None:
+def estimated_rows(sample: bytes, size_bytes: int) -> int | None:
     """Rows in the file, estimated from its first 64 KB (for the progress bar)."""
-    try:
-        with open(path, "rb") as raw:
-            sample = raw.read(HEADER_SNIFF_BYTES)
-    except OSError:
-        return None
     lines = sample.count(b"\n")
     if not lines:
         return None
@@ -185,5 +181,5 @@ def progress(session: Session, import_id: int, instance_path: str | Path) -> Pro
     session.refresh(record)
     total = record.total_rows
     if total is None and record.status in ("queued", "running"):
-        total = estimated_rows(import_path(instance_path, import_id), record.size_bytes)
+        total = estimated_rows(head(session, import_id, HEADER_SNIFF_BYTES), record.size_bytes)
     return Progress(record, total)

@@ -1,6 +1,7 @@
-"""Receiving an import's upload: copied to disk in chunks (never held in memory) and checked
-(a UTF-8 CSV with a header that names an `email` column, not empty, not over the limit)
-before its Import row is created; nothing else is written."""
+"""Receiving an import's upload: copied to a scratch file in chunks (never held in memory) and
+checked (a UTF-8 CSV with a header that names an `email` column, not empty, not over the limit)
+before its Import row is created; its bytes then go into the database with the row, in one
+commit (`stored`: the worker may run on another host), and the scratch file is deleted."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ from typing import IO, Literal, get_args
 
 from sqlalchemy.orm import Session
 
-from broadside.audience.transfer import lifecycle
+from broadside.audience.transfer import lifecycle, stored
 from broadside.audience.transfer.csvfile import check_file
-from broadside.audience.transfer.report import import_path
 from broadside.core.config import private_folder
 from broadside.core.errors import DomainError, NotFound, ValidationError
 from broadside.core.i18n import _
@@ -32,7 +32,8 @@ class FileTooLarge(DomainError):
 def receive_upload(session: Session, list_id: int, filename: str, stream: IO[bytes],
                    dest_dir: Path, max_bytes: int, *, consent: Consent,
                    welcome: bool = False) -> Import:
-    """Copy an upload to disk and check it; only a usable file creates an Import row."""
+    """Copy an upload to `dest_dir` (scratch) and check it; only a usable file creates an
+    Import row, which is committed with the file's bytes."""
     if consent not in CONSENTS:
         raise ValidationError(_("Say how these people agreed to receive mail."), field="consent")
     if session.get(MailingList, list_id) is None:
@@ -59,8 +60,9 @@ def receive_upload(session: Session, list_id: int, filename: str, stream: IO[byt
                         header={"delimiter": header.delimiter,
                                 "columns": header.original_columns})
         session.add(record)
+        session.flush()
+        stored.keep(session, record.id, part)
         session.commit()
-        part.rename(import_path(dest_dir.parent, record.id))
         return record
     finally:
         part.unlink(missing_ok=True)

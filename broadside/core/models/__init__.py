@@ -38,6 +38,7 @@ from broadside.core.models.mailboxes import BounceMailbox, MailboxMessage
 from broadside.core.models.media import Media, MediaFile
 from broadside.core.models.reputation import ReputationMark, ReputationPause
 from broadside.core.models.sending import Broadcast, Delivery, Revision, TransactionalMessage
+from broadside.core.models.shared_files import BrandFile, ImportChunk
 from broadside.core.models.transactional import TransactionalTemplate, TransactionalTemplateRevision
 from broadside.core.models.webhooks import WebhookEndpoint, WebhookMessage
 
@@ -54,6 +55,7 @@ __all__ = [
     "AutomationRevision",
     "AutomationStep",
     "BounceMailbox",
+    "BrandFile",
     "Broadcast",
     "BulkAction",
     "BulkActionMember",
@@ -63,6 +65,7 @@ __all__ = [
     "Event",
     "Identity",
     "Import",
+    "ImportChunk",
     "Invitation",
     "ImportRejection",
     "MailboxMessage",
