@@ -20,9 +20,11 @@ from broadside.core.timeutil import utcnow
 SQLITE_MEMBER = "database/broadside.sqlite3"
 DUMP_MEMBER = "database/broadside.pgdump"
 ROWS_FOLDER = "database/rows"
-# The instance's files an installation cannot do without: the logos (emails already sent
-# show theirs) and the CSV of an import still in progress. The secret key signs every link
-# in emails already sent (unsubscribe, confirm): a secret, so only with --with-secrets.
+# The instance's files an installation cannot do without. Logos and waiting imports are in
+# the database since 0039 (`brand_files`, `import_chunks`); these folders hold only what an
+# older version wrote there and has not taken in yet (the logo route takes old files in at
+# their first request). The secret key signs every link in emails already sent
+# (unsubscribe, confirm): a secret, so only with --with-secrets.
 INSTANCE_FOLDERS = ("brand", "imports")
 SECRET_KEY_FILE = "secret_key"
 
