@@ -12,8 +12,8 @@ from jobs import runtime, transactional
 from jobs.automations import anything_due, automation_slice, run_evaluation
 from jobs.broadcasts import broadcast_slice
 from jobs.database import db
-from jobs.feeds import run_feed
 from jobs.engine import SLICE_MAX_SENDS
+from jobs.feeds import run_feed
 
 
 def send_broadcast_slice(broadcast_id: int) -> str:

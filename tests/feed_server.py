@@ -47,7 +47,7 @@ class FeedServer:
         state = self.state
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 state.requests.append({"If-None-Match": self.headers.get("If-None-Match"),
                                        "If-Modified-Since": self.headers.get("If-Modified-Since")})
                 body = state.xml()

@@ -50,7 +50,7 @@ def feed_status(session: Session, automation_id: int) -> FeedStatus | None:
         .order_by(FeedItem.id.desc()).limit(SHOWN_SENT)).all()
     return FeedStatus(feed=feed, waiting=int(counts.get(False, 0)),
                       sent_count=int(counts.get(True, 0)),
-                      sent=[SentItem(title or link, link, published, broadcast_id, status)
+                      sent=[SentItem(title or link, link, published, int(broadcast_id or 0), status)
                             for title, link, published, broadcast_id, status in rows])
 
 
