@@ -36,7 +36,8 @@ def feed_automation(app) -> int:
     automations.enable(db.session, automation.id)
     feed = db.session.query(Feed).one()
     now = utcnow()
-    feed.primed_at, feed.polled_at, feed.next_poll_at = now - timedelta(days=2), now, now + timedelta(minutes=15)
+    feed.primed_at, feed.polled_at = now - timedelta(days=2), now
+    feed.next_poll_at = now + timedelta(minutes=15)
     feed.error, feed.error_at = ("The feed's server answered HTTP 503 (Service Unavailable) instead "
                                  "of the feed."), now
     for n, title in enumerate(["Why we moved our whole newsletter infrastructure to a single "
@@ -72,7 +73,8 @@ def test_the_feed_pages_fit_a_desktop_and_a_phone(page: Page, live_server, owner
     page.get_by_label("New items in a feed").check()
     page.get_by_label("Feed address").evaluate("e => { e.type = 'text'; }")  # what the server refuses
     page.get_by_label("Feed address").fill("ftp://files.example.com/feed")
-    page.get_by_label("Send the new items to").select_option(label="The Weekly Dispatch of Remarkably Long List Names")
+    page.get_by_label("Send the new items to").select_option(
+        label="The Weekly Dispatch of Remarkably Long List Names")
     page.get_by_label("A digest of the new items").check()
     page.get_by_label("Every", exact=True).select_option("weekly")
     page.get_by_label("Subject").first.fill("[[count]] new posts")
