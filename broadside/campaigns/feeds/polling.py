@@ -14,9 +14,12 @@ Each item once, across crashes and concurrent polls:
    send-time re-check, the unsubscribe link, nothing twice). One per item ("each") writes
    the item and sends it in that one transaction.
 3. Every transaction that writes a feed's items begins by touching the feed's row (an
-   UPDATE guarded by its URL): a row lock on PostgreSQL, the write lock on SQLite. Two polls
-   of one feed take turns, the second finding what the first recorded; a poll whose URL the
-   owner changed meanwhile writes nothing.
+   UPDATE guarded by its URL, its first statement: reads end with a commit before it, and
+   the functions below pass ids and plain values, never an expired ORM object whose reload
+   would come first): a row lock on PostgreSQL, the write lock on SQLite (a read transaction
+   turned writer after another commit fails there at once). Two polls of one feed take
+   turns, the second finding what the first recorded; a poll whose URL the owner changed
+   meanwhile writes nothing.
 4. The first successful poll records the items present as `baseline` (seen, never sent): a
    feed of 50 old posts sends nothing when enabled. So does a record-only automation's
    every item.
@@ -59,6 +62,20 @@ MAX_ERROR = 1000
 Fetcher = Callable[..., Fetched]
 
 
+@dataclass(frozen=True)
+class Target:
+    """What a feed automation's poll needs of it, read once (plain values: see invariant 3)."""
+
+    automation_id: int
+    feed_id: int
+    url: str
+    mode: str
+    list_id: int | None
+    segment_id: int | None
+    identity_id: int | None
+    record_only: bool
+
+
 @dataclass
 class Outcome:
     polled: bool = False
@@ -91,15 +108,19 @@ def run(session: Session, feed_id: int, *, default_from: str, jobs: Jobs | None,
             automation.status != ENABLED:
         session.rollback()
         return outcome
+    target = Target(automation.id, feed.id, feed.url, feed.mode, automation.list_id,
+                    automation.segment_id, automation.identity_id, automation.record_only)
     if feed.next_poll_at is None or feed.next_poll_at <= now:
-        outcome = _poll(session, feed, automation, default_from=default_from, jobs=jobs,
-                        allow_private=allow_private, now=now, fetcher=fetcher)
+        outcome = _poll(session, target, primed=feed.primed_at is not None,
+                        validators=(feed.etag, feed.last_modified), default_from=default_from,
+                        jobs=jobs, allow_private=allow_private, now=now, fetcher=fetcher)
     session.expire_all()
     feed = session.get(Feed, feed_id)
     if feed is not None and feed.mode == "digest" and feed.next_digest_at is not None \
             and feed.next_digest_at <= now:
-        outcome.broadcasts += _send_digest(session, feed, automation, default_from=default_from,
-                                           jobs=jobs, now=now)
+        upcoming = next_digest(feed, owner_zone(session), now)
+        outcome.broadcasts += _send_digest(session, target, feed.next_digest_at, upcoming,
+                                           default_from=default_from, jobs=jobs, now=now)
     session.commit()
     return outcome
 
@@ -107,10 +128,11 @@ def run(session: Session, feed_id: int, *, default_from: str, jobs: Jobs | None,
 # ------------------------------------------------------------------ polling
 
 
-def _poll(session: Session, feed: Feed, automation: Automation, *, default_from: str,
-          jobs: Jobs | None, allow_private: bool, now: datetime, fetcher: Fetcher) -> Outcome:
-    feed_id, url, primed = feed.id, feed.url, feed.primed_at is not None
-    etag, modified = (feed.etag, feed.last_modified) if primed else (None, None)
+def _poll(session: Session, target: Target, *, primed: bool,
+          validators: tuple[str | None, str | None], default_from: str, jobs: Jobs | None,
+          allow_private: bool, now: datetime, fetcher: Fetcher) -> Outcome:
+    feed_id, url = target.feed_id, target.url
+    etag, modified = validators if primed else (None, None)
     session.commit()  # no transaction stays open across the network
     outcome = Outcome(polled=True)
     try:
@@ -127,17 +149,22 @@ def _poll(session: Session, feed: Feed, automation: Automation, *, default_from:
         return outcome
     known = set(session.scalars(select(FeedItem.key).where(
         FeedItem.feed_id == feed_id, FeedItem.key.in_([i.key for i in items]))))
+    session.commit()  # (a read; the writes below each begin with the feed's row)
     new = _oldest_first([i for i in items if i.key not in known])
     outcome.new = len(new)
     try:
         for item in new[:MAX_NEW_PER_POLL]:
-            outcome.broadcasts += _record(session, feed, automation, item, url,
-                                          default_from=default_from, jobs=jobs)
-        if feed.mode == "each" and not automation.record_only:
-            for item_id in _unsent(session, feed_id):  # left by a digest, or a refused send
+            outcome.broadcasts += _record(session, target, item, default_from=default_from,
+                                          jobs=jobs)
+        if target.mode == "each" and not target.record_only:
+            leftovers = _unsent(session, feed_id)  # left by a digest, or a refused send
+            session.commit()
+            for item_id in leftovers:
                 if _lock(session, feed_id, url):
-                    outcome.broadcasts += _send(session, automation, [item_id],
+                    outcome.broadcasts += _send(session, target, [item_id],
                                                 default_from=default_from, jobs=jobs)
+                else:
+                    session.rollback()
     except FeedProblem as problem:
         outcome.error = _failed(session, feed_id, url, problem.message, now)
         return outcome
@@ -180,23 +207,23 @@ def _prime(session: Session, feed_id: int, url: str, items: Sequence[Item], fetc
     _succeeded(session, feed_id, url, fetched, now)
 
 
-def _record(session: Session, feed: Feed, automation: Automation, item: Item, url: str, *,
-            default_from: str, jobs: Jobs | None) -> int:
+def _record(session: Session, target: Target, item: Item, *, default_from: str,
+            jobs: Jobs | None) -> int:
     """A new item recorded and, one per item, sent in the same transaction (invariant 2)."""
-    if not _lock(session, feed.id, url):
+    if not _lock(session, target.feed_id, target.url):
         session.rollback()
         return 0
-    _insert(session, feed.id, item, baseline=automation.record_only)
-    if feed.mode != "each" or automation.record_only:
+    _insert(session, target.feed_id, item, baseline=target.record_only)
+    if target.mode != "each" or target.record_only:
         session.commit()
         return 0
     item_id = session.scalar(select(FeedItem.id).where(
-        FeedItem.feed_id == feed.id, FeedItem.key == item.key, FeedItem.broadcast_id.is_(None),
-        FeedItem.baseline.is_(False)))
+        FeedItem.feed_id == target.feed_id, FeedItem.key == item.key,
+        FeedItem.broadcast_id.is_(None), FeedItem.baseline.is_(False)))
     if item_id is None:
         session.commit()
         return 0
-    return _send(session, automation, [item_id], default_from=default_from, jobs=jobs)
+    return _send(session, target, [item_id], default_from=default_from, jobs=jobs)
 
 
 def _unsent(session: Session, feed_id: int) -> list[int]:
@@ -232,13 +259,14 @@ def _failed(session: Session, feed_id: int, url: str, message: str, now: datetim
 # ------------------------------------------------------------------ sending
 
 
-def _send(session: Session, automation: Automation, item_ids: list[int], *, default_from: str,
+def _send(session: Session, target: Target, item_ids: list[int], *, default_from: str,
           jobs: Jobs | None) -> int:
     """One broadcast carrying `item_ids` to the automation's list or segment, through its
     identity, created and sent in the caller's transaction with the guarded UPDATE of the
     items (invariant 2). Returns 1 when sent, 0 when another poll had taken them."""
     step = session.scalar(select(AutomationStep).where(
-        AutomationStep.automation_id == automation.id, AutomationStep.removed_at.is_(None))
+        AutomationStep.automation_id == target.automation_id,
+        AutomationStep.removed_at.is_(None))
         .order_by(AutomationStep.position).limit(1))
     if step is None:
         session.rollback()
@@ -250,11 +278,11 @@ def _send(session: Session, automation: Automation, item_ids: list[int], *, defa
                        body_format=step.body_format,
                        items=[ItemText(i.title, i.link, i.summary_html, i.published_at)
                               for i in items])
-    broadcast = Broadcast(list_id=automation.list_id, segment_id=automation.segment_id,
+    broadcast = Broadcast(list_id=target.list_id, segment_id=target.segment_id,
                           subject=composed.subject, preheader=composed.preheader,
                           body=written_as(composed.body, "html"), body_format="html",
                           editor="html", skip_if_received_within_hours=None,
-                          status=lifecycle.INITIAL.value, identity_id=automation.identity_id)
+                          status=lifecycle.INITIAL.value, identity_id=target.identity_id)
     session.add(broadcast)
     session.flush()
     moved = rowcount(session.execute(
@@ -269,30 +297,30 @@ def _send(session: Session, automation: Automation, item_ids: list[int], *, defa
     except DomainError as exc:
         session.rollback()
         raise FeedProblem(f"New items were found but not sent: {exc.message}") from None
-    log.info("feed automation %s: broadcast %s carries %d item(s)", automation.id, broadcast.id,
-             len(item_ids))
+    log.info("feed automation %s: broadcast %s carries %d item(s)", target.automation_id,
+             broadcast.id, len(item_ids))
     return 1
 
 
-def _send_digest(session: Session, feed: Feed, automation: Automation, *, default_from: str,
-                 jobs: Jobs | None, now: datetime) -> int:
+def _send_digest(session: Session, target: Target, seen: datetime, upcoming: datetime, *,
+                 default_from: str, jobs: Jobs | None, now: datetime) -> int:
     """The digest's time: its schedule moved on by one guarded UPDATE (of two runs, one
-    sends), and the collected items sent in the same transaction."""
-    seen = feed.next_digest_at
-    upcoming = next_digest(feed, owner_zone(session), now)
+    sends; the transaction's first statement), and the collected items sent in the same
+    transaction."""
+    session.commit()
     if not rowcount(session.execute(update(Feed).where(
-            Feed.id == feed.id, Feed.mode == "digest", Feed.next_digest_at == seen)
+            Feed.id == target.feed_id, Feed.mode == "digest", Feed.next_digest_at == seen)
             .values(next_digest_at=upcoming))):
         session.rollback()
         return 0
-    item_ids = [] if automation.record_only else _unsent(session, feed.id)
+    item_ids = [] if target.record_only else _unsent(session, target.feed_id)
     if not item_ids:
         session.commit()
         return 0
     try:
-        return _send(session, automation, item_ids, default_from=default_from, jobs=jobs)
+        return _send(session, target, item_ids, default_from=default_from, jobs=jobs)
     except FeedProblem as problem:
-        session.execute(update(Feed).where(Feed.id == feed.id).values(
+        session.execute(update(Feed).where(Feed.id == target.feed_id).values(
             error=problem.message[:MAX_ERROR], error_at=now,
             next_digest_at=now + DIGEST_RETRY))
         session.commit()
