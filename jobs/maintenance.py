@@ -42,6 +42,7 @@ from jobs.automations import anything_due, evaluation_due, follow_settings
 from jobs.compaction import ensure_compaction
 from jobs.content_retention import ensure_content_removed
 from jobs.engine import paused_notice
+from jobs.feeds import ensure_feed_polls
 from jobs.runtime import Runtime
 
 log = logging.getLogger("broadside.worker")
@@ -202,6 +203,7 @@ def ensure_jobs(session: Session, rt: Runtime) -> None:
             not rt.jobs.has_marker("automations", rt.identity_id or 0):
         rt.jobs.enqueue_automations(rt.identity_id)
     _ensure_evaluation(session, rt)
+    ensure_feed_polls(session, rt)
 
 
 def guard_reputation(session: Session, rt: Runtime) -> str | None:

@@ -13,6 +13,7 @@ from jobs.automations import anything_due, automation_slice, run_evaluation
 from jobs.broadcasts import broadcast_slice, is_waiting
 from jobs.database import db
 from jobs.engine import SLICE_MAX_SENDS
+from jobs.feeds import run_feed
 
 
 def send_broadcast_slice(broadcast_id: int) -> str:
@@ -129,5 +130,15 @@ def evaluate_automations(_unused: int = 0) -> str:
         except RedisError:
             pass  # the maintenance tick queues them once Redis is back
         return "continue" if not result.finished else "finished"
+    finally:
+        db.session.remove()
+
+
+def poll_feed(feed_id: int) -> str:
+    """A feed automation's poll, and its digest when due (jobs.feeds)."""
+    rt = runtime.get()
+    try:
+        rt.jobs.clear_marker("feed", feed_id)
+        return run_feed(db.session(), rt, feed_id)
     finally:
         db.session.remove()

@@ -60,6 +60,7 @@ ENV_VARS = (
     "TRUSTED_PROXIES",
     "RETRY_BASE_SECONDS",
     "WEBHOOKS_ALLOW_PRIVATE",
+    "FEEDS_ALLOW_PRIVATE",
     "PROVIDER_ENDPOINTS_ALLOW_PRIVATE",
     "DNS_RESOLVER",
     "MEDIA_URL",
@@ -242,6 +243,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         "TRUSTED_PROXIES": "",  # the reverse proxies' addresses/networks (webapp/proxies.py)
         "RETRY_BASE_SECONDS": "30",
         "WEBHOOKS_ALLOW_PRIVATE": "0",
+        "FEEDS_ALLOW_PRIVATE": "0",  # a feed automation's feed may be on the own network
         "PROVIDER_ENDPOINTS_ALLOW_PRIVATE": "0",
         "DNS_RESOLVER": "",  # the DNS checks' resolver, "host:port"; empty: the system's
         "MEDIA_URL": "",  # where the media library's files are served from; empty: BASE_URL/media/
@@ -321,6 +323,7 @@ def load_config(instance_path: Path, environ: Mapping[str, str], overrides: Mapp
         raise ConfigError("RETRY_BASE_SECONDS", "must be between 0 and 3600")
     config["RETRY_BASE_SECONDS"] = retry_base
     config["WEBHOOKS_ALLOW_PRIVATE"] = _flag("WEBHOOKS_ALLOW_PRIVATE", raw["WEBHOOKS_ALLOW_PRIVATE"])
+    config["FEEDS_ALLOW_PRIVATE"] = _flag("FEEDS_ALLOW_PRIVATE", raw["FEEDS_ALLOW_PRIVATE"])
     # A provider transport's ?endpoint= may be a private or loopback address (a relay of one's
     # own, the test suite's fake providers); link-local and metadata addresses never.
     config["PROVIDER_ENDPOINTS_ALLOW_PRIVATE"] = _flag("PROVIDER_ENDPOINTS_ALLOW_PRIVATE",

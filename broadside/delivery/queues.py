@@ -95,6 +95,7 @@ SLICE_JOB = "jobs.tasks.send_broadcast_slice"
 TRANSACTIONAL_JOB = "jobs.tasks.send_transactional"
 AUTOMATIONS_JOB = "jobs.tasks.send_automations"
 EVALUATION_JOB = "jobs.tasks.evaluate_automations"
+FEED_JOB = "jobs.tasks.poll_feed"
 IMPORT_JOB = "jobs.imports.run_import_job"
 BULK_JOB = "jobs.bulk.run_bulk_job"
 
@@ -153,6 +154,13 @@ class Jobs:
         stream's worker runs it (it sends nothing)."""
         return self._enqueue_once(LATER if turn else EVALUATIONS, "evaluation", 0,
                                   EVALUATION_JOB, 600)
+
+    def enqueue_feed(self, feed_id: int, identity_id: int | None = None) -> bool:
+        """Queue a feed automation's poll (and digest) on its identity's stream, behind the
+        broadcasts' slices (one queued at a time per feed): a poll holds a stream at most
+        its fetch's 10 seconds (broadside.campaigns.feeds.fetch)."""
+        return self._enqueue_once(BROADCASTS, "feed", feed_id, FEED_JOB, 120,
+                                  stream_of(identity_id))
 
     def enqueue_import(self, import_id: int) -> None:
         self.queue(IMPORTS).enqueue(

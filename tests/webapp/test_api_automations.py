@@ -75,7 +75,9 @@ def test_create_read_replace_enable_disable_and_delete(client, api_headers):
     assert created.status_code == 201
     body = created.json
     assert set(body) == {"id", "name", "status", "pause_reason", "trigger", "priority",
-                         "record_only", "identity_id", "entered", "created_at", "updated_at", "steps"}
+                         "record_only", "identity_id", "entered", "created_at", "updated_at", "steps",
+                         "feed"}
+    assert body["feed"] is None  # a feed trigger's only
     assert body["name"] == "Welcome series"  # spaces collapsed
     assert body["status"] == "disabled" and body["pause_reason"] is None
     assert body["trigger"] == {"type": "joined_list", "list_id": weekly}

@@ -16,10 +16,14 @@ described in `webapp/apidocs/automations.py`).
   (its identity's or Settings', which every email prints, as for a broadcast's send)
 
 An Automation is {"id", "name", "status", "pause_reason", "trigger", "priority",
-"record_only", "identity_id", "entered", "created_at", "updated_at", "steps"} (`identity_id`:
-the sending identity its messages go out through, null for the default); each step carries its
-"counts" of messages by status. The trigger is {"type": "joined_list", "list_id"} or
-{"type": "segment", "segment_id", "every_hours"}. A refused body is 422 with a message naming
+"record_only", "identity_id", "entered", "created_at", "updated_at", "steps", "feed"}
+(`identity_id`: the sending identity its messages go out through, null for the default); each
+step carries its "counts" of messages by status. The trigger is {"type": "joined_list",
+"list_id"}, {"type": "segment", "segment_id", "every_hours"} or {"type": "feed", "url",
+"list_id" | "segment_id", "mode": "each" | "digest", "every": "daily" | "weekly", "at":
+"HH:MM", "weekday"?} (`broadside.campaigns.feeds.trigger`); "feed" is then its last poll, its
+error, the items waiting for a digest and the newest sent with their broadcast (null for the
+other triggers). A refused body is 422 with a message naming
 the field (and the step by its number), a taken name 409, an unknown or deleted id 404.
 """
 
@@ -31,6 +35,7 @@ from flask import current_app, jsonify
 
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.codes.minting import codes_json
+from broadside.campaigns.feeds.status import feed_status, status_json
 from broadside.core import roles
 from broadside.core.errors import ValidationError, shown
 from broadside.core.models import Automation, AutomationStep
@@ -71,6 +76,8 @@ def automation_json(automation: Automation) -> dict[str, Any]:
         "created_at": iso(automation.created_at), "updated_at": iso(automation.updated_at),
         "steps": [step_json(step, counts.get(step.id))
                   for step in automations.steps_of(db.session, automation.id)],
+        "feed": (status_json(feed_status(db.session, automation.id))
+                 if automation.trigger_type == "feed" else None),
     }
 
 

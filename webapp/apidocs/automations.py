@@ -11,7 +11,13 @@ from typing import Any
 
 from broadside.campaigns.automations import durations
 from broadside.campaigns.automations import service as automations
-from broadside.core.models.automations import AUTOMATION_STATUSES, AutomationStatus
+from broadside.campaigns.feeds import trigger as feed_trigger
+from broadside.core.models.automations import (
+    AUTOMATION_STATUSES,
+    FEED_EVERY,
+    FEED_MODES,
+    AutomationStatus,
+)
 from broadside.core.models.sending import DELIVERY_STATUSES
 from broadside.mail.text_part import MAX_TEXT_BODY
 from webapp.apidocs.paths import body, operation, reply
@@ -64,6 +70,36 @@ def _triggers(suffix: str, ids: dict[str, Any], *, saved: bool) -> dict[str, Any
             None if saved else ("type", "segment_id"),
             description="Lifecycle: every `every_hours` hours, the people this segment matches "
             "who never entered it enter."),
+        f"FeedTrigger{suffix}": obj(
+            {"type": {"const": "feed"},
+             "url": {"type": "string", "minLength": 1, "maxLength": feed_trigger.MAX_URL,
+                     "pattern": r"^ *[Hh][Tt][Tt][Pp][Ss]?://[^\s@/?#]+([/?#][^\s]*)? *$",
+                     "description": "The RSS or Atom feed's address (http or https, no user "
+                     "name or password). Polled at most every 15 minutes, with ETag and "
+                     "If-Modified-Since; it must resolve to public addresses only (unless "
+                     "FEEDS_ALLOW_PRIVATE=1), answer within 10 s and weigh at most 5 MB. A poll "
+                     "that fails is shown in `feed.error` and sends nothing."},
+             "list_id": {**nullable(ID), "description": "The list each email goes to (or "
+                         "segment_id: exactly one of them)." + gone.format("list")},
+             "segment_id": {**nullable(ID), "description": "The segment each email goes to "
+                            "(or list_id)." + gone.format("segment")},
+             "mode": {"type": "string", "enum": list(FEED_MODES), "default": "each",
+                      "description": "each: one email per new item; digest: the new items "
+                      "together, at `at` every day or every week."},
+             "every": {"type": "string", "enum": list(FEED_EVERY), "default": "daily",
+                       "description": "A digest's schedule (digest only)."},
+             "at": {"type": "string", "pattern": r"^ *([01][0-9]|2[0-3]):[0-5][0-9] *$",
+                    "description": "A digest's time, HH:MM in the owner's time zone (Settings); "
+                    "required for a digest, absent otherwise."},
+             "weekday": {"type": "integer", "minimum": 0, "maximum": 6, "default": 0,
+                         "description": "A weekly digest's day: 0 Monday ... 6 Sunday (weekly "
+                         "only)."}},
+            ("type", "url", "mode", "list_id", "segment_id") if saved else ("type", "url"),
+            description="RSS to email: each new item of the feed (keyed by its id, else its "
+            "link) is sent once, through a broadcast to the list or segment, its content from "
+            "step 1 ([[title]], [[count]] and [[items]] filled in; the item's HTML sanitised). "
+            "The items present at the first poll are recorded, never sent. A field that does "
+            "not fit is 422 naming it (`trigger.url`, `trigger.at`...)."),
     }
 
 
@@ -120,7 +156,8 @@ AUTOMATION_SCHEMAS: dict[str, Any] = {
     "AutomationStepInput": STEP_INPUT,
     "AutomationInput": obj({
         "name": {"type": "string", "minLength": 1, "maxLength": automations.MAX_NAME},
-        "trigger": {"oneOf": [ref("JoinedListTrigger"), ref("SegmentTrigger")]},
+        "trigger": {"oneOf": [ref("JoinedListTrigger"), ref("SegmentTrigger"),
+                              ref("FeedTrigger")]},
         "priority": {"type": "integer", "minimum": -automations.MAX_PRIORITY,
                      "maximum": automations.MAX_PRIORITY, "default": 0,
                      "description": "Lifecycle automations are evaluated highest first; one "
@@ -145,13 +182,28 @@ AUTOMATION_SCHEMAS: dict[str, Any] = {
     "Automation": obj({
         "id": ID, "name": {"type": "string"}, "status": ref("AutomationStatus"),
         "pause_reason": {"type": ["string", "null"]},
-        "trigger": {"oneOf": [ref("JoinedListTriggerSaved"), ref("SegmentTriggerSaved")]},
+        "trigger": {"oneOf": [ref("JoinedListTriggerSaved"), ref("SegmentTriggerSaved"),
+                              ref("FeedTriggerSaved")]},
         "priority": {"type": "integer"}, "record_only": {"type": "boolean"},
         "identity_id": IDENTITY_CHOICE,
         "entered": {"type": "integer", "minimum": 0, "description": "People who entered it."},
         "created_at": MOMENT, "updated_at": MOMENT,
         "steps": {"type": "array", "items": ref("AutomationStep")},
+        "feed": {**ref("FeedStatus"), "description": "A feed trigger's feed; null for the "
+                 "other triggers."},
     }),
+    "FeedStatus": {"oneOf": [{"type": "null"}, obj({
+        "polled_at": nullable(MOMENT), "next_poll_at": nullable(MOMENT),
+        "next_digest_at": nullable(MOMENT),
+        "error": {"type": ["string", "null"], "description": "Why the last poll failed, in "
+                  "words; null when it worked."},
+        "error_at": nullable(MOMENT),
+        "waiting": {"type": "integer", "minimum": 0, "description": "Items recorded and not "
+                    "sent yet (a digest's)."},
+        "sent_count": {"type": "integer", "minimum": 0, "description": "Items sent."},
+        "sent": {"type": "array", "description": "The newest items sent (at most 20).",
+                 "items": obj({"title": {"type": "string"}, "link": {"type": "string"},
+                               "published_at": nullable(MOMENT), "broadcast_id": ID})}})]},
 }
 
 STEPS_EXAMPLE = [{"delay": "PT0S", "subject": "Welcome, {{ name }}", "body": "Glad you came."},
@@ -179,6 +231,7 @@ AUTOMATION_EXAMPLE = {
          "attachments": [], "versions": [],
          "counts": {**ZERO, "pending": 40, "sent": 78, "skipped": 2}},
     ],
+    "feed": None,
 }
 ACTIONS = {
     "enable": ("Enable (or resume) an automation",

@@ -94,6 +94,14 @@ class EditorFields:
     record_only: bool = False
     identity_id: str = ""  # the sending identity ("": the default)
     steps: list[StepFields] = field(default_factory=lambda: [StepFields()])
+    # A feed trigger: its address, whom its items go to ("list:<id>" or "segment:<id>"),
+    # one email per item or a digest (daily or weekly on a weekday, 0 = Monday, at a time).
+    feed_url: str = ""
+    feed_target: str = ""
+    feed_mode: str = "each"
+    feed_every: str = "daily"
+    feed_at: str = "08:00"
+    feed_weekday: str = "0"
 
 
 def _shown(delay: str) -> tuple[str, str]:
@@ -139,7 +147,8 @@ def read_form(form: MultiDict) -> EditorFields:
         list_id=_text(form, "list_id"), segment_id=_text(form, "segment_id"),
         every_hours=_text(form, "every_hours", "12"), priority=_text(form, "priority", "0"),
         record_only=form.get("record_only") in ("1", "on", "y", "true"),
-        identity_id=_text(form, "identity_id"), steps=[])
+        identity_id=_text(form, "identity_id"), steps=[],
+        **{key: _text(form, key, default)[:2100] for key, default in FEED_DEFAULTS.items()})
     numbers = sorted({int(m.group(1)) for key in form if (m := _STEP_KEY.match(key))})
     for number in numbers[:MAX_STEPS + 1]:
         step_id = _text(form, f"step-{number}-id")
@@ -216,10 +225,29 @@ def _number(text: str) -> Any:
     return int(text) if _WHOLE.fullmatch(text) else text
 
 
+FEED_DEFAULTS = {"feed_url": "", "feed_target": "", "feed_mode": "each", "feed_every": "daily",
+                 "feed_at": "08:00", "feed_weekday": "0"}
+
+
+def _feed_trigger(fields: EditorFields) -> dict[str, Any]:
+    """The typed feed trigger in the API's shape (the domain says what is wrong with it)."""
+    kind, _sep, chosen = fields.feed_target.partition(":")
+    trigger: dict[str, Any] = {"type": "feed", "url": fields.feed_url, "mode": fields.feed_mode,
+                               "segment_id" if kind == "segment" else "list_id":
+                               _number(chosen) if chosen else None}
+    if fields.feed_mode == "digest":
+        trigger.update(every=fields.feed_every, at=fields.feed_at.strip())
+        if fields.feed_every == "weekly":
+            trigger["weekday"] = _number(fields.feed_weekday)
+    return trigger
+
+
 def as_body(fields: EditorFields) -> dict[str, Any]:
     """The API's JSON shape, for `parse_input`."""
     trigger: dict[str, Any]
-    if fields.trigger_type == "segment":
+    if fields.trigger_type == "feed":
+        trigger = _feed_trigger(fields)
+    elif fields.trigger_type == "segment":
         trigger = {"type": "segment", "segment_id": _number(fields.segment_id) if fields.segment_id else None,
                    "every_hours": _number(fields.every_hours or "12")}
     else:
@@ -259,7 +287,15 @@ def from_saved(shape: dict[str, Any], step_ids: list[int],
     mode (`editors`; else the one its format is written in)."""
     trigger = shape["trigger"]
     modes = editors or [s.get("format", "markdown") for s in shape["steps"]]
-    return EditorFields(
+    feed = {}
+    if trigger["type"] == "feed":
+        target = (f"segment:{trigger['segment_id']}" if trigger.get("segment_id")
+                  else f"list:{trigger['list_id']}" if trigger.get("list_id") else "")
+        feed = {"feed_url": trigger.get("url") or "", "feed_target": target,
+                "feed_mode": trigger["mode"], "feed_every": trigger.get("every") or "daily",
+                "feed_at": trigger.get("at") or "08:00",
+                "feed_weekday": str(trigger.get("weekday") or 0)}
+    return EditorFields(**feed,
         name=shape["name"], trigger_type=trigger["type"],
         list_id=str(trigger.get("list_id") or ""), segment_id=str(trigger.get("segment_id") or ""),
         every_hours=str(trigger.get("every_hours", 12)), priority=str(shape["priority"]),
@@ -277,6 +313,9 @@ def from_saved(shape: dict[str, Any], step_ids: list[int],
 def trigger_ids(fields: EditorFields) -> tuple[int | None, int | None]:
     """(list id, segment id) the typed trigger names, for the merge-field report (None where
     it names none, or nothing readable)."""
-    chosen = fields.segment_id if fields.trigger_type == "segment" else fields.list_id
+    kind = fields.trigger_type
+    chosen = fields.segment_id if kind == "segment" else fields.list_id
+    if kind == "feed":
+        kind, _sep, chosen = fields.feed_target.partition(":")
     value = int(chosen) if _ID.fullmatch(chosen.strip()) else None
-    return (None, value) if fields.trigger_type == "segment" else (value, None)
+    return (None, value) if kind == "segment" else (value, None)

@@ -38,6 +38,7 @@ from broadside.campaigns.automations import durations, message_page, refreeze
 from broadside.campaigns.automations import service as automations
 from broadside.campaigns.automations.merge_report import StepTexts, automation_report, steps_report
 from broadside.campaigns.broadcasts import merge_person
+from broadside.campaigns.feeds.status import feed_status
 from broadside.campaigns.field_report import MergeReport
 from broadside.core import roles
 from broadside.core.errors import Conflict, DomainError, Forbidden, NotFound, ValidationError
@@ -87,7 +88,8 @@ def _names() -> tuple[dict[int, str], dict[int, str]]:
 @bp.get("/")
 def index():
     lists, segments = _names()
-    cards = [_card(a) for a in automations.list_automations(db.session)]
+    cards = [{**_card(a), "feed": feed_status(db.session, a.id) if a.trigger_type == "feed"
+              else None} for a in automations.list_automations(db.session)]
     return render_template("automations/index.html", cards=cards, lists=lists, segments=segments,
                            action_form=ConfirmForm(), held=refreeze.held_reasons(db.session))
 
@@ -152,7 +154,9 @@ def _render_editor(fields: form.EditorFields, automation: Automation | None, *,
                            max_steps=automations.MAX_STEPS, csrf_form=ConfirmForm(),
                            versions_error_step=error_step if (error_field or "").endswith(
                                ".versions") else None,
-                           default_locale=get_settings(db.session).default_language)
+                           default_locale=get_settings(db.session).default_language,
+                           error_field=error_field, feed=automation and feed_status(
+                               db.session, automation.id))
     return page, status
 
 
@@ -171,7 +175,7 @@ def _submitted(automation: Automation | None):
     try:
         if fields.trigger_type == "segment" and not fields.segment_id:
             raise ValidationError(_("Choose the segment whose people enter this automation."))
-        if fields.trigger_type != "segment" and not fields.list_id:
+        if fields.trigger_type == "joined_list" and not fields.list_id:
             raise ValidationError(_("Choose the list whose new subscribers enter this automation."))
         data = form.parsed(fields)
         if automation is None:

@@ -23,6 +23,7 @@ from broadside.campaigns.broadcasts import merge_person
 from broadside.campaigns.broadcasts.merge_person import MergePerson
 from broadside.campaigns.codes.fields import sample
 from broadside.campaigns.codes.minting import codes_json
+from broadside.campaigns.feeds import trigger as feeds
 from broadside.core.addresses import normalise_email
 from broadside.core.errors import Conflict, Forbidden, NotFound, ValidationError
 from broadside.core.i18n import _
@@ -57,7 +58,7 @@ MAX_PRIORITY = 1000
 @dataclass
 class AutomationInput:
     name: str
-    trigger_type: str  # joined_list | segment
+    trigger_type: str  # joined_list | segment | feed
     list_id: int | None = None
     segment_id: int | None = None
     every_hours: int = 12
@@ -65,6 +66,7 @@ class AutomationInput:
     record_only: bool = False
     steps: list[StepInput] = field(default_factory=list)
     identity_id: int | None = None  # the sending identity; None: the default
+    feed: feeds.FeedTrigger | None = None  # a feed trigger's own fields
 
 
 def _an_int(value: object) -> bool:
@@ -105,10 +107,14 @@ def parse_input(data: Any) -> AutomationInput:
     name = " ".join(_text(data.get("name"), "name", MAX_NAME, required=True).split())
     trigger = data.get("trigger")
     if not isinstance(trigger, dict) or trigger.get("type") not in TRIGGERS:
-        raise ValidationError('The trigger must be {"type": "joined_list", "list_id": N} or '
-                              '{"type": "segment", "segment_id": N, "every_hours": H}.')
+        raise ValidationError('The trigger must be {"type": "joined_list", "list_id": N}, '
+                              '{"type": "segment", "segment_id": N, "every_hours": H} or '
+                              f"{feeds.SHAPE}.", field="trigger")
     result = AutomationInput(name=name, trigger_type=trigger["type"])
-    if trigger["type"] == "joined_list":
+    if trigger["type"] == "feed":
+        result.feed = feeds.parse_trigger(trigger)
+        result.list_id, result.segment_id = feeds.audience_ids(trigger)
+    elif trigger["type"] == "joined_list":
         if set(trigger) - {"type", "list_id"}:
             raise ValidationError('A "joined_list" trigger has only type and list_id.')
         if not _an_id(trigger.get("list_id")):
@@ -160,7 +166,9 @@ def name_key(name: str) -> str:
 
 def _check(session: Session, data: AutomationInput, except_id: int | None = None) -> list[int]:
     """Everything but the merge syntax (checked when freezing); returns each step's delay."""
-    if data.trigger_type == "joined_list":
+    if data.trigger_type == "feed":
+        feeds.check_audience(session, data.list_id, data.segment_id, len(data.steps))
+    elif data.trigger_type == "joined_list":
         if data.list_id is None or session.get(MailingList, data.list_id) is None:
             raise ValidationError(f"There is no list with id {data.list_id}.")
         data.segment_id = None
@@ -220,6 +228,8 @@ def _write(session: Session, automation: Automation, data: AutomationInput, dela
         session.add(automation)
         session.flush()
         save_steps(session, automation, data.steps, delays, default_from, identity_changed)
+        if data.feed is not None:
+            feeds.save_feed(session, automation.id, data.feed)
         session.commit()
     except IntegrityError:
         session.rollback()
@@ -262,6 +272,7 @@ def as_input(session: Session, automation: Automation) -> dict[str, Any]:
     trigger: dict[str, Any] = (
         {"type": "joined_list", "list_id": automation.list_id}
         if automation.trigger_type == "joined_list"
+        else feeds.shown(session, automation) if automation.trigger_type == "feed"
         else {"type": "segment", "segment_id": automation.segment_id,
               "every_hours": automation.every_hours})
     return {"name": automation.name, "trigger": trigger, "priority": automation.priority,
