@@ -22,6 +22,7 @@ from broadside.core.models.automations import AutomationStatus
 from broadside.core.models.sending import BroadcastStatus
 from broadside.core.site_settings import owner_zone
 from broadside.core.timeutil import utcnow
+from broadside.segments.engagement import BROADCAST_FIELDS
 from broadside.segments.reach import active_somewhere, audience_clause, list_reach
 from broadside.segments.rules import Context, Group, RuleError, compile_rules, parse
 
@@ -45,7 +46,8 @@ def check_references(session: Session, group: Group) -> None:
             if session.get(MailingList, list_id) is None:
                 raise RuleError(f"{condition.label.capitalize()} ({condition.field} "
                                 f"{condition.op}): there is no list {list_id}.")
-        if condition.kind == "received" and session.get(Broadcast, condition.value) is None:
+        if (condition.kind in ("received", *BROADCAST_FIELDS)
+                and session.get(Broadcast, condition.value) is None):
             raise RuleError(f"{condition.label.capitalize()} ({condition.field} {condition.op}): "
                             f"there is no broadcast {condition.value}.")
 

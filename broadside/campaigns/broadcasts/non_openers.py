@@ -14,6 +14,7 @@ confirmation page's count and the snapshot at Send all use it, so they agree.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -186,3 +187,16 @@ def make_draft(session: Session, broadcast_id: int, subject: object) -> Broadcas
     session.commit()
     owner_action("resend to non-openers drafted", broadcast_id=draft.id, resend_of=original.id)
     return draft
+
+
+def set_wait_hours(session: Session, value: object) -> int:
+    """Settings' wait before the button is offered: whole hours from 1 to MAX_WAIT_HOURS
+    after a broadcast finished (one commit)."""
+    text = value.strip() if isinstance(value, str) else value
+    hours = int(text) if isinstance(text, str) and re.fullmatch(r"[0-9]{1,4}", text) else text
+    if isinstance(hours, bool) or not isinstance(hours, int) or not 1 <= hours <= MAX_WAIT_HOURS:
+        raise ValidationError(_("Give the wait in whole hours, from 1 to %(max)s.",
+                                max=MAX_WAIT_HOURS), field="resend_after_hours")
+    get_settings(session).resend_after_hours = hours
+    session.commit()
+    return hours
