@@ -165,11 +165,15 @@ def make_draft(session: Session, broadcast_id: int, subject: object) -> Broadcas
                               .with_for_update())  # two presses at once: one draft
     if original is None:
         raise NotFound(_("No such broadcast."))
+    try:
+        cleaned = clean_subject(original, subject)  # a bad request is refused as such first
+    except ValidationError:
+        session.rollback()
+        raise
     chosen = offer(session, original)
     if not chosen.offered:
         session.rollback()
         raise Conflict(chosen.reason)
-    cleaned = clean_subject(original, subject)
     try:
         identity_id = check_choice(session, original.identity_id)
     except ValidationError:
