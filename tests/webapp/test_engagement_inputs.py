@@ -55,7 +55,7 @@ def test_the_resend_over_the_api(app, logged_in_client, api_headers, smtp_server
         "draft", "Did you see this?", broadcast.list_id)
     assert draft.resend_of_id == broadcast.id
     again = client.post(url, headers=api_headers, json={"subject": "Third time"})
-    assert again.status_code == 409 and "already been sent again" in again.json["error"]
+    assert again.status_code == 409 and "A resend of it" in again.json["error"]
     assert resends(broadcast.id) == 1
 
 

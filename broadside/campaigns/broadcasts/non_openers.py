@@ -105,7 +105,7 @@ def offer(session: Session, broadcast: Broadcast, *, now: datetime | None = None
     resend_id = session.scalar(select(Broadcast.id).where(Broadcast.resend_of_id == broadcast.id)
                                .order_by(Broadcast.id).limit(1))
     if resend_id is not None:
-        return Offer(False, _("It has already been sent again to those who did not open it."),
+        return Offer(False, _("A resend of it to those who did not open it exists already."),
                      resend_id=resend_id)
     hours = get_settings(session).resend_after_hours or DEFAULT_WAIT_HOURS
     available = broadcast.finished_at + timedelta(hours=hours)
