@@ -68,14 +68,20 @@ class Offer:
 
 
 def _aggregate_lists(session: Session, broadcast: Broadcast) -> list[str]:
-    """The lists whose readers' copies of the broadcast were counted in aggregate only (their
-    list had per-person tracking off): nobody on them could be told to have opened it."""
-    copy_list = func.coalesce(Delivery.list_id, broadcast.list_id)
+    """The lists whose readers' copies of the broadcast are counted in aggregate only (their
+    list has per-person tracking off): nobody on them could be told to have opened it. A
+    list's broadcast asks its one list; a segment's reads the lists of its copies (the
+    broadcast's deliveries by (broadcast_id, status): one pass, asked only once every other
+    condition of the offer holds)."""
+    aggregate = MailingList.per_person_tracking.is_not(True)
+    if broadcast.segment_id is None and broadcast.list_id is not None:
+        return list(session.scalars(select(MailingList.name).where(
+            MailingList.id == broadcast.list_id, aggregate)))
+    copy_lists = (select(Delivery.list_id).where(Delivery.broadcast_id == broadcast.id,
+                                                 Delivery.status.in_(REACHED))
+                  .distinct().scalar_subquery())
     return list(session.scalars(
-        select(MailingList.name).where(
-            MailingList.per_person_tracking.is_not(True),
-            exists().where(Delivery.broadcast_id == broadcast.id, Delivery.status.in_(REACHED),
-                           copy_list == MailingList.id))
+        select(MailingList.name).where(aggregate, MailingList.id.in_(copy_lists))
         .order_by(MailingList.name).limit(MAX_NAMED_LISTS + 1)))
 
 
@@ -93,20 +99,16 @@ def offer(session: Session, broadcast: Broadcast, *, now: datetime | None = None
         return Offer(False, _("It was sent with tracking %(mode)s: only per-person tracking "
                               "tells who opened it.", mode=str(SHORT.get(broadcast.tracking or OFF,
                                                                           SHORT[OFF]))))
-    aggregate = _aggregate_lists(session, broadcast)
-    if aggregate:
-        names = ", ".join(f"“{name}”" for name in aggregate[:MAX_NAMED_LISTS])
-        return Offer(False, ngettext(
-            "Opens were counted in aggregate only for the list %(names)s (its per-person "
-            "tracking is off), so nobody there can be told to have opened it.",
-            "Opens were counted in aggregate only for the lists %(names)s (their per-person "
-            "tracking is off), so nobody there can be told to have opened it.",
-            len(aggregate), names=names))
     resend_id = session.scalar(select(Broadcast.id).where(Broadcast.resend_of_id == broadcast.id)
                                .order_by(Broadcast.id).limit(1))
     if resend_id is not None:
         return Offer(False, _("A resend of it to those who did not open it exists already."),
                      resend_id=resend_id)
+    # A list's broadcast asks its one list before the wait (the wait's "from then" would
+    # promise what its list refuses); a segment's reads its copies' lists only after it.
+    to_a_list = broadcast.segment_id is None
+    if to_a_list and (refused := _aggregate_only(session, broadcast)):
+        return refused
     hours = get_settings(session).resend_after_hours or DEFAULT_WAIT_HOURS
     available = broadcast.finished_at + timedelta(hours=hours)
     if (now or utcnow()) < available:
@@ -114,7 +116,22 @@ def offer(session: Session, broadcast: Broadcast, *, now: datetime | None = None
             "Readers get %(num)s hour to open it first: it can be sent again from %(when)s.",
             "Readers get %(num)s hours to open it first: it can be sent again from %(when)s.",
             hours, when=_when(session, available)), available_at=available)
+    if not to_a_list and (refused := _aggregate_only(session, broadcast)):
+        return refused
     return Offer(True)
+
+
+def _aggregate_only(session: Session, broadcast: Broadcast) -> Offer | None:
+    aggregate = _aggregate_lists(session, broadcast)
+    if not aggregate:
+        return None
+    names = ", ".join(f"“{name}”" for name in aggregate[:MAX_NAMED_LISTS])
+    return Offer(False, ngettext(
+        "Opens were counted in aggregate only for the list %(names)s (its per-person "
+        "tracking is off), so nobody there can be told to have opened it.",
+        "Opens were counted in aggregate only for the lists %(names)s (their per-person "
+        "tracking is off), so nobody there can be told to have opened it.",
+        len(aggregate), names=names))
 
 
 def count(session: Session, broadcast_id: int) -> int:
