@@ -17,6 +17,7 @@ from broadside.core.config import load_config
 from broadside.core.i18n import _l
 from broadside.core.logs import configure_logging
 from broadside.delivery.queues import Jobs
+from webapp.analytics import resend as analytics_resend  # noqa: F401 - its routes attach to the blueprint
 from webapp.analytics.views import bp as analytics_bp
 from webapp.api import attachments as api_attachments  # noqa: F401 - its routes attach to the API blueprint
 from webapp.api import (  # noqa: F401 - their routes attach to the API blueprint
@@ -27,6 +28,7 @@ from webapp.api import (  # noqa: F401 - their routes attach to the API blueprin
     broadcasts,
     codes,
     identities,
+    non_openers,
     segments,
     subscribers,
 )

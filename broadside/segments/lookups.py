@@ -1,6 +1,7 @@
 """Reads the segments pages need beside `service`: the attribute names a rule may name, the
 broadcasts a "received" rule may name, the names of the lists and broadcasts some rules
-mention, and the broadcasts that use a segment.
+mention, the broadcasts an engagement rule may name (sent with per-person tracking) and
+whether any list tracks per person, and the broadcasts that use a segment.
 
 Each is one bounded query. Attribute names come from the newest RECENT_PEOPLE subscribers
 only: a hint for the owner's typing (a datalist), not a census, so it stays cheap on any list.
@@ -15,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from broadside.core.models import Broadcast, MailingList, Subscriber
 from broadside.core.models.sending import BroadcastStatus
+from broadside.segments.engagement import PER_PERSON
 from broadside.segments.rules import MAX_KEY
 
 RECENT_PEOPLE = 500
@@ -48,6 +50,25 @@ def started_broadcasts(session: Session, also: Iterable[int] = ()) -> list[Broad
     if missing:
         started += session.scalars(select(Broadcast).where(Broadcast.id.in_(missing)))
     return started
+
+
+def tracked_broadcasts(session: Session, also: Iterable[int] = ()) -> list[Broadcast]:
+    """The newest MAX_BROADCAST_CHOICES broadcasts that started sending with per-person
+    tracking (the only ones whose opens and clicks name anyone), then any among `also`."""
+    tracked = list(session.scalars(
+        select(Broadcast).where(Broadcast.status.in_(STARTED), Broadcast.tracking == PER_PERSON)
+        .order_by(Broadcast.id.desc()).limit(MAX_BROADCAST_CHOICES)
+    ))
+    missing = set(also) - {b.id for b in tracked}
+    if missing:
+        tracked += session.scalars(select(Broadcast).where(Broadcast.id.in_(missing)))
+    return tracked
+
+
+def any_list_tracks_people(session: Session) -> bool:
+    """Whether any list has per-person tracking on (engagement conditions need one)."""
+    return session.scalar(select(MailingList.id).where(MailingList.per_person_tracking.is_(True))
+                          .limit(1)) is not None
 
 
 def list_names(session: Session, list_ids: Iterable[int]) -> dict[int, str]:

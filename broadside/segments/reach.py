@@ -1,5 +1,6 @@
-"""Who a segment reaches, and which list each person's copy belongs to: the rules
-(`rules.compile_rules`) among people active on at least one list and not suppressed.
+"""Who a list reaches (`list_reach`); who a segment reaches, and which list each person's copy
+belongs to: the rules (`rules.compile_rules`) among people active on at least one list and not
+suppressed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,13 @@ from broadside.segments.rules import ACTIVE, Context, Group, compile_rules
 def active_somewhere() -> ColumnElement[bool]:
     return exists().where(Subscription.subscriber_id == Subscriber.id,
                           Subscription.status == ACTIVE)
+
+
+def list_reach(list_id: int) -> ColumnElement[bool]:
+    """Who mail to a list reaches: its active members who are not suppressed."""
+    return and_(Subscriber.suppression.is_(None),
+                exists().where(Subscription.subscriber_id == Subscriber.id,
+                               Subscription.list_id == list_id, Subscription.status == ACTIVE))
 
 
 def audience_clause(group: Group, ctx: Context) -> ColumnElement[bool]:

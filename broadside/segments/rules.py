@@ -29,6 +29,7 @@ Semantics an owner would expect, where the format alone does not decide:
   days in the owner's time zone.
 - `received` and `last_received` count deliveries that were sent; a delivery in `unknown`
   (may or may not have arrived) does not count as received.
+- `opened`, `clicked`, `opened_any`, `clicked_any`, `never_opened`: `engagement`.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from broadside.core.errors import ValidationError
 from broadside.core.i18n import _l
 from broadside.core.models import Delivery, Subscriber, Subscription
 from broadside.core.models.sending import DeliveryStatus
+from broadside.segments import engagement
 from broadside.segments.comparisons import attribute_condition, text_condition
 
 MAX_DEPTH = 5  # groups inside groups: the top group is depth 1
@@ -77,6 +79,7 @@ OPERATORS: dict[str, tuple[str, ...]] = {
     "joined": ("before", "after", "within_days"),
     "received": ("is", "is_not"),
     "last_received": ("within_days", "not_within_days"),
+    **engagement.OPERATORS,  # opened, clicked, ... : segments/engagement.py
 }
 
 # Words for the builder and for messages.
@@ -88,6 +91,7 @@ FIELD_LABELS = {
     "joined": _l("Joined a list"),
     "received": _l("Received broadcast"),
     "last_received": _l("Last received anything"),
+    **engagement.FIELD_LABELS,
 }
 OPERATOR_LABELS = {
     "is_on": _l("is active on"),
@@ -266,10 +270,16 @@ def _condition(raw: dict[str, Any], label: str) -> Condition:
         value = None
     elif kind == "list":
         value = _whole_number(value, where, "the list", 1, MAX_ID)
-    elif kind == "received":
+    elif kind in ("received", *engagement.BROADCAST_FIELDS):
         value = _whole_number(value, where, "the broadcast", 1, MAX_ID)
+    elif kind == "never_opened":
+        if engagement.clean_never(value) is None:
+            raise RuleError(f"{where}: the value must be true (for people who opened something, "
+                            "use opened_any).")
+        value = True
     elif op in ("within_days", "not_within_days"):
-        value = _whole_number(value, where, "the number of days", 1, MAX_DAYS)
+        high = engagement.MAX_DAYS if kind in engagement.OPERATORS else MAX_DAYS
+        value = _whole_number(value, where, "the number of days", 1, high)
     elif op in ("before", "after"):
         value = _iso_date(value, where)
     elif op in ("gt", "lt"):
@@ -369,6 +379,8 @@ def _condition_sql(condition: Condition, ctx: Context) -> ColumnElement[bool]:
         recent = exists().where(Delivery.subscriber_id == Subscriber.id, Delivery.status == SENT,
                                 Delivery.sent_at >= ctx.now - timedelta(days=value))
         return recent if op == "within_days" else not_(recent)
+    if kind in engagement.OPERATORS:
+        return engagement.condition(kind, op, value, ctx.now)
     raise AssertionError(kind)
 
 

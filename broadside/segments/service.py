@@ -22,7 +22,8 @@ from broadside.core.models.automations import AutomationStatus
 from broadside.core.models.sending import BroadcastStatus
 from broadside.core.site_settings import owner_zone
 from broadside.core.timeutil import utcnow
-from broadside.segments.reach import active_somewhere, audience_clause
+from broadside.segments.engagement import BROADCAST_FIELDS
+from broadside.segments.reach import active_somewhere, audience_clause, list_reach
 from broadside.segments.rules import Context, Group, RuleError, compile_rules, parse
 
 MAX_NAME = 200
@@ -45,7 +46,8 @@ def check_references(session: Session, group: Group) -> None:
             if session.get(MailingList, list_id) is None:
                 raise RuleError(f"{condition.label.capitalize()} ({condition.field} "
                                 f"{condition.op}): there is no list {list_id}.")
-        if condition.kind == "received" and session.get(Broadcast, condition.value) is None:
+        if (condition.kind in ("received", *BROADCAST_FIELDS)
+                and session.get(Broadcast, condition.value) is None):
             raise RuleError(f"{condition.label.capitalize()} ({condition.field} {condition.op}): "
                             f"there is no broadcast {condition.value}.")
 
@@ -204,6 +206,17 @@ def rules_of(segment: Segment) -> Group:
 def segment_clause(session: Session, segment: Segment | Group) -> ColumnElement[bool]:
     group = segment if isinstance(segment, Group) else rules_of(segment)
     return audience_clause(group, context(session))
+
+
+def reached(session: Session, list_id: int | None, segment_id: int | None
+            ) -> ColumnElement[bool] | None:
+    """Who mail to a segment (when given) or else a list would reach now: its active,
+    unsuppressed members or the segment's matches (None: neither, or the segment is gone).
+    A broadcast's audience and an automation's (`campaigns.broadcasts.audience`)."""
+    if segment_id is not None:
+        segment = session.get(Segment, segment_id)
+        return segment_clause(session, segment) if segment is not None else None
+    return list_reach(list_id) if list_id is not None else None
 
 
 def count_matching(session: Session, segment: Segment | Group) -> int:

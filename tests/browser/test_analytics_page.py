@@ -102,8 +102,9 @@ def test_choose_tracking_send_and_read_opens_and_clicks_on_desktop_and_phone(
     # The list's switch, then its public sign-up page says so.
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(live_server.url + f"/lists/{weekly.id}")
-    page.get_by_role("button", name="Turn per-person tracking on").click()
-    expect(page.locator("#list-tracking-state")).to_have_text("On")
+    page.locator("#tracking").get_by_role("radio", name=re.compile("^Per person")).check()
+    page.get_by_role("button", name="Save the list's tracking").click()
+    expect(page.locator("#list-tracking-state")).to_have_text("Per person")
     photograph(page, screenshot_dir, "list")
     page.goto(live_server.url + f"/join/{weekly.id}")
     expect(page.locator("#tracking-notice")).to_contain_text("whether you opened them")

@@ -217,6 +217,7 @@ OWNER_PAGES = [
     Visit("deliveries", "broadcasts.deliveries", {"broadcast_id": "sent"}),
     Visit("delivery timeline", "broadcasts.timeline", {"broadcast_id": "sent", "delivery_id": "delivery"}),
     Visit("send again", "broadcasts.confirm_retry", {"broadcast_id": "sent", "which": "unknown"}),
+    Visit("send again to those who did not open", "analytics.resend_confirm", {"broadcast_id": "sent"}),
     Visit("email preview", "broadcasts.preview_frame", {"broadcast_id": "draft"}),
     Visit("broadcast editor, plain-text view", "broadcasts.edit",
           {"broadcast_id": "draft", "view": "text"}),

@@ -33,7 +33,7 @@ def test_create_and_list_lists_with_counts(client, api_headers):
     assert isinstance(response.json["id"], int)
     listed = client.get("/api/lists", headers=api_headers)
     assert listed.status_code == 200
-    assert listed.json == [{"id": response.json["id"], "name": "Weekly",
+    assert listed.json == [{"id": response.json["id"], "name": "Weekly", "tracking": "counts",
                             "counts": {"active": 0, "unconfirmed": 0, "unsubscribed": 0}}]
 
 

@@ -56,6 +56,8 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             r"^Add at least one step before enabling|"
                             r"^Step \d+: the id must be an existing step's id|"
                             r"^Its list or segment was deleted|"
+                            # A resend's subject must differ from its broadcast's (whatever that is).
+                            r"^Choose a subject different from the first one's\.|"
                             r"^Step \d+: this automation has no step with id \d+|"
                             r"of the selection no longer exist|"
                             # What no schema can state: a CSV's content (the file is a binary

@@ -18,9 +18,9 @@ of these paths only the method, "/t/o/[redacted]" or "/t/c/[redacted]", the stat
 the time: webapp/logs.py).
 
 Owner (signed in, CSRF): the send page's choice for a draft, "stop tracking" on a sent
-broadcast, Settings' default, and a list's per-person switch. Their cards are partials under
-templates/analytics/, included by the pages they sit on; the data they show comes from the
-template functions registered below.
+broadcast, Settings' default, and a list's own tracking (off, counts only or per person).
+Their cards are partials under templates/analytics/, included by the pages they sit on; the
+data they show comes from the template functions registered below.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ defaults(bp, read=roles.VIEW, change=roles.MANAGE)
 # A transparent 1x1 GIF (43 bytes).
 PIXEL = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")
 NO_STORE = "no-store, no-cache, must-revalidate, private, max-age=0"
+PER_PERSON_FORM = {"on": modes.LIST_PEOPLE, "off": modes.LIST_COUNTS}
 
 
 def _tokens() -> TrackingTokens:
@@ -184,13 +185,19 @@ def set_default():
 @bp.route("/lists/<int:list_id>/tracking", methods=["POST"])
 @allow("manage")
 def set_list(list_id: int):
-    wanted = request.form.get("per_person")
-    if wanted not in ("on", "off"):
-        g.analytics_error = _("Choose whether to track people one by one on this list.")
+    # `tracking`: off, counts or people; `per_person` on/off: the form before "off" existed.
+    wanted = request.form.get("tracking") or PER_PERSON_FORM.get(request.form.get("per_person", ""))
+    try:
+        mailing_list = modes.set_list_tracking(db.session, list_id, wanted)
+    except ValidationError as exc:
+        db.session.rollback()
+        g.analytics_error = exc.message
         return _render_show(list_id, status=422)
-    mailing_list = modes.set_list_per_person(db.session, list_id, wanted == "on")
+    chosen = modes.list_tracking(mailing_list)
     flash(_("Per-person tracking is on for this list: its sign-up and preferences pages say so.")
-          if mailing_list.per_person_tracking else
+          if chosen == modes.LIST_PEOPLE else
+          _("Tracking is off for this list: its readers' copies carry no tracking image and "
+            "no rewritten link.") if chosen == modes.LIST_OFF else
           _("Per-person tracking is off for this list: broadcasts to it count in aggregate at most."),
           "success")
     return redirect(url_for("lists.show", list_id=list_id) + "#tracking")

@@ -2,7 +2,12 @@
 tests/webapp/test_api_audience.py).
 
 - POST /api/lists {"name"} -> 201 {"id", "name"}
-- GET /api/lists -> 200 [{"id", "name", "counts": {"active", "unconfirmed", "unsubscribed"}}]
+- GET /api/lists -> 200 [{"id", "name", "tracking", "counts": {"active", "unconfirmed",
+  "unsubscribed"}}]
+- PATCH /api/lists/<id> {"tracking": "off" | "counts" | "people"} -> 200 {"id", "name",
+  "tracking"}: the list's own tracking (`analytics.modes.set_list_tracking`): off, no pixel
+  and no rewritten link for its readers whatever the broadcast's mode; counts, aggregate at
+  most; people, per person where a broadcast tracks per person
 - POST /api/subscribers {"email", "name"?, "lists": [int], "attributes"?, "locale"?, "welcome"?}
   -> 201 {"id", "email", "warnings"} (new) or 200 (known address; the lists are added as
   active). "warnings": the owner's words when some sending identities cannot reach the
@@ -40,18 +45,28 @@ from broadside.audience import lists
 from broadside.audience.subscribers import service as subscribers
 from broadside.audience.transfer import importer
 from broadside.audience.transfer import report as import_report
+from broadside.campaigns.analytics import modes
 from broadside.core.errors import ValidationError
 from webapp.address_warnings import warnings_for
 from webapp.api import bp, json_body
-from webapp.api.inputs import LIST_FIELDS, SUBSCRIBER_FIELDS, null_only_for, takes_query
+from webapp.api.inputs import (
+    LIST_FIELDS,
+    SUBSCRIBER_FIELDS,
+    null_only_for,
+    only_keys,
+    require_keys,
+    takes_query,
+)
 from webapp.api.multipart import read_upload
 from webapp.api.subscribers import locale_field
 from webapp.extensions import db, get_jobs
+from webapp.permissions import allow
 from webapp.text_input import reads_own_body
 
 # Files up to this size are imported in the request (200, the original answer); larger ones
 # go to the worker (202 and a status URL).
 DEFAULT_API_IMPORT_INLINE_BYTES = 1024 * 1024
+LIST_PATCH_FIELDS = ("tracking",)
 
 
 def _iso(moment) -> str | None:
@@ -125,11 +140,21 @@ def api_create_list():
 @bp.route("/lists", methods=["GET"])
 def api_lists():
     return jsonify([
-        {"id": s.list.id, "name": s.list.name, "counts": {
+        {"id": s.list.id, "name": s.list.name, "tracking": modes.list_tracking(s.list), "counts": {
             "active": s.counts["active"], "unconfirmed": s.counts["unconfirmed"],
             "unsubscribed": s.counts["unsubscribed"]}}
         for s in lists.list_summaries(db.session)
     ])
+
+
+@bp.route("/lists/<int:list_id>", methods=["PATCH"])
+@allow("manage")
+def api_update_list(list_id: int):
+    data = json_body()
+    only_keys(data, LIST_PATCH_FIELDS)
+    require_keys(data, LIST_PATCH_FIELDS)
+    changed = modes.set_list_tracking(db.session, list_id, data["tracking"])
+    return jsonify(id=changed.id, name=changed.name, tracking=modes.list_tracking(changed))
 
 
 @bp.route("/subscribers", methods=["POST"])

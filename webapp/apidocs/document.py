@@ -13,6 +13,7 @@ from webapp.apidocs.attachments import ATTACHMENT_PATHS, ATTACHMENT_SCHEMAS
 from webapp.apidocs.audit import AUDIT_PATHS, AUDIT_SCHEMAS
 from webapp.apidocs.automations import AUTOMATION_PATHS, AUTOMATION_SCHEMAS
 from webapp.apidocs.codes import CODE_PATHS, CODE_SCHEMAS
+from webapp.apidocs.engagement import ENGAGEMENT_PATHS, ENGAGEMENT_SCHEMAS
 from webapp.apidocs.identities import IDENTITY_PATHS, IDENTITY_SCHEMAS
 from webapp.apidocs.media import MEDIA_PATHS, MEDIA_SCHEMAS
 from webapp.apidocs.message_templates import TEMPLATE_PATHS, TEMPLATE_SCHEMAS
@@ -89,11 +90,12 @@ DOCUMENT: dict[str, Any] = {
     "tags": TAGS,
     "paths": {**PATHS, **AUTOMATION_PATHS, **CODE_PATHS, **IDENTITY_PATHS, **WEBHOOK_PATHS,
               **TRANSACTIONAL_PATHS, **USER_PATHS, **AUDIT_PATHS, **TEMPLATE_PATHS,
-              **ATTACHMENT_PATHS, **MEDIA_PATHS},
+              **ATTACHMENT_PATHS, **MEDIA_PATHS, **ENGAGEMENT_PATHS},
     "components": {**COMPONENTS, "schemas": {**COMPONENTS["schemas"], **RULE_SCHEMAS,
                                              **AUTOMATION_SCHEMAS, **CODE_SCHEMAS,
                                              **IDENTITY_SCHEMAS, **WEBHOOK_SCHEMAS,
                                              **TRANSACTIONAL_SCHEMAS, **USER_SCHEMAS,
                                              **AUDIT_SCHEMAS, **TEMPLATE_SCHEMAS,
-                                             **ATTACHMENT_SCHEMAS, **MEDIA_SCHEMAS}},
+                                             **ATTACHMENT_SCHEMAS, **MEDIA_SCHEMAS,
+                                             **ENGAGEMENT_SCHEMAS}},
 }

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from broadside.segments import rules
+from broadside.segments import engagement, rules
 from webapp.apidocs.schemas import ID, NOT_BLANK, ref
 
 DAYS = {"type": "integer", "minimum": 1, "maximum": rules.MAX_DAYS}
+ENGAGEMENT_DAYS = {"type": "integer", "minimum": 1, "maximum": engagement.MAX_DAYS}
+PER_PERSON_ONLY = (" Read from per-person tracking only: a broadcast sent with per-person "
+                   "tracking to a list that has it on; machine opens and clicks (privacy "
+                   "proxies, link scanners) never count.")
 DAY = {"type": "string", "format": "date", "description": "YYYY-MM-DD, a day in the owner's time zone."}
 # Text to compare with: not blank (it is compared without its outer spaces).
 RULE_TEXT = {"type": "string", "minLength": 1, "maxLength": rules.MAX_TEXT, "pattern": NOT_BLANK}
@@ -69,9 +73,13 @@ def _condition(field: str, value: dict[str, Any] | None, description: str, *,
     return variant
 
 
+def _op_label(field: str, op: str) -> str:
+    return str(engagement.FIELD_OPERATOR_LABELS.get(f"{field}:{op}") or rules.OPERATOR_LABELS[op])
+
+
 def _operator_help() -> str:
     lines = [f"- `{field}{'.KEY' if field == 'attributes' else ''}`: "
-             + ", ".join(f"`{op}` ({rules.OPERATOR_LABELS[op]})" for op in ops)
+             + ", ".join(f"`{op}` ({_op_label(field, op)})" for op in ops)
              for field, ops in rules.OPERATORS.items()]
     return "The operators each field takes:\n\n" + "\n".join(lines)
 
@@ -130,6 +138,19 @@ RULE_SCHEMAS: dict[str, Any] = {
                        "an unknown delivery does not count)."),
             _condition("last_received", DAYS,
                        "Received any broadcast within (or not within) the last N days."),
+            _condition("opened", ID, "Did (not) open the broadcast with this id. `is_not` "
+                       "also matches people it never reached: add `received` for those it "
+                       "reached." + PER_PERSON_ONLY),
+            _condition("clicked", ID, "Did (not) click a link in the broadcast with this id."
+                       + PER_PERSON_ONLY),
+            _condition("opened_any", ENGAGEMENT_DAYS, "First opened any broadcast within (or "
+                       "not within) the last N days." + PER_PERSON_ONLY),
+            _condition("clicked_any", ENGAGEMENT_DAYS, "First clicked in any broadcast within "
+                       "(or not within) the last N days." + PER_PERSON_ONLY),
+            _condition("never_opened", {"const": True}, "`{\"field\": \"never_opened\", "
+                       "\"op\": \"is\", \"value\": true}`: reached by at least one broadcast "
+                       "tracked per person, and opened none. People never reached by one do "
+                       "not match." + PER_PERSON_ONLY),
         ],
     },
 }

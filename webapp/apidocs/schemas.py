@@ -149,7 +149,7 @@ READER_LOCALE = {"type": ["string", "null"], "maxLength": 35, "examples": ["de",
 
 
 AUDIENCE_SCHEMAS: dict[str, Any] = {
-    "List": obj({"id": ID, "name": {"type": "string"}, "counts": obj(
+    "List": obj({"id": ID, "name": {"type": "string"}, "tracking": ref("ListTracking"), "counts": obj(
         {status: {"type": "integer", "minimum": 0} for status in SUBSCRIPTION_STATUSES})}),
     "ListCreated": obj({"id": ID, "name": {"type": "string"}}),
     "ListInput": obj({"name": {"type": "string", "minLength": 1, "maxLength": 200},

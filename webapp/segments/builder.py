@@ -7,7 +7,8 @@ uses in its messages ("Condition 2.1 (...)"), so a refusal can point at its row:
     g-top-kind          the top group: "all" (Match all of) or "any" (Match any of)
     g-2-kind            group 2, the second item of the top group
     c-2.1-field         condition 2.1: list, email, name, attributes, joined, received,
-                        last_received (the keys of rules.OPERATORS)
+                        last_received, opened, clicked, opened_any, clicked_any,
+                        never_opened (the keys of rules.OPERATORS)
     c-2.1-key           its attribute name, for field "attributes" (saved as attributes.KEY)
     c-2.1-op            its operator
     c-2.1-value         its value, as typed or chosen
@@ -37,11 +38,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from broadside.segments.engagement import BROADCAST_FIELDS
 from broadside.segments.rules import MAX_CONDITIONS, MAX_DEPTH, NO_VALUE_OPS, OPERATORS
 
 TOP = "top"
 KINDS = ("all", "any")
 DAY_OPS = ("within_days", "not_within_days")
+BROADCAST_ROWS = ("received", *BROADCAST_FIELDS)  # rows whose value is a broadcast
+ALWAYS_TRUE = ("never_opened",)  # rows whose value is always true: no control
 # A form never needs more nodes than this; more is not a builder's doing.
 MAX_NODES = 4 * MAX_CONDITIONS
 
@@ -84,14 +88,17 @@ class Row:
 
     @property
     def control(self) -> str:
-        """Which value control fits: none, list, broadcast, date, days, number or text."""
+        """Which value control fits: none, list, broadcast, tracked_broadcast (one sent with
+        per-person tracking), date, days, number or text."""
         op = self.shown_op
-        if not self.field or op in NO_VALUE_OPS:
+        if not self.field or op in NO_VALUE_OPS or self.field in ALWAYS_TRUE:
             return "none"
         if self.field == "list":
             return "list"
         if self.field == "received":
             return "broadcast"
+        if self.field in BROADCAST_FIELDS:
+            return "tracked_broadcast"
         if op in DAY_OPS:
             return "days"
         if op in ("before", "after"):
@@ -108,7 +115,7 @@ class Row:
         text = self.value.strip()
         if not text or self.control in ("none", "text"):
             return True
-        if self.control in ("list", "broadcast"):
+        if self.control in ("list", "broadcast", "tracked_broadcast"):
             return re.fullmatch(r"[0-9]{1,19}", text) is not None
         if self.control == "date":
             return re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) is not None
@@ -216,7 +223,9 @@ def _number(text: str) -> float | int | str:
 
 
 def _value(row: Row) -> Any:
-    if row.field in ("list", "received") or row.op in DAY_OPS:
+    if row.field in ALWAYS_TRUE:
+        return True
+    if row.field in ("list", *BROADCAST_ROWS) or row.op in DAY_OPS:
         return _whole(row.value)
     if row.op in ("gt", "lt"):
         return _number(row.value)

@@ -14,6 +14,8 @@ from sqlalchemy.orm import Session
 
 from broadside.core.i18n import _, _l, ngettext
 from broadside.core.models import Segment
+from broadside.segments.engagement import BROADCAST_FIELDS
+from broadside.segments.engagement import OPERATORS as ENGAGEMENT
 from broadside.segments.rules import OPERATOR_LABELS, Condition, Group, RuleError, parse
 from webapp.segments.lookups import Names, names
 
@@ -38,6 +40,8 @@ def _condition(condition: Condition, known: Names) -> str:
         subject = known.broadcast_subject(value)
         return (_("received “%(subject)s”", subject=subject) if op == "is" else
                 _("did not receive “%(subject)s”", subject=subject))
+    if kind in ENGAGEMENT:
+        return _engagement(condition, known)
     if kind == "last_received":
         if op == "within_days":
             return ngettext("received something within the last day",
@@ -45,6 +49,30 @@ def _condition(condition: Condition, known: Names) -> str:
         return ngettext("received nothing within the last day",
                         "received nothing within the last %(num)s days", value)
     return f"{condition.field} {op} {value}"
+
+
+def _engagement(condition: Condition, known: Names) -> str:
+    kind, op, value = condition.kind, condition.op, condition.value
+    if kind == "never_opened":
+        return _("never opened anything")
+    if kind in BROADCAST_FIELDS:
+        subject = known.broadcast_subject(value)
+        if kind == "opened":
+            return (_("opened “%(subject)s”", subject=subject) if op == "is" else
+                    _("did not open “%(subject)s”", subject=subject))
+        return (_("clicked in “%(subject)s”", subject=subject) if op == "is" else
+                _("did not click in “%(subject)s”", subject=subject))
+    if kind == "opened_any":
+        if op == "within_days":
+            return ngettext("opened something within the last day",
+                            "opened something within the last %(num)s days", value)
+        return ngettext("opened nothing within the last day",
+                        "opened nothing within the last %(num)s days", value)
+    if op == "within_days":
+        return ngettext("clicked something within the last day",
+                        "clicked something within the last %(num)s days", value)
+    return ngettext("clicked nothing within the last day",
+                    "clicked nothing within the last %(num)s days", value)
 
 
 def _joined(condition: Condition, known: Names) -> str:
@@ -88,7 +116,7 @@ def summaries(session: Session, segments: Iterable[Segment]) -> dict[int, str]:
         session,
         [c.value if c.kind == "list" else c.list_id for c in conditions
          if c.kind == "list" or (c.kind == "joined" and c.list_id)],
-        [c.value for c in conditions if c.kind == "received"],
+        [c.value for c in conditions if c.kind in ("received", *BROADCAST_FIELDS)],
     )
     return {segment_id: sentence(group, known) if group else _("(these rules cannot be read)")
             for segment_id, group in parsed.items()}

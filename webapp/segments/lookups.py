@@ -1,6 +1,6 @@
 """What the segments pages show beside the rules, in their words: the choices in the builder's
-selects and the names in the readable summaries, read through
-`broadside.segments.lookups`."""
+selects (and whether its engagement conditions can be offered) and the names in the readable
+summaries, read through `broadside.segments.lookups`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from broadside.campaigns.broadcasts.drafts import list_options
 from broadside.core.models import Broadcast
 from broadside.segments import lookups
-from webapp.segments.builder import Box
+from webapp.segments.builder import BROADCAST_ROWS, Box
 from webapp.templating import local_time
 
 
@@ -22,6 +22,10 @@ class Choices:
     lists: list[tuple[int, str]]
     broadcasts: list[tuple[int, str]]
     attribute_names: list[str]
+    # Engagement conditions: the broadcasts sent with per-person tracking, and whether any
+    # list tracks per person (if none does, the builder offers those conditions disabled).
+    tracked_broadcasts: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    per_person: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +52,7 @@ def _referenced_broadcasts(box: Box) -> set[int]:
     for item in box.items:
         if isinstance(item, Box):
             ids |= _referenced_broadcasts(item)
-        elif item.field == "received" and re.fullmatch(r"[0-9]{1,19}", item.value.strip()):
+        elif item.field in BROADCAST_ROWS and re.fullmatch(r"[0-9]{1,19}", item.value.strip()):
             ids.add(int(item.value))
     return ids
 
@@ -56,10 +60,14 @@ def _referenced_broadcasts(box: Box) -> set[int]:
 def choices(session: Session, tree: Box, *, attribute_names: bool = True) -> Choices:
     """The builder's choices: every list, the newest broadcasts that started sending (and any
     other broadcast the rules name), and (unless not wanted) attribute names."""
-    started = lookups.started_broadcasts(session, also=_referenced_broadcasts(tree))
+    named = _referenced_broadcasts(tree)
+    started = lookups.started_broadcasts(session, also=named)
+    tracked = lookups.tracked_broadcasts(session, also=named)
     return Choices(lists=list_options(session),
                    broadcasts=[(b.id, _broadcast_label(b)) for b in started],
-                   attribute_names=lookups.recent_attribute_names(session) if attribute_names else [])
+                   attribute_names=lookups.recent_attribute_names(session) if attribute_names else [],
+                   tracked_broadcasts=[(b.id, _broadcast_label(b)) for b in tracked],
+                   per_person=lookups.any_list_tracks_people(session))
 
 
 def names(session: Session, list_ids: Iterable[int], broadcast_ids: Iterable[int]) -> Names:

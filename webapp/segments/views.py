@@ -40,6 +40,8 @@ from broadside.core.i18n import _
 from broadside.core.models import Segment
 from broadside.segments import lookups as segment_lookups
 from broadside.segments import service
+from broadside.segments.engagement import FIELD_OPERATOR_LABELS
+from broadside.segments.engagement import OPERATORS as ENGAGEMENT
 from broadside.segments.rules import FIELD_LABELS, MAX_DEPTH, OPERATOR_LABELS
 from webapp.extensions import db
 from webapp.forms import after_post
@@ -89,7 +91,8 @@ def _builder_context(view: submission.Shown, error: str | None = None, *,
     return {"view": view, "tree": view.tree, "error": error,
             "error_path": builder.error_path(error), "focus": view.focus,
             "choices": lookups.choices(db.session, view.tree, attribute_names=attribute_names),
-            "fields": FIELD_LABELS, "op_labels": OPERATOR_LABELS, "max_depth": MAX_DEPTH}
+            "fields": FIELD_LABELS, "op_labels": OPERATOR_LABELS, "max_depth": MAX_DEPTH,
+            "engagement_fields": ENGAGEMENT, "field_op_labels": FIELD_OPERATOR_LABELS}
 
 
 def _editor(segment: Segment | None, form: SegmentForm, view: submission.Shown, *,

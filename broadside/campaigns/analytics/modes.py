@@ -7,6 +7,8 @@ to `off` (`stop`), which the worker reads again before each recipient's render
 message not yet sent. Per-person tracking needs, in addition, the list's own switch
 (`MailingList.per_person_tracking`), read for each recipient's list: a broadcast to a segment
 tracks per person only the people whose copy belongs to such a list, the others in aggregate.
+A list may also turn tracking off for its readers (`MailingList.no_tracking`, "off" of
+`set_list_tracking`): their copies carry no pixel and no rewritten link (rewrite.Tracker).
 """
 
 from __future__ import annotations
@@ -31,6 +33,16 @@ LABELS = {
     PER_PERSON: _l("Per person: who opened and clicked (only lists where you turned it on)"),
 }
 SHORT = {OFF: _l("off"), AGGREGATE: _l("counts only"), PER_PERSON: _l("per person")}
+# A list's own switch (MailingList.no_tracking, .per_person_tracking), as the API names it.
+LIST_OFF, LIST_COUNTS, LIST_PEOPLE = "off", "counts", "people"
+LIST_CHOICES = (LIST_OFF, LIST_COUNTS, LIST_PEOPLE)
+LIST_LABELS = {
+    LIST_OFF: _l("Off: its readers' copies carry no tracking image, and links go straight to "
+                 "their address, whatever the broadcast's tracking"),
+    LIST_COUNTS: _l("Counts only: opens and clicks counted in aggregate, never per person"),
+    LIST_PEOPLE: _l("Per person: broadcasts sent with per-person tracking record who opened "
+                    "and clicked (its sign-up and preferences pages say so)"),
+}
 DRAFT_STATES = (BroadcastStatus.DRAFT.value, BroadcastStatus.SCHEDULED.value)
 
 
@@ -100,13 +112,31 @@ def stop(session: Session, broadcast_id: int) -> None:
     session.commit()
 
 
-def set_list_per_person(session: Session, list_id: int, enabled: bool) -> MailingList:
+def list_tracking(mailing_list: MailingList) -> str:
+    """A list's own tracking as the API and the list's page name it: off, counts or people."""
+    if mailing_list.no_tracking:
+        return LIST_OFF
+    return LIST_PEOPLE if mailing_list.per_person_tracking else LIST_COUNTS
+
+
+def set_list_tracking(session: Session, list_id: int, value: object) -> MailingList:
+    """A list's own tracking: "off" (its readers' copies carry no pixel and no rewritten link,
+    whatever the broadcast's mode), "counts" (aggregate at most) or "people" (per person
+    where the broadcast tracks per person). One commit."""
+    if value not in LIST_CHOICES:
+        raise ValidationError(_("Choose the list's tracking: off, counts only, or per person."),
+                              field="tracking")
     mailing_list = session.get(MailingList, list_id)
     if mailing_list is None:
         raise NotFound(_("No such list."))
-    mailing_list.per_person_tracking = bool(enabled)
+    mailing_list.no_tracking = value == LIST_OFF
+    mailing_list.per_person_tracking = value == LIST_PEOPLE
     session.commit()
     return mailing_list
+
+
+def set_list_per_person(session: Session, list_id: int, enabled: bool) -> MailingList:
+    return set_list_tracking(session, list_id, LIST_PEOPLE if enabled else LIST_COUNTS)
 
 
 def lists_tracking_people(session: Session, list_ids: list[int]) -> list[str]:

@@ -144,7 +144,7 @@ class Tracker:
         self.base_url = base_url.rstrip("/")
         self.own_prefix = self.base_url + "/"  # our own per-recipient links are never rewritten
         self.clock = clock
-        self._per_person: dict[int | None, bool] = {}
+        self._lists: dict[int | None, tuple[bool, bool]] = {}  # list: (no tracking, per person)
         # An aggregate token names no person: every recipient in one slot gets the same pixel
         # and the same token for one link and address, so each is signed once per slot.
         self._shared: dict[tuple, str] = {}
@@ -161,18 +161,25 @@ class Tracker:
         other._shared, other._shared_slot = {}, None
         return other
 
-    def _list_allows(self, list_id: int | None) -> bool:
-        if list_id not in self._per_person:
-            self._per_person[list_id] = list_id is not None and bool(self.session.scalar(
-                select(MailingList.per_person_tracking).where(MailingList.id == list_id)))
-        return self._per_person[list_id]
+    def _list_switches(self, list_id: int | None) -> tuple[bool, bool]:
+        """The copy's list's own switches: (tracking off for its readers, per person)."""
+        if list_id not in self._lists:
+            row = None if list_id is None else self.session.execute(
+                select(MailingList.no_tracking, MailingList.per_person_tracking)
+                .where(MailingList.id == list_id)).first()
+            self._lists[list_id] = (bool(row[0]), bool(row[1])) if row else (False, False)
+        return self._lists[list_id]
 
     def apply(self, rendered: RenderedEmail, mode: str | None, *, delivery_id: int,
               list_id: int | None) -> RenderedEmail:
-        """The recipient's email with tracking, or untouched when `mode` is off."""
+        """The recipient's email with tracking, or untouched when `mode` is off or the copy's
+        list has tracking off (`MailingList.no_tracking`: no pixel, links as written)."""
         if mode not in (AGGREGATE, PER_PERSON):
             return rendered
-        person = delivery_id if mode == PER_PERSON and self._list_allows(list_id) else None
+        list_off, list_per_person = self._list_switches(list_id)
+        if list_off:
+            return rendered
+        person = delivery_id if mode == PER_PERSON and list_per_person else None
         slot = slot_of(self.clock())
         html, swapped = self._links(rendered.html, slot, person)
         pixel = (f'<img src="{escape(self.open_url(slot, person))}" width="1" height="1" alt="" '

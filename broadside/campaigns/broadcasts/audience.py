@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, select
 from sqlalchemy.orm import Session
 
+from broadside.campaigns.broadcasts.non_openers import not_opened_clause
 from broadside.campaigns.content.versions import version_for
 from broadside.core.models import (
     Broadcast,
@@ -84,18 +85,15 @@ def _suppressed_members(session: Session, list_id: int, *, members: int) -> Sele
             .group_by(Subscription.status, first.c.suppression))
 
 
-def _list_audience(list_id: int) -> ColumnElement[bool]:
-    return and_(
-        Subscriber.suppression.is_(None),
-        exists().where(Subscription.subscriber_id == Subscriber.id,
-                       Subscription.list_id == list_id, Subscription.status == "active"),
-    )
-
-
 def audience_condition(session: Session, broadcast: Broadcast) -> ColumnElement[bool] | None:
     """Who the broadcast would reach now, as a condition over subscribers (None: no audience
-    chosen, or its segment is gone)."""
-    return reached(session, broadcast.list_id, broadcast.segment_id)
+    chosen, or its segment is gone). A resend to those who did not open (`resend_of_id`)
+    reaches, of its list's or segment's people, only those the first one reached who have not
+    opened it (`non_openers.not_opened_clause`)."""
+    condition = reached(session, broadcast.list_id, broadcast.segment_id)
+    if condition is None or broadcast.resend_of_id is None:
+        return condition
+    return and_(condition, not_opened_clause(broadcast.resend_of_id))
 
 
 def reached(session: Session, list_id: int | None, segment_id: int | None
@@ -103,10 +101,7 @@ def reached(session: Session, list_id: int | None, segment_id: int | None
     """Who mail to a segment (when given) or else a list would reach now: its active,
     unsuppressed members or the segment's matches (None: neither, or the segment is gone).
     An automation's audience too (`automations/merge_report.py`)."""
-    if segment_id is not None:
-        segment = session.get(Segment, segment_id)
-        return segments.segment_clause(session, segment) if segment is not None else None
-    return _list_audience(list_id) if list_id is not None else None
+    return segments.reached(session, list_id, segment_id)
 
 
 def has_audience(session: Session, broadcast: Broadcast) -> bool:
@@ -120,7 +115,9 @@ def broadcast_audience(session: Session, broadcast: Broadcast) -> dict[str, Any]
     """Who a send would reach now and who would be skipped and why, for a list or a segment;
     with a frequency cap, also how many of them got a broadcast within it (they are skipped
     at their turn if that is still so)."""
-    if broadcast.segment_id is not None:
+    if broadcast.resend_of_id is not None:
+        summary = _resend_summary(session, broadcast)
+    elif broadcast.segment_id is not None:
         segment = session.get(Segment, broadcast.segment_id)
         summary = (segments.summary(session, segment) if segment is not None
                    else {"active": 0, "skipped": {}})
@@ -138,6 +135,28 @@ def broadcast_audience(session: Session, broadcast: Broadcast) -> dict[str, Any]
         summary["recently_received"] = session.scalar(
             select(func.count()).select_from(Subscriber).where(condition, recent)) or 0
     return summary
+
+
+def _resend_summary(session: Session, broadcast: Broadcast) -> dict[str, Any]:
+    """A resend's audience: the first broadcast's non-openers its list or segment reaches now;
+    those it no longer reaches are skipped, for their suppression, else as unsubscribed (no
+    longer active on the list, or no longer matching the segment)."""
+    assert broadcast.resend_of_id is not None
+    condition = reached(session, broadcast.list_id, broadcast.segment_id)
+    if condition is None:
+        return {"active": 0, "skipped": {}}
+    rows = session.execute(
+        select(Subscriber.suppression, condition.label("reached"), func.count())
+        .where(not_opened_clause(broadcast.resend_of_id))
+        .group_by(Subscriber.suppression, condition))
+    active, skipped = 0, dict[str, int]()
+    for suppression, is_reached, count in rows:
+        if is_reached:
+            active += count
+        else:
+            reason = suppression or "unsubscribed"
+            skipped[reason] = skipped.get(reason, 0) + count
+    return {"active": active, "skipped": skipped}
 
 
 # ---------------------------------------------------------------- readers per version

@@ -183,7 +183,7 @@ def test_tracking_with_warm_caches_is_the_same_as_cold():
     def tracker(clock) -> Tracker:
         made = Tracker(None, 7, frozen.html_template, secret_key="k" * 32,  # type: ignore[arg-type]
                        base_url="https://news.example.org", clock=clock)
-        made._per_person = {3: True}  # the list allows per-person tracking (no query)
+        made._lists = {3: (False, True)}  # the list tracks, per person too (no query)
         return made
 
     now = [0.0]
