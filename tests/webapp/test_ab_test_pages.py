@@ -127,8 +127,8 @@ def test_a_refused_test_says_why_at_its_field_and_saves_nothing(logged_in_client
 
 @pytest.mark.parametrize("change, said", [
     ("versions", "versions in other languages"),
-    ("tracking", "per-person tracking"),
-    ("list", "off for the list"),
+    ("tracking", "choose it under Tracking"),
+    ("list", "per-person tracking on this list"),
 ])
 def test_where_a_test_is_not_possible_the_reason_stands_instead_of_the_fields(
         logged_in_client, draft, change, said):

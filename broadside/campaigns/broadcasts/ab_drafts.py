@@ -75,10 +75,9 @@ def _refuse_another_a(first: dict[str, Any], subject: str, preheader: str) -> No
     for name in ("subject", "preheader"):
         given = first.get(name)
         if isinstance(given, str) and given.strip() and given.strip() != own[name]:
-            raise ValidationError(_("Variant A is the broadcast itself: its %(field)s is the "
-                                    "broadcast's. Leave it out, or change the broadcast's "
-                                    "%(field)s.", field=name),
-                                  field=f"{FIELD}.variants[0].{name}")
+            raise ValidationError(_("Variant A is the broadcast itself: its subject and "
+                                    "preheader are the broadcast's. Leave them out, or change "
+                                    "the broadcast's."), field=f"{FIELD}.variants[0].{name}")
     body = first.get("body")
     if isinstance(body, str) and body.strip():
         raise ValidationError(_("Variant A is the broadcast itself: its body is the "

@@ -40,17 +40,18 @@ class AbReport:
 
 def ab_refusal(session: Session, broadcast: Broadcast) -> str | None:
     if broadcast.versions:
-        return _("An A/B test needs a message in one language: this one has versions in "
-                 "other languages.")
+        return _("An A/B test compares versions of one message, and this broadcast has "
+                 "versions in other languages. Remove them to run a test.")
     if broadcast.send_at_local:
-        return _("An A/B test cannot run with “send at each reader's hour”.")
+        return _("An A/B test sends at one time: choose a test or each reader's own hour.")
     if modes.effective(session, broadcast) != modes.PER_PERSON:
-        return _("An A/B test needs per-person tracking for this broadcast.")
+        return _("An A/B test counts who opened or clicked each variant, so it needs "
+                 "per-person tracking: choose it under Tracking.")
     if broadcast.list_id is not None:
         mailing_list = session.get(MailingList, broadcast.list_id)
         if mailing_list is not None and not mailing_list.per_person_tracking:
-            return _("An A/B test needs per-person tracking, which is off for the list "
-                     "“%(name)s”.", name=mailing_list.name)
+            return _("An A/B test counts who opened or clicked each variant: turn on "
+                     "per-person tracking on this list's page first.")
     return None
 
 
