@@ -97,6 +97,18 @@ def test_a_subject_edit_elsewhere_keeps_variant_a_in_step(app, draft):
         {"subject": "Other", "preheader": "", "body": ""}]
 
 
+def test_ticking_the_box_does_not_stop_autosave_until_a_variant_is_written(logged_in_client, draft):
+    form = editor_form(logged_in_client, draft, **{"ab-on": "1", "subject": "Typed on"})
+    assert logged_in_client.post(f"/broadcasts/{draft.id}/autosave", data=form).status_code == 200
+    saved = stored(draft.id)
+    assert saved.subject == "Typed on" and saved.ab_test is None  # the rest saved, no test yet
+    response = logged_in_client.post(f"/broadcasts/{draft.id}/edit", data=form)  # Save says why
+    assert response.status_code == 422 and 'id="ab-1-subject-error"' in response.text
+    form["ab-1-preheader"] = "Only a preheader"
+    refused = logged_in_client.post(f"/broadcasts/{draft.id}/autosave", data=form)
+    assert refused.status_code == 422 and "Variant B needs a subject" in refused.text
+
+
 @pytest.mark.parametrize("fields, spot, said", [
     ({"ab-1-subject": ""}, "ab-1-subject", "Variant B needs a subject"),
     ({"ab-1-subject": "", "ab-2-subject": "x"}, "ab-1-subject", "Variant B needs a subject"),

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 from jsonschema import Draft202012Validator
+from sqlalchemy import func, select
 
 from broadside.campaigns.broadcasts import ab_test
-from broadside.core.models import Broadcast, MailingList
+from broadside.core.models import AuditEntry, Broadcast, MailingList
 from webapp.apidocs.document import DOCUMENT
 from webapp.extensions import db
 
@@ -61,9 +62,16 @@ def test_a_test_is_given_shown_changed_and_removed(client, api_headers, news):
     assert again.json["ab_test"]["variants"][0]["subject"] == "Hey you"
     listed = client.get("/api/broadcasts", headers=api_headers).json["items"][0]
     assert listed["ab_test"]["default"] == "D"
+    edits = audited(broadcast_id)
     removed = client.patch(f"/api/broadcasts/{broadcast_id}", headers=api_headers,
                            json={"ab_test": None})
     assert removed.status_code == 200 and removed.json["ab_test"] is None
+    assert audited(broadcast_id) == edits + 1  # audited as any other edit of the draft
+
+
+def audited(broadcast_id: int) -> int:
+    return db.session.scalar(select(func.count()).select_from(AuditEntry).where(
+        AuditEntry.action == "broadcast.edit", AuditEntry.object_id == str(broadcast_id)))
 
 
 @pytest.mark.parametrize("test, field, said", [

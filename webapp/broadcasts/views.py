@@ -259,7 +259,7 @@ def autosave(broadcast_id: int):
     picked = request.form.get("preview_as")
     try:
         save_draft_attachments(broadcast_id)
-        ab_test.stage_posted(db.session, broadcast_id, request.form)  # committed with the draft
+        ab_test.stage_posted(db.session, broadcast_id, request.form, typing=True)
         drafts.update_draft(db.session, broadcast_id, **form.draft_values())
         preview, as_problem = preview_for(broadcast_id, check_fields=True, picked=picked)
     except (ValidationError, Conflict) as exc:

@@ -69,10 +69,14 @@ def posted(form: Any) -> Any:
             "default": _text(form, "ab-default").strip()}
 
 
-def stage_posted(session: Session, broadcast_id: int, form: Any) -> None:
-    """Write the posted test into the draft, uncommitted (the draft's save commits it)."""
+def stage_posted(session: Session, broadcast_id: int, form: Any, *, typing: bool = False) -> None:
+    """Write the posted test into the draft, uncommitted (the draft's save commits it).
+    `typing` (autosave): a test just switched on with no variant written yet is left as it
+    was, so ticking the box does not stop the rest of the draft being saved; Save says what
+    is missing."""
     raw = posted(form)
-    if raw is KEEP:
+    if raw is KEEP or (typing and raw is not None and not any(
+            any(variant.values()) for variant in raw["variants"][1:])):
         return
     ab_drafts.stage_ab_test(session, broadcast_id, raw, subject=_text(form, "subject"),
                             preheader=_text(form, "preheader"))
