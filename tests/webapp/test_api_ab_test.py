@@ -91,6 +91,10 @@ def audited(broadcast_id: int) -> int:
     ({"variants": [{}, {"subject": "B"}], "wait_hours": 100}, "ab_test.wait_hours", "1 to 72"),
     ({"variants": [{}, {"subject": "B"}], "default": "C"}, "ab_test.default", "one of the variants"),
     ({"variants": [{}, {"subject": "B"}], "default": 1}, "ab_test.default", "\"A\" to \"D\""),
+    ({"variants": [{}, {"subject": "B"}], "share": "20"}, "ab_test.share", "whole number"),
+    ({"variants": [{}, {"subject": "B\nBcc: x"}]}, "ab_test.variants[1].subject", "one line"),
+    ({"variants": [{"subject": 7}, {"subject": "B"}]}, "ab_test.variants[0].subject",
+     "must be text"),
 ])
 def test_a_refused_test_names_its_field_and_writes_nothing(client, api_headers, news, test,
                                                            field, said):

@@ -25,7 +25,12 @@ FIELD = "ab_test"
 def ab_test_input(value: Any) -> Any:
     """The API's test as the domain takes it (`default` an index), or None; the rest is
     judged by broadside.campaigns.broadcasts.ab_drafts."""
-    if not isinstance(value, dict) or "default" not in value:
+    if not isinstance(value, dict):
+        return value
+    for key in ("share", "wait_hours"):  # the pages post digits; the API takes numbers only
+        if key in value and (not isinstance(value[key], int) or isinstance(value[key], bool)):
+            raise ValidationError(f"'ab_test.{key}' must be a whole number.", field=f"{FIELD}.{key}")
+    if "default" not in value:
         return value
     given = value["default"]
     if not isinstance(given, str) or given not in LETTERS:

@@ -16,12 +16,25 @@ from broadside.campaigns.broadcasts.ab_test import (
 )
 
 LETTER = {"type": "string", "enum": list(LETTERS[:MAX_VARIANTS])}
-_VARIANT = {"type": "object", "additionalProperties": False, "properties": {
-    "subject": {"type": "string", "maxLength": MAX_LINE_CHARS},
-    "preheader": {"type": "string", "maxLength": MAX_LINE_CHARS,
-                  "description": "Empty: variant A's."},
-    "body": {"type": "string", "maxLength": MAX_BODY_CHARS,
+# A character str.strip() keeps: schemas.NOT_BLANK (which imports this module, hence again here).
+NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
+BLANK = r"[\s\x1c-\x1f\x85]"
+# What clean_ab_test reads of a variant: text or null (as empty); other keys are ignored.
+_TEXT = {"type": ["string", "null"]}
+_VARIANT: dict[str, Any] = {"type": "object", "additionalProperties": True, "properties": {
+    "subject": {**_TEXT, "maxLength": MAX_LINE_CHARS},
+    "preheader": {**_TEXT, "maxLength": MAX_LINE_CHARS, "description": "Empty: variant A's."},
+    "body": {**_TEXT, "maxLength": MAX_BODY_CHARS,
              "description": "In the broadcast's format; empty: variant A's (the broadcast's)."}}}
+# Variant A: the broadcast itself (its subject and preheader, if given, must be the
+# broadcast's: a rule across fields, refused with a 422 naming it); no body of its own.
+_VARIANT_A = {**_VARIANT, "properties": {**_VARIANT["properties"], "body": {
+    **_TEXT, "pattern": rf"^{BLANK}*$", "description": "None: A's body is the broadcast's."}}}
+# B to D: a subject of one line that is not blank (what drafts' subjects are).
+_VARIANT_OTHER = {**_VARIANT, "required": ["subject"], "properties": {
+    **_VARIANT["properties"], "subject": {"type": "string", "minLength": 1,
+                                          "maxLength": MAX_LINE_CHARS,
+                                          "pattern": rf"^[^\r\n]*{NOT_BLANK}[^\r\n]*$"}}}
 _FIELDS: dict[str, Any] = {
     "share": {"type": "integer", "minimum": SHARE_RANGE[0], "maximum": SHARE_RANGE[1],
               "description": "The percentage of the audience in the test, split at random into "
@@ -39,7 +52,7 @@ AB_TEST_EXAMPLE = {"variants": [{"subject": "November news"},
 AB_TEST_INPUT = {
     "type": ["object", "null"], "additionalProperties": True, "required": ["variants"],
     "properties": {"variants": {"type": "array", "minItems": 2, "maxItems": MAX_VARIANTS,
-                                "items": _VARIANT}, **_FIELDS},
+                                "prefixItems": [_VARIANT_A], "items": _VARIANT_OTHER}, **_FIELDS},
     "description": (
         "An A/B test: the variants are A (the broadcast itself: leave its subject and "
         "preheader out or give the broadcast's, and no body), then B to D, each with its own "
@@ -54,7 +67,10 @@ AB_TEST = {
     "type": ["object", "null"], "additionalProperties": False,
     "required": ["variants", *_FIELDS],
     "properties": {"variants": {"type": "array", "items": {
-        **_VARIANT, "required": ["subject", "preheader", "body"]}}, **_FIELDS},
+        "type": "object", "additionalProperties": False,
+        "required": ["subject", "preheader", "body"],
+        "properties": {name: {"type": "string"} for name in ("subject", "preheader", "body")}}},
+        **_FIELDS},
     "description": "The A/B test as stored (variant A first: the broadcast's own subject and "
                    "preheader, an empty body), or null."}
 _RATE = {"type": "number", "minimum": 0, "maximum": 1}

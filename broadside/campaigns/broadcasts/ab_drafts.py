@@ -61,6 +61,11 @@ def clean_for(raw: Any, *, subject: str, preheader: str) -> dict[str, Any] | Non
     if isinstance(variants, list) and variants and isinstance(variants[0], dict):
         _refuse_another_a(variants[0], subject, preheader)
         raw = {**raw, "variants": [variant_a(subject, preheader), *variants[1:]]}
+    for index, item in enumerate(variants if isinstance(variants, list) else []):
+        line = item.get("subject") if isinstance(item, dict) and index else None
+        if isinstance(line, str) and ("\n" in line or "\r" in line):
+            raise ValidationError(_("Variant %(letter)s: the subject must be one line.",
+                                    letter=LETTERS[index]), field=f"{FIELD}.variants[{index}].subject")
     try:
         cleaned = clean_ab_test(raw)
     except ValidationError as exc:
@@ -72,6 +77,10 @@ def clean_for(raw: Any, *, subject: str, preheader: str) -> dict[str, Any] | Non
 
 def _refuse_another_a(first: dict[str, Any], subject: str, preheader: str) -> None:
     own = {"subject": (subject or "").strip(), "preheader": (preheader or "").strip()}
+    for name in ("subject", "preheader", "body"):
+        if first.get(name) is not None and not isinstance(first[name], str):
+            raise ValidationError(_("Variant %(letter)s: the %(field)s must be text.", letter="A",
+                                    field=name), field=f"{FIELD}.variants[0].{name}")
     for name in ("subject", "preheader"):
         given = first.get(name)
         if isinstance(given, str) and given.strip() and given.strip() != own[name]:
