@@ -86,7 +86,7 @@ def audited(broadcast_id: int) -> int:
     ({"variants": [{"body": "x"}, {"subject": "B"}]}, "ab_test.variants[0].body",
      "Variant A is the broadcast itself"),
     ({"variants": [{}, {"subject": "B"}], "share": 60}, "ab_test.share", "from 5 to 50"),
-    ({"variants": [{}, {"subject": "B"}], "share": True}, "ab_test.share", "from 5 to 50"),
+    ({"variants": [{}, {"subject": "B"}], "share": True}, "ab_test.share", "whole number"),
     ({"variants": [{}, {"subject": "B"}], "measure": "likes"}, "ab_test.measure", "opens or clicks"),
     ({"variants": [{}, {"subject": "B"}], "wait_hours": 100}, "ab_test.wait_hours", "1 to 72"),
     ({"variants": [{}, {"subject": "B"}], "default": "C"}, "ab_test.default", "one of the variants"),
