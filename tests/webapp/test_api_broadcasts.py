@@ -38,7 +38,7 @@ def test_create_send_read_and_deliveries(app, client, api_headers, smtp_server, 
         "id": 1,
         "status": "sent",
         "identity_id": None, "codes": None, "format": "markdown", "attachments": [],
-        "versions": [], "pause_reason": None,
+        "versions": [], "pause_reason": None, "ab_test": None, "ab_result": None,
         "total": 3,
         "counts": {"pending": 0, "sending": 0, "sent": 3, "skipped": 0, "failed": 0, "unknown": 0},
     }

@@ -81,7 +81,11 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             r"^The file's name |attachments come to [\d.]+ MB|"
                             # A language tag's shape is a pattern; whether it names a
                             # language is the CLDR's list (Babel), which no pattern states.
-                            r"is not a language tag \(such as")
+                            r"is not a language tag \(such as|"
+                            # An A/B test's rules across fields: variant A is the broadcast's
+                            # own subject, no two variants alike, the default one of them.
+                            r"^Variant A is the broadcast itself|are the same: make each one "
+                            r"different\.$|^The default winner must be one of the variants\.$")
 
 
 def filter_failure(context, failure, case, response) -> bool:

@@ -3,7 +3,7 @@ tests/webapp/test_api_broadcast_drafts.py and described in `webapp/apidocs/paths
 
 - PATCH /api/broadcasts/<id> with any of "list_id", "segment_id", "subject", "preheader",
   "body", "format", "skip_if_received_within_hours", "identity_id", "codes", "text",
-  "attachments", "versions" -> 200 Broadcast ("versions": all of them, replacing what
+  "attachments", "versions", "ab_test" -> 200 Broadcast ("versions": all of them, replacing what
   was). "text" is the plain-text part as the owner writes it (merge
   fields work), null for the one made from the body. What is not given
   stays as it is; "identity_id": null is the default sending identity.
@@ -22,13 +22,14 @@ from typing import Any
 
 from flask import jsonify
 
-from broadside.campaigns.broadcasts import drafts, service
+from broadside.campaigns.broadcasts import ab_drafts, drafts, service
 from broadside.campaigns.codes.minting import codes_setting
 from broadside.core.errors import Conflict
 from broadside.core.models.sending import BroadcastStatus
 from broadside.mail import attachment_use
 from broadside.mail.body_formats import check_format
 from webapp.api import bp, json_body
+from webapp.api.ab_test import ab_test_input
 from webapp.api.broadcasts import audience_fields, broadcast_json
 from webapp.api.inputs import cap_hours_field, id_field, only_keys, require_some, text_field
 from webapp.extensions import db
@@ -36,7 +37,7 @@ from webapp.permissions import allow
 
 EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body", "format",
             "skip_if_received_within_hours", "identity_id", "codes", "text", "attachments",
-            "versions")
+            "versions", "ab_test")
 
 
 @bp.route("/broadcasts/<int:broadcast_id>", methods=["PATCH"])
@@ -64,6 +65,10 @@ def edit_draft(broadcast_id: int):
         list_id, segment_id = current.list_id, current.segment_id
     if "attachments" in data:  # checked before anything is written, saved after the rest
         attachments = attachment_use.checked_ids(db.session, data["attachments"])
+    if "ab_test" in data:  # written uncommitted: the draft's update commits both, or neither
+        ab_drafts.stage_ab_test(db.session, broadcast_id, ab_test_input(data["ab_test"]),
+                                subject=current.subject if subject is None else subject,
+                                preheader=current.preheader if preheader is None else preheader)
     updated = drafts.update_draft(
         db.session, broadcast_id, list_id=list_id, segment_id=segment_id,
         subject=current.subject if subject is None else subject,

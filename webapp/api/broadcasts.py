@@ -9,8 +9,9 @@ test_api_broadcast_drafts.py). Editing and deleting drafts is in `webapp/api/bro
   from POST /api/attachments (422 naming an unknown one, or the total over 10 MB). `codes`:
   null (off) or {"prefix": "SAVE"}, a code per recipient. `versions`: the message in other
   languages, [{"locale", "subject", "preheader"?, "body"}] (`content.versions.clean_versions`).
-  Exactly one audience. The cap: absent or null takes the Settings default, 0 means no cap,
-  1-720 hours. The sending identity: absent or null is the default, else a live identity's id.
+  `ab_test`: an A/B test (webapp/api/ab_test.py), shown by GET. Exactly one audience. The cap:
+  absent or null takes the Settings default, 0 means no cap, 1-720 hours. The sending
+  identity: absent or null is the default, else a live identity's id.
 - GET /api/broadcasts?after=&limit= -> 200 {"items": [Broadcast], "next"}: newest first (by
   id, descending); `after` is the previous page's `next`, so a page holds ids below it.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 from flask import current_app, jsonify, request
 
-from broadside.campaigns.broadcasts import drafts, merge_person, queries, service
+from broadside.campaigns.broadcasts import ab_drafts, drafts, merge_person, queries, service
 from broadside.campaigns.codes.minting import codes_json, codes_setting
 from broadside.core.errors import ValidationError, shown
 from broadside.core.models import Broadcast
@@ -29,6 +30,7 @@ from broadside.core.models.sending import DELIVERY_STATUSES
 from broadside.mail import attachment_use
 from broadside.mail.body_formats import DEFAULT_FORMAT, check_format
 from webapp.api import bp, json_body
+from webapp.api.ab_test import ab_result_json, ab_test_input, ab_test_json
 from webapp.api.inputs import (
     BROADCAST_FIELDS,
     cap_hours_field,
@@ -62,7 +64,7 @@ def broadcast_json(b: Broadcast) -> dict[str, Any]:
         "skip_if_received_within_hours": b.skip_if_received_within_hours,
         "identity_id": b.identity_id, "codes": codes_json(b.codes_prefix),
         "attachments": list(b.attachment_ids or []), "versions": list(b.versions or []),
-        "counts": {"total": b.total,
+        "ab_test": ab_test_json(b.ab_test), "counts": {"total": b.total,
                    **{status: getattr(b, f"{status}_count") for status in DELIVERY_STATUSES}},
         "created_at": iso(b.created_at), "updated_at": iso(b.updated_at),
         "scheduled_at": iso(b.scheduled_at), "finished_at": iso(b.finished_at),
@@ -82,14 +84,16 @@ def audience_fields(data: dict[str, Any]) -> tuple[int | None, int | None]:
 @allow("write")
 def create_broadcast():
     data = json_body()
-    null_only_for(data, ("identity_id", "skip_if_received_within_hours", "codes", "versions"),
-                  documented=BROADCAST_FIELDS)
+    null_only_for(data, ("identity_id", "skip_if_received_within_hours", "codes", "versions",
+                         "ab_test"), documented=BROADCAST_FIELDS)
     require_keys(data, ("subject", "body"))
     list_id, segment_id = audience_fields(data)
     if list_id is None and segment_id is None:
         raise ValidationError("'list_id' or 'segment_id' is required: who is it for?")
     cap = cap_hours_field(data)
     attachments = attachment_use.checked_ids(db.session, data.get("attachments", []))
+    test = ab_test_input(data.get("ab_test"))  # judged before anything is written
+    ab_drafts.clean_for(test, subject=str(data["subject"]), preheader=str(data.get("preheader") or ""))
     broadcast = drafts.create_draft(
         db.session,
         list_id=list_id,
@@ -105,6 +109,8 @@ def create_broadcast():
     )
     if attachments:
         attachment_use.attach_to_draft(db.session, broadcast.id, attachments)
+    if test is not None:
+        ab_drafts.set_ab_test(db.session, broadcast.id, test)
     return jsonify({**_state(broadcast), "identity_id": broadcast.identity_id,
                     "codes": codes_json(broadcast.codes_prefix),
                     "attachments": attachments, "format": broadcast.body_format,
@@ -157,6 +163,7 @@ def show(broadcast_id: int):
             "attachments": list(b.attachment_ids or []),
             "format": b.body_format,
             "versions": list(b.versions or []),
+            "ab_test": ab_test_json(b.ab_test), "ab_result": ab_result_json(b.id),
             "pause_reason": shown(b.pause_reason),
             "total": b.total,
             # One counter column per delivery status, in the order of DELIVERY_STATUSES.

@@ -71,7 +71,7 @@ LIST_FIELDS = ("name", "description")
 SUBSCRIBER_FIELDS = ("email", "name", "attributes", "lists", "welcome", "locale")
 BROADCAST_FIELDS = ("subject", "body", "format", "preheader", "list_id", "segment_id",
                     "identity_id", "skip_if_received_within_hours", "codes", "attachments",
-                    "versions")
+                    "versions", "ab_test")
 
 
 def require_keys(data: dict[str, Any], required: Iterable[str]) -> None:

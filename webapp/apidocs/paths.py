@@ -102,7 +102,7 @@ BROADCAST_EXAMPLE = {"id": 7, "status": "draft", "subject": "November news", "pr
                      "identity_id": None, "codes": None, "attachments": [], "format": "markdown",
                      "versions": [VERSIONS_EXAMPLE], "counts": COUNTS_EXAMPLE,
                      "created_at": "2026-11-20T10:00:00Z", "updated_at": "2026-11-20T10:05:00Z",
-                     "scheduled_at": None, "finished_at": None}
+                     "scheduled_at": None, "finished_at": None, "ab_test": None}
 ACTIONS = {
     "send": ("Send a draft now", "Freezes its content, snapshots the audience and queues the "
              "send. 409 if it is not a draft; 422 if it cannot be sent (no subject, no audience).",

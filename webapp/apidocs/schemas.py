@@ -23,6 +23,7 @@ from broadside.mail.attachments import MAX_COUNT as MAX_ATTACHMENTS
 from broadside.mail.body_formats import BODY_FORMATS, DEFAULT_FORMAT
 from broadside.mail.text_part import MAX_TEXT_BODY
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
+from webapp.apidocs.ab_test import AB_RESULT, AB_TEST, AB_TEST_INPUT
 from webapp.apidocs.versions import VERSIONS, VERSIONS_EXAMPLE, VERSIONS_INPUT  # noqa: F401 - the paths' example
 from webapp.params import MAX_DATABASE_ID
 
@@ -288,7 +289,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                           "received a broadcast within this many hours are "
                                           "skipped at their turn; null: no cap."},
         "identity_id": IDENTITY_CHOICE, "codes": CODES, "attachments": ATTACHMENTS,
-        "versions": VERSIONS, "counts": COUNTS, "created_at": MOMENT, "updated_at": MOMENT,
+        "versions": VERSIONS, "ab_test": AB_TEST, "counts": COUNTS, "created_at": MOMENT,
+        "updated_at": MOMENT,
         "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT),
     }, description="The body and the plain-text part are left out of lists and edits (the body "
        "can be 500 kB)."),
@@ -296,10 +298,10 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                           "next": {**nullable(ID), "description": "Pass as `after` for the next "
                                    "(older) page; null on the last page."}}),
     "BroadcastDetail": obj({
-        "id": ID, "status": ref("BroadcastStatus"), "identity_id": IDENTITY_CHOICE,
+        "id": ID, "status": ref("BroadcastStatus"), "identity_id": IDENTITY_CHOICE, "ab_test": AB_TEST,
         "codes": CODES, "attachments": ATTACHMENTS, "format": BODY_FORMAT, "versions": VERSIONS,
         "pause_reason": {"type": ["string", "null"]}, "total": {"type": "integer"},
-        "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}),
+        "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}), "ab_result": AB_RESULT,
     }),
     "BroadcastInput": obj({
         "list_id": ID, "segment_id": ID,
@@ -314,7 +316,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                         "absent or null: the default identity."},
         "codes": {**CODES, "description": "Absent or null: no codes. {\"prefix\": \"SAVE\"}: "
                   "a single-use code per recipient, {{ code }} in the subject or body."},
-        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT,
+        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT, "ab_test": AB_TEST_INPUT,
     }, ("subject", "body"), closed=False,
         description="Exactly one of list_id and segment_id.",
         extra={"oneOf": [{"required": ["list_id"]}, {"required": ["segment_id"]}]}),
@@ -334,7 +336,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                  "description": "The plain-text part as you write it ({{ merge fields }} work; "
                                 "the footer is added), or null (or blank) for the one made from "
                                 "the body."},
-        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT,
+        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT, "ab_test": AB_TEST_INPUT,
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
                         "clears list_id and giving list_id clears segment_id; not both (one "
                         "of them null is fine)."),

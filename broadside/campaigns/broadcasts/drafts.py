@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.broadcasts import lifecycle, merge_person
+from broadside.campaigns.broadcasts import ab_drafts, lifecycle, merge_person
 from broadside.campaigns.broadcasts.merge_report import MergeReport, merge_report
 from broadside.campaigns.broadcasts.service import get_broadcast, sender_of
 from broadside.campaigns.codes.fields import check_code_fields, sample
@@ -141,9 +141,9 @@ def update_draft(session: Session, broadcast_id: int, *, list_id: int | None,
         current_format=current.body_format if current else None,
         current_editor=current.editor if current else None)
     values: dict[str, Any] = {"list_id": list_id, "segment_id": segment_id,
-                              "subject": subject.strip(), "preheader": preheader.strip(),
-                              "body": written_as(body, fmt), "body_format": fmt,
-                              "editor": mode, "updated_at": utcnow()}
+                              "subject": subject.strip(), "preheader": preheader.strip(), "editor": mode,
+                              "body": written_as(body, fmt), "body_format": fmt, "updated_at": utcnow(),
+                              "ab_test": ab_drafts.synced(current, subject, preheader)}
     if skip_if_received_within_hours is not KEEP:
         values["skip_if_received_within_hours"] = clean_cap_hours(skip_if_received_within_hours)
     if identity_id is not KEEP:
