@@ -90,6 +90,7 @@ RULES_EXAMPLE = {"all": [
 SEGMENT_EXAMPLE = {"id": 3, "name": "Berlin readers", "rules": RULES_EXAMPLE,
                    "created_at": "2026-11-02T09:30:00Z", "updated_at": "2026-11-02T09:30:00Z"}
 SUBSCRIBER_EXAMPLE = {"id": 41, "email": "ann@example.com", "name": "Ann", "locale": "de",
+                      "timezone": "Europe/Berlin",
                       "attributes": {"city": "Berlin", "plan": "gold"}, "suppression": None,
                       "created_at": "2026-10-01T08:00:00Z",
                       "subscriptions": [{"list_id": 1, "status": "active"}]}
@@ -232,7 +233,8 @@ SUBSCRIBER_PATHS: dict[str, Any] = {
             "when given, attributes are merged, and the lists are added as active (an "
             "unsubscribed or suppressed person is never re-activated).", write=True,
             request=body("SubscriberInput", {"email": "ann@example.com", "name": "Ann",
-                                             "lists": [1], "locale": "de"}),
+                                             "lists": [1], "locale": "de",
+                                             "timezone": "Europe/Berlin"}),
             responses={"201": reply("Created.", "SubscriberSaved",
                                     {"id": 41, "email": "ann@example.com", "warnings": []}),
                        "200": reply("Known address, updated.", "SubscriberSaved")},
@@ -244,10 +246,12 @@ SUBSCRIBER_PATHS: dict[str, Any] = {
                          responses={"200": reply("The subscriber.", "SubscriberDetail")},
                          errors=("NotFound",)),
         "patch": operation(
-            "Subscribers", "editSubscriber", "Change a subscriber's name, attributes or language",
-            "`attributes` replaces the whole object; `locale` null: the list's default language.",
+            "Subscribers", "editSubscriber",
+            "Change a subscriber's name, attributes, language or time zone",
+            "`attributes` replaces the whole object; `locale` null: the list's default language; "
+            "`timezone` null: none.",
             parameters=[SUBSCRIBER], write=True,
-            request=body("SubscriberPatch", {"name": "Ann Lee", "locale": "de"}),
+            request=body("SubscriberPatch", {"name": "Ann Lee", "timezone": "Asia/Tokyo"}),
             responses={"200": reply("Changed.", "Subscriber", SUBSCRIBER_EXAMPLE)},
             errors=("NotFound", "Invalid")),
         "delete": operation(

@@ -148,6 +148,14 @@ READER_LOCALE = {"type": ["string", "null"], "maxLength": 35, "examples": ["de",
                  "list's default language."}
 
 
+# A reader's time zone (broadside.campaigns.broadcasts.local_time.clean_timezone): the hour a
+# broadcast "at 09:00 in each reader's time zone" reaches them.
+READER_TIMEZONE = {"type": ["string", "null"], "maxLength": 64,
+                   "examples": ["Asia/Tokyo", "Europe/Berlin"],
+                   "description": "An IANA time zone name this server knows; null: none (a "
+                   "broadcast at each reader's hour gives them the owner's)."}
+
+
 AUDIENCE_SCHEMAS: dict[str, Any] = {
     "List": obj({"id": ID, "name": {"type": "string"}, "counts": obj(
         {status: {"type": "integer", "minimum": 0} for status in SUBSCRIPTION_STATUSES})}),
@@ -157,8 +165,9 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
     "Subscription": obj({"list_id": ID, "status": SUBSCRIPTION_STATUS}),
     "Subscriber": obj({
         "id": ID, "email": {"type": "string", "format": "email"}, "name": {"type": "string"},
-        "attributes": ATTRIBUTES, "locale": READER_LOCALE, "suppression": SUPPRESSION,
-        "created_at": MOMENT, "subscriptions": {"type": "array", "items": ref("Subscription"),
+        "attributes": ATTRIBUTES, "locale": READER_LOCALE, "timezone": READER_TIMEZONE,
+        "suppression": SUPPRESSION, "created_at": MOMENT,
+        "subscriptions": {"type": "array", "items": ref("Subscription"),
                           "description": "Every list they are on, by list id, in any status."},
     }),
     "SubscriberPage": obj({"items": {"type": "array", "items": ref("Subscriber")},
@@ -205,8 +214,8 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "created_at": MOMENT, "finished_at": nullable(MOMENT)}),
     "SubscriberDetail": obj({
         "id": ID, "email": {"type": "string"}, "name": {"type": "string"},
-        "attributes": ATTRIBUTES, "locale": READER_LOCALE, "created_at": MOMENT,
-        "suppression": SUPPRESSION, "suppressed_at": nullable(MOMENT),
+        "attributes": ATTRIBUTES, "locale": READER_LOCALE, "timezone": READER_TIMEZONE,
+        "created_at": MOMENT, "suppression": SUPPRESSION, "suppressed_at": nullable(MOMENT),
         "subscriptions": {"type": "array", "items": obj({
             "list_id": ID, "list": {"type": "string"}, "status": SUBSCRIPTION_STATUS,
             "created_at": MOMENT, "confirmed_at": nullable(MOMENT),
@@ -220,6 +229,9 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "attributes": {**ATTRIBUTES, "description": "Merged into a known person's attributes."},
         "locale": {**READER_LOCALE, "description": "Their language (replaces a known person's "
                    "when given); 422 when it is not a language tag."},
+        "timezone": {**READER_TIMEZONE, "description": "Their time zone (replaces a known "
+                     "person's when given); 422 naming the field when the server does not know "
+                     "it."},
         "welcome": {"type": "boolean", "default": False, "description": (
             "true: on each list they newly join, they enter its enabled welcome automations "
             "(a person already on the list is not welcomed again).")},
@@ -237,7 +249,9 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "attributes": {**ATTRIBUTES, "description": "Replaces all of them ({} removes them)."},
         "locale": {**READER_LOCALE, "description": 'null or "" returns them to the list\'s '
                    "default; 422 when it is not a language tag."},
-    }, (), description="At least one of the three.", min_properties=1),
+        "timezone": {**READER_TIMEZONE, "description": 'null or "" removes it; 422 naming the '
+                     "field when the server does not know it."},
+    }, (), description="At least one of the four.", min_properties=1),
     "UnsubscribeInput": obj({"list_id": ID}),
     "Unsubscribed": obj({"subscriber_id": ID, "list_id": ID, "status": {"const": "unsubscribed"},
                          "changed": {"type": "boolean", "description": "false when they had "
