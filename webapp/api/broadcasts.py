@@ -11,6 +11,8 @@ test_api_broadcast_drafts.py). Editing and deleting drafts is in `webapp/api/bro
   languages, [{"locale", "subject", "preheader"?, "body"}] (`content.versions.clean_versions`).
   Exactly one audience. The cap: absent or null takes the Settings default, 0 means no cap,
   1-720 hours. The sending identity: absent or null is the default, else a live identity's id.
+- "send_at_local": "09:00" sends each copy at that hour in its reader's time zone, null at once
+  (`webapp/api/broadcast_local_time.py`).
 - GET /api/broadcasts?after=&limit= -> 200 {"items": [Broadcast], "next"}: newest first (by
   id, descending); `after` is the previous page's `next`, so a page holds ids below it.
 """
@@ -29,6 +31,7 @@ from broadside.core.models.sending import DELIVERY_STATUSES
 from broadside.mail import attachment_use
 from broadside.mail.body_formats import DEFAULT_FORMAT, check_format
 from webapp.api import bp, json_body
+from webapp.api.broadcast_local_time import save_send_at_local, send_at_local_field, send_at_local_json
 from webapp.api.inputs import (
     BROADCAST_FIELDS,
     cap_hours_field,
@@ -66,6 +69,7 @@ def broadcast_json(b: Broadcast) -> dict[str, Any]:
                    **{status: getattr(b, f"{status}_count") for status in DELIVERY_STATUSES}},
         "created_at": iso(b.created_at), "updated_at": iso(b.updated_at),
         "scheduled_at": iso(b.scheduled_at), "finished_at": iso(b.finished_at),
+        **send_at_local_json(b),
     }
 
 
@@ -82,14 +86,15 @@ def audience_fields(data: dict[str, Any]) -> tuple[int | None, int | None]:
 @allow("write")
 def create_broadcast():
     data = json_body()
-    null_only_for(data, ("identity_id", "skip_if_received_within_hours", "codes", "versions"),
-                  documented=BROADCAST_FIELDS)
+    null_only_for(data, ("identity_id", "skip_if_received_within_hours", "codes", "versions",
+                         "send_at_local"), documented=BROADCAST_FIELDS)
     require_keys(data, ("subject", "body"))
     list_id, segment_id = audience_fields(data)
     if list_id is None and segment_id is None:
         raise ValidationError("'list_id' or 'segment_id' is required: who is it for?")
     cap = cap_hours_field(data)
     attachments = attachment_use.checked_ids(db.session, data.get("attachments", []))
+    send_at_local = send_at_local_field(data)  # checked before anything is written
     broadcast = drafts.create_draft(
         db.session,
         list_id=list_id,
@@ -105,7 +110,9 @@ def create_broadcast():
     )
     if attachments:
         attachment_use.attach_to_draft(db.session, broadcast.id, attachments)
+    save_send_at_local(broadcast.id, send_at_local)
     return jsonify({**_state(broadcast), "identity_id": broadcast.identity_id,
+                    **send_at_local_json(broadcast),
                     "codes": codes_json(broadcast.codes_prefix),
                     "attachments": attachments, "format": broadcast.body_format,
                     "versions": list(broadcast.versions or [])}), 201
@@ -157,6 +164,7 @@ def show(broadcast_id: int):
             "attachments": list(b.attachment_ids or []),
             "format": b.body_format,
             "versions": list(b.versions or []),
+            **send_at_local_json(b),
             "pause_reason": shown(b.pause_reason),
             "total": b.total,
             # One counter column per delivery status, in the order of DELIVERY_STATUSES.

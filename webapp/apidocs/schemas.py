@@ -23,6 +23,7 @@ from broadside.mail.attachments import MAX_COUNT as MAX_ATTACHMENTS
 from broadside.mail.body_formats import BODY_FORMATS, DEFAULT_FORMAT
 from broadside.mail.text_part import MAX_TEXT_BODY
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
+from webapp.apidocs.local_time import LOCAL_TIME, READER_TIMEZONE, TIMEZONE, TIMEZONE_INPUT, TIMEZONE_PATCH
 from webapp.apidocs.versions import VERSIONS, VERSIONS_EXAMPLE, VERSIONS_INPUT  # noqa: F401 - the paths' example
 from webapp.params import MAX_DATABASE_ID
 
@@ -148,14 +149,6 @@ READER_LOCALE = {"type": ["string", "null"], "maxLength": 35, "examples": ["de",
                  "list's default language."}
 
 
-# A reader's time zone (broadside.campaigns.broadcasts.local_time.clean_timezone): the hour a
-# broadcast "at 09:00 in each reader's time zone" reaches them.
-READER_TIMEZONE = {"type": ["string", "null"], "maxLength": 64,
-                   "examples": ["Asia/Tokyo", "Europe/Berlin"],
-                   "description": "An IANA time zone name this server knows; null: none (a "
-                   "broadcast at each reader's hour gives them the owner's)."}
-
-
 AUDIENCE_SCHEMAS: dict[str, Any] = {
     "List": obj({"id": ID, "name": {"type": "string"}, "counts": obj(
         {status: {"type": "integer", "minimum": 0} for status in SUBSCRIPTION_STATUSES})}),
@@ -165,9 +158,8 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
     "Subscription": obj({"list_id": ID, "status": SUBSCRIPTION_STATUS}),
     "Subscriber": obj({
         "id": ID, "email": {"type": "string", "format": "email"}, "name": {"type": "string"},
-        "attributes": ATTRIBUTES, "locale": READER_LOCALE, "timezone": READER_TIMEZONE,
-        "suppression": SUPPRESSION, "created_at": MOMENT,
-        "subscriptions": {"type": "array", "items": ref("Subscription"),
+        "attributes": ATTRIBUTES, "locale": READER_LOCALE, "suppression": SUPPRESSION,
+        "created_at": MOMENT, **TIMEZONE, "subscriptions": {"type": "array", "items": ref("Subscription"),
                           "description": "Every list they are on, by list id, in any status."},
     }),
     "SubscriberPage": obj({"items": {"type": "array", "items": ref("Subscriber")},
@@ -229,9 +221,7 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "attributes": {**ATTRIBUTES, "description": "Merged into a known person's attributes."},
         "locale": {**READER_LOCALE, "description": "Their language (replaces a known person's "
                    "when given); 422 when it is not a language tag."},
-        "timezone": {**READER_TIMEZONE, "description": "Their time zone (replaces a known "
-                     "person's when given); 422 naming the field when the server does not know "
-                     "it."},
+        "timezone": TIMEZONE_INPUT,
         "welcome": {"type": "boolean", "default": False, "description": (
             "true: on each list they newly join, they enter its enabled welcome automations "
             "(a person already on the list is not welcomed again).")},
@@ -249,8 +239,7 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "attributes": {**ATTRIBUTES, "description": "Replaces all of them ({} removes them)."},
         "locale": {**READER_LOCALE, "description": 'null or "" returns them to the list\'s '
                    "default; 422 when it is not a language tag."},
-        "timezone": {**READER_TIMEZONE, "description": 'null or "" removes it; 422 naming the '
-                     "field when the server does not know it."},
+        "timezone": TIMEZONE_PATCH,
     }, (), description="At least one of the four.", min_properties=1),
     "UnsubscribeInput": obj({"list_id": ID}),
     "Unsubscribed": obj({"subscriber_id": ID, "list_id": ID, "status": {"const": "unsubscribed"},
@@ -292,7 +281,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
     "BroadcastCreated": obj({"id": ID, "status": ref("BroadcastStatus"),
                              "identity_id": IDENTITY_CHOICE, "codes": CODES,
                              "attachments": ATTACHMENTS, "format": BODY_FORMAT,
-                             "versions": VERSIONS}),
+                             "versions": VERSIONS, **LOCAL_TIME}),
     "Broadcast": obj({
         "id": ID, "status": ref("BroadcastStatus"), "subject": {"type": "string"},
         "preheader": {"type": "string"}, "format": BODY_FORMAT,
@@ -303,7 +292,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                           "skipped at their turn; null: no cap."},
         "identity_id": IDENTITY_CHOICE, "codes": CODES, "attachments": ATTACHMENTS,
         "versions": VERSIONS, "counts": COUNTS, "created_at": MOMENT, "updated_at": MOMENT,
-        "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT),
+        "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT), **LOCAL_TIME,
     }, description="The body and the plain-text part are left out of lists and edits (the body "
        "can be 500 kB)."),
     "BroadcastPage": obj({"items": {"type": "array", "items": ref("Broadcast")},
@@ -313,7 +302,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "id": ID, "status": ref("BroadcastStatus"), "identity_id": IDENTITY_CHOICE,
         "codes": CODES, "attachments": ATTACHMENTS, "format": BODY_FORMAT, "versions": VERSIONS,
         "pause_reason": {"type": ["string", "null"]}, "total": {"type": "integer"},
-        "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}),
+        "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}), **LOCAL_TIME,
     }),
     "BroadcastInput": obj({
         "list_id": ID, "segment_id": ID,
@@ -328,7 +317,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                         "absent or null: the default identity."},
         "codes": {**CODES, "description": "Absent or null: no codes. {\"prefix\": \"SAVE\"}: "
                   "a single-use code per recipient, {{ code }} in the subject or body."},
-        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT,
+        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT, **LOCAL_TIME,
     }, ("subject", "body"), closed=False,
         description="Exactly one of list_id and segment_id.",
         extra={"oneOf": [{"required": ["list_id"]}, {"required": ["segment_id"]}]}),
@@ -348,7 +337,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                  "description": "The plain-text part as you write it ({{ merge fields }} work; "
                                 "the footer is added), or null (or blank) for the one made from "
                                 "the body."},
-        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT,
+        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT, **LOCAL_TIME,
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
                         "clears list_id and giving list_id clears segment_id; not both (one "
                         "of them null is fine)."),
