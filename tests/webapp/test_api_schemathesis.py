@@ -79,7 +79,10 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             r"^The file's name |attachments come to [\d.]+ MB|"
                             # A language tag's shape is a pattern; whether it names a
                             # language is the CLDR's list (Babel), which no pattern states.
-                            r"is not a language tag \(such as")
+                            r"is not a language tag \(such as|"
+                            # Likewise a time zone's: whether a name is one is the tz
+                            # database's list on this machine.
+                            r"is not a time zone this server knows")
 
 
 def filter_failure(context, failure, case, response) -> bool:

@@ -26,8 +26,8 @@ def send_at_local_field(data: dict[str, Any]) -> Any:
         return KEEP
     value = data[FIELD]
     try:
-        if value is not None and not isinstance(value, str):
-            raise ValidationError("")
+        if value is not None and not (isinstance(value, str) and value.strip()):
+            raise ValidationError("")  # "" is not "at once": that is null
         return clean_local_time(value)
     except ValidationError:
         raise ValidationError("'send_at_local' must be a time of day written HH:MM, from 00:00 "

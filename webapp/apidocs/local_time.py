@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 READER_TIMEZONE: dict[str, Any] = {
-    "type": ["string", "null"], "maxLength": 64, "examples": ["Asia/Tokyo", "Europe/Berlin"],
+    "type": ["string", "null"], "maxLength": 64, "pattern": "^[A-Za-z0-9_+/-]*$",
+    "examples": ["Asia/Tokyo", "Europe/Berlin"],
     "description": "An IANA time zone name this server knows; null: none (a broadcast at each "
                    "reader's hour gives them the owner's)."}
 TIMEZONE = {"timezone": READER_TIMEZONE}
