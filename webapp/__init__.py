@@ -49,7 +49,7 @@ from webapp.auth.views import bp as auth_bp
 from webapp.automations import bp as automations_bp
 from webapp.automations import views as automations_views  # noqa: F401 - its routes attach to the blueprint
 from webapp.broadcasts import bp as broadcasts_bp
-from webapp.broadcasts import preview_views, sending_views, views  # noqa: F401 - they add their routes to the blueprint
+from webapp.broadcasts import local_time_views, preview_views, sending_views, views  # noqa: F401 - they add their routes to the blueprint
 from webapp.cli import register_cli
 from webapp.compose.views import bp as compose_bp
 from webapp.dashboard.views import bp as dashboard_bp

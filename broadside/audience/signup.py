@@ -25,6 +25,7 @@ from broadside.audience.subscribers.service import (
     clean_name,
     get_or_create_subscriber,
 )
+from broadside.audience.subscribers.time_zone import browser_timezone
 from broadside.campaigns.automations.entering import enter_joined
 from broadside.core.db import rowcount
 from broadside.core.errors import DomainError, NotFound
@@ -119,7 +120,7 @@ def public_list(session: Session, list_id: int) -> MailingList:
 
 def sign_up(session: Session, list_id: int, email: str | None, name: str | None = "", *,
             links: Links, jobs: Jobs, warn: Callable[[str], list[str]] | None = None,
-            locale: str | None = None) -> bool:
+            locale: str | None = None, timezone: str | None = None) -> bool:
     """Record a sign-up and mail a confirmation when one is due; True when one was queued.
 
     `warn(address)`: the owner's warnings about the address (which sending identities cannot
@@ -127,7 +128,9 @@ def sign_up(session: Session, list_id: int, email: str | None, name: str | None 
     never shown to the person signing up (the form's answer is the same whatever happened).
 
     `locale`: the language the form was shown in, kept as the reader's when they are new or
-    have none yet (a reader's own choice is never overwritten by a form).
+    have none yet (a reader's own choice is never overwritten by a form). `timezone`: what
+    the reader's browser said their time zone is, kept likewise; one this server does not know
+    (or none) is nothing, never an error for the reader.
 
     Raises ValidationError for an address that is not valid (safe to show: it says nothing
     about who is subscribed).
@@ -138,6 +141,8 @@ def sign_up(session: Session, list_id: int, email: str | None, name: str | None 
     subscriber, created = get_or_create_subscriber(session, email, name)
     if subscriber.locale is None and clean_locale(locale):
         subscriber.locale = clean_locale(locale)
+    if subscriber.timezone is None:
+        subscriber.timezone = browser_timezone(timezone)
     for warning in warn(email) if warn is not None and created else []:
         record_event(session, "address_warning", subscriber_id=subscriber.id, list_id=list_id,
                      detail=warning[:1000])

@@ -14,7 +14,8 @@ from webapp.extensions import db
 
 ITEM_KEYS = {"id", "status", "subject", "preheader", "format", "list_id", "segment_id",
              "skip_if_received_within_hours", "identity_id", "codes", "attachments", "versions", "counts",
-             "ab_test", "created_at", "updated_at", "scheduled_at", "finished_at"}
+             "ab_test", "created_at", "updated_at", "scheduled_at", "finished_at",
+             "send_at_local"}
 
 
 def broadcast_count() -> int:

@@ -26,7 +26,8 @@ def test_create_send_read_and_deliveries(app, client, api_headers, smtp_server, 
     response = create(client, api_headers, weekly.id)
     assert response.status_code == 201 and response.json == {"id": 1, "status": "draft", "identity_id": None,
                                                              "codes": None, "format": "markdown",
-                                                             "attachments": [], "versions": []}
+                                                             "attachments": [], "versions": [],
+                                                             "send_at_local": None}
 
     response = client.post("/api/broadcasts/1/send", headers=api_headers)
     assert response.status_code == 202 and response.json == {"id": 1, "status": "queued"}
@@ -39,6 +40,7 @@ def test_create_send_read_and_deliveries(app, client, api_headers, smtp_server, 
         "status": "sent",
         "identity_id": None, "codes": None, "format": "markdown", "attachments": [],
         "versions": [], "pause_reason": None, "ab_test": None, "ab_result": None,
+        "send_at_local": None,
         "total": 3,
         "counts": {"pending": 0, "sending": 0, "sent": 3, "skipped": 0, "failed": 0, "unknown": 0},
     }

@@ -85,7 +85,10 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             # An A/B test's rules across fields: variant A is the broadcast's
                             # own subject, no two variants alike, the default one of them.
                             r"^Variant A is the broadcast itself|are the same: make each one "
-                            r"different\.$|^The default winner must be one of the variants\.$")
+                            r"different\.$|^The default winner must be one of the variants\.$|"
+                            # Likewise a time zone's: whether a name is one is the tz
+                            # database's list on this machine.
+                            r"is not a time zone this server knows")
 
 
 def filter_failure(context, failure, case, response) -> bool:

@@ -71,6 +71,7 @@ def test_an_item_carries_the_person_and_all_their_lists(client, api_headers):
     item = client.get("/api/subscribers", headers=api_headers).json["items"][0]
     assert item == {
         "id": ann, "email": "ann@example.com", "name": "Ann", "attributes": {"city": "Oslo"}, "locale": None,
+        "timezone": None,
         "suppression": None, "created_at": item["created_at"],
         "subscriptions": sorted([{"list_id": weekly.id, "status": "active"},
                                  {"list_id": monthly.id, "status": "unsubscribed"}],
@@ -170,7 +171,7 @@ def test_patch_changes_the_name_or_replaces_the_attributes(client, api_headers):
     assert renamed.json["attributes"] == {"city": "Oslo", "plan": "gold"}  # untouched
     assert renamed.json["subscriptions"] == [{"list_id": weekly.id, "status": "active"}]
     assert set(renamed.json) == {"id", "email", "name", "attributes", "suppression", "created_at",
-                                 "subscriptions", "locale"}
+                                 "subscriptions", "locale", "timezone"}
 
     replaced = client.patch(f"/api/subscribers/{ann}", headers=api_headers,
                             json={"attributes": {"city": "Berlin", "age": 41, "tags": ["a", "b"]}})

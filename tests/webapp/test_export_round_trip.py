@@ -25,7 +25,7 @@ from tests.webapp.import_steps import last_import, statuses, upload
 from webapp.extensions import db
 
 LIST_HEADER = ["email", "name", "status", "joined_at", "confirmed_at", "unsubscribed_at",
-               "unsubscribe_source", "suppression", "suppressed_at", "locale"]
+               "unsubscribe_source", "suppression", "suppressed_at", "locale", "timezone"]
 
 
 def read_csv(text: str) -> list[dict[str, str]]:

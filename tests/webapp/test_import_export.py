@@ -52,7 +52,7 @@ def test_import_then_export_then_import_gives_the_same_people(logged_in_client, 
     assert {r["email"] for r in rows} == set(before)
     assert list(rows[0]) == ["email", "name", "status", "joined_at", "confirmed_at",
                              "unsubscribed_at", "unsubscribe_source", "suppression",
-                             "suppressed_at", "locale", "city", "plan"]
+                             "suppressed_at", "locale", "timezone", "city", "plan"]
     # Formula injection neutralised: a spreadsheet shows these as text.
     cy = next(r for r in rows if r["email"] == "cy@example.com")
     assert cy["name"].startswith("'=") and cy["city"] == "'@SUM(A1)" and cy["plan"].startswith("'+")
@@ -77,7 +77,7 @@ def test_export_of_a_filtered_view_has_only_the_people_shown(logged_in_client, a
     assert [r["email"] for r in read_csv(text)] == ["ann@example.com"]
     everyone = logged_in_client.get("/subscribers/export.csv").get_data(as_text=True)
     assert len(read_csv(everyone)) == 4
-    assert everyone.splitlines()[0] == "email,name,lists,joined_at,suppression,suppressed_at,locale"
+    assert everyone.splitlines()[0] == "email,name,lists,joined_at,suppression,suppressed_at,locale,timezone"
 
 
 def test_export_streams_in_chunks(logged_in_client, app):

@@ -123,7 +123,8 @@ def form(csrf: str, ids: dict[str, object]) -> dict[str, str]:
             "to_email": "matrix@example.com", "enabled": "1", "published": "1",
             "tracking": "off", "view_link": "on", "per_person": "on", "action": "save",
             "queue_anyway": "y", "audience": f"list:{ids['list_id']}", "list_id": str(ids["list_id"]),
-            "sender_name": "Changed", "postal_address": "Changed", "skip_hours": "3"}
+            "sender_name": "Changed", "postal_address": "Changed", "skip_hours": "3",
+            "when": "local", "send_at_local": "09:00", "timezone": "Asia/Tokyo"}
 
 
 def test_every_page_route_refuses_the_roles_it_does_not_name_and_changes_nothing(app, make_person,

@@ -8,12 +8,14 @@ tests/webapp/test_api_audience.py).
   "tracking"}: the list's own tracking (`analytics.modes.set_list_tracking`): off, no pixel
   and no rewritten link for its readers whatever the broadcast's mode; counts, aggregate at
   most; people, per person where a broadcast tracks per person
-- POST /api/subscribers {"email", "name"?, "lists": [int], "attributes"?, "locale"?, "welcome"?}
+- POST /api/subscribers {"email", "name"?, "lists": [int], "attributes"?, "locale"?, "timezone"?,
+  "welcome"?}
   -> 201 {"id", "email", "warnings"} (new) or 200 (known address; the lists are added as
   active). "warnings": the owner's words when some sending identities cannot reach the
   address (a local part outside ASCII needs SMTPUTF8), else [].
   "welcome": true enters them into the welcome automations of each list they newly join.
   "locale": their language tag ("de"), replacing a known person's when given; 422 if invalid.
+  "timezone": their IANA time zone ("Asia/Tokyo"), likewise.
 - GET /api/subscribers/<id>, DELETE /api/subscribers/<id> (erases)
 - POST /api/lists/<id>/import (multipart `file`, `consent`, `welcome`?): a file of at most
   API_IMPORT_INLINE_BYTES (1 MB by default, some 15,000 rows) is imported in the request ->
@@ -58,7 +60,7 @@ from webapp.api.inputs import (
     takes_query,
 )
 from webapp.api.multipart import read_upload
-from webapp.api.subscribers import locale_field
+from webapp.api.subscribers import locale_field, timezone_field
 from webapp.extensions import db, get_jobs
 from webapp.permissions import allow
 from webapp.text_input import reads_own_body
@@ -160,7 +162,7 @@ def api_update_list(list_id: int):
 @bp.route("/subscribers", methods=["POST"])
 def api_save_subscriber():
     data = json_body()
-    null_only_for(data, ("name", "locale"), documented=SUBSCRIBER_FIELDS)
+    null_only_for(data, ("name", "locale", "timezone"), documented=SUBSCRIBER_FIELDS)
     email = data.get("email")
     if not isinstance(email, str):
         raise ValidationError('"email" is required and must be a string.')
@@ -168,6 +170,7 @@ def api_save_subscriber():
         db.session, email=email, name=_optional_str(data, "name"),
         attributes=data.get("attributes"), list_ids=_int_list(data.get("lists", [])),
         source="api", welcome=_welcome_flag(data), locale=locale_field(data),
+        timezone=timezone_field(data),
     )
     return (jsonify(id=subscriber.id, email=subscriber.email,
                     warnings=warnings_for(subscriber.email)), 201 if created else 200)
@@ -179,6 +182,7 @@ def api_subscriber(subscriber_id: int):
     return jsonify(
         id=subscriber.id, email=subscriber.email, name=subscriber.name,
         attributes=subscriber.attributes or {}, locale=subscriber.locale,
+        timezone=subscriber.timezone,
         created_at=_iso(subscriber.created_at),
         suppression=subscriber.suppression, suppressed_at=_iso(subscriber.suppressed_at),
         subscriptions=[

@@ -3,8 +3,8 @@ tests/webapp/test_api_broadcast_drafts.py and described in `webapp/apidocs/paths
 
 - PATCH /api/broadcasts/<id> with any of "list_id", "segment_id", "subject", "preheader",
   "body", "format", "skip_if_received_within_hours", "identity_id", "codes", "text",
-  "attachments", "versions", "ab_test" -> 200 Broadcast ("versions": all of them, replacing what
-  was). "text" is the plain-text part as the owner writes it (merge
+  "attachments", "versions", "ab_test", "send_at_local" -> 200 Broadcast ("versions": all of
+  them, replacing what was). "text" is the plain-text part as the owner writes it (merge
   fields work), null for the one made from the body. What is not given
   stays as it is; "identity_id": null is the default sending identity.
   The audience is one list or one segment: giving "segment_id" clears the list and giving
@@ -30,6 +30,7 @@ from broadside.mail import attachment_use
 from broadside.mail.body_formats import check_format
 from webapp.api import bp, json_body
 from webapp.api.ab_test import ab_test_input
+from webapp.api.broadcast_local_time import save_send_at_local, send_at_local_field
 from webapp.api.broadcasts import audience_fields, broadcast_json
 from webapp.api.inputs import cap_hours_field, id_field, only_keys, require_some, text_field
 from webapp.extensions import db
@@ -37,7 +38,7 @@ from webapp.permissions import allow
 
 EDITABLE = ("list_id", "segment_id", "subject", "preheader", "body", "format",
             "skip_if_received_within_hours", "identity_id", "codes", "text", "attachments",
-            "versions", "ab_test")
+            "versions", "ab_test", "send_at_local")
 
 
 @bp.route("/broadcasts/<int:broadcast_id>", methods=["PATCH"])
@@ -57,6 +58,7 @@ def edit_draft(broadcast_id: int):
                  ) if "text" in data else drafts.KEEP
     body_format: Any = check_format(data["format"]) if "format" in data else drafts.KEEP
     versions: Any = data["versions"] if "versions" in data else drafts.KEEP
+    send_at_local = send_at_local_field(data)
 
     current = service.get_broadcast(db.session, broadcast_id)
     if current.status != BroadcastStatus.DRAFT:
@@ -84,6 +86,7 @@ def edit_draft(broadcast_id: int):
     if "attachments" in data:
         attachment_use.attach_to_draft(db.session, broadcast_id, attachments)
         db.session.refresh(updated)
+    save_send_at_local(broadcast_id, send_at_local)
     return jsonify(broadcast_json(updated))
 
 

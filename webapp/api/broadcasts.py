@@ -12,6 +12,8 @@ test_api_broadcast_drafts.py). Editing and deleting drafts is in `webapp/api/bro
   `ab_test`: an A/B test (webapp/api/ab_test.py), shown by GET. Exactly one audience. The cap:
   absent or null takes the Settings default, 0 means no cap, 1-720 hours. The sending
   identity: absent or null is the default, else a live identity's id.
+- "send_at_local": "09:00" sends each copy at that hour in its reader's time zone, null at once
+  (`webapp/api/broadcast_local_time.py`).
 - GET /api/broadcasts?after=&limit= -> 200 {"items": [Broadcast], "next"}: newest first (by
   id, descending); `after` is the previous page's `next`, so a page holds ids below it.
 """
@@ -31,6 +33,7 @@ from broadside.mail import attachment_use
 from broadside.mail.body_formats import DEFAULT_FORMAT, check_format
 from webapp.api import bp, json_body
 from webapp.api.ab_test import ab_result_json, ab_test_input, ab_test_json
+from webapp.api.broadcast_local_time import save_send_at_local, send_at_local_field, send_at_local_json
 from webapp.api.inputs import (
     BROADCAST_FIELDS,
     cap_hours_field,
@@ -68,6 +71,7 @@ def broadcast_json(b: Broadcast) -> dict[str, Any]:
                    **{status: getattr(b, f"{status}_count") for status in DELIVERY_STATUSES}},
         "created_at": iso(b.created_at), "updated_at": iso(b.updated_at),
         "scheduled_at": iso(b.scheduled_at), "finished_at": iso(b.finished_at),
+        **send_at_local_json(b),
     }
 
 
@@ -85,7 +89,7 @@ def audience_fields(data: dict[str, Any]) -> tuple[int | None, int | None]:
 def create_broadcast():
     data = json_body()
     null_only_for(data, ("identity_id", "skip_if_received_within_hours", "codes", "versions",
-                         "ab_test"), documented=BROADCAST_FIELDS)
+                         "ab_test", "send_at_local"), documented=BROADCAST_FIELDS)
     require_keys(data, ("subject", "body"))
     list_id, segment_id = audience_fields(data)
     if list_id is None and segment_id is None:
@@ -94,6 +98,7 @@ def create_broadcast():
     attachments = attachment_use.checked_ids(db.session, data.get("attachments", []))
     test = ab_test_input(data.get("ab_test"))  # judged before anything is written
     ab_drafts.clean_for(test, subject=str(data["subject"]), preheader=str(data.get("preheader") or ""))
+    send_at_local = send_at_local_field(data)  # checked before anything is written
     broadcast = drafts.create_draft(
         db.session,
         list_id=list_id,
@@ -111,7 +116,9 @@ def create_broadcast():
         attachment_use.attach_to_draft(db.session, broadcast.id, attachments)
     if test is not None:
         ab_drafts.set_ab_test(db.session, broadcast.id, test)
+    save_send_at_local(broadcast.id, send_at_local)
     return jsonify({**_state(broadcast), "identity_id": broadcast.identity_id,
+                    **send_at_local_json(broadcast),
                     "codes": codes_json(broadcast.codes_prefix),
                     "attachments": attachments, "format": broadcast.body_format,
                     "versions": list(broadcast.versions or [])}), 201
@@ -164,6 +171,7 @@ def show(broadcast_id: int):
             "format": b.body_format,
             "versions": list(b.versions or []),
             "ab_test": ab_test_json(b.ab_test), "ab_result": ab_result_json(b.id),
+            **send_at_local_json(b),
             "pause_reason": shown(b.pause_reason),
             "total": b.total,
             # One counter column per delivery status, in the order of DELIVERY_STATUSES.

@@ -68,7 +68,7 @@ def null_only_for(data: dict[str, Any], nullable: Iterable[str] = (), *,
 
 # The open bodies' documented fields (webapp/apidocs: ListInput, SubscriberInput, BroadcastInput).
 LIST_FIELDS = ("name", "description")
-SUBSCRIBER_FIELDS = ("email", "name", "attributes", "lists", "welcome", "locale")
+SUBSCRIBER_FIELDS = ("email", "name", "attributes", "lists", "welcome", "locale", "timezone")
 BROADCAST_FIELDS = ("subject", "body", "format", "preheader", "list_id", "segment_id",
                     "identity_id", "skip_if_received_within_hours", "codes", "attachments",
                     "versions", "ab_test")

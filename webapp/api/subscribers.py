@@ -10,9 +10,10 @@ list (the contract is held by tests/webapp/test_api_subscribers_list.py and desc
   `broadside.audience.subscribers.search.STATUS_FILTERS`), `q` (a substring of the address or the name,
   case ignored). A value that is not valid, an unknown parameter, or a list or segment that does
   not exist is 422 with a message: never silently an unfiltered or empty page.
-- PATCH /api/subscribers/<id> {"name"?, "attributes"?, "locale"?} -> 200 Subscriber.
-  "attributes" replaces the whole object; "locale" is a language tag ("de", "pt-BR"), null or
-  "" for the list's default; all are checked by `broadside.audience.subscribers.service`.
+- PATCH /api/subscribers/<id> {"name"?, "attributes"?, "locale"?, "timezone"?} -> 200
+  Subscriber. "attributes" replaces the whole object; "locale" is a language tag ("de",
+  "pt-BR"), null or "" for the list's default; "timezone" an IANA name ("Asia/Tokyo"), null or
+  "" for none; all are checked by `broadside.audience.subscribers.service`.
 - POST /api/subscribers/<id>/unsubscribe {"list_id"} -> 200 {"subscriber_id", "list_id",
   "status": "unsubscribed", "changed"}: "changed" is false when they had already left (the
   call is idempotent). A person who was never on that list is 404, a list that does not exist
@@ -37,6 +38,7 @@ from flask import jsonify, request
 from broadside.audience.subscribers import bulk, search
 from broadside.audience.subscribers import service as subscribers
 from broadside.audience.subscribers.language import clean_reader_locale
+from broadside.audience.subscribers.time_zone import clean_reader_timezone
 from broadside.core.errors import Conflict, ValidationError
 from broadside.core.models import BulkAction, MailingList, Segment, Subscriber
 from webapp.api import bp, json_body
@@ -56,7 +58,7 @@ from webapp.extensions import db, get_jobs
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 FILTERS = ("list_id", "segment_id", "status", "q")
-EDITABLE = ("name", "attributes", "locale")
+EDITABLE = ("name", "attributes", "locale", "timezone")
 
 
 def locale_field(data: dict[str, Any]) -> str | None:
@@ -72,11 +74,26 @@ def locale_field(data: dict[str, Any]) -> str | None:
                               "\"de\", \"fr\" or \"pt-BR\").", field="locale") from None
 
 
+def timezone_field(data: dict[str, Any]) -> str | None:
+    """The body's "timezone" as stored: an IANA name, or None (null, "" or absent)."""
+    value = data.get("timezone")
+    if value is not None and not isinstance(value, str):
+        raise ValidationError("'timezone' must be an IANA time zone name such as \"Europe/Berlin\" "
+                              "(null or \"\" for none).", field="timezone")
+    try:
+        return clean_reader_timezone(value)
+    except ValidationError:
+        raise ValidationError(f"'timezone': {str(value)[:64]!r} is not a time zone this server "
+                              "knows (such as \"Europe/Berlin\" or \"America/New_York\").",
+                              field="timezone") from None
+
+
 def subscriber_json(subscriber: Subscriber, subscriptions: list[tuple[int, str]]) -> dict[str, Any]:
     return {
         "id": subscriber.id, "email": subscriber.email, "name": subscriber.name,
         "attributes": subscriber.attributes or {}, "locale": subscriber.locale,
-        "suppression": subscriber.suppression, "created_at": iso(subscriber.created_at),
+        "timezone": subscriber.timezone, "suppression": subscriber.suppression,
+        "created_at": iso(subscriber.created_at),
         "subscriptions": [{"list_id": list_id, "status": status} for list_id, status in subscriptions],
     }
 
@@ -123,6 +140,7 @@ def api_edit_subscriber(subscriber_id: int):
         name=data.get("name", person.name),
         attributes=data["attributes"] if "attributes" in data else person.attributes,
         locale=locale_field(data) if "locale" in data else ...,
+        timezone=timezone_field(data) if "timezone" in data else ...,
     )
     subscriptions = [(s.list_id, s.status) for s in subscribers.subscriptions_of(db.session, subscriber_id)]
     return jsonify(subscriber_json(updated, sorted(subscriptions)))

@@ -91,7 +91,7 @@ SEGMENT_EXAMPLE = {"id": 3, "name": "Berlin readers", "rules": RULES_EXAMPLE,
                    "created_at": "2026-11-02T09:30:00Z", "updated_at": "2026-11-02T09:30:00Z"}
 SUBSCRIBER_EXAMPLE = {"id": 41, "email": "ann@example.com", "name": "Ann", "locale": "de",
                       "attributes": {"city": "Berlin", "plan": "gold"}, "suppression": None,
-                      "created_at": "2026-10-01T08:00:00Z",
+                      "created_at": "2026-10-01T08:00:00Z", "timezone": "Europe/Berlin",
                       "subscriptions": [{"list_id": 1, "status": "active"}]}
 BULK_EXAMPLE = {"id": 5, "action": "add", "list_id": 2, "status": "queued", "total": 120,
                 "processed": 0, "acted_on": 0, "no_longer_matched": 0, "changed": 0,
@@ -102,7 +102,7 @@ BROADCAST_EXAMPLE = {"id": 7, "status": "draft", "subject": "November news", "pr
                      "identity_id": None, "codes": None, "attachments": [], "format": "markdown",
                      "versions": [VERSIONS_EXAMPLE], "counts": COUNTS_EXAMPLE,
                      "created_at": "2026-11-20T10:00:00Z", "updated_at": "2026-11-20T10:05:00Z",
-                     "scheduled_at": None, "finished_at": None, "ab_test": None}
+                     "scheduled_at": None, "finished_at": None, "ab_test": None, "send_at_local": "09:00"}
 ACTIONS = {
     "send": ("Send a draft now", "Freezes its content, snapshots the audience and queues the "
              "send. 409 if it is not a draft; 422 if it cannot be sent (no subject, no audience).",
@@ -232,7 +232,7 @@ SUBSCRIBER_PATHS: dict[str, Any] = {
             "when given, attributes are merged, and the lists are added as active (an "
             "unsubscribed or suppressed person is never re-activated).", write=True,
             request=body("SubscriberInput", {"email": "ann@example.com", "name": "Ann",
-                                             "lists": [1], "locale": "de"}),
+                                             "lists": [1], "locale": "de", "timezone": "Europe/Berlin"}),
             responses={"201": reply("Created.", "SubscriberSaved",
                                     {"id": 41, "email": "ann@example.com", "warnings": []}),
                        "200": reply("Known address, updated.", "SubscriberSaved")},
@@ -244,10 +244,10 @@ SUBSCRIBER_PATHS: dict[str, Any] = {
                          responses={"200": reply("The subscriber.", "SubscriberDetail")},
                          errors=("NotFound",)),
         "patch": operation(
-            "Subscribers", "editSubscriber", "Change a subscriber's name, attributes or language",
-            "`attributes` replaces the whole object; `locale` null: the list's default language.",
+            "Subscribers", "editSubscriber", "Change a subscriber's name, language or time zone",
+            "`attributes` replaces all of them; `locale` null: the list's default; `timezone` null: none.",
             parameters=[SUBSCRIBER], write=True,
-            request=body("SubscriberPatch", {"name": "Ann Lee", "locale": "de"}),
+            request=body("SubscriberPatch", {"name": "Ann Lee", "timezone": "Asia/Tokyo"}),
             responses={"200": reply("Changed.", "Subscriber", SUBSCRIBER_EXAMPLE)},
             errors=("NotFound", "Invalid")),
         "delete": operation(
@@ -345,11 +345,12 @@ BROADCAST_PATHS: dict[str, Any] = {
             "the sending identity `identity_id` (absent or null: the default).", write=True,
             request=body("BroadcastInput", {"segment_id": 3, "subject": "November news",
                                             "body": "Hello {{ name }}!",
-                                            "skip_if_received_within_hours": 24,
+                                            "skip_if_received_within_hours": 24, "send_at_local": "09:00",
                                             "identity_id": 2, "codes": {"prefix": "SAVE"}}),
             responses={"201": reply("Created.", "BroadcastCreated",
                                     {"id": 7, "status": "draft", "identity_id": 2, "versions": [],
-                                     "codes": {"prefix": "SAVE"}, "attachments": [], "format": "markdown"})},
+                                     "codes": {"prefix": "SAVE"}, "attachments": [], "format": "markdown",
+                                     "send_at_local": "09:00"})},
             errors=("Invalid",)),
     },
     "/api/broadcasts/{broadcast_id}": {
@@ -386,8 +387,7 @@ BROADCAST_PATHS: dict[str, Any] = {
         responses={"200": reply("The rows.", {"type": "array", "items": ref("Delivery")})},
         errors=("NotFound", "Invalid"))},
     "/api/broadcasts/{broadcast_id}/test": {"post": operation(
-        "Broadcasts", "testSend", "Send a test copy to one address",
-        parameters=[BROADCAST], write=True,
+        "Broadcasts", "testSend", "Send a test copy to one address", parameters=[BROADCAST], write=True,
         request=body("TestSend", {"email": "me@example.com", "fill_from": "ana@example.com"}),
         responses={"202": reply("Queued ahead of broadcasts.", "TestQueued",
                                 {"id": 7, "test_to": "me@example.com",

@@ -1,11 +1,8 @@
-"""The OpenAPI document's `components`: every body the API reads or writes, as JSON Schema
-2020-12 (what OpenAPI 3.1 uses), plus the bearer scheme and the shared error responses.
-
-Enumerations and limits are read from the domain modules that enforce them (the statuses from
-the models, the lengths from the services), so the document cannot drift from what the API
-accepts. A segment's rules are described in `rule_schemas.py`.
-tests/webapp/test_openapi.py validates real responses against these schemas.
-"""
+"""The OpenAPI document's `components` (JSON Schema 2020-12, as OpenAPI 3.1 uses): every body the
+API reads or writes, the bearer scheme and the shared error responses. Enumerations and limits
+are read from the domain modules that enforce them, so the document cannot drift from what the
+API accepts. A segment's rules: `rule_schemas.py`; tests/webapp/test_openapi.py validates real
+responses against these schemas."""
 
 from __future__ import annotations
 
@@ -24,6 +21,14 @@ from broadside.mail.body_formats import BODY_FORMATS, DEFAULT_FORMAT
 from broadside.mail.text_part import MAX_TEXT_BODY
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
 from webapp.apidocs.ab_test import AB_RESULT, AB_TEST, AB_TEST_INPUT
+from webapp.apidocs.local_time import (
+    LOCAL_TIME,
+    READER_LOCALE,
+    READER_TIMEZONE,
+    TIMEZONE,
+    TIMEZONE_INPUT,
+    TIMEZONE_PATCH,
+)
 from webapp.apidocs.versions import VERSIONS, VERSIONS_EXAMPLE, VERSIONS_INPUT  # noqa: F401 - the paths' example
 from webapp.params import MAX_DATABASE_ID
 
@@ -142,12 +147,6 @@ IMPORT_RESULT: dict[str, Any] = {
 }
 
 
-# A reader's language (broadside.core.i18n.clean_locale): what they are written to in.
-READER_LOCALE = {"type": ["string", "null"], "maxLength": 35, "examples": ["de", "pt-BR"],
-                 "pattern": "^([A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*)?$",
-                 "description": "A language tag (BCP 47, such as de, fr or pt-BR); null: the "
-                 "list's default language."}
-
 
 AUDIENCE_SCHEMAS: dict[str, Any] = {
     "List": obj({"id": ID, "name": {"type": "string"}, "tracking": ref("ListTracking"), "counts": obj(
@@ -159,7 +158,7 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
     "Subscriber": obj({
         "id": ID, "email": {"type": "string", "format": "email"}, "name": {"type": "string"},
         "attributes": ATTRIBUTES, "locale": READER_LOCALE, "suppression": SUPPRESSION,
-        "created_at": MOMENT, "subscriptions": {"type": "array", "items": ref("Subscription"),
+        "created_at": MOMENT, **TIMEZONE, "subscriptions": {"type": "array", "items": ref("Subscription"),
                           "description": "Every list they are on, by list id, in any status."},
     }),
     "SubscriberPage": obj({"items": {"type": "array", "items": ref("Subscriber")},
@@ -206,8 +205,8 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "created_at": MOMENT, "finished_at": nullable(MOMENT)}),
     "SubscriberDetail": obj({
         "id": ID, "email": {"type": "string"}, "name": {"type": "string"},
-        "attributes": ATTRIBUTES, "locale": READER_LOCALE, "created_at": MOMENT,
-        "suppression": SUPPRESSION, "suppressed_at": nullable(MOMENT),
+        "attributes": ATTRIBUTES, "locale": READER_LOCALE, "timezone": READER_TIMEZONE,
+        "created_at": MOMENT, "suppression": SUPPRESSION, "suppressed_at": nullable(MOMENT),
         "subscriptions": {"type": "array", "items": obj({
             "list_id": ID, "list": {"type": "string"}, "status": SUBSCRIPTION_STATUS,
             "created_at": MOMENT, "confirmed_at": nullable(MOMENT),
@@ -221,6 +220,7 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "attributes": {**ATTRIBUTES, "description": "Merged into a known person's attributes."},
         "locale": {**READER_LOCALE, "description": "Their language (replaces a known person's "
                    "when given); 422 when it is not a language tag."},
+        "timezone": TIMEZONE_INPUT,
         "welcome": {"type": "boolean", "default": False, "description": (
             "true: on each list they newly join, they enter its enabled welcome automations "
             "(a person already on the list is not welcomed again).")},
@@ -238,7 +238,8 @@ AUDIENCE_SCHEMAS: dict[str, Any] = {
         "attributes": {**ATTRIBUTES, "description": "Replaces all of them ({} removes them)."},
         "locale": {**READER_LOCALE, "description": 'null or "" returns them to the list\'s '
                    "default; 422 when it is not a language tag."},
-    }, (), description="At least one of the three.", min_properties=1),
+        "timezone": TIMEZONE_PATCH,
+    }, (), description="At least one of the four.", min_properties=1),
     "UnsubscribeInput": obj({"list_id": ID}),
     "Unsubscribed": obj({"subscriber_id": ID, "list_id": ID, "status": {"const": "unsubscribed"},
                          "changed": {"type": "boolean", "description": "false when they had "
@@ -279,7 +280,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
     "BroadcastCreated": obj({"id": ID, "status": ref("BroadcastStatus"),
                              "identity_id": IDENTITY_CHOICE, "codes": CODES,
                              "attachments": ATTACHMENTS, "format": BODY_FORMAT,
-                             "versions": VERSIONS}),
+                             "versions": VERSIONS, **LOCAL_TIME}),
     "Broadcast": obj({
         "id": ID, "status": ref("BroadcastStatus"), "subject": {"type": "string"},
         "preheader": {"type": "string"}, "format": BODY_FORMAT,
@@ -290,8 +291,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                           "skipped at their turn; null: no cap."},
         "identity_id": IDENTITY_CHOICE, "codes": CODES, "attachments": ATTACHMENTS,
         "versions": VERSIONS, "ab_test": AB_TEST, "counts": COUNTS, "created_at": MOMENT,
-        "updated_at": MOMENT,
-        "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT),
+        "updated_at": MOMENT, "scheduled_at": nullable(MOMENT), "finished_at": nullable(MOMENT), **LOCAL_TIME,
     }, description="The body and the plain-text part are left out of lists and edits (the body "
        "can be 500 kB)."),
     "BroadcastPage": obj({"items": {"type": "array", "items": ref("Broadcast")},
@@ -301,7 +301,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
         "id": ID, "status": ref("BroadcastStatus"), "identity_id": IDENTITY_CHOICE, "ab_test": AB_TEST,
         "codes": CODES, "attachments": ATTACHMENTS, "format": BODY_FORMAT, "versions": VERSIONS,
         "pause_reason": {"type": ["string", "null"]}, "total": {"type": "integer"},
-        "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}), "ab_result": AB_RESULT,
+        "counts": obj({status: {"type": "integer"} for status in DELIVERY_STATUSES}),
+        "ab_result": AB_RESULT, **LOCAL_TIME,
     }),
     "BroadcastInput": obj({
         "list_id": ID, "segment_id": ID,
@@ -316,7 +317,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                         "absent or null: the default identity."},
         "codes": {**CODES, "description": "Absent or null: no codes. {\"prefix\": \"SAVE\"}: "
                   "a single-use code per recipient, {{ code }} in the subject or body."},
-        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT, "ab_test": AB_TEST_INPUT,
+        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT, "ab_test": AB_TEST_INPUT, **LOCAL_TIME,
     }, ("subject", "body"), closed=False,
         description="Exactly one of list_id and segment_id.",
         extra={"oneOf": [{"required": ["list_id"]}, {"required": ["segment_id"]}]}),
@@ -336,7 +337,7 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                  "description": "The plain-text part as you write it ({{ merge fields }} work; "
                                 "the footer is added), or null (or blank) for the one made from "
                                 "the body."},
-        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT, "ab_test": AB_TEST_INPUT,
+        "attachments": ATTACHMENTS, "versions": VERSIONS_INPUT, "ab_test": AB_TEST_INPUT, **LOCAL_TIME,
     }, (), description=("At least one field; the rest stay as they are. Giving segment_id "
                         "clears list_id and giving list_id clears segment_id; not both (one "
                         "of them null is fine)."),

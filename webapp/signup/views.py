@@ -89,9 +89,11 @@ def join_post(list_id: int):
     email = request.form.get("email", "")
     name = request.form.get("name", "")
     try:
-        # The language the form was shown in becomes the reader's (when they have none).
+        # The language the form was shown in becomes the reader's (when they have none), and
+        # so does the time zone their browser gave (static/timezone.js fills the field).
         signup.sign_up(db.session, list_id, email, name, links=_links(), jobs=get_jobs(),
-                       warn=warnings_for, locale=current_locale())
+                       warn=warnings_for, locale=current_locale(),
+                       timezone=request.form.get("timezone", "")[:64])
     except ValidationError as exc:
         db.session.rollback()
         return _page("signup/join.html", mailing_list, "join_heading", email=email[:320],

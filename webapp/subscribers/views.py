@@ -12,6 +12,7 @@ from wtforms.widgets import CheckboxInput, ListWidget
 from broadside.audience.lists import all_lists
 from broadside.audience.subscribers import bulk, search, service
 from broadside.audience.subscribers.language import language_choices, language_name
+from broadside.audience.subscribers.time_zone import clock_in, zone_groups
 from broadside.audience.subscribers.total import count_matching
 from broadside.audience.unsubscribe import suppression
 from broadside.campaigns.automations import messages as automations
@@ -31,6 +32,8 @@ from webapp.subscribers.filters import current_filters
 ATTRIBUTES_HELP = _l("One per line, as name = value.")
 LANGUAGE_HELP = _l("What Broadside writes to them, and their version of a broadcast, is in "
                    "this language when there is one.")
+TIMEZONE_HELP = _l("A broadcast sent at each reader's own hour reaches them at that hour here; "
+                   "without one, at yours.")
 
 
 class SubscriberForm(FlaskForm):
@@ -38,6 +41,7 @@ class SubscriberForm(FlaskForm):
     name = StringField(_l("Name"), validators=[Length(max=service.MAX_NAME)])
     attributes = TextAreaField(_l("Attributes"))
     locale = SelectField(_l("Language"), default="")
+    timezone = StringField(_l("Time zone"), default="")
 
     def offer_languages(self, current: str | None) -> None:
         self.locale.choices = [("", _("List's default")), *language_choices(current)]
@@ -104,7 +108,7 @@ def new():
                 db.session, email=form.email.data, name=form.name.data,
                 attributes=service.parse_attribute_lines(form.attributes.data),
                 list_ids=form.lists.data or [], welcome=bool(form.welcome.data),
-                locale=form.locale.data,
+                locale=form.locale.data, timezone=form.timezone.data,
             )
         except DomainError as exc:
             db.session.rollback()
@@ -115,7 +119,9 @@ def new():
                     email=subscriber.email), "success")
             return after_post(url_for("subscribers.show", subscriber_id=subscriber.id))
     return render_template("subscribers/new.html", form=form, attributes_help=ATTRIBUTES_HELP,
-                           language_help=LANGUAGE_HELP), 422 if form.errors else 200
+                           language_help=LANGUAGE_HELP, timezone_help=TIMEZONE_HELP,
+                           zone_groups=zone_groups(form.timezone.data)), \
+        422 if form.errors else 200
 
 
 @bp.route("/<int:subscriber_id>")
@@ -134,6 +140,7 @@ def show(subscriber_id: int):
                            suppress_form=SuppressForm(formdata=None), form=ConfirmForm(),
                            subscriber=detail.subscriber,
                            language=language_name(detail.subscriber.locale),
+                           their_time=clock_in(detail.subscriber.timezone, utcnow()),
                            can_block=suppression.outranks("blocked", detail.subscriber.suppression))
 
 
@@ -143,7 +150,7 @@ def edit(subscriber_id: int):
     form = SubscriberForm(data={
         "email": subscriber.email, "name": subscriber.name,
         "attributes": service.format_attribute_lines(subscriber.attributes),
-        "locale": subscriber.locale or "",
+        "locale": subscriber.locale or "", "timezone": subscriber.timezone or "",
     })
     form.offer_languages(subscriber.locale)
     if form.validate_on_submit():
@@ -151,7 +158,7 @@ def edit(subscriber_id: int):
             service.update_subscriber(
                 db.session, subscriber_id, email=form.email.data, name=form.name.data,
                 attributes=service.parse_attribute_lines(form.attributes.data),
-                locale=form.locale.data,
+                locale=form.locale.data, timezone=form.timezone.data,
             )
         except DomainError as exc:
             db.session.rollback()
@@ -160,7 +167,8 @@ def edit(subscriber_id: int):
             flash(_("Saved."), "success")
             return after_post(url_for("subscribers.show", subscriber_id=subscriber_id))
     return render_template("subscribers/edit.html", form=form, subscriber=subscriber,
-                           attributes_help=ATTRIBUTES_HELP, language_help=LANGUAGE_HELP), \
+                           attributes_help=ATTRIBUTES_HELP, language_help=LANGUAGE_HELP,
+                           timezone_help=TIMEZONE_HELP, zone_groups=zone_groups(form.timezone.data)), \
         422 if form.errors else 200
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from flask import request
 
+from broadside.audience.subscribers.time_zone import zone_groups
 from broadside.audience.unsubscribe import service
 from broadside.core.errors import ValidationError
 from broadside.core.i18n import LOCALE_NAMES, _
@@ -79,6 +80,10 @@ def preferences(token: str):
                 message = (_("Your pages and emails from us are now in %(language)s.",
                              language=LOCALE_NAMES[chosen]) if chosen else
                            _("Your pages and emails from us now follow the list's language."))
+            elif action == "timezone":
+                zone = service.set_timezone(db.session, claim, request.form.get("timezone"))
+                message = (_("Your time zone is now %(zone)s.", zone=zone) if zone else
+                           _("Your time zone is no longer set."))
             else:
                 message = service.change_preference(
                     db.session, claim, action, _list_id(request.form.get("list_id")),
@@ -88,7 +93,8 @@ def preferences(token: str):
             message, status = exc.message, 422
     prefs = service.preferences(db.session, claim)
     return page("unsubscribe/preferences.html", status, prefs=prefs, token=token,
-                 message=message, is_error=status != 200)
+                message=message, is_error=status != 200,
+                zone_groups=zone_groups(prefs.recipient.timezone))
 
 
 # The token is the credential; a mail client's one-click POST carries no CSRF token.

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from broadside.audience import subscriptions
 from broadside.audience.subscribers.language import clean_reader_locale
+from broadside.audience.subscribers.time_zone import clean_reader_timezone
 from broadside.audience.unsubscribe import service as leaving
 from broadside.campaigns.automations.entering import enter_joined
 from broadside.campaigns.automations.ledger import forget_person
@@ -209,19 +210,19 @@ def add_to_lists(session: Session, subscriber_id: int, list_ids: list[int], *,
 def save_subscriber(session: Session, *, email: str | None, name: str | None = None,
                     attributes: Any = None, list_ids: list[int] | None = None,
                     source: str = "owner", welcome: bool = False,
-                    locale: Any = None) -> tuple[Subscriber, bool]:
+                    locale: Any = None, timezone: Any = None) -> tuple[Subscriber, bool]:
     """Add a person (or update a known one) and put them on `list_ids` as active.
     `welcome`: on each list they newly join, they enter its welcome automations in this
     same transaction.
 
-    Returns (subscriber, created). A known person's name and language are replaced when one
-    is given and attributes are merged; their existing subscriptions and suppression are left
+    Returns (subscriber, created). A known person's name, language and time zone are replaced
+    when one is given and attributes are merged; their existing subscriptions and suppression are left
     alone.
     """
     email = clean_email(email)
     name = clean_name(name)
     attributes = clean_attributes(attributes)
-    locale = clean_reader_locale(locale)
+    locale, timezone = clean_reader_locale(locale), clean_reader_timezone(timezone)
     list_ids = list(dict.fromkeys(list_ids or []))
     check_lists_exist(session, list_ids)
     subscriber, created = get_or_create_subscriber(session, email, name, attributes)
@@ -230,8 +231,8 @@ def save_subscriber(session: Session, *, email: str | None, name: str | None = N
             subscriber.name = name
         if attributes:
             subscriber.attributes = {**(subscriber.attributes or {}), **attributes}
-    if locale:
-        subscriber.locale = locale
+    subscriber.locale = locale or subscriber.locale
+    subscriber.timezone = timezone or subscriber.timezone
     joined = add_to_lists(session, subscriber.id, list_ids, source=source)
     if welcome:
         for list_id in joined:
@@ -254,20 +255,23 @@ def join_list(session: Session, subscriber_id: int, list_id: int, source: str = 
 
 
 def update_subscriber(session: Session, subscriber_id: int, *, email: str | None,
-                      name: str | None, attributes: Any, locale: Any = ...) -> Subscriber:
-    """`locale`: a tag, or None/"" for the list's default; left as it is when not given."""
+                      name: str | None, attributes: Any, locale: Any = ...,
+                      timezone: Any = ...) -> Subscriber:
+    """`locale`: a tag, or None/"" for the list's default; `timezone`: an IANA name, or
+    None/"" for none; each left as it is when not given."""
     subscriber = get_subscriber(session, subscriber_id)
     email = clean_email(email)
     name = clean_name(name)
     attributes = clean_attributes(attributes)
     tag = subscriber.locale if locale is ... else clean_reader_locale(locale)
+    zone = subscriber.timezone if timezone is ... else clean_reader_timezone(timezone)
     if email != subscriber.email and find_by_email(session, email) is not None:
         raise Conflict(_("Another subscriber already has the address %(email)s.", email=email),
                        field="email")
     subscriber.email = email
     subscriber.name = name
     subscriber.attributes = attributes
-    subscriber.locale = tag
+    subscriber.locale, subscriber.timezone = tag, zone
     try:
         session.commit()
     except IntegrityError:  # the address was taken between the check and the write

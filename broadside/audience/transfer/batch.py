@@ -120,10 +120,10 @@ SELECT st.email, st.name, {attributes}, :now, 0 FROM import_stage AS st
 WHERE NOT EXISTS (SELECT 1 FROM subscribers AS s WHERE s.email = st.email)
 ON CONFLICT (email) DO NOTHING
 """
-# The reader's language the file gives, on the people of the batch it names.
-_SET_LOCALE = text("UPDATE subscribers SET locale = :locale WHERE email IN :emails "
-                   "AND (locale IS NULL OR locale <> :locale)").bindparams(
-    bindparam("emails", expanding=True))
+# The reader's language or time zone the file gives, on the people of the batch it names.
+_SET_COLUMN = {column: text(f"UPDATE subscribers SET {column} = :value WHERE email IN :emails "
+                            f"AND ({column} IS NULL OR {column} <> :value)").bindparams(
+    bindparam("emails", expanding=True)) for column in ("locale", "timezone")}
 # Before any subscription is added: what each row already was on the list.
 _CLASSIFY = """
 SELECT
@@ -199,15 +199,16 @@ def refresh_statistics(session: Session) -> None:
 
 def write_batch(session: Session, list_id: int, import_id: int, batch: Sequence[Row], *,
                 consent: str, welcome: bool = False, now: datetime | None = None,
-                locales: dict[str, list[str]] | None = None) -> dict[str, int]:
+                settings: dict[tuple[str, str], list[str]] | None = None) -> dict[str, int]:
     """Upsert one batch of distinct addresses; returns the Tally counts it adds. With
     `welcome` (and people who already opted in), exactly the people this batch put on the
     list enter its welcome automations, in the batch's own transaction: a crash mid-import
     leaves nobody welcomed who was not imported and nobody imported who should have been
     welcomed (a resumed import finds them on the list already, so it neither re-adds nor
     re-welcomes them). People asked to confirm enter them when they confirm, as sign-ups do.
-    `locales`: the file's language tags, each with the addresses it names (a known person's
-    is replaced, as their name is); one statement per tag, none without a `locale` column."""
+    `settings`: the file's language tags and time zones, each (column, value) with the
+    addresses it names (a known person's is replaced, as their name is); one statement per
+    value, none without a `locale` or `timezone` column."""
     now = now or utcnow()
     connection = session.connection()
     asking = consent == "confirm"
@@ -219,8 +220,8 @@ def write_batch(session: Session, list_id: int, import_id: int, batch: Sequence[
         joined, suppressed, unsubscribed = _write_postgres(connection, len(batch), values)
     else:
         joined, suppressed, unsubscribed = _write_sqlite(connection, values)
-    for locale, emails in (locales or {}).items():
-        connection.execute(_SET_LOCALE, {"locale": locale, "emails": emails})
+    for (column, value), emails in (settings or {}).items():
+        connection.execute(_SET_COLUMN[column], {"value": value, "emails": emails})
     counts = {"imported": len(joined), "skipped_unsubscribed": int(unsubscribed),
               "skipped_suppressed": int(suppressed),
               # Someone a sign-up put on the list while the batch was written is on it now.

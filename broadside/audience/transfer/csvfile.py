@@ -44,11 +44,13 @@ BLOCK_BYTES = 256 * 1024
 REPORT_COLUMNS = ("rejected_line", "rejected_reason")
 # The columns an export adds after email and name: a list's, and any other view's.
 LIST_COLUMNS = ("status", "joined_at", "confirmed_at", "unsubscribed_at", "unsubscribe_source",
-                "suppression", "suppressed_at", "locale")
-VIEW_COLUMNS = ("lists", "joined_at", "suppression", "suppressed_at", "locale")
+                "suppression", "suppressed_at", "locale", "timezone")
+VIEW_COLUMNS = ("lists", "joined_at", "suppression", "suppressed_at", "locale", "timezone")
 # The reader's language (a tag): the first of these the header names (the export's `locale`).
 LOCALE_COLUMNS = ("locale", "language", "lang")
-EXPORT_COLUMNS = (*LIST_COLUMNS, "lists", *LOCALE_COLUMNS[1:])
+# The reader's time zone (an IANA name): likewise (the export's `timezone`).
+TIMEZONE_COLUMNS = ("timezone", "time_zone", "tz")
+EXPORT_COLUMNS = (*LIST_COLUMNS, "lists", *LOCALE_COLUMNS[1:], *TIMEZONE_COLUMNS[1:])
 # Column names an attribute can have only as `attributes.<name>` (no attribute is called
 # email or name: `broadside.audience.subscribers.service.RESERVED_ATTRIBUTES`).
 _PREFIXED = {*REPORT_COLUMNS, *EXPORT_COLUMNS}
@@ -85,6 +87,8 @@ class Header:
     suppression_index: int | None = None
     # The reader's language (`LOCALE_COLUMNS`), where the file has it.
     locale_index: int | None = None
+    # The reader's time zone (`TIMEZONE_COLUMNS`), where the file has it.
+    timezone_index: int | None = None
 
     @property
     def original_columns(self) -> list[str]:
@@ -140,7 +144,8 @@ def parse_header(first_line: bytes) -> Header:
     return Header(delimiter, columns, email_index, name_index, attributes, report,
                   lowered.index("status") if "status" in lowered else None,
                   lowered.index("suppression") if "suppression" in lowered else None,
-                  next((lowered.index(c) for c in LOCALE_COLUMNS if c in lowered), None))
+                  next((lowered.index(c) for c in LOCALE_COLUMNS if c in lowered), None),
+                  next((lowered.index(c) for c in TIMEZONE_COLUMNS if c in lowered), None))
 
 
 def check_file(path: Path) -> Header:

@@ -9,7 +9,8 @@ Columns: email, name, then where each person stands, then one column per attribu
   every list's) and `suppressed_at`.
 - Any other view: `lists` (each list they are on, with their status there), `joined_at` (when
   they were first added), `suppression` and `suppressed_at`.
-- Both end with the reader's `locale` (their language tag; empty: the list's default).
+- Both end with the reader's `locale` (their language tag; empty: the list's default) and
+  `timezone` (their IANA time zone; empty: none).
 
 Times are UTC, ISO 8601 (`2026-03-01T09:30:00Z`). The importer reads these columns back
 (`broadside.audience.transfer.csvfile.EXPORT_COLUMNS`): an exported file imported again changes
@@ -129,7 +130,7 @@ def export_subscribers(session: Session, filters: Filters) -> Iterator[str]:
                       *[safe_cell(attribute_column(k)) for k in columns]]])
     person = (Subscriber.id, Subscriber.email, Subscriber.name, Subscriber.suppression,
               _when(session, Subscriber.suppressed_at), Subscriber.attributes,
-              Subscriber.locale)
+              Subscriber.locale, Subscriber.timezone)
     if filters.list_id:
         rows_query = select(
             *person, here.status, _when(session, here.created_at),
@@ -141,10 +142,10 @@ def export_subscribers(session: Session, filters: Filters) -> Iterator[str]:
         for rows in _chunks(session, rows_query, Subscriber.id):
             yield _csv_text([
                 [safe_cell(email), safe_cell(name), status, joined, confirmed, left, source,
-                 suppression, suppressed_at, locale,
+                 suppression, suppressed_at, locale, zone,
                  *[safe_cell((attributes or {}).get(key)) for key in columns]]
-                for (_, email, name, suppression, suppressed_at, attributes, locale, status,
-                     joined, confirmed, left, source) in rows
+                for (_, email, name, suppression, suppressed_at, attributes, locale, zone,
+                     status, joined, confirmed, left, source) in rows
             ])
     else:
         rows_query = people(*person, _when(session, Subscriber.created_at))
@@ -154,9 +155,9 @@ def export_subscribers(session: Session, filters: Filters) -> Iterator[str]:
             on_lists = _lists_of(session, rows[0][0], rows[-1][0], names)
             yield _csv_text([
                 [safe_cell(email), safe_cell(name), safe_cell(on_lists.get(subscriber_id)),
-                 created, suppression, suppressed_at, locale,
+                 created, suppression, suppressed_at, locale, zone,
                  *[safe_cell((attributes or {}).get(key)) for key in columns]]
                 for (subscriber_id, email, name, suppression, suppressed_at, attributes,
-                     locale, created) in rows
+                     locale, zone, created) in rows
             ])
     session.rollback()  # end the read transaction the generator kept open

@@ -195,7 +195,7 @@ def run_import(session: Session, import_id: int, path: Path,
                     first[accepted.email] = at
             earlier = seen.add_new(first)
             batch: list[tuple[str, str, dict[str, str]]] = []
-            locales: dict[str, list[str]] = {}  # the file's language tags, with their people
+            settings: dict[tuple[str, str], list[str]] = {}  # language tags, zones: whose
             for at, accepted, row in chunk.pending:
                 was = earlier.get(accepted.email)
                 if was is None and first[accepted.email] != at:
@@ -211,8 +211,8 @@ def run_import(session: Session, import_id: int, path: Path,
                     tally.skipped_unsubscribed += not accepted.suppression
                     continue
                 batch.append((accepted.email, accepted.name, accepted.attributes))
-                if accepted.locale:
-                    locales.setdefault(accepted.locale, []).append(accepted.email)
+                for setting in accepted.settings():
+                    settings.setdefault(setting, []).append(accepted.email)
                 for warning in accepted.warnings:
                     tally.warnings += 1
                     found.append((at, "warning", warning, None))
@@ -223,7 +223,7 @@ def run_import(session: Session, import_id: int, path: Path,
                 refresh_statistics(session)
                 grew = False
             written = write_batch(session, list_id, import_id, batch, consent=consent,
-                                  welcome=welcome, locales=locales)
+                                  welcome=welcome, settings=settings)
             grew = grew or written["imported"] > 0
             for name, value in written.items():
                 setattr(tally, name, getattr(tally, name) + value)

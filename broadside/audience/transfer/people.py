@@ -9,7 +9,9 @@ An export's `status` and `suppression` columns are read into the record (what th
 does with them is its own: a person the file says left, or is suppressed, is not put on the
 list); a value the import does not know there rejects the row, so nothing is guessed. So
 does the `locale` column (also `language` or `lang`): a language tag sets the reader's
-language, an empty cell leaves it as it is, anything else rejects the row.
+language, an empty cell leaves it as it is, anything else rejects the row; and the
+`timezone` column (also `time_zone` or `tz`): an IANA name the server knows sets the reader's
+time zone, an empty cell leaves it, anything else rejects the row.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broadside.audience.subscribers.service import MAX_ATTRIBUTE_VALUE, MAX_EMAIL, MAX_NAME
+from broadside.audience.subscribers.time_zone import browser_timezone
 from broadside.audience.transfer.csvfile import ATTRIBUTE_PREFIX, FORMULA_PREFIXES, Header
 from broadside.core.addresses import needs_smtputf8, normalise_email
 from broadside.core.errors import ValidationError
@@ -134,6 +137,13 @@ class Accepted:
     suppression: str = ""
     # The file's language tag for them (None: no column, or an empty cell).
     locale: str | None = None
+    # The file's time zone for them (None: no column, or an empty cell).
+    timezone: str | None = None
+
+    def settings(self) -> list[tuple[str, str]]:
+        """(column of `subscribers`, value) the file sets for them beyond name and attributes."""
+        return [(column, value) for column, value in (("locale", self.locale),
+                                                      ("timezone", self.timezone)) if value]
 
 
 def _locale_value(header: Header, fields: list[str]) -> str | None:
@@ -148,6 +158,22 @@ def _locale_value(header: Header, fields: list[str]) -> str | None:
         raise ValidationError(
             f"the {header.columns[index]} column says {value[:40]!r}, which is not a language "
             "tag (such as de, fr or pt-BR); leave it empty for the list's default")
+    return found
+
+
+def _timezone_value(header: Header, fields: list[str]) -> str | None:
+    index = header.timezone_index
+    if index is None or index >= len(fields):
+        return None
+    value = fields[index].strip()
+    if not value:
+        return None
+    found = browser_timezone(value)
+    if found is None:
+        raise ValidationError(
+            f"the {header.columns[index]} column says {value[:40]!r}, which is not a time zone "
+            "this server knows (such as Europe/Berlin or America/New_York); leave it empty for "
+            "none")
     return found
 
 
@@ -201,9 +227,10 @@ def validate_record(header: Header, fields: list[str],
         if value:
             attributes[key] = value
     locale = None if header.locale_index is None else _locale_value(header, fields)
+    zone = None if header.timezone_index is None else _timezone_value(header, fields)
     if header.status_index is None and header.suppression_index is None:
-        return Accepted(email, name, attributes, warnings, locale=locale)
+        return Accepted(email, name, attributes, warnings, locale=locale, timezone=zone)
     return Accepted(email, name, attributes, warnings,
                     _column_value(fields, header.status_index, "status", FILE_STATUSES),
                     _column_value(fields, header.suppression_index, "suppression",
-                                  FILE_SUPPRESSIONS), locale)
+                                  FILE_SUPPRESSIONS), locale, zone)

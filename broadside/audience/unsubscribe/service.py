@@ -29,6 +29,7 @@ from broadside.audience.unsubscribe.suppression import (
     reset_soft_bounces,
     suppress,
 )
+from broadside.campaigns.broadcasts.local_time import clean_timezone
 from broadside.core.errors import NotFound, ValidationError
 from broadside.core.i18n import LOCALES, _, clean_locale
 from broadside.core.models import MailingList, Subscriber, Subscription
@@ -70,6 +71,7 @@ class Recipient:
     suppression: str | None
     locale: str | None = None  # the reader's own language (None: not chosen)
     list_language: str | None = None  # the token's list's
+    timezone: str | None = None  # the reader's own time zone (None: not set)
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def resolve(session: Session, claim: UnsubscribeClaim) -> Recipient:
     """The subscriber and list a token names; NotFound (one message) if either is gone."""
     row = session.execute(
         select(Subscriber.email, Subscriber.suppression, Subscriber.created_at, MailingList.name,
-               Subscription.status, Subscriber.locale, MailingList.language)
+               Subscription.status, Subscriber.locale, MailingList.language, Subscriber.timezone)
         .join(Subscription, Subscription.subscriber_id == Subscriber.id)
         .join(MailingList, MailingList.id == Subscription.list_id)
         .where(Subscriber.id == claim.subscriber_id, Subscription.list_id == claim.list_id)
@@ -115,6 +117,7 @@ def resolve(session: Session, claim: UnsubscribeClaim) -> Recipient:
         subscriber_id=claim.subscriber_id, email=row.email, list_id=claim.list_id,
         list_name=row.name, status=row.status, broadcast_id=claim.broadcast_id,
         suppression=row.suppression, locale=row.locale, list_language=row.language,
+        timezone=row.timezone,
     )
 
 
@@ -271,6 +274,21 @@ def set_language(session: Session, claim: UnsubscribeClaim, locale: str | None) 
     return chosen
 
 
+def set_timezone(session: Session, claim: UnsubscribeClaim, zone: str | None) -> str | None:
+    """The reader's own time zone (the preferences page): an IANA name this server knows, or
+    "" for none. Returns it as stored. ValidationError for anything else, nothing changed."""
+    resolve(session, claim)
+    try:
+        chosen = clean_timezone(zone)
+    except ValidationError:
+        raise ValidationError(_("Choose one of the time zones offered."), field="timezone") from None
+    subscriber = session.get(Subscriber, claim.subscriber_id)
+    if subscriber is not None:
+        subscriber.timezone = chosen
+    session.commit()
+    return chosen
+
+
 __all__ = [
     "ADDRESS_GONE",
     "SOFT_BOUNCE_LIMIT",
@@ -292,6 +310,7 @@ __all__ = [
     "resolve",
     "resubscribe",
     "set_language",
+    "set_timezone",
     "suppress",
     "unsubscribe",
 ]

@@ -30,7 +30,7 @@ _COLUMNS = (
     Broadcast.failed_count, Broadcast.unknown_count, Broadcast.send_rate,
     Broadcast.pause_reason, Broadcast.notice, Broadcast.scheduled_at, Broadcast.started_at,
     Broadcast.finished_at, Broadcast.snapshot_cursor, Broadcast.snapshot_until,
-    Broadcast.audience_estimate,
+    Broadcast.audience_estimate, Broadcast.send_at_local,
 )
 
 
@@ -56,6 +56,9 @@ class Progress:
     snapshot_cursor: int = 0
     snapshot_until: int = 0
     audience_estimate: int | None = None
+    # "HH:MM" when each reader gets it at that hour in their own time zone: the fragment then
+    # says what waits for which hour (`local_waiting`), else it reads nothing more.
+    send_at_local: str | None = None
     send_delay_ms: int = 0
 
     @property
