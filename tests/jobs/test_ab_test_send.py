@@ -97,7 +97,7 @@ def click_the_link(app, client, message) -> None:
 
 
 def test_the_clear_winner_by_real_clicks_goes_to_exactly_the_rest(
-        app, client, smtp_server, run_worker_burst):
+        app, client, logged_in_client, smtp_server, run_worker_burst):
     broadcast = send(app, ab_broadcast(app, 80))
     assert run_worker_burst() == 0
     drawn = variants_by_email()
@@ -112,6 +112,9 @@ def test_the_clear_winner_by_real_clicks_goes_to_exactly_the_rest(
     waiting = db.session.get(Broadcast, broadcast.id)
     assert waiting.status == "sending" and waiting.ab_winner is None
     assert waiting.ab_wait_until is not None and waiting.waiting_until == waiting.ab_wait_until
+    page = logged_in_client.get(f"/broadcasts/{broadcast.id}").text
+    assert "A/B test: its copies are out; the winner is chosen at" in page
+    assert "the rest go once the winner is chosen" in page
     # Everyone who got B clicks; nobody who got A does.
     for message in smtp_server.messages:
         if drawn[message.rcpt_tos[0]] == 1:

@@ -45,7 +45,7 @@ def received(smtp_server) -> list[str]:
     return [m.rcpt_tos[0] for m in smtp_server.messages]
 
 
-def test_each_reader_gets_it_at_their_own_nine(app, smtp_server, run_worker_burst):
+def test_each_reader_gets_it_at_their_own_nine(app, logged_in_client, smtp_server, run_worker_burst):
     draft = create_draft(db.session, list_id=readers(), subject="Good morning", body="Coffee?")
     draft.send_at_local = "09:00"
     db.session.commit()
@@ -70,6 +70,10 @@ def test_each_reader_gets_it_at_their_own_nine(app, smtp_server, run_worker_burs
     with at("2026-12-07 00:00:05"):  # 09:00 in Tokyo
         assert run_worker_burst() == 0
     assert received(smtp_server) == ["reader00000@example.com"]
+    with at("2026-12-07 00:00:30"):  # the owner looks: what the worker waits for, and until when
+        page = logged_in_client.get(f"/broadcasts/{broadcast.id}").text
+    assert "Waiting for readers' own hour: the next copies go at 2026-12-07 03:00" in page
+    assert "as each reader&#39;s hour comes" in page or "as each reader's hour comes" in page
 
     with at("2026-12-07 08:00:05"):  # 09:00 in Berlin
         assert run_worker_burst() == 0

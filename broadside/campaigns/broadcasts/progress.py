@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from broadside.core.errors import NotFound
 from broadside.core.i18n import _, ngettext
 from broadside.core.models import Broadcast, Identity
+from broadside.core.timeutil import utcnow
 
 TERMINAL = ("sent", "cancelled")
 ACTIVE = ("queued", "sending")
@@ -30,7 +31,8 @@ _COLUMNS = (
     Broadcast.failed_count, Broadcast.unknown_count, Broadcast.send_rate,
     Broadcast.pause_reason, Broadcast.notice, Broadcast.scheduled_at, Broadcast.started_at,
     Broadcast.finished_at, Broadcast.snapshot_cursor, Broadcast.snapshot_until,
-    Broadcast.audience_estimate, Broadcast.send_at_local,
+    Broadcast.audience_estimate, Broadcast.send_at_local, Broadcast.waiting_until,
+    Broadcast.ab_seed, Broadcast.ab_wait_until, Broadcast.ab_winner,
 )
 
 
@@ -59,7 +61,26 @@ class Progress:
     # "HH:MM" when each reader gets it at that hour in their own time zone: the fragment then
     # says what waits for which hour (`local_waiting`), else it reads nothing more.
     send_at_local: str | None = None
+    # Nothing due before this (readers' own hours, an A/B test's wait): the worker waits.
+    waiting_until: datetime | None = None
+    # An A/B test (sent with one: a seed), when its winner is chosen, and the winner.
+    ab_seed: int | None = None
+    ab_wait_until: datetime | None = None
+    ab_winner: int | None = None
     send_delay_ms: int = 0
+
+    @property
+    def held_for(self) -> str | None:
+        """What a sending broadcast waits for, when it waits: "ab_test" (the test's copies
+        are out; the winner is chosen at `ab_wait_until`) or "hours" (the next readers' hour,
+        `waiting_until`)."""
+        if self.status != "sending":
+            return None
+        if self.ab_seed is not None and self.ab_winner is None and self.ab_wait_until:
+            return "ab_test"
+        if self.waiting_until is not None and self.waiting_until > utcnow():
+            return "hours"
+        return None
 
     @property
     def preparing(self) -> bool:
@@ -135,6 +156,10 @@ class Progress:
             return "–"
         if self.waiting == 0:
             return _("preparing") if self.preparing else _("finishing")
+        if self.held_for == "ab_test":
+            return _("the rest go once the winner is chosen")
+        if self.held_for == "hours" or self.send_at_local:
+            return _("as each reader's hour comes")
         return duration_words(self.eta_seconds)
 
     @property
