@@ -4,8 +4,6 @@ test's result drawn as bars with whiskers, none of them scrolling sideways."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
@@ -21,8 +19,7 @@ from webapp.extensions import db
 pytestmark = pytest.mark.browser
 
 WIDTHS = (1280, 390)
-SHOTS = Path("/work/wt/shots/abtest") if Path("/work/wt/shots").is_dir() else \
-    REPO_ROOT / "test-artifacts" / "screenshots"
+SHOTS = REPO_ROOT / "test-artifacts" / "screenshots" / "abtest"
 
 
 def photograph(page: Page, name: str, card: str) -> None:

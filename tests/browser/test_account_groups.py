@@ -3,20 +3,19 @@ desktop width and on a phone; saving an identity that shares an account says wit
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import Page, expect
 
 from broadside.delivery.identities import service as identities
 from tests.browser.steps import sign_in
 from tests.browser.test_identities_pages import WIDTHS, fits
+from webapp import REPO_ROOT
 from webapp.extensions import db
 
 pytestmark = pytest.mark.browser
 
 TOKEN = "pm-server-token-7f3a9c1e5b-long-enough-to-wrap"
-SHOTS = Path("/work/wt/shots/ceiling")
+SHOTS = REPO_ROOT / "test-artifacts" / "screenshots" / "ceiling"
 
 
 @pytest.mark.parametrize("size", list(WIDTHS))

@@ -4,16 +4,15 @@ nothing scrolls sideways and no text leaves its box."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.steps import sign_in
 from tests.browser.test_identities_pages import WIDTHS, fits
+from webapp import REPO_ROOT
 
 pytestmark = pytest.mark.browser
-SHOTS = Path("/work/wt/shots/backup")
+SHOTS = REPO_ROOT / "test-artifacts" / "screenshots" / "backup"
 
 
 @pytest.mark.parametrize("size", list(WIDTHS))

@@ -15,6 +15,7 @@ from broadside.core.models import BounceMailbox
 from broadside.delivery.identities import service as identities
 from tests.browser.steps import sign_in
 from tests.browser.test_identities_pages import OVERFLOWING, sideways
+from webapp import REPO_ROOT
 from webapp.extensions import db
 
 pytestmark = pytest.mark.browser
@@ -51,7 +52,8 @@ def product(app, smtp_server) -> int:
 @pytest.mark.parametrize("size", list(WIDTHS))
 def test_the_bounce_mailbox_parts_fit_a_desktop_and_a_phone(page: Page, live_server, owner, product,
                                                             size):
-    shots = "/work/wt/shots/mailbox"
+    shots = REPO_ROOT / "test-artifacts" / "screenshots" / "mailbox"
+    shots.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": WIDTHS[size], "height": 900})
     sign_in(page, live_server.url)
     page.goto(live_server.url + "/settings/identities/")

@@ -1,7 +1,7 @@
 """The codes on the owner's pages, in Chromium at 1280 and 390 px: the broadcast editor's and
 an automation step's "Mint a code per recipient" with its prefix (the preview showing a
 sample, never a real code), and a person's page listing their codes with the message, when it
-was sent and whether it was redeemed. Screenshots go to /work/wt/shots/codes/ when it exists."""
+was sent and whether it was redeemed. Screenshots go to test-artifacts/screenshots/codes/."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ from broadside.core.models import Broadcast, Code, Subscriber
 from broadside.core.site_settings import update_settings
 from tests.browser.steps import sign_in, table_problems
 from tests.helpers import make_list
+from webapp import REPO_ROOT
 from webapp.extensions import db, get_jobs
 
 pytestmark = pytest.mark.browser
-SHOTS = Path("/work/wt/shots/codes")
+SHOTS = REPO_ROOT / "test-artifacts" / "screenshots" / "codes"
 
 
 def shoot(page: Page, screenshot_dir: Path, name: str, **options) -> None:

@@ -5,8 +5,6 @@ sideways or spill out of its box."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -17,11 +15,12 @@ from broadside.mail import dkim_keys
 from tests.browser.steps import sign_in
 from tests.browser.test_identities_pages import OVERFLOWING, WIDTHS, sideways
 from tests.smtp_server import free_port
+from webapp import REPO_ROOT
 from webapp.extensions import db
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path("/work/wt/shots/dkim")
+SHOTS = REPO_ROOT / "test-artifacts" / "screenshots" / "dkim"
 GARBAGE = "-----BEGIN RSA PRIVATE KEY-----\nbm90LWEta2V5LWF0LWFsbA==\n-----END RSA PRIVATE KEY-----"
 
 

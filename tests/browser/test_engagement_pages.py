@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -19,11 +18,12 @@ from broadside.core.site_settings import update_settings
 from broadside.core.timeutil import utcnow
 from tests.browser.steps import sign_in
 from tests.webapp.test_non_openers import opened_by_some
+from webapp import REPO_ROOT
 from webapp.extensions import db
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path("/work/wt/shots/engage")
+SHOTS = REPO_ROOT / "test-artifacts" / "screenshots" / "engage"
 WIDTHS = (1280, 390)
 
 

@@ -14,9 +14,11 @@ from broadside.core.models import Import, MailingList, Subscriber
 from broadside.delivery.identities import service as identities
 from tests.browser.steps import fits, sign_in
 from tests.provider_servers import PostmarkServer
+from webapp import REPO_ROOT
 from webapp.extensions import db
 
 pytestmark = pytest.mark.browser
+SHOTS = REPO_ROOT / "test-artifacts" / "screenshots" / "intl"
 
 WIDTHS = {"desktop": 1280, "phone": 390}
 CSV = "email,name\nJürgen@Exämple.de,Jürgen\nann@exämple.de,Ann\nbob@example.com,Bob\n"
@@ -52,7 +54,7 @@ def test_import_report_and_signup_warn_of_addresses_that_need_smtputf8(
         expect(note).to_contain_text("1 imported address has characters outside ASCII")
         expect(note).to_contain_text("Postmark broadcasts (Postmark does not take it)")
         fits(page, "the import report")
-        page.screenshot(path=f"/work/wt/shots/intl/import-report-{size}.png", full_page=True)
+        page.screenshot(path=f"{SHOTS}/import-report-{size}.png", full_page=True)
         assert db.session.scalar(select(Import.imported)) == 3
 
         chloe = db.session.scalar(select(Subscriber.id).where(Subscriber.email == "chloé@exämple.de"))
@@ -61,5 +63,5 @@ def test_import_report_and_signup_warn_of_addresses_that_need_smtputf8(
         expect(history).to_contain_text("address_warning")
         expect(history).to_contain_text("Postmark broadcasts (Postmark does not take it)")
         fits(page, "the person's page")
-        page.screenshot(path=f"/work/wt/shots/intl/signup-warning-{size}.png", full_page=True)
+        page.screenshot(path=f"{SHOTS}/signup-warning-{size}.png", full_page=True)
         assert chloe is not None, "the sign-up form did not take the address"
