@@ -29,9 +29,11 @@ from broadside.campaigns.broadcasts.ab_test import (
     WAIT_RANGE,
     VariantFigures,
     Verdict,
+    clean_ab_test,
     judge,
     letter,
 )
+from broadside.core.errors import ValidationError
 from broadside.core.i18n import current_locale
 from broadside.core.models import Broadcast
 from webapp.compose.languages import decimal1
@@ -152,7 +154,10 @@ class Plan:
 
 
 def plan(broadcast: Broadcast, active: int) -> Plan | None:
-    test = broadcast.ab_test
+    try:  # as stored, read through the one definition (its defaults filled in)
+        test = clean_ab_test(broadcast.ab_test) if broadcast.ab_test else None
+    except ValidationError:
+        test = None
     if not test:
         return None
     k = len(test["variants"])

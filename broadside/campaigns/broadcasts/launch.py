@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session
 
-from broadside.campaigns.broadcasts import audience, service
+from broadside.campaigns.broadcasts import ab_results, audience, service
 from broadside.campaigns.broadcasts.merge_report import MergeReport, merge_problems, merge_report
 from broadside.campaigns.content.bodies import body_of
 from broadside.core.errors import ValidationError
@@ -115,6 +115,9 @@ def blocking_problems(session: Session, broadcast: Broadcast, *, active: int | N
     # identity's own address counts (else the Settings one is what it prints).
     if not (service.sender_of(session, broadcast.identity_id, "")[2] or "").strip():
         problems.append(_(NO_POSTAL_ADDRESS))
+    refusal = ab_results.ab_refusal(session, broadcast) if broadcast.ab_test else None
+    if refusal is not None:  # an A/B test that cannot run: said before Send, not after
+        problems.append(refusal)
     if merge is None:
         merge = [problem.message for problem in merge_problems(session, broadcast)]
     problems += merge
