@@ -74,6 +74,9 @@ def test_each_reader_gets_it_at_their_own_nine(app, logged_in_client, smtp_serve
         page = logged_in_client.get(f"/broadcasts/{broadcast.id}").text
     assert "Waiting for readers' own hour: the next copies go at 2026-12-07 03:00" in page
     assert "as each reader&#39;s hour comes" in page or "as each reader's hour comes" in page
+    with at("2026-12-07 00:00:30"):  # the copies not yet due, in the deliveries' own words
+        rows = logged_in_client.get(f"/broadcasts/{broadcast.id}").text
+    assert "Waiting for their own hour." in rows
 
     with at("2026-12-07 08:00:05"):  # 09:00 in Berlin
         assert run_worker_burst() == 0

@@ -17,6 +17,7 @@ from datetime import datetime
 
 from broadside.core.errors import shown
 from broadside.core.i18n import _, _l
+from broadside.core.timeutil import utcnow
 from broadside.delivery.transports import PROVIDER_NAMES
 
 SKIP_REASONS = {
@@ -123,6 +124,8 @@ class DeliveryRow:
             if reason:
                 return _("Waiting to try again (%(reason)s).", reason=shown(reason))
             return _("Waiting to try again.")
+        if self.next_attempt_at is not None and self.next_attempt_at > utcnow():
+            return _("Waiting for their own hour.")  # "at each reader's own hour"
         return _("Waiting its turn.")
 
     def _failure(self, reason: str) -> str:
