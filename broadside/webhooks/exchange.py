@@ -19,10 +19,10 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
-import threading
 import time
 from dataclasses import dataclass
 
+from broadside.core.watchdog import Watchdog
 from broadside.webhooks.addresses import Target
 
 MAX_ANSWER = 4096  # bytes of the answer's body read; the rest is ignored
@@ -30,52 +30,6 @@ MAX_ANSWER = 4096  # bytes of the answer's body read; the rest is ignored
 
 class Overtime(TimeoutError):
     """The whole exchange (connect, TLS, request, answer) did not end within the deadline."""
-
-
-class _Watchdog:
-    """Shuts the exchange's socket down at the deadline, whatever it is waiting for: a socket
-    timeout bounds each wait, not their sum, and a receiver dripping a byte at a time would
-    otherwise hold the POST for as long as it likes."""
-
-    def __init__(self, seconds: float) -> None:
-        self.fired = False
-        self._ended = False
-        self._sock: socket.socket | None = None
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._sock = sock
-            if self.fired:
-                _shut(sock)
-
-    def _fire(self) -> None:
-        with self._lock:
-            if self._ended:
-                return
-            self.fired = True
-            if self._sock is not None:
-                _shut(self._sock)
-
-    def end(self) -> bool:
-        """Stand down; returns whether it had fired (then what was read may be cut short
-        without an error: http.client takes an end of stream for the end of the headers)."""
-        self._timer.cancel()
-        with self._lock:
-            self._ended = True
-            return self.fired
-
-
-def _shut(sock: socket.socket) -> None:
-    # The plain socket's shutdown, on the descriptor: a TLS socket's own would drop its TLS
-    # state under the thread reading it. The blocked read then ends at once.
-    try:
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except OSError:
-        pass  # not connected yet, or already closed
 
 
 @dataclass(frozen=True)
@@ -91,7 +45,7 @@ def post(target: Target, body: bytes, headers: dict[str, str], timeout: float) -
     bytes come; raises Overtime past it, OSError or HTTPException when no answer came. The
     answer's body is read raw (never decompressed) and the rest of it is not read at all."""
     deadline = time.monotonic() + timeout
-    watchdog = _Watchdog(timeout)
+    watchdog = Watchdog(timeout)
     conn: http.client.HTTPConnection | None = None
     try:
         conn = http.client.HTTPConnection(target.host, target.port)
@@ -128,7 +82,7 @@ def _remaining(deadline: float) -> float:
     return left
 
 
-def _connect(target: Target, deadline: float, watchdog: _Watchdog) -> socket.socket:
+def _connect(target: Target, deadline: float, watchdog: Watchdog) -> socket.socket:
     """A connection to the first of the checked addresses that answers (never to a name
     resolved again: the address that was checked is the one called), within the deadline.
     TLS verifies the URL's host name, not the address."""

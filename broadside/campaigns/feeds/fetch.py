@@ -23,7 +23,6 @@ import http.client
 import logging
 import socket
 import ssl
-import threading
 import time
 import zlib
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from urllib.parse import urljoin, urlsplit
 
 from broadside.core.connection_words import connection_words
 from broadside.core.public_addresses import Unresolvable, first_refusal, refusal_words, resolve_host
+from broadside.core.watchdog import Watchdog
 
 log = logging.getLogger("broadside.feeds")
 
@@ -59,48 +59,13 @@ class Fetched:
     last_modified: str | None
 
 
-class _Watchdog:
-    """Shuts the exchange's socket down at the deadline, whatever it waits for."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.fired = False
-        self._sock: socket.socket | None = None
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._sock = sock
-            if self.fired:
-                _shut(sock)
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.fired = True
-            if self._sock is not None:
-                _shut(self._sock)
-
-    def end(self) -> None:
-        self._timer.cancel()
-
-
-def _shut(sock: socket.socket) -> None:
-    try:
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except OSError:
-        pass  # not connected yet, or closed already
-
-
 def fetch(url: str, *, etag: str | None = None, last_modified: str | None = None,
           allow_private: bool = False, timeout: float = TIMEOUT_S,
           max_bytes: int = MAX_BYTES) -> Fetched:
     """GET the feed at `url` (following at most MAX_REDIRECTS redirects), conditionally when
     validators are given; raises FeedProblem in the owner's words."""
     deadline = time.monotonic() + timeout
-    watchdog = _Watchdog(timeout)
+    watchdog = Watchdog(timeout)
     try:
         for _hop in range(MAX_REDIRECTS + 1):
             status, headers, body = _get(url, etag, last_modified, allow_private, deadline,
@@ -125,7 +90,7 @@ def fetch(url: str, *, etag: str | None = None, last_modified: str | None = None
 
 
 def _get(url: str, etag: str | None, last_modified: str | None, allow_private: bool,
-         deadline: float, watchdog: _Watchdog, max_bytes: int
+         deadline: float, watchdog: Watchdog, max_bytes: int
          ) -> tuple[int, dict[str, str], bytes]:
     parts = urlsplit(url)
     host = parts.hostname or ""
@@ -179,7 +144,7 @@ def _get(url: str, etag: str | None, last_modified: str | None, allow_private: b
 
 
 def _connect(host: str, https: bool, port: int, addresses: tuple[str, ...], deadline: float,
-             watchdog: _Watchdog) -> socket.socket:
+             watchdog: Watchdog) -> socket.socket:
     """A connection to the first checked address that answers, never the name again."""
     failure: Exception | None = None
     for address in addresses:
@@ -220,7 +185,7 @@ def _decoded(body: bytes, encoding: str, max_bytes: int) -> bytes:
     return data
 
 
-def _overtime(watchdog: _Watchdog) -> str:
+def _overtime(watchdog: Watchdog) -> str:
     return f"The feed's server sent no whole answer within {watchdog.seconds:g} seconds."
 
 
