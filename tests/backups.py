@@ -5,18 +5,14 @@ everything a backup must carry, secrets included."""
 from __future__ import annotations
 
 import gzip
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import psycopg
 from sqlalchemy import Engine, func, select, update
 
 from broadside.core.backup import rows
 from broadside.core.models import Identity, MailingList, Owner, Subscriber, Subscription, WebhookEndpoint
-from tests.conftest import POSTGRES_URL
+from tests.fresh_databases import fresh_postgres  # noqa: F401 - the backup tests' import
 from webapp.extensions import db
 
 # The secrets the installation holds: none of them may be in an archive taken without them.
@@ -26,19 +22,6 @@ DKIM_KEY = "-----BEGIN PRIVATE KEY-----\nDkimSecret55\n-----END PRIVATE KEY-----
 TOTP_SECRET = "JBSWY3DPEHPK3PXPTOTPSECRET"
 SECRETS = (TRANSPORT_PASSWORD, IDENTITY_WEBHOOK_SECRET, "DkimSecret55", TOTP_SECRET, "whsec_sss")
 LOGO_NAME = "0123456789abcdef0123456789abcdef.png"
-
-
-@contextmanager
-def fresh_postgres() -> Iterator[str]:
-    """A new, empty PostgreSQL database (no schema at all), dropped afterwards."""
-    name = f"broadside_backup_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def table_rows(engine: Engine) -> dict[str, list[dict[str, Any]]]:

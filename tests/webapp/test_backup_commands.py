@@ -19,6 +19,7 @@ from broadside.core.models import Identity, Subscriber, Subscription
 from tests.backups import DKIM_KEY, TRANSPORT_PASSWORD, fresh_postgres, readers, table_rows
 from tests.own_apps import own_app
 from webapp.doctor.report import run_checks
+from webapp.doctor.services import schema_head
 from webapp.extensions import db
 
 
@@ -124,8 +125,9 @@ def test_an_older_backup_is_upgraded_after_restoring(app_config, tmp_path):
         code, output, tables = _restore(config, tmp_path / "old.tar.gz")
         assert code == 0, output
         assert "Schema upgraded from 0037" in output
-        with own_app(config):
-            assert db.session.scalar(text("SELECT version_num FROM alembic_version")) == "0038"
+        with own_app(config) as restored:
+            assert db.session.scalar(text("SELECT version_num FROM alembic_version")) == \
+                schema_head(restored)  # the newest, whichever it is
             assert db.session.scalar(select(Subscriber.email)) == "old@example.com"
             db.session.commit()
 

@@ -12,7 +12,6 @@ import fcntl
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +23,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from broadside.core.migration_lock import MIGRATION_LOCK_KEY, sqlite_lock_path
-from tests.conftest import POSTGRES_URL, REDIS_URL
+from tests.conftest import REDIS_URL
+from tests.fresh_databases import empty_database
 from tests.helpers import SECRET_KEY, wait_until
 from tests.own_apps import own_app
 from webapp import REPO_ROOT
@@ -32,21 +32,6 @@ from webapp.extensions import db
 
 PROCESSES = 3
 FIRST_STEP = "Running upgrade  -> 0001"  # Alembic's line for the first migration
-
-
-@contextmanager
-def fresh_database(backend: str, tmp_path: Path) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'fresh.db'}"
-        return
-    name = f"broadside_lock_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @contextmanager
@@ -83,7 +68,7 @@ def holding_the_lock(url: str) -> Iterator[Callable[[], int]]:
 def test_processes_upgrading_at_once_migrate_once(backend, tmp_path, namespace):
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "REDIS_URL": REDIS_URL,
            "SECRET_KEY": SECRET_KEY, "BROADSIDE_NAMESPACE": namespace}
-    with fresh_database(backend, tmp_path) as url:
+    with empty_database(backend, tmp_path, "broadside_lock") as url:
         env["DATABASE_URL"] = url
         with holding_the_lock(url) as waiting:
             processes = []

@@ -13,12 +13,8 @@ added, the schema then equal to the models."""
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import psycopg
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -28,7 +24,8 @@ from sqlalchemy import text
 
 from broadside.core.accounts import create_token
 from broadside.core.models import Owner
-from tests.conftest import POSTGRES_URL, REDIS_URL
+from tests.conftest import REDIS_URL
+from tests.fresh_databases import empty_database
 from tests.helpers import SECRET_KEY
 from tests.own_apps import own_app
 from tests.webapp.upgrade_eras import (
@@ -41,21 +38,6 @@ from tests.webapp.upgrade_eras import (
     write_era,
 )
 from webapp.extensions import db
-
-
-@contextmanager
-def empty_database(backend: str, tmp_path: Path) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'old.db'}"
-        return
-    name = f"broadside_upgrade_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _config(url: str, tmp_path: Path, namespace: str) -> dict:
@@ -166,7 +148,8 @@ def read_everything(app: Flask, eras: list[Era]) -> dict[int, dict]:
 
 def test_every_earlier_version_upgrades_and_reads_through_the_api(backend, tmp_path, namespace):
     started = time.monotonic()
-    with empty_database(backend, tmp_path) as url, own_app(_config(url, tmp_path, namespace)) as app:
+    with empty_database(backend, tmp_path, "broadside_upgrade") as url, \
+            own_app(_config(url, tmp_path, namespace)) as app:
         eras = []
         for revision in revisions(app):
             upgrade(revision=revision)
@@ -222,7 +205,8 @@ def test_the_engagement_migration_downgrades_and_upgrades_again(backend, tmp_pat
     automation (which the older schema cannot hold) goes whole, its steps with it; every
     other row stays and reads as before; the schema then equals the models. (The newest,
     0039, is taken down and up in tests/webapp/test_shared_files.py.)"""
-    with empty_database(backend, tmp_path) as url, own_app(_config(url, tmp_path, namespace)) as app:
+    with empty_database(backend, tmp_path, "broadside_upgrade") as url, \
+            own_app(_config(url, tmp_path, namespace)) as app:
         previous, head = "0037", "0038"
         assert head in revisions(app)
         upgrade(revision=head)
