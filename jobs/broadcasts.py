@@ -21,7 +21,7 @@ from sqlalchemy import func, select, true, update
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts import ab_sending, ledger, lifecycle
-from broadside.campaigns.broadcasts.ab_test import REST
+from broadside.campaigns.broadcasts.ab_tests import REST
 from broadside.campaigns.broadcasts.ledger import Change
 from broadside.campaigns.codes import minting
 from broadside.core.models import Broadcast, Delivery, Revision

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
-from broadside.campaigns.broadcasts import ab_test, drafts
+from broadside.campaigns.broadcasts import ab_tests, drafts
 from broadside.core.models import Broadcast, Delivery, PersonActivity, Subscriber
 from broadside.core.timeutil import utcnow
 from tests.browser.steps import sign_in
@@ -111,7 +111,7 @@ def decide(broadcast_id: int, hits: list[int], sent: int = 6) -> None:
     broadcast = db.session.get(Broadcast, broadcast_id)
     people = db.session.scalars(select(Subscriber.id).order_by(Subscriber.id)).all()
     rows = [Delivery(broadcast_id=broadcast_id, subscriber_id=person, list_id=broadcast.list_id,
-                     variant=n // sent if n < sent * len(hits) else ab_test.REST,
+                     variant=n // sent if n < sent * len(hits) else ab_tests.REST,
                      status="sent" if n < sent * len(hits) else "pending")
             for n, person in enumerate(people)]
     db.session.add_all(rows)
@@ -121,9 +121,9 @@ def decide(broadcast_id: int, hits: list[int], sent: int = 6) -> None:
         for row in [r for r in rows if r.variant == variant][:min(count, sent)]:
             db.session.add(PersonActivity(broadcast_id=broadcast_id, delivery_id=row.id,
                                           kind="click", position=0))
-    figures = [ab_test.VariantFigures(n, sent_counts[n], h) for n, h in enumerate(hits)]
-    verdict = ab_test.judge(figures, 1)
+    figures = [ab_tests.VariantFigures(n, sent_counts[n], h) for n, h in enumerate(hits)]
+    verdict = ab_tests.judge(figures, 1)
     broadcast.status, broadcast.ab_seed = "sent", 99
     broadcast.ab_winner, broadcast.ab_decided_at = verdict.winner, utcnow()
-    broadcast.ab_result = ab_test.result_record(figures, verdict, "clicks")
+    broadcast.ab_result = ab_tests.result_record(figures, verdict, "clicks")
     db.session.commit()

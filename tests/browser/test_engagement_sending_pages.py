@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import update
 
 from broadside.campaigns.analytics import modes
-from broadside.campaigns.broadcasts.ab_test import clean_ab_test
+from broadside.campaigns.broadcasts.ab_tests import clean_ab_test
 from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.campaigns.broadcasts.service import send_broadcast
 from broadside.core.models import Broadcast, Subscriber

@@ -13,7 +13,7 @@ from sqlalchemy import select, update
 from broadside.campaigns.analytics import modes
 from broadside.campaigns.broadcasts import ab_sending
 from broadside.campaigns.broadcasts.ab_sending import variant_of
-from broadside.campaigns.broadcasts.ab_test import REST, clean_ab_test
+from broadside.campaigns.broadcasts.ab_tests import REST, clean_ab_test
 from broadside.campaigns.broadcasts.drafts import create_draft
 from broadside.campaigns.broadcasts.service import send_broadcast
 from broadside.core.errors import ValidationError

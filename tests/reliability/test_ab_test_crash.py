@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from broadside.campaigns.broadcasts.ab_test import REST
+from broadside.campaigns.broadcasts.ab_tests import REST
 from broadside.core.models import Broadcast, Delivery, Subscriber
 from tests.helpers import assert_ledger_consistent, assert_nobody_twice, broadcast_status, wait_until
 from tests.jobs.test_ab_test_send import SUBJECTS, ab_broadcast, click_the_link, send, the_wait_is_over

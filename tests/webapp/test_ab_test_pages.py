@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from broadside.campaigns.broadcasts import ab_drafts, ab_test, drafts
+from broadside.campaigns.broadcasts import ab_drafts, ab_tests, drafts
 from broadside.core.models import Broadcast, Delivery, MailingList, PersonActivity, Subscriber
 from broadside.core.timeutil import utcnow
 from tests.helpers import csrf_token_from, make_list
@@ -192,7 +192,7 @@ def decide(broadcast: Broadcast, hits: list[int], *, sent: int = 10, default: in
     now = utcnow()
     rows = []
     for index, subscriber_id in enumerate(people):
-        variant = index // sent if index < sent * len(hits) else ab_test.REST
+        variant = index // sent if index < sent * len(hits) else ab_tests.REST
         rows.append(Delivery(broadcast_id=broadcast.id, subscriber_id=subscriber_id,
                              list_id=broadcast.list_id, variant=variant,
                              status="sent" if variant >= 0 else "pending",
@@ -203,13 +203,13 @@ def decide(broadcast: Broadcast, hits: list[int], *, sent: int = 10, default: in
         for row in [r for r in rows if r.variant == variant][:count]:
             db.session.add(PersonActivity(broadcast_id=broadcast.id, delivery_id=row.id,
                                           kind="click", position=0))
-    figures = [ab_test.VariantFigures(n, sent, h) for n, h in enumerate(hits)]
-    verdict = ab_test.judge(figures, default)
+    figures = [ab_tests.VariantFigures(n, sent, h) for n, h in enumerate(hits)]
+    verdict = ab_tests.judge(figures, default)
     b = db.session.get(Broadcast, broadcast.id)
     b.status, b.ab_seed, b.tracking = "sent", 12345, "per_person"
     b.ab_wait_until = now - timedelta(minutes=5)
     b.ab_winner, b.ab_decided_at = verdict.winner, now
-    b.ab_result = ab_test.result_record(figures, verdict, "clicks")
+    b.ab_result = ab_tests.result_record(figures, verdict, "clicks")
     db.session.commit()
 
 
@@ -220,13 +220,13 @@ def test_a_decided_test_shows_each_variant_its_interval_and_the_clear_winner(log
     row = re.search(r'id="ab-variant-B">(.*?)</li>', page, re.S).group(1)
     assert "Autumn is here" in row and "sent to the rest" in row
     assert "9 of 10 clicked: 90.0 %" in row
-    low, high = ab_test.wilson_interval(9, 10)
+    low, high = ab_tests.wilson_interval(9, 10)
     assert f"{100 * low:.1f}–{100 * high:.1f} %" in row
     assert re.search(r'<rect class="rate" x="0" y="2" width="90.0"', row)  # scale: 100 %
     assert re.search(rf'<line class="whisker" x1="{round(100 * low, 2)}" x2="{round(100 * high, 2)}"', row)
     assert re.search(r'id="ab-variant-A">.*?1 of 10 clicked: 10.0 %', page, re.S)
     verdict = re.search(r'id="ab-verdict" data-clear="yes">([^<]*)<', page).group(1)
-    p = ab_test.judge([ab_test.VariantFigures(n, 10, h) for n, h in enumerate([1, 9, 2])], 0).p_value
+    p = ab_tests.judge([ab_tests.VariantFigures(n, 10, h) for n, h in enumerate([1, 9, 2])], 0).p_value
     assert "Variant B's rate is clearly the highest" in verdict and f"p = {p:.3f}" in verdict
 
 

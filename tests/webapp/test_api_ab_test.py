@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from sqlalchemy import func, select
 
-from broadside.campaigns.broadcasts import ab_test
+from broadside.campaigns.broadcasts import ab_tests
 from broadside.core.models import AuditEntry, Broadcast, MailingList
 from webapp.apidocs.document import DOCUMENT
 from webapp.extensions import db
@@ -117,18 +117,18 @@ def test_a_refused_test_names_its_field_and_writes_nothing(client, api_headers, 
 def test_a_sent_broadcast_shows_the_result_and_its_test_is_frozen(client, api_headers, news):
     broadcast_id = client.post("/api/broadcasts", headers=api_headers, json={
         "list_id": news.id, "subject": "Hi", "body": "Hello", "ab_test": TEST}).json["id"]
-    figures = [ab_test.VariantFigures(0, 200, 10), ab_test.VariantFigures(1, 200, 40)]
-    verdict = ab_test.judge(figures, 0)
+    figures = [ab_tests.VariantFigures(0, 200, 10), ab_tests.VariantFigures(1, 200, 40)]
+    verdict = ab_tests.judge(figures, 0)
     broadcast = db.session.get(Broadcast, broadcast_id)
     broadcast.status, broadcast.ab_seed, broadcast.ab_winner = "sent", 7, verdict.winner
-    broadcast.ab_result = ab_test.result_record(figures, verdict, "clicks")
+    broadcast.ab_result = ab_tests.result_record(figures, verdict, "clicks")
     db.session.commit()
     detail = client.get(f"/api/broadcasts/{broadcast_id}", headers=api_headers).json
     valid("BroadcastDetail", detail)
     result = detail["ab_result"]
     assert result["phase"] == "decided" and result["winner"] == "B" and result["clear"] is True
     assert result["p_value"] == round(verdict.p_value, 6) < 0.05
-    low, high = ab_test.wilson_interval(40, 200)
+    low, high = ab_tests.wilson_interval(40, 200)
     assert result["variants"][1] == {"variant": "B", "subject": "Hello there", "sent": 200,
                                      "hits": 40, "rate": 0.2, "low": round(low, 6),
                                      "high": round(high, 6)}

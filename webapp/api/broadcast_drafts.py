@@ -29,7 +29,7 @@ from broadside.core.models.sending import BroadcastStatus
 from broadside.mail import attachment_use
 from broadside.mail.body_formats import check_format
 from webapp.api import bp, json_body
-from webapp.api.ab_test import ab_test_input
+from webapp.api.ab_tests import ab_test_input
 from webapp.api.broadcast_local_time import save_send_at_local, send_at_local_field
 from webapp.api.broadcasts import audience_fields, broadcast_json
 from webapp.api.inputs import cap_hours_field, id_field, only_keys, require_some, text_field

@@ -9,7 +9,7 @@ test_api_broadcast_drafts.py). Editing and deleting drafts is in `webapp/api/bro
   from POST /api/attachments (422 naming an unknown one, or the total over 10 MB). `codes`:
   null (off) or {"prefix": "SAVE"}, a code per recipient. `versions`: the message in other
   languages, [{"locale", "subject", "preheader"?, "body"}] (`content.versions.clean_versions`).
-  `ab_test`: an A/B test (webapp/api/ab_test.py), shown by GET. Exactly one audience. The cap:
+  `ab_test`: an A/B test (webapp/api/ab_tests.py), shown by GET. Exactly one audience. The cap:
   absent or null takes the Settings default, 0 means no cap, 1-720 hours. The sending
   identity: absent or null is the default, else a live identity's id.
 - "send_at_local": "09:00" sends each copy at that hour in its reader's time zone, null at once
@@ -32,7 +32,7 @@ from broadside.core.models.sending import DELIVERY_STATUSES
 from broadside.mail import attachment_use
 from broadside.mail.body_formats import DEFAULT_FORMAT, check_format
 from webapp.api import bp, json_body
-from webapp.api.ab_test import ab_result_json, ab_test_input, ab_test_json
+from webapp.api.ab_tests import ab_result_json, ab_test_input, ab_test_json
 from webapp.api.broadcast_local_time import save_send_at_local, send_at_local_field, send_at_local_json
 from webapp.api.inputs import (
     BROADCAST_FIELDS,

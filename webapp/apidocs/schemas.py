@@ -20,7 +20,7 @@ from broadside.mail.attachments import MAX_COUNT as MAX_ATTACHMENTS
 from broadside.mail.body_formats import BODY_FORMATS, DEFAULT_FORMAT
 from broadside.mail.text_part import MAX_TEXT_BODY
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
-from webapp.apidocs.ab_test import AB_RESULT, AB_TEST, AB_TEST_INPUT
+from webapp.apidocs.ab_tests import AB_RESULT, AB_TEST, AB_TEST_INPUT
 from webapp.apidocs.local_time import (
     LOCAL_TIME,
     READER_LOCALE,

@@ -32,7 +32,7 @@ from broadside.delivery.identities.service import all_identities
 from webapp.attachments.views import save_draft_attachments
 from webapp.broadcasts import bp
 from webapp.broadcasts.preview_views import PREVIEW_CSP, pane_context, preview_for  # noqa: F401 - PREVIEW_CSP: other previews import it here
-from webapp.compose import ab_test
+from webapp.compose import ab_tests
 from webapp.compose.languages import posted_versions
 from webapp.extensions import db
 from webapp.forms import after_post
@@ -237,7 +237,7 @@ def save(broadcast_id: int):
     form = _with_lists(ComposeForm())
     try:
         save_draft_attachments(broadcast_id)
-        ab_test.stage_posted(db.session, broadcast_id, request.form)  # committed with the draft
+        ab_tests.stage_posted(db.session, broadcast_id, request.form)  # committed with the draft
         drafts.update_draft(db.session, broadcast_id, **form.draft_values())
     except Conflict as exc:
         flash(exc.message, "error")
@@ -259,7 +259,7 @@ def autosave(broadcast_id: int):
     picked = request.form.get("preview_as")
     try:
         save_draft_attachments(broadcast_id)
-        ab_test.stage_posted(db.session, broadcast_id, request.form, typing=True)
+        ab_tests.stage_posted(db.session, broadcast_id, request.form, typing=True)
         drafts.update_draft(db.session, broadcast_id, **form.draft_values())
         preview, as_problem = preview_for(broadcast_id, check_fields=True, picked=picked)
     except (ValidationError, Conflict) as exc:

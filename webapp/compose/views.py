@@ -22,14 +22,14 @@ from broadside.mail.html_markdown import (
     lost_in_rich,
     markdown_to_html,
 )
-from webapp.compose import ab_test
+from webapp.compose import ab_tests
 from webapp.compose.languages import install
 from webapp.permissions import defaults
 
 bp = Blueprint("compose", __name__, url_prefix="/compose")
 defaults(bp, read=roles.VIEW, change=roles.WRITE)
 install(bp)  # language names for the versions of a message, on every page
-ab_test.install(bp)  # the A/B test's section, send plan and result (templates/broadcasts/_ab_test*)
+ab_tests.install(bp)  # the A/B test's section, send plan and result (templates/broadcasts/_ab_test*)
 
 NAMES = {"markdown": _l("Markdown"), "rich": _l("Rich text"), "html": _l("HTML")}
 

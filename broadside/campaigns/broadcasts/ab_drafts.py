@@ -21,7 +21,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts import lifecycle
-from broadside.campaigns.broadcasts.ab_test import (
+from broadside.campaigns.broadcasts.ab_tests import (
     LETTERS,
     MAX_BODY_CHARS,
     MAX_LINE_CHARS,

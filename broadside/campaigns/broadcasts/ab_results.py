@@ -17,7 +17,7 @@ from sqlalchemy import distinct, func, select
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics import modes
-from broadside.campaigns.broadcasts.ab_test import VariantFigures, Verdict, clean_ab_test
+from broadside.campaigns.broadcasts.ab_tests import VariantFigures, Verdict, clean_ab_test
 from broadside.core.i18n import _
 from broadside.core.models import Broadcast, Delivery, MailingList, PersonActivity
 from broadside.core.models.sending import DeliveryStatus

@@ -1,4 +1,4 @@
-"""An A/B test on the send path (see ab_test.py for what a test is).
+"""An A/B test on the send path (see ab_tests.py for what a test is).
 
 - At Send (`freeze_variants`, `seed`): the variants after A are frozen into
   `Revision.variants`, each with the design and footer of the default version, and the seed
@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from broadside.campaigns.broadcasts.ab_results import figures
-from broadside.campaigns.broadcasts.ab_test import REST, clean_ab_test, judge, result_record
+from broadside.campaigns.broadcasts.ab_tests import REST, clean_ab_test, judge, result_record
 from broadside.campaigns.content.bodies import WrittenBody
 from broadside.core.db import rowcount
 from broadside.core.events import record_event

@@ -154,7 +154,7 @@ class Broadcast(Model):
     # audience is the people that one reached who have not opened it (judged at Send).
     resend_of_id: Mapped[int | None] = mapped_column(
         ForeignKey("broadcasts.id", ondelete="SET NULL"), index=True)
-    # An A/B test (broadside.campaigns.broadcasts.ab_test): {"variants": [{"subject",
+    # An A/B test (broadside.campaigns.broadcasts.ab_tests): {"variants": [{"subject",
     # "preheader"?, "body"?}, ...] (2 to 4; the first is the broadcast's own), "share": the
     # test's percentage of the audience, "measure": "opens" | "clicks", "wait_hours",
     # "default": the variant that wins when no difference is clear}. None: no test.

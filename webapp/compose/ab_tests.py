@@ -22,7 +22,7 @@ from flask import Blueprint, request
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.broadcasts import ab_drafts, ab_results
-from broadside.campaigns.broadcasts.ab_test import (
+from broadside.campaigns.broadcasts.ab_tests import (
     LETTERS,
     MAX_VARIANTS,
     SHARE_RANGE,

@@ -1,11 +1,11 @@
-"""The OpenAPI document's `ab_test` of a broadcast and its `ab_result` (webapp/api/ab_test.py),
-with the limits `broadside.campaigns.broadcasts.ab_test.clean_ab_test` enforces."""
+"""The OpenAPI document's `ab_test` of a broadcast and its `ab_result` (webapp/api/ab_tests.py),
+with the limits `broadside.campaigns.broadcasts.ab_tests.clean_ab_test` enforces."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from broadside.campaigns.broadcasts.ab_test import (
+from broadside.campaigns.broadcasts.ab_tests import (
     LETTERS,
     MAX_BODY_CHARS,
     MAX_LINE_CHARS,

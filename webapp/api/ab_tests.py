@@ -1,4 +1,4 @@
-"""A broadcast's A/B test over the API (described in `webapp/apidocs/ab_test.py`).
+"""A broadcast's A/B test over the API (described in `webapp/apidocs/ab_tests.py`).
 
 In: `"ab_test": {"variants": [{"subject", "preheader"?, "body"?}, ...], "share", "measure",
 "wait_hours", "default"?}` on POST /api/broadcasts and PATCH /api/broadcasts/<id>; null
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from broadside.campaigns.broadcasts import ab_results
-from broadside.campaigns.broadcasts.ab_test import LETTERS, letter
+from broadside.campaigns.broadcasts.ab_tests import LETTERS, letter
 from broadside.core.errors import ValidationError
 from webapp.api.inputs import iso
 from webapp.extensions import db
