@@ -55,7 +55,7 @@ def _message(tracking: str = "off") -> email.message.EmailMessage:
     tracker = Tracker(None, 9, frozen.html_template,  # type: ignore[arg-type]
                       secret_key="plain-text-secret-0123456789", base_url="https://news.example.org",
                       clock=lambda: 1_764_590_400.0)
-    rendered = tracker.apply(rendered, tracking, delivery_id=5, list_id=3)
+    rendered = tracker.apply(rendered, tracking, delivery_id=5, list_id=None)  # no list read
     raw = message_bytes(rendered, from_addr="The Paper <news@example.org>", to_addr="ann@example.com",
                         message_id="<t.1@example.org>",
                         headers={"List-Unsubscribe": f"<{UNSUBSCRIBE}>"})
