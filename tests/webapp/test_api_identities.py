@@ -128,7 +128,7 @@ def test_a_used_identity_is_not_deleted_and_the_answer_says_what_uses_it(client,
     assert draft.status_code == 201 and draft.json == {"id": draft.json["id"], "status": "draft",
                                                        "identity_id": identity_id, "codes": None,
                                                        "format": "markdown", "attachments": [],
-                                                       "versions": []}
+                                                       "versions": [], "send_at_local": None}
     automation = client.post("/api/automations", headers=api_headers, json={
         "name": "Welcome", "trigger": {"type": "joined_list", "list_id": weekly.id},
         "identity_id": identity_id, "steps": [{"subject": "Hi", "body": "x"}]})

@@ -49,7 +49,8 @@ def test_a_read_only_token_reads_but_changes_nothing(client, owner):
                         ("patch", "/api/users/1"), ("delete", "/api/users/1"),
                         ("delete", "/api/invitations/1"), ("post", "/api/media"),
                         ("delete", "/api/media/1"),
-                        ("post", "/api/attachments"), ("delete", "/api/attachments/1")):
+                        ("post", "/api/attachments"), ("delete", "/api/attachments/1"),
+                        ("patch", "/api/lists/1"), ("post", "/api/broadcasts/1/non_openers")):
         response = getattr(client, method)(url, json={"name": "Sneaky", "subject": "x"},
                                            headers=bearer(token))
         assert response.status_code == 403, (method, url)
@@ -77,6 +78,7 @@ def test_the_test_above_names_every_changing_route(app):
         "/api/transactional", "/api/users", "/api/users/<int:user_id>",
         "/api/invitations/<int:invitation_id>", "/api/media", "/api/media/<int:media_id>",
         "/api/attachments", "/api/attachments/<int:attachment_id>",
+        "/api/lists/<int:list_id>", "/api/broadcasts/<int:broadcast_id>/non_openers",
     }
 
 
