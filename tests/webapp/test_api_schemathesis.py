@@ -88,7 +88,18 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             r"different\.$|^The default winner must be one of the variants\.$|"
                             # Likewise a time zone's: whether a name is one is the tz
                             # database's list on this machine.
-                            r"is not a time zone this server knows")
+                            r"is not a time zone this server knows|"
+                            # Whether an A/B test can run depends on the list's own tracking
+                            # switch, the broadcast's languages and hour (what Send reads).
+                            r"^An A/B test |"
+                            # A feed trigger's rules across its fields: exactly one audience,
+                            # a schedule only for a digest.
+                            r"^A feed's items go to a list or a segment|belongs to a digest: give|"
+                            r"^A daily digest has no weekday|^A feed automation has one step|"
+                            # A URL's parts as urllib reads them (host, port, spaces, user).
+                            r"^The feed's url |^Put no user name or password in the feed's url|"
+                            # A CSV's line endings (the file is a binary part).
+                            r"^The lines of this file end with CR only")
 
 
 def filter_failure(context, failure, case, response) -> bool:

@@ -117,10 +117,11 @@ STEP_INPUT = obj({
     "text": {"type": ["string", "null"], "maxLength": MAX_TEXT_BODY,
              "description": "The plain-text part as you write it ({{ merge fields }} work; the "
                             "footer is added); absent, null or blank: made from the body."},
-    "id": {**ID,
+    "id": {**nullable(ID),
            "description": "On PUT, an existing step of this automation: it keeps its messages "
            "and moves to this place. When any step has an id, steps are matched by id (those "
-           "left out are removed, their waiting messages skipped); without ids, by position."},
+           "left out are removed, their waiting messages skipped); without ids, by position. "
+           "Null or absent: a new step."},
     "codes": {**CODES, "description": "Absent or null: no codes. {\"prefix\": \"SAVE\"}: each "
               "person's message mints a single-use code, {{ code }} in its subject or body (in a "
               "record-only automation the message is logged with its code, never sent)."},
