@@ -96,7 +96,9 @@ def _messages(monkeypatch, tracking: str, view: bool) -> list[bytes]:
         view_url = views.url(delivery_id, subscriber_id, joined) if views else ""
         rendered = compiled.render(email=email, name=name, attributes=attributes,
                                    unsubscribe_url=link, view_url=view_url)
-        rendered = tracker.apply(rendered, tracking, delivery_id=delivery_id, list_id=3)
+        # No list: a session-less tracker cannot read a list's switches (a list's defaults,
+        # tracking on and in aggregate, are what list_id=None stands for).
+        rendered = tracker.apply(rendered, tracking, delivery_id=delivery_id, list_id=None)
         out.append(message_bytes(rendered, from_addr="The Paper <news@example.org>", to_addr=email,
                                  message_id=f"<broadside.d{delivery_id}.b7@example.org>",
                                  headers={"List-Unsubscribe": f"<{link}>",

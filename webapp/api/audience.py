@@ -139,14 +139,21 @@ def api_create_list():
     return jsonify(id=created.id, name=created.name), 201
 
 
+def _list_json(summary: lists.ListSummary) -> dict:
+    return {"id": summary.list.id, "name": summary.list.name,
+            "tracking": modes.list_tracking(summary.list), "counts": {
+                "active": summary.counts["active"], "unconfirmed": summary.counts["unconfirmed"],
+                "unsubscribed": summary.counts["unsubscribed"]}}
+
+
 @bp.route("/lists", methods=["GET"])
 def api_lists():
-    return jsonify([
-        {"id": s.list.id, "name": s.list.name, "tracking": modes.list_tracking(s.list), "counts": {
-            "active": s.counts["active"], "unconfirmed": s.counts["unconfirmed"],
-            "unsubscribed": s.counts["unsubscribed"]}}
-        for s in lists.list_summaries(db.session)
-    ])
+    return jsonify([_list_json(s) for s in lists.list_summaries(db.session)])
+
+
+@bp.route("/lists/<int:list_id>", methods=["GET"])
+def api_list(list_id: int):
+    return jsonify(_list_json(lists.list_summary(db.session, list_id)))
 
 
 @bp.route("/lists/<int:list_id>", methods=["PATCH"])

@@ -30,7 +30,10 @@ ENGAGEMENT_SCHEMAS: dict[str, Any] = {
 }
 
 ENGAGEMENT_PATHS: dict[str, Any] = {
-    "/api/lists/{list_id}": {"patch": operation(
+    "/api/lists/{list_id}": {"get": operation(
+        "Lists", "getList", "One list, with its counts", parameters=[LIST],
+        responses={"200": reply("The list.", "List")}, errors=("NotFound",)),
+                             "patch": operation(
         "Lists", "updateList", "Set a list's own tracking",
         "What the list's page sets: `off`, `counts` or `people`. 422 for anything else.",
         write=True, parameters=[LIST],
