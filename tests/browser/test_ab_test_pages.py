@@ -70,6 +70,11 @@ def test_the_owner_sets_up_a_test_and_reads_its_result(page: Page, live_server, 
     saved = db.session.get(Broadcast, draft.id).ab_test
     assert saved["share"] == 30 and saved["default"] == 1 and len(saved["variants"]) == 3
     photograph(page, "editor", "#ab-test")
+    # A test copy of any variant: the editor's test form offers each by its letter and subject.
+    expect(page.locator("#test_variant option")).to_have_count(3)
+    expect(page.locator("#test_variant")).to_contain_text("Variant C: Read this before the first frost")
+    page.locator("#test_variant").select_option("C")
+    photograph(page, "test-copy", "form.test-send")
 
     # A share out of range: said at its field, nothing saved.
     page.locator("#ab-share").fill("80")

@@ -233,6 +233,13 @@ def test_a_sent_broadcast_cannot_be_edited(logged_in_client, draft, news):
 
 
 def test_duplicate_makes_a_new_draft_from_any_broadcast(logged_in_client, draft):
+    ab_test = {"variants": [{"subject": draft.subject, "preheader": "", "body": ""},
+                            {"subject": "Another way to say it", "preheader": "", "body": ""}],
+               "share": 20, "measure": "opens", "wait_hours": 4, "default": 0}
+    draft.text_body, draft.view_in_browser, draft.tracking = "The plain words.", True, "per_person"
+    draft.ab_test = ab_test
+    db.session.get(MailingList, draft.list_id).per_person_tracking = True  # an A/B test needs it
+    db.session.commit()
     sent(draft)
     page = logged_in_client.get("/broadcasts/")
     response = logged_in_client.post(f"/broadcasts/{draft.id}/duplicate",
@@ -242,6 +249,10 @@ def test_duplicate_makes_a_new_draft_from_any_broadcast(logged_in_client, draft)
     assert response.headers["Location"].endswith(f"/broadcasts/{copy.id}/edit")
     assert (copy.status, copy.subject, copy.body, copy.list_id) == (
         "draft", draft.subject, draft.body, draft.list_id)
+    # What the owner wrote and chose comes along; what Send recorded does not.
+    assert (copy.text_body, copy.view_in_browser, copy.tracking, copy.ab_test) == (
+        "The plain words.", True, "per_person", ab_test)
+    assert copy.ab_seed is None and copy.ab_winner is None and copy.resend_of_id is None
 
 
 def test_broadcast_pages_need_the_owner_and_unknown_ids_are_404(client, logged_in_client, draft):

@@ -198,7 +198,7 @@ def deliveries(broadcast_id: int):
 @allow("write")
 def test_send(broadcast_id: int):
     data = json_body()
-    only_keys(data, ("email", "fill_from"))
+    only_keys(data, ("email", "fill_from", "variant"))
     null_only_for(data)
     if not isinstance(data.get("email"), str):
         raise ValidationError("'email' is required.", field="email")
@@ -212,8 +212,9 @@ def test_send(broadcast_id: int):
                                  segment_id=broadcast.segment_id)
     service.send_test(
         db.session, broadcast_id, data["email"], default_from=current_app.config["MAIL_FROM"],
-        jobs=get_jobs(), person=person,
+        jobs=get_jobs(), person=person, variant=data.get("variant"),
     )
     return jsonify({"id": broadcast_id, "test_to": data["email"].strip().lower(),
+                    "variant": data.get("variant") or "A",
                     "filled_from": {"email": person.email, "name": person.name,
                                     "sample": person.subscriber_id is None}}), 202

@@ -390,7 +390,7 @@ BROADCAST_PATHS: dict[str, Any] = {
         "Broadcasts", "testSend", "Send a test copy to one address", parameters=[BROADCAST], write=True,
         request=body("TestSend", {"email": "me@example.com", "fill_from": "ana@example.com"}),
         responses={"202": reply("Queued ahead of broadcasts.", "TestQueued",
-                                {"id": 7, "test_to": "me@example.com",
+                                {"id": 7, "test_to": "me@example.com", "variant": "A",
                                  "filled_from": {"email": "ana@example.com", "name": "Ana",
                                                  "sample": False}})},
         errors=("NotFound", "Invalid"))},

@@ -350,9 +350,15 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                      "fill_from": {**EMAIL,
                                    "description": "The subscriber whose details fill the merge "
                                                   "fields. Left out: the newest active one the "
-                                                  "broadcast reaches, else the sample Alex."}},
+                                                  "broadcast reaches, else the sample Alex."},
+                      "variant": {"type": "string", "enum": ["A", "B", "C", "D"],
+                                  "description": "With an A/B test: the variant the copy is "
+                                                 "(its subject starts with [Test B]). Left out: "
+                                                 "A, the broadcast's own. 422 for a letter the "
+                                                 "test does not have."}},
                     required=("email",)),
     "TestQueued": obj({"id": ID, "test_to": {"type": "string"},
+                       "variant": {"type": "string", "enum": ["A", "B", "C", "D"]},
                        "filled_from": obj({"email": {"type": "string"},
                                            "name": {"type": "string"},
                                            "sample": {"type": "boolean"}},

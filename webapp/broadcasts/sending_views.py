@@ -89,7 +89,8 @@ def send_test(broadcast_id: int):
         person = merge_person.chosen(db.session, typed, list_id=broadcast.list_id,
                                      segment_id=broadcast.segment_id)
         message_id = service.send_test(db.session, broadcast_id, address, person=person,
-                                       default_from=current_app.config["MAIL_FROM"], jobs=get_jobs())
+                                       default_from=current_app.config["MAIL_FROM"], jobs=get_jobs(),
+                                       variant=request.form.get("variant") or None)
         test = transactional.queued_test(db.session, message_id)
     except ValidationError as exc:
         db.session.rollback()

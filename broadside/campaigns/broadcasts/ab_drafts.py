@@ -176,3 +176,31 @@ def set_ab_test(session: Session, broadcast_id: int, raw: Any) -> dict[str, Any]
         raise
     session.commit()
     return cleaned
+
+
+# ---------------------------------------------------------------- a test copy of one variant
+
+TEST_FIELD = "variant"
+
+
+def chosen_variant(broadcast: Broadcast, given: Any) -> int:
+    """The variant a test copy is of, from its letter ("A" to "D"; None: A, the broadcast's
+    own, with or without a test): one the broadcast has, or ValidationError at `variant`."""
+    if given is None:
+        return 0
+    letters = LETTERS[:max(1, len((broadcast.ab_test or {}).get("variants") or []))]
+    if not isinstance(given, str) or len(given) != 1 or given not in letters:
+        raise ValidationError(_("Choose a variant of this broadcast's A/B test (%(letters)s).",
+                                letters=", ".join(letters)), field=TEST_FIELD)
+    return LETTERS.index(given)
+
+
+def draft_variant(broadcast: Broadcast, variant: int) -> tuple[str, str, str | None]:
+    """(subject, preheader, its own body or None for the broadcast's) of a variant as the
+    draft holds it now; 0 is the broadcast itself. As `ab_sending.freeze_variants` freezes
+    it at Send: a variant without a preheader or body takes A's."""
+    if variant == 0:
+        return broadcast.subject, broadcast.preheader, None
+    own = broadcast.ab_test["variants"][variant]  # type: ignore[index]  # chosen_variant checked
+    body = own.get("body") or ""
+    return own["subject"], own.get("preheader") or broadcast.preheader, body if body.strip() else None

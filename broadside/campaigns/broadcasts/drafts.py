@@ -204,6 +204,10 @@ def duplicate(session: Session, broadcast_id: int) -> Broadcast:
                      status=lifecycle.INITIAL.value, codes_prefix=original.codes_prefix,
                      design_overrides=original.design_overrides,
                      attachment_ids=original.attachment_ids, versions=original.versions,
+                     text_body=original.text_body, view_in_browser=original.view_in_browser,
+                     # The tracking it was sent with (or chose; None follows Settings), and
+                     # its A/B test's definition (not its seed, wait or winner: those are Send's).
+                     tracking=original.tracking, ab_test=original.ab_test,
                      # A deleted identity is not carried over: the copy takes the default.
                      identity_id=original.identity_id if original.identity_id is not None
                      and _live_identity(session, original.identity_id) else None)

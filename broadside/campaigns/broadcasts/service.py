@@ -19,8 +19,17 @@ from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from broadside.campaigns.analytics.sending import freeze_tracking
-from broadside.campaigns.broadcasts import ab_results, ab_sending, cancelling, ledger, lifecycle, merge_person
+from broadside.campaigns.broadcasts import (
+    ab_drafts,
+    ab_results,
+    ab_sending,
+    cancelling,
+    ledger,
+    lifecycle,
+    merge_person,
+)
 from broadside.campaigns.broadcasts import snapshot as audience_snapshot
+from broadside.campaigns.broadcasts.ab_tests import LETTERS
 from broadside.campaigns.broadcasts.merge_person import MergePerson
 from broadside.campaigns.codes.fields import check_code_fields
 from broadside.campaigns.codes.fields import sample as code_sample
@@ -319,35 +328,43 @@ def retry_deliveries(session: Session, broadcast_id: int, *, which: str, jobs: J
 
 
 def send_test(session: Session, broadcast_id: int, to_email: str, *, default_from: str, jobs: Jobs,
-              person: MergePerson | None = None) -> int:
+              person: MergePerson | None = None, variant: str | None = None) -> int:
     """One copy to any address through the transactional queue, marked as a test (its
     unsubscribe link goes nowhere: a test reader is not unsubscribed by clicking it). Its
     merge fields are filled in with `person`'s details (`merge_person.chosen`: the owner's
-    pick), by default the newest active person the broadcast reaches, else the sample."""
+    pick), by default the newest active person the broadcast reaches, else the sample.
+    `variant`: the letter of an A/B test's variant to send (default A, the broadcast's own)."""
 
     address = normalise_email(to_email)
     broadcast = get_broadcast(session, broadcast_id)
+    number = ab_drafts.chosen_variant(broadcast, variant)
     if person is None:
         person = merge_person.default_person(session, list_id=broadcast.list_id,
                                              segment_id=broadcast.segment_id)
     revision = session.scalar(select(Revision).where(Revision.broadcast_id == broadcast_id))
     if revision is not None:
-        subject, html_t, text_t = revision.subject, revision.html_template, revision.text_template
+        frozen_as = (revision.variants or {}).get(str(number)) if number else None
+        subject, html_t, text_t = ((frozen_as["subject"], frozen_as["html_template"],
+                                    frozen_as["text_template"]) if frozen_as else
+                                   (revision.subject, revision.html_template, revision.text_template))
         from_name, from_email = revision.from_name, revision.from_email
         attachment_ids = revision.attachment_ids
     else:
         attachment_ids = broadcast.attachment_ids
         from_name, from_email, postal = sender_of(session, broadcast.identity_id, default_from)
+        subject, preheader, own_body = ab_drafts.draft_variant(broadcast, number)
+        written = body_of(session, broadcast)
         frozen = freeze_content(
-            subject=broadcast.subject,
-            preheader=broadcast.preheader,
-            **body_of(session, broadcast).freeze_arguments(),
+            subject=subject,
+            preheader=preheader,
+            **(written if own_body is None else version_body(session, own_body, written)
+               ).freeze_arguments(),
             from_name=from_name,
             from_email=from_email,
             postal_address=postal,
             design=broadcast_design(session, broadcast, from_name),
         )
-        subject, html_t, text_t = broadcast.subject, frozen.html_template, frozen.text_template
+        html_t, text_t = frozen.html_template, frozen.text_template
     prefix = revision.codes_prefix if revision is not None else broadcast.codes_prefix
     code: dict[str, Any] = {} if prefix is None else {"code": code_sample(prefix)}  # not minted
     rendered = CompiledRevision(subject=subject, html_template=html_t, text_template=text_t).render(
@@ -357,7 +374,8 @@ def send_test(session: Session, broadcast_id: int, to_email: str, *, default_fro
         jobs,
         kind="test",
         to_email=address,
-        subject=f"[Test] {rendered.subject}",
+        subject=f"[Test {LETTERS[number]}] {rendered.subject}" if broadcast.ab_test
+        else f"[Test] {rendered.subject}",
         html=rendered.html,
         text=rendered.text,
         headers={"From-Name": from_name, "From-Email": from_email},
