@@ -37,13 +37,15 @@ from tests.helpers import (
     forget_namespace,
 )
 from tests.imap_server import Dovecot
-from tests.own_apps import own_app
+from tests.own_apps import own_app, share_url_builders
 from tests.private_redis import private_redis  # noqa: F401  (a fixture for every folder)
 from tests.smtp_server import SmtpServer, free_port
 from webapp import REPO_ROOT, create_app
 from webapp.extensions import db
 
 POSTGRES_URL = os.environ.get("BROADSIDE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+share_url_builders()  # every test makes its own app: its routes' builders are made once
+
 REDIS_URL = os.environ.get("BROADSIDE_TEST_REDIS", "redis://127.0.0.1:6379/0")
 RUN_ID = uuid.uuid4().hex[:8]
 

@@ -58,6 +58,8 @@ STATE_REFUSALS = re.compile(r"[Tt]here is no (list|segment|broadcast|sending ide
                             r"^Its list or segment was deleted|"
                             # A resend's subject must differ from its broadcast's (whatever that is).
                             r"^Choose a subject different from the first one's\.|"
+                            # A test copy's variant letter: one the broadcast's A/B test has.
+                            r"^Choose a variant of this broadcast's A/B test|"
                             r"^Step \d+: this automation has no step with id \d+|"
                             r"of the selection no longer exist|"
                             # What no schema can state: a CSV's content (the file is a binary

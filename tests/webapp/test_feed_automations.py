@@ -60,6 +60,8 @@ def test_a_feed_trigger_is_saved_and_shown_back_and_a_changed_url_starts_afresh(
     ({"url": "ftp://example.com/feed"}, "trigger.url", "https://"),
     ({"url": "https://user:pw@example.com/feed"}, "trigger.url", "user name"),
     ({"url": "https://example.com/a feed"}, "trigger.url", "spaces"),
+    ({"url": "https://[example.com/feed"}, "trigger.url", "name a host"),  # urlsplit raises
+    ({"url": "https://example.com:99999/feed"}, "trigger.url", "port"),
     ({"url": 7}, "trigger.url", "feed's address"),
     ({"mode": "hourly"}, "trigger.mode", '"each"'),
     ({"mode": "digest"}, "trigger.at", "HH:MM"),

@@ -62,7 +62,10 @@ def check_feed_url(value: Any) -> str:
     if len(url) > MAX_URL:
         raise ValidationError(f"The feed's url is too long (at most {MAX_URL} characters).",
                               field=_field("url"))
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)  # raises ValueError on a bracket that opens no IPv6 address
+    except ValueError:
+        parts = urlsplit("")
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise ValidationError("The feed's url must start with https:// (or http://) and name "
                               "a host.", field=_field("url"))
