@@ -65,6 +65,11 @@ def test_the_feed_pages_fit_a_desktop_and_a_phone(page: Page, live_server, owner
 
     page.goto(live_server.url + "/automations/")
     expect(page.locator(f"#feed-error-{feed_automation}")).to_contain_text("HTTP 503")
+    # Its card counts the items sent as broadcasts (nobody "enters" a feed automation).
+    card = page.locator(f"#counts-{feed_automation}")
+    expect(card).to_contain_text("3 new items sent so far, as broadcasts.")
+    expect(card).not_to_contain_text("entered")
+    expect(card.get_by_role("link", name="A short one")).to_be_visible()  # the newest
     fits(page, "the automations list")
     page.screenshot(path=str(screenshot_dir / f"feed-automations-{size}.png"), full_page=True)
 

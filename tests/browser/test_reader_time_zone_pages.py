@@ -67,6 +67,27 @@ def test_the_sign_up_form_stores_the_zone_the_browser_says(browser: Browser, liv
     assert reader("zelda@example.com").timezone == said
 
 
+def test_the_embedded_form_on_another_site_stores_the_zone_too(browser: Browser, page: Page, app,
+                                                               live_server, owner):
+    """The list page's HTML to paste on the owner's own site carries the field and the line
+    that fills it: pasted into a page of another origin, it signs a reader up with their zone."""
+    app.config["BASE_URL"] = live_server.url  # the snippet's form posts to the installation
+    weekly = lists.create_list(db.session, "The Weekly", signup_enabled=True).id
+    sign_in(page, live_server.url)
+    page.goto(f"{live_server.url}/lists/{weekly}")
+    snippet = page.locator("#signup-snippet").text_content() or ""
+    assert 'name="timezone"' in snippet
+    context = browser.new_context(timezone_id="Asia/Tokyo")
+    elsewhere = context.new_page()
+    elsewhere.set_content(f"<!doctype html><title>My blog</title><main>{snippet}</main>")
+    expect(elsewhere.locator("input[name=timezone]")).to_have_value("Asia/Tokyo")
+    elsewhere.get_by_label("Email").fill("yuki@example.com")
+    elsewhere.get_by_role("button", name="Subscribe").click()
+    expect(elsewhere.get_by_role("heading", name="Check your inbox")).to_be_visible()
+    context.close()
+    assert reader("yuki@example.com").timezone == "Asia/Tokyo"
+
+
 def test_the_reader_chooses_their_zone_on_the_preferences_page(page: Page, live_server, app,
                                                                screenshot_dir):
     weekly = lists.create_list(db.session, "The Weekly")

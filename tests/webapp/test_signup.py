@@ -222,6 +222,8 @@ def test_the_list_page_offers_an_embeddable_form(logged_in_client, weekly):
     assert "&lt;form method=&#34;post&#34; action=&#34;http://localhost:5000/join/" in snippet \
         or '&lt;form method="post" action="http://localhost:5000/join/' in snippet
     assert "website" in snippet and "<form" not in snippet
+    # The reader's time zone, as their browser names it (for "at 09:00 in each reader's zone").
+    assert re.search(r"name=(&#34;|&quot;|\")timezone", snippet) and "resolvedOptions().timeZone" in snippet
 
 
 def test_public_pages_set_no_cookie(client, weekly):

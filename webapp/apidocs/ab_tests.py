@@ -16,6 +16,10 @@ from broadside.campaigns.broadcasts.ab_tests import (
 )
 
 LETTER = {"type": "string", "enum": list(LETTERS[:MAX_VARIANTS])}
+# A test copy's variant (POST /api/broadcasts/{id}/test).
+TEST_VARIANT = {**LETTER, "description": "With an A/B test: the variant the copy is (its subject "
+                "starts with [Test B]). Left out: A, the broadcast's own. 422 for a letter the "
+                "test does not have."}
 # A character str.strip() keeps: schemas.NOT_BLANK (which imports this module, hence again here).
 NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
 BLANK = r"[\s\x1c-\x1f\x85]"

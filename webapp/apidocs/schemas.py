@@ -20,7 +20,7 @@ from broadside.mail.attachments import MAX_COUNT as MAX_ATTACHMENTS
 from broadside.mail.body_formats import BODY_FORMATS, DEFAULT_FORMAT
 from broadside.mail.text_part import MAX_TEXT_BODY
 from broadside.segments.service import MAX_NAME as MAX_SEGMENT_NAME
-from webapp.apidocs.ab_tests import AB_RESULT, AB_TEST, AB_TEST_INPUT
+from webapp.apidocs.ab_tests import AB_RESULT, AB_TEST, AB_TEST_INPUT, LETTER, TEST_VARIANT
 from webapp.apidocs.local_time import (
     LOCAL_TIME,
     READER_LOCALE,
@@ -351,14 +351,8 @@ BROADCAST_SCHEMAS: dict[str, Any] = {
                                    "description": "The subscriber whose details fill the merge "
                                                   "fields. Left out: the newest active one the "
                                                   "broadcast reaches, else the sample Alex."},
-                      "variant": {"type": "string", "enum": ["A", "B", "C", "D"],
-                                  "description": "With an A/B test: the variant the copy is "
-                                                 "(its subject starts with [Test B]). Left out: "
-                                                 "A, the broadcast's own. 422 for a letter the "
-                                                 "test does not have."}},
-                    required=("email",)),
-    "TestQueued": obj({"id": ID, "test_to": {"type": "string"},
-                       "variant": {"type": "string", "enum": ["A", "B", "C", "D"]},
+                      "variant": TEST_VARIANT}, required=("email",)),
+    "TestQueued": obj({"id": ID, "test_to": {"type": "string"}, "variant": LETTER,
                        "filled_from": obj({"email": {"type": "string"},
                                            "name": {"type": "string"},
                                            "sample": {"type": "boolean"}},

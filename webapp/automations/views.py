@@ -77,7 +77,10 @@ def _card(automation: Automation) -> dict:
              for step in automations.steps_of(db.session, automation.id)]
     busy = any(c.get(s, 0) for c in counts.values() for s in IN_FLIGHT)
     return {"automation": automation, "steps": steps, "busy": busy,
-            "entered": automations.entered_count(db.session, automation.id)}
+            "entered": automations.entered_count(db.session, automation.id),
+            # A feed's: its items sent as broadcasts (nobody enters it; no step counts).
+            "feed": feed_status(db.session, automation.id) if automation.trigger_type == "feed"
+            else None}
 
 
 def _names() -> tuple[dict[int, str], dict[int, str]]:
@@ -88,8 +91,7 @@ def _names() -> tuple[dict[int, str], dict[int, str]]:
 @bp.get("/")
 def index():
     lists, segments = _names()
-    cards = [{**_card(a), "feed": feed_status(db.session, a.id) if a.trigger_type == "feed"
-              else None} for a in automations.list_automations(db.session)]
+    cards = [_card(a) for a in automations.list_automations(db.session)]
     return render_template("automations/index.html", cards=cards, lists=lists, segments=segments,
                            action_form=ConfirmForm(), held=refreeze.held_reasons(db.session))
 

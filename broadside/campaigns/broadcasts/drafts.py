@@ -193,21 +193,17 @@ def _live_identity(session: Session, identity_id: int) -> bool:
     return True
 
 
+# What a copy carries: what the owner wrote and chose (not Send's A/B seed, wait or winner).
+COPIED = ("list_id", "segment_id", "subject", "preheader", "body", "body_format", "editor",
+          "text_body", "skip_if_received_within_hours", "codes_prefix", "design_overrides",
+          "attachment_ids", "versions", "view_in_browser", "tracking", "ab_test")
+
+
 def duplicate(session: Session, broadcast_id: int) -> Broadcast:
     original = session.get(Broadcast, broadcast_id)
     if original is None:
         raise NotFound("There is no such broadcast.")
-    copy = Broadcast(list_id=original.list_id, segment_id=original.segment_id,
-                     subject=original.subject, preheader=original.preheader, body=original.body,
-                     body_format=original.body_format, editor=original.editor,
-                     skip_if_received_within_hours=original.skip_if_received_within_hours,
-                     status=lifecycle.INITIAL.value, codes_prefix=original.codes_prefix,
-                     design_overrides=original.design_overrides,
-                     attachment_ids=original.attachment_ids, versions=original.versions,
-                     text_body=original.text_body, view_in_browser=original.view_in_browser,
-                     # The tracking it was sent with (or chose; None follows Settings), and
-                     # its A/B test's definition (not its seed, wait or winner: those are Send's).
-                     tracking=original.tracking, ab_test=original.ab_test,
+    copy = Broadcast(status=lifecycle.INITIAL.value, **{name: getattr(original, name) for name in COPIED},
                      # A deleted identity is not carried over: the copy takes the default.
                      identity_id=original.identity_id if original.identity_id is not None
                      and _live_identity(session, original.identity_id) else None)

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from broadside.campaigns.broadcasts.local_time import clean_local_time
 from broadside.campaigns.feeds.schedule import next_digest
 from broadside.core.errors import ValidationError
+from broadside.core.i18n import _
 from broadside.core.models import Automation, Feed, MailingList, Segment
 from broadside.core.models.automations import FEED_EVERY, FEED_MODES
 from broadside.core.site_settings import owner_zone
@@ -57,28 +58,28 @@ def check_feed_url(value: Any) -> str:
     points is judged at each poll (public addresses only)."""
     url = value.strip() if isinstance(value, str) else ""
     if not url:
-        raise ValidationError("Give the feed's address (its url), starting with https://.",
+        raise ValidationError(_("Give the feed's address (its url), starting with https://."),
                               field=_field("url"))
     if len(url) > MAX_URL:
-        raise ValidationError(f"The feed's url is too long (at most {MAX_URL} characters).",
+        raise ValidationError(_("The feed's url is too long (at most %(n)s characters).", n=MAX_URL),
                               field=_field("url"))
     try:
         parts = urlsplit(url)  # raises ValueError on a bracket that opens no IPv6 address
     except ValueError:
         parts = urlsplit("")
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise ValidationError("The feed's url must start with https:// (or http://) and name "
-                              "a host.", field=_field("url"))
+        raise ValidationError(_("The feed's url must start with https:// (or http://) and "
+                                "name a host."), field=_field("url"))
     if parts.username is not None or parts.password is not None:
-        raise ValidationError("Put no user name or password in the feed's url.",
+        raise ValidationError(_("Put no user name or password in the feed's url."),
                               field=_field("url"))
     try:
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
-        raise ValidationError("The feed's url has a port that is not a number from 1 to 65535.",
+        raise ValidationError(_("The feed's url has a port that is not a number from 1 to 65535."),
                               field=_field("url")) from None
     if any(c.isspace() or not c.isprintable() for c in url):
-        raise ValidationError("The feed's url may not contain spaces or control characters.",
+        raise ValidationError(_("The feed's url may not contain spaces or control characters."),
                               field=_field("url"))
     return url
 
@@ -109,8 +110,8 @@ def parse_trigger(trigger: dict[str, Any]) -> FeedTrigger:
     result.every = every
     result.at = clean_local_time(trigger.get("at"), field=_field("at"))
     if result.at is None:
-        raise ValidationError('Give the digest\'s time as "at": "HH:MM" (your time zone, '
-                              "from Settings).", field=_field("at"))
+        raise ValidationError(_('Give the digest\'s time as "at": "HH:MM" (your time zone, '
+                                "from Settings)."), field=_field("at"))
     weekday = trigger.get("weekday")
     if every == "daily":
         if weekday is not None:
@@ -136,8 +137,8 @@ def audience_ids(trigger: dict[str, Any]) -> tuple[int | None, int | None]:
                                   f"{MAX_ID}).", field=_field(key))
         ids.append(value)
     if (ids[0] is None) == (ids[1] is None):
-        raise ValidationError("A feed's items go to a list or a segment: give the trigger's "
-                              "list_id or its segment_id (one of them).", field=_field("list_id"))
+        raise ValidationError(_("A feed's items go to a list or a segment: give the trigger's "
+                                "list_id or its segment_id (one of them)."), field=_field("list_id"))
     return ids[0], ids[1]
 
 
@@ -145,13 +146,14 @@ def check_audience(session: Session, list_id: int | None, segment_id: int | None
                    steps: int) -> None:
     """The list or segment exists; at most one step (what each email says)."""
     if list_id is not None and session.get(MailingList, list_id) is None:
-        raise ValidationError(f"There is no list with id {list_id}.", field=_field("list_id"))
+        raise ValidationError(_("There is no list with id %(id)s.", id=list_id), field=_field("list_id"))
     if segment_id is not None and session.get(Segment, segment_id) is None:
-        raise ValidationError(f"There is no segment with id {segment_id}.",
+        raise ValidationError(_("There is no segment with id %(id)s.", id=segment_id),
                               field=_field("segment_id"))
     if steps > 1:
-        raise ValidationError("A feed automation has one step: what each email says, around "
-                              "the new items ([[items]]). Remove the others.", field="steps")
+        raise ValidationError(_("A feed automation has one step: what each email says, "
+                                "around the new items ([[items]]). Remove the others."),
+                              field="steps")
 
 
 def shown(session: Session, automation: Automation) -> dict[str, Any]:
