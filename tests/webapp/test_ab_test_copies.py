@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from broadside.campaigns.broadcasts.service import send_broadcast
 from broadside.core.models import Broadcast, MailingList, TransactionalMessage
-from tests.helpers import csrf_token_from
+from tests.helpers import csrf_token_from, make_list
 from webapp.extensions import db, get_jobs
 
 TEST = {"variants": [{"subject": "Hi"}, {"subject": "Hello there", "body": "The other body."}],
@@ -20,10 +20,11 @@ HTMX = {"HX-Request": "true"}
 
 @pytest.fixture
 def news(app) -> MailingList:
-    mailing_list = MailingList(name="News", per_person_tracking=True)
-    db.session.add(mailing_list)
+    """An empty list that tracks per person (an A/B test needs it)."""
+    news = make_list(db.session, 0, "News")
+    news.per_person_tracking = True
     db.session.commit()
-    return mailing_list
+    return news
 
 
 def queued() -> int:
