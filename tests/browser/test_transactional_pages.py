@@ -65,6 +65,9 @@ def test_create_a_template_preview_it_with_sample_data_and_receive_a_test(
     expect(page.locator("#revision-line")).to_contain_text("Revision 1, saved at")
 
     sample = page.get_by_label("Sample data (JSON)")
+    # htmx listens for the typing once the page has loaded: typed earlier (a loaded machine
+    # shows the heading before the scripts have run), the preview would never be asked for.
+    page.wait_for_load_state("load")
     sample.fill('["not", "an", "object"]')
     expect(page.locator("#sample-error")).to_contain_text("must be a JSON object")
     sample.fill(f'{{"token": "{TOKEN}", "hours": 2}}')

@@ -84,6 +84,8 @@ def test_identities_of_different_accounts_do_not_slow_each_other(
             times = [m.at for m in server.messages]
             assert len(times) == PER_LIST
             assert _most_in_a_second(times) <= 10
-            assert _rate(times) >= 9.0  # not shared: each account its own 10 a second
+            # Not shared: each account its own 10 a second (a shared cap would give each 5;
+            # the margin is for a loaded machine, where a worker's pauses run long).
+            assert _rate(times) > 6.5
     finally:
         other.stop()
