@@ -47,18 +47,11 @@ POSTGRES_URL = os.environ.get("BROADSIDE_TEST_POSTGRES", "postgresql://postgres@
 share_url_builders()  # every test makes its own app: its routes' builders are made once
 
 
-def pytest_xdist_auto_num_workers(config) -> int:
-    """`-n auto`: two test processes per core. Half of a test's time is spent waiting on
-    the real services it talks to (the SMTP server, Chromium, a worker in a subprocess,
-    PostgreSQL), so one process per core left the cores half idle (tests/jobs: 272 s with
-    one per core, 186 s with two, on two cores)."""
-    return 2 * len(os.sched_getaffinity(0))
-
-
 def pytest_collection_modifyitems(config, items) -> None:
     """The long tests (marked slow: kill loops, the API's property run) first, so they start
     while the rest is still spread over the processes, instead of ending the run alone."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
 
 REDIS_URL = os.environ.get("BROADSIDE_TEST_REDIS", "redis://127.0.0.1:6379/0")
 RUN_ID = uuid.uuid4().hex[:8]
